@@ -1,0 +1,116 @@
+# cleave - build, dependencies, tests, demo, benchmarks, sanitizers.
+#
+#   make          build ./build/cleave (installs missing Debian packages first)
+#   make test     build and run every CUnit suite; non-zero exit on any failure
+#   make demo     the main job on built-in defaults (writes demo/)
+#   make bench    benchmarks, CSV into bench/
+#   make asan     the test suites under AddressSanitizer + LeakSanitizer
+#   make ubsan    the test suites under UndefinedBehaviorSanitizer
+#   make install PREFIX=/usr/local
+#
+# Every source folder's *.c goes into one static library; tools/cleave.c is
+# the command's main and tests/*.c the test runner, both linked against it.
+
+PREFIX  ?= /usr/local
+BUILD   ?= build
+CC      ?= cc
+OPT     ?= -O2
+SANFLAGS ?=
+WERROR  ?=
+
+# Debian packages cleave needs (see README, "Dependencies").
+DEB_PKGS = libgsl-dev libcjson-dev libcunit1-dev libopenblas-dev zlib1g-dev \
+           gnuplot-nox libopenmpi-dev openmpi-bin dataset-fashion-mnist pkg-config
+
+PKG_CFLAGS := $(shell pkg-config --cflags gsl libcjson openblas zlib ompi-c 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs gsl libcjson openblas zlib ompi-c 2>/dev/null)
+# GSL's pkg-config pulls in its reference CBLAS; OpenBLAS must come first so
+# its fast cblas_* win symbol resolution.
+LIBS = -L/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas $(PKG_LIBS) -lcunit -lpthread -lm
+
+WARN   = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+         -Wpointer-arith -Wformat=2 -Wvla $(WERROR)
+CFLAGS_ALL = -std=c11 $(OPT) -g -D_GNU_SOURCE -MMD -MP $(WARN) $(PKG_CFLAGS) \
+             $(SANFLAGS) $(CFLAGS)
+LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
+
+SRC_DIRS = tools models profiles planner sim exec
+LIB_SRC  = $(filter-out tools/cleave.c,$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC = $(wildcard tests/*.c)
+TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
+BENCH_SRC = $(wildcard tools/bench/*.c)
+
+.PHONY: all deps test test-run demo bench asan ubsan install clean check-deps
+
+all: deps $(BUILD)/cleave
+
+# Install only what is missing; nothing at all when everything is there.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: need root to install$$missing (hint: sudo make deps)" >&2; exit 2; fi; \
+	  command -v apt-get >/dev/null || { echo "make deps: apt-get not found; install$$missing by hand" >&2; exit 2; }; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	fi
+
+$(BUILD)/libcleave.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/cleave: $(BUILD)/tools/cleave.o $(BUILD)/libcleave.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+# The test runner's suite list is generated from the TEST_SUITE(name) lines
+# in tests/*.c, so adding a suite never means editing a central list.
+$(BUILD)/tests/suites.h: $(TEST_SRC)
+	@mkdir -p $(dir $@)
+	@grep -ho '^TEST_SUITE([a-z0-9_]*)' $(TEST_SRC) | sed 's/^TEST_SUITE/SUITE/' | sort > $@.tmp
+	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
+
+$(BUILD)/tests/main.o: $(BUILD)/tests/suites.h
+$(BUILD)/tests/main.o: CFLAGS_ALL += -I$(BUILD)/tests
+
+$(BUILD)/cleave_tests: $(TEST_OBJ) $(BUILD)/libcleave.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+test: deps
+	@$(MAKE) --no-print-directory test-run
+
+# Runs from the repository root so fixtures resolve; the CLI tests find the
+# binary through CLEAVE_BIN.  SUITE=name runs one suite.
+test-run: $(BUILD)/cleave $(BUILD)/cleave_tests
+	CLEAVE_BIN=$(CURDIR)/$(BUILD)/cleave ./$(BUILD)/cleave_tests $(SUITE)
+
+SAN_COMMON = -fno-omit-frame-pointer -fno-sanitize-recover=all
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	  SANFLAGS="-fsanitize=address,leak $(SAN_COMMON)" test-run
+ubsan: deps
+	@$(MAKE) --no-print-directory BUILD=build-ubsan OPT=-O1 \
+	  SANFLAGS="-fsanitize=undefined,float-cast-overflow $(SAN_COMMON)" test-run
+
+demo: all
+	./$(BUILD)/cleave demo
+
+bench: all
+	@mkdir -p bench
+	./$(BUILD)/cleave bench --out bench
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/cleave
+	install -m 755 $(BUILD)/cleave $(DESTDIR)$(PREFIX)/bin/cleave
+	cp -r models profiles $(DESTDIR)$(PREFIX)/share/cleave/
+	if [ -d tools/gnuplot ]; then cp -r tools/gnuplot $(DESTDIR)$(PREFIX)/share/cleave/; fi
+
+clean:
+	rm -rf build build-asan build-ubsan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

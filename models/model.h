@@ -1,0 +1,133 @@
+/* model.h - model descriptions: layers, shapes, and what each layer costs.
+ *
+ * One model file feeds the cost model, the planner, the simulator and the
+ * executor (docs/formats.md, "Model").  A model is an ordered list of layers;
+ * by default each layer consumes the one before it (a chain), and a layer may
+ * name its inputs instead, which makes the model a DAG (ResNet's residual
+ * adds).  Layers are stored in a topological order: every input of layer i
+ * has an index below i.
+ *
+ * Conventions (also in docs/formats.md):
+ * - shapes are per sample, without the batch dimension: (C, H, W) or (N);
+ * - FLOPs count a multiply-accumulate as two operations; `macs` counts it as
+ *   one and covers conv2d and linear only (the convention of published totals
+ *   such as torchvision's 15.47 GMAC for VGG-16);
+ * - all per-layer costs are per sample; the planner multiplies by the batch.
+ */
+#ifndef CL_MODEL_H
+#define CL_MODEL_H
+
+#include <stdint.h>
+
+#include "../tools/status.h"
+
+typedef enum model_kind {
+    MODEL_CONV2D,
+    MODEL_LINEAR,
+    MODEL_RELU,
+    MODEL_MAXPOOL2D,
+    MODEL_AVGPOOL2D,
+    MODEL_FLATTEN,
+    MODEL_DROPOUT,
+    MODEL_BATCHNORM2D,
+    MODEL_ADD,          /* elementwise sum of its inputs (residual joins)   */
+    MODEL_SOFTMAX_XENT, /* loss: logits (N) -> scalar per sample            */
+    MODEL_BLOCK,        /* opaque layer with explicit costs (transformer...) */
+    MODEL_KIND_COUNT
+} model_kind;
+
+/* Name in files and tables ("conv2d", ...); model_kind_from_name returns -1
+ * for an unknown name. */
+const char *model_kind_name(model_kind k);
+int model_kind_from_name(const char *name);
+
+typedef enum model_dtype { MODEL_F32, MODEL_F16, MODEL_BF16, MODEL_DTYPE_COUNT } model_dtype;
+const char *model_dtype_name(model_dtype t);
+int model_dtype_bytes(model_dtype t);
+
+#define MODEL_MAX_DIMS 3
+#define MODEL_NAME_MAX 64
+#define MODEL_MAX_INPUTS 8
+#define MODEL_MAX_LAYERS 1000000 /* loader limit; sizes stay far from overflow */
+
+typedef struct model_shape {
+    int ndim;                   /* 1 (features) or 3 (C, H, W) */
+    int64_t d[MODEL_MAX_DIMS];
+} model_shape;
+
+int64_t model_shape_elems(const model_shape *s);
+
+typedef struct model_layer {
+    char name[MODEL_NAME_MAX];
+    model_kind kind;
+
+    /* inputs: indices of earlier layers; -1 means the model's input.  A chain
+     * layer has one input, i - 1 (or -1 for the first layer). */
+    int n_inputs;
+    int inputs[MODEL_MAX_INPUTS];
+
+    /* hyper-parameters as given (0 when not applicable) */
+    int64_t out_channels, kernel, stride, padding; /* conv2d, pools       */
+    int64_t out_features;                          /* linear              */
+    int bias;                                      /* conv2d, linear      */
+    double dropout_p;                              /* dropout             */
+    /* block: explicit per-sample costs as given in the file */
+    double blk_fwd_flops, blk_bwd_flops;           /* bwd defaults to 2 x fwd */
+    double blk_params, blk_out_bytes, blk_stash_bytes;
+
+    /* derived by model_derive() */
+    model_shape in_shape, out_shape;
+    double fwd_flops;        /* forward, per sample                          */
+    double bwd_in_flops;     /* input-gradient (dL/dx), per sample           */
+    double bwd_w_flops;      /* weight-gradient (dL/dW), per sample          */
+    double macs;             /* conv2d/linear multiply-accumulates, forward  */
+    uint64_t params;         /* trainable parameters                         */
+    uint64_t out_elems;      /* output elements per sample (crosses a cut)   */
+    uint64_t stash_elems;    /* elements the backward pass keeps per sample  */
+} model_layer;
+
+typedef struct model {
+    char name[MODEL_NAME_MAX];
+    model_shape input;       /* per-sample input shape                       */
+    model_dtype dtype;       /* sample and activation element type           */
+    int classes;             /* label count for a model ending in softmax_xent, else 0 */
+    int n_layers;
+    model_layer *layers;     /* owned */
+    int is_dag;              /* some layer names its inputs explicitly       */
+} model;
+
+/* Load and validate a model file; derives shapes and costs.  On failure the
+ * model is left empty (nothing to free) and e names file and JSON path. */
+int model_load(model *m, const char *path, cl_err *e);
+/* Same, from a parsed document (used by the plan loader and tests). */
+struct cJSON;
+int model_from_json(model *m, const struct cJSON *root, const char *file, cl_err *e);
+/* Serialise: model_from_json(model_to_json(m)) reproduces m exactly.  The
+ * caller owns the result (cJSON_Delete). */
+struct cJSON *model_to_json(const model *m);
+int model_save(const model *m, const char *path, cl_err *e);
+void model_free(model *m);
+
+/* Shape inference and cost derivation over the layers as set; fills the
+ * derived fields.  Reports shape mismatches and size overflow as CL_EINPUT
+ * naming `file` and `layers[i]`.  Loaders call it; code that builds models
+ * in memory (importers, tests) calls it too. */
+int model_derive(model *m, const char *file, cl_err *e);
+
+/* Totals over all layers. */
+typedef struct model_totals {
+    double fwd_flops, bwd_in_flops, bwd_w_flops, macs;
+    uint64_t params, out_elems, stash_elems;
+} model_totals;
+model_totals model_sum(const model *m);
+
+/* Bytes of one element of activations for this model. */
+static inline uint64_t model_elem_bytes(const model *m) { return (uint64_t)model_dtype_bytes(m->dtype); }
+
+/* Chain view of a DAG, in layer order: cut_elems[i] is the per-sample number
+ * of elements that cross a cut placed after layer i, i.e. the outputs of
+ * every layer <= i (or the model input) consumed by some layer > i.
+ * cut_elems has n_layers entries (the last is 0).  Caller frees. */
+uint64_t *model_cut_elems(const model *m);
+
+#endif

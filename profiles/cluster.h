@@ -1,0 +1,75 @@
+/* cluster.h - devices, nodes and the links between them.
+ *
+ * A cluster is a set of device types (speed, memory, price), nodes holding
+ * devices, and two link levels: within a node and between nodes
+ * (docs/formats.md, "Cluster").  Devices are numbered 0..n_devices-1 in file
+ * order, node by node; plans refer to devices by that index and by id.
+ */
+#ifndef CL_CLUSTER_H
+#define CL_CLUSTER_H
+
+#include <stdint.h>
+
+#include "../tools/status.h"
+
+#define CLUSTER_NAME_MAX 64
+#define CLUSTER_MAX_DEVICES (1 << 20)
+
+typedef struct cluster_devtype {
+    char name[CLUSTER_NAME_MAX];
+    double peak_fp32_flops;   /* FLOP/s */
+    double peak_fp16_flops;   /* FLOP/s, fp16/bf16 tensor path (0: same as fp32) */
+    uint64_t mem_bytes;       /* device memory */
+    double mem_bw_Bps;        /* memory bandwidth, bytes/s */
+    double efficiency;        /* fraction of peak real layers reach, (0, 1] */
+    double price_per_hour;    /* currency units per device-hour; 0 = unknown */
+} cluster_devtype;
+
+typedef struct cluster_device {
+    char id[CLUSTER_NAME_MAX];
+    int type;                 /* index into types */
+    int node;                 /* index into node names */
+} cluster_device;
+
+typedef struct cluster_link {
+    double bw_Bps;            /* bytes/s, > 0 */
+    double latency_s;         /* seconds, >= 0 */
+} cluster_link;
+
+enum { CLUSTER_INTRA = 0, CLUSTER_INTER = 1, CLUSTER_LEVELS = 2 };
+
+typedef struct cluster {
+    char name[CLUSTER_NAME_MAX];
+    int n_types;
+    cluster_devtype *types;   /* owned */
+    int n_nodes;
+    char (*node_names)[CLUSTER_NAME_MAX]; /* owned */
+    int n_devices;
+    cluster_device *devices;  /* owned */
+    cluster_link links[CLUSTER_LEVELS];
+} cluster;
+
+int cluster_load(cluster *c, const char *path, cl_err *e);
+struct cJSON;
+int cluster_from_json(cluster *c, const struct cJSON *root, const char *file, cl_err *e);
+struct cJSON *cluster_to_json(const cluster *c);   /* caller owns */
+int cluster_save(const cluster *c, const char *path, cl_err *e);
+void cluster_free(cluster *c);
+
+/* A homogeneous cluster built from command-line flags: n devices of `type`,
+ * per_node to a node (0: all in one node), intra/inter link bandwidths and
+ * latencies.  Fails (CL_EINPUT) on non-positive counts or bandwidths. */
+int cluster_uniform(cluster *c, const cluster_devtype *type, int n, int per_node,
+                    cluster_link intra, cluster_link inter, cl_err *e);
+
+/* The link joining two devices: intra-node if they share a node. */
+static inline const cluster_link *cluster_link_between(const cluster *c, int a, int b)
+{
+    return &c->links[c->devices[a].node == c->devices[b].node ? CLUSTER_INTRA : CLUSTER_INTER];
+}
+
+/* Effective compute speed of a device type in FLOP/s (peak x efficiency),
+ * for the given element size (2 bytes uses the fp16 peak when known). */
+double cluster_flops(const cluster_devtype *t, int elem_bytes);
+
+#endif

@@ -1,0 +1,68 @@
+/* profile.h - per-layer measured (or derived, or imported) costs.
+ *
+ * A profile gives, for one model on one device type, each layer's forward,
+ * input-gradient and weight-gradient time at one or more batch sizes, and
+ * its activation and parameter bytes (docs/formats.md, "Profile").  Times
+ * between profiled batch sizes are interpolated linearly (GSL); beyond the
+ * range they extrapolate along the nearest segment; a single point scales
+ * in proportion to the batch.
+ */
+#ifndef CL_PROFILE_H
+#define CL_PROFILE_H
+
+#include <stdint.h>
+
+#include "../tools/status.h"
+
+struct model;
+struct cluster_devtype;
+
+#define PROF_NAME_MAX 64
+#define PROF_MAX_POINTS 64
+
+typedef enum prof_source { PROF_MEASURED, PROF_DERIVED, PROF_IMPORTED, PROF_SOURCE_COUNT } prof_source;
+const char *prof_source_name(prof_source s);
+
+typedef struct prof_layer {
+    char name[PROF_NAME_MAX];
+    int n_points;                  /* >= 1, batch sizes strictly increasing */
+    double batch[PROF_MAX_POINTS];
+    double fwd_s[PROF_MAX_POINTS];    /* seconds for the whole batch */
+    double bwd_in_s[PROF_MAX_POINTS]; /* input-gradient seconds */
+    double bwd_w_s[PROF_MAX_POINTS];  /* weight-gradient seconds */
+    double fwd_sd[PROF_MAX_POINTS];   /* spread of repeated measurements (0 if none) */
+    double act_bytes;              /* output bytes per sample (what crosses a cut) */
+    double stash_bytes;            /* bytes per sample the backward pass keeps */
+    double param_bytes;            /* parameter bytes */
+} prof_layer;
+
+typedef struct prof {
+    char model[PROF_NAME_MAX];     /* model name it was taken for */
+    char device[PROF_NAME_MAX];    /* device type name it was measured on */
+    prof_source source;
+    char note[256];                /* where the numbers came from, free text */
+    int n_layers;
+    prof_layer *layers;            /* owned; same order as the model's layers */
+} prof;
+
+int prof_load(prof *p, const char *path, cl_err *e);
+struct cJSON;
+int prof_from_json(prof *p, const struct cJSON *root, const char *file, cl_err *e);
+struct cJSON *prof_to_json(const prof *p);  /* caller owns */
+int prof_save(const prof *p, const char *path, cl_err *e);
+void prof_free(prof *p);
+
+/* Seconds at batch size b (b > 0) for one layer. */
+double prof_fwd_s(const prof_layer *l, double b);
+double prof_bwd_in_s(const prof_layer *l, double b);
+double prof_bwd_w_s(const prof_layer *l, double b);
+
+/* Roofline derivation: time = max(FLOPs / (peak x efficiency),
+ * bytes moved / memory bandwidth), at the given batch sizes. */
+int prof_derive(prof *p, const struct model *m, const struct cluster_devtype *t,
+                const double *batches, int n_batches, cl_err *e);
+
+/* Check that a profile describes this model (same layer count and names). */
+int prof_check_model(const prof *p, const struct model *m, const char *file, cl_err *e);
+
+#endif

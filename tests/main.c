@@ -1,0 +1,136 @@
+/* main.c - the CUnit runner: every TEST_SUITE in tests/*.c, or the ones
+ * named on the command line.  Exit status is the number of failed
+ * assertions (capped at 125), plus one for a suite that failed to set up,
+ * so a red test is never hidden behind a framework status. */
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <math.h>
+
+#include "../tools/fileio.h"
+#include "test.h"
+
+#define SUITE(name) void suite_##name(void);
+#include "suites.h"
+#undef SUITE
+
+static CU_pSuite current;
+
+void test_add_suite(const char *name)
+{
+    current = CU_add_suite(name, NULL, NULL);
+    if (!current) {
+        fprintf(stderr, "CUnit: cannot add suite %s: %s\n", name, CU_get_error_msg());
+        abort();
+    }
+}
+
+void test_add(const char *name, void (*fn)(void))
+{
+    if (!CU_add_test(current, name, fn)) {
+        fprintf(stderr, "CUnit: cannot add test %s: %s\n", name, CU_get_error_msg());
+        abort();
+    }
+}
+
+static char *slurp(const char *path)
+{
+    char *s = NULL;
+    cl_err e = {0};
+    if (cl_read_file(path, (size_t)64 << 20, &s, NULL, &e)) return cl_strdup("");
+    return s;
+}
+
+int test_run_cli(const char *args, char **out, char **err)
+{
+    const char *bin = getenv("CLEAVE_BIN");
+    if (!bin) bin = "build/cleave";
+    char *dir = test_tmpdir();
+    size_t n = strlen(bin) + strlen(args) + 2 * strlen(dir) + 64;
+    char *cmd = cl_malloc(n);
+    snprintf(cmd, n, "%s %s >%s/out 2>%s/err </dev/null", bin, args, dir, dir);
+    int st = system(cmd);
+    free(cmd);
+    char p[512];
+    snprintf(p, sizeof p, "%s/out", dir);
+    char *o = slurp(p);
+    remove(p);
+    snprintf(p, sizeof p, "%s/err", dir);
+    char *er = slurp(p);
+    remove(p);
+    rmdir(dir);
+    free(dir);
+    if (out) *out = o; else free(o);
+    if (err) *err = er; else free(er);
+    if (st == -1) return -1;
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return -1;
+}
+
+char *test_tmpdir(void)
+{
+    char *t = cl_strdup("/tmp/cleave-test-XXXXXX");
+    if (!mkdtemp(t)) {
+        perror("mkdtemp");
+        abort();
+    }
+    return t;
+}
+
+const char *test_shared(const char *rel, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "../shared/data/%s", rel);
+    return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+double test_rel(double a, double b)
+{
+    double m = fmax(fmax(fabs(a), fabs(b)), 1e-300);
+    return fabs(a - b) / m;
+}
+
+typedef struct { const char *name; void (*add)(void); } suite_entry;
+static const suite_entry suites[] = {
+#define SUITE(name) {#name, suite_##name},
+#include "suites.h"
+#undef SUITE
+};
+
+int main(int argc, char **argv)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS) {
+        fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
+        return 125;
+    }
+    size_t n = sizeof suites / sizeof suites[0];
+    int added = 0;
+    for (size_t i = 0; i < n; i++) {
+        int want = argc < 2;
+        for (int a = 1; a < argc; a++)
+            if (strcmp(argv[a], suites[i].name) == 0) want = 1;
+        if (want) { suites[i].add(); added++; }
+    }
+    if (argc >= 2 && added != argc - 1) {
+        fprintf(stderr, "cleave_tests: unknown suite name among the arguments\n");
+        CU_cleanup_registry();
+        return 2;
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures();
+    unsigned bad_suites = CU_get_number_of_suites_failed();
+    unsigned ran = CU_get_number_of_tests_run();
+    unsigned tests_failed = CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    printf("\n%u passed, %u failed\n", ran - tests_failed, tests_failed);
+    if (ran == 0) {
+        fprintf(stderr, "cleave_tests: no test ran\n");
+        return 1;
+    }
+    unsigned rc = failed + bad_suites;
+    return rc > 125 ? 125 : (int)rc;
+}

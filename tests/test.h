@@ -1,0 +1,36 @@
+/* test.h - what every CUnit suite file includes.
+ *
+ * A suite file defines `TEST_SUITE(name) { ... }` at the start of a line; the
+ * Makefile collects those into the runner, so suites register themselves by
+ * existing.  Inside, call test_add_suite() then test_add() for each test.
+ *
+ * Tests run from the repository root: fixtures are tests/data/..., the
+ * shipped files models/..., profiles/..., and ../shared/data/... .
+ */
+#ifndef CL_TEST_H
+#define CL_TEST_H
+
+#include <CUnit/CUnit.h>
+#include <stddef.h>
+
+#define TEST_SUITE(name) void suite_##name(void)
+
+/* Adds a suite and makes it current; aborts on CUnit framework errors. */
+void test_add_suite(const char *name);
+void test_add(const char *name, void (*fn)(void));
+
+/* Run the cleave binary (path from CLEAVE_BIN, default build/cleave) with a
+ * shell-quoted argument string; captures stdout and stderr (caller frees)
+ * and returns the exit status (128+signal if killed). */
+int test_run_cli(const char *args, char **out, char **err);
+
+/* A fresh empty folder under /tmp for this test's output files; caller frees. */
+char *test_tmpdir(void);
+/* Path to a file in the shared data folder (../shared/data/...), or NULL if
+ * that folder is absent (tests using it then report it as a failure). */
+const char *test_shared(const char *rel, char *buf, size_t cap);
+
+/* Relative difference |a - b| / max(|a|, |b|, tiny). */
+double test_rel(double a, double b);
+
+#endif

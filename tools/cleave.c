@@ -1,0 +1,40 @@
+/* cleave.c - the command line: a table of subcommands and a dispatcher.
+ * Every subcommand is a function in tools/cmd_<name>.c (see cli.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"inspect", cmd_inspect, "show a model, cluster, profile or plan file as a table"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cleave <command> [options]   (cleave <command> --help for its options)\n\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "cleave: unknown command \"%s\" (hint: cleave --help lists them)\n", argv[1]);
+    return 2;
+}

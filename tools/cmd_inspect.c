@@ -1,0 +1,60 @@
+/* cmd_inspect.c - `cleave inspect FILE [--json]`: recognise the file's kind
+ * by its "format" member (or a PipeDream graph by its first line) and hand it
+ * to that kind's printer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fileio.h"
+#include "inspect.h"
+#include "jsonx.h"
+
+static int help(void)
+{
+    printf("usage: cleave inspect FILE [--json]\n\n"
+           "Shows a model (layers, shapes, parameters, FLOPs, activations and totals),\n"
+           "a cluster (device types, devices, links), a profile (per-layer times) or a\n"
+           "PipeDream graph.txt profile.  --json prints the same as JSON.\n");
+    return 0;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    const char *path = NULL;
+    int as_json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help();
+        else if (!strcmp(argv[i], "--json")) as_json = 1;
+        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("inspect", "unknown option %s", argv[i]);
+        else if (path) return cli_usage_error("inspect", "one file at a time (got %s and %s)", path, argv[i]);
+        else path = argv[i];
+    }
+    if (!path) return cli_usage_error("inspect", "missing FILE");
+
+    cl_err e = {0};
+    char *text;
+    size_t len;
+    if (cl_read_file(path, JX_MAX_FILE_BYTES, &text, &len, &e)) return cli_report(&e);
+    /* PipeDream graphs are text: "nodeN -- Module(...) -- forward_compute_time=..." */
+    int pipedream = strstr(text, " -- ") && strstr(text, "forward_compute_time=");
+    if (pipedream) {
+        free(text);
+        return inspect_profile(path, as_json);
+    }
+    cJSON *root;
+    int rc = jx_parse_text(path, text, len, &root, &e);
+    free(text);
+    if (rc) return cli_report(&e);
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
+    char kind[32] = "";
+    if (cJSON_IsString(f)) snprintf(kind, sizeof kind, "%s", f->valuestring);
+    cJSON_Delete(root);
+    if (!strcmp(kind, "cleave-model")) return inspect_model(path, as_json);
+    if (!strcmp(kind, "cleave-cluster")) return inspect_cluster(path, as_json);
+    if (!strcmp(kind, "cleave-profile")) return inspect_profile(path, as_json);
+    fprintf(stderr, "cleave: %s: format: expected \"cleave-model\", \"cleave-cluster\" or "
+                    "\"cleave-profile\"%s%s%s (hint: see docs/formats.md)\n",
+            path, kind[0] ? ", got \"" : "", kind, kind[0] ? "\"" : "");
+    return 2;
+}

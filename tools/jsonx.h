@@ -1,0 +1,90 @@
+/* jsonx.h - checked access to JSON documents, with paths in every error.
+ *
+ * Every loader reads through these helpers, so every bad value is reported
+ * the same way: "<file>: <path>: <problem> (hint: ...)", with the path in
+ * the JSON-pointer-like dotted form users read (`layers[3].kernel`).
+ *
+ * Conventions: `obj` is the enclosing object, `path` its path ("" for the
+ * root), `key` the member.  Optional members leave *out untouched when absent,
+ * so callers set defaults first.  All return CL_OK or CL_EINPUT.
+ */
+#ifndef CL_JSONX_H
+#define CL_JSONX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cJSON.h>
+
+#include "status.h"
+
+typedef struct jx {
+    const char *file; /* named in every message */
+    cl_err *e;
+} jx;
+
+/* Largest JSON file any loader accepts (a guard, not a design limit). */
+#define JX_MAX_FILE_BYTES ((size_t)256 << 20)
+
+/* Parse a file or text (text[len] must be the NUL terminator). Syntax errors give line and column; an empty or
+ * truncated document is named as such. The caller owns *root (cJSON_Delete). */
+int jx_parse_file(const char *file, cJSON **root, cl_err *e);
+int jx_parse_text(const char *file, const char *text, size_t len, cJSON **root,
+                  cl_err *e);
+
+/* Join path and key ("layers[3]" + "kernel" -> "layers[3].kernel"). */
+void jx_join(char *buf, size_t cap, const char *path, const char *key);
+/* Path of an array element ("layers" + 3 -> "layers[3]"). */
+void jx_index(char *buf, size_t cap, const char *path, int i);
+
+/* Fail with the uniform message; returns CL_EINPUT. */
+int jx_fail(jx *j, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The document must be an object carrying "format": expect and an integer
+ * "version" in 1..max_version. */
+int jx_header(jx *j, const cJSON *root, const char *expect, int max_version,
+              int *version);
+
+/* Reject members not in `allowed` (NULL-terminated): catches typos. */
+int jx_only(jx *j, const cJSON *obj, const char *path, const char *const *allowed);
+
+/* Member lookup: *out is NULL when absent and optional. */
+int jx_member(jx *j, const cJSON *obj, const char *path, const char *key,
+              int required, const cJSON **out);
+
+/* Typed members. Integers must be integral, finite and within [lo, hi];
+ * numbers finite and within [lo, hi] (use -HUGE_VAL/HUGE_VAL for open). */
+int jx_int(jx *j, const cJSON *obj, const char *path, const char *key,
+           int required, int64_t lo, int64_t hi, int64_t *out);
+int jx_num(jx *j, const cJSON *obj, const char *path, const char *key,
+           int required, double lo, double hi, double *out);
+/* Strictly positive finite number. */
+int jx_pos(jx *j, const cJSON *obj, const char *path, const char *key,
+           int required, double *out);
+int jx_bool(jx *j, const cJSON *obj, const char *path, const char *key,
+            int required, int *out);
+/* String copied into buf; must be non-empty and fit in cap-1 bytes. */
+int jx_str(jx *j, const cJSON *obj, const char *path, const char *key,
+           int required, char *buf, size_t cap);
+/* String that must be one of names[0..n-1]; *out is its index. */
+int jx_enum(jx *j, const cJSON *obj, const char *path, const char *key,
+            int required, const char *const *names, int n, int *out);
+/* Array member with length in [min_len, max_len]; *out NULL when absent. */
+int jx_array(jx *j, const cJSON *obj, const char *path, const char *key,
+             int required, int min_len, int max_len, const cJSON **out);
+/* Object member. */
+int jx_object(jx *j, const cJSON *obj, const char *path, const char *key,
+              int required, const cJSON **out);
+
+/* Value checks for array elements (item already fetched). */
+int jx_int_item(jx *j, const cJSON *item, const char *path, int64_t lo,
+                int64_t hi, int64_t *out);
+int jx_num_item(jx *j, const cJSON *item, const char *path, double lo,
+                double hi, double *out);
+
+/* Serialise to a file atomically (pretty-printed, trailing newline).
+ * Doubles print with up to 17 significant digits, so load(write(x)) == x. */
+int jx_write_file(const char *path, const cJSON *root, cl_err *e);
+
+#endif
