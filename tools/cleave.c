@@ -13,6 +13,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"inspect", cmd_inspect, "show a model, cluster, profile or plan file as a table"},
+    {"bench",   cmd_bench,   "run the benchmarks, writing CSV (make bench)"},
 };
 
 static void usage(FILE *f)

@@ -13,6 +13,7 @@
 #include "status.h"
 
 int cmd_inspect(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* Print "cleave: <message>" for a failure and return its exit status. */
 int cli_report(const cl_err *e);

@@ -1,0 +1,51 @@
+/* cmd_bench.c - `cleave bench [--out DIR] [--quick] [NAME...]`: run the
+ * benchmarks (all, or those named), each writing DIR/NAME.csv. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench.h"
+#include "cli.h"
+
+typedef struct bench_entry {
+    const char *name;
+    bench_fn run;
+    const char *what;
+} bench_entry;
+
+static const bench_entry benches[] = {
+    {NULL, NULL, NULL} /* sentinel: benchmarks are listed above it */
+};
+
+int cmd_bench(int argc, char **argv)
+{
+    const char *out = "bench";
+    int quick = 0, named = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: cleave bench [--out DIR] [--quick] [NAME...]\n\nbenchmarks:\n");
+            for (const bench_entry *b = benches; b->name; b++)
+                printf("  %-10s %s\n", b->name, b->what);
+            return 0;
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (argv[i][0] == '-') return cli_usage_error("bench", "unknown option %s", argv[i]);
+        else named++;
+    }
+    mkdir(out, 0777);
+    int rc = 0, ran = 0;
+    for (const bench_entry *b = benches; b->name; b++) {
+        int want = !named;
+        for (int i = 1; i < argc; i++)
+            if (!strcmp(argv[i], b->name)) want = 1;
+        if (!want) continue;
+        ran++;
+        printf("== bench %s: %s\n", b->name, b->what);
+        fflush(stdout);
+        int r = b->run(out, quick);
+        if (r && !rc) rc = r;
+    }
+    if (named && ran != named)
+        return cli_usage_error("bench", "unknown benchmark name (cleave bench --help lists them)");
+    return rc;
+}
