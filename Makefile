@@ -36,7 +36,8 @@ LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
 
 SRC_DIRS = tools models profiles planner sim exec
 LIB_SRC  = $(filter-out tools/cleave.c,$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))
-LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+GP_TMPL  = $(wildcard tools/gnuplot/*.gp)
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/gp_templates.o
 TEST_SRC = $(wildcard tests/*.c)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC = $(wildcard tools/bench/*.c)
@@ -60,6 +61,14 @@ deps:
 $(BUILD)/libcleave.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+# gnuplot templates are compiled in (see tools/embed_templates.sh).
+$(BUILD)/gen/gp_templates.c: $(GP_TMPL) tools/embed_templates.sh
+	@mkdir -p $(dir $@)
+	sh tools/embed_templates.sh $@ $(GP_TMPL)
+
+$(BUILD)/gen/gp_templates.o: $(BUILD)/gen/gp_templates.c
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -13,7 +13,7 @@
 #include <CUnit/CUnit.h>
 #include <stddef.h>
 
-#define TEST_SUITE(name) void suite_##name(void)
+#define TEST_SUITE(name) void suite_##name(void); void suite_##name(void)
 
 /* Adds a suite and makes it current; aborts on CUnit framework errors. */
 void test_add_suite(const char *name);

@@ -1,0 +1,92 @@
+/* test_gnuplot.c - plots render atomically; failures leave no file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../tools/fileio.h"
+#include "../tools/gnuplot.h"
+#include "test.h"
+
+static gp_plot *speedup_plot(void)
+{
+    gp_plot *g = gp_new();
+    gp_str(g, "title", "test \"quoted\" title");
+    gp_num(g, "ncols", 3);
+    gp_str(g, "mem_unit", "GiB");
+    FILE *d = gp_data(g, "speedup");
+    fprintf(d, "devices gpipe fbp\n1 1 1\n2 1.8 1.9\n4 3.2 3.7\n");
+    d = gp_data(g, "memory");
+    fprintf(d, "devices gpipe fbp\n1 10 10\n2 6 5\n4 4 3\n");
+    return g;
+}
+
+static void test_png_and_svg(void)
+{
+    char *dir = test_tmpdir();
+    char png[512], svg[512];
+    snprintf(png, sizeof png, "%s/s.png", dir);
+    snprintf(svg, sizeof svg, "%s/s.svg", dir);
+    gp_plot *g = speedup_plot();
+    cl_err e = {0};
+    CU_ASSERT_EQUAL(gp_render(g, "speedup", png, 640, 360, &e), CL_OK);
+    CU_ASSERT_EQUAL(gp_render(g, "speedup", svg, 640, 360, &e), CL_OK);
+    gp_free(g);
+    char *s = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL(cl_read_file(png, 1 << 24, &s, &n, &e), CL_OK);
+    CU_ASSERT(n > 8 && memcmp(s, "\x89PNG\r\n\x1a\n", 8) == 0); /* PNG signature */
+    free(s);
+    CU_ASSERT_EQUAL(cl_read_file(svg, 1 << 24, &s, &n, &e), CL_OK);
+    CU_ASSERT_PTR_NOT_NULL(s ? strstr(s, "<svg") : NULL);
+    free(s);
+    remove(png);
+    remove(svg);
+    rmdir(dir); /* fails (and the assert below catches it) if temporaries were left */
+    CU_ASSERT_NOT_EQUAL(access(dir, F_OK), 0);
+    free(dir);
+}
+
+static void test_failures_leave_nothing(void)
+{
+    char *dir = test_tmpdir();
+    char png[512];
+    snprintf(png, sizeof png, "%s/s.png", dir);
+    cl_err e = {0};
+    /* gnuplot missing */
+    setenv("GNUPLOT", "/nonexistent/gnuplot", 1);
+    gp_plot *g = speedup_plot();
+    CU_ASSERT_EQUAL(gp_render(g, "speedup", png, 640, 360, &e), CL_ERUN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "gnuplot-nox"));
+    unsetenv("GNUPLOT");
+    gp_free(g);
+    CU_ASSERT_NOT_EQUAL(access(png, F_OK), 0);
+    /* a gnuplot error (malformed data) is quoted, and no image is left */
+    cl_err_clear(&e);
+    g = gp_new();
+    gp_str(g, "title", "t");
+    gp_str(g, "mem_unit", "GiB");
+    gp_num(g, "ncols", 3);
+    fprintf(gp_data(g, "speedup"), "devices a b\n");  /* no rows: nothing to plot */
+    fprintf(gp_data(g, "memory"), "devices a b\n");
+    CU_ASSERT_EQUAL(gp_render(g, "speedup", png, 640, 360, &e), CL_ERUN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "gnuplot failed"));
+    gp_free(g);
+    CU_ASSERT_NOT_EQUAL(access(png, F_OK), 0);
+    /* unknown extension */
+    cl_err_clear(&e);
+    g = speedup_plot();
+    char bad[512];
+    snprintf(bad, sizeof bad, "%s/s.jpg", dir);
+    CU_ASSERT_EQUAL(gp_render(g, "speedup", bad, 640, 360, &e), CL_EINPUT);
+    gp_free(g);
+    CU_ASSERT_EQUAL(rmdir(dir), 0); /* nothing left behind */
+    free(dir);
+}
+
+TEST_SUITE(gnuplot)
+{
+    test_add_suite("gnuplot");
+    test_add("speed-up template renders PNG and SVG", test_png_and_svg);
+    test_add("missing gnuplot, bad data, bad extension leave no file", test_failures_leave_nothing);
+}

@@ -1,0 +1,39 @@
+/* gnuplot.h - render a plot from a template in tools/gnuplot/ (prefix gp_).
+ *
+ * A plot is a gnuplot template (embedded into the binary at build time from
+ * tools/gnuplot/NAME.gp) preceded by the variables and inline data blocks the
+ * caller defines.  Rendering runs the `gnuplot` program (or $GNUPLOT) into a
+ * temporary file beside the destination and renames it into place only when
+ * gnuplot succeeded, so a failed or interrupted plot never leaves a partial
+ * image.  The terminal follows the extension: .png (pngcairo) or .svg.
+ */
+#ifndef CL_GNUPLOT_H
+#define CL_GNUPLOT_H
+
+#include <stdio.h>
+
+#include "status.h"
+
+typedef struct gp_plot gp_plot;
+
+gp_plot *gp_new(void);                 /* free with gp_free */
+void gp_free(gp_plot *g);
+
+/* Define a gnuplot string or number variable for the template. */
+void gp_str(gp_plot *g, const char *name, const char *value);
+void gp_num(gp_plot *g, const char *name, double value);
+/* Start an inline data block `$name`; write whitespace-separated rows to the
+ * returned stream until the next gp_* call (the block ends there). */
+FILE *gp_data(gp_plot *g, const char *name);
+
+/* Render template `tmpl` (e.g. "speedup") to `out` (.png or .svg), at
+ * width x height pixels.  Fails with CL_ERUN when gnuplot is missing or
+ * reports an error (its first error line is quoted), CL_EINPUT for an
+ * unknown extension or template. */
+int gp_render(gp_plot *g, const char *tmpl, const char *out, int width, int height,
+              cl_err *e);
+
+/* The embedded template text, or NULL (generated from tools/gnuplot/). */
+const char *gp_template(const char *name);
+
+#endif
