@@ -1,4 +1,4 @@
-/* main.c - the CUnit runner: every TEST_SUITE in tests/*.c, or the ones
+/* main.c - the CUnit runner: every TEST_SUITE in the tests folder, or the ones
  * named on the command line.  Exit status is the number of failed
  * assertions (capped at 125), plus one for a suite that failed to set up,
  * so a red test is never hidden behind a framework status. */
