@@ -17,6 +17,7 @@
 #ifndef CL_MODEL_H
 #define CL_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../tools/status.h"
@@ -49,6 +50,11 @@ int model_dtype_bytes(model_dtype t);
 #define MODEL_NAME_MAX 64
 #define MODEL_MAX_INPUTS 8
 #define MODEL_MAX_LAYERS 1000000 /* loader limit; sizes stay far from overflow */
+/* Largest tensor (elements per sample) and parameter count a layer may have:
+ * products of user-given sizes are checked against these, so every count
+ * fits an int64 and converts to double exactly. */
+#define MODEL_MAX_ELEMS ((int64_t)1 << 40)
+#define MODEL_MAX_PARAMS ((int64_t)1 << 53)
 
 typedef struct model_shape {
     int ndim;                   /* 1 (features) or 3 (C, H, W) */
@@ -56,6 +62,8 @@ typedef struct model_shape {
 } model_shape;
 
 int64_t model_shape_elems(const model_shape *s);
+/* "[16,7,7]" into buf (always NUL-terminated). */
+void model_shape_str(const model_shape *s, char *buf, size_t cap);
 
 typedef struct model_layer {
     char name[MODEL_NAME_MAX];
@@ -69,11 +77,22 @@ typedef struct model_layer {
     /* hyper-parameters as given (0 when not applicable) */
     int64_t out_channels, kernel, stride, padding; /* conv2d, pools       */
     int64_t out_features;                          /* linear              */
+    /* optional declared input sizes, checked against the inferred input
+     * shape by model_derive (0 = not given, nothing to check) */
+    int64_t in_channels;                           /* conv2d              */
+    int64_t in_features;                           /* linear              */
     int bias;                                      /* conv2d, linear      */
     double dropout_p;                              /* dropout             */
     /* block: explicit per-sample costs as given in the file */
     double blk_fwd_flops, blk_bwd_flops;           /* bwd defaults to 2 x fwd */
     double blk_params, blk_out_bytes, blk_stash_bytes;
+    /* weight-gradient part of blk_bwd_flops (the rest is input-gradient);
+     * the loader's default is half of blk_bwd_flops when blk_params > 0,
+     * else 0.  model_derive takes both backward fields literally. */
+    double blk_bwd_w_flops;
+    /* optional output shape (ndim 0: derive uses [ceil(out_bytes / elem)]);
+     * when given its element count must be ceil(blk_out_bytes / elem) */
+    model_shape blk_out_shape;
 
     /* derived by model_derive() */
     model_shape in_shape, out_shape;
@@ -93,7 +112,8 @@ typedef struct model {
     int classes;             /* label count for a model ending in softmax_xent, else 0 */
     int n_layers;
     model_layer *layers;     /* owned */
-    int is_dag;              /* some layer names its inputs explicitly       */
+    int is_dag;              /* derived: some layer's inputs are not just the
+                              * layer before it (a residual join, a skip)    */
 } model;
 
 /* Load and validate a model file; derives shapes and costs.  On failure the
@@ -113,6 +133,29 @@ void model_free(model *m);
  * naming `file` and `layers[i]`.  Loaders call it; code that builds models
  * in memory (importers, tests) calls it too. */
 int model_derive(model *m, const char *file, cl_err *e);
+
+/* Building a model in code (importers, tests).  Allocate layers with
+ * cl_calloc(n_layers, sizeof(model_layer)) and set:
+ *   model: name, input (ndim and d[]), dtype, classes (0 = taken from a final
+ *          softmax_xent, else left 0), n_layers, layers;
+ *   layer: name (non-empty, unique, not "input"), kind, n_inputs and inputs[]
+ *          (n_inputs 0 = the chain default: layer i - 1, or the model input
+ *          for layer 0; derive writes the default back), and the kind's
+ *          hyper-parameters exactly as the file would give them: conv2d
+ *          out_channels, kernel, stride (>= 1), padding, bias; pools kernel,
+ *          stride (>= 1), padding; linear out_features, bias; dropout
+ *          dropout_p; block every blk_* field (model_block_init sets the
+ *          loader's defaults).  Leave the derived fields zero.
+ * Then call model_derive; model_free releases the layers. */
+
+/* Reset *l to a block layer named `name` with the loader's defaults:
+ * bwd = 2 x fwd, weight-gradient half of it when params > 0, inputs = the
+ * chain default (set n_inputs/inputs afterwards for a DAG). */
+void model_block_init(model_layer *l, const char *name, double fwd_flops,
+                      double params, double out_bytes, double stash_bytes);
+
+/* Index of the layer called `name`, or -1 (linear search). */
+int model_find(const model *m, const char *name);
 
 /* Totals over all layers. */
 typedef struct model_totals {
