@@ -23,6 +23,7 @@ typedef struct cluster_devtype {
     double mem_bw_Bps;        /* memory bandwidth, bytes/s */
     double efficiency;        /* fraction of peak real layers reach, (0, 1] */
     double price_per_hour;    /* currency units per device-hour; 0 = unknown */
+    char note[512];           /* where the numbers come from, free text ("" = none) */
 } cluster_devtype;
 
 typedef struct cluster_device {
@@ -46,7 +47,9 @@ typedef struct cluster {
     char (*node_names)[CLUSTER_NAME_MAX]; /* owned */
     int n_devices;
     cluster_device *devices;  /* owned */
-    cluster_link links[CLUSTER_LEVELS];
+    cluster_link links[CLUSTER_LEVELS]; /* inter: {0, 0} when one node and none given */
+    char note[512];           /* free text about the cluster ("" = none)  */
+    char links_note[512];     /* source of the link figures ("" = none)   */
 } cluster;
 
 int cluster_load(cluster *c, const char *path, cl_err *e);
@@ -71,5 +74,23 @@ static inline const cluster_link *cluster_link_between(const cluster *c, int a, 
 /* Effective compute speed of a device type in FLOP/s (peak x efficiency),
  * for the given element size (2 bytes uses the fp16 peak when known). */
 double cluster_flops(const cluster_devtype *t, int elem_bytes);
+
+/* Validate one device type as a loader would (peaks and bandwidth > 0,
+ * efficiency in (0, 1], price >= 0); `what` names it in the message. */
+int cluster_devtype_check(const cluster_devtype *t, const char *what, cl_err *e);
+
+/* Device presets ("cleave-devices" files, e.g. profiles/devices.json).
+ * cluster_devtypes_load fills *types (caller frees) and *n.  path NULL
+ * means the default file: $CLEAVE_DEVICES, else <exe>/../share/cleave/
+ * profiles/devices.json, <exe>/../profiles/devices.json, then
+ * ./profiles/devices.json (first that exists). */
+int cluster_devtypes_load(const char *path, cluster_devtype **types, int *n, cl_err *e);
+/* The type called `name` in types[0..n-1], or NULL. */
+const cluster_devtype *cluster_devtype_find(const cluster_devtype *types, int n,
+                                            const char *name);
+/* Load the presets (path as above) and copy the one called `name` into
+ * *out; an unknown name fails with CL_EINPUT listing the known ones. */
+int cluster_devtype_preset(const char *path, const char *name, cluster_devtype *out,
+                           cl_err *e);
 
 #endif

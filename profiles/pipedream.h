@@ -1,0 +1,46 @@
+/* pipedream.h - import PipeDream's per-layer profiles (graph.txt).
+ *
+ * PipeDream (msr-fiddle/pipedream) publishes, per model, a text file of
+ * nodes (module, forward and backward milliseconds per minibatch, output and
+ * parameter bytes) and data-flow edges; ../shared/data/pipedream/README.md
+ * gives the format and docs/formats.md, "PipeDream graph import", the rules
+ * this importer applies.  The result is a model (one MODEL_BLOCK layer per
+ * node, in a deterministic topological order, the edges kept as inputs) and
+ * a matching profile (source "imported", one point at the profiled batch).
+ */
+#ifndef CL_PIPEDREAM_H
+#define CL_PIPEDREAM_H
+
+#include <stddef.h>
+
+#include "../tools/status.h"
+
+struct model;
+struct prof;
+
+/* Bytes of one 3x224x224 float32 image, the input of PipeDream's image
+ * models; an Input node whose output is a whole multiple of it gives the
+ * profiled batch size. */
+#define PIPEDREAM_IMAGE_BYTES (3.0 * 224 * 224 * 4)
+
+typedef struct pipedream_info {
+    int n_nodes, n_edges;
+    double batch;        /* batch size the times are for                      */
+    int batch_inferred;  /* 1: from the Input node's size; 0: given or default */
+} pipedream_info;
+
+/* Import a graph.txt.  batch > 0 states the profiled batch size; batch 0
+ * infers it from the first Input node's activation size when that is a
+ * whole number of 3x224x224 float32 images, else uses 1 (the numbers are
+ * then "per minibatch").  Fills *m (model_free) and *p (prof_free), and
+ * *info when not NULL.  Bad input fails with CL_EINPUT and a message
+ * "<file>:<line>: <problem> (hint: ...)"; nothing is left to free. */
+int pipedream_import(const char *path, double batch, struct model *m, struct prof *p,
+                     pipedream_info *info, cl_err *e);
+
+/* Same from text in memory (text[len] == '\0'); `file` names it in errors
+ * and its base name without extension becomes the model's name. */
+int pipedream_parse(const char *file, const char *text, size_t len, double batch,
+                    struct model *m, struct prof *p, pipedream_info *info, cl_err *e);
+
+#endif

@@ -1,0 +1,243 @@
+/* profile.c - reading, checking and writing profiles, and looking up a
+ * layer's time at any batch size (see profile.h and docs/formats.md,
+ * "Profile").  The roofline derivation lives in roofline.c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_interp.h>
+
+#include "../models/model.h"
+#include "../tools/jsonx.h"
+#include "profile.h"
+
+static const char *const source_names[PROF_SOURCE_COUNT] = {"measured", "derived", "imported"};
+
+const char *prof_source_name(prof_source s)
+{
+    return (s >= 0 && s < PROF_SOURCE_COUNT) ? source_names[s] : "?";
+}
+
+/* --------------------------------------------------------- interpolation -- */
+
+/* y at x over the points (xs[i], ys[i]), i < n, xs strictly increasing:
+ * - exactly ys[i] at x == xs[i] (no rounding through a segment formula);
+ * - inside the range, GSL's linear interpolation;
+ * - outside, the straight line through the two nearest end points, never
+ *   below zero (a time cannot be negative);
+ * - one point: in proportion to x (time per sample is constant). */
+static double lookup(const double *xs, const double *ys, int n, double x)
+{
+    if (n <= 0) return 0;
+    for (int i = 0; i < n; i++)
+        if (x == xs[i]) return ys[i];
+    if (n == 1) return ys[0] * (x / xs[0]);
+    double y;
+    if (x < xs[0]) {
+        y = ys[0] + (x - xs[0]) * (ys[1] - ys[0]) / (xs[1] - xs[0]);
+    } else if (x > xs[n - 1]) {
+        y = ys[n - 1] + (x - xs[n - 1]) * (ys[n - 1] - ys[n - 2]) / (xs[n - 1] - xs[n - 2]);
+    } else {
+        /* gsl_interp_linear keeps no state (its alloc and init are NULL), so
+         * an object on the stack saves a malloc per lookup in the planner's
+         * inner loop; gsl_interp_init still checks the abscissae. */
+        gsl_interp it = {.type = gsl_interp_linear, .size = (size_t)n, .state = NULL};
+        if (gsl_interp_init(&it, xs, ys, (size_t)n) != GSL_SUCCESS ||
+            gsl_interp_eval_e(&it, xs, ys, x, NULL, &y) != GSL_SUCCESS)
+            abort(); /* loaders guarantee increasing batches inside the range */
+    }
+    return y > 0 ? y : 0;
+}
+
+double prof_fwd_s(const prof_layer *l, double b) { return lookup(l->batch, l->fwd_s, l->n_points, b); }
+double prof_bwd_in_s(const prof_layer *l, double b) { return lookup(l->batch, l->bwd_in_s, l->n_points, b); }
+double prof_bwd_w_s(const prof_layer *l, double b) { return lookup(l->batch, l->bwd_w_s, l->n_points, b); }
+
+/* ------------------------------------------------------------------ load -- */
+
+void prof_free(prof *p)
+{
+    free(p->layers);
+    memset(p, 0, sizeof *p);
+}
+
+static int point_from_json(jx *j, const cJSON *o, const char *path, prof_layer *l, int k)
+{
+    static const char *const keys[] = {"batch", "fwd_s", "bwd_in_s", "bwd_w_s", "fwd_sd", NULL};
+    if (!cJSON_IsObject(o))
+        return jx_fail(j, path, "expected an object {\"batch\", \"fwd_s\", \"bwd_in_s\", \"bwd_w_s\"}");
+    int rc;
+    if ((rc = jx_only(j, o, path, keys)) ||
+        (rc = jx_pos(j, o, path, "batch", 1, &l->batch[k])) ||
+        (rc = jx_num(j, o, path, "fwd_s", 1, 0, HUGE_VAL, &l->fwd_s[k])) ||
+        (rc = jx_num(j, o, path, "bwd_in_s", 1, 0, HUGE_VAL, &l->bwd_in_s[k])) ||
+        (rc = jx_num(j, o, path, "bwd_w_s", 1, 0, HUGE_VAL, &l->bwd_w_s[k])) ||
+        (rc = jx_num(j, o, path, "fwd_sd", 0, 0, HUGE_VAL, &l->fwd_sd[k])))
+        return rc;
+    if (k > 0 && !(l->batch[k] > l->batch[k - 1])) {
+        char p[160];
+        jx_join(p, sizeof p, path, "batch");
+        return jx_fail(j, p, "%.17g does not exceed the previous point's batch %.17g (hint: list points by strictly increasing batch size)",
+                       l->batch[k], l->batch[k - 1]);
+    }
+    return CL_OK;
+}
+
+static int layer_from_json(jx *j, const cJSON *o, const char *path, prof_layer *l)
+{
+    static const char *const keys[] = {"name", "points", "act_bytes", "stash_bytes", "param_bytes", NULL};
+    if (!cJSON_IsObject(o)) return jx_fail(j, path, "expected an object describing a layer");
+    const cJSON *pts;
+    int rc;
+    if ((rc = jx_only(j, o, path, keys)) ||
+        (rc = jx_str(j, o, path, "name", 1, l->name, sizeof l->name)) ||
+        (rc = jx_array(j, o, path, "points", 1, 1, PROF_MAX_POINTS, &pts)) ||
+        (rc = jx_num(j, o, path, "act_bytes", 1, 0, HUGE_VAL, &l->act_bytes)) ||
+        (rc = jx_num(j, o, path, "stash_bytes", 1, 0, HUGE_VAL, &l->stash_bytes)) ||
+        (rc = jx_num(j, o, path, "param_bytes", 1, 0, HUGE_VAL, &l->param_bytes)))
+        return rc;
+    char pp[128];
+    jx_join(pp, sizeof pp, path, "points");
+    int k = 0;
+    for (const cJSON *it = pts->child; it; it = it->next, k++) {
+        char p[160];
+        jx_index(p, sizeof p, pp, k);
+        if ((rc = point_from_json(j, it, p, l, k))) return rc;
+    }
+    l->n_points = k;
+    return CL_OK;
+}
+
+typedef struct name_ix {
+    const char *s;
+    int i;
+} name_ix;
+
+static int name_ix_cmp(const void *a, const void *b)
+{
+    const name_ix *x = a, *y = b;
+    int c = strcmp(x->s, y->s);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Layer names are unique (plans and checks refer to layers by name). */
+static int check_unique(jx *j, const prof *p)
+{
+    if (p->n_layers < 2) return CL_OK;
+    name_ix *r = cl_malloc((size_t)p->n_layers * sizeof *r);
+    for (int i = 0; i < p->n_layers; i++) r[i] = (name_ix){p->layers[i].name, i};
+    qsort(r, (size_t)p->n_layers, sizeof *r, name_ix_cmp);
+    int a = -1, b = -1;
+    for (int i = 1; i < p->n_layers; i++)
+        if (strcmp(r[i].s, r[i - 1].s) == 0 && (b < 0 || r[i].i < b)) {
+            int k = i;
+            while (k > 0 && strcmp(r[k - 1].s, r[i].s) == 0) k--;
+            a = r[k].i;
+            b = r[i].i;
+        }
+    free(r);
+    if (b < 0) return CL_OK;
+    char path[64];
+    snprintf(path, sizeof path, "layers[%d].name", b);
+    return jx_fail(j, path, "\"%s\" is already the name of layers[%d] (hint: layer names must be unique)",
+                   p->layers[b].name, a);
+}
+
+int prof_from_json(prof *p, const cJSON *root, const char *file, cl_err *e)
+{
+    static const char *const top[] = {"format", "version", "model", "device", "source",
+                                      "note", "layers", NULL};
+    memset(p, 0, sizeof *p);
+    jx j = {file, e};
+    const cJSON *arr;
+    int src = 0, rc;
+    if ((rc = jx_header(&j, root, "cleave-profile", 1, NULL)) ||
+        (rc = jx_only(&j, root, "", top)) ||
+        (rc = jx_str(&j, root, "", "model", 1, p->model, sizeof p->model)) ||
+        (rc = jx_str(&j, root, "", "device", 1, p->device, sizeof p->device)) ||
+        (rc = jx_enum(&j, root, "", "source", 1, source_names, PROF_SOURCE_COUNT, &src)) ||
+        (rc = jx_str(&j, root, "", "note", 0, p->note, sizeof p->note)) ||
+        (rc = jx_array(&j, root, "", "layers", 1, 1, MODEL_MAX_LAYERS, &arr)))
+        return rc;
+    p->source = (prof_source)src;
+    p->n_layers = cJSON_GetArraySize(arr);
+    p->layers = cl_calloc((size_t)p->n_layers, sizeof *p->layers);
+    int i = 0;
+    for (const cJSON *it = arr->child; it; it = it->next, i++) {
+        char path[48];
+        jx_index(path, sizeof path, "layers", i);
+        if ((rc = layer_from_json(&j, it, path, &p->layers[i]))) break;
+    }
+    if (!rc) rc = check_unique(&j, p);
+    if (rc) prof_free(p);
+    return rc;
+}
+
+int prof_load(prof *p, const char *path, cl_err *e)
+{
+    cJSON *root;
+    memset(p, 0, sizeof *p);
+    int rc = jx_parse_file(path, &root, e);
+    if (rc) return rc;
+    rc = prof_from_json(p, root, path, e);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ save -- */
+
+cJSON *prof_to_json(const prof *p)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "cleave-profile");
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddStringToObject(root, "model", p->model);
+    cJSON_AddStringToObject(root, "device", p->device);
+    cJSON_AddStringToObject(root, "source", prof_source_name(p->source));
+    if (p->note[0]) cJSON_AddStringToObject(root, "note", p->note);
+    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+    for (int i = 0; i < p->n_layers; i++) {
+        const prof_layer *l = &p->layers[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", l->name);
+        cJSON *pts = cJSON_AddArrayToObject(o, "points");
+        for (int k = 0; k < l->n_points; k++) {
+            cJSON *pt = cJSON_CreateObject();
+            cJSON_AddNumberToObject(pt, "batch", l->batch[k]);
+            cJSON_AddNumberToObject(pt, "fwd_s", l->fwd_s[k]);
+            cJSON_AddNumberToObject(pt, "bwd_in_s", l->bwd_in_s[k]);
+            cJSON_AddNumberToObject(pt, "bwd_w_s", l->bwd_w_s[k]);
+            if (l->fwd_sd[k] > 0) cJSON_AddNumberToObject(pt, "fwd_sd", l->fwd_sd[k]);
+            cJSON_AddItemToArray(pts, pt);
+        }
+        cJSON_AddNumberToObject(o, "act_bytes", l->act_bytes);
+        cJSON_AddNumberToObject(o, "stash_bytes", l->stash_bytes);
+        cJSON_AddNumberToObject(o, "param_bytes", l->param_bytes);
+        cJSON_AddItemToArray(layers, o);
+    }
+    return root;
+}
+
+int prof_save(const prof *p, const char *path, cl_err *e)
+{
+    cJSON *root = prof_to_json(p);
+    int rc = jx_write_file(path, root, e);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- check -- */
+
+int prof_check_model(const prof *p, const model *m, const char *file, cl_err *e)
+{
+    if (p->n_layers != m->n_layers)
+        return cl_fail(e, CL_EINPUT, "%s: layers: the profile has %d layers but model \"%s\" has %d (hint: profile the model you plan, e.g. cleave profile or a derived profile)",
+                       file, p->n_layers, m->name, m->n_layers);
+    for (int i = 0; i < p->n_layers; i++)
+        if (strcmp(p->layers[i].name, m->layers[i].name) != 0)
+            return cl_fail(e, CL_EINPUT, "%s: layers[%d].name: \"%s\", but layer %d of model \"%s\" is \"%s\" (hint: the profile was taken for another model or layer order)",
+                           file, i, p->layers[i].name, i, m->name, m->layers[i].name);
+    return CL_OK;
+}
