@@ -1,0 +1,551 @@
+/* test_exec_layers.c - every executor layer against an independent
+ * reference.
+ *
+ * For each layer: a naive double-precision forward written here (direct
+ * loops, no im2col, no BLAS) is the reference.  The float32 forward must
+ * agree with it; the float32 input- and weight-gradient calls, each run on
+ * its own, must agree with central finite differences of the reference
+ * loss L = sum_j r_j y_j (r random), taken in double with step 1e-5.
+ *
+ * Error measure: max_i |analytic_i - numeric_i| / max_i |numeric_i| (error
+ * relative to the gradient's scale, so near-zero entries do not blow it up).
+ * Tolerances per layer are in the case table below (all <= 1e-3; the float32
+ * rounding of the analytic side is what they allow for).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "../exec/layers.h"
+#include "../tools/status.h"
+#include "../exec/tensor.h"
+#include "test.h"
+
+#define FD_STEP 1e-5
+
+typedef struct layer_case {
+    const char *name;
+    int64_t nx, nw, ny; /* input, parameter and output elements (nw may be 0) */
+    double tol;         /* gradient tolerance (relative to the gradient's scale) */
+    double fwd_tol;     /* forward agreement with the reference */
+    void *ctx;
+    void (*ref)(double *y, const double *x, const double *w, void *ctx);
+    void (*fwd)(float *y, const float *x, const float *w, void *ctx);
+    /* dx from dy; y is the float forward output */
+    void (*bwd_in)(float *dx, const float *dy, const float *x, const float *w,
+                   const float *y, void *ctx);
+    /* dw += from dy; NULL when nw == 0 */
+    void (*bwd_w)(float *dw, const float *dy, const float *x, const float *w, void *ctx);
+    /* inputs away from kinks: |x| >= margin (relu), distinct values (max) */
+    int kinks;
+} layer_case;
+
+static double max_abs(const double *a, int64_t n)
+{
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) m = fmax(m, fabs(a[i]));
+    return m;
+}
+
+/* max |a - b| / max |b| */
+static double rel_err(const float *a, const double *b, int64_t n)
+{
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - b[i]));
+    double s = max_abs(b, n);
+    return s > 0 ? m / s : m;
+}
+
+static double ref_loss(const layer_case *c, const double *x, const double *w, const double *r,
+                       double *y)
+{
+    c->ref(y, x, w, c->ctx);
+    double L = 0;
+    for (int64_t j = 0; j < c->ny; j++) L += r[j] * y[j];
+    return L;
+}
+
+/* Central differences of ref_loss with respect to v (x or w, n entries). */
+static void numeric_grad(double *g, double *v, int64_t n, const layer_case *c, double *x,
+                         double *w, const double *r, double *y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double keep = v[i];
+        v[i] = keep + FD_STEP;
+        double lp = ref_loss(c, x, w, r, y);
+        v[i] = keep - FD_STEP;
+        double lm = ref_loss(c, x, w, r, y);
+        v[i] = keep;
+        g[i] = (lp - lm) / (2 * FD_STEP);
+    }
+}
+
+/* Random values rounded to float so both sides see the same numbers. */
+static void fill(float *f, double *d, int64_t n, gsl_rng *rng, double lo, double hi, int kinks)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double v = lo + (hi - lo) * gsl_rng_uniform(rng);
+        if (kinks == 1 && fabs(v) < 0.05) v = v < 0 ? v - 0.05 : v + 0.05;
+        f[i] = (float)v;
+        d[i] = (double)f[i];
+    }
+    if (kinks == 2) { /* distinct values 0.01 apart, in random order */
+        for (int64_t i = 0; i < n; i++) d[i] = (double)i;
+        for (int64_t i = n - 1; i > 0; i--) {
+            int64_t j = (int64_t)gsl_rng_uniform_int(rng, (unsigned long)(i + 1));
+            double t = d[i];
+            d[i] = d[j];
+            d[j] = t;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            f[i] = (float)(0.01 * (d[i] - (double)n / 2));
+            d[i] = (double)f[i];
+        }
+    }
+}
+
+static void check_layer(const layer_case *c)
+{
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 12345);
+    int64_t nw = c->nw ? c->nw : 1;
+    float *x = exec_falloc(c->nx), *w = exec_falloc(nw), *y = exec_falloc(c->ny),
+          *dy = exec_falloc(c->ny), *dx = exec_falloc(c->nx), *dw = exec_falloc(nw),
+          *dw0 = exec_falloc(nw);
+    double *xd = cl_malloc((size_t)c->nx * sizeof *xd), *wd = cl_malloc((size_t)nw * sizeof *wd),
+           *yd = cl_malloc((size_t)c->ny * sizeof *yd), *r = cl_malloc((size_t)c->ny * sizeof *r),
+           *gx = cl_malloc((size_t)c->nx * sizeof *gx), *gw = cl_malloc((size_t)nw * sizeof *gw);
+    fill(x, xd, c->nx, rng, -1, 1, c->kinks);
+    fill(w, wd, c->nw, rng, -0.5, 0.5, 0);
+    fill(dy, r, c->ny, rng, -1, 1, 0);
+
+    /* forward agrees with the reference */
+    c->fwd(y, x, w, c->ctx);
+    c->ref(yd, xd, wd, c->ctx);
+    double fe = rel_err(y, yd, c->ny);
+    if (fe >= c->fwd_tol) fprintf(stderr, "%s: forward error %.3g\n", c->name, fe);
+    CU_ASSERT(fe < c->fwd_tol);
+
+    /* input gradient on its own */
+    for (int64_t i = 0; i < c->nx; i++) dx[i] = NAN; /* must be overwritten */
+    c->bwd_in(dx, dy, x, w, y, c->ctx);
+    numeric_grad(gx, xd, c->nx, c, xd, wd, r, yd);
+    double ex = rel_err(dx, gx, c->nx);
+    if (!(ex < c->tol)) fprintf(stderr, "%s: input-gradient error %.3g\n", c->name, ex);
+    CU_ASSERT(ex < c->tol);
+    CU_ASSERT(max_abs(gx, c->nx) > 0); /* the check compared something */
+
+    /* weight gradient on its own, accumulating onto what was there */
+    if (c->nw) {
+        for (int64_t i = 0; i < c->nw; i++) dw[i] = dw0[i] = (float)(0.25 * (double)(i % 3));
+        c->bwd_w(dw, dy, x, w, c->ctx);
+        for (int64_t i = 0; i < c->nw; i++) dw[i] -= dw0[i];
+        numeric_grad(gw, wd, c->nw, c, xd, wd, r, yd);
+        double ew = rel_err(dw, gw, c->nw);
+        if (!(ew < c->tol)) fprintf(stderr, "%s: weight-gradient error %.3g\n", c->name, ew);
+        CU_ASSERT(ew < c->tol);
+        CU_ASSERT(max_abs(gw, c->nw) > 0);
+    }
+    free(x); free(w); free(y); free(dy); free(dx); free(dw); free(dw0);
+    free(xd); free(wd); free(yd); free(r); free(gx); free(gw);
+    gsl_rng_free(rng);
+}
+
+/* ------------------------------------------------------------------------ */
+/* linear                                                                    */
+
+typedef struct { int B, I, O, bias; } lin_ctx;
+
+static void lin_ref(double *y, const double *x, const double *w, void *vc)
+{
+    lin_ctx *c = vc;
+    for (int n = 0; n < c->B; n++)
+        for (int o = 0; o < c->O; o++) {
+            double s = c->bias ? w[c->O * c->I + o] : 0;
+            for (int i = 0; i < c->I; i++) s += x[n * c->I + i] * w[o * c->I + i];
+            y[n * c->O + o] = s;
+        }
+}
+static void lin_fwd(float *y, const float *x, const float *w, void *vc)
+{
+    lin_ctx *c = vc;
+    exec_linear_forward(y, x, w, c->bias ? w + c->O * c->I : NULL, c->B, c->I, c->O);
+}
+static void lin_bin(float *dx, const float *dy, const float *x, const float *w, const float *y,
+                    void *vc)
+{
+    lin_ctx *c = vc;
+    (void)x; (void)y;
+    exec_linear_backward_input(dx, dy, w, c->B, c->I, c->O);
+}
+static void lin_bw(float *dw, const float *dy, const float *x, const float *w, void *vc)
+{
+    lin_ctx *c = vc;
+    (void)w;
+    exec_linear_backward_weight(dw, c->bias ? dw + c->O * c->I : NULL, dy, x, c->B, c->I, c->O);
+}
+
+static void test_linear(void)
+{
+    lin_ctx a = {3, 7, 5, 1}, b = {4, 6, 3, 0};
+    layer_case ca = {"linear", 3 * 7, 5 * 7 + 5, 3 * 5, 1e-4, 1e-5, &a, lin_ref, lin_fwd,
+                     lin_bin, lin_bw, 0};
+    check_layer(&ca);
+    layer_case cb = {"linear, no bias", 4 * 6, 3 * 6, 4 * 3, 1e-4, 1e-5, &b, lin_ref, lin_fwd,
+                     lin_bin, lin_bw, 0};
+    check_layer(&cb);
+}
+
+/* ------------------------------------------------------------------------ */
+/* conv2d                                                                    */
+
+typedef struct { int B, bias; exec_conv g; float *col; } conv_ctx;
+
+static void conv_ref(double *y, const double *x, const double *w, void *vc)
+{
+    conv_ctx *c = vc;
+    const exec_conv *g = &c->g;
+    int64_t nwt = (int64_t)g->O * g->C * g->k * g->k;
+    for (int n = 0; n < c->B; n++)
+        for (int o = 0; o < g->O; o++)
+            for (int oh = 0; oh < g->Ho; oh++)
+                for (int ow = 0; ow < g->Wo; ow++) {
+                    double s = c->bias ? w[nwt + o] : 0;
+                    for (int ci = 0; ci < g->C; ci++)
+                        for (int ki = 0; ki < g->k; ki++)
+                            for (int kj = 0; kj < g->k; kj++) {
+                                int ih = oh * g->stride - g->pad + ki;
+                                int iw = ow * g->stride - g->pad + kj;
+                                if (ih < 0 || iw < 0 || ih >= g->H || iw >= g->W) continue;
+                                s += x[((n * g->C + ci) * g->H + ih) * g->W + iw] *
+                                     w[((o * g->C + ci) * g->k + ki) * g->k + kj];
+                            }
+                    y[((n * g->O + o) * g->Ho + oh) * g->Wo + ow] = s;
+                }
+}
+static void conv_fwd(float *y, const float *x, const float *w, void *vc)
+{
+    conv_ctx *c = vc;
+    int64_t nwt = (int64_t)c->g.O * c->g.C * c->g.k * c->g.k;
+    exec_conv2d_forward(y, x, w, c->bias ? w + nwt : NULL, c->col, &c->g, c->B);
+}
+static void conv_bin(float *dx, const float *dy, const float *x, const float *w,
+                     const float *y, void *vc)
+{
+    conv_ctx *c = vc;
+    (void)x; (void)y;
+    exec_conv2d_backward_input(dx, dy, w, c->col, &c->g, c->B);
+}
+static void conv_bw(float *dw, const float *dy, const float *x, const float *w, void *vc)
+{
+    conv_ctx *c = vc;
+    (void)w;
+    int64_t nwt = (int64_t)c->g.O * c->g.C * c->g.k * c->g.k;
+    exec_conv2d_backward_weight(dw, c->bias ? dw + nwt : NULL, dy, x, c->col, &c->g, c->B);
+}
+
+static void conv_case(const char *name, int B, int C, int H, int W, int O, int k, int s,
+                      int p, int bias)
+{
+    conv_ctx c = {B, bias, {0}, NULL};
+    CU_ASSERT_EQUAL_FATAL(exec_conv_init(&c.g, C, H, W, O, k, s, p), 0);
+    c.col = exec_falloc(exec_conv_col_floats(&c.g));
+    int64_t nwt = (int64_t)O * C * k * k;
+    layer_case lc = {name, (int64_t)B * C * H * W, nwt + (bias ? O : 0),
+                     (int64_t)B * O * c.g.Ho * c.g.Wo, 1e-4, 1e-5, &c, conv_ref, conv_fwd,
+                     conv_bin, conv_bw, 0};
+    check_layer(&lc);
+    free(c.col);
+}
+
+static void test_conv2d(void)
+{
+    conv_case("conv2d 3x3 s1 p1", 2, 3, 6, 5, 4, 3, 1, 1, 1);
+    conv_case("conv2d 3x3 s2 p0", 2, 2, 7, 7, 3, 3, 2, 0, 1);
+    conv_case("conv2d 5x5 s1 p2, no bias", 2, 2, 6, 6, 3, 5, 1, 2, 0);
+    conv_case("conv2d 1x1 direct", 3, 4, 3, 5, 2, 1, 1, 0, 1);
+    conv_case("conv2d 2x2 s3 p1", 2, 2, 7, 8, 3, 2, 3, 1, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* pooling                                                                   */
+
+typedef struct { int B, max; exec_pool g; int32_t *idx; } pool_ctx;
+
+static void pool_ref(double *y, const double *x, const double *w, void *vc)
+{
+    pool_ctx *c = vc;
+    const exec_pool *g = &c->g;
+    (void)w;
+    for (int pl = 0; pl < c->B * g->C; pl++)
+        for (int oh = 0; oh < g->Ho; oh++)
+            for (int ow = 0; ow < g->Wo; ow++) {
+                double m = -INFINITY, s = 0;
+                for (int ki = 0; ki < g->k; ki++)
+                    for (int kj = 0; kj < g->k; kj++) {
+                        int ih = oh * g->stride - g->pad + ki, iw = ow * g->stride - g->pad + kj;
+                        if (ih < 0 || iw < 0 || ih >= g->H || iw >= g->W) continue;
+                        double v = x[(pl * g->H + ih) * g->W + iw];
+                        m = fmax(m, v);
+                        s += v;
+                    }
+                y[(pl * g->Ho + oh) * g->Wo + ow] = c->max ? m : s / (g->k * g->k);
+            }
+}
+static void pool_fwd(float *y, const float *x, const float *w, void *vc)
+{
+    pool_ctx *c = vc;
+    (void)w;
+    if (c->max) exec_maxpool2d_forward(y, c->idx, x, &c->g, c->B);
+    else exec_avgpool2d_forward(y, x, &c->g, c->B);
+}
+static void pool_bin(float *dx, const float *dy, const float *x, const float *w,
+                     const float *y, void *vc)
+{
+    pool_ctx *c = vc;
+    (void)x; (void)w; (void)y;
+    if (c->max) exec_maxpool2d_backward_input(dx, dy, c->idx, &c->g, c->B);
+    else exec_avgpool2d_backward_input(dx, dy, &c->g, c->B);
+}
+
+static void pool_case(const char *name, int max, int B, int C, int H, int W, int k, int s, int p)
+{
+    pool_ctx c = {B, max, {0}, NULL};
+    CU_ASSERT_EQUAL_FATAL(exec_pool_init(&c.g, C, H, W, k, s, p), 0);
+    int64_t ny = (int64_t)B * C * c.g.Ho * c.g.Wo;
+    c.idx = exec_balloc(ny * (int64_t)sizeof(int32_t));
+    layer_case lc = {name, (int64_t)B * C * H * W, 0, ny, 1e-4, 1e-6, &c, pool_ref, pool_fwd,
+                     pool_bin, NULL, max ? 2 : 0};
+    check_layer(&lc);
+    free(c.idx);
+}
+
+static void test_pool(void)
+{
+    pool_case("maxpool2d 2x2 s2", 1, 2, 3, 6, 6, 2, 2, 0);
+    pool_case("maxpool2d 3x3 s2 p1", 1, 2, 2, 7, 6, 3, 2, 1);
+    pool_case("avgpool2d 2x2 s2", 0, 2, 3, 6, 6, 2, 2, 0);
+    pool_case("avgpool2d 3x3 s1 p1", 0, 2, 2, 5, 4, 3, 1, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* relu and dropout                                                          */
+
+typedef struct { int64_t n; double p; uint8_t *mask; gsl_rng *rng; } ew_ctx;
+
+static void relu_ref(double *y, const double *x, const double *w, void *vc)
+{
+    ew_ctx *c = vc;
+    (void)w;
+    for (int64_t i = 0; i < c->n; i++) y[i] = x[i] > 0 ? x[i] : 0;
+}
+static void relu_fwd(float *y, const float *x, const float *w, void *vc)
+{
+    (void)w;
+    exec_relu_forward(y, x, ((ew_ctx *)vc)->n);
+}
+static void relu_bin(float *dx, const float *dy, const float *x, const float *w,
+                     const float *y, void *vc)
+{
+    (void)x; (void)w;
+    exec_relu_backward_input(dx, dy, y, ((ew_ctx *)vc)->n);
+}
+
+/* The reference applies the mask the float forward drew. */
+static void drop_ref(double *y, const double *x, const double *w, void *vc)
+{
+    ew_ctx *c = vc;
+    (void)w;
+    for (int64_t i = 0; i < c->n; i++) y[i] = c->mask[i] ? x[i] / (1 - c->p) : 0;
+}
+static void drop_fwd(float *y, const float *x, const float *w, void *vc)
+{
+    ew_ctx *c = vc;
+    (void)w;
+    exec_dropout_forward(y, c->mask, x, c->n, c->p, c->rng);
+}
+static void drop_bin(float *dx, const float *dy, const float *x, const float *w,
+                     const float *y, void *vc)
+{
+    ew_ctx *c = vc;
+    (void)x; (void)w; (void)y;
+    exec_dropout_backward_input(dx, dy, c->mask, c->n, c->p);
+}
+
+static void test_elementwise(void)
+{
+    ew_ctx r = {97, 0, NULL, NULL};
+    layer_case lr = {"relu", 97, 0, 97, 1e-6, 1e-7, &r, relu_ref, relu_fwd, relu_bin, NULL, 1};
+    check_layer(&lr);
+
+    ew_ctx d = {4000, 0.4, exec_balloc(4000), gsl_rng_alloc(gsl_rng_mt19937)};
+    gsl_rng_set(d.rng, 7);
+    layer_case ld = {"dropout", 4000, 0, 4000, 1e-6, 1e-6, &d, drop_ref, drop_fwd, drop_bin,
+                     NULL, 0};
+    check_layer(&ld);
+    /* the kept fraction is 1 - p: binomial sd is sqrt(4000 * .24) = 31, so
+     * 5 sd is 155 elements */
+    int kept = 0;
+    for (int i = 0; i < 4000; i++) kept += d.mask[i];
+    CU_ASSERT(abs(kept - 2400) < 155);
+    free(d.mask);
+    gsl_rng_free(d.rng);
+}
+
+/* ------------------------------------------------------------------------ */
+/* batchnorm2d                                                               */
+
+typedef struct {
+    int B, C, HW;
+    float *xhat, *invstd, *rm, *rv;
+} bn_ctx;
+
+/* w = gamma (C) then beta (C); batch statistics, biased variance */
+static void bn_ref(double *y, const double *x, const double *w, void *vc)
+{
+    bn_ctx *c = vc;
+    double N = (double)c->B * c->HW;
+    for (int ch = 0; ch < c->C; ch++) {
+        double m = 0, v = 0;
+        for (int n = 0; n < c->B; n++)
+            for (int i = 0; i < c->HW; i++) m += x[(n * c->C + ch) * c->HW + i];
+        m /= N;
+        for (int n = 0; n < c->B; n++)
+            for (int i = 0; i < c->HW; i++) {
+                double d = x[(n * c->C + ch) * c->HW + i] - m;
+                v += d * d;
+            }
+        v /= N;
+        for (int n = 0; n < c->B; n++)
+            for (int i = 0; i < c->HW; i++) {
+                int k = (n * c->C + ch) * c->HW + i;
+                y[k] = w[ch] * (x[k] - m) / sqrt(v + EXEC_BN_EPS) + w[c->C + ch];
+            }
+    }
+}
+static void bn_fwd(float *y, const float *x, const float *w, void *vc)
+{
+    bn_ctx *c = vc;
+    exec_batchnorm2d_forward_train(y, c->xhat, c->invstd, c->rm, c->rv, x, w, w + c->C, c->B,
+                                   c->C, c->HW);
+}
+static void bn_bin(float *dx, const float *dy, const float *x, const float *w, const float *y,
+                   void *vc)
+{
+    bn_ctx *c = vc;
+    (void)x; (void)y;
+    exec_batchnorm2d_backward_input(dx, dy, c->xhat, c->invstd, w, c->B, c->C, c->HW);
+}
+static void bn_bw(float *dw, const float *dy, const float *x, const float *w, void *vc)
+{
+    bn_ctx *c = vc;
+    (void)x; (void)w;
+    exec_batchnorm2d_backward_weight(dw, dw + c->C, dy, c->xhat, c->B, c->C, c->HW);
+}
+
+static void bn_case(const char *name, int B, int C, int HW)
+{
+    int64_t n = (int64_t)B * C * HW;
+    bn_ctx c = {B, C, HW, exec_falloc(n), exec_falloc(C), exec_falloc(C), exec_falloc(C)};
+    for (int i = 0; i < C; i++) c.rv[i] = 1;
+    layer_case lc = {name, n, 2 * C, n, 1e-4, 1e-5, &c, bn_ref, bn_fwd, bn_bin, bn_bw, 0};
+    check_layer(&lc);
+    free(c.xhat); free(c.invstd); free(c.rm); free(c.rv);
+}
+
+/* Running statistics after one step, and evaluation with them. */
+static void test_bn_running(void)
+{
+    enum { B = 3, C = 2, HW = 4, N = B * C * HW };
+    float x[N], y[N], xhat[N], invstd[C], rm[C] = {0.5f, -1}, rv[C] = {2, 0.5f};
+    float gamma[C] = {1.5f, -0.5f}, beta[C] = {0.25f, 2};
+    for (int i = 0; i < N; i++) x[i] = (float)((i * 37) % 11) * 0.3f - 1;
+    exec_batchnorm2d_forward_train(y, xhat, invstd, rm, rv, x, gamma, beta, B, C, HW);
+    double y2[N];
+    for (int ch = 0; ch < C; ch++) {
+        double m = 0, ss = 0;
+        for (int n = 0; n < B; n++)
+            for (int i = 0; i < HW; i++) m += x[(n * C + ch) * HW + i];
+        m /= B * HW;
+        for (int n = 0; n < B; n++)
+            for (int i = 0; i < HW; i++) ss += pow(x[(n * C + ch) * HW + i] - m, 2);
+        double rm0 = ch ? -1 : 0.5, rv0 = ch ? 0.5 : 2;
+        CU_ASSERT(test_rel(rm[ch], 0.9 * rm0 + 0.1 * m) < 1e-6);
+        CU_ASSERT(test_rel(rv[ch], 0.9 * rv0 + 0.1 * ss / (B * HW - 1)) < 1e-6);
+        for (int n = 0; n < B; n++)
+            for (int i = 0; i < HW; i++) {
+                int k = (n * C + ch) * HW + i;
+                y2[k] = gamma[ch] * (x[k] - rm[ch]) / sqrt(rv[ch] + EXEC_BN_EPS) + beta[ch];
+            }
+    }
+    exec_batchnorm2d_forward_eval(y, x, gamma, beta, rm, rv, B, C, HW);
+    CU_ASSERT(rel_err(y, y2, N) < 1e-6);
+}
+
+static void test_batchnorm(void)
+{
+    bn_case("batchnorm2d (C,H,W)", 3, 2, 5);
+    bn_case("batchnorm2d 1-D features", 6, 4, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* softmax cross-entropy (mean over the batch)                               */
+
+typedef struct { int B, K; int32_t *labels; float *probs, *loss; } sx_ctx;
+
+static void sx_ref(double *y, const double *x, const double *w, void *vc)
+{
+    sx_ctx *c = vc;
+    (void)w;
+    double L = 0;
+    for (int n = 0; n < c->B; n++) {
+        double s = 0;
+        for (int j = 0; j < c->K; j++) s += exp(x[n * c->K + j]);
+        L += log(s) - x[n * c->K + c->labels[n]];
+    }
+    y[0] = L / c->B;
+}
+static void sx_fwd(float *y, const float *x, const float *w, void *vc)
+{
+    sx_ctx *c = vc;
+    (void)w;
+    y[0] = (float)(exec_softmax_xent_forward(c->probs, c->loss, x, c->labels, c->B, c->K) / c->B);
+}
+static void sx_bin(float *dx, const float *dy, const float *x, const float *w, const float *y,
+                   void *vc)
+{
+    sx_ctx *c = vc;
+    (void)x; (void)w; (void)y;
+    exec_softmax_xent_backward_input(dx, c->probs, c->labels, c->B, c->K, dy[0] / (float)c->B);
+}
+
+static void test_softmax_xent(void)
+{
+    int32_t labels[5] = {3, 0, 6, 6, 1};
+    sx_ctx c = {5, 7, labels, exec_falloc(35), exec_falloc(5)};
+    layer_case lc = {"softmax_xent", 35, 0, 1, 1e-4, 1e-6, &c, sx_ref, sx_fwd, sx_bin, NULL, 0};
+    check_layer(&lc);
+    /* large logits: no overflow, loss is the exact margin */
+    float big[3] = {1000, 0, -1000}, p[3], l[1];
+    int32_t y0[1] = {1};
+    double L = exec_softmax_xent_forward(p, l, big, y0, 1, 3);
+    CU_ASSERT(test_rel(L, 1000) < 1e-9);
+    CU_ASSERT_EQUAL(exec_count_correct(big, y0, 1, 3), 0);
+    free(c.probs);
+    free(c.loss);
+}
+
+TEST_SUITE(exec_layers)
+{
+    test_add_suite("exec_layers");
+    test_add("linear: forward, input and weight gradients vs finite differences", test_linear);
+    test_add("conv2d: five geometries vs direct convolution and finite differences",
+             test_conv2d);
+    test_add("max and average pooling vs finite differences", test_pool);
+    test_add("relu and dropout vs finite differences", test_elementwise);
+    test_add("batchnorm2d training pass vs finite differences", test_batchnorm);
+    test_add("batchnorm2d running statistics and evaluation mode", test_bn_running);
+    test_add("softmax cross-entropy vs finite differences", test_softmax_xent);
+}
