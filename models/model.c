@@ -180,8 +180,8 @@ static int read_layer(jx *j, const cJSON *lj, const char *p, int i, model_layer 
     const char *kind = kind_names[k];
     if ((rc = jx_only(j, lj, p, kind_members(l->kind)))) return rc;
 
-    snprintf(l->name, sizeof l->name, "%s_%d", kind, i);
     if ((rc = jx_str(j, lj, p, "name", 0, l->name, sizeof l->name))) return rc;
+    if (!l->name[0]) snprintf(l->name, sizeof l->name, "%s_%d", kind, i);
     if ((rc = jx_array(j, lj, p, "inputs", 0, 1, MODEL_MAX_INPUTS, inputs))) return rc;
 
     const int64_t big = (int64_t)1 << 31;
@@ -265,7 +265,8 @@ static int resolve_inputs(jx *j, model *m, const cJSON **inputs)
     char p[256], q[300];
     for (int k = 1; k < n && !rc; k++)
         if (strcmp(ix[k - 1].name, ix[k].name) == 0) {
-            jx_index(p, sizeof p, "layers", ix[k].ix);
+            jx_index(q, sizeof q, "layers", ix[k].ix);
+            jx_join(p, sizeof p, q, "name");
             rc = jx_fail(j, p, "duplicate layer name \"%s\", also used by layers[%d] (hint: names must be unique; an unnamed layer is called <kind>_<index>)",
                          ix[k].name, ix[k - 1].ix);
         }
