@@ -98,7 +98,7 @@ static int devtype_from_json(jx *j, const cJSON *o, const char *path, cluster_de
         (rc = jx_str(j, o, path, "name", 1, t->name, sizeof t->name)) ||
         (rc = jx_pos(j, o, path, "peak_fp32_flops", 1, &t->peak_fp32_flops)) ||
         (rc = jx_pos(j, o, path, "peak_fp16_flops", 0, &t->peak_fp16_flops)) ||
-        (rc = jx_int(j, o, path, "memory_bytes", 1, 1, INT64_MAX, &mem)) ||
+        (rc = jx_int(j, o, path, "memory_bytes", 1, 1, (int64_t)1 << 53, &mem)) ||
         (rc = jx_pos(j, o, path, "memory_bw_Bps", 1, &t->mem_bw_Bps)) ||
         (rc = jx_num(j, o, path, "efficiency", 1, -HUGE_VAL, HUGE_VAL, &eff)) ||
         (rc = jx_num(j, o, path, "price_per_hour", 0, 0, HUGE_VAL, &t->price_per_hour)) ||
@@ -171,9 +171,18 @@ static int link_from_json(jx *j, const cJSON *links, const char *key, int requir
     if (rc) return rc;
     *present = o != NULL;
     if (!o) return CL_OK;
-    return (rc = jx_only(j, o, p, allowed)) ? rc
-         : (rc = jx_pos(j, o, p, "bandwidth_Bps", 1, &l->bw_Bps)) ? rc
-         : jx_num(j, o, p, "latency_s", 1, 0, HUGE_VAL, &l->latency_s);
+    double lat = 0;
+    if ((rc = jx_only(j, o, p, allowed)) ||
+        (rc = jx_pos(j, o, p, "bandwidth_Bps", 1, &l->bw_Bps)) ||
+        (rc = jx_num(j, o, p, "latency_s", 1, -HUGE_VAL, HUGE_VAL, &lat)))
+        return rc;
+    if (lat < 0) {
+        char q[96];
+        jx_join(q, sizeof q, p, "latency_s");
+        return jx_fail(j, q, "negative latency %g s (hint: seconds from send to first byte, >= 0)", lat);
+    }
+    l->latency_s = lat;
+    return CL_OK;
 }
 
 static cJSON *link_to_json(const cluster_link *l)
@@ -358,9 +367,14 @@ int cluster_from_json(cluster *c, const cJSON *root, const char *file, cl_err *e
     if ((rc = jx_object(&j, root, "", "links", 1, &links)) ||
         (rc = jx_only(&j, links, "links", link_keys)) ||
         (rc = link_from_json(&j, links, "intra_node", 1, &c->links[CLUSTER_INTRA], &has_intra)) ||
-        (rc = link_from_json(&j, links, "inter_node", c->n_nodes > 1, &c->links[CLUSTER_INTER], &has_inter)) ||
+        (rc = link_from_json(&j, links, "inter_node", 0, &c->links[CLUSTER_INTER], &has_inter)) ||
         (rc = jx_str(&j, links, "links", "note", 0, c->links_note, sizeof c->links_note)))
         goto fail;
+    if (!has_inter && c->n_nodes > 1) {
+        rc = jx_fail(&j, "links.inter_node", "missing, and the cluster has %d nodes (hint: add {\"bandwidth_Bps\": ..., \"latency_s\": ...} for links between nodes)",
+                     c->n_nodes);
+        goto fail;
+    }
     free(origin);
     return CL_OK;
 fail:

@@ -63,6 +63,22 @@ void prof_free(prof *p)
     memset(p, 0, sizeof *p);
 }
 
+/* A time member: finite and >= 0 seconds. */
+static int seconds(jx *j, const cJSON *o, const char *path, const char *key, int required,
+                   double *out)
+{
+    double v = 0;
+    int rc = jx_num(j, o, path, key, required, -HUGE_VAL, HUGE_VAL, &v);
+    if (rc) return rc;
+    if (v < 0) {
+        char p[160];
+        jx_join(p, sizeof p, path, key);
+        return jx_fail(j, p, "negative time %g s (hint: seconds for the whole batch, >= 0)", v);
+    }
+    *out = v;
+    return CL_OK;
+}
+
 static int point_from_json(jx *j, const cJSON *o, const char *path, prof_layer *l, int k)
 {
     static const char *const keys[] = {"batch", "fwd_s", "bwd_in_s", "bwd_w_s", "fwd_sd", NULL};
@@ -71,10 +87,10 @@ static int point_from_json(jx *j, const cJSON *o, const char *path, prof_layer *
     int rc;
     if ((rc = jx_only(j, o, path, keys)) ||
         (rc = jx_pos(j, o, path, "batch", 1, &l->batch[k])) ||
-        (rc = jx_num(j, o, path, "fwd_s", 1, 0, HUGE_VAL, &l->fwd_s[k])) ||
-        (rc = jx_num(j, o, path, "bwd_in_s", 1, 0, HUGE_VAL, &l->bwd_in_s[k])) ||
-        (rc = jx_num(j, o, path, "bwd_w_s", 1, 0, HUGE_VAL, &l->bwd_w_s[k])) ||
-        (rc = jx_num(j, o, path, "fwd_sd", 0, 0, HUGE_VAL, &l->fwd_sd[k])))
+        (rc = seconds(j, o, path, "fwd_s", 1, &l->fwd_s[k])) ||
+        (rc = seconds(j, o, path, "bwd_in_s", 1, &l->bwd_in_s[k])) ||
+        (rc = seconds(j, o, path, "bwd_w_s", 1, &l->bwd_w_s[k])) ||
+        (rc = seconds(j, o, path, "fwd_sd", 0, &l->fwd_sd[k])))
         return rc;
     if (k > 0 && !(l->batch[k] > l->batch[k - 1])) {
         char p[160];
