@@ -399,7 +399,7 @@ static const bad_case bad[] = {
     {"bad-truncated.json", NULL, "truncated", 1},
     {"bad-not-object.json", NULL, "expected a JSON object", 1},
     {"bad-format.json", "format", "expected \"cleave-model\"", 1},
-    {"bad-version.json", "version", "out of range", 1},
+    {"bad-version.json", "version", "newer than this cleave reads", 1},
     {"bad-no-layers.json", "layers", "missing", 1},
     {"bad-empty-layers.json", "layers", "empty", 1},
     {"bad-unknown-kind.json", "layers[1].kind", "unknown layer kind \"conv3d\"", 1},

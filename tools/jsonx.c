@@ -109,8 +109,11 @@ int jx_header(jx *j, const cJSON *root, const char *expect, int max_version,
                        expect, cJSON_IsString(f) ? "\"" : type_name(f),
                        cJSON_IsString(f) ? f->valuestring : "", cJSON_IsString(f) ? "\"" : "");
     int64_t v = 0;
-    int rc = jx_int(j, root, "", "version", 1, 1, max_version, &v);
+    int rc = jx_int(j, root, "", "version", 1, 1, INT32_MAX, &v);
     if (rc) return rc;
+    if (v > max_version)
+        return jx_fail(j, "version", "%lld is newer than this cleave reads (up to %d) (hint: upgrade cleave, or write the file with the older version)",
+                       (long long)v, max_version);
     if (version) *version = (int)v;
     return CL_OK;
 }
