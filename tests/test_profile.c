@@ -224,7 +224,7 @@ static void test_bad_files(void)
         {"bad-truncated.json", "truncated JSON"},
         {"bad-source.json", "source: unknown value \"guessed\""},
         {"bad-dup-layer.json", "layers[2].name: \"a\" is already the name of layers[0]"},
-        {"bad-version.json", "version: 2 is out of range"},
+        {"bad-version.json", "version: 2 is newer than this cleave reads"},
         {"bad-no-points.json", "layers[0].points: has 0 elements"},
         {"bad-batch-zero.json", "layers[0].points[0].batch: expected a positive number, got 0"},
     };
