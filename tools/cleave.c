@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../exec/gemm.h"
 #include "cli.h"
 
 typedef struct command {
@@ -14,6 +15,8 @@ typedef struct command {
 static const command commands[] = {
     {"inspect", cmd_inspect, "show a model, cluster, profile or plan file as a table"},
     {"bench",   cmd_bench,   "run the benchmarks, writing CSV (make bench)"},
+    {"train",   cmd_train,   "train a model on Fashion-MNIST with the embedded executor"},
+    {"profile", cmd_profile, "time every layer on this machine, writing a profile"},
 };
 
 static void usage(FILE *f)
@@ -25,6 +28,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    exec_blas_setup(argc, argv); /* may re-execute with the fast OpenBLAS kernel */
     if (argc < 2) {
         usage(stderr);
         return 2;

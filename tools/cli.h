@@ -14,6 +14,8 @@
 
 int cmd_inspect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 /* Print "cleave: <message>" for a failure and return its exit status. */
 int cli_report(const cl_err *e);

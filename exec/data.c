@@ -1,0 +1,226 @@
+/* data.c - IDX reading through zlib, normalisation, synthetic sets,
+ * shuffling (data.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_randist.h>
+#include <zlib.h>
+
+#include "data.h"
+#include "tensor.h"
+
+#define IDX_IMAGES 0x00000803u /* unsigned bytes, 3 dimensions */
+#define IDX_LABELS 0x00000801u /* unsigned bytes, 1 dimension  */
+#define IDX_MAX_COUNT 100000000u /* guards against a garbage header */
+#define IDX_MAX_SIDE 65536u
+
+#define INSTALL_HINT "hint: apt-get install dataset-fashion-mnist (or make deps), or point --data at a folder holding the IDX files"
+
+void exec_data_free(exec_data *d)
+{
+    free(d->x);
+    free(d->y);
+    memset(d, 0, sizeof *d);
+}
+
+/* Read exactly n bytes; distinguishes a short file from a corrupt stream. */
+static int gz_exact(gzFile g, const char *path, void *buf, uint64_t n, const char *what,
+                    cl_err *e)
+{
+    uint64_t got = 0;
+    while (got < n) {
+        unsigned chunk = n - got > (1u << 30) ? (1u << 30) : (unsigned)(n - got);
+        int r = gzread(g, (char *)buf + got, chunk);
+        if (r < 0) {
+            int zerr;
+            const char *msg = gzerror(g, &zerr);
+            return cl_fail(e, CL_EINPUT, "%s: corrupt gzip data while reading %s: %s (%s)", path,
+                           what, msg, INSTALL_HINT);
+        }
+        if (r == 0) break;
+        got += (uint64_t)r;
+    }
+    if (got < n)
+        return cl_fail(e, CL_EINPUT, "%s: truncated: %s needs %llu bytes, the file has %llu (%s)",
+                       path, what, (unsigned long long)n, (unsigned long long)got, INSTALL_HINT);
+    return CL_OK;
+}
+
+static uint32_t be32(const unsigned char *b)
+{
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+/* Open an IDX file and read its header: magic and `ndim` sizes. */
+static int idx_open(const char *path, uint32_t magic, int ndim, uint32_t *dims, gzFile *out,
+                    cl_err *e)
+{
+    *out = NULL;
+    gzFile g = gzopen(path, "rb");
+    if (!g)
+        return cl_fail(e, CL_EINPUT, "%s: cannot open: %s (%s)", path,
+                       errno ? strerror(errno) : "out of memory", INSTALL_HINT);
+    unsigned char h[16];
+    int rc = gz_exact(g, path, h, 4 + 4 * (uint64_t)ndim, "the IDX header", e);
+    if (rc) {
+        gzclose(g);
+        return rc;
+    }
+    if (be32(h) != magic) {
+        gzclose(g);
+        return cl_fail(e, CL_EINPUT, "%s: not an IDX %s file (magic 0x%08x, expected 0x%08x) (%s)",
+                       path, magic == IDX_IMAGES ? "image" : "label", be32(h), magic,
+                       INSTALL_HINT);
+    }
+    for (int k = 0; k < ndim; k++) {
+        dims[k] = be32(h + 4 + 4 * k);
+        uint32_t lim = k == 0 ? IDX_MAX_COUNT : IDX_MAX_SIDE;
+        if (dims[k] < 1 || dims[k] > lim) {
+            gzclose(g);
+            return cl_fail(e, CL_EINPUT, "%s: IDX header: dimension %d is %u (hint: expected 1 to %u; the file is damaged)",
+                           path, k, dims[k], lim);
+        }
+    }
+    *out = g;
+    return CL_OK;
+}
+
+int exec_idx_read(const char *images, const char *labels, exec_data *d, cl_err *e)
+{
+    memset(d, 0, sizeof *d);
+    uint32_t id[3], ld[1];
+    gzFile gi, gl;
+    int rc = idx_open(images, IDX_IMAGES, 3, id, &gi, e);
+    if (rc) return rc;
+    if ((rc = idx_open(labels, IDX_LABELS, 1, ld, &gl, e))) {
+        gzclose(gi);
+        return rc;
+    }
+    if (id[0] != ld[0]) {
+        gzclose(gi);
+        gzclose(gl);
+        return cl_fail(e, CL_EINPUT, "%s: %u labels, but %s has %u images (hint: the two files must belong together)",
+                       labels, ld[0], images, id[0]);
+    }
+    uint64_t n = id[0], dim = (uint64_t)id[1] * id[2];
+    unsigned char *px = cl_malloc(n * dim), *lb = cl_malloc(n);
+    rc = gz_exact(gi, images, px, n * dim, "the pixels", e);
+    if (!rc) rc = gz_exact(gl, labels, lb, n, "the labels", e);
+    gzclose(gi);
+    gzclose(gl);
+    if (rc) {
+        free(px);
+        free(lb);
+        return rc;
+    }
+    d->n = (int64_t)n;
+    d->C = 1;
+    d->H = (int)id[1];
+    d->W = (int)id[2];
+    d->dim = (int64_t)dim;
+    d->x = exec_falloc((int64_t)(n * dim));
+    d->y = cl_malloc(n * sizeof *d->y);
+    for (uint64_t i = 0; i < n * dim; i++) d->x[i] = (float)px[i] * (1.0f / 255.0f);
+    int maxl = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        d->y[i] = lb[i];
+        if (lb[i] > maxl) maxl = lb[i];
+    }
+    d->classes = maxl + 1;
+    free(px);
+    free(lb);
+    return CL_OK;
+}
+
+int exec_fmnist_load(const char *dir, exec_data *train, exec_data *test, cl_err *e)
+{
+    if (!dir) dir = EXEC_FMNIST_DIR;
+    char a[4096], b[4096];
+    snprintf(a, sizeof a, "%s/train-images-idx3-ubyte.gz", dir);
+    snprintf(b, sizeof b, "%s/train-labels-idx1-ubyte.gz", dir);
+    int rc = exec_idx_read(a, b, train, e);
+    if (rc) return rc;
+    snprintf(a, sizeof a, "%s/t10k-images-idx3-ubyte.gz", dir);
+    snprintf(b, sizeof b, "%s/t10k-labels-idx1-ubyte.gz", dir);
+    if ((rc = exec_idx_read(a, b, test, e))) {
+        exec_data_free(train);
+        return rc;
+    }
+    if (test->H != train->H || test->W != train->W) {
+        int h = train->H, w = train->W;
+        exec_data_free(train);
+        exec_data_free(test);
+        return cl_fail(e, CL_EINPUT, "%s: test images are %dx%d, training images %dx%d (hint: the files come from different data sets)",
+                       a, test->H, test->W, h, w);
+    }
+    return CL_OK;
+}
+
+void exec_data_limit(exec_data *d, int64_t n)
+{
+    if (n < d->n) d->n = n;
+}
+
+void exec_data_normalise(exec_data *train, exec_data *test, double *mean, double *sd)
+{
+    const int64_t N = train->n * train->dim;
+    double s = 0, ss = 0;
+    for (int64_t i = 0; i < N; i++) s += train->x[i];
+    double m = N ? s / (double)N : 0;
+    for (int64_t i = 0; i < N; i++) ss += ((double)train->x[i] - m) * ((double)train->x[i] - m);
+    double sdev = N ? sqrt(ss / (double)N) : 1;
+    if (!(sdev > 0)) sdev = 1; /* a constant set stays finite */
+    const float fm = (float)m, inv = (float)(1.0 / sdev);
+    exec_data *sets[2] = {train, test};
+    for (int k = 0; k < 2; k++) {
+        if (!sets[k]) continue;
+        int64_t n = sets[k]->n * sets[k]->dim;
+        for (int64_t i = 0; i < n; i++) sets[k]->x[i] = (sets[k]->x[i] - fm) * inv;
+    }
+    if (mean) *mean = m;
+    if (sd) *sd = sdev;
+}
+
+void exec_data_synthetic(exec_data *d, int64_t n, int C, int H, int W, int classes,
+                         uint64_t seed, int stream)
+{
+    memset(d, 0, sizeof *d);
+    d->n = n;
+    d->C = C;
+    d->H = H;
+    d->W = W;
+    d->dim = (int64_t)C * H * W;
+    d->classes = classes;
+    d->x = exec_falloc(n * d->dim);
+    d->y = cl_malloc((size_t)(n ? n : 1) * sizeof *d->y);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, (unsigned long)(seed & 0xffffffffu));
+    float *proto = exec_falloc((int64_t)classes * d->dim);
+    for (int64_t i = 0; i < classes * d->dim; i++) proto[i] = gsl_rng_uniform(r) < 0.5 ? -1.0f : 1.0f;
+    gsl_rng_set(r, (unsigned long)((seed + 0x9e3779b9u * (uint64_t)(stream + 1)) & 0xffffffffu));
+    for (int64_t s = 0; s < n; s++) {
+        int c = (int)gsl_rng_uniform_int(r, (unsigned long)classes);
+        d->y[s] = c;
+        for (int64_t i = 0; i < d->dim; i++)
+            d->x[s * d->dim + i] = 0.5f * proto[c * d->dim + i] + (float)gsl_ran_gaussian(r, 1.0);
+    }
+    free(proto);
+    gsl_rng_free(r);
+}
+
+void exec_shuffle(int64_t *perm, int64_t n, gsl_rng *rng)
+{
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    if (n > 1) gsl_ran_shuffle(rng, perm, (size_t)n, sizeof *perm);
+}
+
+void exec_data_gather(const exec_data *d, const int64_t *idx, int B, float *x, int32_t *y)
+{
+    for (int b = 0; b < B; b++) {
+        memcpy(x + (int64_t)b * d->dim, d->x + idx[b] * d->dim, (size_t)d->dim * sizeof *x);
+        y[b] = d->y[idx[b]];
+    }
+}

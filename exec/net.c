@@ -1,0 +1,721 @@
+/* net.c - a stage of a model made runnable (net.h): parameter layout and
+ * initialisation, the memory plan, and forward / backward over the stage.
+ *
+ * Memory plan (decided once, at creation): every layer output either lives
+ * in the acts (kept: some backward pass reads it, or it is the stage output)
+ * or in one of two forward scratch slots the net owns, alternating so a
+ * layer never writes the slot it reads.  Output gradients likewise: kept in
+ * the acts for layers with weights (the weight-gradient pass reads them
+ * later), else in one of two backward scratch slots.
+ */
+#include <assert.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "gemm.h"
+#include "layers.h"
+#include "net.h"
+
+typedef struct xlayer {
+    int index;                /* model layer index */
+    const model_layer *ml;
+    model_kind kind;
+    int64_t in_elems, out_elems; /* per sample */
+    exec_conv conv;
+    exec_pool pool;
+    int I, O;                 /* linear */
+    int C, HW;                /* batchnorm2d */
+    int has_w, need_din;
+    float *w, *b, *dw, *db;   /* into the blocks (b, db NULL without bias) */
+    float *run_mean, *run_var;
+    gsl_rng *rng;             /* dropout */
+    /* memory plan */
+    int keep_out, out_slot;   /* output kept in the acts, else this scratch slot */
+    int keep_dout, dout_slot; /* output gradient likewise */
+    int64_t aux_sample;       /* aux bytes per sample (argmax, mask, xhat, probs) */
+    int64_t aux_fixed;        /* aux bytes per acts (batchnorm invstd) */
+    uint64_t stash_bytes;     /* per sample, see exec_net_layer_bytes */
+} xlayer;
+
+struct exec_net {
+    const model *m;
+    int first, last, L, max_batch, flags;
+    xlayer *ly;
+    float *params, *grads, *bufs;
+    int64_t n_params, n_bufs;
+    exec_tensor *tensors;
+    int n_tensors;
+    int keep_x0;
+    float *fslot[2], *bslot[2];
+    float *col_f, *col_bi, *col_bw;
+};
+
+struct exec_acts {
+    const exec_net *net;
+    int max_batch, batch, train;
+    void *mem;
+    uint64_t bytes;
+    float *x0, *dx0;
+    float **out, **dout;
+    void **aux;
+    int32_t *labels;
+    double loss_sum;
+    int correct;
+};
+
+/* ======================================================================== */
+/* checks                                                                    */
+
+static int fits_int(int64_t v)
+{
+    return v >= 0 && v <= INT_MAX;
+}
+
+int exec_net_check(const model *m, int first, int last, const char *file, cl_err *e)
+{
+    if (first < 0 || last > m->n_layers || first >= last)
+        return cl_fail(e, CL_EINPUT, "%s: layers [%d, %d) is not a range of the model's %d layers (hint: a stage is a non-empty run of consecutive layers)",
+                       file, first, last, m->n_layers);
+    if (m->dtype != MODEL_F32)
+        return cl_fail(e, CL_EINPUT, "%s: input.dtype: the executor runs float32 only, got %s (hint: set \"dtype\": \"float32\")",
+                       file, model_dtype_name(m->dtype));
+    for (int i = first; i < last; i++) {
+        const model_layer *l = &m->layers[i];
+        if (l->kind == MODEL_BLOCK || l->kind == MODEL_ADD)
+            return cl_fail(e, CL_EINPUT, "%s: layers[%d] (%s): the executor cannot run kind %s; it is for planning only (hint: train a model built from conv2d, linear, pooling, relu, flatten, dropout, batchnorm2d and softmax_xent)",
+                           file, i, l->name, model_kind_name(l->kind));
+        if (!(l->n_inputs == 1 && l->inputs[0] == i - 1))
+            return cl_fail(e, CL_EINPUT, "%s: layers[%d] (%s): the executor runs chains only, and this layer's input is not the layer before it (hint: planning handles DAGs; training does not)",
+                           file, i, l->name);
+        if (!fits_int(model_shape_elems(&l->in_shape)) ||
+            !fits_int(model_shape_elems(&l->out_shape)) || !fits_int((int64_t)l->params) ||
+            (l->kind == MODEL_CONV2D &&
+             !fits_int(l->in_shape.d[0] * l->kernel * l->kernel)))
+            return cl_fail(e, CL_EINPUT, "%s: layers[%d] (%s): tensors of more than 2^31 elements per sample are beyond the executor (hint: train a smaller model)",
+                           file, i, l->name);
+    }
+    return CL_OK;
+}
+
+/* ======================================================================== */
+/* construction                                                              */
+
+/* splitmix64 (Steele, Lea, Flood 2014): decorrelates nearby seeds. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* An mt19937 stream for (seed, layer, purpose); the same for any partition. */
+static gsl_rng *layer_rng(uint64_t seed, int layer, int purpose)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    uint64_t s = mix64(seed ^ mix64(((uint64_t)(unsigned)layer << 8) | (unsigned)purpose));
+    gsl_rng_set(r, (unsigned long)(s & 0xffffffffu)); /* mt19937 takes 32 bits */
+    return r;
+}
+
+/* Does layer i's output reach a relu before the next layer with weights
+ * (passing through norms, pools, dropout, flatten)?  Then He init. */
+static int feeds_relu(const model *m, int i)
+{
+    for (int j = i + 1; j < m->n_layers; j++) {
+        switch (m->layers[j].kind) {
+        case MODEL_RELU: return 1;
+        case MODEL_BATCHNORM2D: case MODEL_MAXPOOL2D: case MODEL_AVGPOOL2D:
+        case MODEL_DROPOUT: case MODEL_FLATTEN: continue;
+        default: return 0;
+        }
+    }
+    return 0;
+}
+
+/* Kinds whose backward passes read their input / their own output. */
+static int needs_input(model_kind k) { return k == MODEL_CONV2D || k == MODEL_LINEAR; }
+static int needs_own_output(model_kind k) { return k == MODEL_RELU; }
+
+static int64_t pad64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/* Geometry, parameter sizes and aux sizes of one layer. */
+static void layer_setup(xlayer *x, const model *m, int i)
+{
+    const model_layer *l = &m->layers[i];
+    x->index = i;
+    x->ml = l;
+    x->kind = l->kind;
+    x->in_elems = model_shape_elems(&l->in_shape);
+    x->out_elems = model_shape_elems(&l->out_shape);
+    const int64_t *d = l->in_shape.d;
+    switch (l->kind) {
+    case MODEL_CONV2D: {
+        int rc = exec_conv_init(&x->conv, (int)d[0], (int)d[1], (int)d[2], (int)l->out_channels,
+                                (int)l->kernel, (int)l->stride, (int)l->padding);
+        assert(rc == 0 && (int64_t)x->conv.O * x->conv.Ho * x->conv.Wo == x->out_elems);
+        (void)rc;
+        x->has_w = 1;
+        break;
+    }
+    case MODEL_LINEAR:
+        x->I = (int)x->in_elems;
+        x->O = (int)x->out_elems;
+        x->has_w = 1;
+        break;
+    case MODEL_MAXPOOL2D:
+    case MODEL_AVGPOOL2D: {
+        int rc = exec_pool_init(&x->pool, (int)d[0], (int)d[1], (int)d[2], (int)l->kernel,
+                                (int)l->stride, (int)l->padding);
+        assert(rc == 0 && (int64_t)x->pool.C * x->pool.Ho * x->pool.Wo == x->out_elems);
+        (void)rc;
+        if (l->kind == MODEL_MAXPOOL2D) x->aux_sample = x->out_elems * (int64_t)sizeof(int32_t);
+        break;
+    }
+    case MODEL_DROPOUT:
+        x->aux_sample = x->out_elems; /* one byte of mask per element */
+        break;
+    case MODEL_BATCHNORM2D:
+        x->C = (int)d[0];
+        x->HW = (int)(x->in_elems / x->C);
+        x->has_w = 1;
+        x->aux_sample = x->out_elems * (int64_t)sizeof(float);
+        x->aux_fixed = x->C * (int64_t)sizeof(float);
+        break;
+    case MODEL_SOFTMAX_XENT:
+        x->aux_sample = x->in_elems * (int64_t)sizeof(float);
+        break;
+    default:
+        break;
+    }
+}
+
+static int64_t layer_n_params(const xlayer *x, int64_t *nb)
+{
+    const model_layer *l = x->ml;
+    *nb = 0;
+    switch (x->kind) {
+    case MODEL_CONV2D:
+        *nb = l->bias ? x->conv.O : 0;
+        return (int64_t)x->conv.O * x->conv.C * x->conv.k * x->conv.k;
+    case MODEL_LINEAR:
+        *nb = l->bias ? x->O : 0;
+        return (int64_t)x->O * x->I;
+    case MODEL_BATCHNORM2D:
+        *nb = x->C;
+        return x->C;
+    default:
+        return 0;
+    }
+}
+
+static void add_tensor(exec_net *n, const xlayer *x, const char *role, int64_t off, int64_t cnt,
+                       int decay)
+{
+    exec_tensor *t = &n->tensors[n->n_tensors++];
+    snprintf(t->name, sizeof t->name, "%.*s.%s", MODEL_NAME_MAX, x->ml->name, role);
+    t->data = n->params + off;
+    t->grad = n->grads + off;
+    t->n = cnt;
+    t->offset = off;
+    t->layer = x->index;
+    t->decay = decay;
+}
+
+/* Carve the parameter, gradient and running-statistics blocks; initialise. */
+static void setup_params(exec_net *n, uint64_t seed)
+{
+    int64_t total = 0, bufs = 0;
+    for (int k = 0; k < n->L; k++) {
+        int64_t nb, nw = layer_n_params(&n->ly[k], &nb);
+        total += exec_pad_floats(nw) + exec_pad_floats(nb);
+        if (n->ly[k].kind == MODEL_BATCHNORM2D) bufs += 2 * exec_pad_floats(n->ly[k].C);
+    }
+    n->n_params = total;
+    n->n_bufs = bufs;
+    n->params = exec_falloc(total);
+    n->grads = exec_falloc(total);
+    n->bufs = exec_falloc(bufs);
+    n->tensors = cl_calloc((size_t)(2 * n->L + 1), sizeof *n->tensors);
+    int64_t off = 0, boff = 0;
+    for (int k = 0; k < n->L; k++) {
+        xlayer *x = &n->ly[k];
+        int64_t nb, nw = layer_n_params(x, &nb);
+        if (!nw) continue;
+        x->w = n->params + off;
+        x->dw = n->grads + off;
+        add_tensor(n, x, "weight", off, nw, x->kind != MODEL_BATCHNORM2D);
+        off += exec_pad_floats(nw);
+        if (nb) {
+            x->b = n->params + off;
+            x->db = n->grads + off;
+            add_tensor(n, x, "bias", off, nb, 0);
+            off += exec_pad_floats(nb);
+        }
+        if (x->kind == MODEL_BATCHNORM2D) {
+            for (int c = 0; c < x->C; c++) x->w[c] = 1; /* gamma 1, beta 0 */
+            x->run_mean = n->bufs + boff;
+            x->run_var = n->bufs + boff + exec_pad_floats(x->C);
+            for (int c = 0; c < x->C; c++) x->run_var[c] = 1;
+            boff += 2 * exec_pad_floats(x->C);
+            continue;
+        }
+        /* fan_in / fan_out of the weight; He (Kaiming) uniform bound
+         * sqrt(6 / fan_in) when a relu follows, else Glorot (Xavier)
+         * uniform sqrt(6 / (fan_in + fan_out)) */
+        double fan_in, fan_out;
+        if (x->kind == MODEL_CONV2D) {
+            double kk = (double)x->conv.k * x->conv.k;
+            fan_in = x->conv.C * kk;
+            fan_out = x->conv.O * kk;
+        } else {
+            fan_in = x->I;
+            fan_out = x->O;
+        }
+        double bound = feeds_relu(n->m, x->index) ? sqrt(6.0 / fan_in)
+                                                  : sqrt(6.0 / (fan_in + fan_out));
+        gsl_rng *r = layer_rng(seed, x->index, 0);
+        for (int64_t i = 0; i < nw; i++) x->w[i] = (float)((2 * gsl_rng_uniform(r) - 1) * bound);
+        gsl_rng_free(r);
+    }
+    assert(off == total && boff == bufs);
+}
+
+/* Which buffers the acts keep, which scratch slots the rest use. */
+static void plan_memory(exec_net *n)
+{
+    const int all = n->flags & EXEC_NET_KEEP_ALL;
+    xlayer *ly = n->ly;
+    const int L = n->L;
+    n->keep_x0 = all || needs_input(ly[0].kind);
+    for (int k = 0; k < L; k++) {
+        ly[k].keep_out = all || k == L - 1 || needs_own_output(ly[k].kind) ||
+                         (k + 1 < L && needs_input(ly[k + 1].kind));
+        int in_slot = k == 0 || ly[k - 1].keep_out ? -1 : ly[k - 1].out_slot;
+        ly[k].out_slot = in_slot == 0 ? 1 : 0;
+    }
+    for (int k = L - 1; k >= 0; k--) {
+        ly[k].keep_dout = all || ly[k].has_w;
+        int g_slot = k == L - 1 || ly[k + 1].keep_dout ? -1 : ly[k + 1].dout_slot;
+        ly[k].dout_slot = g_slot == 0 ? 1 : 0;
+    }
+    /* stash per sample: a kept buffer is charged to the layer whose own
+     * backward reads it, else to the consumer that reads it as input; the
+     * stage input goes to the first layer; the stage output kept only to be
+     * sent is not stash (it is the layer's act_bytes) */
+    for (int k = 0; k < L; k++) {
+        xlayer *x = &ly[k];
+        uint64_t s = (uint64_t)x->aux_sample;
+        if (needs_own_output(x->kind)) s += (uint64_t)x->out_elems * sizeof(float);
+        if (needs_input(x->kind) && (k == 0 || !needs_own_output(ly[k - 1].kind)))
+            s += (uint64_t)x->in_elems * sizeof(float);
+        x->stash_bytes = s;
+    }
+}
+
+static void alloc_scratch(exec_net *n)
+{
+    int64_t f[2] = {0, 0}, b[2] = {0, 0}, cf = 0;
+    for (int k = 0; k < n->L; k++) {
+        const xlayer *x = &n->ly[k];
+        if (!x->keep_out && x->out_elems > f[x->out_slot]) f[x->out_slot] = x->out_elems;
+        if (!x->keep_dout && x->out_elems > b[x->dout_slot]) b[x->dout_slot] = x->out_elems;
+        if (x->kind == MODEL_CONV2D && exec_conv_col_floats(&x->conv) > cf)
+            cf = exec_conv_col_floats(&x->conv);
+    }
+    for (int s = 0; s < 2; s++) {
+        n->fslot[s] = exec_falloc(f[s] * n->max_batch);
+        n->bslot[s] = exec_falloc(b[s] * n->max_batch);
+    }
+    n->col_f = exec_falloc(cf);
+    n->col_bi = exec_falloc(cf);
+    n->col_bw = exec_falloc(cf);
+}
+
+int exec_net_create(exec_net **out, const model *m, int first, int last, int max_batch,
+                    uint64_t seed, int flags, const char *file, cl_err *e)
+{
+    *out = NULL;
+    int rc = exec_net_check(m, first, last, file, e);
+    if (rc) return rc;
+    if (max_batch < 1 || max_batch > (1 << 20))
+        return cl_fail(e, CL_EINPUT, "%s: batch %d is out of range (hint: 1 to %d)", file,
+                       max_batch, 1 << 20);
+    for (int i = first; i < last; i++) {
+        int64_t big = model_shape_elems(&m->layers[i].in_shape);
+        int64_t o = model_shape_elems(&m->layers[i].out_shape);
+        if (o > big) big = o;
+        if (big * max_batch > INT_MAX)
+            return cl_fail(e, CL_EINPUT, "%s: layers[%d] (%s): batch %d times %lld elements per sample passes 2^31 (hint: a smaller batch)",
+                           file, i, m->layers[i].name, max_batch, (long long)big);
+    }
+    exec_blas_init();
+    exec_net *n = cl_calloc(1, sizeof *n);
+    n->m = m;
+    n->first = first;
+    n->last = last;
+    n->L = last - first;
+    n->max_batch = max_batch;
+    n->flags = flags;
+    n->ly = cl_calloc((size_t)n->L, sizeof *n->ly);
+    int any_w = 0;
+    for (int i = 0; i < first; i++) any_w |= m->layers[i].params > 0;
+    for (int k = 0; k < n->L; k++) {
+        xlayer *x = &n->ly[k];
+        layer_setup(x, m, first + k);
+        x->need_din = any_w;
+        any_w |= x->has_w;
+        if (x->kind == MODEL_DROPOUT) {
+            x->rng = layer_rng(seed, x->index, 1);
+        }
+    }
+    setup_params(n, seed);
+    plan_memory(n);
+    alloc_scratch(n);
+    *out = n;
+    return CL_OK;
+}
+
+void exec_net_destroy(exec_net *n)
+{
+    if (!n) return;
+    for (int k = 0; k < n->L; k++)
+        if (n->ly[k].rng) gsl_rng_free(n->ly[k].rng);
+    free(n->ly);
+    free(n->params);
+    free(n->grads);
+    free(n->bufs);
+    free(n->tensors);
+    for (int s = 0; s < 2; s++) {
+        free(n->fslot[s]);
+        free(n->bslot[s]);
+    }
+    free(n->col_f);
+    free(n->col_bi);
+    free(n->col_bw);
+    free(n);
+}
+
+/* ======================================================================== */
+/* accessors                                                                 */
+
+int exec_net_first(const exec_net *n) { return n->first; }
+int exec_net_last(const exec_net *n) { return n->last; }
+int exec_net_max_batch(const exec_net *n) { return n->max_batch; }
+int64_t exec_net_in_elems(const exec_net *n) { return n->ly[0].in_elems; }
+int64_t exec_net_out_elems(const exec_net *n) { return n->ly[n->L - 1].out_elems; }
+int exec_net_has_loss(const exec_net *n) { return n->ly[n->L - 1].kind == MODEL_SOFTMAX_XENT; }
+int exec_net_classes(const exec_net *n)
+{
+    return exec_net_has_loss(n) ? (int)n->ly[n->L - 1].in_elems : 0;
+}
+int exec_net_needs_din(const exec_net *n) { return n->ly[0].need_din; }
+
+float *exec_net_params(exec_net *n, int64_t *n_floats)
+{
+    if (n_floats) *n_floats = n->n_params;
+    return n->params;
+}
+
+float *exec_net_grads(exec_net *n, int64_t *n_floats)
+{
+    if (n_floats) *n_floats = n->n_params;
+    return n->grads;
+}
+
+int exec_net_n_tensors(const exec_net *n) { return n->n_tensors; }
+
+const exec_tensor *exec_net_tensor(const exec_net *n, int k)
+{
+    assert(k >= 0 && k < n->n_tensors);
+    return &n->tensors[k];
+}
+
+void exec_net_zero_grads(exec_net *n)
+{
+    memset(n->grads, 0, (size_t)n->n_params * sizeof *n->grads);
+}
+
+static const xlayer *layer_of(const exec_net *n, int layer)
+{
+    assert(layer >= n->first && layer < n->last);
+    return &n->ly[layer - n->first];
+}
+
+void exec_net_layer_bytes(const exec_net *n, int layer, uint64_t *stash, uint64_t *wgrad)
+{
+    const xlayer *x = layer_of(n, layer);
+    *stash = x->stash_bytes;
+    *wgrad = x->has_w ? (uint64_t)x->out_elems * sizeof(float) : 0;
+}
+
+int exec_net_layer_has_weights(const exec_net *n, int layer) { return layer_of(n, layer)->has_w; }
+int exec_net_layer_needs_din(const exec_net *n, int layer) { return layer_of(n, layer)->need_din; }
+
+/* ======================================================================== */
+/* per-microbatch state                                                      */
+
+/* Two passes over the same layout: count (base NULL) then assign. */
+static uint64_t carve_acts(exec_acts *a, char *base)
+{
+    const exec_net *n = a->net;
+    const int64_t B = a->max_batch, fb = (int64_t)sizeof(float);
+    const int all = n->flags & EXEC_NET_KEEP_ALL;
+    int64_t off = 0;
+#define TAKE(ptr, bytes)                                            \
+    do {                                                            \
+        int64_t take_ = pad64(bytes);                               \
+        if (base) (ptr) = (void *)(base + off);                     \
+        off += take_;                                               \
+    } while (0)
+    if (n->keep_x0) TAKE(a->x0, B * n->ly[0].in_elems * fb);
+    if (all) TAKE(a->dx0, B * n->ly[0].in_elems * fb);
+    for (int k = 0; k < n->L; k++) {
+        const xlayer *x = &n->ly[k];
+        if (x->keep_out) TAKE(a->out[k], B * x->out_elems * fb);
+        if (x->keep_dout) TAKE(a->dout[k], B * x->out_elems * fb);
+        if (x->aux_sample || x->aux_fixed) TAKE(a->aux[k], B * x->aux_sample + x->aux_fixed);
+    }
+    TAKE(a->labels, B * (int64_t)sizeof(int32_t));
+#undef TAKE
+    return (uint64_t)off;
+}
+
+exec_acts *exec_acts_create(const exec_net *n, int max_batch)
+{
+    assert(max_batch >= 1 && max_batch <= n->max_batch);
+    exec_acts *a = cl_calloc(1, sizeof *a);
+    a->net = n;
+    a->max_batch = max_batch;
+    a->out = cl_calloc((size_t)n->L, sizeof *a->out);
+    a->dout = cl_calloc((size_t)n->L, sizeof *a->dout);
+    a->aux = cl_calloc((size_t)n->L, sizeof *a->aux);
+    a->bytes = carve_acts(a, NULL);
+    a->mem = exec_balloc((int64_t)a->bytes);
+    carve_acts(a, a->mem);
+    return a;
+}
+
+void exec_acts_destroy(exec_acts *a)
+{
+    if (!a) return;
+    free(a->mem);
+    free(a->out);
+    free(a->dout);
+    free(a->aux);
+    free(a);
+}
+
+uint64_t exec_acts_bytes(const exec_acts *a) { return a->bytes; }
+int exec_acts_batch(const exec_acts *a) { return a->batch; }
+double exec_acts_loss_sum(const exec_acts *a) { return a->loss_sum; }
+int exec_acts_correct(const exec_acts *a) { return a->correct; }
+
+const float *exec_acts_output(const exec_acts *a)
+{
+    return a->out[a->net->L - 1];
+}
+
+/* ======================================================================== */
+/* passes                                                                    */
+
+/* Where layer k's output / input / output gradient / input gradient live. */
+static float *out_of(const exec_net *n, exec_acts *a, int k)
+{
+    return n->ly[k].keep_out ? a->out[k] : n->fslot[n->ly[k].out_slot];
+}
+
+static const float *in_of(const exec_net *n, exec_acts *a, int k, const float *caller_in)
+{
+    if (k > 0) return out_of(n, a, k - 1);
+    return n->keep_x0 ? a->x0 : caller_in;
+}
+
+static float *dout_of(const exec_net *n, exec_acts *a, int k, const float *caller_dout)
+{
+    const xlayer *x = &n->ly[k];
+    if (x->keep_dout) return a->dout[k];
+    if (k == n->L - 1) return (float *)caller_dout; /* read only */
+    return n->bslot[x->dout_slot];
+}
+
+static float *din_of(const exec_net *n, exec_acts *a, int k, float *caller_din)
+{
+    if (k > 0) return dout_of(n, a, k - 1, NULL);
+    return caller_din ? caller_din : a->dx0;
+}
+
+static void fwd_layer(exec_net *n, exec_acts *a, int k, const float *x, float *y, int train)
+{
+    xlayer *l = &n->ly[k];
+    const int B = a->batch;
+    const int64_t nin = (int64_t)B * l->in_elems;
+    switch (l->kind) {
+    case MODEL_LINEAR:
+        exec_linear_forward(y, x, l->w, l->b, B, l->I, l->O);
+        break;
+    case MODEL_CONV2D:
+        exec_conv2d_forward(y, x, l->w, l->b, n->col_f, &l->conv, B);
+        break;
+    case MODEL_MAXPOOL2D:
+        exec_maxpool2d_forward(y, a->aux[k], x, &l->pool, B);
+        break;
+    case MODEL_AVGPOOL2D:
+        exec_avgpool2d_forward(y, x, &l->pool, B);
+        break;
+    case MODEL_RELU:
+        exec_relu_forward(y, x, nin);
+        break;
+    case MODEL_FLATTEN:
+        memcpy(y, x, (size_t)nin * sizeof *y);
+        break;
+    case MODEL_DROPOUT:
+        if (train) exec_dropout_forward(y, a->aux[k], x, nin, l->ml->dropout_p, l->rng);
+        else memcpy(y, x, (size_t)nin * sizeof *y);
+        break;
+    case MODEL_BATCHNORM2D: {
+        if (train) {
+            float *xhat = a->aux[k];
+            float *invstd = xhat + (int64_t)a->max_batch * l->out_elems;
+            exec_batchnorm2d_forward_train(y, xhat, invstd, l->run_mean, l->run_var, x, l->w,
+                                           l->b, B, l->C, l->HW);
+        } else {
+            exec_batchnorm2d_forward_eval(y, x, l->w, l->b, l->run_mean, l->run_var, B, l->C,
+                                          l->HW);
+        }
+        break;
+    }
+    case MODEL_SOFTMAX_XENT: {
+        int K = (int)l->in_elems;
+        a->loss_sum = exec_softmax_xent_forward(a->aux[k], y, x, a->labels, B, K);
+        a->correct = exec_count_correct(x, a->labels, B, K);
+        break;
+    }
+    default:
+        assert(!"exec_net_check lets no other kind through");
+    }
+}
+
+static void bwd_in_layer(exec_net *n, exec_acts *a, int k, const float *dy, float *dx,
+                         float loss_scale)
+{
+    xlayer *l = &n->ly[k];
+    const int B = a->batch;
+    const int64_t nin = (int64_t)B * l->in_elems;
+    switch (l->kind) {
+    case MODEL_LINEAR:
+        exec_linear_backward_input(dx, dy, l->w, B, l->I, l->O);
+        break;
+    case MODEL_CONV2D:
+        exec_conv2d_backward_input(dx, dy, l->w, n->col_bi, &l->conv, B);
+        break;
+    case MODEL_MAXPOOL2D:
+        exec_maxpool2d_backward_input(dx, dy, a->aux[k], &l->pool, B);
+        break;
+    case MODEL_AVGPOOL2D:
+        exec_avgpool2d_backward_input(dx, dy, &l->pool, B);
+        break;
+    case MODEL_RELU:
+        exec_relu_backward_input(dx, dy, out_of(n, a, k), nin);
+        break;
+    case MODEL_FLATTEN:
+        memcpy(dx, dy, (size_t)nin * sizeof *dx);
+        break;
+    case MODEL_DROPOUT:
+        exec_dropout_backward_input(dx, dy, a->aux[k], nin, l->ml->dropout_p);
+        break;
+    case MODEL_BATCHNORM2D: {
+        const float *xhat = a->aux[k];
+        const float *invstd = xhat + (int64_t)a->max_batch * l->out_elems;
+        exec_batchnorm2d_backward_input(dx, dy, xhat, invstd, l->w, B, l->C, l->HW);
+        break;
+    }
+    case MODEL_SOFTMAX_XENT:
+        exec_softmax_xent_backward_input(dx, a->aux[k], a->labels, B, (int)l->in_elems,
+                                         loss_scale);
+        break;
+    default:
+        assert(!"exec_net_check lets no other kind through");
+    }
+}
+
+static void bwd_w_layer(exec_net *n, exec_acts *a, int k)
+{
+    xlayer *l = &n->ly[k];
+    const int B = a->batch;
+    const float *dy = a->dout[k]; /* kept for every layer with weights */
+    switch (l->kind) {
+    case MODEL_LINEAR:
+        exec_linear_backward_weight(l->dw, l->db, dy, in_of(n, a, k, NULL), B, l->I, l->O);
+        break;
+    case MODEL_CONV2D:
+        exec_conv2d_backward_weight(l->dw, l->db, dy, in_of(n, a, k, NULL), n->col_bw, &l->conv,
+                                    B);
+        break;
+    case MODEL_BATCHNORM2D:
+        exec_batchnorm2d_backward_weight(l->dw, l->db, dy, a->aux[k], B, l->C, l->HW);
+        break;
+    default:
+        break; /* no weights */
+    }
+}
+
+void exec_net_forward(exec_net *n, exec_acts *a, const float *in, const int32_t *labels,
+                      int batch, int train)
+{
+    assert(a->net == n && batch >= 1 && batch <= a->max_batch);
+    a->batch = batch;
+    a->train = train;
+    if (n->keep_x0) memcpy(a->x0, in, (size_t)batch * n->ly[0].in_elems * sizeof *a->x0);
+    if (exec_net_has_loss(n)) {
+        assert(labels);
+        memcpy(a->labels, labels, (size_t)batch * sizeof *labels);
+    }
+    for (int k = 0; k < n->L; k++) fwd_layer(n, a, k, in_of(n, a, k, in), out_of(n, a, k), train);
+}
+
+void exec_net_backward_input(exec_net *n, exec_acts *a, const float *dout, float *din,
+                             float loss_scale)
+{
+    assert(a->net == n && a->batch >= 1 && a->train);
+    const int L = n->L;
+    assert(exec_net_has_loss(n) || dout);
+    assert(!n->ly[0].need_din || din || (n->flags & EXEC_NET_KEEP_ALL));
+    if (dout && n->ly[L - 1].keep_dout)
+        memcpy(a->dout[L - 1], dout, (size_t)a->batch * n->ly[L - 1].out_elems * sizeof *dout);
+    for (int k = L - 1; k >= 0 && n->ly[k].need_din; k--)
+        bwd_in_layer(n, a, k, dout_of(n, a, k, dout), din_of(n, a, k, din), loss_scale);
+}
+
+void exec_net_backward_weight(exec_net *n, exec_acts *a)
+{
+    assert(a->net == n && a->batch >= 1 && a->train);
+    for (int k = n->L - 1; k >= 0; k--)
+        if (n->ly[k].has_w) bwd_w_layer(n, a, k);
+}
+
+void exec_net_layer_forward(exec_net *n, exec_acts *a, int layer, int train)
+{
+    assert(n->flags & EXEC_NET_KEEP_ALL);
+    int k = layer_of(n, layer) - n->ly;
+    fwd_layer(n, a, k, in_of(n, a, k, NULL), out_of(n, a, k), train);
+}
+
+void exec_net_layer_backward_input(exec_net *n, exec_acts *a, int layer, float loss_scale)
+{
+    assert(n->flags & EXEC_NET_KEEP_ALL);
+    int k = layer_of(n, layer) - n->ly;
+    bwd_in_layer(n, a, k, dout_of(n, a, k, NULL), din_of(n, a, k, NULL), loss_scale);
+}
+
+void exec_net_layer_backward_weight(exec_net *n, exec_acts *a, int layer)
+{
+    assert(n->flags & EXEC_NET_KEEP_ALL);
+    int k = layer_of(n, layer) - n->ly;
+    bwd_w_layer(n, a, k);
+}

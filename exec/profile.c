@@ -1,0 +1,204 @@
+/* profile.c - per-layer and per-step timing on this machine (profile.h). */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
+#include "gemm.h"
+#include "net.h"
+#include "optim.h"
+#include "profile.h"
+
+/* Median and standard deviation of n samples (sorted in place). */
+static void stats(double *v, int n, double *median, double *sd)
+{
+    gsl_sort(v, 1, (size_t)n);
+    *median = gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
+    *sd = n > 1 ? gsl_stats_sd(v, 1, (size_t)n) : 0;
+}
+
+/* A random standard-normal input batch and uniform labels. */
+static void random_batch(const model *m, int B, uint64_t seed, float **x, int32_t **y)
+{
+    int64_t dim = model_shape_elems(&m->input);
+    *x = exec_falloc((int64_t)B * dim);
+    *y = cl_malloc((size_t)B * sizeof **y);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, (unsigned long)(seed & 0xffffffffu));
+    for (int64_t i = 0; i < B * dim; i++) (*x)[i] = (float)gsl_ran_gaussian(r, 1.0);
+    int classes = m->classes > 0 ? m->classes : 1;
+    for (int b = 0; b < B; b++) (*y)[b] = (int32_t)gsl_rng_uniform_int(r, (unsigned long)classes);
+    gsl_rng_free(r);
+}
+
+typedef enum { PASS_FWD, PASS_BIN, PASS_BW } pass;
+
+static double time_pass(exec_net *n, exec_acts *a, int layer, pass p, float scale)
+{
+    double t0 = exec_now();
+    switch (p) {
+    case PASS_FWD: exec_net_layer_forward(n, a, layer, 1); break;
+    case PASS_BIN: exec_net_layer_backward_input(n, a, layer, scale); break;
+    case PASS_BW: exec_net_layer_backward_weight(n, a, layer); break;
+    }
+    return exec_now() - t0;
+}
+
+int exec_profile_batch(const model *m, const char *file, int batch, int warmup, int reps,
+                       uint64_t seed, exec_layer_time *t, cl_err *e)
+{
+    assert(reps >= 1 && warmup >= 0);
+    exec_net *n;
+    int rc = exec_net_create(&n, m, 0, m->n_layers, batch, seed, EXEC_NET_KEEP_ALL, file, e);
+    if (rc) return rc;
+    if (!exec_net_has_loss(n)) {
+        exec_net_destroy(n);
+        return cl_fail(e, CL_EINPUT, "%s: layers: profiling runs a training step, which needs a model ending in softmax_xent (hint: add the loss layer)",
+                       file);
+    }
+    exec_acts *a = exec_acts_create(n, batch);
+    float *x;
+    int32_t *y;
+    random_batch(m, batch, seed, &x, &y);
+    const float scale = 1.0f / (float)batch;
+    /* one full step fills every kept buffer with real values */
+    exec_net_forward(n, a, x, y, batch, 1);
+    exec_net_backward_input(n, a, NULL, NULL, scale);
+    exec_net_backward_weight(n, a);
+    double *v = cl_malloc((size_t)reps * sizeof *v);
+    for (int l = 0; l < m->n_layers; l++) {
+        exec_layer_time *lt = &t[l];
+        memset(lt, 0, sizeof *lt);
+        for (int p = PASS_FWD; p <= PASS_BW; p++) {
+            if (p == PASS_BIN && !exec_net_layer_needs_din(n, l)) continue;
+            if (p == PASS_BW && !exec_net_layer_has_weights(n, l)) continue;
+            for (int r = 0; r < warmup; r++) time_pass(n, a, l, (pass)p, scale);
+            for (int r = 0; r < reps; r++) v[r] = time_pass(n, a, l, (pass)p, scale);
+            double *med = p == PASS_FWD ? &lt->fwd_s : p == PASS_BIN ? &lt->bwd_in_s : &lt->bwd_w_s;
+            double *sd = p == PASS_FWD ? &lt->fwd_sd : p == PASS_BIN ? &lt->bwd_in_sd : &lt->bwd_w_sd;
+            stats(v, reps, med, sd);
+        }
+    }
+    free(v);
+    free(x);
+    free(y);
+    exec_acts_destroy(a);
+    exec_net_destroy(n);
+    return CL_OK;
+}
+
+void exec_cpu_name(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "cpu");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0) continue;
+        char *c = strchr(line, ':');
+        if (!c) break;
+        c++;
+        while (*c == ' ' || *c == '\t') c++;
+        c[strcspn(c, "\n")] = 0;
+        snprintf(buf, cap, "%s", c);
+        break;
+    }
+    fclose(f);
+}
+
+int exec_profile(const model *m, const char *file, const int64_t *batches, int n_batches,
+                 int warmup, int reps, uint64_t seed, prof *p, cl_err *e)
+{
+    memset(p, 0, sizeof *p);
+    assert(n_batches >= 1 && n_batches <= PROF_MAX_POINTS);
+    for (int k = 1; k < n_batches; k++)
+        if (batches[k] <= batches[k - 1])
+            return cl_fail(e, CL_EINPUT, "--batch: %lld does not exceed %lld (hint: list batch sizes in increasing order)",
+                           (long long)batches[k], (long long)batches[k - 1]);
+    /* stash bytes come from the executor's ordinary memory plan */
+    exec_net *plan;
+    int rc = exec_net_create(&plan, m, 0, m->n_layers, 1, seed, 0, file, e);
+    if (rc) return rc;
+    exec_layer_time *t = cl_calloc((size_t)m->n_layers, sizeof *t);
+    p->layers = cl_calloc((size_t)m->n_layers, sizeof *p->layers);
+    p->n_layers = m->n_layers;
+    p->source = PROF_MEASURED;
+    snprintf(p->model, sizeof p->model, "%s", m->name);
+    snprintf(p->device, sizeof p->device, "cpu-core");
+    char cpu[128];
+    exec_cpu_name(cpu, sizeof cpu);
+    snprintf(p->note, sizeof p->note,
+             "cleave profile: one core of %.100s, OpenBLAS %.24s kernel on 1 thread; median of %d runs after %d warm-up",
+             cpu, exec_blas_corename(), reps, warmup);
+    for (int l = 0; l < m->n_layers; l++) {
+        prof_layer *pl = &p->layers[l];
+        snprintf(pl->name, sizeof pl->name, "%s", m->layers[l].name);
+        uint64_t stash, wgrad;
+        exec_net_layer_bytes(plan, l, &stash, &wgrad);
+        pl->act_bytes = (double)m->layers[l].out_elems * 4;
+        pl->stash_bytes = (double)stash;
+        pl->param_bytes = (double)m->layers[l].params * 4;
+        pl->n_points = n_batches;
+    }
+    exec_net_destroy(plan);
+    for (int k = 0; k < n_batches && !rc; k++) {
+        rc = exec_profile_batch(m, file, (int)batches[k], warmup, reps, seed, t, e);
+        for (int l = 0; l < m->n_layers && !rc; l++) {
+            prof_layer *pl = &p->layers[l];
+            pl->batch[k] = (double)batches[k];
+            pl->fwd_s[k] = t[l].fwd_s;
+            pl->bwd_in_s[k] = t[l].bwd_in_s;
+            pl->bwd_w_s[k] = t[l].bwd_w_s;
+            pl->fwd_sd[k] = t[l].fwd_sd;
+        }
+    }
+    free(t);
+    if (rc) prof_free(p);
+    return rc;
+}
+
+int exec_time_step(const model *m, const char *file, int batch, int warmup, int reps,
+                   uint64_t seed, double *step_s, double *update_s, cl_err *e)
+{
+    exec_net *n;
+    int rc = exec_net_create(&n, m, 0, m->n_layers, batch, seed, 0, file, e);
+    if (rc) return rc;
+    assert(exec_net_has_loss(n));
+    exec_acts *a = exec_acts_create(n, batch);
+    exec_sgd sgd;
+    /* a tiny rate keeps the weights (and so the work) steady over the reps */
+    exec_sgd_init(&sgd, n, 1e-6, 0.9, 5e-4);
+    float *x;
+    int32_t *y;
+    random_batch(m, batch, seed, &x, &y);
+    double *v = cl_malloc((size_t)reps * sizeof *v), *u = cl_malloc((size_t)reps * sizeof *u);
+    for (int r = -warmup; r < reps; r++) {
+        double t0 = exec_now();
+        exec_net_forward(n, a, x, y, batch, 1);
+        exec_net_backward_input(n, a, NULL, NULL, 1.0f / (float)batch);
+        exec_net_backward_weight(n, a);
+        double t1 = exec_now();
+        exec_sgd_step(&sgd, n);
+        double t2 = exec_now();
+        if (r >= 0) {
+            v[r] = t2 - t0;
+            u[r] = t2 - t1;
+        }
+    }
+    double sd;
+    stats(v, reps, step_s, &sd);
+    if (update_s) stats(u, reps, update_s, &sd);
+    free(v);
+    free(u);
+    free(x);
+    free(y);
+    exec_sgd_free(&sgd);
+    exec_acts_destroy(a);
+    exec_net_destroy(n);
+    return CL_OK;
+}
