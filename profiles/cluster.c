@@ -1,6 +1,7 @@
 /* cluster.c - reading, checking and writing cluster files (see cluster.h and
  * docs/formats.md, "Cluster"), device presets, and uniform clusters built
  * from command-line flags. */
+#include <assert.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -144,7 +145,7 @@ static int devtypes_from_json(jx *j, const cJSON *obj, cluster_devtype **out, in
         jx_index(p, sizeof p, "device_types", i);
         if ((rc = devtype_from_json(j, it, p, &t[i]))) { free(t); return rc; }
     }
-    int a, b;
+    int a = -1, b = -1;
     if (find_duplicate(t[0].name, sizeof t[0], n, &a, &b)) {
         char p[80];
         snprintf(p, sizeof p, "device_types[%d].name", b);
@@ -338,7 +339,7 @@ int cluster_from_json(cluster *c, const cJSON *root, const char *file, cl_err *e
     jx j = {file, e};
     dev_origin *origin = NULL;
     const cJSON *links;
-    int rc, a, b, has_intra = 0, has_inter = 0;
+    int rc, a = -1, b = -1, has_intra = 0, has_inter = 0;
     if ((rc = jx_header(&j, root, "cleave-cluster", 1, NULL)) ||
         (rc = jx_only(&j, root, "", top)) ||
         (rc = jx_str(&j, root, "", "name", 1, c->name, sizeof c->name)) ||
@@ -515,6 +516,7 @@ static int readable(const char *p) { return access(p, R_OK) == 0; }
 /* The default presets file (see cluster.h); buf holds the answer. */
 static const char *default_devices_path(char *buf, size_t cap)
 {
+    assert(buf && cap > 0);
     const char *env = getenv("CLEAVE_DEVICES");
     if (env && *env) { snprintf(buf, cap, "%s", env); return buf; }
     char exe[4096];

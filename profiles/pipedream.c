@@ -123,7 +123,7 @@ static int parse_attrs(pd_graph *g, int line, const char *p, pd_node *n)
         while (*p == ' ') p++;
         if (*p == '[') {  /* several outputs: their sizes add up */
             p++;
-            double sum = 0, v;
+            double sum = 0, v = 0;
             for (;;) {
                 int rc = number(g, line, key, &p, &v);
                 if (rc) return rc;
@@ -524,7 +524,7 @@ static int build(pd_graph *g, const int *order, double batch, int inferred, mode
         l->n_inputs = ni;
 
         prof_layer *pl = &p->layers[k];
-        snprintf(pl->name, sizeof pl->name, "%s", name);
+        snprintf(pl->name, sizeof pl->name, "%s", l->name);
         pl->n_points = 1;
         pl->batch[0] = batch;
         if (!nd->is_input) {  /* an Input's time is data loading, not compute */
