@@ -1,0 +1,153 @@
+/* memory.c - memory over time per device, and its peak.
+ *
+ * Components (bytes), matching the planner's cost model (issue 3, "memory per
+ * device"; docs/simulator.md, "Memory"):
+ *   weights    sum of param_bytes of the stages on the device, from t = 0;
+ *   grads      the same again (one gradient buffer);
+ *   optim      optimiser state: 0 (SGD), 1 (momentum), 2 (Adam) x weights;
+ *   versions   PipeDream's stashed weight versions beyond the current one: a
+ *              version stays alive while an in-flight microbatch's F used it
+ *              (released when its stash is freed) or while it is current;
+ *   stash      stash_bytes of a stage from the start of each F to the end of
+ *              its B (fused) or W (split backward);
+ *   buffers    a transfer's bytes on the sender from its SEND until it
+ *              arrives, and on the receiver from arrival until its RECV.
+ * The peak is checked after every increase; its time is the first time the
+ * maximum was reached.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_int.h"
+
+double sim_mem_total(const sim_mem *m)
+{
+    return m->weights + m->grads + m->optim + m->versions + m->stash + m->buffers;
+}
+
+static int optim_mult(plan_optim o)
+{
+    switch (o) {
+    case OPTIM_SGD: return 0;
+    case OPTIM_MOMENTUM: return 1;
+    case OPTIM_ADAM: return 2;
+    default: return 0;
+    }
+}
+
+static void check_peak(sim *s, int w)
+{
+    sim_worker *W = &s->w[w];
+    double tot = sim_mem_total(&W->mem);
+    if (tot > W->peak) {
+        W->peak = tot;
+        W->peak_t = s->k ? ev_now(s->k) : 0;
+        W->at_peak = W->mem;
+    }
+}
+
+void sim_mem_init(sim *s)
+{
+    const plan *p = s->pl;
+    int mult = optim_mult(p->optimizer);
+    for (int w = 0; w < s->n_w; w++) {
+        sim_worker *W = &s->w[w];
+        double params = 0;
+        for (int j = 0; j < W->n_local; j++) params += p->stages[W->local[j]].param_bytes;
+        W->mem.weights = params;
+        W->mem.grads = params;
+        W->mem.optim = mult * params;
+        W->mem_static = (2.0 + mult) * params;
+        W->peak = -1;
+        check_peak(s, w);
+        W->peak_versions = 1;
+        if (!s->sc->stash_weights || W->n_local == 0) continue;
+        /* one refcount array per local stage, indexed by version */
+        W->vref = cl_calloc((size_t)W->n_local, sizeof *W->vref);
+        W->vcur = cl_calloc((size_t)W->n_local, sizeof(int));
+        W->vlive = cl_calloc((size_t)W->n_local, sizeof(int));
+        W->vmax = cl_calloc((size_t)W->n_local, sizeof(int));
+        for (int j = 0; j < W->n_local; j++) {
+            int64_t n = 0;
+            for (int64_t i = W->pc; i < W->end; i++)
+                if (s->sc->ops[i].kind == SCHED_UPDATE && s->sc->ops[i].stage == W->local[j]) n++;
+            W->vref[j] = cl_calloc((size_t)n + 1, sizeof(int));
+            W->vmax[j] = (int)n;
+            W->vref[j][0] = 1; /* the current weights */
+            W->vlive[j] = 1;
+        }
+    }
+}
+
+void sim_mem_free(sim *s)
+{
+    for (int w = 0; w < s->n_w; w++) {
+        sim_worker *W = &s->w[w];
+        if (W->vref)
+            for (int j = 0; j < W->n_local; j++) free(W->vref[j]);
+        free(W->vref);
+        free(W->vcur);
+        free(W->vlive);
+        free(W->vmax);
+    }
+}
+
+void sim_mem_add(sim *s, int w, int what, double bytes)
+{
+    sim_worker *W = &s->w[w];
+    if (what == MEM_STASH)
+        W->mem.stash += bytes;
+    else
+        W->mem.buffers += bytes;
+    if (bytes > 0) check_peak(s, w);
+}
+
+/* Version refcounts of local stage j; keeps the versions component exact. */
+static void vref_add(sim *s, int w, int j, int ver, int delta)
+{
+    sim_worker *W = &s->w[w];
+    if (ver < 0 || ver > W->vmax[j]) return; /* sched_check bounds explicit wver */
+    int *r = &W->vref[j][ver];
+    if (delta > 0 && (*r)++ == 0) {
+        W->vlive[j]++;
+        if (W->vlive[j] > W->peak_versions) W->peak_versions = W->vlive[j];
+        W->mem.versions += s->pl->stages[W->local[j]].param_bytes;
+    } else if (delta < 0 && --(*r) == 0) {
+        W->vlive[j]--;
+        W->mem.versions -= s->pl->stages[W->local[j]].param_bytes;
+    }
+    assert(*r >= 0);
+}
+
+void sim_mem_f_start(sim *s, int w, const sched_op *op)
+{
+    sim_worker *W = &s->w[w];
+    W->mem.stash += s->pl->stages[op->stage].stash_bytes;
+    if (++W->stash_n > W->peak_stash) W->peak_stash = W->stash_n;
+    if (W->vref && op->wver >= 0) vref_add(s, w, sim_local_index(W, op->stage), op->wver, +1);
+    check_peak(s, w);
+}
+
+void sim_mem_stash_free(sim *s, int w, const sched_op *op)
+{
+    sim_worker *W = &s->w[w];
+    W->mem.stash -= s->pl->stages[op->stage].stash_bytes;
+    W->stash_n--;
+    assert(W->stash_n >= 0);
+    if (W->vref && op->wver >= 0) vref_add(s, w, sim_local_index(W, op->stage), op->wver, -1);
+}
+
+void sim_mem_update(sim *s, int w, const sched_op *op)
+{
+    sim_worker *W = &s->w[w];
+    if (!W->vref) return;
+    int j = sim_local_index(W, op->stage);
+    int cur = W->vcur[j];
+    if (cur + 1 > W->vmax[j]) return;
+    /* in place: the old weights stay only if a stashed microbatch uses them */
+    vref_add(s, w, j, cur, -1);
+    vref_add(s, w, j, cur + 1, +1);
+    W->vcur[j] = cur + 1;
+    check_peak(s, w);
+}

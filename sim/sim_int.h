@@ -1,0 +1,142 @@
+/* sim_int.h - the simulator's internal state, shared by sim.c (events,
+ * devices, links, collectives), memory.c (memory over time) and stats.c
+ * (results).  Not for use outside sim/. */
+#ifndef CL_SIM_INT_H
+#define CL_SIM_INT_H
+
+#include "event.h"
+#include "sim.h"
+
+enum { W_READY, W_RUN, W_WAIT_RECV, W_WAIT_AR, W_DONE };
+
+/* per worker: a device running one op list */
+typedef struct sim_worker {
+    int64_t pc, end;        /* next op, end of list                          */
+    int state;
+    int64_t wait_ref;       /* slot (W_WAIT_RECV) or instance (W_WAIT_AR)    */
+    double block_t;         /* when it started waiting                       */
+    double t_last;          /* end of its last op                            */
+    int queued;             /* in the run queue                              */
+    int n_local;            /* stages held (distinct stages in its list)     */
+    int *local;             /* owned: those stages, ascending                */
+    int64_t *last_ar;       /* per local stage: last all-reduce instance posted, -1 */
+    int64_t *ar_posted;     /* per local stage: all-reduces posted so far    */
+    int *ar_q;              /* per local stage: replica index in its ring    */
+    double run_t0;          /* start of the compute op in progress           */
+    /* memory, bytes */
+    double mem_static;      /* weights + grads + optimiser state             */
+    sim_mem mem;            /* current, by component                         */
+    double peak;
+    double peak_t;
+    sim_mem at_peak;
+    int stash_n, peak_stash;
+    int peak_versions;
+    /* weight versions (PipeDream): per local stage a refcount per version */
+    int **vref;             /* owned; NULL unless the schedule stashes weights */
+    int *vcur, *vlive, *vmax;
+    double sent;
+} sim_worker;
+
+/* one pipeline transfer: activation or gradient of (edge, microbatch) */
+typedef struct sim_slot {
+    double post_t;          /* SEND posted; < 0 before                       */
+    double arrive_t;        /* arrived; < 0 before                           */
+    int32_t waiter;         /* worker blocked in RECV on it, or -1           */
+} sim_slot;
+
+enum { XF_PIPE, XF_RING };
+
+typedef struct sim_xfer {
+    int kind;               /* XF_PIPE, XF_RING                              */
+    int32_t chan;
+    int64_t ref;            /* pipe: slot; ring: instance                    */
+    int64_t op;             /* SEND op, or the sender's ALLREDUCE op (labels) */
+    int32_t src, dst;       /* workers                                       */
+    int32_t member;         /* ring: receiving member's replica index        */
+    double bytes, remaining;
+    double start_t, finish_t; /* finish_t: bandwidth phase ends (solo)       */
+    ev_handle ev;           /* solo arrival event                            */
+    int32_t next_free;
+} sim_xfer;
+
+typedef struct sim_chan {
+    int32_t src, dst;       /* workers                                       */
+    int level;              /* CLUSTER_INTRA / CLUSTER_INTER                 */
+    double bw, lat;
+    int n_active, cap_active;
+    int32_t *active;        /* owned: transfers in their bandwidth phase     */
+    double last_t;          /* shared mode: progress computed up to here     */
+    ev_handle ev;           /* shared mode: next completion                  */
+} sim_chan;
+
+/* one ring all-reduce among the replicas of a stage */
+typedef struct sim_ar {
+    int stage;
+    int r;
+    int posted;
+    double last_post_t;
+    int64_t member_off;     /* into ar_done / ar_op                          */
+} sim_ar;
+
+typedef struct sim_span {
+    double t0, t1;
+    int32_t track;          /* worker, or channel for link spans            */
+    int32_t link;           /* 0 compute, 1 link                             */
+    int64_t op;
+} sim_span;
+
+struct sim {
+    const plan *pl;
+    const sched *sc;
+    sim_opts o;
+    ev_kernel *k;
+    int S, m, n_iter, n_w;
+    double *dur_f, *dur_bin, *dur_bw; /* per stage                          */
+    sim_worker *w;
+    int *worker_of_dev;     /* cluster device -> worker, -1                  */
+    /* pipeline transfers */
+    sim_slot *slots;
+    int64_t n_slots;
+    sim_xfer *xf;
+    int32_t n_xf, cap_xf, xf_free;
+    sim_chan *ch;
+    int n_ch, cap_ch;
+    int64_t *ch_hash;       /* open addressing: key src * n_w + dst -> chan */
+    int32_t *ch_hval;
+    int64_t ch_hcap;
+    /* all-reduces */
+    sim_ar *ar;
+    int64_t n_ar;
+    int64_t *ar_base;       /* per stage: first instance                     */
+    int64_t *ar_count;      /* per stage: instances                          */
+    uint8_t *ar_done;       /* per (instance, member)                        */
+    int64_t *ar_op;         /* per (instance, member): the ALLREDUCE op      */
+    int32_t *ar_step;       /* per (instance, member): steps received        */
+    /* run queue */
+    int32_t *runq;
+    int rq_head, rq_n;
+    /* timeline */
+    double *iter_end;       /* per iteration: end of its last compute op     */
+    double *busy_it, *comm_it; /* per (worker, iteration)                   */
+    sim_span *spans;
+    int64_t n_spans, cap_spans;
+    double sent_level[CLUSTER_LEVELS];
+    int ran;
+};
+
+/* memory.c */
+void sim_mem_init(sim *s);
+void sim_mem_free(sim *s);
+void sim_mem_add(sim *s, int w, int what, double bytes); /* what: offsetof-free index below */
+void sim_mem_f_start(sim *s, int w, const sched_op *op);
+void sim_mem_stash_free(sim *s, int w, const sched_op *op);
+void sim_mem_update(sim *s, int w, const sched_op *op);
+enum { MEM_STASH, MEM_BUFFERS };
+
+/* stats.c */
+void sim_fill_result(const sim *s, sim_result *out);
+
+/* index of stage in worker w's local list (asserts it is there) */
+int sim_local_index(const sim_worker *w, int stage);
+
+#endif

@@ -1,0 +1,220 @@
+/* trace.c - the Chrome trace writer (trace.h) and the simulator's timeline
+ * export (sim_write_trace). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tools/fileio.h"
+#include "sim_int.h"
+#include "trace.h"
+
+struct trace_w {
+    cl_out out;
+    int n;       /* events written so far */
+};
+
+int trace_open(trace_w **t, const char *path, cl_err *e)
+{
+    *t = NULL;
+    trace_w *w = cl_calloc(1, sizeof *w);
+    int rc = cl_out_open(&w->out, path, e);
+    if (rc) {
+        free(w);
+        return rc;
+    }
+    fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n", w->out.f);
+    *t = w;
+    return CL_OK;
+}
+
+/* A JSON string literal of s (quotes and control characters escaped). */
+static void put_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void sep(trace_w *t)
+{
+    if (t->n++) fputs(",\n", t->out.f);
+}
+
+void trace_process(trace_w *t, int pid, const char *name, int sort)
+{
+    FILE *f = t->out.f;
+    sep(t);
+    fprintf(f, "{\"ph\": \"M\", \"pid\": %d, \"tid\": 0, \"name\": \"process_name\", \"args\": {\"name\": ", pid);
+    put_str(f, name);
+    fputs("}},\n", f);
+    fprintf(f, "{\"ph\": \"M\", \"pid\": %d, \"tid\": 0, \"name\": \"process_sort_index\", "
+            "\"args\": {\"sort_index\": %d}}", pid, sort);
+}
+
+void trace_thread(trace_w *t, int pid, int tid, const char *name, int sort)
+{
+    FILE *f = t->out.f;
+    sep(t);
+    fprintf(f, "{\"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"name\": \"thread_name\", \"args\": {\"name\": ",
+            pid, tid);
+    put_str(f, name);
+    fputs("}},\n", f);
+    fprintf(f, "{\"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"name\": \"thread_sort_index\", "
+            "\"args\": {\"sort_index\": %d}}", pid, tid, sort);
+}
+
+void trace_slice(trace_w *t, int pid, int tid, const char *name, const char *cat,
+                 double t0_s, double dur_s, const char *args_json)
+{
+    FILE *f = t->out.f;
+    sep(t);
+    fputs("{\"ph\": \"X\", \"name\": ", f);
+    put_str(f, name);
+    fputs(", \"cat\": ", f);
+    put_str(f, cat);
+    fprintf(f, ", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f", pid, tid, t0_s * 1e6,
+            dur_s * 1e6);
+    if (args_json) fprintf(f, ", \"args\": %s", args_json);
+    fputc('}', f);
+}
+
+int trace_close(trace_w *t, cl_err *e)
+{
+    fputs("\n]}\n", t->out.f);
+    int rc = cl_out_commit(&t->out, e);
+    free(t);
+    return rc;
+}
+
+void trace_abort(trace_w *t)
+{
+    if (!t) return;
+    cl_out_abort(&t->out);
+    free(t);
+}
+
+/* ------------------------------------------------- simulator timeline -- */
+
+typedef struct link_span {
+    const sim_span *sp;
+    int lane;
+} link_span;
+
+static int cmp_link(const void *a, const void *b)
+{
+    const sim_span *x = ((const link_span *)a)->sp, *y = ((const link_span *)b)->sp;
+    if (x->track != y->track) return x->track < y->track ? -1 : 1;
+    if (x->t0 != y->t0) return x->t0 < y->t0 ? -1 : 1;
+    if (x->t1 != y->t1) return x->t1 < y->t1 ? -1 : 1;
+    return x->op < y->op ? -1 : x->op > y->op;
+}
+
+static const char *level_name(int level) { return level == CLUSTER_INTRA ? "intra" : "inter"; }
+
+int sim_write_trace(const sim *s, const char *path, cl_err *e)
+{
+    if (!s->o.record || !s->ran)
+        return cl_fail(e, CL_ERUN, "internal: sim_write_trace needs a recorded run");
+    const sched *sc = s->sc;
+    const cluster *cl = &s->pl->cluster;
+
+    /* link spans: per link in start order, each into the lowest free lane */
+    int64_t nl = 0;
+    for (int64_t i = 0; i < s->n_spans; i++) nl += s->spans[i].link;
+    link_span *ls = cl_malloc((size_t)(nl ? nl : 1) * sizeof *ls);
+    for (int64_t i = 0, j = 0; i < s->n_spans; i++)
+        if (s->spans[i].link) ls[j++].sp = &s->spans[i];
+    qsort(ls, (size_t)nl, sizeof *ls, cmp_link);
+    int *lanes_of = cl_calloc((size_t)(s->n_ch ? s->n_ch : 1), sizeof(int));
+    double *lane_end = NULL;
+    int cap_lane = 0;
+    for (int64_t i = 0; i < nl;) {
+        int c = ls[i].sp->track, n_lanes = 0;
+        int64_t j = i;
+        for (; j < nl && ls[j].sp->track == c; j++) {
+            int l = 0;
+            while (l < n_lanes && lane_end[l] > ls[j].sp->t0) l++;
+            if (l == n_lanes) {
+                if (n_lanes == cap_lane) {
+                    cap_lane = cap_lane * 2 + 4;
+                    lane_end = cl_realloc(lane_end, (size_t)cap_lane * sizeof *lane_end);
+                }
+                n_lanes++;
+            }
+            lane_end[l] = ls[j].sp->t1;
+            ls[j].lane = l;
+        }
+        lanes_of[c] = n_lanes;
+        i = j;
+    }
+    free(lane_end);
+    int *tid_base = cl_calloc((size_t)s->n_ch + 1, sizeof(int));
+    for (int c = 0; c < s->n_ch; c++) tid_base[c + 1] = tid_base[c] + lanes_of[c];
+
+    trace_w *t;
+    int rc = trace_open(&t, path, e);
+    if (rc) {
+        free(ls);
+        free(lanes_of);
+        free(tid_base);
+        return rc;
+    }
+    char name[256], args[256], label[32];
+    trace_process(t, TRACE_PID_DEVICES, "devices", 0);
+    for (int w = 0; w < s->n_w; w++) {
+        const sim_worker *W = &s->w[w];
+        if (W->n_local == 1)
+            snprintf(name, sizeof name, "dev %d %s (stage %d)", sc->dev[w], cl->devices[sc->dev[w]].id,
+                     W->local[0]);
+        else
+            snprintf(name, sizeof name, "dev %d %s (%d stages)", sc->dev[w], cl->devices[sc->dev[w]].id,
+                     W->n_local);
+        trace_thread(t, TRACE_PID_DEVICES, w, name, w);
+    }
+    if (nl) trace_process(t, TRACE_PID_LINKS, "links", 1);
+    for (int c = 0; c < s->n_ch; c++)
+        for (int l = 0; l < lanes_of[c]; l++) {
+            const sim_chan *ch = &s->ch[c];
+            int n = snprintf(name, sizeof name, "%s -> %s (%s)", cl->devices[sc->dev[ch->src]].id,
+                             cl->devices[sc->dev[ch->dst]].id, level_name(ch->level));
+            if (l) snprintf(name + n, sizeof name - (size_t)n, " #%d", l + 1);
+            trace_thread(t, TRACE_PID_LINKS, tid_base[c] + l, name, tid_base[c] + l);
+        }
+    for (int64_t i = 0; i < s->n_spans; i++) {
+        const sim_span *sp = &s->spans[i];
+        if (sp->link) continue;
+        const sched_op *op = &sc->ops[sp->op];
+        if (op->wver >= 0)
+            snprintf(args, sizeof args, "{\"stage\": %d, \"mb\": %d, \"iter\": %d, \"wver\": %d}",
+                     op->stage, op->micro, op->iter, op->wver);
+        else
+            snprintf(args, sizeof args, "{\"stage\": %d, \"mb\": %d, \"iter\": %d}", op->stage,
+                     op->micro, op->iter);
+        trace_slice(t, TRACE_PID_DEVICES, sp->track, sched_op_label(sc, op, label, sizeof label),
+                    "compute", sp->t0, sp->t1 - sp->t0, args);
+    }
+    for (int64_t i = 0; i < nl; i++) {
+        const sim_span *sp = ls[i].sp;
+        const sched_op *op = &sc->ops[sp->op];
+        const sim_chan *ch = &s->ch[sp->track];
+        double bytes = op->kind == SCHED_ALLREDUCE ? op->bytes / s->pl->stages[op->stage].n_replicas
+                                                   : op->bytes;
+        snprintf(args, sizeof args, "{\"bytes\": %.17g, \"stage\": %d, \"mb\": %d, \"iter\": %d, "
+                 "\"from\": %d, \"to\": %d}", bytes, op->stage, op->micro, op->iter,
+                 sc->dev[ch->src], sc->dev[ch->dst]);
+        trace_slice(t, TRACE_PID_LINKS, tid_base[sp->track] + ls[i].lane,
+                    sched_op_label(sc, op, label, sizeof label), "link", sp->t0, sp->t1 - sp->t0, args);
+    }
+    free(ls);
+    free(lanes_of);
+    free(tid_base);
+    return trace_close(t, e);
+}

@@ -1,0 +1,41 @@
+/* trace.h - Chrome trace JSON (the "Trace Event Format"), as written by the
+ * simulator and the executor so that predicted and measured timelines open
+ * side by side in Perfetto or chrome://tracing (docs/formats.md, "Trace").
+ *
+ * Layout both writers follow:
+ *   pid TRACE_PID_DEVICES ("devices"): one thread per worker, its compute
+ *       stream; complete events ("ph": "X") named by sched_op_label (F3,
+ *       F3.1, B3, W3, U) with args {stage, mb, iter};
+ *   pid TRACE_PID_LINKS ("links"): one thread per directed link and lane
+ *       (overlapping transfers on one link go to extra lanes), events A3 /
+ *       G3 (activation / gradient of microbatch 3) and AR (all-reduce step)
+ *       with args {bytes, from, to}.
+ * Times are microseconds printed with 3 decimals (nanoseconds), so the same
+ * timeline always gives the same bytes.
+ *
+ * The writer is an opaque handle; output goes through cl_out (atomic): the
+ * file appears complete at trace_close or not at all.
+ */
+#ifndef CL_SIM_TRACE_H
+#define CL_SIM_TRACE_H
+
+#include "../tools/status.h"
+
+enum { TRACE_PID_DEVICES = 1, TRACE_PID_LINKS = 2 };
+
+typedef struct trace_w trace_w;
+
+/* Start writing path ("-" for stdout).  *t is NULL on failure. */
+int trace_open(trace_w **t, const char *path, cl_err *e);
+/* Metadata: names and display order of a process and of a thread. */
+void trace_process(trace_w *t, int pid, const char *name, int sort);
+void trace_thread(trace_w *t, int pid, int tid, const char *name, int sort);
+/* One complete event from t0_s lasting dur_s (seconds); args_json is NULL or
+ * the text of a JSON object ("{\"stage\":1}"), copied verbatim. */
+void trace_slice(trace_w *t, int pid, int tid, const char *name, const char *cat,
+                 double t0_s, double dur_s, const char *args_json);
+/* Finish and commit the file; frees t.  trace_abort drops it instead. */
+int trace_close(trace_w *t, cl_err *e);
+void trace_abort(trace_w *t);
+
+#endif

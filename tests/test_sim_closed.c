@@ -1,0 +1,234 @@
+/* test_sim_closed.c - the simulator against closed forms (equal stage times,
+ * free communication) and against the schedule module's memory formulas. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../sim/schedule.h"
+#include "../sim/sim.h"
+#include "test.h"
+
+static const cluster_link fast = {1e12, 0};
+
+/* Simulate a uniform p-stage plan; comm_off makes transfers free. */
+static int run_uniform(sim_uniform u, int comm_off, int iters, sim_result *r)
+{
+    cl_err e = {0};
+    plan p;
+    if (sim_uniform_plan(&p, &u, &e)) return -1;
+    int P = u.stages;
+    if (!iters) iters = sched_default_iters(u.schedule, P, u.micro);
+    sched sc;
+    int rc = sched_build(&p, u.schedule, u.micro, iters, &sc, &e);
+    if (!rc) rc = sched_check(&p, &sc, "test", &e);
+    if (!rc) {
+        sim_opts o = {.comm_off = comm_off};
+        sim *s = sim_create(&p, &sc, &o, &e);
+        rc = s ? sim_run(s, r, &e) : e.code;
+        sim_destroy(s);
+    }
+    if (rc) fprintf(stderr, "run_uniform: %s\n", e.msg);
+    sched_free(&sc);
+    sim_uniform_free(&p);
+    return rc;
+}
+
+static sim_uniform uni(sched_kind k, int p, int m, double f, double b, double w)
+{
+    sim_uniform u = {.stages = p, .chunks = 1, .replicas = 1, .micro = m, .schedule = k,
+                     .fwd_s = f, .bwd_in_s = b, .bwd_w_s = w, .act_bytes = 1 << 20,
+                     .stash_bytes = 1000, .param_bytes = 4000, .intra = fast, .inter = fast};
+    return u;
+}
+
+static void test_gpipe_1f1b_closed_form(void)
+{
+    int ps[] = {1, 2, 3, 4, 7, 8, 16};
+    int ms[] = {1, 2, 3, 5, 8, 16, 33};
+    double F = 1.25e-3, B = 1.5e-3, W = 1.0e-3; /* fused backward = B + W */
+    int bad = 0, n = 0;
+    for (int kk = 0; kk < 2; kk++) {
+        sched_kind k = kk ? SCHED_1F1B : SCHED_GPIPE;
+        for (size_t i = 0; i < sizeof ps / sizeof *ps; i++)
+            for (size_t j = 0; j < sizeof ms / sizeof *ms; j++) {
+                int p = ps[i], m = ms[j];
+                sim_result r;
+                if (run_uniform(uni(k, p, m, F, B, W), 1, 1, &r)) { bad++; continue; }
+                double it = (m + p - 1) * (F + B + W);
+                double bub = (double)(p - 1) / (m + p - 1);
+                if (test_rel(r.iteration_s, it) > 1e-9 || fabs(r.bubble - bub) > 1e-9 * (bub > 1 ? bub : 1)) {
+                    fprintf(stderr, "%s p=%d m=%d: iteration %.12g want %.12g, bubble %.12g want %.12g\n",
+                            sched_kind_name(k), p, m, r.iteration_s, it, r.bubble, bub);
+                    bad++;
+                }
+                n++;
+                sim_result_free(&r);
+            }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(n, 2 * 7 * 7);
+}
+
+static void test_interleaved_cuts_bubble(void)
+{
+    /* per device, chunk times are the stage's divided by v; Megatron's bubble
+     * time (p - 1)(F + B) / v over m (F + B) of work */
+    double F = 1e-3, B = 2e-3;
+    int bad = 0;
+    int ps[] = {2, 3, 4, 8};
+    int vs[] = {1, 2, 3, 4};
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 4; j++)
+            for (int mm = 1; mm <= 4; mm *= 2) {
+                int p = ps[i], v = vs[j], m = mm * p;
+                sim_uniform u = uni(SCHED_INTERLEAVED, p, m, F, B, 0);
+                u.chunks = v;
+                sim_result r;
+                if (run_uniform(u, 1, 1, &r)) { bad++; continue; }
+                double it = m * (F + B) + (p - 1) * (F + B) / v;
+                double bub = (p - 1) * (F + B) / v / it;
+                if (test_rel(r.iteration_s, it) > 1e-9 || test_rel(r.bubble, bub) > 1e-9) {
+                    fprintf(stderr, "interleaved p=%d v=%d m=%d: %.12g want %.12g\n", p, v, m,
+                            r.iteration_s, it);
+                    bad++;
+                }
+                sim_result_free(&r);
+            }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_zbh1_bubble(void)
+{
+    /* idle time per device (p - 1)(F + B - W) with B the input gradient and W
+     * the weight gradient, for m >= p and W <= F; 1F1B's is (p - 1)(F + B + W) */
+    double cases[][3] = {{1, 1, 1}, {1, 2, 1}, {2, 1, 0.5}, {3, 1, 1}, {1.5, 1.25, 0.75}};
+    int bad = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (int p = 1; p <= 8; p++)
+            for (int m = p; m <= 4 * p; m += p) {
+                double F = cases[c][0] * 1e-3, B = cases[c][1] * 1e-3, W = cases[c][2] * 1e-3;
+                sim_result r, r1;
+                if (run_uniform(uni(SCHED_ZBH1, p, m, F, B, W), 1, 1, &r)) { bad++; continue; }
+                if (run_uniform(uni(SCHED_1F1B, p, m, F, B, W), 1, 1, &r1)) { bad++; continue; }
+                double want = (p - 1) * (F + B - W), want1 = (p - 1) * (F + B + W);
+                for (int d = 0; d < r.n_dev; d++) {
+                    double idle = r.dev[d].idle_s + r.dev[d].comm_wait_s;
+                    double idle1 = r1.dev[d].idle_s + r1.dev[d].comm_wait_s;
+                    if (fabs(idle - want) > 1e-9 * r.iteration_s || fabs(idle1 - want1) > 1e-9 * r1.iteration_s) {
+                        fprintf(stderr, "zb-h1 F=%g B=%g W=%g p=%d m=%d dev %d: idle %.12g want %.12g "
+                                "(1f1b %.12g want %.12g)\n", F, B, W, p, m, d, idle, want, idle1, want1);
+                        bad++;
+                    }
+                }
+                sim_result_free(&r);
+                sim_result_free(&r1);
+            }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_one_stage_is_sum(void)
+{
+    /* one stage: no pipelining, iteration = m (F + B + W) for every kind */
+    double F = 1.1e-3, B = 2.3e-3, W = 0.7e-3;
+    for (int k = 0; k < SCHED_COUNT; k++) {
+        int m = 7;
+        sim_result r;
+        CU_ASSERT_EQUAL_FATAL(run_uniform(uni((sched_kind)k, 1, m, F, B, W), 0, 0, &r), 0);
+        CU_ASSERT(test_rel(r.iteration_s, m * (F + B + W)) < 1e-12);
+        CU_ASSERT(test_rel(r.speedup, 1.0) < 1e-12);
+        sim_result_free(&r);
+    }
+    /* sequential on a p-stage plan: one device does everything */
+    sim_result r;
+    CU_ASSERT_EQUAL_FATAL(run_uniform(uni(SCHED_SEQUENTIAL, 5, 3, F, B, W), 0, 1, &r), 0);
+    CU_ASSERT_EQUAL(r.n_dev, 1);
+    CU_ASSERT(test_rel(r.iteration_s, 5 * 3 * (F + B + W)) < 1e-12);
+    CU_ASSERT(fabs(r.bubble) < 1e-12);
+    sim_result_free(&r);
+}
+
+static void test_inflight_matches_formula(void)
+{
+    /* the measured peak of live stashed activations per device equals
+     * sched_inflight, and the weight versions equal sched_versions */
+    int bad = 0;
+    for (int k = SCHED_GPIPE; k < SCHED_COUNT; k++)
+        for (int p = 1; p <= 6; p++)
+            for (int m = 1; m <= 12; m++) {
+                int vs[] = {1, 2, 3};
+                for (int vi = 0; vi < 3; vi++) {
+                    int v = vs[vi];
+                    if (v > 1 && (k != SCHED_INTERLEAVED || m % p)) continue;
+                    sim_uniform u = uni((sched_kind)k, p, m, 1e-3, 2e-3, 1e-3);
+                    u.chunks = v;
+                    int iters = sched_default_iters((sched_kind)k, p, m);
+                    int total = sched_is_async((sched_kind)k) ? m * iters : m;
+                    sim_result r;
+                    if (run_uniform(u, 0, iters, &r)) { bad++; continue; }
+                    for (int s = 0; s < p; s++) {
+                        int want = sched_inflight((sched_kind)k, p, s, total, v);
+                        int wantv = sched_versions((sched_kind)k, p, s, total);
+                        if (r.dev[s].peak_stash != want || r.dev[s].peak_versions != wantv) {
+                            fprintf(stderr, "%s p=%d m=%d v=%d stage %d: stash %d want %d, versions %d want %d\n",
+                                    sched_kind_name((sched_kind)k), p, m, v, s, r.dev[s].peak_stash, want,
+                                    r.dev[s].peak_versions, wantv);
+                            bad++;
+                        }
+                    }
+                    sim_result_free(&r);
+                }
+            }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_named_memory_claims(void)
+{
+    /* the statements, checked directly */
+    int p = 4, m = 8;
+    sim_result r;
+    CU_ASSERT_EQUAL_FATAL(run_uniform(uni(SCHED_1F1B, p, m, 1, 2, 0), 0, 1, &r), 0);
+    CU_ASSERT_EQUAL(r.dev[0].peak_stash, p);        /* 1F1B: p on stage 0 */
+    CU_ASSERT_EQUAL(r.dev[p - 1].peak_stash, 1);
+    sim_result_free(&r);
+    CU_ASSERT_EQUAL_FATAL(run_uniform(uni(SCHED_GPIPE, p, m, 1, 2, 0), 0, 1, &r), 0);
+    CU_ASSERT_EQUAL(r.dev[0].peak_stash, m);        /* GPipe: m */
+    sim_result_free(&r);
+    CU_ASSERT_EQUAL_FATAL(run_uniform(uni(SCHED_PIPEDREAM, p, m, 1, 2, 0), 0, 0, &r), 0);
+    CU_ASSERT_EQUAL(r.dev[0].peak_versions, p);     /* PipeDream: p versions on stage 0 */
+    /* the extra versions are in the memory peak: (p - 1) x params */
+    CU_ASSERT_EQUAL(r.dev[0].at_peak.versions, (p - 1) * 4000.0);
+    sim_result_free(&r);
+    CU_ASSERT_EQUAL_FATAL(run_uniform(uni(SCHED_FBP, p, m, 1, 2, 0), 0, 0, &r), 0);
+    CU_ASSERT_EQUAL(r.dev[0].peak_versions, 1);     /* FBP: one */
+    CU_ASSERT_EQUAL(r.dev[0].at_peak.versions, 0.0);
+    sim_result_free(&r);
+}
+
+static void test_async_steady_state(void)
+{
+    /* PipeDream and FBP never flush: in steady state every device is busy, so
+     * an iteration takes m (F + B) however many stages */
+    double F = 1e-3, B = 2e-3;
+    for (int k = SCHED_PIPEDREAM; k <= SCHED_FBP; k++)
+        for (int p = 1; p <= 8; p *= 2)
+            for (int m = 1; m <= 16; m *= 4) {
+                sim_result r;
+                CU_ASSERT_EQUAL_FATAL(run_uniform(uni((sched_kind)k, p, m, F, B, 0), 1, 0, &r), 0);
+                CU_ASSERT(test_rel(r.iteration_s, m * (F + B)) < 1e-9);
+                CU_ASSERT(fabs(r.bubble) < 1e-9);
+                CU_ASSERT(test_rel(r.speedup, p) < 1e-9);
+                sim_result_free(&r);
+            }
+}
+
+TEST_SUITE(sim_closed)
+{
+    test_add_suite("sim_closed");
+    test_add("GPipe and 1F1B: (m + p - 1)(F + B) and bubble (p - 1)/(m + p - 1)", test_gpipe_1f1b_closed_form);
+    test_add("interleaved cuts the bubble by v", test_interleaved_cuts_bubble);
+    test_add("ZB-H1 idle per device (p - 1)(F + B - W)", test_zbh1_bubble);
+    test_add("one stage: iteration = sum of all ops", test_one_stage_is_sum);
+    test_add("live stashes and weight versions equal sched_inflight/sched_versions", test_inflight_matches_formula);
+    test_add("1F1B p, GPipe m, PipeDream p versions, FBP one", test_named_memory_claims);
+    test_add("async kinds reach m (F + B) per iteration", test_async_steady_state);
+}
