@@ -504,8 +504,9 @@ int cluster_uniform(cluster *c, const cluster_devtype *type, int n, int per_node
         snprintf(c->devices[d].id, CLUSTER_NAME_MAX, "node%d.%d", d / per_node, d % per_node);
     }
     c->links[CLUSTER_INTRA] = intra;
-    if (nodes > 1 || inter.bw_Bps > 0) c->links[CLUSTER_INTER] = inter;
-    if (!(c->links[CLUSTER_INTER].bw_Bps > 0)) c->links[CLUSTER_INTER] = (cluster_link){0, 0};
+    /* one node never uses the inter-node link: leave it unset, as a file
+     * without "inter_node" would */
+    if (nodes > 1) c->links[CLUSTER_INTER] = inter;
     return CL_OK;
 }
 

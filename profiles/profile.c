@@ -27,10 +27,11 @@ const char *prof_source_name(prof_source s)
  * - inside the range, GSL's linear interpolation;
  * - outside, the straight line through the two nearest end points, never
  *   below zero (a time cannot be negative);
- * - one point: in proportion to x (time per sample is constant). */
+ * - one point: in proportion to x (time per sample is constant);
+ * - x <= 0 or not finite: 0. */
 static double lookup(const double *xs, const double *ys, int n, double x)
 {
-    if (n <= 0) return 0;
+    if (n <= 0 || !(x > 0) || !isfinite(x)) return 0;  /* no batch, no time */
     for (int i = 0; i < n; i++)
         if (x == xs[i]) return ys[i];
     if (n == 1) return ys[0] * (x / xs[0]);

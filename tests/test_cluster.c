@@ -171,6 +171,15 @@ static void test_uniform(void)
     CU_ASSERT_EQUAL(cluster_uniform(&c, &t, 3, 0, intra, none, &e), CL_OK);
     CU_ASSERT_EQUAL(c.n_nodes, 1);
     cluster_free(&c);
+    /* ...and one given for a single node is dropped, as a file would */
+    CU_ASSERT_EQUAL(cluster_uniform(&c, &t, 3, 8, intra, inter, &e), CL_OK);
+    CU_ASSERT_EQUAL(c.links[CLUSTER_INTER].bw_Bps, 0);
+    j = cluster_to_json(&c);
+    CU_ASSERT_EQUAL(cluster_from_json(&d, j, "mem", &e), CL_OK);
+    cJSON_Delete(j);
+    CU_ASSERT(same_cluster(&c, &d));
+    cluster_free(&c);
+    cluster_free(&d);
     CU_ASSERT_EQUAL(cluster_uniform(&c, &t, 0, 0, intra, inter, &e), CL_EINPUT);
     cl_err_clear(&e);
     CU_ASSERT_EQUAL(cluster_uniform(&c, &t, 4, 2, intra, none, &e), CL_EINPUT);
