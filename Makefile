@@ -113,6 +113,26 @@ bench: all
 	@mkdir -p bench
 	./$(BUILD)/cleave bench --out bench
 
+# Fuzzing (docs/testing.md): one libFuzzer binary per tests/fuzz/fuzz_*.c,
+# built by clang into build-fuzz/ (library under fuzzer-no-link + ASan +
+# UBSan); `make fuzz FUZZ_SECONDS=N` runs each N seconds via tools/fuzz.sh.
+# Only these targets need clang and its libFuzzer runtime (libclang-rt-14-dev).
+FUZZ_SECONDS ?= 60
+FUZZ_SAN  = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_BINS = $(patsubst tests/fuzz/%.c,$(BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
+.PHONY: fuzz fuzz-build fuzz-bins
+.PRECIOUS: $(BUILD)/tests/fuzz/%.o
+fuzz-build: deps
+	@$(MAKE) --no-print-directory deps DEB_PKGS="clang libclang-rt-14-dev"
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang \
+	  SANFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" fuzz-bins
+fuzz-bins: $(FUZZ_BINS)
+$(BUILD)/tests/fuzz/%.o: CFLAGS_ALL += -DCLEAVE_LIBFUZZER
+$(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/common.o $(BUILD)/libcleave.a
+	$(CC) $(FUZZ_SAN) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ $(LIBS)
+fuzz: fuzz-build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tools/fuzz.sh build-fuzz
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/cleave
 	install -m 755 $(BUILD)/cleave $(DESTDIR)$(PREFIX)/bin/cleave
