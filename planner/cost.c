@@ -1,0 +1,377 @@
+/* cost.c - pricing stages, boundaries and whole layouts (see cost.h and
+ * docs/planner.md, "Cost model"). */
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/schedule.h"
+#include "cost.h"
+
+/* ------------------------------------------------------------- instance -- */
+
+void plan_inst_alloc(plan_inst *I, int n, int n_in, int n_dev)
+{
+    assert(n >= 1 && n_in >= 0 && n_dev >= 1);
+    memset(I, 0, sizeof *I);
+    I->n = n;
+    I->fwd_s = cl_calloc((size_t)n, sizeof(double));
+    I->bwd_in_s = cl_calloc((size_t)n, sizeof(double));
+    I->bwd_w_s = cl_calloc((size_t)n, sizeof(double));
+    I->out_bytes = cl_calloc((size_t)n, sizeof(double));
+    I->stash_bytes = cl_calloc((size_t)n, sizeof(double));
+    I->param_bytes = cl_calloc((size_t)n, sizeof(double));
+    I->in_off = cl_calloc((size_t)n + 1, sizeof(int));
+    I->in_idx = cl_calloc((size_t)(n_in > 0 ? n_in : 1), sizeof(int));
+    I->n_dev = n_dev;
+    I->speed = cl_calloc((size_t)n_dev, sizeof(double));
+    I->mem_cap = cl_calloc((size_t)n_dev, sizeof(double));
+    I->node = cl_calloc((size_t)n_dev, sizeof(int));
+    I->dev = cl_calloc((size_t)n_dev, sizeof(int));
+    I->m = 1;
+    I->sched = SCHED_1F1B;
+    I->chunks = 1;
+    I->comm = 1;
+    I->max_replicas = n_dev;
+}
+
+void plan_inst_free(plan_inst *I)
+{
+    free(I->fwd_s);
+    free(I->bwd_in_s);
+    free(I->bwd_w_s);
+    free(I->out_bytes);
+    free(I->stash_bytes);
+    free(I->param_bytes);
+    free(I->in_off);
+    free(I->in_idx);
+    free(I->speed);
+    free(I->mem_cap);
+    free(I->node);
+    free(I->dev);
+    memset(I, 0, sizeof *I);
+}
+
+int plan_inst_is_chain(const plan_inst *I)
+{
+    for (int i = 0; i < I->n; i++) {
+        if (I->in_off[i + 1] - I->in_off[i] != 1) return 0;
+        if (I->in_idx[I->in_off[i]] != i - 1) return 0;
+    }
+    return 1;
+}
+
+int plan_mem_dependence(sched_kind k)
+{
+    switch (k) {
+    case SCHED_SEQUENTIAL:
+    case SCHED_GPIPE: return PLAN_MEM_FLAT;
+    case SCHED_1F1B:
+    case SCHED_FBP:
+    case SCHED_PIPEDREAM: return PLAN_MEM_BY_POSITION;
+    case SCHED_ZBH1:
+    case SCHED_INTERLEAVED: return PLAN_MEM_BY_COUNT;
+    case SCHED_COUNT: break;
+    }
+    assert(0);
+    return PLAN_MEM_FLAT;
+}
+
+/* -------------------------------------------------------------- lattice -- */
+
+int plan_lattice_has(const plan_lattice *L, int t, int i)
+{
+    if (L->chain) return i < t;
+    return (int)((L->bits[(size_t)t * L->words + (size_t)(i >> 6)] >> (i & 63)) & 1);
+}
+
+static void lattice_arrays(plan_lattice *L, int n_sets)
+{
+    L->n_sets = n_sets;
+    L->size = cl_calloc((size_t)n_sets, sizeof(int));
+    L->work = cl_calloc((size_t)n_sets, sizeof(double));
+    L->fwd = cl_calloc((size_t)n_sets, sizeof(double));
+    L->bwd_in = cl_calloc((size_t)n_sets, sizeof(double));
+    L->bwd_w = cl_calloc((size_t)n_sets, sizeof(double));
+    L->params = cl_calloc((size_t)n_sets, sizeof(double));
+    L->stash = cl_calloc((size_t)n_sets, sizeof(double));
+    L->cut = cl_calloc((size_t)n_sets, sizeof(double));
+}
+
+static int cmp_more_work(const void *a, const void *b, void *ctx)
+{
+    const plan_lattice *L = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    if (L->work[x] != L->work[y]) return L->work[x] > L->work[y] ? -1 : 1;
+    return x > y ? -1 : x < y;
+}
+
+void plan_lattice_sums(plan_lattice *L, const plan_inst *I)
+{
+    int n = I->n;
+    if (L->chain) {
+        /* prefix sums, then the bytes crossing each cut: layer i's output
+         * crosses cuts i+1 .. (last reader), the model input cuts 1 ..
+         * (last reader of -1) */
+        for (int j = 0; j < n; j++) {
+            L->size[j + 1] = j + 1;
+            L->work[j + 1] = L->work[j] + plan_inst_work(I, j);
+            L->fwd[j + 1] = L->fwd[j] + I->fwd_s[j];
+            L->bwd_in[j + 1] = L->bwd_in[j] + I->bwd_in_s[j];
+            L->bwd_w[j + 1] = L->bwd_w[j] + I->bwd_w_s[j];
+            L->params[j + 1] = L->params[j] + I->param_bytes[j];
+            L->stash[j + 1] = L->stash[j] + I->stash_bytes[j];
+        }
+        /* bytes crossing each cut: producer j (0 = the model input, else
+         * layer j - 1) is inside sets t >= j and read outside them while
+         * t <= its last reader; summed per cut in producer order */
+        int *last = cl_malloc((size_t)(n + 1) * sizeof *last);
+        for (int j = 0; j <= n; j++) last[j] = -1;
+        for (int i = 0; i < n; i++)
+            for (int k = I->in_off[i]; k < I->in_off[i + 1]; k++) last[I->in_idx[k] + 1] = i;
+        for (int t = 0; t <= n; t++) L->cut[t] = 0;
+        for (int j = 0; j <= n; j++) {
+            double b = j == 0 ? I->input_bytes : I->out_bytes[j - 1];
+            for (int t = j; t <= last[j]; t++) L->cut[t] += b;
+        }
+        free(last);
+        return;
+    }
+    /* DAG: sums over members in layer order (monotone under inclusion) */
+    int *last = cl_malloc((size_t)(n + 1) * sizeof *last);
+    for (int t = 0; t < L->n_sets; t++) {
+        double w = 0, f = 0, bi = 0, bw = 0, pa = 0, st = 0;
+        int sz = 0;
+        for (int i = 0; i < n; i++) {
+            if (!plan_lattice_has(L, t, i)) continue;
+            sz++;
+            w += plan_inst_work(I, i);
+            f += I->fwd_s[i];
+            bi += I->bwd_in_s[i];
+            bw += I->bwd_w_s[i];
+            pa += I->param_bytes[i];
+            st += I->stash_bytes[i];
+        }
+        L->size[t] = sz;
+        L->work[t] = w;
+        L->fwd[t] = f;
+        L->bwd_in[t] = bi;
+        L->bwd_w[t] = bw;
+        L->params[t] = pa;
+        L->stash[t] = st;
+        /* cut: producers in the set (or the model input) read from outside */
+        for (int j = 0; j <= n; j++) last[j] = 0;
+        for (int i = 0; i < n; i++) {
+            if (plan_lattice_has(L, t, i)) continue;
+            for (int k = I->in_off[i]; k < I->in_off[i + 1]; k++) last[I->in_idx[k] + 1] = 1;
+        }
+        double c = last[0] ? I->input_bytes : 0;
+        for (int i = 0; i < n; i++)
+            if (last[i + 1] && plan_lattice_has(L, t, i)) c += I->out_bytes[i];
+        L->cut[t] = c;
+    }
+    free(last);
+    /* subsets of each set, most work first (the smallest stages first), so
+     * the search can stop at the first stage over its bound */
+    if (L->sub)
+        for (int t = 0; t < L->n_sets; t++)
+            qsort_r(L->sub + L->sub_off[t], (size_t)(L->sub_off[t + 1] - L->sub_off[t]),
+                    sizeof(int), cmp_more_work, L);
+}
+
+void plan_lattice_prefix(plan_lattice *L, const plan_inst *I)
+{
+    memset(L, 0, sizeof *L);
+    L->n_layers = I->n;
+    L->chain = 1;
+    lattice_arrays(L, I->n + 1);
+    plan_lattice_sums(L, I);
+}
+
+void plan_lattice_free(plan_lattice *L)
+{
+    free(L->bits);
+    free(L->size);
+    free(L->work);
+    free(L->fwd);
+    free(L->bwd_in);
+    free(L->bwd_w);
+    free(L->params);
+    free(L->stash);
+    free(L->cut);
+    free(L->sub_off);
+    free(L->sub);
+    memset(L, 0, sizeof *L);
+}
+
+/* Shared with dag.c through this translation unit's helper. */
+void plan_lattice_arrays_(plan_lattice *L, int n_sets);
+void plan_lattice_arrays_(plan_lattice *L, int n_sets) { lattice_arrays(L, n_sets); }
+
+/* -------------------------------------------------------------- pricing -- */
+
+double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level)
+{
+    if (r <= 1 || !I->comm) return 0;
+    const cluster_link *l = &I->link[level];
+    return 2.0 * (r - 1) / r * bytes / l->bw_Bps + 2.0 * (r - 1) * l->latency_s;
+}
+
+double plan_boundary_s(const plan_inst *I, double bytes, int level)
+{
+    if (!I->comm) return 0;
+    const cluster_link *l = &I->link[level];
+    return 2.0 * I->m * (l->latency_s + bytes / l->bw_Bps);
+}
+
+double plan_stage_mem(const plan_inst *I, double params, double stash, double in_bytes,
+                      double out_bytes, int k, int p)
+{
+    int inflight, versions;
+    int dep = plan_mem_dependence(I->sched);
+    if (p > 0) {
+        assert(k >= 1 && k <= p);
+        inflight = sched_inflight(I->sched, p, p - k, I->m, I->chunks);
+        versions = sched_versions(I->sched, p, p - k, I->m);
+    } else {
+        assert(dep != PLAN_MEM_BY_COUNT && k >= 1);
+        /* position-only kinds depend on p - s = k alone */
+        inflight = sched_inflight(I->sched, k, 0, I->m, I->chunks);
+        versions = sched_versions(I->sched, k, 0, I->m);
+    }
+    return params * (2.0 + I->optim_mult) + (versions - 1) * params + stash * inflight +
+           2.0 * (in_bytes + out_bytes);
+}
+
+int plan_block_ok(const plan_inst *I, int pos, int r)
+{
+    if (r < 1 || pos < 0 || pos + r > I->n_dev) return 0;
+    int a = I->node[pos], b = I->node[pos + r - 1];
+    if (a == b) return 1;
+    /* whole nodes: the block starts at a node's first position and ends at
+     * one's last */
+    if (pos > 0 && I->node[pos - 1] == a) return 0;
+    if (pos + r < I->n_dev && I->node[pos + r] == b) return 0;
+    return 1;
+}
+
+int plan_link_level(const plan_inst *I, int pos_a, int r_a, int pos_b, int r_b)
+{
+    int n = I->node[pos_a];
+    if (I->node[pos_a + r_a - 1] != n) return CLUSTER_INTER;
+    if (I->node[pos_b] != n || I->node[pos_b + r_b - 1] != n) return CLUSTER_INTER;
+    return CLUSTER_INTRA;
+}
+
+/* -------------------------------------------------------------- layouts -- */
+
+void plan_layout_alloc(plan_layout *y, int p)
+{
+    assert(p >= 1);
+    y->p = p;
+    y->cut = cl_calloc((size_t)p + 1, sizeof(int));
+    y->pos = cl_calloc((size_t)p, sizeof(int));
+    y->r = cl_calloc((size_t)p, sizeof(int));
+}
+
+void plan_layout_free(plan_layout *y)
+{
+    free(y->cut);
+    free(y->pos);
+    free(y->r);
+    memset(y, 0, sizeof *y);
+}
+
+void plan_layout_copy(plan_layout *dst, const plan_layout *src)
+{
+    plan_layout_alloc(dst, src->p);
+    memcpy(dst->cut, src->cut, (size_t)(src->p + 1) * sizeof(int));
+    memcpy(dst->pos, src->pos, (size_t)src->p * sizeof(int));
+    memcpy(dst->r, src->r, (size_t)src->p * sizeof(int));
+}
+
+static int is_subset(const plan_lattice *L, int a, int b)
+{
+    if (L->chain) return a < b;
+    if (L->size[a] >= L->size[b]) return 0;
+    for (int w = 0; w < L->words; w++) {
+        uint64_t x = L->bits[(size_t)a * L->words + w], y = L->bits[(size_t)b * L->words + w];
+        if (x & ~y) return 0;
+    }
+    return 1;
+}
+
+void plan_layout_eval(const plan_inst *I, const plan_lattice *L, const plan_layout *y,
+                      plan_eval *out)
+{
+    memset(out, 0, sizeof *out);
+    out->worst_stage = -1;
+    out->bottleneck_stage = -1;
+    int p = y->p;
+    if (p < 1 || y->cut[0] != 0 || y->cut[p] != L->n_sets - 1) return;
+    for (int s = 0; s < p; s++) {
+        if (!is_subset(L, y->cut[s], y->cut[s + 1])) return;
+        if (y->r[s] < 1 || y->r[s] > I->m || y->r[s] > I->max_replicas) return;
+        if (!plan_block_ok(I, y->pos[s], y->r[s])) return;
+        if (s > 0 && y->pos[s - 1] + y->r[s - 1] > y->pos[s]) return;
+    }
+    out->valid = 1;
+    out->feasible = 1;
+    double B = 0, C = 0, H = HUGE_VAL;
+    int U = 0;
+    int dep = plan_mem_dependence(I->sched);
+    /* suffix order, as the exact search accumulates */
+    for (int s = p - 1; s >= 0; s--) {
+        int lo = y->cut[s], hi = y->cut[s + 1], pos = y->pos[s], r = y->r[s];
+        double spd = HUGE_VAL, cap = HUGE_VAL;
+        for (int d = pos; d < pos + r; d++) {
+            spd = fmin(spd, I->speed[d]);
+            cap = fmin(cap, I->mem_cap[d]);
+        }
+        int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
+        double P = L->params[hi] - L->params[lo];
+        double ar = plan_allreduce_s(I, P, r, level);
+        double t = plan_stage_time(I, L->work[hi] - L->work[lo], r, spd, ar);
+        double bnd = 0;
+        if (s < p - 1) {
+            int lv = plan_link_level(I, pos, r, y->pos[s + 1], y->r[s + 1]);
+            bnd = plan_boundary_s(I, L->cut[hi], lv);
+        }
+        double mem = plan_stage_mem(I, P, L->stash[hi] - L->stash[lo], L->cut[lo], L->cut[hi],
+                                    p - s, dep == PLAN_MEM_BY_COUNT ? p : 0);
+        if (t > B || out->bottleneck_stage < 0) {
+            B = t;
+            out->bottleneck_stage = s;
+            out->bottleneck_is_boundary = 0;
+        }
+        if (bnd > B) {
+            B = bnd;
+            out->bottleneck_stage = s;
+            out->bottleneck_is_boundary = 1;
+        }
+        C = C + ar + bnd;
+        double h = cap - mem;
+        if (h < H || out->worst_stage < 0) {
+            H = h;
+            out->worst_stage = s;
+            out->worst_need_bytes = mem;
+            out->worst_cap_bytes = cap;
+        }
+        if (mem > cap) out->feasible = 0;
+        U += r;
+    }
+    out->bottleneck_s = B;
+    out->comm_s = C;
+    out->headroom_bytes = H;
+    out->devices = U;
+}
+
+int plan_eval_cmp(const plan_eval *a, const plan_eval *b)
+{
+    if (a->feasible != b->feasible) return a->feasible ? -1 : 1;
+    if (a->bottleneck_s != b->bottleneck_s) return a->bottleneck_s < b->bottleneck_s ? -1 : 1;
+    if (a->comm_s != b->comm_s) return a->comm_s < b->comm_s ? -1 : 1;
+    if (a->headroom_bytes != b->headroom_bytes) return a->headroom_bytes > b->headroom_bytes ? -1 : 1;
+    if (a->devices != b->devices) return a->devices < b->devices ? -1 : 1;
+    return 0;
+}

@@ -1,0 +1,189 @@
+/* cost.h - the planner's cost model, on plain per-layer cost arrays.
+ *
+ * The searches (exact.c, merge.c) and the brute force in the tests all
+ * price a candidate through the functions here, so they agree to the bit.
+ * docs/planner.md gives the formulas; in short, per training iteration of
+ * m microbatches:
+ *
+ *   stage time     ceil(m / r) x (F + B + W) / speed  +  all-reduce
+ *   all-reduce     r > 1: 2 (r - 1) / r x params / bw + 2 (r - 1) x latency
+ *   boundary time  2 x m x (latency + cut bytes / bw)     (activations and
+ *                  gradients, overlapped with compute like a pipeline stage)
+ *   bottleneck     the largest stage time or boundary time
+ *   memory/device  params x (2 + optimiser) + (versions - 1) x params
+ *                  + stash x in-flight microbatches + 2 x (cut in + cut out)
+ *
+ * F, B, W are per microbatch on the profiled (reference) device; `speed` is
+ * a device's effective FLOP/s over the reference's.  Replica i of a stage
+ * runs microbatches i, i + r, ..., so the busiest replica runs ceil(m/r).
+ *
+ * Layer sets.  A stage is a set of layers closed under "stage order": its
+ * layers are D_hi \ D_lo for two downsets D_lo < D_hi of the layer graph
+ * (sets closed under taking inputs).  A plan_lattice lists the downsets the
+ * search may cut at, with per-set sums, so a stage's cost is a difference
+ * of two sums; for a chain the downsets are the prefixes.
+ *
+ * Device placement.  Positions 0..n_dev-1 are the devices in the order the
+ * search lays stages out (nodes contiguous).  Stage s occupies the block
+ * pos[s] .. pos[s] + r[s] - 1; blocks follow the pipeline order left to
+ * right, may leave gaps, and each lies inside one node or covers whole nodes.
+ */
+#ifndef CL_PLAN_COST_H
+#define CL_PLAN_COST_H
+
+#include <stdint.h>
+
+#include "../profiles/cluster.h"
+#include "plan.h"
+
+/* ------------------------------------------------------------- instance -- */
+
+/* One planning problem at a fixed microbatch count.  Owns every array. */
+typedef struct plan_inst {
+    /* layers, in topological order; times per microbatch on the reference
+     * device, bytes per microbatch */
+    int n;
+    double *fwd_s, *bwd_in_s, *bwd_w_s;
+    double *out_bytes;      /* the layer's output                          */
+    double *stash_bytes;    /* kept from forward to backward               */
+    double *param_bytes;
+    int *in_off, *in_idx;   /* inputs of layer i: in_idx[in_off[i]..in_off[i+1]),
+                               -1 = the model input                         */
+    double input_bytes;     /* model input per microbatch                  */
+    /* devices, in layout order */
+    int n_dev;
+    double *speed;          /* effective FLOP/s relative to the reference  */
+    double *mem_cap;        /* bytes                                       */
+    int *node;              /* node index; positions of a node are contiguous */
+    int *dev;               /* cluster device index at each position       */
+    cluster_link link[CLUSTER_LEVELS];
+    /* settings */
+    int m;                  /* microbatches per iteration, >= 1            */
+    sched_kind sched;
+    int chunks;             /* v for interleaved, else 1                   */
+    int optim_mult;         /* optimiser state in parameter sizes: 0, 1, 2 */
+    int comm;               /* 1: price communication; 0: leave it out     */
+    int max_replicas;       /* 1 forbids replication                       */
+} plan_inst;
+
+/* Allocate every array for n layers with n_in inputs in all and n_dev
+ * devices (zeroed; in_off has n + 1 entries).  Settings default to m = 1,
+ * 1f1b, chunks 1, SGD, comm on, replication up to n_dev.  plan_inst_free
+ * releases it. */
+void plan_inst_alloc(plan_inst *I, int n, int n_in, int n_dev);
+void plan_inst_free(plan_inst *I);
+/* 1 when every layer's only input is the layer before it (the first layer's
+ * the model input). */
+int plan_inst_is_chain(const plan_inst *I);
+/* Layer i's work per microbatch on the reference device: F + B + W. */
+static inline double plan_inst_work(const plan_inst *I, int i)
+{
+    return I->fwd_s[i] + I->bwd_in_s[i] + I->bwd_w_s[i];
+}
+
+/* Does the schedule's memory depend on the stage's position from the end
+ * (1f1b, fbp, pipedream), on the stage count itself (zb-h1, interleaved), or
+ * on neither (gpipe, sequential)? */
+enum { PLAN_MEM_FLAT = 0, PLAN_MEM_BY_POSITION = 1, PLAN_MEM_BY_COUNT = 2 };
+int plan_mem_dependence(sched_kind k);
+
+/* -------------------------------------------------------------- lattice -- */
+
+typedef struct plan_lattice {
+    int n_layers;
+    int n_sets;             /* set 0 is empty, set n_sets-1 holds every layer;
+                               sets are sorted by size, so a subset has a
+                               smaller id                                   */
+    int chain;              /* set j is the first j layers (no bits, no lists) */
+    int words;              /* 64-bit words per membership row             */
+    uint64_t *bits;         /* n_sets x words, NULL for a chain            */
+    int *size;              /* layers in each set                          */
+    double *work, *fwd, *bwd_in, *bwd_w, *params, *stash; /* sums over the set */
+    double *cut;            /* bytes per microbatch that leave the set: outputs
+                               of its layers (and the model input) read by a
+                               layer outside it                             */
+    int64_t *sub_off;       /* DAG: proper subsets of set t are             */
+    int *sub;               /* sub[sub_off[t]..sub_off[t+1]), most work first */
+    int64_t n_pairs;        /* subset pairs listed                          */
+    int n_inert;            /* layers placed by rule, not searched (dag.c)  */
+} plan_lattice;
+
+/* Prefixes in layer order (the chain view; every prefix of a topological
+ * order is a downset). */
+void plan_lattice_prefix(plan_lattice *L, const plan_inst *I);
+/* Every downset of the layer graph, except that inert layers (no time, no
+ * parameters) follow a rule instead of being searched: one nothing reads
+ * joins as soon as its inputs are in, one that reads only the model input
+ * joins with its first reader.  Fails with CL_ERUN and a message when more
+ * than max_sets downsets or max_pairs subset pairs would be needed (the
+ * caller decides what to do and must say so).  dag.c. */
+int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
+                          int64_t max_pairs, cl_err *e);
+void plan_lattice_free(plan_lattice *L);
+/* Is layer i in set t? */
+int plan_lattice_has(const plan_lattice *L, int t, int i);
+/* Fill the per-set sums and cuts from the instance (membership set). */
+void plan_lattice_sums(plan_lattice *L, const plan_inst *I);
+
+/* -------------------------------------------------------------- layouts -- */
+
+typedef struct plan_layout {
+    int p;                  /* stages                                      */
+    int *cut;               /* p + 1 set ids, cut[0] = 0, cut[p] = last;
+                               stage s holds cut[s+1] \ cut[s]             */
+    int *pos;               /* first position of stage s's block           */
+    int *r;                 /* replicas of stage s                         */
+} plan_layout;
+
+void plan_layout_alloc(plan_layout *y, int p);
+void plan_layout_free(plan_layout *y);
+void plan_layout_copy(plan_layout *dst, const plan_layout *src);
+
+/* What a layout costs.  The searches minimise, in this order: bottleneck,
+ * total communication, then maximise the smallest memory headroom, then
+ * minimise the devices used. */
+typedef struct plan_eval {
+    int valid;              /* placement obeys the block rules             */
+    int feasible;           /* valid and every stage fits its devices' memory */
+    double bottleneck_s;    /* per iteration                               */
+    double comm_s;          /* boundaries + all-reduces, per iteration     */
+    double headroom_bytes;  /* smallest capacity - need over the stages    */
+    int devices;            /* sum of replicas                             */
+    int worst_stage;        /* stage with the least headroom               */
+    double worst_need_bytes, worst_cap_bytes;
+    int bottleneck_stage;   /* stage (or boundary after it) that sets the bottleneck */
+    int bottleneck_is_boundary;
+} plan_eval;
+
+void plan_layout_eval(const plan_inst *I, const plan_lattice *L, const plan_layout *y,
+                      plan_eval *out);
+/* Lexicographic comparison of two evaluations (feasible ones first);
+ * negative when a is better. */
+int plan_eval_cmp(const plan_eval *a, const plan_eval *b);
+
+/* ------------------------------------------------ pricing one stage/cut -- */
+
+/* Ring all-reduce of `bytes` over r devices on `link`, per iteration. */
+double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level);
+/* Stage time per iteration for work w_s (per microbatch, reference device)
+ * on r replicas whose slowest has relative speed spd; `ar` the all-reduce. */
+static inline double plan_stage_time(const plan_inst *I, double w_s, int r, double spd,
+                                     double ar)
+{
+    int q = (I->m + r - 1) / r;
+    return (double)q * (w_s / spd) + ar;
+}
+/* Boundary time per iteration for `bytes` per microbatch over link level. */
+double plan_boundary_s(const plan_inst *I, double bytes, int level);
+/* Bytes one device of a stage needs.  `k` is the stage's place from the
+ * end (1 = last) and p the stage count (0 when unknown: then the schedule's
+ * memory must not depend on it).  in/out: cut bytes before and after it. */
+double plan_stage_mem(const plan_inst *I, double params, double stash, double in_bytes,
+                      double out_bytes, int k, int p);
+/* Block rules: is [pos, pos + r) inside one node or a run of whole nodes? */
+int plan_block_ok(const plan_inst *I, int pos, int r);
+/* Link level between two consecutive blocks: intra-node when both lie in
+ * the same single node. */
+int plan_link_level(const plan_inst *I, int pos_a, int r_a, int pos_b, int r_b);
+
+#endif

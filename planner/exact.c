@@ -1,0 +1,501 @@
+/* exact.c - the exact partition search (see exact.h and docs/planner.md).
+ *
+ * A dynamic programme over suffixes of the pipeline.  A state is
+ *   (t, c, k): the layers of set t are still to place (t is a downset, the
+ *   stages already placed hold the rest), c says where the next stage must
+ *   end on the device line and how it links to the stage after it, and k
+ *   counts the stages placed (only when memory or the caller needs it).
+ * Stages are placed last to first, from the right end of the device line.
+ * Each state keeps a small Pareto front of entries over (d, key): d is the
+ * span of device positions used so far, key the objective so far.
+ *
+ * Two passes.  Pass 1 finds the optimal bottleneck B* (key = bottleneck).
+ * Pass 2 keeps only transitions within B* and minimises (communication,
+ * -headroom, devices) lexicographically, which every extension preserves.
+ * When the schedule's memory depends on a stage's place in the pipeline,
+ * pass 1 first runs with each stage's least possible memory (a relaxation,
+ * so B_lo <= B*); if pass 2 at B_lo finds a layout that fits, B* = B_lo,
+ * otherwise both passes run again with exact memory.
+ *
+ * Position classes.  With identical devices in one node every position is
+ * alike (one class); with identical devices in equal nodes of K only the
+ * offset in the node matters (K classes, and the smaller span wins inside a
+ * class because shifting a layout by whole nodes changes nothing); otherwise
+ * each position is its own class (times 2: does the next stage share the
+ * node of the stage after it).
+ */
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exact.h"
+
+enum { MODE_FLAT, MODE_PERIODIC, MODE_POSITIONS };
+enum { EDGE_START, EDGE_STAGE, EDGE_GAP };
+
+#define DEFAULT_BUDGET ((int64_t)4000000000)
+#define MAX_POSITION_DEVICES 512
+
+typedef struct xent {
+    double B, C, H;         /* bottleneck, communication, smallest headroom */
+    int U, d;               /* devices used, positions spanned from the right */
+    int t, c, k;            /* the state it belongs to                       */
+    int parent;             /* entry it extends, -1 for the start            */
+    int edge, from, r;      /* EDGE_STAGE: stage = set `from` \ set t on r   */
+} xent;
+
+typedef struct xfront {
+    int k, next;            /* k of this front; next front of the same (t, c) */
+    int n, cap;
+    int *ids;
+} xfront;
+
+typedef struct xdp {
+    const plan_inst *I;
+    const plan_lattice *L;
+    int N, mode, K, C;
+    int track_k, kcap, p_fixed;
+    int pass2, relaxed;
+    double bound;           /* pass 1: prune above; pass 2: the threshold B* */
+    xent *ent;
+    int64_t n_ent, cap_ent;
+    xfront *fr;
+    int n_fr, cap_fr;
+    int **head;             /* per set: C front-list heads, or NULL          */
+    int *nstart, *nend;     /* per position: first and one-past-last of its node */
+    double spd_top;
+    int64_t steps, budget;
+    int over;
+} xdp;
+
+/* ------------------------------------------------------------ entries -- */
+
+static int new_entry(xdp *X, const xent *v)
+{
+    if (X->n_ent == X->cap_ent) {
+        X->cap_ent = X->cap_ent ? X->cap_ent * 2 : 4096;
+        X->ent = cl_realloc(X->ent, (size_t)X->cap_ent * sizeof *X->ent);
+    }
+    X->ent[X->n_ent] = *v;
+    return (int)X->n_ent++;
+}
+
+/* a is at least as good as b for every completion */
+static int dominates(const xdp *X, const xent *a, const xent *b)
+{
+    if (a->d > b->d) return 0;
+    if (!X->pass2) return a->B <= b->B;
+    if (a->C != b->C) return a->C < b->C;
+    if (a->H != b->H) return a->H > b->H;
+    return a->U <= b->U;
+}
+
+static xfront *front_of(xdp *X, int t, int c, int k, int create)
+{
+    if (!X->head[t]) {
+        if (!create) return NULL;
+        X->head[t] = cl_malloc((size_t)X->C * sizeof(int));
+        for (int i = 0; i < X->C; i++) X->head[t][i] = -1;
+    }
+    for (int f = X->head[t][c]; f >= 0; f = X->fr[f].next)
+        if (X->fr[f].k == k) return &X->fr[f];
+    if (!create) return NULL;
+    if (X->n_fr == X->cap_fr) {
+        X->cap_fr = X->cap_fr ? X->cap_fr * 2 : 1024;
+        X->fr = cl_realloc(X->fr, (size_t)X->cap_fr * sizeof *X->fr);
+    }
+    xfront *f = &X->fr[X->n_fr];
+    *f = (xfront){.k = k, .next = X->head[t][c]};
+    X->head[t][c] = X->n_fr++;
+    return f;
+}
+
+/* Offer entry v to its state's front. */
+static void offer(xdp *X, const xent *v)
+{
+    xfront *f = front_of(X, v->t, v->c, v->k, 1);
+    for (int i = 0; i < f->n; i++)
+        if (dominates(X, &X->ent[f->ids[i]], v)) return;
+    int w = 0;
+    for (int i = 0; i < f->n; i++)
+        if (!dominates(X, v, &X->ent[f->ids[i]])) f->ids[w++] = f->ids[i];
+    f->n = w;
+    if (f->n == f->cap) {
+        f->cap = f->cap ? 2 * f->cap : 2;
+        f->ids = cl_realloc(f->ids, (size_t)f->cap * sizeof(int));
+    }
+    int id = new_entry(X, v);
+    f = front_of(X, v->t, v->c, v->k, 0); /* X->fr may not move, but be safe */
+    f->ids[f->n++] = id;
+}
+
+/* ---------------------------------------------------------- positions -- */
+
+static int class_of(const xdp *X, int e, int bit)
+{
+    switch (X->mode) {
+    case MODE_FLAT: return 0;
+    case MODE_PERIODIC: return e % X->K;
+    default: return 2 * e + bit;
+    }
+}
+
+/* Does the next stage, ending at e, share the node of the stage after it?
+ * (positions mode: the bit; periodic: e inside a node; flat: always) */
+static int shares_node(const xdp *X, int e, int c, int k)
+{
+    if (k == 0) return 0;
+    switch (X->mode) {
+    case MODE_FLAT: return 1;
+    case MODE_PERIODIC: return e % X->K != 0;
+    default: return c & 1;
+    }
+}
+
+static void classify_positions(xdp *X)
+{
+    const plan_inst *I = X->I;
+    int N = I->n_dev, same = 1;
+    X->nstart = cl_malloc((size_t)N * sizeof(int));
+    X->nend = cl_malloc((size_t)N * sizeof(int));
+    for (int a = 0; a < N;) {
+        int b = a;
+        while (b < N && I->node[b] == I->node[a]) b++;
+        for (int i = a; i < b; i++) {
+            X->nstart[i] = a;
+            X->nend[i] = b;
+        }
+        a = b;
+    }
+    X->spd_top = 0;
+    for (int i = 0; i < N; i++) {
+        X->spd_top = fmax(X->spd_top, I->speed[i]);
+        if (I->speed[i] != I->speed[0] || I->mem_cap[i] != I->mem_cap[0]) same = 0;
+    }
+    int K = X->nend[0] - X->nstart[0];
+    int uniform = N % K == 0;
+    for (int i = 0; i < N && uniform; i++) uniform = X->nend[i] - X->nstart[i] == K;
+    if (same && K == N) {
+        X->mode = MODE_FLAT;
+        X->C = 1;
+    } else if (same && uniform) {
+        X->mode = MODE_PERIODIC;
+        X->K = K;
+        X->C = K;
+    } else {
+        X->mode = MODE_POSITIONS;
+        X->C = 2 * (N + 1);
+    }
+}
+
+/* ---------------------------------------------------------- expansion -- */
+
+/* Place the stage set `hi` \ `lo` ... for entry `xi` on every allowed block
+ * ending at e.  Returns 0 when the loop over smaller sets may stop. */
+static int place(xdp *X, int xi, int lo, double bnd)
+{
+    const plan_inst *I = X->I;
+    const plan_lattice *L = X->L;
+    xent x = X->ent[xi];
+    int hi = x.t, e = X->N - x.d;
+    double w = L->work[hi] - L->work[lo];
+    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (rmax > e) rmax = e;
+    /* the least time any block could give (all-reduce >= 0): stop when even
+     * that is over the bound, since later sets only add work */
+    int qmin = (I->m + rmax - 1) / rmax;
+    if ((double)qmin * (w / X->spd_top) > X->bound) return 0;
+    double P = L->params[hi] - L->params[lo], st = L->stash[hi] - L->stash[lo];
+    double in = L->cut[lo], out = L->cut[hi];
+    int kk = x.k + 1;
+    if (X->track_k && !X->p_fixed && kk > X->kcap) kk = X->kcap;
+    if (!X->track_k) kk = 1;
+    int mem_k = X->relaxed ? 1 : kk, mem_p = X->p_fixed;
+    if (X->relaxed && plan_mem_dependence(I->sched) == PLAN_MEM_BY_COUNT) mem_p = 1;
+    if (X->p_fixed && kk > X->p_fixed) return 1;
+
+    int n1s = X->nstart[e - 1], n1e = X->nend[e - 1];
+    int room = e - n1s;
+    double spd = HUGE_VAL, cap = HUGE_VAL;
+    int prev_q = -1;
+    /* blocks inside the node of position e - 1 */
+    for (int r = 1; r <= room && r <= rmax; r++) {
+        spd = fmin(spd, I->speed[e - r]);
+        cap = fmin(cap, I->mem_cap[e - r]);
+        int q = (I->m + r - 1) / r;
+        if (X->mode == MODE_FLAT && q == prev_q) continue; /* fewer replicas do as well */
+        prev_q = q;
+        X->steps++;
+        double ar = plan_allreduce_s(I, P, r, CLUSTER_INTRA);
+        double tm = plan_stage_time(I, w, r, spd, ar);
+        if (tm > X->bound) continue;
+        double mem = plan_stage_mem(I, P, st, in, out, mem_k, mem_p);
+        if (mem > cap) continue;
+        int e2 = e - r;
+        int bit = e2 > 0 && I->node[e2 - 1] == I->node[e2];
+        double b2 = bnd;
+        xent v = {.B = fmax(fmax(x.B, bnd), tm), .C = x.C + ar + b2,
+                  .H = fmin(x.H, cap - mem), .U = x.U + r, .d = x.d + r,
+                  .t = lo, .c = class_of(X, e2, bit), .k = X->track_k ? kk : 1,
+                  .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
+        offer(X, &v);
+    }
+    /* blocks of whole nodes ending at e (a node's end) */
+    if (e == n1e && X->mode != MODE_FLAT) {
+        double nspd = spd, ncap = cap; /* over node n1, complete if room == size */
+        if (room > rmax) {
+            nspd = HUGE_VAL;
+            ncap = HUGE_VAL;
+            for (int i = n1s; i < e; i++) {
+                nspd = fmin(nspd, I->speed[i]);
+                ncap = fmin(ncap, I->mem_cap[i]);
+            }
+        }
+        int a = n1s;
+        while (a > 0) {
+            int b = X->nstart[a - 1];
+            for (int i = b; i < a; i++) {
+                nspd = fmin(nspd, I->speed[i]);
+                ncap = fmin(ncap, I->mem_cap[i]);
+            }
+            a = b;
+            int r = e - a;
+            if (r > rmax) break;
+            X->steps++;
+            double ar = plan_allreduce_s(I, P, r, CLUSTER_INTER);
+            double tm = plan_stage_time(I, w, r, nspd, ar);
+            if (tm > X->bound) continue;
+            double mem = plan_stage_mem(I, P, st, in, out, mem_k, mem_p);
+            if (mem > ncap) continue;
+            xent v = {.B = fmax(fmax(x.B, bnd), tm), .C = x.C + ar + bnd,
+                      .H = fmin(x.H, ncap - mem), .U = x.U + r, .d = x.d + r,
+                      .t = lo, .c = class_of(X, a, 0), .k = X->track_k ? kk : 1,
+                      .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
+            offer(X, &v);
+        }
+    }
+    return 1;
+}
+
+static void expand(xdp *X, int xi)
+{
+    const plan_inst *I = X->I;
+    const plan_lattice *L = X->L;
+    xent x = X->ent[xi];
+    int e = X->N - x.d;
+    if (e <= 0) return;
+    /* gaps: leave position e - 1 unused (positions), or move to the node's
+     * start (periodic; any other gap can slide away without changing a cost) */
+    if (X->mode == MODE_POSITIONS) {
+        int bit = (x.c & 1) && e - 2 >= 0 && I->node[e - 2] == I->node[e - 1];
+        xent v = x;
+        v.d = x.d + 1;
+        v.c = class_of(X, e - 1, bit);
+        v.parent = xi;
+        v.edge = EDGE_GAP;
+        v.r = 0;
+        offer(X, &v);
+    } else if (X->mode == MODE_PERIODIC && e % X->K != 0) {
+        xent v = x;
+        v.d = x.d + e % X->K;
+        v.c = 0;
+        v.parent = xi;
+        v.edge = EDGE_GAP;
+        v.r = 0;
+        offer(X, &v);
+    }
+    if (x.t == 0) return;
+    /* the boundary between the stage placed next and the one after it; a
+     * block inside a node shares it with the next stage only then */
+    double bnd = 0;
+    int shares = shares_node(X, e, x.c, x.k);
+    if (x.k > 0) {
+        /* a block of whole nodes never shares; blocks inside the node of
+         * e - 1 do exactly when `shares` */
+        bnd = plan_boundary_s(I, L->cut[x.t], shares ? CLUSTER_INTRA : CLUSTER_INTER);
+    }
+    /* (a whole-node block ending at e shares nothing: when it is chosen, e
+     * is a node end, where shares is already 0 in every mode) */
+    if (bnd > X->bound) return;
+    if (L->chain) {
+        for (int lo = x.t - 1; lo >= 0 && !X->over; lo--)
+            if (!place(X, xi, lo, bnd)) break;
+    } else {
+        for (int64_t j = L->sub_off[x.t]; j < L->sub_off[x.t + 1] && !X->over; j++)
+            if (!place(X, xi, L->sub[j], bnd)) break;
+    }
+    if (X->steps > X->budget) X->over = 1;
+}
+
+/* ----------------------------------------------------------- one pass -- */
+
+static void free_fronts(xdp *X, int t)
+{
+    if (!X->head[t]) return;
+    for (int c = 0; c < X->C; c++)
+        for (int f = X->head[t][c]; f >= 0; f = X->fr[f].next) {
+            free(X->fr[f].ids);
+            X->fr[f].ids = NULL;
+            X->fr[f].n = X->fr[f].cap = 0;
+        }
+    free(X->head[t]);
+    X->head[t] = NULL;
+}
+
+/* Run one pass; returns the best final entry id, or -1. */
+static int run_pass(xdp *X)
+{
+    const plan_lattice *L = X->L;
+    int S = L->n_sets;
+    X->n_ent = 0;
+    X->n_fr = 0;
+    for (int t = 0; t < S; t++) X->head[t] = NULL;
+    xent s0 = {.B = 0, .C = 0, .H = HUGE_VAL, .U = 0, .d = 0, .t = S - 1,
+               .c = class_of(X, X->N, 0), .k = 0, .parent = -1, .edge = EDGE_START};
+    offer(X, &s0);
+    int *order = cl_malloc((size_t)X->C * sizeof(int));
+    int no = 0;
+    if (X->mode == MODE_PERIODIC) {
+        for (int c = 1; c < X->C; c++) order[no++] = c;
+        order[no++] = 0;
+    } else {
+        for (int c = X->C - 1; c >= 0; c--) order[no++] = c;
+    }
+    for (int t = S - 1; t >= 0 && !X->over; t--) {
+        if (!X->head[t]) continue;
+        for (int oi = 0; oi < no && !X->over; oi++) {
+            int c = order[oi];
+            for (int f = X->head[t][c]; f >= 0 && !X->over; f = X->fr[f].next) {
+                /* expansions never add to this front (gaps move to other
+                 * classes), so iterate over a stable copy of the ids */
+                int n = X->fr[f].n;
+                int *ids = cl_malloc((size_t)(n ? n : 1) * sizeof(int));
+                memcpy(ids, X->fr[f].ids, (size_t)n * sizeof(int));
+                for (int i = 0; i < n && !X->over; i++) expand(X, ids[i]);
+                free(ids);
+            }
+        }
+        if (t > 0) free_fronts(X, t);
+    }
+    free(order);
+    int best = -1;
+    if (!X->over && X->head[0]) {
+        for (int c = 0; c < X->C; c++)
+            for (int f = X->head[0][c]; f >= 0; f = X->fr[f].next) {
+                if (X->fr[f].k == 0) continue;
+                if (X->p_fixed && X->fr[f].k != X->p_fixed) continue;
+                for (int i = 0; i < X->fr[f].n; i++) {
+                    int id = X->fr[f].ids[i];
+                    const xent *a = &X->ent[id];
+                    if (best < 0) { best = id; continue; }
+                    const xent *b = &X->ent[best];
+                    int better;
+                    if (!X->pass2) better = a->B < b->B;
+                    else if (a->C != b->C) better = a->C < b->C;
+                    else if (a->H != b->H) better = a->H > b->H;
+                    else better = a->U < b->U;
+                    if (better) best = id;
+                }
+            }
+    }
+    for (int t = 0; t < S; t++) free_fronts(X, t);
+    return best;
+}
+
+static void rebuild(const xdp *X, int id, plan_layout *out)
+{
+    int p = 0;
+    for (int i = id; i >= 0; i = X->ent[i].parent)
+        if (X->ent[i].edge == EDGE_STAGE) p++;
+    plan_layout_alloc(out, p);
+    int s = 0;
+    out->cut[0] = 0;
+    for (int i = id; i >= 0; i = X->ent[i].parent) {
+        const xent *v = &X->ent[i];
+        if (v->edge != EDGE_STAGE) continue;
+        out->pos[s] = X->N - v->d;
+        out->r[s] = v->r;
+        out->cut[s + 1] = v->from;
+        s++;
+    }
+    assert(s == p && out->cut[p] == X->L->n_sets - 1);
+}
+
+int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+               plan_layout *out, plan_exact_stats *st, cl_err *e)
+{
+    memset(out, 0, sizeof *out);
+    xdp X = {.I = I, .L = L, .N = I->n_dev};
+    X.budget = o && o->budget > 0 ? o->budget : DEFAULT_BUDGET;
+    X.p_fixed = o ? o->p_fixed : 0;
+    classify_positions(&X);
+    if (st) {
+        memset(st, 0, sizeof *st);
+        st->classes = X.C;
+        st->mode = X.mode == MODE_FLAT ? "flat" : X.mode == MODE_PERIODIC ? "periodic" : "positions";
+    }
+    int dep = plan_mem_dependence(I->sched);
+    assert(dep != PLAN_MEM_BY_COUNT || X.p_fixed > 0); /* the caller fixes p */
+    if (X.mode == MODE_POSITIONS && X.N > MAX_POSITION_DEVICES) {
+        free(X.nstart);
+        free(X.nend);
+        return cl_fail(e, CL_ERUN,
+                       "exact search over %d devices of different kinds or uneven nodes: more than %d positions",
+                       X.N, MAX_POSITION_DEVICES),
+               -1;
+    }
+    X.head = cl_calloc((size_t)L->n_sets, sizeof(int *));
+    double upper = o ? o->upper_s : HUGE_VAL;
+    int exact_mem_needs_k = dep == PLAN_MEM_BY_POSITION || X.p_fixed > 0;
+    int kcap_pos = I->m;
+    if (kcap_pos > X.N) kcap_pos = X.N;
+    if (kcap_pos > L->n_layers) kcap_pos = L->n_layers;
+    if (kcap_pos < 1) kcap_pos = 1;
+
+    int found = 0, rc_over = 0, best = -1;
+    /* pass 1, relaxed memory when memory depends on the pipeline position
+     * (or the count) and the stage count is free */
+    int relax = dep != PLAN_MEM_FLAT && !X.p_fixed;
+    for (int round = 0; round < 2 && !found; round++) {
+        int relaxed = round == 0 && relax;
+        if (round == 1 && !relax) break;
+        X.relaxed = relaxed;
+        X.track_k = X.p_fixed > 0 || (!relaxed && exact_mem_needs_k);
+        X.kcap = X.p_fixed > 0 ? X.p_fixed : kcap_pos;
+        X.pass2 = 0;
+        X.bound = upper;
+        best = run_pass(&X);
+        if (st) st->passes++;
+        if (X.over) { rc_over = 1; break; }
+        if (best < 0) break; /* nothing fits even so */
+        double Bstar = X.ent[best].B;
+        /* pass 2 with exact memory at that bottleneck */
+        X.relaxed = 0;
+        X.track_k = exact_mem_needs_k;
+        X.pass2 = 1;
+        X.bound = Bstar;
+        best = run_pass(&X);
+        if (st) st->passes++;
+        if (X.over) { rc_over = 1; break; }
+        if (best >= 0) found = 1;
+        else if (!relaxed) break; /* cannot happen: pass 1 was exact */
+    }
+    if (st) {
+        st->entries = X.n_ent;
+        st->steps = X.steps;
+    }
+    if (found) rebuild(&X, best, out);
+    free(X.ent);
+    for (int f = 0; f < X.n_fr; f++) free(X.fr[f].ids);
+    free(X.fr);
+    free(X.head);
+    free(X.nstart);
+    free(X.nend);
+    if (rc_over)
+        return cl_fail(e, CL_ERUN, "exact search stopped after %lld steps (its budget)",
+                       (long long)X.steps),
+               -1;
+    return found;
+}

@@ -1,0 +1,40 @@
+/* exact.h - optimal partitions by dynamic programming (docs/planner.md,
+ * "Exact search").
+ *
+ * Over every layout the cost model allows (stage sets from the lattice, any
+ * stage count, replicas per stage up to the instance's limit and m, blocks
+ * in pipeline order with gaps, each inside a node or whole nodes), find the
+ * one that minimises, lexicographically: the bottleneck, the total
+ * communication, minus the smallest memory headroom, the devices used.
+ * Infeasible layouts (memory) are never returned.
+ */
+#ifndef CL_PLAN_EXACT_H
+#define CL_PLAN_EXACT_H
+
+#include <stdint.h>
+
+#include "cost.h"
+
+typedef struct plan_exact_opts {
+    int p_fixed;            /* 0: any stage count; else exactly this many   */
+    double upper_s;         /* a bottleneck some feasible layout reaches
+                               (prunes the search); HUGE_VAL when unknown    */
+    int64_t budget;         /* inner steps before giving up; 0 = default    */
+} plan_exact_opts;
+
+typedef struct plan_exact_stats {
+    int64_t entries;        /* DP entries created                           */
+    int64_t steps;          /* inner steps (transitions priced)             */
+    int passes;             /* DP passes run (2 or 4)                       */
+    int classes;            /* position classes per set                    */
+    const char *mode;       /* "flat", "periodic" or "positions"            */
+} plan_exact_stats;
+
+/* Returns 1 and fills *out (plan_layout_free) with an optimal layout, 0
+ * when no layout fits in memory, or -1 when the search would exceed its
+ * budget or size limits (e carries why; the caller must say what it does
+ * instead).  st may be NULL. */
+int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+               plan_layout *out, plan_exact_stats *st, cl_err *e);
+
+#endif

@@ -1,0 +1,268 @@
+/* test_plan_exact.c - the exact search against brute force.
+ *
+ * Random small instances (up to 12 layers, up to 4 devices so up to 4
+ * stages, chains and DAGs, one or two nodes, equal or mixed devices, memory
+ * caps that bind, replication on and off, communication on and off, every
+ * schedule's memory rule).  The brute force lists every layout the cost
+ * model allows (every chain of downsets, every block placement with gaps)
+ * and keeps the best by plan_eval_cmp; the DP's answer must evaluate to
+ * exactly the same objective, bit for bit.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../planner/cost.h"
+#include "../planner/exact.h"
+#include "test.h"
+
+/* ------------------------------------------------------------ random -- */
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static int irand(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
+
+typedef struct gen_opts {
+    int max_layers, dag, max_dev;
+} gen_opts;
+
+/* Fill a random instance; returns p_fixed to use (0 = free). */
+static int gen_instance(plan_inst *I, const gen_opts *g)
+{
+    int n = irand(1, g->max_layers);
+    int nd = irand(1, g->max_dev);
+    /* inputs */
+    int *cnt = cl_calloc((size_t)n, sizeof *cnt);
+    int *ins = cl_malloc((size_t)n * 3 * sizeof *ins);
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        if (!g->dag || i == 0) {
+            ins[3 * i] = i - 1;
+            cnt[i] = 1;
+        } else {
+            int k = irand(1, i >= 2 ? 3 : 1);
+            int used = 0;
+            for (int a = 0; a < k; a++) {
+                int src = a == 0 ? i - 1 : irand(-1, i - 1);
+                int dup = 0;
+                for (int b = 0; b < used; b++) dup |= ins[3 * i + b] == src;
+                if (!dup) ins[3 * i + used++] = src;
+            }
+            /* sort ascending */
+            for (int a = 1; a < used; a++)
+                for (int b = a; b > 0 && ins[3 * i + b - 1] > ins[3 * i + b]; b--) {
+                    int t = ins[3 * i + b];
+                    ins[3 * i + b] = ins[3 * i + b - 1];
+                    ins[3 * i + b - 1] = t;
+                }
+            cnt[i] = used;
+        }
+        total += cnt[i];
+    }
+    plan_inst_alloc(I, n, total, nd);
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+        I->in_off[i] = at;
+        for (int a = 0; a < cnt[i]; a++) I->in_idx[at++] = ins[3 * i + a];
+    }
+    I->in_off[n] = at;
+    free(cnt);
+    free(ins);
+    for (int i = 0; i < n; i++) {
+        int inert = g->dag && irand(0, 5) == 0;
+        I->fwd_s[i] = inert ? 0 : 0.05 + urand();
+        I->bwd_in_s[i] = inert ? 0 : urand() * 1.5;
+        I->bwd_w_s[i] = inert ? 0 : urand();
+        I->param_bytes[i] = inert || irand(0, 3) == 0 ? 0 : urand() * 1e6;
+        I->out_bytes[i] = 1 + urand() * 1e6;
+        I->stash_bytes[i] = urand() * 1e6;
+    }
+    I->input_bytes = urand() * 1e6;
+    /* devices: nodes of random or equal sizes, equal or mixed devices */
+    int shape = irand(0, 2), mixed = irand(0, 2) == 0;
+    int node = 0, left = 0;
+    for (int d = 0; d < nd; d++) {
+        if (left == 0) {
+            left = shape == 0 ? nd : shape == 1 ? (nd % 2 == 0 ? 2 : 1) : irand(1, nd - d);
+            if (d > 0) node++;
+        }
+        I->node[d] = node;
+        left--;
+        I->dev[d] = d;
+        I->speed[d] = mixed ? (irand(0, 1) ? 1.0 : 0.5 + urand() * 1.5) : 1.0;
+        I->mem_cap[d] = 1e300;
+    }
+    I->link[CLUSTER_INTRA] = (cluster_link){1e6 + urand() * 1e7, urand() * 1e-3};
+    I->link[CLUSTER_INTER] = (cluster_link){1e5 + urand() * 1e6, urand() * 1e-2};
+    I->m = irand(1, 6);
+    static const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_FBP, SCHED_PIPEDREAM,
+                                       SCHED_ZBH1};
+    I->sched = kinds[irand(0, 4)];
+    I->optim_mult = irand(0, 2);
+    I->comm = irand(0, 3) != 0;
+    I->max_replicas = irand(0, 2) == 0 ? 1 : nd;
+    /* memory: a cap around what the model needs spread over the devices,
+     * so it binds sometimes and makes some instances infeasible */
+    double need = 0;
+    for (int i = 0; i < n; i++)
+        need += I->param_bytes[i] * (3 + I->optim_mult) + I->stash_bytes[i] * I->m + 4 * I->out_bytes[i];
+    if (irand(0, 3) != 0) {
+        double f = 0.4 + urand() * 1.2;
+        for (int d = 0; d < nd; d++) I->mem_cap[d] = need / nd * f * (mixed ? 0.7 + urand() * 0.6 : 1.0);
+        if (!mixed)
+            for (int d = 1; d < nd; d++) I->mem_cap[d] = I->mem_cap[0];
+    }
+    int p_fixed = 0;
+    if (I->sched == SCHED_ZBH1) p_fixed = irand(1, nd < n ? nd : n);
+    else if (irand(0, 5) == 0) p_fixed = irand(1, nd < n ? nd : n);
+    return p_fixed;
+}
+
+/* -------------------------------------------------------- brute force -- */
+
+typedef struct brute {
+    const plan_inst *I;
+    const plan_lattice *L;
+    int p_fixed;
+    plan_layout cur;
+    plan_eval best;
+    int have;
+    long evals;
+} brute;
+
+static int subset(const plan_lattice *L, int a, int b)
+{
+    if (L->chain) return a < b;
+    if (L->size[a] >= L->size[b]) return 0;
+    for (int i = 0; i < L->n_layers; i++)
+        if (plan_lattice_has(L, a, i) && !plan_lattice_has(L, b, i)) return 0;
+    return 1;
+}
+
+static void brute_rec(brute *b, int s, int set, int pos_min)
+{
+    const plan_inst *I = b->I;
+    const plan_lattice *L = b->L;
+    if (set == L->n_sets - 1) {
+        if (b->p_fixed && s != b->p_fixed) return;
+        plan_layout y = {.p = s, .cut = b->cur.cut, .pos = b->cur.pos, .r = b->cur.r};
+        plan_eval ev;
+        plan_layout_eval(I, L, &y, &ev);
+        b->evals++;
+        if (!ev.valid || !ev.feasible) return;
+        if (!b->have || plan_eval_cmp(&ev, &b->best) < 0) {
+            b->best = ev;
+            b->have = 1;
+        }
+        return;
+    }
+    if (s == I->n_dev) return;
+    for (int nxt = set + 1; nxt < L->n_sets; nxt++) {
+        if (!subset(L, set, nxt)) continue;
+        for (int pos = pos_min; pos < I->n_dev; pos++)
+            for (int r = 1; pos + r <= I->n_dev; r++) {
+                if (r > I->m || r > I->max_replicas || !plan_block_ok(I, pos, r)) continue;
+                b->cur.cut[s + 1] = nxt;
+                b->cur.pos[s] = pos;
+                b->cur.r[s] = r;
+                brute_rec(b, s + 1, nxt, pos + r);
+            }
+    }
+}
+
+/* Returns 1 with *best when some layout is feasible. */
+static int brute_force(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_eval *best,
+                       long *evals)
+{
+    brute b = {.I = I, .L = L, .p_fixed = p_fixed};
+    plan_layout_alloc(&b.cur, I->n_dev + 1);
+    b.cur.cut[0] = 0;
+    brute_rec(&b, 0, 0, 0);
+    plan_layout_free(&b.cur);
+    *best = b.best;
+    *evals = b.evals;
+    return b.have;
+}
+
+/* ------------------------------------------------------------- tests -- */
+
+static int check_instances(const gen_opts *g, int count, uint64_t seed, int *n_feasible)
+{
+    rng_state = seed;
+    int bad = 0;
+    *n_feasible = 0;
+    for (int it = 0; it < count; it++) {
+        plan_inst I;
+        int p_fixed = gen_instance(&I, g);
+        plan_lattice L;
+        cl_err e = {0};
+        if (g->dag) {
+            int rc = plan_lattice_downsets(&L, &I, 100000, 10000000, &e);
+            CU_ASSERT_EQUAL_FATAL(rc, CL_OK);
+        } else {
+            plan_lattice_prefix(&L, &I);
+        }
+        plan_eval want;
+        long evals;
+        int have = brute_force(&I, &L, p_fixed, &want, &evals);
+        plan_exact_opts o = {.p_fixed = p_fixed, .upper_s = HUGE_VAL};
+        plan_layout y;
+        int got = plan_exact(&I, &L, &o, &y, NULL, &e);
+        CU_ASSERT_TRUE(got >= 0);
+        if (got != have) {
+            bad++;
+            fprintf(stderr, "\n  instance %d (seed %llu): exact says %s, brute force %s\n", it,
+                    (unsigned long long)seed, got == 1 ? "feasible" : "infeasible",
+                    have ? "feasible" : "infeasible");
+        } else if (got == 1) {
+            (*n_feasible)++;
+            plan_eval ev;
+            plan_layout_eval(&I, &L, &y, &ev);
+            if (!ev.feasible || ev.bottleneck_s != want.bottleneck_s || ev.comm_s != want.comm_s ||
+                ev.headroom_bytes != want.headroom_bytes || ev.devices != want.devices) {
+                bad++;
+                fprintf(stderr,
+                        "\n  instance %d: exact (B %.17g C %.17g H %.17g U %d) != brute force "
+                        "(B %.17g C %.17g H %.17g U %d) [n %d dev %d m %d sched %s p %d]\n",
+                        it, ev.bottleneck_s, ev.comm_s, ev.headroom_bytes, ev.devices,
+                        want.bottleneck_s, want.comm_s, want.headroom_bytes, want.devices, I.n,
+                        I.n_dev, I.m, sched_kind_name(I.sched), p_fixed);
+            }
+        }
+        if (got == 1) plan_layout_free(&y);
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    return bad;
+}
+
+static void test_chain_vs_brute(void)
+{
+    gen_opts g = {.max_layers = 12, .dag = 0, .max_dev = 4};
+    int feas;
+    CU_ASSERT_EQUAL(check_instances(&g, 400, 12345, &feas), 0);
+    CU_ASSERT_TRUE(feas > 200); /* the caps leave most instances feasible */
+}
+
+static void test_dag_vs_brute(void)
+{
+    gen_opts g = {.max_layers = 8, .dag = 1, .max_dev = 4};
+    int feas;
+    CU_ASSERT_EQUAL(check_instances(&g, 200, 777, &feas), 0);
+    CU_ASSERT_TRUE(feas > 100);
+}
+
+TEST_SUITE(plan_exact)
+{
+    test_add_suite("plan_exact");
+    test_add("exact equals brute force on 400 random chains", test_chain_vs_brute);
+    test_add("exact equals brute force on 200 random DAGs", test_dag_vs_brute);
+}
