@@ -37,7 +37,9 @@ int cmd_inspect(int argc, char **argv)
     size_t len;
     if (cl_read_file(path, JX_MAX_FILE_BYTES, &text, &len, &e)) return cli_report(&e);
     /* PipeDream graphs are text: "nodeN -- Module(...) -- forward_compute_time=..." */
-    int pipedream = strstr(text, " -- ") && strstr(text, "forward_compute_time=");
+    size_t plen = strlen(path);
+    int pipedream = (plen > 4 && !strcmp(path + plen - 4, ".txt")) ||
+                    (strstr(text, " -- ") && strstr(text, "forward_compute_time="));
     if (pipedream) {
         free(text);
         return inspect_profile(path, as_json);
