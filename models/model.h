@@ -50,9 +50,10 @@ int model_dtype_bytes(model_dtype t);
 #define MODEL_NAME_MAX 64
 #define MODEL_MAX_INPUTS 8
 #define MODEL_MAX_LAYERS 1000000 /* loader limit; sizes stay far from overflow */
-/* Largest tensor (elements per sample) and parameter count a layer may have:
- * products of user-given sizes are checked against these, so every count
- * fits an int64 and converts to double exactly. */
+/* Largest tensor (elements per sample) and parameter count a layer may have
+ * (the parameter limit also bounds the whole model's total): products and
+ * sums of user-given sizes are checked against these, so every count and
+ * total fits an int64 and converts to double exactly. */
 #define MODEL_MAX_ELEMS ((int64_t)1 << 40)
 #define MODEL_MAX_PARAMS ((int64_t)1 << 53)
 

@@ -389,6 +389,7 @@ int model_derive(model *m, const char *file, cl_err *e)
      * consumers must propagate an input-gradient back to it */
     char *grad = cl_calloc((size_t)m->n_layers, 1);
     m->is_dag = 0;
+    uint64_t params = 0; /* running total, kept <= 2^53 so model_sum cannot wrap */
     for (int i = 0; i < m->n_layers && !rc; i++) {
         model_layer *l = &m->layers[i];
         rc = check_inputs(&c, m, i);
@@ -399,6 +400,11 @@ int model_derive(model *m, const char *file, cl_err *e)
             if (l->inputs[k] >= 0 && grad[l->inputs[k]]) need = 1;
         rc = derive_layer(&c, m, i, need);
         if (rc) break;
+        if (l->params > (uint64_t)MODEL_MAX_PARAMS - params) {
+            rc = fail(&c, i, NULL, "the model's parameters add up to more than 2^53 here (hint: check the params of the layers so far)");
+            break;
+        }
+        params += l->params;
         l->out_elems = (uint64_t)model_shape_elems(&l->out_shape);
         grad[i] = (char)(need || l->params > 0);
     }
