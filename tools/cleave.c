@@ -14,6 +14,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"inspect", cmd_inspect, "show a model, cluster, profile or plan file as a table"},
+    {"plot",    cmd_plot,    "draw a trace as a Gantt chart or memory over time (PNG/SVG)"},
     {"bench",   cmd_bench,   "run the benchmarks, writing CSV (make bench)"},
     {"train",   cmd_train,   "train a model on Fashion-MNIST with the embedded executor"},
     {"profile", cmd_profile, "time every layer on this machine, writing a profile"},

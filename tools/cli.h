@@ -14,6 +14,7 @@
 
 int cmd_inspect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 
