@@ -312,9 +312,44 @@ int jx_object(jx *j, const cJSON *obj, const char *path, const char *key,
     return CL_OK;
 }
 
+/* cJSON 1.7.15 prints a number with 15 significant digits whenever those
+ * come within a relative DBL_EPSILON of it, which drops the last bits
+ * (0.1 + 0.2 prints as 0.3) or overflows (DBL_MAX prints as a text that
+ * reads back as infinity).  Each finite number in the copy becomes a raw
+ * item holding the shortest of %.15g, %.16g, %.17g that reads back exactly. */
+static int exact_numbers(cJSON *n)
+{
+    for (; n; n = n->next) {
+        if (cJSON_IsNumber(n) && isfinite(n->valuedouble)) {
+            char buf[32];
+            for (int prec = 15; prec <= 17; prec++) {
+                snprintf(buf, sizeof buf, "%.*g", prec, n->valuedouble);
+                if (strtod(buf, NULL) == n->valuedouble) break;
+            }
+            char *raw = cJSON_malloc(strlen(buf) + 1);
+            if (!raw) return -1;
+            strcpy(raw, buf);
+            n->type = cJSON_Raw;
+            n->valuestring = raw; /* cJSON_Delete frees it */
+        }
+        if (n->child && exact_numbers(n->child)) return -1;
+    }
+    return 0;
+}
+
+char *jx_print(const cJSON *root, int pretty)
+{
+    cJSON *copy = cJSON_Duplicate(root, 1);
+    if (!copy) return NULL;
+    char *text = NULL;
+    if (exact_numbers(copy) == 0) text = pretty ? cJSON_Print(copy) : cJSON_PrintUnformatted(copy);
+    cJSON_Delete(copy);
+    return text;
+}
+
 int jx_write_file(const char *path, const cJSON *root, cl_err *e)
 {
-    char *text = cJSON_Print(root);
+    char *text = jx_print(root, 1);
     if (!text) return cl_fail(e, CL_ERUN, "%s: cannot serialise JSON", path);
     size_t n = strlen(text);
     text[n] = '\n'; /* cJSON_Print's buffer has room: replace NUL, write n+1 */

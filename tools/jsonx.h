@@ -86,5 +86,9 @@ int jx_num_item(jx *j, const cJSON *item, const char *path, double lo,
 /* Serialise to a file atomically (pretty-printed, trailing newline).
  * Doubles print with up to 17 significant digits, so load(write(x)) == x. */
 int jx_write_file(const char *path, const cJSON *root, cl_err *e);
+/* The same text in memory (pretty 0: on one line); NULL when out of
+ * memory.  The caller frees it.  Use it instead of cJSON_Print, whose
+ * numbers do not always read back exactly. */
+char *jx_print(const cJSON *root, int pretty);
 
 #endif

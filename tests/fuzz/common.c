@@ -57,23 +57,40 @@ void fuzz_check_freed(const char *target, const void *const *owned, int n)
         if (owned[i]) fuzz_fail(target, "a failed load left owned pointer %d set", i);
 }
 
+/* Exactly the same document: types, names, strings, numbers bit for bit
+ * (== on doubles, so 0 and -0 count as equal). */
+static int same_json(const cJSON *a, const cJSON *b)
+{
+    for (; a && b; a = a->next, b = b->next) {
+        if ((a->type & 0xff) != (b->type & 0xff)) return 0;
+        if ((a->string || b->string) && (!a->string || !b->string || strcmp(a->string, b->string)))
+            return 0;
+        if (cJSON_IsNumber(a) && a->valuedouble != b->valuedouble) return 0;
+        if ((cJSON_IsString(a) || cJSON_IsRaw(a)) && strcmp(a->valuestring, b->valuestring)) return 0;
+        if (!same_json(a->child, b->child)) return 0;
+    }
+    return !a && !b;
+}
+
 void fuzz_round_trip(const char *target, cJSON *first, fuzz_reload_fn reload, void *ctx)
 {
-    char *t1 = cJSON_PrintUnformatted(first);
-    cJSON_Delete(first);
+    char *t1 = jx_print(first, 0);
     if (!t1) fuzz_fail(target, "cannot print to_json's document");
     cJSON *doc = NULL;
     cl_err e = {0};
     if (jx_parse_text("round-trip.json", t1, strlen(t1), &doc, &e) != CL_OK)
         fuzz_fail(target, "to_json printed text that does not parse: %s", e.msg);
+    if (!same_json(first, doc))
+        fuzz_fail(target, "printing changed a value: %.2000s", t1);
     cJSON *second = reload(doc, &e, ctx);
     cJSON_Delete(doc);
     if (!second) fuzz_fail(target, "to_json's output does not load again: %s", e.msg);
-    char *t2 = cJSON_PrintUnformatted(second);
-    cJSON_Delete(second);
+    char *t2 = jx_print(second, 0);
     if (!t2) fuzz_fail(target, "cannot print the reloaded document");
-    if (strcmp(t1, t2) != 0)
+    if (!same_json(first, second) || strcmp(t1, t2) != 0)
         fuzz_fail(target, "round trip changed the document:\n  first:  %.2000s\n  second: %.2000s", t1, t2);
+    cJSON_Delete(first);
+    cJSON_Delete(second);
     free(t1);
     free(t2);
 }

@@ -49,10 +49,12 @@ int fuzz_check(const char *target, const char *file, int rc, const cl_err *e);
 /* A failed loader leaves nothing to free: every owned pointer is NULL. */
 void fuzz_check_freed(const char *target, const void *const *owned, int n);
 
-/* Round trip: `first` is to_json of a loaded value; print it, parse the
- * text back and hand the document to reload(), which must return CL_OK and
- * the to_json of what it loaded (caller-owned, NULL on failure).  The two
- * printed texts must be identical.  Takes ownership of first. */
+/* Round trip: `first` is to_json of a loaded value; print it (jx_print,
+ * what saving uses), parse the text back and hand the document to reload(),
+ * which must return CL_OK and the to_json of what it loaded (caller-owned,
+ * NULL on failure).  The parsed text must equal `first` exactly (numbers
+ * bit for bit), and so must the reloaded document and its printed text.
+ * Takes ownership of first. */
 typedef struct cJSON *(*fuzz_reload_fn)(const struct cJSON *doc, cl_err *e, void *ctx);
 void fuzz_round_trip(const char *target, struct cJSON *first, fuzz_reload_fn reload,
                      void *ctx);
