@@ -8,6 +8,8 @@
 
 #include "gemm.h"
 #include "layers.h"
+#include "tensor.h"
+#include "vec.h"
 
 /* ======================================================================== */
 /* linear                                                                    */
@@ -37,13 +39,25 @@ void exec_linear_backward_weight(float *dw, float *db, const float *dout, const 
     if (db) {
         for (int r = 0; r < B; r++) {
             const float *d = dout + (int64_t)r * O;
-            for (int o = 0; o < O; o++) db[o] += d[o];
+            exec_v_add(db, d, O);
         }
     }
 }
 
 /* ======================================================================== */
 /* conv2d                                                                    */
+/*                                                                           */
+/* Two lowerings onto matrix products, per sample:                           */
+/* - full im2col: col (K, Ho*Wo) with K = C*k*k holds every input patch as a */
+/*   column, so out (O, Ho*Wo) = w (O, K) col;                               */
+/* - row shifts (stride 1 only): colX (C*k, Hp*Wo) holds each padded input   */
+/*   row shifted by kj = 0..k-1, once.  The patch rows for kernel row ki are */
+/*   colX's columns from ki*Wo on, so out = sum over ki of w_ki (O, C*k)     */
+/*   colX[:, ki*Wo ...] with leading dimension Hp*Wo: k products, k times    */
+/*   less lowering traffic.  Measured faster when C*k >= 16 (docs/executor.md)*/
+/*   and used then; w_ki is w permuted to (k, O, C*k) in scratch.            */
+
+#define CONV_SHIFT_MIN_CK 16
 
 int exec_conv_init(exec_conv *g, int C, int H, int W, int O, int k, int stride, int pad)
 {
@@ -55,157 +69,205 @@ int exec_conv_init(exec_conv *g, int C, int H, int W, int O, int k, int stride, 
     return 0;
 }
 
-static int conv_is_direct(const exec_conv *g)
+static int conv_shift(const exec_conv *g)
 {
-    return g->k == 1 && g->stride == 1 && g->pad == 0;
+    return g->stride == 1 && g->C * g->k >= CONV_SHIFT_MIN_CK;
+}
+
+/* Scratch layout: col (full: K x Ho*Wo; shifts: C*k x Hp*Wo), pad (C, Hp,
+ * Wp), wperm (k, O, C*k) (shifts only), dwT (K, O). */
+typedef struct conv_scratch {
+    float *col, *pad, *wperm, *dwT;
+} conv_scratch;
+
+static int64_t conv_scratch_at(const exec_conv *g, float *base, conv_scratch *sc)
+{
+    const int64_t K = (int64_t)g->C * g->k * g->k, Hp = g->H + 2 * g->pad,
+                  Wp = g->W + 2 * g->pad;
+    const int sh = conv_shift(g);
+    int64_t sizes[4] = {sh ? (int64_t)g->C * g->k * Hp * g->Wo : K * g->Ho * g->Wo,
+                        (int64_t)g->C * Hp * Wp, sh ? K * g->O : 0, K * g->O};
+    float **ptr[4] = {&sc->col, &sc->pad, &sc->wperm, &sc->dwT};
+    int64_t off = 0;
+    for (int i = 0; i < 4; i++) {
+        if (base) *ptr[i] = base + off;
+        off += exec_pad_floats(sizes[i]);
+    }
+    return off;
 }
 
 int64_t exec_conv_col_floats(const exec_conv *g)
 {
-    if (conv_is_direct(g)) return 0;
-    return (int64_t)g->C * g->k * g->k * g->Ho * g->Wo;
+    return conv_scratch_at(g, NULL, NULL);
 }
 
-/* Output columns ow whose input column ow*s - p + kj lies in [0, W):
- * [*lo, *hi). */
-static void valid_range(int n_out, int n_in, int s, int p, int kj, int *lo, int *hi)
+static void zero(float *p, int64_t n)
 {
-    /* smallest ow with ow*s >= p - kj; largest with ow*s - p + kj <= n_in - 1 */
-    int a = p - kj;
-    int l = a <= 0 ? 0 : (a + s - 1) / s;
-    int b = n_in - 1 + p - kj; /* ow*s <= b */
-    int h = b < 0 ? 0 : b / s + 1;
-    if (h > n_out) h = n_out;
-    if (l > h) l = h;
-    *lo = l;
-    *hi = h;
+    if (n > 0) memset(p, 0, (size_t)n * sizeof *p);
 }
 
-/* col (C*k*k, Ho*Wo) from one sample's in (C,H,W). */
-static void im2col(float *col, const float *in, const exec_conv *g)
+/* The sample's input (C,H,W) copied into pad (C, H+2p, W+2p) with zero
+ * borders, so the lowerings never test bounds. */
+static void pad_input(float *pad, const float *in, const exec_conv *g)
 {
-    const int k = g->k, s = g->stride, p = g->pad, Ho = g->Ho, Wo = g->Wo;
-    for (int c = 0; c < g->C; c++) {
-        const float *plane = in + (int64_t)c * g->H * g->W;
-        for (int ki = 0; ki < k; ki++) {
+    const int p = g->pad, Hp = g->H + 2 * p, Wp = g->W + 2 * p;
+    zero(pad, (int64_t)g->C * Hp * Wp);
+    for (int c = 0; c < g->C; c++)
+        for (int h = 0; h < g->H; h++)
+            exec_v_copy(pad + ((int64_t)c * Hp + h + p) * Wp + p, in + ((int64_t)c * g->H + h) * g->W,
+                        g->W);
+}
+
+/* The padded gradient's interior into din (C,H,W). */
+static void unpad(float *din, const float *pad, const exec_conv *g)
+{
+    const int p = g->pad, Hp = g->H + 2 * p, Wp = g->W + 2 * p;
+    for (int c = 0; c < g->C; c++)
+        for (int h = 0; h < g->H; h++)
+            exec_v_copy(din + ((int64_t)c * g->H + h) * g->W, pad + ((int64_t)c * Hp + h + p) * Wp + p,
+                        g->W);
+}
+
+/* Full im2col: col[(c,ki,kj)][oh*Wo + ow] = pad[c][oh*s + ki][ow*s + kj].
+ * With accumulate, the adjoint instead: pad[...] += col[...]. */
+static void im2col(float *col, float *pad, const exec_conv *g, int adjoint)
+{
+    const int k = g->k, s = g->stride, Ho = g->Ho, Wo = g->Wo;
+    const int Hp = g->H + 2 * g->pad, Wp = g->W + 2 * g->pad;
+    for (int c = 0; c < g->C; c++)
+        for (int ki = 0; ki < k; ki++)
             for (int kj = 0; kj < k; kj++) {
                 float *row = col + ((int64_t)(c * k + ki) * k + kj) * Ho * Wo;
-                int lo, hi;
-                valid_range(Wo, g->W, s, p, kj, &lo, &hi);
-                for (int oh = 0; oh < Ho; oh++) {
-                    float *dst = row + (int64_t)oh * Wo;
-                    int ih = oh * s - p + ki;
-                    if (ih < 0 || ih >= g->H) {
-                        memset(dst, 0, (size_t)Wo * sizeof *dst);
-                        continue;
-                    }
-                    const float *src = plane + (int64_t)ih * g->W - p + kj;
-                    for (int ow = 0; ow < lo; ow++) dst[ow] = 0;
-                    if (s == 1) {
-                        memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
-                    } else {
-                        for (int ow = lo; ow < hi; ow++) dst[ow] = src[ow * s];
-                    }
-                    for (int ow = hi; ow < Wo; ow++) dst[ow] = 0;
+                float *src = pad + ((int64_t)c * Hp + ki) * Wp + kj;
+                for (int oh = 0; oh < Ho; oh++, row += Wo, src += (int64_t)s * Wp) {
+                    if (s == 1 && !adjoint) exec_v_copy(row, src, Wo);
+                    else if (s == 1) exec_v_add(src, row, Wo);
+                    else if (!adjoint) for (int ow = 0; ow < Wo; ow++) row[ow] = src[ow * s];
+                    else for (int ow = 0; ow < Wo; ow++) src[ow * s] += row[ow];
                 }
             }
-        }
-    }
 }
 
-/* din (C,H,W) = sum of col (C*k*k, Ho*Wo) entries onto the input positions
- * they were copied from (the adjoint of im2col); din is overwritten. */
-static void col2im(float *din, const float *col, const exec_conv *g)
+/* Row shifts: colX[(c,kj)][r*Wo + ow] = pad[c][r][ow + kj], r < Hp; or the
+ * adjoint, pad += colX. */
+static void shifts(float *colx, float *pad, const exec_conv *g, int adjoint)
 {
-    const int k = g->k, s = g->stride, p = g->pad, Ho = g->Ho, Wo = g->Wo;
-    memset(din, 0, (size_t)g->C * g->H * g->W * sizeof *din);
-    for (int c = 0; c < g->C; c++) {
-        float *plane = din + (int64_t)c * g->H * g->W;
-        for (int ki = 0; ki < k; ki++) {
-            for (int kj = 0; kj < k; kj++) {
-                const float *row = col + ((int64_t)(c * k + ki) * k + kj) * Ho * Wo;
-                int lo, hi;
-                valid_range(Wo, g->W, s, p, kj, &lo, &hi);
-                for (int oh = 0; oh < Ho; oh++) {
-                    int ih = oh * s - p + ki;
-                    if (ih < 0 || ih >= g->H) continue;
-                    const float *src = row + (int64_t)oh * Wo;
-                    float *dst = plane + (int64_t)ih * g->W - p + kj;
-                    if (s == 1) {
-                        for (int ow = lo; ow < hi; ow++) dst[ow] += src[ow];
-                    } else {
-                        for (int ow = lo; ow < hi; ow++) dst[ow * s] += src[ow];
-                    }
-                }
+    const int k = g->k, Wo = g->Wo, Hp = g->H + 2 * g->pad, Wp = g->W + 2 * g->pad;
+    for (int c = 0; c < g->C; c++)
+        for (int kj = 0; kj < k; kj++) {
+            float *row = colx + (int64_t)(c * k + kj) * Hp * Wo;
+            float *src = pad + (int64_t)c * Hp * Wp + kj;
+            for (int r = 0; r < Hp; r++, row += Wo, src += Wp) {
+                if (adjoint) exec_v_add(src, row, Wo);
+                else exec_v_copy(row, src, Wo);
             }
         }
-    }
+}
+
+/* wperm[ki][o][c*k + kj] = w[o][c][ki][kj] */
+static void permute_weights(float *wperm, const float *w, const exec_conv *g)
+{
+    const int k = g->k, Ck = g->C * k;
+    for (int o = 0; o < g->O; o++)
+        for (int c = 0; c < g->C; c++)
+            for (int ki = 0; ki < k; ki++)
+                for (int kj = 0; kj < k; kj++)
+                    wperm[((int64_t)ki * g->O + o) * Ck + c * k + kj] =
+                        w[(((int64_t)o * g->C + c) * k + ki) * k + kj];
 }
 
 void exec_conv2d_forward(float *out, const float *in, const float *w, const float *b,
                          float *col, const exec_conv *g, int B)
 {
+    conv_scratch sc;
+    conv_scratch_at(g, col, &sc);
     const int64_t HWo = (int64_t)g->Ho * g->Wo, CHW = (int64_t)g->C * g->H * g->W;
-    const int K = g->C * g->k * g->k;
+    const int K = g->C * g->k * g->k, Ck = g->C * g->k, N = (int)HWo,
+              ldx = (g->H + 2 * g->pad) * g->Wo, sh = conv_shift(g);
+    if (sh) permute_weights(sc.wperm, w, g);
     for (int n = 0; n < B; n++) {
         float *o = out + (int64_t)n * g->O * HWo; /* (O, Ho*Wo) */
-        const float *x = in + (int64_t)n * CHW;
-        const float *cols = x;                    /* (K, Ho*Wo) */
-        if (!conv_is_direct(g)) {
-            im2col(col, x, g);
-            cols = col;
+        if (b)
+            for (int c = 0; c < g->O; c++) exec_v_fill(o + c * HWo, b[c], HWo);
+        pad_input(sc.pad, in + n * CHW, g);
+        if (sh) {
+            shifts(sc.col, sc.pad, g, 0);
+            /* o += w_ki (O, Ck) . colX[:, ki*Wo ...] (Ck, HWo) */
+            for (int ki = 0; ki < g->k; ki++)
+                exec_gemm(0, 0, g->O, N, Ck, 1.0f, sc.wperm + (int64_t)ki * g->O * Ck, Ck,
+                          sc.col + (int64_t)ki * g->Wo, ldx, b || ki ? 1.0f : 0.0f, o, N);
+        } else {
+            im2col(sc.col, sc.pad, g, 0);
+            /* o += w (O, K) . col (K, HWo) */
+            exec_gemm(0, 0, g->O, N, K, 1.0f, w, K, sc.col, N, b ? 1.0f : 0.0f, o, N);
         }
-        if (b) {
-            for (int c = 0; c < g->O; c++) {
-                float *r = o + (int64_t)c * HWo;
-                for (int64_t i = 0; i < HWo; i++) r[i] = b[c];
-            }
-        }
-        /* o (O, HWo) (+)= w (O, K) . cols (K, HWo) */
-        exec_gemm(0, 0, g->O, (int)HWo, K, 1.0f, w, K, cols, (int)HWo, b ? 1.0f : 0.0f, o,
-                  (int)HWo);
     }
 }
 
 void exec_conv2d_backward_input(float *din, const float *dout, const float *w,
                                 float *col, const exec_conv *g, int B)
 {
-    const int64_t HWo = (int64_t)g->Ho * g->Wo, CHW = (int64_t)g->C * g->H * g->W;
-    const int K = g->C * g->k * g->k;
+    conv_scratch sc;
+    conv_scratch_at(g, col, &sc);
+    const int64_t HWo = (int64_t)g->Ho * g->Wo, CHW = (int64_t)g->C * g->H * g->W,
+                  Hp = g->H + 2 * g->pad, Wp = g->W + 2 * g->pad;
+    const int K = g->C * g->k * g->k, Ck = g->C * g->k, N = (int)HWo,
+              ldx = (int)(Hp * g->Wo), sh = conv_shift(g);
+    if (sh) permute_weights(sc.wperm, w, g);
     for (int n = 0; n < B; n++) {
-        const float *d = dout + (int64_t)n * g->O * HWo;
-        float *x = din + (int64_t)n * CHW;
-        /* dcol (K, HWo) = w^T (K, O) . d (O, HWo) */
-        float *dcol = conv_is_direct(g) ? x : col;
-        exec_gemm(1, 0, K, (int)HWo, g->O, 1.0f, w, K, d, (int)HWo, 0.0f, dcol, (int)HWo);
-        if (!conv_is_direct(g)) col2im(x, dcol, g);
+        const float *d = dout + (int64_t)n * g->O * HWo; /* (O, HWo) */
+        zero(sc.pad, (int64_t)g->C * Hp * Wp);
+        if (sh) {
+            /* dcolX[:, ki*Wo ...] (Ck, HWo) += w_ki^T (Ck, O) . d (O, HWo) */
+            zero(sc.col, (int64_t)Ck * ldx);
+            for (int ki = 0; ki < g->k; ki++)
+                exec_gemm(1, 0, Ck, N, g->O, 1.0f, sc.wperm + (int64_t)ki * g->O * Ck, Ck, d, N,
+                          1.0f, sc.col + (int64_t)ki * g->Wo, ldx);
+            shifts(sc.col, sc.pad, g, 1);
+        } else {
+            /* dcol (K, HWo) = w^T (K, O) . d (O, HWo) */
+            exec_gemm(1, 0, K, N, g->O, 1.0f, w, K, d, N, 0.0f, sc.col, N);
+            im2col(sc.col, sc.pad, g, 1);
+        }
+        unpad(din + n * CHW, sc.pad, g);
     }
 }
 
 void exec_conv2d_backward_weight(float *dw, float *db, const float *dout, const float *in,
                                  float *col, const exec_conv *g, int B)
 {
+    conv_scratch sc;
+    conv_scratch_at(g, col, &sc);
     const int64_t HWo = (int64_t)g->Ho * g->Wo, CHW = (int64_t)g->C * g->H * g->W;
-    const int K = g->C * g->k * g->k;
+    const int k = g->k, K = g->C * k * k, Ck = g->C * k, N = (int)HWo,
+              ldx = (g->H + 2 * g->pad) * g->Wo, sh = conv_shift(g);
+    /* dwT (K, O): the (K rows, O columns) orientation measured faster than
+     * dw (O, K) += d . col^T */
+    zero(sc.dwT, (int64_t)K * g->O);
     for (int n = 0; n < B; n++) {
         const float *d = dout + (int64_t)n * g->O * HWo;
-        const float *x = in + (int64_t)n * CHW;
-        const float *cols = x;
-        if (!conv_is_direct(g)) {
-            im2col(col, x, g);
-            cols = col;
+        pad_input(sc.pad, in + n * CHW, g);
+        if (sh) {
+            shifts(sc.col, sc.pad, g, 0);
+            /* dwT_ki (Ck, O) += colX[:, ki*Wo ...] (Ck, HWo) . d^T (HWo, O) */
+            for (int ki = 0; ki < k; ki++)
+                exec_gemm(0, 1, Ck, g->O, N, 1.0f, sc.col + (int64_t)ki * g->Wo, ldx, d, N, 1.0f,
+                          sc.dwT + (int64_t)ki * Ck * g->O, g->O);
+        } else {
+            im2col(sc.col, sc.pad, g, 0);
+            exec_gemm(0, 1, K, g->O, N, 1.0f, sc.col, N, d, N, 1.0f, sc.dwT, g->O);
         }
-        /* dw (O, K) += d (O, HWo) . cols^T (HWo, K) */
-        exec_gemm(0, 1, g->O, K, (int)HWo, 1.0f, d, (int)HWo, cols, (int)HWo, 1.0f, dw, K);
-        if (db) {
-            for (int c = 0; c < g->O; c++) {
-                const float *r = d + (int64_t)c * HWo;
-                float s = 0;
-                for (int64_t i = 0; i < HWo; i++) s += r[i];
-                db[c] += s;
-            }
-        }
+        if (db)
+            for (int c = 0; c < g->O; c++) db[c] += exec_v_sum(d + c * HWo, HWo);
     }
+    /* back to (O, C, k, k): full rows are (c, ki, kj), shift rows (ki, c, kj) */
+    for (int o = 0; o < g->O; o++)
+        for (int c = 0; c < g->C; c++)
+            for (int ki = 0; ki < k; ki++)
+                for (int kj = 0; kj < k; kj++) {
+                    int64_t r = sh ? ((int64_t)ki * Ck + c * k + kj) : (((int64_t)c * k + ki) * k + kj);
+                    dw[(((int64_t)o * g->C + c) * k + ki) * k + kj] += sc.dwT[r * g->O + o];
+                }
 }
 
 /* ======================================================================== */
@@ -231,10 +293,65 @@ static void pool_window(const exec_pool *g, int oh, int ow, int *h0, int *h1, in
     *w1 = b + g->k > g->W ? g->W : b + g->k;
 }
 
+/* 2x2 windows, stride 2, no padding (the common case), four outputs at a
+ * time: even and odd input columns are split with shuffles, and maxima are
+ * taken with compare-and-select, since branches on maxima mispredict.  Ties
+ * keep the first position, as the general loop does. */
+static void maxpool_2x2(float *out, int32_t *idx, const float *in, const exec_pool *g,
+                        int64_t planes)
+{
+    const int W = g->W, Ho = g->Ho, Wo = g->Wo;
+    const exec_v4i even = {0, 2, 4, 6}, odd = {1, 3, 5, 7};
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *x = in + pl * g->H * W;
+        float *o = out + pl * Ho * Wo;
+        int32_t *ix = idx + pl * Ho * Wo;
+        for (int oh = 0; oh < Ho; oh++) {
+            const float *r0 = x + 2 * oh * W, *r1 = r0 + W;
+            const int j0 = 2 * oh * W;
+            int ow = 0;
+            for (; ow + 4 <= Wo; ow += 4) {
+                exec_v4f a0 = exec_v_load(r0 + 2 * ow), a1 = exec_v_load(r0 + 2 * ow + 4);
+                exec_v4f b0 = exec_v_load(r1 + 2 * ow), b1 = exec_v_load(r1 + 2 * ow + 4);
+                exec_v4f cand[4] = {__builtin_shuffle(a0, a1, even), __builtin_shuffle(a0, a1, odd),
+                                    __builtin_shuffle(b0, b1, even), __builtin_shuffle(b0, b1, odd)};
+                const int j = j0 + 2 * ow;
+                exec_v4i base = {j, j + 2, j + 4, j + 6};
+                const int32_t off[4] = {0, 1, W, W + 1};
+                exec_v4f m = cand[0];
+                exec_v4i best = base;
+                for (int t = 1; t < 4; t++) {
+                    exec_v4i gt = cand[t] > m;
+                    m = (exec_v4f)(((exec_v4i)cand[t] & gt) | ((exec_v4i)m & ~gt));
+                    best = ((base + off[t]) & gt) | (best & ~gt);
+                }
+                exec_v_store(o + oh * Wo + ow, m);
+                memcpy(ix + oh * Wo + ow, &best, sizeof best);
+            }
+            for (; ow < Wo; ow++) {
+                const int j = j0 + 2 * ow, cj[4] = {j, j + 1, j + W, j + W + 1};
+                float m = x[j];
+                int best = j;
+                for (int t = 1; t < 4; t++) {
+                    int gt = x[cj[t]] > m;
+                    best = gt ? cj[t] : best;
+                    m = gt ? x[cj[t]] : m;
+                }
+                o[oh * Wo + ow] = m;
+                ix[oh * Wo + ow] = best;
+            }
+        }
+    }
+}
+
 void exec_maxpool2d_forward(float *out, int32_t *idx, const float *in, const exec_pool *g,
                             int B)
 {
     const int64_t planes = (int64_t)B * g->C;
+    if (g->k == 2 && g->stride == 2 && g->pad == 0) {
+        maxpool_2x2(out, idx, in, g, planes);
+        return;
+    }
     for (int64_t pl = 0; pl < planes; pl++) {
         const float *x = in + pl * g->H * g->W;
         float *o = out + pl * g->Ho * g->Wo;
@@ -246,11 +363,11 @@ void exec_maxpool2d_forward(float *out, int32_t *idx, const float *in, const exe
                 int best = h0 * g->W + w0;
                 float m = x[best];
                 for (int h = h0; h < h1; h++)
-                    for (int w = w0; w < w1; w++)
-                        if (x[h * g->W + w] > m) {
-                            m = x[h * g->W + w];
-                            best = h * g->W + w;
-                        }
+                    for (int w = w0; w < w1; w++) {
+                        int j = h * g->W + w, gt = x[j] > m;
+                        best = gt ? j : best;
+                        m = gt ? x[j] : m;
+                    }
                 o[oh * g->Wo + ow] = m;
                 ix[oh * g->Wo + ow] = best;
             }
@@ -317,12 +434,12 @@ void exec_avgpool2d_backward_input(float *din, const float *dout, const exec_poo
 
 void exec_relu_forward(float *out, const float *in, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) out[i] = in[i] > 0 ? in[i] : 0.0f;
+    exec_v_relu(out, in, n);
 }
 
 void exec_relu_backward_input(float *din, const float *dout, const float *out, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) din[i] = out[i] > 0 ? dout[i] : 0.0f;
+    exec_v_pass_positive(din, dout, out, n);
 }
 
 void exec_dropout_forward(float *out, uint8_t *mask, const float *in, int64_t n, double p,

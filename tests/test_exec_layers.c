@@ -267,6 +267,10 @@ static void test_conv2d(void)
     conv_case("conv2d 5x5 s1 p2, no bias", 2, 2, 6, 6, 3, 5, 1, 2, 0);
     conv_case("conv2d 1x1 direct", 3, 4, 3, 5, 2, 1, 1, 0, 1);
     conv_case("conv2d 2x2 s3 p1", 2, 2, 7, 8, 3, 2, 3, 1, 1);
+    /* C*k >= 16 selects the row-shift lowering */
+    conv_case("conv2d 5x5 s1 p2, row shifts", 2, 4, 6, 7, 3, 5, 1, 2, 1);
+    conv_case("conv2d 3x3 s1 p0, row shifts", 2, 6, 5, 6, 2, 3, 1, 0, 1);
+    conv_case("conv2d 3x3 s1 p1, row shifts, no bias", 3, 6, 4, 4, 2, 3, 1, 1, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -325,7 +329,10 @@ static void pool_case(const char *name, int max, int B, int C, int H, int W, int
 static void test_pool(void)
 {
     pool_case("maxpool2d 2x2 s2", 1, 2, 3, 6, 6, 2, 2, 0);
+    pool_case("maxpool2d 2x2 s2, odd size", 1, 2, 2, 7, 5, 2, 2, 0);
+    pool_case("maxpool2d 2x2 s2, four-wide path and tail", 1, 2, 2, 10, 11, 2, 2, 0);
     pool_case("maxpool2d 3x3 s2 p1", 1, 2, 2, 7, 6, 3, 2, 1);
+    pool_case("maxpool2d 3x3 s1", 1, 2, 2, 5, 6, 3, 1, 0);
     pool_case("avgpool2d 2x2 s2", 0, 2, 3, 6, 6, 2, 2, 0);
     pool_case("avgpool2d 3x3 s1 p1", 0, 2, 2, 5, 4, 3, 1, 1);
 }
@@ -541,7 +548,7 @@ TEST_SUITE(exec_layers)
 {
     test_add_suite("exec_layers");
     test_add("linear: forward, input and weight gradients vs finite differences", test_linear);
-    test_add("conv2d: five geometries vs direct convolution and finite differences",
+    test_add("conv2d: eight geometries, both lowerings, vs direct convolution and finite differences",
              test_conv2d);
     test_add("max and average pooling vs finite differences", test_pool);
     test_add("relu and dropout vs finite differences", test_elementwise);
