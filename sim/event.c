@@ -1,55 +1,74 @@
 /* event.c - the discrete-event kernel (see event.h).
  *
- * Layout: a pool of event slots (callback, argument, heap position) reused
- * through a free list, and a binary min-heap of small entries (time,
- * sequence, slot) kept separate so sifting touches only the heap array.  Each
- * slot records its heap position, so cancelling removes the entry at once
- * (the heap never holds dead events).  A handle is the slot index plus one in
- * the low 32 bits and the slot's generation in the high 32 bits; the
- * generation changes whenever the slot is released, which makes stale
- * handles harmless.
+ * Layout: a pool of event slots (callback, argument, generation) reused
+ * through a free list, and a binary min-heap of 128-bit keys: the time's
+ * IEEE-754 bits in the high half (for times >= 0 they order like the times),
+ * and the insertion sequence (40 bits) above the slot index (24 bits) in the
+ * low half, so one unsigned comparison orders by time and then FIFO, without
+ * branches.  Cancelling is lazy: the slot's generation changes and the dead
+ * heap entry is dropped when it reaches the top, so sifting never has to
+ * track positions.  A handle is the slot index plus one in the low 32 bits
+ * and the generation in the high 32 bits; a stale handle matches nothing.
+ * Limits (asserted): 2^24 events pending at once, 2^40 events scheduled
+ * between resets.
  */
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../tools/status.h"
 #include "event.h"
 
-#define NO_POS UINT32_MAX
+#define SLOT_BITS 24
+#define SLOT_MASK ((1u << SLOT_BITS) - 1)
+#define NO_SLOT UINT32_MAX
 
 typedef struct ev_slot {
     ev_fn fn;
     void *ctx;
     uint64_t data;
-    uint32_t pos;  /* index in heap, NO_POS when free */
     uint32_t gen;
-    uint32_t next_free;
+    uint32_t live;       /* 1 while scheduled and not cancelled */
 } ev_slot;
 
-typedef struct ev_entry {
+typedef unsigned __int128 ev_entry; /* time bits << 64 | sequence << SLOT_BITS | slot */
+
+static inline ev_entry make_entry(double t, uint64_t low)
+{
+    uint64_t bits;
+    t += 0.0; /* -0.0 -> +0.0 */
+    memcpy(&bits, &t, sizeof bits);
+    return ((ev_entry)bits << 64) | low;
+}
+
+static inline double entry_time(ev_entry e)
+{
+    uint64_t bits = (uint64_t)(e >> 64);
     double t;
-    uint64_t seq;
-    uint32_t slot;
-} ev_entry;
+    memcpy(&t, &bits, sizeof t);
+    return t;
+}
+
+static inline uint32_t entry_slot(ev_entry e) { return (uint32_t)e & SLOT_MASK; }
 
 struct ev_kernel {
     double now;
     uint64_t seq;
     uint64_t dispatched;
+    size_t live;         /* pending events that were not cancelled */
     int stop;
     ev_entry *heap;
-    uint32_t n, cap;      /* heap size and capacity (== slot capacity) */
+    uint32_t n, cap;     /* heap entries (live and dead) and capacity */
     ev_slot *slots;
-    uint32_t free_head;   /* first free slot, NO_POS when none */
+    uint32_t *free_slots;
+    uint32_t n_free, n_slots;
 };
 
 ev_kernel *ev_create(void)
 {
-    ev_kernel *k = cl_calloc(1, sizeof *k);
-    k->free_head = NO_POS;
-    return k;
+    return cl_calloc(1, sizeof(ev_kernel));
 }
 
 void ev_destroy(ev_kernel *k)
@@ -57,86 +76,100 @@ void ev_destroy(ev_kernel *k)
     if (!k) return;
     free(k->heap);
     free(k->slots);
+    free(k->free_slots);
     free(k);
-}
-
-static void rebuild_free_list(ev_kernel *k)
-{
-    k->free_head = NO_POS;
-    for (uint32_t i = k->cap; i-- > 0;) {
-        k->slots[i].pos = NO_POS;
-        k->slots[i].next_free = k->free_head;
-        k->free_head = i;
-    }
 }
 
 void ev_reset(ev_kernel *k)
 {
-    for (uint32_t i = 0; i < k->n; i++) k->slots[k->heap[i].slot].gen++;
+    for (uint32_t i = 0; i < k->n; i++) {
+        ev_slot *sl = &k->slots[entry_slot(k->heap[i])];
+        sl->gen++;
+        sl->live = 0;
+    }
+    k->n_free = 0;
+    for (uint32_t i = k->n_slots; i-- > 0;) k->free_slots[k->n_free++] = i;
     k->n = 0;
+    k->live = 0;
     k->now = 0;
     k->seq = 0;
     k->dispatched = 0;
     k->stop = 0;
-    rebuild_free_list(k);
 }
 
 double ev_now(const ev_kernel *k) { return k->now; }
-size_t ev_pending(const ev_kernel *k) { return k->n; }
+size_t ev_pending(const ev_kernel *k) { return k->live; }
 uint64_t ev_dispatched(const ev_kernel *k) { return k->dispatched; }
-double ev_next_time(const ev_kernel *k) { return k->n ? k->heap[0].t : HUGE_VAL; }
 void ev_stop(ev_kernel *k) { k->stop = 1; }
 
-static inline int before(const ev_entry *a, const ev_entry *b)
-{
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
-}
 
-static inline void place(ev_kernel *k, uint32_t i, ev_entry e)
+static inline void push_entry(ev_kernel *k, ev_entry e)
 {
-    k->heap[i] = e;
-    k->slots[e.slot].pos = i;
-}
-
-static void sift_up(ev_kernel *k, uint32_t i, ev_entry e)
-{
+    if (k->n == k->cap) {
+        k->cap = k->cap ? k->cap * 2 : 64;
+        k->heap = cl_realloc(k->heap, (size_t)k->cap * sizeof *k->heap);
+    }
+    ev_entry *h = k->heap;
+    uint32_t i = k->n++;
     while (i > 0) {
         uint32_t parent = (i - 1) / 2;
-        if (!before(&e, &k->heap[parent])) break;
-        place(k, i, k->heap[parent]);
+        if (e >= h[parent]) break;
+        h[i] = h[parent];
         i = parent;
     }
-    place(k, i, e);
+    h[i] = e;
 }
 
-static void sift_down(ev_kernel *k, uint32_t i, ev_entry e)
+/* Remove the top entry. */
+static inline void pop_entry(ev_kernel *k)
 {
-    uint32_t n = k->n;
+    ev_entry *h = k->heap;
+    uint32_t n = --k->n;
+    if (n == 0) return;
+    ev_entry e = h[n];
+    uint32_t i = 0;
     for (;;) {
         uint32_t c = 2 * i + 1;
         if (c >= n) break;
-        if (c + 1 < n && before(&k->heap[c + 1], &k->heap[c])) c++;
-        if (!before(&k->heap[c], &e)) break;
-        place(k, i, k->heap[c]);
+        if (c + 1 < n) c += h[c + 1] < h[c];
+        if (h[c] >= e) break;
+        h[i] = h[c];
         i = c;
     }
-    place(k, i, e);
+    h[i] = e;
 }
 
-static void grow(ev_kernel *k)
+/* Drop cancelled entries from the top so heap[0] is live (or the heap empty). */
+static inline void skip_dead(ev_kernel *k)
 {
-    uint32_t old = k->cap;
-    assert(old < (UINT32_MAX - 1) / 2 && "event kernel: too many pending events");
-    uint32_t cap = old ? old * 2 : 64;
-    k->heap = cl_realloc(k->heap, (size_t)cap * sizeof *k->heap);
-    k->slots = cl_realloc(k->slots, (size_t)cap * sizeof *k->slots);
-    for (uint32_t i = cap; i-- > old;) {
-        k->slots[i].pos = NO_POS;
-        k->slots[i].gen = 0;
-        k->slots[i].next_free = k->free_head;
-        k->free_head = i;
+    while (k->n && !k->slots[entry_slot(k->heap[0])].live) {
+        uint32_t s = entry_slot(k->heap[0]);
+        pop_entry(k);
+        k->free_slots[k->n_free++] = s;
     }
-    k->cap = cap;
+}
+
+double ev_next_time(const ev_kernel *k)
+{
+    skip_dead((ev_kernel *)k);
+    return k->n ? entry_time(k->heap[0]) : HUGE_VAL;
+}
+
+static uint32_t new_slot(ev_kernel *k)
+{
+    if (k->n_free == 0) {
+        uint32_t old = k->n_slots, cap = old ? old * 2 : 64;
+        assert(cap <= (1u << SLOT_BITS) && "event kernel: too many pending events");
+        k->slots = cl_realloc(k->slots, (size_t)cap * sizeof *k->slots);
+        k->free_slots = cl_realloc(k->free_slots, (size_t)cap * sizeof *k->free_slots);
+        for (uint32_t i = cap; i-- > old;) {
+            k->slots[i].gen = 0;
+            k->slots[i].live = 0;
+            k->free_slots[k->n_free++] = i;
+        }
+        k->n_slots = cap;
+    }
+    return k->free_slots[--k->n_free];
 }
 
 ev_handle ev_at(ev_kernel *k, double t, ev_fn fn, void *ctx, uint64_t data)
@@ -144,16 +177,15 @@ ev_handle ev_at(ev_kernel *k, double t, ev_fn fn, void *ctx, uint64_t data)
     assert(isfinite(t) && "event kernel: event time must be finite");
     assert(t >= k->now && "event kernel: cannot schedule in the past");
     assert(fn);
-    if (k->free_head == NO_POS) grow(k);
-    uint32_t s = k->free_head;
+    assert(k->seq < ((uint64_t)1 << (64 - SLOT_BITS)) && "event kernel: sequence exhausted");
+    uint32_t s = new_slot(k);
     ev_slot *sl = &k->slots[s];
-    k->free_head = sl->next_free;
     sl->fn = fn;
     sl->ctx = ctx;
     sl->data = data;
-    ev_entry e = {t, k->seq++, s};
-    k->n++;
-    sift_up(k, k->n - 1, e);
+    sl->live = 1;
+    push_entry(k, make_entry(t, (k->seq++ << SLOT_BITS) | s));
+    k->live++;
     return ((uint64_t)sl->gen << 32) | (uint64_t)(s + 1);
 }
 
@@ -163,50 +195,36 @@ ev_handle ev_after(ev_kernel *k, double dt, ev_fn fn, void *ctx, uint64_t data)
     return ev_at(k, k->now + dt, fn, ctx, data);
 }
 
-static void release(ev_kernel *k, uint32_t s)
-{
-    ev_slot *sl = &k->slots[s];
-    sl->pos = NO_POS;
-    sl->gen++;
-    sl->next_free = k->free_head;
-    k->free_head = s;
-}
-
-/* Remove the heap entry at position i. */
-static void remove_at(ev_kernel *k, uint32_t i)
-{
-    ev_entry last = k->heap[--k->n];
-    if (i == k->n) return;
-    if (i > 0 && before(&last, &k->heap[(i - 1) / 2]))
-        sift_up(k, i, last);
-    else
-        sift_down(k, i, last);
-}
-
 int ev_cancel(ev_kernel *k, ev_handle h)
 {
     uint64_t lo = h & 0xffffffffu;
-    if (lo == 0 || lo > k->cap) return 0;
-    uint32_t s = (uint32_t)(lo - 1);
-    ev_slot *sl = &k->slots[s];
-    if (sl->pos == NO_POS || sl->gen != (uint32_t)(h >> 32)) return 0;
-    remove_at(k, sl->pos);
-    release(k, s);
+    if (lo == 0 || lo > k->n_slots) return 0;
+    ev_slot *sl = &k->slots[lo - 1];
+    if (!sl->live || sl->gen != (uint32_t)(h >> 32)) return 0;
+    sl->live = 0;
+    sl->gen++;
+    k->live--;
     return 1;
 }
 
 int ev_step(ev_kernel *k)
 {
+    skip_dead(k);
     if (k->n == 0) return 0;
     ev_entry top = k->heap[0];
-    assert(top.t >= k->now && "event kernel: clock ran backwards");
-    ev_slot *sl = &k->slots[top.slot];
+    double t = entry_time(top);
+    assert(t >= k->now && "event kernel: clock ran backwards");
+    uint32_t s = entry_slot(top);
+    ev_slot *sl = &k->slots[s];
     ev_fn fn = sl->fn;
     void *ctx = sl->ctx;
     uint64_t data = sl->data;
-    remove_at(k, 0);
-    release(k, top.slot);
-    k->now = top.t;
+    sl->live = 0;
+    sl->gen++;
+    pop_entry(k);
+    k->free_slots[k->n_free++] = s;
+    k->live--;
+    k->now = t;
     k->dispatched++;
     fn(k, ctx, data);
     return 1;
@@ -224,7 +242,9 @@ ev_status ev_run(ev_kernel *k, uint64_t max_events, double max_wall_s)
     k->stop = 0;
     double t0 = max_wall_s > 0 ? wall_now() : 0;
     uint64_t ran = 0;
-    while (k->n) {
+    for (;;) {
+        skip_dead(k);
+        if (!k->n) break;
         if (max_events && ran >= max_events) return EV_EVENT_BUDGET;
         if (max_wall_s > 0 && (ran & 4095) == 4095 && wall_now() - t0 > max_wall_s)
             return EV_WALL_BUDGET;

@@ -21,11 +21,6 @@
 
 #include "sim_int.h"
 
-double sim_mem_total(const sim_mem *m)
-{
-    return m->weights + m->grads + m->optim + m->versions + m->stash + m->buffers;
-}
-
 static int optim_mult(plan_optim o)
 {
     switch (o) {
@@ -36,16 +31,7 @@ static int optim_mult(plan_optim o)
     }
 }
 
-static void check_peak(sim *s, int w)
-{
-    sim_worker *W = &s->w[w];
-    double tot = sim_mem_total(&W->mem);
-    if (tot > W->peak) {
-        W->peak = tot;
-        W->peak_t = s->k ? ev_now(s->k) : 0;
-        W->at_peak = W->mem;
-    }
-}
+static void check_peak(sim *s, int w) { sim_mem_peak(s, &s->w[w]); }
 
 void sim_mem_init(sim *s)
 {
@@ -63,17 +49,15 @@ void sim_mem_init(sim *s)
         check_peak(s, w);
         W->peak_versions = 1;
         if (!s->sc->stash_weights || W->n_local == 0) continue;
-        /* one refcount array per local stage, indexed by version */
+        /* one refcount array per local stage, indexed by version, grown
+         * as updates create versions */
         W->vref = cl_calloc((size_t)W->n_local, sizeof *W->vref);
         W->vcur = cl_calloc((size_t)W->n_local, sizeof(int));
         W->vlive = cl_calloc((size_t)W->n_local, sizeof(int));
-        W->vmax = cl_calloc((size_t)W->n_local, sizeof(int));
+        W->vcap = cl_calloc((size_t)W->n_local, sizeof(int));
         for (int j = 0; j < W->n_local; j++) {
-            int64_t n = 0;
-            for (int64_t i = W->pc; i < W->end; i++)
-                if (s->sc->ops[i].kind == SCHED_UPDATE && s->sc->ops[i].stage == W->local[j]) n++;
-            W->vref[j] = cl_calloc((size_t)n + 1, sizeof(int));
-            W->vmax[j] = (int)n;
+            W->vcap[j] = 16;
+            W->vref[j] = cl_calloc(16, sizeof(int));
             W->vref[j][0] = 1; /* the current weights */
             W->vlive[j] = 1;
         }
@@ -89,25 +73,22 @@ void sim_mem_free(sim *s)
         free(W->vref);
         free(W->vcur);
         free(W->vlive);
-        free(W->vmax);
+        free(W->vcap);
     }
-}
-
-void sim_mem_add(sim *s, int w, int what, double bytes)
-{
-    sim_worker *W = &s->w[w];
-    if (what == MEM_STASH)
-        W->mem.stash += bytes;
-    else
-        W->mem.buffers += bytes;
-    if (bytes > 0) check_peak(s, w);
 }
 
 /* Version refcounts of local stage j; keeps the versions component exact. */
 static void vref_add(sim *s, int w, int j, int ver, int delta)
 {
     sim_worker *W = &s->w[w];
-    if (ver < 0 || ver > W->vmax[j]) return; /* sched_check bounds explicit wver */
+    if (j < 0 || ver < 0 || ver > (1 << 30)) return; /* sched_check bounds explicit wver */
+    if (ver >= W->vcap[j]) {
+        int cap = W->vcap[j];
+        while (cap <= ver) cap *= 2;
+        W->vref[j] = cl_realloc(W->vref[j], (size_t)cap * sizeof(int));
+        memset(W->vref[j] + W->vcap[j], 0, (size_t)(cap - W->vcap[j]) * sizeof(int));
+        W->vcap[j] = cap;
+    }
     int *r = &W->vref[j][ver];
     if (delta > 0 && (*r)++ == 0) {
         W->vlive[j]++;
@@ -143,8 +124,8 @@ void sim_mem_update(sim *s, int w, const sched_op *op)
     sim_worker *W = &s->w[w];
     if (!W->vref) return;
     int j = sim_local_index(W, op->stage);
+    if (j < 0) return;
     int cur = W->vcur[j];
-    if (cur + 1 > W->vmax[j]) return;
     /* in place: the old weights stay only if a stashed microbatch uses them */
     vref_add(s, w, j, cur, -1);
     vref_add(s, w, j, cur + 1, +1);

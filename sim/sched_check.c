@@ -26,9 +26,8 @@ static int64_t key(const chk *c, int64_t g, int stage) { return g * c->S + stage
 
 static int64_t slot(const chk *c, const sched_op *op)
 {
-    int lo = op->stage < op->peer_stage ? op->stage : op->peer_stage;
     int64_t g = (int64_t)op->iter * c->m + op->micro;
-    return (g * (c->S - 1) + lo) * 2 + ((op->flags & SCHED_GRAD) ? 1 : 0);
+    return (g * (c->S - 1) + sched_boundary(op)) * 2 + ((op->flags & SCHED_GRAD) ? 1 : 0);
 }
 
 /* "<file>: devices[w].ops[i] (F stage 1 mb 2 iter 0): <msg>" */
@@ -112,14 +111,15 @@ static int scan(chk *c)
         case SCHED_SEND:
         case SCHED_RECV: {
             int grad = (op->flags & SCHED_GRAD) != 0, send = op->kind == SCHED_SEND;
-            int want = (send != grad) ? op->stage + 1 : op->stage - 1;
-            if (op->peer_stage != want || want < 0 || want >= S)
-                return fail_op(c, i, grad ? "a gradient goes from stage s + 1 to s"
-                                          : "an activation goes from stage s to s + 1", NULL);
+            int want = sched_peer_stage(op);
+            if (want < 0 || want >= S)
+                return fail_op(c, i, grad ? (send ? "stage 0 has no gradient to send"
+                                                  : "the last stage receives no gradient")
+                                          : (send ? "the last stage sends no activation"
+                                                  : "stage 0 receives no activation"), NULL);
             if (op->peer < 0 || op->peer >= s->n_dev || op->peer == w)
                 return fail_op(c, i, "peer is not another device of the schedule", NULL);
-            int lo = op->stage < op->peer_stage ? op->stage : op->peer_stage;
-            if (op->bytes != c->pl->stages[lo].act_out_bytes)
+            if (op->bytes != c->pl->stages[sched_boundary(op)].act_out_bytes)
                 return fail_op(c, i, "bytes differ from the plan's act_out_bytes of the boundary", NULL);
             pos = send ? &c->posS[slot(c, op)] : &c->posR[slot(c, op)];
             break;

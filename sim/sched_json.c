@@ -48,7 +48,7 @@ static int read_op(jx *j, ld *l, const cJSON *o, const char *path, int w, sched_
     if (rc) return rc;
     memset(op, 0, sizeof *op);
     op->kind = (uint8_t)kind;
-    op->peer_stage = op->peer = op->wver = op->micro = -1;
+    op->peer = op->wver = op->micro = -1;
     if ((rc = jx_int(j, o, path, "stage", 1, 0, l->S - 1, &v))) return rc;
     op->stage = (int32_t)v;
     op->chunk = (uint16_t)(l->s->kind == SCHED_SEQUENTIAL ? 0 : op->stage / l->P);
@@ -65,14 +65,13 @@ static int read_op(jx *j, ld *l, const cJSON *o, const char *path, int w, sched_
     op->wver = (int32_t)v;
     if (xfer) {
         if ((rc = jx_int(j, o, path, "peer_stage", 1, 0, l->S - 1, &v))) return rc;
-        op->peer_stage = (int32_t)v;
-        int d = op->peer_stage - op->stage;
+        int d = (int)v - op->stage;
         if (d != 1 && d != -1)
             return jx_fail(j, path, "peer_stage: %d is not next to stage %d (hint: transfers go "
-                           "between neighbouring stages)", op->peer_stage, op->stage);
+                           "between neighbouring stages)", (int)v, op->stage);
         int send = kind == SCHED_SEND;
         op->flags = (send ? d < 0 : d > 0) ? SCHED_GRAD : 0;
-        int lo = d > 0 ? op->stage : op->peer_stage;
+        int lo = d > 0 ? op->stage : op->stage - 1;
         op->bytes = l->pl->stages[lo].act_out_bytes;
         v = -1;
         if ((rc = jx_int(j, o, path, "peer", 0, 0, l->pl->cluster.n_devices - 1, &v))) return rc;
@@ -115,7 +114,6 @@ static void xfer(const ld *l, sched_op *op, int kind, int stage, int peer_stage,
     op->flags = (send ? d < 0 : d > 0) ? SCHED_GRAD : 0;
     op->chunk = at->chunk;
     op->stage = stage;
-    op->peer_stage = peer_stage;
     op->peer = peer;
     op->micro = at->micro;
     op->iter = at->iter;
@@ -242,13 +240,13 @@ int sched_from_json(const plan *pl, const cJSON *root, const char *file, sched *
             for (int64_t i = s->off[w]; i < s->off[w + 1]; i++) {
                 sched_op *op = &s->ops[i];
                 if ((op->kind != SCHED_SEND && op->kind != SCHED_RECV) || op->peer >= 0) continue;
-                int64_t k = gkey(&l, op->iter, op->micro, op->peer_stage);
+                int64_t k = gkey(&l, op->iter, op->micro, sched_peer_stage(op));
                 op->peer = (op->flags & SCHED_GRAD) ? l.bw[k] : l.fw[k];
                 if (op->peer < 0) {
                     rc = cl_fail(e, CL_EINPUT, "%s: devices[%d].ops[%lld]: no device runs %s of stage %d "
                                  "microbatch %d iteration %d, so the %s has no peer", file, w,
                                  (long long)(i - s->off[w]), (op->flags & SCHED_GRAD) ? "B" : "F",
-                                 op->peer_stage, op->micro, op->iter,
+                                 sched_peer_stage(op), op->micro, op->iter,
                                  op->kind == SCHED_SEND ? "SEND" : "RECV");
                     break;
                 }
@@ -295,7 +293,7 @@ cJSON *sched_to_json(const sched *s)
             if (op->micro >= 0) cJSON_AddNumberToObject(o, "mb", op->micro);
             if (op->iter) cJSON_AddNumberToObject(o, "iter", op->iter);
             if (op->kind == SCHED_SEND || op->kind == SCHED_RECV) {
-                cJSON_AddNumberToObject(o, "peer_stage", op->peer_stage);
+                cJSON_AddNumberToObject(o, "peer_stage", sched_peer_stage(op));
                 cJSON_AddNumberToObject(o, "peer", s->dev[op->peer]);
             }
             if (op->wver >= 0) cJSON_AddNumberToObject(o, "wver", op->wver);

@@ -114,7 +114,8 @@ int sched_default_iters(sched_kind kind, int p, int m)
 typedef struct item {
     int8_t kind;   /* SCHED_F, SCHED_B, SCHED_W */
     int32_t stage;
-    int32_t g;     /* global microbatch */
+    int32_t g;     /* global microbatch = iter x m + micro */
+    int32_t micro, iter;  /* filled after ordering */
 } item;
 
 static int put(item *it, int n, int kind, int stage, int g)
@@ -195,19 +196,19 @@ static int order_sequential(item *it, int S, int g0, int n)
 typedef struct bld {
     const plan *pl;
     sched *s;
-    int kind, P, m, G, seq;
+    int kind, P, m, G, seq, async;
     int *wbase;     /* first worker of each position */
+    int *wb, *rr;   /* per stage: first worker and replicas of its position */
     int64_t cap;
     int *upd;       /* per chunk on the current worker: updates applied */
     int *fver;      /* per (chunk, g): weight version its F used */
 } bld;
 
-static int worker_of(const bld *b, int stage, int g)
+static inline int worker_of(const bld *b, int stage, int micro)
 {
     if (b->seq) return 0;
-    int pos = stage % b->P;
-    int r = b->pl->stages[pos].n_replicas;
-    return b->wbase[pos] + (g % b->m) % r;
+    int r = b->rr[stage];
+    return b->wb[stage] + (r > 1 ? micro % r : 0);
 }
 
 static sched_op *emit(bld *b, int kind, int stage)
@@ -220,9 +221,8 @@ static sched_op *emit(bld *b, int kind, int stage)
     sched_op *op = &s->ops[s->n_ops++];
     op->kind = (uint8_t)kind;
     op->flags = 0;
-    op->chunk = (uint16_t)(b->seq ? 0 : stage / b->P);
+    op->chunk = (uint16_t)(b->seq || b->P == b->s->n_stages ? 0 : stage / b->P);
     op->stage = stage;
-    op->peer_stage = -1;
     op->peer = -1;
     op->micro = -1;
     op->iter = 0;
@@ -231,88 +231,85 @@ static sched_op *emit(bld *b, int kind, int stage)
     return op;
 }
 
-static void emit_xfer(bld *b, int kind, int stage, int peer_stage, int peer, int g, int grad)
+static void emit_xfer(bld *b, int kind, int stage, int peer_stage, int peer, const item *it, int grad)
 {
     int lo = stage < peer_stage ? stage : peer_stage;
     sched_op *op = emit(b, kind, stage);
     op->flags = grad ? SCHED_GRAD : 0;
-    op->peer_stage = peer_stage;
     op->peer = peer;
-    op->micro = g % b->m;
-    op->iter = g / b->m;
+    op->micro = it->micro;
+    op->iter = it->iter;
     op->bytes = b->pl->stages[lo].act_out_bytes;
 }
 
-/* ALLREDUCE of `stage` (only for a replicated stage) and UPDATE; g is the
- * microbatch whose gradient is applied (async kinds) or -1 with iteration k
- * (flushing kinds). */
-static void emit_allreduce(bld *b, int stage, int g, int k)
+/* ALLREDUCE of `stage` (only for a replicated stage) and UPDATE of
+ * microbatch `micro` (async kinds) or of the whole iteration (micro -1). */
+static void emit_allreduce(bld *b, int stage, int micro, int iter)
 {
-    if (b->seq || b->pl->stages[stage % b->P].n_replicas < 2) return;
+    if (b->seq || b->rr[stage] < 2) return;
     sched_op *ar = emit(b, SCHED_ALLREDUCE, stage);
     ar->bytes = b->pl->stages[stage].param_bytes;
-    ar->micro = g < 0 ? -1 : g % b->m;
-    ar->iter = g < 0 ? k : g / b->m;
+    ar->micro = micro;
+    ar->iter = iter;
 }
 
-static void emit_upd(bld *b, int stage, int g, int k)
+static void emit_upd(bld *b, int stage, int micro, int iter)
 {
     sched_op *u = emit(b, SCHED_UPDATE, stage);
-    u->micro = g < 0 ? -1 : g % b->m;
-    u->iter = g < 0 ? k : g / b->m;
+    u->micro = micro;
+    u->iter = iter;
     b->upd[b->seq ? 0 : stage / b->P]++;
 }
 
 /* Expand one compute item on worker w. */
 static void expand(bld *b, int w, const item *it, int split)
 {
-    int S = b->s->n_stages, s = it->stage, g = it->g;
-    int c = s / b->P;
+    int S = b->s->n_stages, s = it->stage, g = it->g, i = it->micro;
     if (it->kind == SCHED_F) {
         if (s > 0) {
-            int src = worker_of(b, s - 1, g);
-            if (src != w) emit_xfer(b, SCHED_RECV, s, s - 1, src, g, 0);
+            int src = worker_of(b, s - 1, i);
+            if (src != w) emit_xfer(b, SCHED_RECV, s, s - 1, src, it, 0);
         }
         sched_op *op = emit(b, SCHED_F, s);
-        op->micro = g % b->m;
-        op->iter = g / b->m;
-        if (b->s->stash_weights) {
-            op->wver = b->upd[c];
-            b->fver[(int64_t)c * b->G + g] = op->wver;
+        op->micro = i;
+        op->iter = it->iter;
+        if (b->s->stash_weights) { /* PipeDream: v = 1 */
+            op->wver = b->upd[0];
+            b->fver[g] = op->wver;
         }
         if (s < S - 1) {
-            int dst = worker_of(b, s + 1, g);
-            if (dst != w) emit_xfer(b, SCHED_SEND, s, s + 1, dst, g, 0);
+            int dst = worker_of(b, s + 1, i);
+            if (dst != w) emit_xfer(b, SCHED_SEND, s, s + 1, dst, it, 0);
         }
     } else if (it->kind == SCHED_B) {
         if (s < S - 1) {
-            int src = worker_of(b, s + 1, g);
-            if (src != w) emit_xfer(b, SCHED_RECV, s, s + 1, src, g, 1);
+            int src = worker_of(b, s + 1, i);
+            if (src != w) emit_xfer(b, SCHED_RECV, s, s + 1, src, it, 1);
         }
         sched_op *op = emit(b, SCHED_B, s);
         op->flags = split ? 0 : SCHED_FUSED_W;
-        op->micro = g % b->m;
-        op->iter = g / b->m;
-        if (b->s->stash_weights) op->wver = b->fver[(int64_t)c * b->G + g];
+        op->micro = i;
+        op->iter = it->iter;
+        if (b->s->stash_weights) op->wver = b->fver[g];
         if (s > 0) {
-            int dst = worker_of(b, s - 1, g);
-            if (dst != w) emit_xfer(b, SCHED_SEND, s, s - 1, dst, g, 1);
+            int dst = worker_of(b, s - 1, i);
+            if (dst != w) emit_xfer(b, SCHED_SEND, s, s - 1, dst, it, 1);
         }
-        if (sched_is_async((sched_kind)b->kind)) {
-            emit_allreduce(b, s, g, 0);
-            emit_upd(b, s, g, 0);
+        if (b->async) {
+            emit_allreduce(b, s, i, it->iter);
+            emit_upd(b, s, i, it->iter);
         }
     } else {
         sched_op *op = emit(b, SCHED_W, s);
-        op->micro = g % b->m;
-        op->iter = g / b->m;
+        op->micro = i;
+        op->iter = it->iter;
     }
 }
 
 /* Keep item x on worker w (replica q of r)? */
-static int mine(const bld *b, const item *x, int q, int r)
+static inline int mine(const bld *b, const item *x, int q, int r)
 {
-    return b->seq || (x->g % b->m) % r == q;
+    return b->seq || r == 1 || x->micro % r == q;
 }
 
 static int check_plan(const plan *pl, sched_kind kind, int m, int n_iter, int *P, cl_err *e)
@@ -370,7 +367,8 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     int seq = kind == SCHED_SEQUENTIAL;
     int split = kind == SCHED_ZBH1;
 
-    bld b = {.pl = pl, .s = s, .kind = kind, .P = P, .m = m, .G = G, .seq = seq};
+    bld b = {.pl = pl, .s = s, .kind = kind, .P = P, .m = m, .G = G, .seq = seq,
+             .async = sched_is_async(kind)};
     s->kind = kind;
     s->n_stages = S;
     s->chunks = kind == SCHED_INTERLEAVED ? v : 1;
@@ -390,10 +388,11 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
         for (int q = 0; q < pl->stages[j].n_replicas; q++) {
             int d = pl->stages[j].devices[q];
             if (seen[d] >= 0 && !seq) {
+                int other = seen[d];
                 free(seen);
                 free(b.wbase);
                 return cl_fail(e, CL_EINPUT, "plan: device %d runs both stage %d and stage %d "
-                               "(hint: one pipeline position per device)", d, seen[d], j);
+                               "(hint: one pipeline position per device)", d, other, j);
             }
             seen[d] = j;
             nw++;
@@ -401,6 +400,12 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     }
     b.wbase[P] = nw;
     free(seen);
+    b.wb = cl_malloc((size_t)S * sizeof *b.wb);
+    b.rr = cl_malloc((size_t)S * sizeof *b.rr);
+    for (int st = 0; st < S; st++) {
+        b.wb[st] = b.wbase[st % P];
+        b.rr[st] = pl->stages[st % P].n_replicas;
+    }
     s->n_dev = seq ? 1 : nw;
     s->dev = cl_malloc((size_t)s->n_dev * sizeof *s->dev);
     for (int j = 0, w = 0; j < P && w < s->n_dev; j++)
@@ -434,6 +439,21 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
                 default: assert(0);
                 }
             }
+        }
+        for (int x = 0, i = -1, k = 0, gprev = -1; x < n; x++) {
+            /* g rises by small steps: track micro and iter without dividing */
+            int g = it[x].g;
+            if (g != gprev) {
+                if (g == gprev + 1) {
+                    if (++i == m) i = 0, k++;
+                } else {
+                    i = g % m;
+                    k = g / m;
+                }
+                gprev = g;
+            }
+            it[x].micro = i;
+            it[x].iter = k;
         }
         int r = seq ? 1 : pl->stages[j].n_replicas;
         for (int q = 0; q < r; q++) {
@@ -474,6 +494,8 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     free(last);
     free(b.fver);
     free(b.wbase);
+    free(b.wb);
+    free(b.rr);
     return CL_OK;
 }
 

@@ -54,8 +54,8 @@ typedef struct sched_op {
     uint16_t chunk;      /* model chunk of `stage` on its device (interleaved:
                             stage / p), else 0                                */
     int32_t stage;       /* plan stage the op belongs to (for SEND/RECV: the
-                            stage on this device)                             */
-    int32_t peer_stage;  /* SEND/RECV: the stage at the other end, else -1    */
+                            stage on this device; the other end's stage is
+                            sched_peer_stage(op))                             */
     int32_t peer;        /* SEND: destination worker, RECV: source, else -1   */
     int32_t micro;       /* microbatch within its iteration; -1 for an
                             iteration's ALLREDUCE/UPDATE in flushing kinds    */
@@ -64,7 +64,22 @@ typedef struct sched_op {
                             (updates of this stage applied so far when the F
                             ran); -1 = the current weights                    */
     double bytes;        /* SEND/RECV: payload; ALLREDUCE: gradient bytes     */
-} sched_op;
+} sched_op;                /* 32 bytes: two to a cache line                   */
+
+/* SEND/RECV: the stage at the other end.  Activations go from stage s to
+ * s + 1, gradients from s + 1 to s, so kind and SCHED_GRAD decide it. */
+static inline int sched_peer_stage(const sched_op *op)
+{
+    int up = (op->kind == SCHED_SEND) != ((op->flags & SCHED_GRAD) != 0);
+    return up ? op->stage + 1 : op->stage - 1;
+}
+
+/* SEND/RECV: the boundary crossed, numbered by its lower stage. */
+static inline int sched_boundary(const sched_op *op)
+{
+    int p = sched_peer_stage(op);
+    return p < op->stage ? p : op->stage;
+}
 
 typedef struct sched {
     int kind;            /* sched_kind, or -1 for an explicit schedule        */

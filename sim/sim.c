@@ -24,11 +24,13 @@
 
 /* ------------------------------------------------------------- helpers -- */
 
+/* Transfer slots are laid out boundary by boundary, microbatch by microbatch
+ * within one (activation and gradient side by side): a boundary's sender and
+ * receiver walk its slots in order, which keeps them in cache. */
 static inline int64_t slot_of(const sim *s, const sched_op *op)
 {
-    int lo = op->stage < op->peer_stage ? op->stage : op->peer_stage;
     int64_t g = (int64_t)op->iter * s->m + op->micro;
-    return (g * (s->S - 1) + lo) * 2 + ((op->flags & SCHED_GRAD) ? 1 : 0);
+    return ((int64_t)sched_boundary(op) * s->G + g) * 2 + ((op->flags & SCHED_GRAD) ? 1 : 0);
 }
 
 static inline double op_dur(const sim *s, const sched_op *op)
@@ -47,15 +49,43 @@ int sim_local_index(const sim_worker *w, int stage)
 {
     for (int i = 0; i < w->n_local; i++)
         if (w->local[i] == stage) return i;
-    assert(0 && "stage not on this worker");
     return -1;
+}
+
+/* A bad op met during the run: keep the first message, stop the kernel. */
+static void run_fail(sim *s, int w, const char *what)
+{
+    if (!s->err.code) {
+        const sim_worker *W = &s->w[w];
+        const sched_op *op = &s->sc->ops[W->pc];
+        cl_fail(&s->err, CL_EINPUT, "schedule: worker %d (device %d) op %lld (%s stage %d mb %d "
+                "iter %d): %s", w, s->sc->dev[w], (long long)(W->pc - s->sc->off[w]),
+                op->kind < SCHED_OP_COUNT ? sched_op_kind_name((sched_op_kind)op->kind) : "?",
+                op->stage, op->micro, op->iter, what);
+    }
+    s->w[w].state = W_DONE;
+    ev_stop(s->k);
+}
+
+/* Fields of an op within range (explicit schedules may be unchecked). */
+static inline int op_ok(const sim *s, int w, const sched_op *op)
+{
+    if (op->kind >= SCHED_OP_COUNT || (unsigned)op->stage >= (unsigned)s->S ||
+        (unsigned)op->iter >= (unsigned)s->n_iter || op->micro < -1 || op->micro >= s->m)
+        return 0;
+    if (op->kind <= SCHED_RECV && op->micro < 0) return 0;
+    if (op->kind == SCHED_SEND || op->kind == SCHED_RECV)
+        return (unsigned)op->peer < (unsigned)s->n_w && op->peer != w &&
+               (unsigned)sched_peer_stage(op) < (unsigned)s->S;
+    return 1;
 }
 
 static void enqueue(sim *s, int w)
 {
     if (s->w[w].queued) return;
     s->w[w].queued = 1;
-    s->runq[(s->rq_head + s->rq_n++) % s->n_w] = w;
+    int at = s->rq_head + s->rq_n++;
+    s->runq[at >= s->n_w ? at - s->n_w : at] = w;
 }
 
 static void record(sim *s, double t0, double t1, int track, int link, int64_t op)
@@ -70,7 +100,7 @@ static void record(sim *s, double t0, double t1, int track, int link, int64_t op
 
 /* ------------------------------------------------------------ channels -- */
 
-static int get_chan(sim *s, int src, int dst)
+static int lookup_chan(sim *s, int src, int dst)
 {
     int64_t key = (int64_t)src * s->n_w + dst;
     if (2 * (int64_t)(s->n_ch + 1) > s->ch_hcap) {
@@ -113,6 +143,28 @@ static int get_chan(sim *s, int src, int dst)
     ch->lat = l->latency_s;
     s->ch_hash[h] = key;
     s->ch_hval[h] = c;
+    return c;
+}
+
+/* The link src -> dst, through a two-entry cache per worker (a pipeline
+ * worker talks to its two neighbours). */
+static inline int get_chan(sim *s, int src, int dst)
+{
+    sim_worker *W = &s->w[src];
+    if (W->cpeer[0] == dst) return W->cchan[0];
+    if (W->cpeer[1] == dst) {
+        int c = W->cchan[1];
+        W->cpeer[1] = W->cpeer[0];
+        W->cchan[1] = W->cchan[0];
+        W->cpeer[0] = dst;
+        W->cchan[0] = c;
+        return c;
+    }
+    int c = lookup_chan(s, src, dst);
+    W->cpeer[1] = W->cpeer[0];
+    W->cchan[1] = W->cchan[0];
+    W->cpeer[0] = dst;
+    W->cchan[0] = c;
     return c;
 }
 
@@ -176,7 +228,7 @@ static void make_solo(sim *s, sim_chan *ch, int32_t x, double t, double remainin
 static void start_xfer(sim *s, int c, int kind, int64_t ref, int64_t op, double bytes,
                        int src, int dst, int member)
 {
-    double t = ev_now(s->k);
+    double t = s->now;
     int32_t x = xf_alloc(s);
     sim_xfer *X = &s->xf[x];
     X->kind = kind;
@@ -215,7 +267,7 @@ static void start_xfer(sim *s, int c, int kind, int64_t ref, int64_t op, double 
 static void on_chan(ev_kernel *k, void *ctx, uint64_t c)
 {
     sim *s = ctx;
-    double t = ev_now(k);
+    double t = s->now = ev_now(k);
     sim_chan *ch = &s->ch[c];
     ch->ev = 0;
     chan_progress(s, ch, t);
@@ -245,14 +297,14 @@ static void on_solo_arrive(ev_kernel *k, void *ctx, uint64_t x)
     sim *s = ctx;
     sim_chan *ch = &s->ch[s->xf[x].chan];
     if (ch->n_active == 1 && ch->active[0] == (int32_t)x) ch->n_active = 0;
-    arrive(s, (int32_t)x, ev_now(k));
+    arrive(s, (int32_t)x, s->now = ev_now(k));
     drain(s);
 }
 
 static void on_arrive(ev_kernel *k, void *ctx, uint64_t x)
 {
     sim *s = ctx;
-    arrive(s, (int32_t)x, ev_now(k));
+    arrive(s, (int32_t)x, s->now = ev_now(k));
     drain(s);
 }
 
@@ -271,8 +323,8 @@ static void deliver_pipe(sim *s, int64_t slot, int src, int dst, double bytes, d
 {
     sim_slot *sl = &s->slots[slot];
     sl->arrive_t = t;
-    sim_mem_add(s, src, MEM_BUFFERS, -bytes);
-    sim_mem_add(s, dst, MEM_BUFFERS, bytes);
+    sim_mem_buffers(s, src, -bytes);
+    sim_mem_buffers(s, dst, bytes);
     if (sl->waiter >= 0) {
         int w = sl->waiter;
         sl->waiter = -1;
@@ -282,10 +334,12 @@ static void deliver_pipe(sim *s, int64_t slot, int src, int dst, double bytes, d
 
 static void post_send(sim *s, int w, const sched_op *op, int64_t pc)
 {
-    double t = ev_now(s->k);
+    double t = s->now;
     int64_t slot = slot_of(s, op);
     s->slots[slot].post_t = t;
-    sim_mem_add(s, w, MEM_BUFFERS, op->bytes);
+    /* the next microbatches on this boundary come next: warm their slots */
+    if (slot + 6 < s->n_slots) __builtin_prefetch(&s->slots[slot + 6]);
+    sim_mem_buffers(s, w, op->bytes);
     s->w[w].sent += op->bytes;
     if (s->o.comm_off) {
         const cluster *cl = &s->pl->cluster;
@@ -334,21 +388,55 @@ static void ring_recv(sim *s, int64_t inst, int q, double t)
         ring_send(s, inst, q);
 }
 
+/* The k-th all-reduce of stage st, created when its first replica posts. */
+static int64_t ar_instance(sim *s, int st, int64_t k)
+{
+    if (k < s->ar_n[st]) return s->ar_list[st][k];
+    if (s->ar_n[st] == s->ar_cap[st]) {
+        s->ar_cap[st] = s->ar_cap[st] * 2 + 4;
+        s->ar_list[st] = cl_realloc(s->ar_list[st], (size_t)s->ar_cap[st] * sizeof **s->ar_list);
+    }
+    if (s->n_ar == s->cap_ar) {
+        s->cap_ar = s->cap_ar * 2 + 16;
+        s->ar = cl_realloc(s->ar, (size_t)s->cap_ar * sizeof *s->ar);
+    }
+    int r = s->pl->stages[st].n_replicas;
+    if (s->n_members + r > s->cap_members) {
+        s->cap_members = (s->n_members + r) * 2 + 64;
+        s->ar_done = cl_realloc(s->ar_done, (size_t)s->cap_members);
+        s->ar_op = cl_realloc(s->ar_op, (size_t)s->cap_members * sizeof *s->ar_op);
+        s->ar_step = cl_realloc(s->ar_step, (size_t)s->cap_members * sizeof *s->ar_step);
+    }
+    int64_t inst = s->n_ar++;
+    s->ar[inst] = (sim_ar){.stage = st, .r = r, .member_off = s->n_members};
+    for (int q = 0; q < r; q++) {
+        s->ar_done[s->n_members + q] = 0;
+        s->ar_op[s->n_members + q] = -1;
+        s->ar_step[s->n_members + q] = 0;
+    }
+    s->n_members += r;
+    s->ar_list[st][s->ar_n[st]++] = inst;
+    return inst;
+}
+
 static void post_ar(sim *s, int w, const sched_op *op, int64_t pc)
 {
     sim_worker *W = &s->w[w];
     int li = sim_local_index(W, op->stage);
-    int64_t inst = s->ar_base[op->stage] + W->ar_posted[li]++;
-    assert(W->ar_posted[li] <= s->ar_count[op->stage]);
+    int q = li < 0 ? -1 : W->ar_q[li];
+    if (q < 0) {
+        run_fail(s, w, "all-reduce of a stage this device is not a replica of");
+        return;
+    }
+    int64_t inst = ar_instance(s, op->stage, W->ar_posted[li]++);
     sim_ar *a = &s->ar[inst];
-    int q = W->ar_q[li];
     s->ar_op[a->member_off + q] = pc;
     W->last_ar[li] = inst;
     a->posted++;
-    a->last_post_t = ev_now(s->k);
+    a->last_post_t = s->now;
     if (a->posted < a->r) return;
     if (s->o.comm_off || a->r == 1) {
-        for (int i = 0; i < a->r; i++) ar_member_done(s, inst, i, ev_now(s->k));
+        for (int i = 0; i < a->r; i++) ar_member_done(s, inst, i, s->now);
         return;
     }
     for (int i = 0; i < a->r; i++) {
@@ -395,9 +483,13 @@ static void advance(sim *s, int w)
 {
     sim_worker *W = &s->w[w];
     const sched_op *ops = s->sc->ops;
-    double t = ev_now(s->k);
+    double t = s->now;
     while (W->pc < W->end) {
         const sched_op *op = &ops[W->pc];
+        if (!op_ok(s, w, op)) {
+            run_fail(s, w, "kind, stage, microbatch, iteration or transfer peer out of range");
+            return;
+        }
         switch ((sched_op_kind)op->kind) {
         case SCHED_SEND:
             post_send(s, w, op, W->pc);
@@ -405,11 +497,13 @@ static void advance(sim *s, int w)
             continue;
         case SCHED_ALLREDUCE:
             post_ar(s, w, op, W->pc);
+            if (s->err.code) return;
             W->pc++;
             continue;
         case SCHED_RECV: {
             int64_t slot = slot_of(s, op);
             sim_slot *sl = &s->slots[slot];
+            if (slot + 6 < s->n_slots) __builtin_prefetch(&s->slots[slot + 6]);
             if (sl->arrive_t < 0) {
                 W->state = W_WAIT_RECV;
                 W->wait_ref = slot;
@@ -417,12 +511,16 @@ static void advance(sim *s, int w)
                 sl->waiter = w;
                 return;
             }
-            sim_mem_add(s, w, MEM_BUFFERS, -op->bytes);
+            sim_mem_buffers(s, w, -op->bytes);
             W->pc++;
             continue;
         }
         case SCHED_UPDATE: {
             int li = sim_local_index(W, op->stage);
+            if (li < 0) {
+                run_fail(s, w, "update of a stage this device does not hold");
+                return;
+            }
             int64_t inst = W->last_ar[li];
             if (inst >= 0 && !s->ar_done[s->ar[inst].member_off + W->ar_q[li]]) {
                 W->state = W_WAIT_AR;
@@ -441,6 +539,10 @@ static void advance(sim *s, int w)
             if (d > 0) {
                 W->state = W_RUN;
                 ev_at(s->k, t + d, on_compute_done, s, (uint64_t)w);
+                /* the worker resumes here when the op ends: with many workers
+                 * interleaving, its next ops would otherwise miss the cache */
+                __builtin_prefetch(op + 1);
+                __builtin_prefetch(op + 3);
                 return;
             }
             finish_compute(s, w, t);
@@ -456,7 +558,7 @@ static void drain(sim *s)
 {
     while (s->rq_n) {
         int w = s->runq[s->rq_head];
-        s->rq_head = (s->rq_head + 1) % s->n_w;
+        if (++s->rq_head == s->n_w) s->rq_head = 0;
         s->rq_n--;
         s->w[w].queued = 0;
         advance(s, w);
@@ -466,8 +568,8 @@ static void drain(sim *s)
 static void on_compute_done(ev_kernel *k, void *ctx, uint64_t w)
 {
     sim *s = ctx;
-    finish_compute(s, (int)w, ev_now(k));
-    enqueue(s, (int)w);
+    finish_compute(s, (int)w, s->now = ev_now(k));
+    advance(s, (int)w);
     drain(s);
 }
 
@@ -511,6 +613,7 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
     s->S = p->n_stages;
     s->m = sc->n_micro;
     s->n_iter = sc->n_iter;
+    s->G = G;
     s->n_w = sc->n_dev;
     s->dur_f = cl_malloc((size_t)s->S * sizeof(double));
     s->dur_bin = cl_malloc((size_t)s->S * sizeof(double));
@@ -536,7 +639,10 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
     return s;
 }
 
-/* Worker tables, op bounds, all-reduce groups. */
+/* Worker tables from the plan: the stages each worker holds (the stages
+ * whose replicas include its device; every stage for the sequential kind) and
+ * its replica index in each; no pass over the ops (they are checked as they
+ * run). */
 static int setup_workers(sim *s, cl_err *e)
 {
     const plan *p = s->pl;
@@ -552,105 +658,53 @@ static int setup_workers(sim *s, cl_err *e)
                            s->worker_of_dev[d], w);
         s->worker_of_dev[d] = w;
     }
+    for (int w = 0; w < s->n_w; w++)
+        if (sc->off[w] > sc->off[w + 1] || sc->off[w] < 0 || sc->off[w + 1] > sc->n_ops)
+            return cl_fail(e, CL_EINPUT, "schedule: worker %d: op list bounds out of range", w);
     s->w = cl_calloc((size_t)s->n_w, sizeof *s->w);
-    s->ar_count = cl_calloc((size_t)s->S, sizeof(int64_t));
-    s->ar_base = cl_calloc((size_t)s->S + 1, sizeof(int64_t));
-    int *mark = cl_malloc((size_t)s->S * sizeof(int));
-    int64_t *arc = cl_calloc((size_t)s->S, sizeof(int64_t));
-    int rc = CL_OK;
-    for (int w = 0; w < s->n_w && !rc; w++) {
+    int all = sc->kind == SCHED_SEQUENTIAL;
+    for (int st = 0; st < s->S; st++)
+        for (int q = 0; q < (all ? 0 : p->stages[st].n_replicas); q++) {
+            int w = s->worker_of_dev[p->stages[st].devices[q]];
+            if (w >= 0) s->w[w].n_local++;
+        }
+    for (int w = 0; w < s->n_w; w++) {
         sim_worker *W = &s->w[w];
+        if (all) W->n_local = s->S;
+        int n1 = W->n_local ? W->n_local : 1;
+        W->local = cl_malloc((size_t)n1 * sizeof(int));
+        W->last_ar = cl_malloc((size_t)n1 * sizeof(int64_t));
+        W->ar_posted = cl_calloc((size_t)n1, sizeof(int64_t));
+        W->ar_q = cl_malloc((size_t)n1 * sizeof(int));
         W->pc = sc->off[w];
         W->end = sc->off[w + 1];
-        for (int i = 0; i < s->S; i++) mark[i] = 0, arc[i] = 0;
-        for (int64_t i = W->pc; i < W->end && !rc; i++) {
-            const sched_op *op = &sc->ops[i];
-            if (op->kind >= SCHED_OP_COUNT || op->stage < 0 || op->stage >= s->S || op->iter < 0 ||
-                op->iter >= s->n_iter || op->micro < -1 || op->micro >= s->m)
-                rc = cl_fail(e, CL_EINPUT, "schedule: worker %d op %lld: stage, microbatch or "
-                             "iteration out of range", w, (long long)(i - W->pc));
-            else if ((op->kind == SCHED_SEND || op->kind == SCHED_RECV) &&
-                     (op->peer < 0 || op->peer >= s->n_w || op->peer == w || op->micro < 0 ||
-                      abs(op->peer_stage - op->stage) != 1 || op->peer_stage >= s->S))
-                rc = cl_fail(e, CL_EINPUT, "schedule: worker %d op %lld: bad transfer (peer worker "
-                             "%d, stages %d -> %d)", w, (long long)(i - W->pc), op->peer, op->stage,
-                             op->peer_stage);
-            else if (op->kind <= SCHED_W && op->micro < 0)
-                rc = cl_fail(e, CL_EINPUT, "schedule: worker %d op %lld: compute op without a "
-                             "microbatch", w, (long long)(i - W->pc));
-            else {
-                mark[op->stage] = 1;
-                if (op->kind == SCHED_ALLREDUCE) arc[op->stage]++;
+        W->cpeer[0] = W->cpeer[1] = -1;
+        W->n_local = 0;
+    }
+    for (int st = 0; st < s->S; st++) {
+        if (all) {
+            for (int w = 0; w < s->n_w; w++) {
+                sim_worker *W = &s->w[w];
+                W->local[W->n_local] = st;
+                W->ar_q[W->n_local] = -1;
+                W->last_ar[W->n_local++] = -1;
             }
+            continue;
         }
-        if (rc) break;
-        for (int i = 0; i < s->S; i++) W->n_local += mark[i];
-        W->local = cl_malloc((size_t)(W->n_local ? W->n_local : 1) * sizeof(int));
-        W->last_ar = cl_malloc((size_t)(W->n_local ? W->n_local : 1) * sizeof(int64_t));
-        W->ar_posted = cl_calloc((size_t)(W->n_local ? W->n_local : 1), sizeof(int64_t));
-        W->ar_q = cl_calloc((size_t)(W->n_local ? W->n_local : 1), sizeof(int));
-        for (int i = 0, j = 0; i < s->S; i++) {
-            if (!mark[i]) continue;
-            W->local[j] = i;
-            W->last_ar[j] = -1;
-            if (arc[i]) {
-                const plan_stage *st = &p->stages[i];
-                int q = -1;
-                for (int r = 0; r < st->n_replicas; r++)
-                    if (st->devices[r] == sc->dev[w]) q = r;
-                if (q < 0) {
-                    rc = cl_fail(e, CL_EINPUT, "schedule: worker %d (device %d) all-reduces stage "
-                                 "%d but is not one of its replicas", w, sc->dev[w], i);
-                    break;
-                }
-                for (int r = 0; r < st->n_replicas; r++)
-                    if (s->worker_of_dev[st->devices[r]] < 0) {
-                        rc = cl_fail(e, CL_EINPUT, "schedule: stage %d all-reduces but its replica "
-                                     "on device %d has no op list", i, st->devices[r]);
-                        break;
-                    }
-                if (rc) break;
-                W->ar_q[j] = q;
-                if (q == 0) s->ar_count[i] = arc[i];
-            }
-            j++;
+        int r = p->stages[st].n_replicas, complete = 1;
+        for (int q = 0; q < r; q++) complete &= s->worker_of_dev[p->stages[st].devices[q]] >= 0;
+        for (int q = 0; q < r; q++) {
+            int w = s->worker_of_dev[p->stages[st].devices[q]];
+            if (w < 0) continue;
+            sim_worker *W = &s->w[w];
+            W->local[W->n_local] = st;
+            W->ar_q[W->n_local] = complete ? q : -1; /* a ring needs every replica */
+            W->last_ar[W->n_local++] = -1;
         }
     }
-    /* every replica of a stage must post the same number of all-reduces */
-    for (int w = 0; w < s->n_w && !rc; w++) {
-        sim_worker *W = &s->w[w];
-        for (int i = 0; i < s->S; i++) arc[i] = 0;
-        for (int64_t i = W->pc; i < W->end; i++)
-            if (sc->ops[i].kind == SCHED_ALLREDUCE) arc[sc->ops[i].stage]++;
-        for (int j = 0; j < W->n_local && !rc; j++) {
-            int st = W->local[j];
-            if (arc[st] != s->ar_count[st])
-                rc = cl_fail(e, CL_EINPUT, "schedule: stage %d: worker %d posts %lld all-reduces but "
-                             "its first replica posts %lld (hint: every replica takes part in each)",
-                             st, w, (long long)arc[st], (long long)s->ar_count[st]);
-        }
-    }
-    free(mark);
-    free(arc);
-    if (rc) return rc;
-    int64_t members = 0;
-    for (int i = 0; i < s->S; i++) {
-        s->ar_base[i + 1] = s->ar_base[i] + s->ar_count[i];
-        members += s->ar_count[i] * p->stages[i].n_replicas;
-    }
-    s->n_ar = s->ar_base[s->S];
-    s->ar = cl_calloc((size_t)(s->n_ar ? s->n_ar : 1), sizeof *s->ar);
-    s->ar_done = cl_calloc((size_t)(members ? members : 1), 1);
-    s->ar_op = cl_calloc((size_t)(members ? members : 1), sizeof(int64_t));
-    s->ar_step = cl_calloc((size_t)(members ? members : 1), sizeof(int32_t));
-    for (int i = 0, off = 0; i < s->S; i++)
-        for (int64_t k = 0; k < s->ar_count[i]; k++) {
-            sim_ar *a = &s->ar[s->ar_base[i] + k];
-            a->stage = i;
-            a->r = p->stages[i].n_replicas;
-            a->member_off = off;
-            off += a->r;
-        }
+    s->ar_list = cl_calloc((size_t)s->S, sizeof *s->ar_list);
+    s->ar_n = cl_calloc((size_t)s->S, sizeof *s->ar_n);
+    s->ar_cap = cl_calloc((size_t)s->S, sizeof *s->ar_cap);
     sim_mem_init(s);
     return CL_OK;
 }
@@ -680,8 +734,11 @@ void sim_destroy(sim *s)
     free(s->slots);
     free(s->xf);
     free(s->ar);
-    free(s->ar_base);
-    free(s->ar_count);
+    if (s->ar_list)
+        for (int i = 0; i < s->S; i++) free(s->ar_list[i]);
+    free(s->ar_list);
+    free(s->ar_n);
+    free(s->ar_cap);
     free(s->ar_done);
     free(s->ar_op);
     free(s->ar_step);
@@ -706,7 +763,7 @@ static void describe_wait(const sim *s, int w, char *buf, size_t cap)
         snprintf(buf + n, cap - n, "; device %d (worker %d) waits at op %lld RECV %s of stage %d "
                  "microbatch %d iteration %d from worker %d (stage %d), never sent",
                  s->sc->dev[w], w, idx, (op->flags & SCHED_GRAD) ? "gradient" : "activation",
-                 op->stage, op->micro, op->iter, op->peer, op->peer_stage);
+                 op->stage, op->micro, op->iter, op->peer, sched_peer_stage(op));
     } else if (W->state == W_WAIT_AR) {
         const sim_ar *a = &s->ar[W->wait_ref];
         snprintf(buf + n, cap - n, "; device %d (worker %d) waits at op %lld UPDATE of stage %d "
@@ -725,6 +782,10 @@ int sim_run(sim *s, sim_result *out, cl_err *e)
     for (int w = 0; w < s->n_w; w++) enqueue(s, w);
     drain(s);
     ev_status st = ev_run(s->k, s->o.max_events, s->o.max_wall_s);
+    if (s->err.code) {
+        *e = s->err;
+        return e->code;
+    }
     if (st == EV_EVENT_BUDGET || st == EV_WALL_BUDGET)
         return cl_fail(e, CL_EINPUT, "simulation stopped at t = %.6g s after %llu events: %s "
                        "(hint: %s, or simulate fewer microbatches or iterations)", ev_now(s->k),
@@ -746,6 +807,11 @@ int sim_run(sim *s, sim_result *out, cl_err *e)
                        "sender's list)", ev_now(s->k), stuck, s->n_w, buf,
                        stuck > shown ? "; ..." : "");
     }
+    for (int64_t i = 0; i < s->n_ar; i++)
+        if (s->ar[i].posted < s->ar[i].r)
+            return cl_fail(e, CL_EINPUT, "schedule: an all-reduce of stage %d never completed: %d of "
+                           "%d replicas posted it (hint: every replica takes part in each)",
+                           s->ar[i].stage, s->ar[i].posted, s->ar[i].r);
     sim_fill_result(s, out);
     return CL_OK;
 }

@@ -45,7 +45,10 @@ typedef struct sim_mem {
                               but not yet consumed                            */
 } sim_mem;
 
-double sim_mem_total(const sim_mem *m);
+static inline double sim_mem_total(const sim_mem *m)
+{
+    return m->weights + m->grads + m->optim + m->versions + m->stash + m->buffers;
+}
 
 typedef struct sim_dev_result {
     int device;            /* cluster device index                            */

@@ -23,6 +23,7 @@ typedef struct sim_worker {
     int64_t *ar_posted;     /* per local stage: all-reduces posted so far    */
     int *ar_q;              /* per local stage: replica index in its ring    */
     double run_t0;          /* start of the compute op in progress           */
+    int cpeer[2], cchan[2]; /* link cache: last two peers and their links    */
     /* memory, bytes */
     double mem_static;      /* weights + grads + optimiser state             */
     sim_mem mem;            /* current, by component                         */
@@ -33,7 +34,7 @@ typedef struct sim_worker {
     int peak_versions;
     /* weight versions (PipeDream): per local stage a refcount per version */
     int **vref;             /* owned; NULL unless the schedule stashes weights */
-    int *vcur, *vlive, *vmax;
+    int *vcur, *vlive, *vcap;
     double sent;
 } sim_worker;
 
@@ -75,7 +76,7 @@ typedef struct sim_ar {
     int r;
     int posted;
     double last_post_t;
-    int64_t member_off;     /* into ar_done / ar_op                          */
+    int64_t member_off;     /* into ar_done / ar_op / ar_step                */
 } sim_ar;
 
 typedef struct sim_span {
@@ -90,7 +91,9 @@ struct sim {
     const sched *sc;
     sim_opts o;
     ev_kernel *k;
+    double now;             /* time of the event being handled              */
     int S, m, n_iter, n_w;
+    int64_t G;              /* microbatches over all iterations              */
     double *dur_f, *dur_bin, *dur_bw; /* per stage                          */
     sim_worker *w;
     int *worker_of_dev;     /* cluster device -> worker, -1                  */
@@ -104,14 +107,16 @@ struct sim {
     int64_t *ch_hash;       /* open addressing: key src * n_w + dst -> chan */
     int32_t *ch_hval;
     int64_t ch_hcap;
-    /* all-reduces */
+    /* all-reduces, created as the first replica posts each one */
     sim_ar *ar;
-    int64_t n_ar;
-    int64_t *ar_base;       /* per stage: first instance                     */
-    int64_t *ar_count;      /* per stage: instances                          */
+    int64_t n_ar, cap_ar;
+    int64_t **ar_list;      /* per stage: its instances in order             */
+    int64_t *ar_n, *ar_cap; /* per stage: instances created, capacity        */
     uint8_t *ar_done;       /* per (instance, member)                        */
     int64_t *ar_op;         /* per (instance, member): the ALLREDUCE op      */
     int32_t *ar_step;       /* per (instance, member): steps received        */
+    int64_t n_members, cap_members;
+    cl_err err;             /* a bad op met during the run                   */
     /* run queue */
     int32_t *runq;
     int rq_head, rq_n;
@@ -127,16 +132,33 @@ struct sim {
 /* memory.c */
 void sim_mem_init(sim *s);
 void sim_mem_free(sim *s);
-void sim_mem_add(sim *s, int w, int what, double bytes); /* what: offsetof-free index below */
 void sim_mem_f_start(sim *s, int w, const sched_op *op);
 void sim_mem_stash_free(sim *s, int w, const sched_op *op);
 void sim_mem_update(sim *s, int w, const sched_op *op);
-enum { MEM_STASH, MEM_BUFFERS };
+
+/* Record a new peak of worker W's memory (call after every increase). */
+static inline void sim_mem_peak(sim *s, sim_worker *W)
+{
+    double tot = sim_mem_total(&W->mem);
+    if (tot > W->peak) {
+        W->peak = tot;
+        W->peak_t = s->now;
+        W->at_peak = W->mem;
+    }
+}
+
+/* Transfer buffers of worker w grow (bytes > 0) or shrink. */
+static inline void sim_mem_buffers(sim *s, int w, double bytes)
+{
+    sim_worker *W = &s->w[w];
+    W->mem.buffers += bytes;
+    if (bytes > 0) sim_mem_peak(s, W);
+}
 
 /* stats.c */
 void sim_fill_result(const sim *s, sim_result *out);
 
-/* index of stage in worker w's local list (asserts it is there) */
+/* index of stage in worker w's local list, -1 if it does not hold it */
 int sim_local_index(const sim_worker *w, int stage);
 
 #endif

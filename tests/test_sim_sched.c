@@ -77,7 +77,7 @@ static int same_ops(const sched *a, const sched *b)
     for (int64_t i = 0; i < a->n_ops; i++) {
         const sched_op *x = &a->ops[i], *y = &b->ops[i];
         if (x->kind != y->kind || x->flags != y->flags || x->chunk != y->chunk || x->stage != y->stage ||
-            x->peer_stage != y->peer_stage || x->peer != y->peer || x->micro != y->micro ||
+            x->peer != y->peer || x->micro != y->micro ||
             x->iter != y->iter || x->wver != y->wver || x->bytes != y->bytes) {
             fprintf(stderr, "op %lld differs\n", (long long)i);
             return 0;
