@@ -44,6 +44,8 @@ typedef struct pd_graph {
     pd_node *nodes;
     int ne, ecap;
     pd_edge *edges;
+    /* edges into node v, in file order: in_edge[in_start[v] .. in_start[v + 1]) */
+    int *in_start, *in_edge;
 } pd_graph;
 
 static int fail_at(pd_graph *g, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -261,7 +263,19 @@ static int find_node(const id_ref *ix, int n, const char *id)
     return -1;
 }
 
-/* Resolve edge ids; reject duplicate nodes and edges. */
+typedef struct edge_key {
+    int from, to, line, k;
+} edge_key;
+
+static int edge_key_cmp(const void *a, const void *b)
+{
+    const edge_key *x = a, *y = b;
+    if (x->from != y->from) return x->from < y->from ? -1 : 1;
+    if (x->to != y->to) return x->to < y->to ? -1 : 1;
+    return (x->line > y->line) - (x->line < y->line);
+}
+
+/* Resolve edge ids; reject duplicate nodes and edges; index incoming edges. */
 static int resolve(pd_graph *g)
 {
     id_ref *ix = cl_malloc((size_t)g->n * sizeof *ix);
@@ -282,28 +296,27 @@ static int resolve(pd_graph *g)
     }
     free(ix);
     if (rc) return rc;
-    /* duplicate edges: sort edge indices by (from, to, line) */
-    int *o = cl_malloc((size_t)(g->ne ? g->ne : 1) * sizeof *o);
-    for (int k = 0; k < g->ne; k++) o[k] = k;
-    for (int k = 1; k < g->ne; k++) {  /* insertion sort: graphs are small */
-        int v = o[k], j = k;
-        const pd_edge *ev = &g->edges[v];
-        while (j > 0) {
-            const pd_edge *ej = &g->edges[o[j - 1]];
-            if (ej->from < ev->from || (ej->from == ev->from && (ej->to < ev->to ||
-                (ej->to == ev->to && ej->line < ev->line)))) break;
-            o[j] = o[j - 1];
-            j--;
-        }
-        o[j] = v;
-    }
+    /* duplicate edges: sort (from, to, line) keys, O(E log E) */
+    edge_key *o = cl_malloc((size_t)(g->ne ? g->ne : 1) * sizeof *o);
+    for (int k = 0; k < g->ne; k++) o[k] = (edge_key){g->edges[k].from, g->edges[k].to, g->edges[k].line, k};
+    qsort(o, (size_t)g->ne, sizeof *o, edge_key_cmp);
     for (int k = 1; k < g->ne && !rc; k++) {
-        const pd_edge *a = &g->edges[o[k - 1]], *b = &g->edges[o[k]];
+        const pd_edge *a = &g->edges[o[k - 1].k], *b = &g->edges[o[k].k];
         if (a->from == b->from && a->to == b->to)
             rc = fail_at(g, b->line, "duplicate edge %s -- %s (first on line %d)", b->a, b->b, a->line);
     }
     free(o);
-    return rc;
+    if (rc) return rc;
+    /* incoming edges by node (a counting sort keeps file order) */
+    g->in_start = cl_calloc((size_t)g->n + 1, sizeof *g->in_start);
+    g->in_edge = cl_malloc((size_t)(g->ne ? g->ne : 1) * sizeof *g->in_edge);
+    for (int k = 0; k < g->ne; k++) g->in_start[g->edges[k].to + 1]++;
+    for (int v = 0; v < g->n; v++) g->in_start[v + 1] += g->in_start[v];
+    int *fill = cl_malloc((size_t)(g->n ? g->n : 1) * sizeof *fill);
+    memcpy(fill, g->in_start, (size_t)g->n * sizeof *fill);
+    for (int k = 0; k < g->ne; k++) g->in_edge[fill[g->edges[k].to]++] = k;
+    free(fill);
+    return CL_OK;
 }
 
 /* Kahn order key: the id's number, then the line. */
@@ -357,8 +370,8 @@ static int report_cycle(pd_graph *g, const char *remaining)
     while (seen[v] < 0) {
         seen[v] = t++;
         int pick = -1;
-        for (int k = 0; k < g->ne; k++)  /* first incoming edge from a remaining node */
-            if (g->edges[k].to == v && remaining[g->edges[k].from]) { pick = k; break; }
+        for (int i = g->in_start[v]; i < g->in_start[v + 1]; i++)  /* first incoming edge from a remaining node */
+            if (remaining[g->edges[g->in_edge[i]].from]) { pick = g->in_edge[i]; break; }
         assert(pick >= 0);
         step[v] = pick;
         v = g->edges[pick].from;
@@ -475,12 +488,21 @@ static int build(pd_graph *g, const int *order, double batch, int inferred, mode
     m->n_layers = n;
     m->layers = cl_calloc((size_t)n, sizeof *m->layers);
     double in_bytes = 0;  /* the model input: the first sized Input node's output */
+    int in_line = 0;
     for (int v = 0; v < n && in_bytes == 0; v++)
-        if (g->nodes[v].is_input) in_bytes = g->nodes[v].act_bytes / batch;
+        if (g->nodes[v].is_input) {
+            in_bytes = g->nodes[v].act_bytes / batch;
+            in_line = g->nodes[v].line;
+        }
     if (inferred) {
         m->input = (model_shape){3, {3, 224, 224}};
     } else {
         double el = ceil(in_bytes / 4);
+        if (el > (double)MODEL_MAX_ELEMS) {
+            free(pos);
+            return fail_at(g, in_line, "the Input's activation_size is %g bytes per sample at batch %g, more than 2^40 float32 elements (hint: sizes are bytes per minibatch; state the batch size)",
+                           in_bytes, batch);
+        }
         m->input = (model_shape){1, {(int64_t)(el >= 1 ? el : 1), 0, 0}};
     }
 
@@ -509,8 +531,8 @@ static int build(pd_graph *g, const int *order, double batch, int inferred, mode
                          whole_elems_bytes(per_sample));
         /* inputs: the producers' positions, ascending; sources read the model input */
         int ni = 0;
-        for (int e = 0; e < g->ne && !rc; e++) {
-            if (g->edges[e].to != order[k]) continue;
+        for (int i = g->in_start[order[k]]; i < g->in_start[order[k] + 1] && !rc; i++) {
+            int e = g->in_edge[i];
             if (ni == MODEL_MAX_INPUTS) {
                 rc = fail_at(g, g->edges[e].line, "%s has more than %d inputs (hint: cleave models join at most %d tensors per layer)",
                              nd->id, MODEL_MAX_INPUTS, MODEL_MAX_INPUTS);
@@ -568,6 +590,8 @@ int pipedream_parse(const char *file, const char *text, size_t len, double batch
     free(order);
     free(g.nodes);
     free(g.edges);
+    free(g.in_start);
+    free(g.in_edge);
     if (rc) {
         model_free(m);
         prof_free(p);

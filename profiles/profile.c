@@ -179,13 +179,19 @@ int prof_from_json(prof *p, const cJSON *root, const char *file, cl_err *e)
         (rc = jx_array(&j, root, "", "layers", 1, 1, MODEL_MAX_LAYERS, &arr)))
         return rc;
     p->source = (prof_source)src;
-    p->n_layers = cJSON_GetArraySize(arr);
-    p->layers = cl_calloc((size_t)p->n_layers, sizeof *p->layers);
-    int i = 0;
-    for (const cJSON *it = arr->child; it; it = it->next, i++) {
+    /* grown as layers check out, so memory follows what the file really
+     * holds: a prof_layer is 2.6 KB and a 2 MB file can list a million
+     * non-layers (2.6 GB if allocated by the array's length) */
+    int n = cJSON_GetArraySize(arr), cap = 0;
+    for (const cJSON *it = arr->child; it; it = it->next, p->n_layers++) {
+        if (p->n_layers == cap) {
+            cap = cap < n / 2 ? (cap ? 2 * cap : 16) : n;
+            p->layers = cl_realloc(p->layers, (size_t)cap * sizeof *p->layers);
+        }
+        prof_layer *l = memset(&p->layers[p->n_layers], 0, sizeof *p->layers);
         char path[48];
-        jx_index(path, sizeof path, "layers", i);
-        if ((rc = layer_from_json(&j, it, path, &p->layers[i]))) break;
+        jx_index(path, sizeof path, "layers", p->n_layers);
+        if ((rc = layer_from_json(&j, it, path, l))) break;
     }
     if (!rc) rc = check_unique(&j, p);
     if (rc) prof_free(p);
