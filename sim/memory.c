@@ -33,6 +33,25 @@ static int optim_mult(plan_optim o)
 
 static void check_peak(sim *s, int w) { sim_mem_peak(s, &s->w[w]); }
 
+void sim_mem_sample(sim *s, sim_worker *W, double tot)
+{
+    int w = (int)(W - s->w);
+    if (W->last_sample >= 0) {
+        sim_memsample *last = &s->mem_samples[W->last_sample];
+        if (last->bytes == tot) return;
+        if (last->t == s->now) { /* several changes at one instant: keep the last */
+            last->bytes = tot;
+            return;
+        }
+    }
+    if (s->n_mem == s->cap_mem) {
+        s->cap_mem = s->cap_mem * 2 + 1024;
+        s->mem_samples = cl_realloc(s->mem_samples, (size_t)s->cap_mem * sizeof *s->mem_samples);
+    }
+    W->last_sample = s->n_mem;
+    s->mem_samples[s->n_mem++] = (sim_memsample){s->now, w, tot};
+}
+
 void sim_mem_init(sim *s)
 {
     const plan *p = s->pl;
@@ -46,6 +65,7 @@ void sim_mem_init(sim *s)
         W->mem.optim = mult * params;
         W->mem_static = (2.0 + mult) * params;
         W->peak = -1;
+        W->last_sample = -1;
         check_peak(s, w);
         W->peak_versions = 1;
         if (!s->sc->stash_weights || W->n_local == 0) continue;
@@ -117,6 +137,7 @@ void sim_mem_stash_free(sim *s, int w, const sched_op *op)
     W->stash_n--;
     assert(W->stash_n >= 0);
     if (W->vref && op->wver >= 0) vref_add(s, w, sim_local_index(W, op->stage), op->wver, -1);
+    if (s->o.record) check_peak(s, w);
 }
 
 void sim_mem_update(sim *s, int w, const sched_op *op)

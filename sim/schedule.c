@@ -79,9 +79,9 @@ int sched_inflight(sched_kind kind, int p, int s, int m, int v)
     switch (kind) {
     case SCHED_SEQUENTIAL: return 1;
     case SCHED_GPIPE: return m;
-    case SCHED_1F1B:
+    case SCHED_1F1B: return imin(p - s, m);
     case SCHED_PIPEDREAM:
-    case SCHED_FBP: return imin(p - s, m);
+    case SCHED_FBP: return p - s; /* a stream without flushes: m does not bound it */
     case SCHED_ZBH1: return imin(p, m);
     case SCHED_INTERLEAVED:
         if (v == 1) return imin(p - s, m);
@@ -95,7 +95,8 @@ int sched_inflight(sched_kind kind, int p, int s, int m, int v)
 int sched_versions(sched_kind kind, int p, int s, int m)
 {
     assert(p >= 1 && s >= 0 && s < p && m >= 1);
-    return kind == SCHED_PIPEDREAM ? imin(p - s, m) : 1;
+    (void)m;
+    return kind == SCHED_PIPEDREAM ? p - s : 1;
 }
 
 int sched_warmup_iters(sched_kind kind, int p, int m)

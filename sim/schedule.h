@@ -131,14 +131,15 @@ int sched_save(const sched *s, const char *path, cl_err *e);
  * once on pipeline position s of p (0-based) with m microbatches per
  * iteration, v chunks (interleaved; otherwise pass 1), unreplicated.  A stash
  * lives from the start of its F to the end of its B (fused) or W (split).
- *   sequential 1;  gpipe m;  1f1b, fbp, pipedream min(p - s, m);
+ *   sequential 1;  gpipe m;  1f1b min(p - s, m);
  *   zb-h1 min(p, m) (W is deferred by s microbatches on position s);
  *   interleaved (counted in chunk-microbatches on device s; v = 1 is 1f1b)
- *   min(2(p - s - 1) + (v - 1)p + 1, m v).
- * For the asynchronous kinds m is the total over the simulated stream.
+ *   min(2(p - s - 1) + (v - 1)p + 1, m v);
+ *   pipedream, fbp p - s (no flush: the stream keeps the pipeline full
+ *   whatever m is, once the simulated stream has p microbatches).
  *
  * sched_versions: weight versions alive at once on position s (including
- * the current one): pipedream min(p - s, m), every other kind 1. */
+ * the current one): pipedream p - s, every other kind 1. */
 int sched_inflight(sched_kind kind, int p, int s, int m, int v);
 int sched_versions(sched_kind kind, int p, int s, int m);
 

@@ -747,6 +747,7 @@ void sim_destroy(sim *s)
     free(s->busy_it);
     free(s->comm_it);
     free(s->spans);
+    free(s->mem_samples);
     free(s);
 }
 

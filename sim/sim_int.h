@@ -36,6 +36,7 @@ typedef struct sim_worker {
     int **vref;             /* owned; NULL unless the schedule stashes weights */
     int *vcur, *vlive, *vcap;
     double sent;
+    int64_t last_sample;    /* its latest memory sample, -1                  */
 } sim_worker;
 
 /* one pipeline transfer: activation or gradient of (edge, microbatch) */
@@ -78,6 +79,12 @@ typedef struct sim_ar {
     double last_post_t;
     int64_t member_off;     /* into ar_done / ar_op / ar_step                */
 } sim_ar;
+
+typedef struct sim_memsample {
+    double t;
+    int32_t w;
+    double bytes;
+} sim_memsample;
 
 typedef struct sim_span {
     double t0, t1;
@@ -125,6 +132,8 @@ struct sim {
     double *busy_it, *comm_it; /* per (worker, iteration)                   */
     sim_span *spans;
     int64_t n_spans, cap_spans;
+    sim_memsample *mem_samples; /* recorded runs: memory after each change  */
+    int64_t n_mem, cap_mem;
     double sent_level[CLUSTER_LEVELS];
     int ran;
 };
@@ -136,10 +145,14 @@ void sim_mem_f_start(sim *s, int w, const sched_op *op);
 void sim_mem_stash_free(sim *s, int w, const sched_op *op);
 void sim_mem_update(sim *s, int w, const sched_op *op);
 
-/* Record a new peak of worker W's memory (call after every increase). */
+void sim_mem_sample(sim *s, sim_worker *W, double tot);
+
+/* After any change of worker W's memory: a new peak is kept, and a recorded
+ * run keeps the value for the trace's memory counter. */
 static inline void sim_mem_peak(sim *s, sim_worker *W)
 {
     double tot = sim_mem_total(&W->mem);
+    if (s->o.record) sim_mem_sample(s, W, tot);
     if (tot > W->peak) {
         W->peak = tot;
         W->peak_t = s->now;
@@ -152,7 +165,7 @@ static inline void sim_mem_buffers(sim *s, int w, double bytes)
 {
     sim_worker *W = &s->w[w];
     W->mem.buffers += bytes;
-    if (bytes > 0) sim_mem_peak(s, W);
+    sim_mem_peak(s, W);
 }
 
 /* stats.c */

@@ -86,6 +86,15 @@ void trace_slice(trace_w *t, int pid, int tid, const char *name, const char *cat
     fputc('}', f);
 }
 
+void trace_counter(trace_w *t, int pid, const char *name, double t_s, const char *args_json)
+{
+    FILE *f = t->out.f;
+    sep(t);
+    fputs("{\"ph\": \"C\", \"name\": ", f);
+    put_str(f, name);
+    fprintf(f, ", \"pid\": %d, \"ts\": %.3f, \"args\": %s}", pid, t_s * 1e6, args_json);
+}
+
 int trace_close(trace_w *t, cl_err *e)
 {
     fputs("\n]}\n", t->out.f);
@@ -212,6 +221,13 @@ int sim_write_trace(const sim *s, const char *path, cl_err *e)
                  sc->dev[ch->src], sc->dev[ch->dst]);
         trace_slice(t, TRACE_PID_LINKS, tid_base[sp->track] + ls[i].lane,
                     sched_op_label(sc, op, label, sizeof label), "link", sp->t0, sp->t1 - sp->t0, args);
+    }
+    /* memory in use per device, as counters (one track per device) */
+    for (int64_t i = 0; i < s->n_mem; i++) {
+        const sim_memsample *ms = &s->mem_samples[i];
+        snprintf(name, sizeof name, "memory dev %d", sc->dev[ms->w]);
+        snprintf(args, sizeof args, "{\"bytes\": %.17g}", ms->bytes);
+        trace_counter(t, TRACE_PID_DEVICES, name, ms->t, args);
     }
     free(ls);
     free(lanes_of);

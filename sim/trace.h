@@ -9,7 +9,9 @@
  *   pid TRACE_PID_LINKS ("links"): one thread per directed link and lane
  *       (overlapping transfers on one link go to extra lanes), events A3 /
  *       G3 (activation / gradient of microbatch 3) and AR (all-reduce step)
- *       with args {bytes, from, to}.
+ *       with args {bytes, from, to};
+ *   counters "memory dev D" ("ph": "C", pid TRACE_PID_DEVICES) with
+ *       args {bytes}: the device's memory in use after each change.
  * Times are microseconds printed with 3 decimals (nanoseconds), so the same
  * timeline always gives the same bytes.
  *
@@ -34,6 +36,9 @@ void trace_thread(trace_w *t, int pid, int tid, const char *name, int sort);
  * the text of a JSON object ("{\"stage\":1}"), copied verbatim. */
 void trace_slice(trace_w *t, int pid, int tid, const char *name, const char *cat,
                  double t0_s, double dur_s, const char *args_json);
+/* A counter sample ("ph": "C") at t_s: args_json holds the values, e.g.
+ * "{\"bytes\": 1024}" for the memory tracks ("memory dev 3"). */
+void trace_counter(trace_w *t, int pid, const char *name, double t_s, const char *args_json);
 /* Finish and commit the file; frees t.  trace_abort drops it instead. */
 int trace_close(trace_w *t, cl_err *e);
 void trace_abort(trace_w *t);

@@ -162,7 +162,7 @@ static void test_inflight_matches_formula(void)
                     sim_uniform u = uni((sched_kind)k, p, m, 1e-3, 2e-3, 1e-3);
                     u.chunks = v;
                     int iters = sched_default_iters((sched_kind)k, p, m);
-                    int total = sched_is_async((sched_kind)k) ? m * iters : m;
+                    int total = m;
                     sim_result r;
                     if (run_uniform(u, 0, iters, &r)) { bad++; continue; }
                     for (int s = 0; s < p; s++) {

@@ -13,7 +13,10 @@ typedef struct bench_entry {
     const char *what;
 } bench_entry;
 
+int sim_bench(const char *outdir, int quick); /* sim/bench.c */
+
 static const bench_entry benches[] = {
+    {"sim", sim_bench, "simulator: events/s and time per simulation vs stages and microbatches"},
     {NULL, NULL, NULL} /* sentinel: benchmarks are listed above it */
 };
 
