@@ -44,8 +44,24 @@ static int gz_exact(gzFile g, const char *path, void *buf, uint64_t n, const cha
         got += (uint64_t)r;
     }
     if (got < n)
-        return cl_fail(e, CL_EINPUT, "%s: truncated: %s needs %llu bytes, the file has %llu (%s)",
-                       path, what, (unsigned long long)n, (unsigned long long)got, INSTALL_HINT);
+        return cl_fail(e, CL_EINPUT, "%s: truncated: expected %llu bytes of %s, found %llu (%s)",
+                       path, (unsigned long long)n, what, (unsigned long long)got, INSTALL_HINT);
+    return CL_OK;
+}
+
+/* Read past the data to the end of the stream, so a corrupt gzip member
+ * (bad checksum) is reported; bytes after the data are ignored. */
+static int gz_end(gzFile g, const char *path, cl_err *e)
+{
+    char buf[4096];
+    int r;
+    while ((r = gzread(g, buf, sizeof buf)) > 0) {
+    }
+    if (r < 0) {
+        int zerr;
+        const char *msg = gzerror(g, &zerr);
+        return cl_fail(e, CL_EINPUT, "%s: corrupt gzip data: %s (%s)", path, msg, INSTALL_HINT);
+    }
     return CL_OK;
 }
 
@@ -64,7 +80,8 @@ static int idx_open(const char *path, uint32_t magic, int ndim, uint32_t *dims, 
         return cl_fail(e, CL_EINPUT, "%s: cannot open: %s (%s)", path,
                        errno ? strerror(errno) : "out of memory", INSTALL_HINT);
     unsigned char h[16];
-    int rc = gz_exact(g, path, h, 4 + 4 * (uint64_t)ndim, "the IDX header", e);
+    int rc = gz_exact(g, path, h, 4, "the IDX magic number", e);
+    if (!rc && be32(h) == magic) rc = gz_exact(g, path, h + 4, 4 * (uint64_t)ndim, "the IDX header", e);
     if (rc) {
         gzclose(g);
         return rc;
@@ -109,6 +126,9 @@ int exec_idx_read(const char *images, const char *labels, exec_data *d, cl_err *
     unsigned char *px = cl_malloc(n * dim), *lb = cl_malloc(n);
     rc = gz_exact(gi, images, px, n * dim, "the pixels", e);
     if (!rc) rc = gz_exact(gl, labels, lb, n, "the labels", e);
+    /* gzip's checksum is verified at the end of the stream: read on to it */
+    if (!rc) rc = gz_end(gi, images, e);
+    if (!rc) rc = gz_end(gl, labels, e);
     gzclose(gi);
     gzclose(gl);
     if (rc) {
@@ -123,7 +143,7 @@ int exec_idx_read(const char *images, const char *labels, exec_data *d, cl_err *
     d->dim = (int64_t)dim;
     d->x = exec_falloc((int64_t)(n * dim));
     d->y = cl_malloc(n * sizeof *d->y);
-    for (uint64_t i = 0; i < n * dim; i++) d->x[i] = (float)px[i] * (1.0f / 255.0f);
+    for (uint64_t i = 0; i < n * dim; i++) d->x[i] = (float)px[i] / 255.0f;
     int maxl = 0;
     for (uint64_t i = 0; i < n; i++) {
         d->y[i] = lb[i];
