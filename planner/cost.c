@@ -61,20 +61,36 @@ int plan_inst_is_chain(const plan_inst *I)
     return 1;
 }
 
-int plan_mem_dependence(sched_kind k)
+/* Largest stage count probed; every schedule's rule varies well before. */
+#define PROBE_P 64
+
+int plan_mem_dependence(const plan_inst *I)
 {
-    switch (k) {
-    case SCHED_SEQUENTIAL:
-    case SCHED_GPIPE: return PLAN_MEM_FLAT;
-    case SCHED_1F1B:
-    case SCHED_FBP:
-    case SCHED_PIPEDREAM: return PLAN_MEM_BY_POSITION;
-    case SCHED_ZBH1:
-    case SCHED_INTERLEAVED: return PLAN_MEM_BY_COUNT;
-    case SCHED_COUNT: break;
-    }
-    assert(0);
-    return PLAN_MEM_FLAT;
+    int flat = 1, position = 1;
+    int i0 = sched_inflight(I->sched, 1, 0, I->m, I->chunks);
+    int v0 = sched_versions(I->sched, 1, 0, I->m);
+    for (int p = 1; p <= PROBE_P; p++)
+        for (int s = 0; s < p; s++) {
+            int in = sched_inflight(I->sched, p, s, I->m, I->chunks);
+            int ve = sched_versions(I->sched, p, s, I->m);
+            if (in != i0 || ve != v0) flat = 0;
+            if (in != sched_inflight(I->sched, p - s, 0, I->m, I->chunks) ||
+                ve != sched_versions(I->sched, p - s, 0, I->m))
+                position = 0;
+        }
+    return flat ? PLAN_MEM_FLAT : position ? PLAN_MEM_BY_POSITION : PLAN_MEM_BY_COUNT;
+}
+
+int plan_mem_kcap(const plan_inst *I, int kmax)
+{
+    if (kmax < 1) return 1;
+    int in = sched_inflight(I->sched, kmax, 0, I->m, I->chunks);
+    int ve = sched_versions(I->sched, kmax, 0, I->m);
+    int K = kmax;
+    while (K > 1 && sched_inflight(I->sched, K - 1, 0, I->m, I->chunks) == in &&
+           sched_versions(I->sched, K - 1, 0, I->m) == ve)
+        K--;
+    return K;
 }
 
 /* -------------------------------------------------------------- lattice -- */
@@ -228,19 +244,24 @@ double plan_stage_mem(const plan_inst *I, double params, double stash, double in
                       double out_bytes, int k, int p)
 {
     int inflight, versions;
-    int dep = plan_mem_dependence(I->sched);
     if (p > 0) {
         assert(k >= 1 && k <= p);
         inflight = sched_inflight(I->sched, p, p - k, I->m, I->chunks);
         versions = sched_versions(I->sched, p, p - k, I->m);
     } else {
-        assert(dep != PLAN_MEM_BY_COUNT && k >= 1);
-        /* position-only kinds depend on p - s = k alone */
+        assert(k >= 1);
+        /* the caller knows memory depends on p - s = k alone */
         inflight = sched_inflight(I->sched, k, 0, I->m, I->chunks);
         versions = sched_versions(I->sched, k, 0, I->m);
     }
     return params * (2.0 + I->optim_mult) + (versions - 1) * params + stash * inflight +
            2.0 * (in_bytes + out_bytes);
+}
+
+double plan_stage_mem_least(const plan_inst *I, double params, double stash, double in_bytes,
+                            double out_bytes)
+{
+    return params * (2.0 + I->optim_mult) + 0 * params + stash * 1 + 2.0 * (in_bytes + out_bytes);
 }
 
 int plan_block_ok(const plan_inst *I, int pos, int r)
@@ -319,7 +340,7 @@ void plan_layout_eval(const plan_inst *I, const plan_lattice *L, const plan_layo
     out->feasible = 1;
     double B = 0, C = 0, H = HUGE_VAL;
     int U = 0;
-    int dep = plan_mem_dependence(I->sched);
+    int dep = plan_mem_dependence(I);
     /* suffix order, as the exact search accumulates */
     for (int s = p - 1; s >= 0; s--) {
         int lo = y->cut[s], hi = y->cut[s + 1], pos = y->pos[s], r = y->r[s];

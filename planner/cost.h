@@ -81,11 +81,15 @@ static inline double plan_inst_work(const plan_inst *I, int i)
     return I->fwd_s[i] + I->bwd_in_s[i] + I->bwd_w_s[i];
 }
 
-/* Does the schedule's memory depend on the stage's position from the end
- * (1f1b, fbp, pipedream), on the stage count itself (zb-h1, interleaved), or
- * on neither (gpipe, sequential)? */
+/* Does the schedule's memory (sched_inflight, sched_versions at this m and
+ * chunk count) depend on nothing, on the stage's place from the end alone
+ * (p - s), or on the stage count too?  Found by probing those functions, so
+ * the planner follows the simulator's memory rules whatever they are. */
 enum { PLAN_MEM_FLAT = 0, PLAN_MEM_BY_POSITION = 1, PLAN_MEM_BY_COUNT = 2 };
-int plan_mem_dependence(sched_kind k);
+int plan_mem_dependence(const plan_inst *I);
+/* For position-only memory: the smallest K such that every stage at place
+ * k >= K from the end (k <= kmax) needs what one at K needs. */
+int plan_mem_kcap(const plan_inst *I, int kmax);
 
 /* -------------------------------------------------------------- lattice -- */
 
@@ -180,6 +184,10 @@ double plan_boundary_s(const plan_inst *I, double bytes, int level);
  * memory must not depend on it).  in/out: cut bytes before and after it. */
 double plan_stage_mem(const plan_inst *I, double params, double stash, double in_bytes,
                       double out_bytes, int k, int p);
+/* The least memory any schedule needs for the stage (one microbatch in
+ * flight, one weight version): a lower bound of plan_stage_mem. */
+double plan_stage_mem_least(const plan_inst *I, double params, double stash, double in_bytes,
+                            double out_bytes);
 /* Block rules: is [pos, pos + r) inside one node or a run of whole nodes? */
 int plan_block_ok(const plan_inst *I, int pos, int r);
 /* Link level between two consecutive blocks: intra-node when both lie in

@@ -57,7 +57,9 @@ typedef struct xdp {
     const plan_lattice *L;
     int N, mode, K, C;
     int track_k, kcap, p_fixed;
-    int pass2, relaxed;
+    int dep;                /* plan_mem_dependence of the instance           */
+    int pass2, relaxed;     /* relaxed: 1 = least memory of this schedule,
+                               2 = least memory of any schedule            */
     double bound;           /* pass 1: prune above; pass 2: the threshold B* */
     xent *ent;
     int64_t n_ent, cap_ent;
@@ -213,7 +215,7 @@ static int place(xdp *X, int xi, int lo, double bnd)
     if (X->track_k && !X->p_fixed && kk > X->kcap) kk = X->kcap;
     if (!X->track_k) kk = 1;
     int mem_k = X->relaxed ? 1 : kk, mem_p = X->p_fixed;
-    if (X->relaxed && plan_mem_dependence(I->sched) == PLAN_MEM_BY_COUNT) mem_p = 1;
+    if (X->relaxed && X->dep == PLAN_MEM_BY_COUNT) mem_p = 1;
     if (X->p_fixed && kk > X->p_fixed) return 1;
 
     int n1s = X->nstart[e - 1], n1e = X->nend[e - 1];
@@ -231,7 +233,8 @@ static int place(xdp *X, int xi, int lo, double bnd)
         double ar = plan_allreduce_s(I, P, r, CLUSTER_INTRA);
         double tm = plan_stage_time(I, w, r, spd, ar);
         if (tm > X->bound) continue;
-        double mem = plan_stage_mem(I, P, st, in, out, mem_k, mem_p);
+        double mem = X->relaxed == 2 ? plan_stage_mem_least(I, P, st, in, out)
+                                     : plan_stage_mem(I, P, st, in, out, mem_k, mem_p);
         if (mem > cap) continue;
         int e2 = e - r;
         int bit = e2 > 0 && I->node[e2 - 1] == I->node[e2];
@@ -267,7 +270,8 @@ static int place(xdp *X, int xi, int lo, double bnd)
             double ar = plan_allreduce_s(I, P, r, CLUSTER_INTER);
             double tm = plan_stage_time(I, w, r, nspd, ar);
             if (tm > X->bound) continue;
-            double mem = plan_stage_mem(I, P, st, in, out, mem_k, mem_p);
+            double mem = X->relaxed == 2 ? plan_stage_mem_least(I, P, st, in, out)
+                                         : plan_stage_mem(I, P, st, in, out, mem_k, mem_p);
             if (mem > ncap) continue;
             xent v = {.B = fmax(fmax(x.B, bnd), tm), .C = x.C + ar + bnd,
                       .H = fmin(x.H, ncap - mem), .U = x.U + r, .d = x.d + r,
@@ -423,79 +427,109 @@ static void rebuild(const xdp *X, int id, plan_layout *out)
     assert(s == p && out->cut[p] == X->L->n_sets - 1);
 }
 
+/* Set up the DP; returns 0, or -1 (with e) when the positions are too many. */
+static int setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+                 plan_exact_stats *st, cl_err *e)
+{
+    memset(X, 0, sizeof *X);
+    X->I = I;
+    X->L = L;
+    X->N = I->n_dev;
+    X->budget = o && o->budget > 0 ? o->budget : DEFAULT_BUDGET;
+    X->p_fixed = o ? o->p_fixed : 0;
+    classify_positions(X);
+    if (st) {
+        memset(st, 0, sizeof *st);
+        st->classes = X->C;
+        st->mode = X->mode == MODE_FLAT ? "flat" : X->mode == MODE_PERIODIC ? "periodic" : "positions";
+    }
+    if (X->mode == MODE_POSITIONS && X->N > MAX_POSITION_DEVICES) {
+        cl_fail(e, CL_ERUN,
+                "exact search over %d devices of different kinds or in uneven nodes: more than %d positions",
+                X->N, MAX_POSITION_DEVICES);
+        return -1;
+    }
+    X->head = cl_calloc((size_t)L->n_sets, sizeof(int *));
+    X->dep = plan_mem_dependence(I);
+    int kmax = X->N < L->n_layers ? X->N : L->n_layers;
+    X->kcap = X->p_fixed > 0 ? X->p_fixed : plan_mem_kcap(I, kmax);
+    return 0;
+}
+
+static void teardown(xdp *X, plan_exact_stats *st)
+{
+    if (st) {
+        st->entries += X->n_ent;
+        st->steps = X->steps;
+    }
+    free(X->ent);
+    for (int f = 0; f < X->n_fr; f++) free(X->fr[f].ids);
+    free(X->fr);
+    free(X->head);
+    free(X->nstart);
+    free(X->nend);
+}
+
+/* One pass; relaxed as in xdp.relaxed; pass2 at threshold `bound`. */
+static int pass(xdp *X, int relaxed, int pass2, double bound, plan_exact_stats *st)
+{
+    int dep = X->dep;
+    X->relaxed = relaxed;
+    X->pass2 = pass2;
+    X->bound = bound;
+    X->track_k = X->p_fixed > 0 || (!relaxed && dep == PLAN_MEM_BY_POSITION);
+    if (st) st->passes++;
+    return run_pass(X);
+}
+
+int plan_exact_lower(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+                     double *lb, plan_exact_stats *st, cl_err *e)
+{
+    xdp X;
+    *lb = HUGE_VAL;
+    if (setup(&X, I, L, o, st, e)) return -1;
+    int best = pass(&X, 2, 0, o ? o->upper_s : HUGE_VAL, st);
+    int over = X.over;
+    if (!over && best >= 0) *lb = X.ent[best].B;
+    teardown(&X, st);
+    if (over)
+        return cl_fail(e, CL_ERUN, "exact search stopped after %lld steps (its budget)",
+                       (long long)X.steps),
+               -1;
+    return 1;
+}
+
 int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
                plan_layout *out, plan_exact_stats *st, cl_err *e)
 {
     memset(out, 0, sizeof *out);
-    xdp X = {.I = I, .L = L, .N = I->n_dev};
-    X.budget = o && o->budget > 0 ? o->budget : DEFAULT_BUDGET;
-    X.p_fixed = o ? o->p_fixed : 0;
-    classify_positions(&X);
-    if (st) {
-        memset(st, 0, sizeof *st);
-        st->classes = X.C;
-        st->mode = X.mode == MODE_FLAT ? "flat" : X.mode == MODE_PERIODIC ? "periodic" : "positions";
-    }
-    int dep = plan_mem_dependence(I->sched);
+    xdp X;
+    if (setup(&X, I, L, o, st, e)) return -1;
+    int dep = X.dep;
     assert(dep != PLAN_MEM_BY_COUNT || X.p_fixed > 0); /* the caller fixes p */
-    if (X.mode == MODE_POSITIONS && X.N > MAX_POSITION_DEVICES) {
-        free(X.nstart);
-        free(X.nend);
-        return cl_fail(e, CL_ERUN,
-                       "exact search over %d devices of different kinds or uneven nodes: more than %d positions",
-                       X.N, MAX_POSITION_DEVICES),
-               -1;
-    }
-    X.head = cl_calloc((size_t)L->n_sets, sizeof(int *));
     double upper = o ? o->upper_s : HUGE_VAL;
-    int exact_mem_needs_k = dep == PLAN_MEM_BY_POSITION || X.p_fixed > 0;
-    int kcap_pos = I->m;
-    if (kcap_pos > X.N) kcap_pos = X.N;
-    if (kcap_pos > L->n_layers) kcap_pos = L->n_layers;
-    if (kcap_pos < 1) kcap_pos = 1;
-
-    int found = 0, rc_over = 0, best = -1;
-    /* pass 1, relaxed memory when memory depends on the pipeline position
-     * (or the count) and the stage count is free */
+    int best = -1;
+    /* a known lower bound first: reaching it proves optimality */
+    if (o && o->lower_s > 0 && o->lower_s < HUGE_VAL && o->lower_s <= upper) {
+        best = pass(&X, 0, 1, o->lower_s, st);
+    }
+    /* pass 1 with this schedule's least memory when its memory depends on
+     * the stage's place (a relaxation), then pass 2 at that bottleneck; if
+     * nothing fits there, both passes again with exact memory */
     int relax = dep != PLAN_MEM_FLAT && !X.p_fixed;
-    for (int round = 0; round < 2 && !found; round++) {
+    for (int round = 0; round < 2 && best < 0 && !X.over; round++) {
         int relaxed = round == 0 && relax;
         if (round == 1 && !relax) break;
-        X.relaxed = relaxed;
-        X.track_k = X.p_fixed > 0 || (!relaxed && exact_mem_needs_k);
-        X.kcap = X.p_fixed > 0 ? X.p_fixed : kcap_pos;
-        X.pass2 = 0;
-        X.bound = upper;
-        best = run_pass(&X);
-        if (st) st->passes++;
-        if (X.over) { rc_over = 1; break; }
-        if (best < 0) break; /* nothing fits even so */
-        double Bstar = X.ent[best].B;
-        /* pass 2 with exact memory at that bottleneck */
-        X.relaxed = 0;
-        X.track_k = exact_mem_needs_k;
-        X.pass2 = 1;
-        X.bound = Bstar;
-        best = run_pass(&X);
-        if (st) st->passes++;
-        if (X.over) { rc_over = 1; break; }
-        if (best >= 0) found = 1;
-        else if (!relaxed) break; /* cannot happen: pass 1 was exact */
+        int b1 = pass(&X, relaxed, 0, upper, st);
+        if (X.over || b1 < 0) break; /* over budget, or nothing fits */
+        best = pass(&X, 0, 1, X.ent[b1].B, st);
     }
-    if (st) {
-        st->entries = X.n_ent;
-        st->steps = X.steps;
-    }
-    if (found) rebuild(&X, best, out);
-    free(X.ent);
-    for (int f = 0; f < X.n_fr; f++) free(X.fr[f].ids);
-    free(X.fr);
-    free(X.head);
-    free(X.nstart);
-    free(X.nend);
-    if (rc_over)
+    int over = X.over;
+    if (!over && best >= 0) rebuild(&X, best, out);
+    teardown(&X, st);
+    if (over)
         return cl_fail(e, CL_ERUN, "exact search stopped after %lld steps (its budget)",
                        (long long)X.steps),
                -1;
-    return found;
+    return best >= 0;
 }

@@ -20,6 +20,9 @@ typedef struct plan_exact_opts {
     double upper_s;         /* a bottleneck some feasible layout reaches
                                (prunes the search); HUGE_VAL when unknown    */
     int64_t budget;         /* inner steps before giving up; 0 = default    */
+    double lower_s;         /* > 0: a bottleneck no layout beats (from
+                               plan_exact_lower); the search first tries to
+                               reach it, which is cheap when it can        */
 } plan_exact_opts;
 
 typedef struct plan_exact_stats {
@@ -36,5 +39,13 @@ typedef struct plan_exact_stats {
  * instead).  st may be NULL. */
 int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
                plan_layout *out, plan_exact_stats *st, cl_err *e);
+
+/* The optimal bottleneck when every stage needs only its least memory (one
+ * microbatch in flight, one weight version): a lower bound for every
+ * schedule at this microbatch count, so one call serves them all (pass
+ * o->lower_s = *lb to plan_exact).  *lb is HUGE_VAL when nothing fits even
+ * so.  Returns 1, or -1 over budget (e says so). */
+int plan_exact_lower(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+                     double *lb, plan_exact_stats *st, cl_err *e);
 
 #endif

@@ -1,0 +1,340 @@
+/* merge.c - the method's partition-and-merge heuristic (see merge.h). */
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "merge.h"
+
+/* ------------------------------------------------------------- heap -- */
+
+typedef struct hitem {
+    double cost;            /* merged partition's cost                      */
+    double bytes;           /* activation bytes at the boundary removed     */
+    int b;                  /* the boundary (cut index)                     */
+    int ver;                /* version of b when pushed (stale if changed)  */
+} hitem;
+
+static int hless(const hitem *x, const hitem *y)
+{
+    if (x->cost != y->cost) return x->cost < y->cost;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes;
+    return x->b < y->b;
+}
+
+typedef struct heap {
+    hitem *a;
+    int n, cap;
+} heap;
+
+static void hpush(heap *h, hitem v)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 64;
+        h->a = cl_realloc(h->a, (size_t)h->cap * sizeof *h->a);
+    }
+    int i = h->n++;
+    while (i > 0 && hless(&v, &h->a[(i - 1) / 2])) {
+        h->a[i] = h->a[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->a[i] = v;
+}
+
+static hitem hpop(heap *h)
+{
+    hitem top = h->a[0], v = h->a[--h->n];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && hless(&h->a[c + 1], &h->a[c])) c++;
+        if (!hless(&h->a[c], &v)) break;
+        h->a[i] = h->a[c];
+        i = c;
+    }
+    if (h->n > 0) h->a[i] = v;
+    return top;
+}
+
+/* ----------------------------------------------------- merge sequence -- */
+
+/* Communication charged at cut j (0 at the model's ends). */
+static double cut_comm(const plan_inst *I, const plan_lattice *L, int j)
+{
+    if (j <= 0 || j >= L->n_layers) return 0;
+    return plan_boundary_s(I, L->cut[j], CLUSTER_INTRA);
+}
+
+/* removed[b] = the merge step (1-based) that removes internal cut b. */
+static void merge_sequence(const plan_inst *I, const plan_lattice *L, int *removed)
+{
+    int n = L->n_layers;
+    int *prev = cl_malloc((size_t)(n + 1) * sizeof(int));
+    int *next = cl_malloc((size_t)(n + 1) * sizeof(int));
+    int *ver = cl_calloc((size_t)(n + 1), sizeof(int));
+    for (int b = 0; b <= n; b++) {
+        prev[b] = b - 1;
+        next[b] = b + 1;
+    }
+    heap h = {0};
+    double m = I->m;
+#define KEY(b)                                                                              \
+    (hitem){m * (L->work[next[b]] - L->work[prev[b]]) + cut_comm(I, L, prev[b]) +             \
+                cut_comm(I, L, next[b]),                                                      \
+            L->cut[b], b, ver[b]}
+    for (int b = 1; b < n; b++) hpush(&h, KEY(b));
+    int step = 0;
+    while (h.n > 0) {
+        hitem it = hpop(&h);
+        if (it.ver != ver[it.b]) continue;
+        int b = it.b, a = prev[b], c = next[b];
+        removed[b] = ++step;
+        ver[b] = -1;
+        next[a] = c;
+        prev[c] = a;
+        if (a > 0) {
+            ver[a]++;
+            hpush(&h, KEY(a));
+        }
+        if (c < n) {
+            ver[c]++;
+            hpush(&h, KEY(c));
+        }
+    }
+#undef KEY
+    free(h.a);
+    free(prev);
+    free(next);
+    free(ver);
+}
+
+/* ----------------------------------------------------------- replicas -- */
+
+typedef struct rep_ctx {
+    const plan_inst *I;
+    const plan_lattice *L;
+    const int *cut;
+    int *r;
+    int rcap;               /* largest replica group allowed                */
+    int whole;              /* node size when whole-node groups are allowed, else 0 */
+} rep_ctx;
+
+static double stage_ref_time(const rep_ctx *c, int s, int r)
+{
+    const plan_lattice *L = c->L;
+    double P = L->params[c->cut[s + 1]] - L->params[c->cut[s]];
+    int level = c->whole && r > c->whole ? CLUSTER_INTER : CLUSTER_INTRA;
+    double ar = plan_allreduce_s(c->I, P, r, level);
+    return plan_stage_time(c->I, L->work[c->cut[s + 1]] - L->work[c->cut[s]], r, 1.0, ar);
+}
+
+/* The next replica count worth trying: the fewest that lower ceil(m / r). */
+static int next_r(const rep_ctx *c, int r)
+{
+    int m = c->I->m, q = (m + r - 1) / r;
+    if (q <= 1) return 0;
+    int r2 = (m + q - 2) / (q - 1);
+    if (r2 <= r) r2 = r + 1;
+    if (c->whole && r2 > c->whole) r2 = (r2 + c->whole - 1) / c->whole * c->whole;
+    if (r2 > c->rcap || r2 > m) return 0;
+    return r2;
+}
+
+/* Spread spare devices over the slowest stages. */
+static void add_replicas(rep_ctx *c, int p, int budget)
+{
+    char *done = cl_calloc((size_t)p, 1);
+    double *t = cl_malloc((size_t)p * sizeof *t);
+    for (int s = 0; s < p; s++) {
+        c->r[s] = 1;
+        t[s] = stage_ref_time(c, s, 1);
+    }
+    for (;;) {
+        int w = -1;
+        for (int s = 0; s < p; s++)
+            if (!done[s] && (w < 0 || t[s] > t[w])) w = s;
+        if (w < 0) break;
+        int r2 = next_r(c, c->r[w]);
+        double t2 = r2 ? stage_ref_time(c, w, r2) : HUGE_VAL;
+        if (!r2 || r2 - c->r[w] > budget || !(t2 < t[w])) {
+            done[w] = 1;
+            continue;
+        }
+        budget -= r2 - c->r[w];
+        c->r[w] = r2;
+        t[w] = t2;
+    }
+    free(done);
+    free(t);
+}
+
+/* ---------------------------------------------------------- placement -- */
+
+/* Place blocks left to right: each stage starts at the next free position
+ * or at the next node's start; minimise the largest, then the total, bytes
+ * crossing between nodes.  from[s][end] is where stage s - 1 starts when it
+ * ends at `end`, back[s][end] where the stage before it ended.  Returns 0
+ * when the blocks do not fit. */
+static int place_blocks(const plan_inst *I, const plan_lattice *L, plan_layout *y)
+{
+    int p = y->p, N = I->n_dev;
+    /* (mx, sm)[s][pos]: (max, sum) bytes crossing nodes before stage s when
+     * stage s - 1 ended at pos */
+    size_t W = (size_t)N + 1;
+    double *mx = cl_malloc((size_t)(p + 1) * W * sizeof(double));
+    double *sm = cl_malloc((size_t)(p + 1) * W * sizeof(double));
+    int *from = cl_malloc((size_t)(p + 1) * W * sizeof(int));
+    int *back = cl_malloc((size_t)(p + 1) * W * sizeof(int));
+    for (size_t i = 0; i < (size_t)(p + 1) * W; i++) {
+        mx[i] = HUGE_VAL;
+        sm[i] = HUGE_VAL;
+        from[i] = back[i] = -1;
+    }
+    mx[0] = sm[0] = 0; /* before stage 0, at position 0 */
+    for (int s = 0; s < p; s++) {
+        int r = y->r[s];
+        for (int pos = 0; pos <= N; pos++) {
+            double a = mx[s * W + pos], b = sm[s * W + pos];
+            if (a == HUGE_VAL) continue;
+            /* candidate starts: pos itself, and the next node start */
+            int starts[2] = {pos, -1}, ns = 1;
+            if (pos < N && pos > 0 && I->node[pos] == I->node[pos - 1]) {
+                int q = pos;
+                while (q < N && I->node[q] == I->node[pos]) q++;
+                if (q < N) starts[ns++] = q;
+            }
+            for (int k = 0; k < ns; k++) {
+                int st = starts[k];
+                if (!plan_block_ok(I, st, r)) continue;
+                double na = a, nb = b;
+                if (s > 0) {
+                    int ps = from[s * W + pos];
+                    int lv = plan_link_level(I, ps, y->r[s - 1], st, r);
+                    if (lv == CLUSTER_INTER) {
+                        double bytes = L->cut[y->cut[s]];
+                        na = fmax(na, bytes);
+                        nb = nb + bytes;
+                    }
+                }
+                size_t to = (size_t)(s + 1) * W + (size_t)(st + r);
+                if (na < mx[to] || (na == mx[to] && nb < sm[to])) {
+                    mx[to] = na;
+                    sm[to] = nb;
+                    from[to] = st;
+                    back[to] = pos;
+                }
+            }
+        }
+    }
+    int end = -1;
+    for (int pos = 0; pos <= N; pos++) {
+        size_t i = (size_t)p * W + pos;
+        if (mx[i] == HUGE_VAL) continue;
+        if (end < 0 || mx[i] < mx[(size_t)p * W + end] ||
+            (mx[i] == mx[(size_t)p * W + end] && sm[i] < sm[(size_t)p * W + end]))
+            end = pos;
+    }
+    int ok = end >= 0;
+    for (int s = p, pos = end; ok && s >= 1; s--) {
+        y->pos[s - 1] = from[(size_t)s * W + pos];
+        pos = back[(size_t)s * W + pos];
+    }
+    free(back);
+    free(mx);
+    free(sm);
+    free(from);
+    return ok;
+}
+
+/* ----------------------------------------------------------------- api -- */
+
+int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layout *out,
+               plan_merge_stats *st)
+{
+    assert(L->chain);
+    int n = L->n_layers, N = I->n_dev;
+    memset(out, 0, sizeof *out);
+    int *removed = cl_calloc((size_t)n + 1, sizeof(int));
+    merge_sequence(I, L, removed);
+    /* cuts by removal step, last removed first */
+    int *by_step = cl_malloc((size_t)n * sizeof(int));
+    for (int b = 1; b < n; b++) by_step[removed[b]] = b;
+    int pmax = n < N ? n : N;
+    if (p_fixed > 0 && p_fixed > pmax) p_fixed = pmax;
+
+    /* node sizes: whole-node replica groups only when nodes are equal */
+    int K = 0;
+    while (K < N && I->node[K] == I->node[0]) K++;
+    int uniform = N % K == 0;
+    for (int d = 0; d < N && uniform; d++) uniform = I->node[d] == d / K;
+    int kmin = N;
+    for (int a = 0; a < N;) {
+        int b = a;
+        while (b < N && I->node[b] == I->node[a]) b++;
+        if (b - a < kmin) kmin = b - a;
+        a = b;
+    }
+
+    plan_eval best_ev;
+    int have = 0, tried = 0, best_p = 0;
+    int *cut = cl_malloc((size_t)(n + 1) * sizeof(int));
+    for (int p = 1; p <= pmax; p++) {
+        if (p_fixed > 0 && p != p_fixed) continue;
+        if (!p_fixed && p > 64 && p != pmax) {
+            /* thin large counts geometrically: p in ~1.1^k */
+            double ratio = pow(1.1, floor(log((double)p) / log(1.1)));
+            if ((int)ceil(ratio) != p && p % 64 != 0) continue;
+        }
+        /* the p - 1 cuts removed last, sorted */
+        int k = 0;
+        cut[k++] = 0;
+        char *keep = cl_calloc((size_t)n + 1, 1);
+        for (int j = 0; j < p - 1; j++) keep[by_step[n - 1 - j]] = 1;
+        for (int b = 1; b < n; b++)
+            if (keep[b]) cut[k++] = b;
+        cut[k++] = n;
+        free(keep);
+        assert(k == p + 1);
+        plan_layout y;
+        plan_layout_alloc(&y, p);
+        memcpy(y.cut, cut, (size_t)(p + 1) * sizeof(int));
+        rep_ctx rc = {.I = I, .L = L, .cut = y.cut, .r = y.r,
+                      .rcap = I->max_replicas < kmin ? I->max_replicas : kmin,
+                      .whole = uniform && N > K ? K : 0};
+        if (rc.whole && I->max_replicas > K) rc.rcap = I->max_replicas;
+        if (rc.rcap > I->m) rc.rcap = I->m;
+        if (rc.rcap < 1) rc.rcap = 1;
+        for (int s = 0; s < p; s++) y.r[s] = 1;
+        int placed = 0;
+        if (rc.rcap > 1 && N > p) {
+            add_replicas(&rc, p, N - p);
+            placed = place_blocks(I, L, &y);
+            if (!placed)
+                for (int s = 0; s < p; s++) y.r[s] = 1;
+        }
+        if (!placed) placed = place_blocks(I, L, &y);
+        tried++;
+        if (placed) {
+            plan_eval ev;
+            plan_layout_eval(I, L, &y, &ev);
+            assert(ev.valid);
+            if (!have || plan_eval_cmp(&ev, &best_ev) < 0) {
+                if (have) plan_layout_free(out);
+                plan_layout_copy(out, &y);
+                best_ev = ev;
+                have = 1;
+                best_p = p;
+            }
+        }
+        plan_layout_free(&y);
+    }
+    free(cut);
+    free(by_step);
+    free(removed);
+    if (st) {
+        st->counts_tried = tried;
+        st->best_p = best_p;
+    }
+    return have && best_ev.feasible;
+}

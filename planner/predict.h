@@ -1,0 +1,36 @@
+/* predict.h - predicted iteration time of a plan: the one function every
+ * ranking goes through (docs/planner.md, "Predictions").
+ *
+ * Today it is a closed form per schedule; when the discrete-event simulator
+ * is plugged in behind plan_predict, the searches need no change.
+ */
+#ifndef CL_PLAN_PREDICT_H
+#define CL_PLAN_PREDICT_H
+
+#include "plan.h"
+
+typedef struct plan_predict_opts {
+    int comm;               /* 1: count communication; 0: leave it out      */
+} plan_predict_opts;
+
+/* Per-iteration figures the predictions are built from (also printed). */
+typedef struct plan_timing {
+    double period_s;        /* steady-state time per microbatch (slowest stage
+                               or boundary), per replica-round             */
+    double fill_s;          /* one microbatch through every stage and boundary */
+    double allreduce_s;     /* the slowest stage's gradient all-reduce      */
+    double sequential_s;    /* the same work on the fastest single device   */
+} plan_timing;
+
+/* Fill out (and tm when not NULL) for plan p.  Closed forms, m microbatches,
+ * p pipeline stages (docs/planner.md):
+ *   gpipe, 1f1b     (m - 1) x period + fill + all-reduce
+ *   zb-h1           the 1f1b time minus 2 (p - 1) x the smallest W
+ *   interleaved     m x period + (fill - period) / v + all-reduce
+ *   pipedream, fbp  m x period + all-reduce (steady state, no flush)
+ *   sequential      the stages' work back to back
+ * Fails (CL_EINPUT) only for a plan that plan_validate would reject. */
+int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan_timing *tm,
+                 cl_err *e);
+
+#endif

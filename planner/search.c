@@ -1,0 +1,567 @@
+/* search.c - candidates, their partitions, their ranking (see search.h). */
+#include <assert.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "../sim/schedule.h"
+#include "cost.h"
+#include "exact.h"
+#include "merge.h"
+#include "search.h"
+
+#define DEFAULT_MAX_DOWNSETS 100000
+#define DEFAULT_MAX_PAIRS ((int64_t)20000000)
+#define MAX_MICRO_CANDIDATES 10
+
+static const char *const algo_names[] = {"auto", "exact", "merge"};
+_Static_assert(sizeof algo_names / sizeof algo_names[0] == PLAN_ALGO_COUNT, "algo names");
+
+const char *plan_algo_name(plan_algo a)
+{
+    assert((unsigned)a < PLAN_ALGO_COUNT);
+    return algo_names[a];
+}
+
+int plan_algo_from_name(const char *name)
+{
+    for (int a = 0; a < PLAN_ALGO_COUNT; a++)
+        if (name && strcmp(name, algo_names[a]) == 0) return a;
+    return -1;
+}
+
+void plan_result_free(plan_result *res)
+{
+    plan_free(&res->plan);
+    memset(res, 0, sizeof *res);
+}
+
+static void note(plan_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(plan_result *res, const char *fmt, ...)
+{
+    char buf[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    for (int i = 0; i < res->n_notes; i++)
+        if (strcmp(res->notes[i], buf) == 0) return;
+    if (res->n_notes < PLAN_NOTES) snprintf(res->notes[res->n_notes++], sizeof res->notes[0], "%s", buf);
+}
+
+/* ------------------------------------------------------------ instance -- */
+
+typedef struct ctx {
+    const plan_request *rq;
+    plan_result *res;
+    int n_dev;
+    double *speed;          /* per cluster device */
+    int *order;             /* current device order (positions -> devices) */
+} ctx;
+
+/* Build the instance for `m` microbatches over the devices in ctx->order. */
+static void build_inst(const ctx *c, int m, plan_inst *I)
+{
+    const model *md = c->rq->model;
+    const prof *pf = c->rq->prof;
+    const cluster *cl = c->rq->cluster;
+    int n = md->n_layers, n_in = 0;
+    for (int i = 0; i < n; i++) n_in += md->layers[i].n_inputs;
+    plan_inst_alloc(I, n, n_in, cl->n_devices);
+    double b = (double)c->rq->batch / m;
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+        const prof_layer *pl = &pf->layers[i];
+        I->fwd_s[i] = prof_fwd_s(pl, b);
+        I->bwd_in_s[i] = prof_bwd_in_s(pl, b);
+        I->bwd_w_s[i] = prof_bwd_w_s(pl, b);
+        I->out_bytes[i] = pl->act_bytes * b;
+        I->stash_bytes[i] = pl->stash_bytes * b;
+        I->param_bytes[i] = pl->param_bytes;
+        I->in_off[i] = at;
+        for (int k = 0; k < md->layers[i].n_inputs; k++) I->in_idx[at++] = md->layers[i].inputs[k];
+    }
+    I->in_off[n] = at;
+    I->input_bytes = (double)model_shape_elems(&md->input) * model_dtype_bytes(md->dtype) * b;
+    for (int q = 0; q < cl->n_devices; q++) {
+        int d = c->order[q];
+        I->dev[q] = d;
+        I->speed[q] = c->speed[d];
+        I->mem_cap[q] = (double)cl->types[cl->devices[d].type].mem_bytes;
+        I->node[q] = cl->devices[d].node;
+    }
+    I->link[CLUSTER_INTRA] = cl->links[CLUSTER_INTRA];
+    I->link[CLUSTER_INTER] = cl->links[CLUSTER_INTER].bw_Bps > 0 ? cl->links[CLUSTER_INTER]
+                                                                 : cl->links[CLUSTER_INTRA];
+    I->m = m;
+    I->optim_mult = plan_optim_state_mult(c->rq->optimizer);
+    I->comm = c->rq->comm;
+    I->max_replicas = c->rq->replication ? cl->n_devices : 1;
+    I->chunks = 1;
+}
+
+/* --------------------------------------------------------------- plans -- */
+
+/* Turn a layout into plan stages; model and cluster are shared (shallow),
+ * so free with free_stages only. */
+static void layout_plan(const ctx *c, const plan_inst *I, const plan_lattice *L,
+                        const plan_layout *y, plan *pl)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->schedule = I->sched;
+    pl->chunks = 1;
+    pl->optimizer = c->rq->optimizer;
+    pl->batch = c->rq->batch;
+    pl->n_micro = I->m;
+    pl->microbatch = c->rq->batch / I->m;
+    pl->n_stages = y->p;
+    pl->stages = cl_calloc((size_t)y->p, sizeof *pl->stages);
+    pl->model = *c->rq->model;
+    pl->cluster = *c->rq->cluster;
+    int dep = plan_mem_dependence(I);
+    for (int s = 0; s < y->p; s++) {
+        plan_stage *st = &pl->stages[s];
+        int lo = y->cut[s], hi = y->cut[s + 1], pos = y->pos[s], r = y->r[s];
+        int cnt = L->size[hi] - L->size[lo];
+        st->layers = cl_malloc((size_t)cnt * sizeof(int));
+        for (int i = 0; i < I->n; i++)
+            if (plan_lattice_has(L, hi, i) && !plan_lattice_has(L, lo, i)) st->layers[st->n_layers++] = i;
+        assert(st->n_layers == cnt);
+        st->first = st->layers[0];
+        st->last = st->layers[cnt - 1];
+        st->n_replicas = r;
+        st->devices = cl_malloc((size_t)r * sizeof(int));
+        double spd = HUGE_VAL, cap = HUGE_VAL;
+        for (int k = 0; k < r; k++) {
+            st->devices[k] = I->dev[pos + k];
+            spd = fmin(spd, I->speed[pos + k]);
+            cap = fmin(cap, I->mem_cap[pos + k]);
+        }
+        (void)cap;
+        st->fwd_s = (L->fwd[hi] - L->fwd[lo]) / spd;
+        st->bwd_in_s = (L->bwd_in[hi] - L->bwd_in[lo]) / spd;
+        st->bwd_w_s = (L->bwd_w[hi] - L->bwd_w[lo]) / spd;
+        st->act_out_bytes = s + 1 < y->p ? L->cut[hi] : 0;
+        st->stash_bytes = L->stash[hi] - L->stash[lo];
+        st->param_bytes = L->params[hi] - L->params[lo];
+        int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
+        double ar = plan_allreduce_s(I, st->param_bytes, r, level);
+        st->compute_s = plan_stage_time(I, L->work[hi] - L->work[lo], r, spd, 0);
+        double bnd = 0;
+        if (s + 1 < y->p) {
+            int lv = plan_link_level(I, pos, r, y->pos[s + 1], y->r[s + 1]);
+            bnd = plan_boundary_s(I, L->cut[hi], lv);
+        }
+        st->comm_s = ar + bnd;
+        st->mem_bytes = plan_stage_mem(I, st->param_bytes, st->stash_bytes, L->cut[lo], L->cut[hi],
+                                       y->p - s, dep == PLAN_MEM_BY_COUNT ? y->p : 0);
+    }
+}
+
+static void free_stages(plan *pl)
+{
+    for (int s = 0; s < pl->n_stages; s++) {
+        free(pl->stages[s].layers);
+        free(pl->stages[s].devices);
+    }
+    free(pl->stages);
+    pl->stages = NULL;
+    pl->n_stages = 0;
+}
+
+/* Deep-copy a model and a cluster into the final plan (JSON round trip,
+ * which their modules guarantee is exact). */
+static int own_copies(plan *pl, const plan_request *rq, cl_err *e)
+{
+    cJSON *mj = model_to_json(rq->model), *cj = cluster_to_json(rq->cluster);
+    int rc = model_from_json(&pl->model, mj, "model", e);
+    if (!rc) rc = cluster_from_json(&pl->cluster, cj, "cluster", e);
+    cJSON_Delete(mj);
+    cJSON_Delete(cj);
+    return rc;
+}
+
+/* ------------------------------------------------------------ choices -- */
+
+static int micro_candidates(const plan_request *rq, int *out)
+{
+    if (rq->microbatches > 0) {
+        out[0] = rq->microbatches;
+        return 1;
+    }
+    int all[4096], n = 0;
+    for (int d = 1; d <= rq->batch && n < 4096; d++)
+        if (rq->batch % d == 0) all[n++] = d;
+    if (n <= MAX_MICRO_CANDIDATES) {
+        memcpy(out, all, (size_t)n * sizeof(int));
+        return n;
+    }
+    /* thin geometrically, keeping 1 and the largest */
+    int k = 0;
+    for (int i = 0; i < MAX_MICRO_CANDIDATES; i++) {
+        int at = (int)lround((double)i * (n - 1) / (MAX_MICRO_CANDIDATES - 1));
+        double x = log((double)all[n - 1]) * i / (MAX_MICRO_CANDIDATES - 1);
+        int want = (int)lround(exp(x)), best = at;
+        for (int j = 0; j < n; j++)
+            if (fabs(log((double)all[j]) - log((double)want)) < fabs(log((double)all[best]) - log((double)want)))
+                best = j;
+        if (k == 0 || out[k - 1] != all[best]) out[k++] = all[best];
+    }
+    return k;
+}
+
+static int cmp_speed_ctx_asc(const void *a, const void *b, void *cx)
+{
+    const double *sp = cx;
+    double x = sp[*(const int *)a], y = sp[*(const int *)b];
+    if (x != y) return x < y ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* Device orders to try: the cluster's, and for mixed clusters the nodes
+ * sorted by their slowest device, both ways (unused devices end up first). */
+static int device_orders(const ctx *c, int **out)
+{
+    const cluster *cl = c->rq->cluster;
+    int N = cl->n_devices, mixed = 0;
+    for (int d = 1; d < N; d++) mixed |= c->speed[d] != c->speed[0];
+    int k = 0;
+    out[k] = cl_malloc((size_t)N * sizeof(int));
+    /* cluster order, grouped by node */
+    int at = 0;
+    for (int nd = 0; nd < cl->n_nodes; nd++)
+        for (int d = 0; d < N; d++)
+            if (cl->devices[d].node == nd) out[k][at++] = d;
+    k++;
+    if (!mixed) return k;
+    double *nspeed = cl_malloc((size_t)cl->n_nodes * sizeof(double));
+    for (int nd = 0; nd < cl->n_nodes; nd++) nspeed[nd] = HUGE_VAL;
+    for (int d = 0; d < N; d++)
+        nspeed[cl->devices[d].node] = fmin(nspeed[cl->devices[d].node], c->speed[d]);
+    int *nodes = cl_malloc((size_t)cl->n_nodes * sizeof(int));
+    for (int nd = 0; nd < cl->n_nodes; nd++) nodes[nd] = nd;
+    qsort_r(nodes, (size_t)cl->n_nodes, sizeof(int), cmp_speed_ctx_asc, nspeed);
+    for (int dir = 0; dir < 2; dir++) {
+        int *o = cl_malloc((size_t)N * sizeof(int));
+        at = 0;
+        for (int i = 0; i < cl->n_nodes; i++) {
+            int nd = nodes[dir == 0 ? i : cl->n_nodes - 1 - i];
+            /* inside a node, slower devices first too */
+            int start = at;
+            for (int d = 0; d < N; d++)
+                if (cl->devices[d].node == nd) o[at++] = d;
+            qsort_r(o + start, (size_t)(at - start), sizeof(int), cmp_speed_ctx_asc, c->speed);
+            if (dir == 1) /* fastest first */
+                for (int a = start, b = at - 1; a < b; a++, b--) {
+                    int t = o[a];
+                    o[a] = o[b];
+                    o[b] = t;
+                }
+        }
+        int dup = 0;
+        for (int j = 0; j < k && !dup; j++) dup = memcmp(o, out[j], (size_t)N * sizeof(int)) == 0;
+        if (dup) free(o);
+        else out[k++] = o;
+    }
+    free(nspeed);
+    free(nodes);
+    return k;
+}
+
+/* ------------------------------------------------------------- search -- */
+
+typedef struct best {
+    int have;
+    plan pl;                /* stages owned, model/cluster shallow          */
+    plan_pred pred;
+    plan_timing tm;
+    plan_eval ev;
+    double exact_s, merge_s;
+    const char *algo;
+    /* the least bad infeasible layout, for the message */
+    int have_bad;
+    plan_eval bad_ev;
+    plan bad_pl;
+} best;
+
+static int better(const plan_pred *a, const plan_eval *ea, const plan_pred *b, const plan_eval *eb)
+{
+    if (a->iteration_s != b->iteration_s) return a->iteration_s < b->iteration_s;
+    return plan_eval_cmp(ea, eb) < 0;
+}
+
+static void consider(ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
+                     const plan_layout *y, const plan_eval *ev, const char *algo, double exact_s,
+                     double merge_s)
+{
+    plan pl;
+    layout_plan(c, I, L, y, &pl);
+    plan_pred pr;
+    plan_timing tm;
+    cl_err e = {0};
+    plan_predict_opts po = {.comm = c->rq->comm};
+    int rc = plan_predict(&pl, &po, &pr, &tm, &e);
+    assert(rc == CL_OK); /* layouts are valid plans by construction */
+    (void)rc;
+    pl.pred = pr;
+    c->res->candidates++;
+    if (!B->have || better(&pr, ev, &B->pred, &B->ev)) {
+        if (B->have) free_stages(&B->pl);
+        B->pl = pl;
+        B->pred = pr;
+        B->tm = tm;
+        B->ev = *ev;
+        B->algo = algo;
+        B->exact_s = exact_s;
+        B->merge_s = merge_s;
+        B->have = 1;
+    } else {
+        free_stages(&pl);
+    }
+}
+
+static void consider_bad(ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
+                         const plan_layout *y)
+{
+    plan_eval ev;
+    plan_layout_eval(I, L, y, &ev);
+    if (!ev.valid) return;
+    double over = ev.worst_need_bytes - ev.worst_cap_bytes;
+    if (B->have_bad && over >= B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes) return;
+    if (B->have_bad) free_stages(&B->bad_pl);
+    layout_plan(c, I, L, y, &B->bad_pl);
+    B->bad_ev = ev;
+    B->have_bad = 1;
+}
+
+static void gib(char *buf, size_t cap, double bytes)
+{
+    if (bytes >= 1e15) snprintf(buf, cap, "%.3g PB", bytes / 1e15);
+    else if (bytes >= (double)(1 << 30)) snprintf(buf, cap, "%.2f GiB", bytes / (double)(1 << 30));
+    else snprintf(buf, cap, "%.1f MiB", bytes / (double)(1 << 20));
+}
+
+int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
+{
+    memset(res, 0, sizeof *res);
+    res->exact_s = res->merge_s = NAN;
+    const model *md = rq->model;
+    const cluster *cl = rq->cluster;
+    if (rq->batch < 1) return cl_fail(e, CL_EINPUT, "batch %d: expected a positive sample count", rq->batch);
+    if (rq->microbatches > 0 && rq->batch % rq->microbatches != 0)
+        return cl_fail(e, CL_EINPUT,
+                       "--microbatches %d does not divide the batch of %d (hint: pick a divisor, or auto)",
+                       rq->microbatches, rq->batch);
+    if (rq->prof->n_layers != md->n_layers)
+        return cl_fail(e, CL_EINPUT, "the profile has %d layers, the model %d (hint: profile this model)",
+                       rq->prof->n_layers, md->n_layers);
+    int N = cl->n_devices, eb = model_dtype_bytes(md->dtype);
+    if (rq->stages > 0 && rq->stages > N)
+        return cl_fail(e, CL_EINPUT, "--stages %d: the cluster has only %d devices", rq->stages, N);
+    if (rq->stages > 0 && rq->stages > md->n_layers)
+        return cl_fail(e, CL_EINPUT, "--stages %d: the model has only %d layers", rq->stages, md->n_layers);
+    if (rq->schedule == SCHED_INTERLEAVED)
+        return cl_fail(e, CL_EINPUT,
+                       "the planner does not build interleaved plans yet (hint: plan with 1f1b; the simulator runs interleaved from an explicit plan)");
+    if (rq->schedule == SCHED_SEQUENTIAL && rq->stages > 1)
+        return cl_fail(e, CL_EINPUT, "--schedule sequential runs one stage, not %d", rq->stages);
+
+    ctx c = {.rq = rq, .res = res, .n_dev = N};
+    c.speed = cl_malloc((size_t)N * sizeof(double));
+    double ref = rq->ref_type ? cluster_flops(rq->ref_type, eb) : 0;
+    int mixed = 0;
+    for (int d = 0; d < N; d++) {
+        double f = cluster_flops(&cl->types[cl->devices[d].type], eb);
+        c.speed[d] = ref > 0 ? f / ref : 1.0;
+        if (cl->devices[d].type != cl->devices[0].type) mixed = 1;
+    }
+    if (!ref && mixed) {
+        free(c.speed);
+        return cl_fail(e, CL_EINPUT,
+                       "the cluster mixes device types but the profile's device (\"%s\") is not one of them or a preset, so its times cannot be scaled (hint: name the profiled device with --profiled-on TYPE)",
+                       rq->prof->device);
+    }
+
+    int micro[MAX_MICRO_CANDIDATES + 1];
+    int n_micro = micro_candidates(rq, micro);
+    sched_kind kinds[SCHED_COUNT];
+    int n_kinds = 0;
+    if (rq->schedule >= 0) kinds[n_kinds++] = (sched_kind)rq->schedule;
+    else {
+        /* the method's schedule first: it wins ties */
+        static const sched_kind auto_kinds[] = {SCHED_FBP, SCHED_1F1B, SCHED_GPIPE, SCHED_ZBH1,
+                                                SCHED_PIPEDREAM};
+        for (size_t k = 0; k < sizeof auto_kinds / sizeof auto_kinds[0]; k++) kinds[n_kinds++] = auto_kinds[k];
+        if (N == 1) kinds[n_kinds++] = SCHED_SEQUENTIAL;
+    }
+
+    int *orders[3];
+    int n_orders = device_orders(&c, orders);
+    best B = {0};
+    int rc = CL_OK;
+    /* the cut lattice of a branching model is the same for every
+     * microbatch count: list it once, re-sum it per instance */
+    plan_lattice dag = {0};
+    int have_dag = 0, dag_failed = 0;
+    for (int oi = 0; oi < n_orders && !rc; oi++) {
+        c.order = orders[oi];
+        for (int mi = 0; mi < n_micro && !rc; mi++) {
+            int m = micro[mi];
+            plan_inst I;
+            build_inst(&c, m, &I);
+            plan_lattice pre;
+            plan_lattice_prefix(&pre, &I);
+            const plan_lattice *XL = &pre;
+            if (md->is_dag && rq->algo != PLAN_ALGO_MERGE && !dag_failed) {
+                if (!have_dag) {
+                    cl_err de = {0};
+                    int64_t cap = rq->max_downsets > 0 ? rq->max_downsets : DEFAULT_MAX_DOWNSETS;
+                    if (plan_lattice_downsets(&dag, &I, cap, DEFAULT_MAX_PAIRS, &de) == CL_OK) {
+                        have_dag = 1;
+                    } else {
+                        dag_failed = 1;
+                        note(res, "WARNING: %s; the exact search falls back to the cuts of one topological order (it may miss better cuts; raise --max-cuts)",
+                             de.msg);
+                    }
+                } else {
+                    plan_lattice_sums(&dag, &I);
+                }
+                if (have_dag) XL = &dag;
+            }
+            res->cuts_dag = have_dag;
+            res->lattice_sets = XL->n_sets;
+            /* partition-and-merge for every schedule first: cheap, and the
+             * best of them bounds the exact search */
+            plan_layout ym[SCHED_COUNT];
+            plan_eval evm[SCHED_COUNT];
+            int okm[SCHED_COUNT], pfix[SCHED_COUNT];
+            double upper = HUGE_VAL;
+            int p_seen = 0; /* stage count of the first feasible layout at this m */
+            for (int ki = 0; ki < n_kinds; ki++) {
+                I.sched = kinds[ki];
+                pfix[ki] = rq->stages;
+                if (I.sched == SCHED_SEQUENTIAL) pfix[ki] = 1;
+                memset(&ym[ki], 0, sizeof ym[ki]);
+                memset(&evm[ki], 0, sizeof evm[ki]);
+                okm[ki] = 0;
+                if (plan_mem_dependence(&I) == PLAN_MEM_BY_COUNT && !pfix[ki]) continue; /* below */
+                okm[ki] = plan_merge(&I, &pre, pfix[ki], &ym[ki], NULL);
+                if (ym[ki].p) plan_layout_eval(&I, &pre, &ym[ki], &evm[ki]);
+                if (okm[ki] && XL == &pre) upper = fmin(upper, evm[ki].bottleneck_s);
+            }
+            /* one lower bound for every schedule (least memory) */
+            double lower = 0;
+            if (rq->algo != PLAN_ALGO_MERGE) {
+                plan_exact_opts lo = {.upper_s = upper, .budget = rq->exact_budget};
+                plan_exact_stats ls;
+                cl_err le = {0};
+                I.sched = kinds[0];
+                if (plan_exact_lower(&I, XL, &lo, &lower, &ls, &le) < 0) lower = 0;
+                res->exact_steps += ls.steps;
+            }
+            for (int ki = 0; ki < n_kinds && !rc; ki++) {
+                I.sched = kinds[ki];
+                int p_fixed = pfix[ki];
+                if (plan_mem_dependence(&I) == PLAN_MEM_BY_COUNT && !p_fixed) {
+                    /* zb-h1 keeps min(p, m) microbatches on every stage: fix p
+                     * at the count the other schedules chose (else all devices) */
+                    p_fixed = p_seen ? p_seen : (N < md->n_layers ? N : md->n_layers);
+                    note(res, "zb-h1 is planned with the stage count the other schedules chose (its memory depends on the count)");
+                    okm[ki] = plan_merge(&I, &pre, p_fixed, &ym[ki], NULL);
+                    if (ym[ki].p) plan_layout_eval(&I, &pre, &ym[ki], &evm[ki]);
+                }
+                plan_layout yx = {0};
+                plan_eval evx = {0};
+                int okx = 0;
+                if (rq->algo != PLAN_ALGO_MERGE) {
+                    /* merge's cuts are prefixes; a prefix layout is also a DAG
+                     * layout only when inert layers sit where the rules put
+                     * them, so its bound is used only on chains */
+                    plan_exact_opts xo = {.p_fixed = p_fixed,
+                                          .upper_s = okm[ki] && XL == &pre ? evm[ki].bottleneck_s : HUGE_VAL,
+                                          .budget = rq->exact_budget,
+                                          .lower_s = lower};
+                    plan_exact_stats xs;
+                    cl_err xe = {0};
+                    okx = plan_exact(&I, XL, &xo, &yx, &xs, &xe);
+                    res->exact_steps += xs.steps;
+                    if (okx < 0) {
+                        if (rq->algo == PLAN_ALGO_EXACT)
+                            rc = cl_fail(e, CL_EINPUT, "%s (hint: --algo merge plans large problems quickly)", xe.msg);
+                        else
+                            note(res, "WARNING: %s; this candidate uses partition-and-merge instead (gap to the optimum unknown)", xe.msg);
+                        okx = 0;
+                    } else if (okx == 1) {
+                        plan_layout_eval(&I, XL, &yx, &evx);
+                    }
+                }
+                double xs_b = okx == 1 ? evx.bottleneck_s : NAN;
+                double ms_b = okm[ki] ? evm[ki].bottleneck_s : NAN;
+                if (!rc) {
+                    if (okx == 1) {
+                        consider(&c, &B, &I, XL, &yx, &evx, "exact", xs_b, ms_b);
+                        if (!p_seen) p_seen = yx.p;
+                    } else if (okm[ki]) {
+                        consider(&c, &B, &I, &pre, &ym[ki], &evm[ki], "merge", xs_b, ms_b);
+                        if (!p_seen) p_seen = ym[ki].p;
+                    } else if (ym[ki].p) {
+                        consider_bad(&c, &B, &I, &pre, &ym[ki]);
+                    }
+                }
+                if (yx.p) plan_layout_free(&yx);
+            }
+            for (int ki = 0; ki < n_kinds; ki++)
+                if (ym[ki].p) plan_layout_free(&ym[ki]);
+            plan_lattice_free(&pre);
+            plan_inst_free(&I);
+        }
+    }
+    if (have_dag) plan_lattice_free(&dag);
+    for (int k = 0; k < n_orders; k++) free(orders[k]);
+    free(c.speed);
+    if (!rc && !B.have) {
+        if (B.have_bad) {
+            const plan_stage *st = &B.bad_pl.stages[B.bad_ev.worst_stage];
+            char need[32], cap[32], over[32];
+            gib(need, sizeof need, B.bad_ev.worst_need_bytes);
+            gib(cap, sizeof cap, B.bad_ev.worst_cap_bytes);
+            gib(over, sizeof over, B.bad_ev.worst_need_bytes - B.bad_ev.worst_cap_bytes);
+            rc = cl_fail(e, CL_EINPUT,
+                         "no plan fits in memory: at best, stage %d (layers %s .. %s, %s) needs %s per device but device %s has %s, over by %s (hint: more devices, a smaller batch, fewer microbatches in flight (1f1b, fbp), or replication)",
+                         B.bad_ev.worst_stage, md->layers[st->first].name, md->layers[st->last].name,
+                         sched_kind_name(B.bad_pl.schedule), need,
+                         cl->devices[st->devices[0]].id, cap, over);
+        } else {
+            rc = cl_fail(e, CL_EINPUT, "no plan fits the cluster (hint: more devices, or allow replication)");
+        }
+    }
+    if (B.have_bad) free_stages(&B.bad_pl);
+    if (rc) {
+        if (B.have) free_stages(&B.pl);
+        return rc;
+    }
+    /* the final plan owns its model and cluster */
+    plan *pl = &res->plan;
+    *pl = B.pl;
+    memset(&pl->model, 0, sizeof pl->model);
+    memset(&pl->cluster, 0, sizeof pl->cluster);
+    if ((rc = own_copies(pl, rq, e))) {
+        plan_free(pl);
+        return rc;
+    }
+    pl->pred = B.pred;
+    res->timing = B.tm;
+    res->bottleneck_s = B.ev.bottleneck_s;
+    res->bottleneck_stage = B.ev.bottleneck_stage;
+    res->bottleneck_is_boundary = B.ev.bottleneck_is_boundary;
+    res->exact_s = B.exact_s;
+    res->merge_s = B.merge_s;
+    res->algo = B.algo;
+    rc = plan_validate(pl, "plan", e);
+    assert(rc == CL_OK);
+    return rc;
+}

@@ -1,0 +1,71 @@
+/* search.h - from a model, a profile and a cluster to the best plan.
+ *
+ * Candidates are (device order x microbatch count x schedule); for each,
+ * the partition-and-merge heuristic and the exact search choose stage
+ * count, partition, replication and device blocks, and every candidate is
+ * ranked by plan_predict (predict.h), the single ranking function.
+ * docs/planner.md describes the whole search.
+ */
+#ifndef CL_PLAN_SEARCH_H
+#define CL_PLAN_SEARCH_H
+
+#include <stdint.h>
+
+#include "../models/model.h"
+#include "../profiles/cluster.h"
+#include "../profiles/profile.h"
+#include "plan.h"
+#include "predict.h"
+
+typedef enum plan_algo { PLAN_ALGO_AUTO, PLAN_ALGO_EXACT, PLAN_ALGO_MERGE, PLAN_ALGO_COUNT } plan_algo;
+/* "auto", "exact", "merge"; plan_algo_from_name returns -1 if unknown */
+const char *plan_algo_name(plan_algo a);
+int plan_algo_from_name(const char *name);
+
+typedef struct plan_request {
+    const model *model;     /* required                                       */
+    const prof *prof;       /* required: per-layer costs for this model        */
+    const cluster *cluster; /* required                                       */
+    /* the device type the profile's times were taken on; device speeds are
+     * effective FLOP/s relative to it.  NULL: every device runs at the
+     * profile's speed (allowed only when all devices are of one type) */
+    const cluster_devtype *ref_type;
+    int batch;              /* samples per iteration, >= 1                    */
+    int schedule;           /* a sched_kind, or -1 to try them all            */
+    int microbatches;       /* 0: try divisors of the batch                   */
+    int chunks;             /* interleaved: model chunks per device (0 = 2)   */
+    int stages;             /* 0: any stage count; else exactly this many     */
+    plan_algo algo;
+    plan_optim optimizer;
+    int comm;               /* 0: leave communication out of every cost       */
+    int replication;        /* 0: never replicate a stage                     */
+    int64_t max_downsets;   /* cap on listed cuts of a branching model (0: default) */
+    int64_t exact_budget;   /* exact-search steps per candidate (0: default)  */
+} plan_request;
+
+#define PLAN_NOTES 8
+
+typedef struct plan_result {
+    plan plan;              /* the chosen plan; plan_result_free releases it  */
+    plan_timing timing;
+    double bottleneck_s;    /* its slowest stage or boundary, per iteration   */
+    int bottleneck_stage, bottleneck_is_boundary;
+    double exact_s, merge_s;/* slowest stage each algorithm reached for the
+                               chosen schedule and microbatches (NAN: not run
+                               or nothing fitted)                             */
+    const char *algo;       /* "exact" or "merge": where the plan came from   */
+    int candidates;         /* candidates ranked                              */
+    int cuts_dag;           /* 1: exact search saw every cut of the DAG       */
+    int lattice_sets;       /* cuts (downsets or prefixes) searched           */
+    int64_t exact_steps;    /* transitions priced by the exact search, in all */
+    int n_notes;            /* things the user must be told, one line each    */
+    char notes[PLAN_NOTES][320];
+} plan_result;
+
+/* Plan.  CL_EINPUT for bad requests and for "nothing fits", with one line
+ * naming the cause (for memory: the stage that overflows and by how much).
+ * On success res->plan is valid (plan_validate) and complete. */
+int plan_search(const plan_request *rq, plan_result *res, cl_err *e);
+void plan_result_free(plan_result *res);
+
+#endif
