@@ -14,6 +14,9 @@ typedef struct command {
 
 static const command commands[] = {
     {"inspect", cmd_inspect, "show a model, cluster, profile or plan file as a table"},
+    {"plan",    cmd_plan,    "partition a model over a cluster: stages, devices, schedule"},
+    {"sim",     cmd_sim,     "simulate a plan's schedule event by event: time, bubble, memory, trace"},
+    {"export",  cmd_export,  "turn a plan into torch, DeepSpeed or Megatron settings"},
     {"plot",    cmd_plot,    "draw a trace as a Gantt chart or memory over time (PNG/SVG)"},
     {"bench",   cmd_bench,   "run the benchmarks, writing CSV (make bench)"},
     {"train",   cmd_train,   "train a model on Fashion-MNIST with the embedded executor"},

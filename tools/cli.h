@@ -13,6 +13,9 @@
 #include "status.h"
 
 int cmd_inspect(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_train(int argc, char **argv);
