@@ -321,8 +321,8 @@ static int exact_numbers(cJSON *n)
 {
     for (; n; n = n->next) {
         if (cJSON_IsNumber(n) && isfinite(n->valuedouble)) {
-            char buf[32];
-            for (int prec = 15; prec <= 17; prec++) {
+            char buf[32] = "0"; /* -0 too, as cJSON prints it: it equals 0 */
+            for (int prec = 15; prec <= 17 && n->valuedouble != 0; prec++) {
                 snprintf(buf, sizeof buf, "%.*g", prec, n->valuedouble);
                 if (strtod(buf, NULL) == n->valuedouble) break;
             }
