@@ -15,6 +15,9 @@
  *   zb-h1        p - s warm-up F, then for each j: B_j, W_{j-s} (W deferred
  *                by s microbatches), F_{j+p-s}; then the remaining W
  *                (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", H1);
+ *                with replicated stages p - s counts devices, not stages
+ *                (depth: the replicas of this stage and all after it), and
+ *                s the devices before it, as PipeDream's 1F1B-RR does;
  *   interleaved  Megatron-LM's order over v chunks: 2(p - j - 1) + (v - 1)p
  *                warm-up forwards, virtual microbatch k of a group of p v
  *                goes to chunk (k mod pv) / p (reversed for backwards)
@@ -73,30 +76,47 @@ char *sched_op_label(const sched *s, const sched_op *op, char *buf, int cap)
 
 static int imin(int a, int b) { return a < b ? a : b; }
 
-int sched_inflight(sched_kind kind, int p, int s, int m, int v)
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+int sched_inflight_rep(sched_kind kind, int devices, int depth, int r, int m, int v)
 {
-    assert(p >= 1 && s >= 0 && s < p && m >= 1 && v >= 1);
+    assert(devices >= 1 && depth >= r && depth <= devices && r >= 1 && m >= 1 && v >= 1);
+    int mq = ceil_div(m, r);               /* microbatches of replica 0 */
+    int ld = ceil_div(depth, r);           /* its share of the depth    */
     switch (kind) {
     case SCHED_SEQUENTIAL: return 1;
-    case SCHED_GPIPE: return m;
-    case SCHED_1F1B: return imin(p - s, m);
+    case SCHED_GPIPE: return mq;
+    case SCHED_1F1B: return imin(ld, mq);
     case SCHED_PIPEDREAM:
-    case SCHED_FBP: return p - s; /* a stream without flushes: m does not bound it */
-    case SCHED_ZBH1: return imin(p, m);
-    case SCHED_INTERLEAVED:
-        if (v == 1) return imin(p - s, m);
-        return imin(2 * (p - s - 1) + (v - 1) * p + 1, m * v);
+    case SCHED_FBP: return ld; /* a stream without flushes: m does not bound it */
+    case SCHED_ZBH1: return imin(ld + ceil_div(devices - depth, r), mq);
+    case SCHED_INTERLEAVED: {
+        if (v == 1) return imin(ld, mq);
+        int p = devices, s = devices - depth; /* unreplicated: positions */
+        return ceil_div(imin(2 * (p - s - 1) + (v - 1) * p + 1, m * v), r);
+    }
     case SCHED_COUNT: break;
     }
     assert(0);
     return 0;
 }
 
+int sched_inflight(sched_kind kind, int p, int s, int m, int v)
+{
+    assert(p >= 1 && s >= 0 && s < p);
+    return sched_inflight_rep(kind, p, p - s, 1, m, v);
+}
+
+int sched_versions_rep(sched_kind kind, int depth, int r)
+{
+    assert(depth >= r && r >= 1);
+    return kind == SCHED_PIPEDREAM ? ceil_div(depth, r) : 1;
+}
+
 int sched_versions(sched_kind kind, int p, int s, int m)
 {
     assert(p >= 1 && s >= 0 && s < p && m >= 1);
-    (void)m;
-    return kind == SCHED_PIPEDREAM ? p - s : 1;
+    return sched_versions_rep(kind, p - s, 1);
 }
 
 int sched_warmup_iters(sched_kind kind, int p, int m)
@@ -128,35 +148,37 @@ static int put(item *it, int n, int kind, int stage, int g)
 }
 
 /* Microbatches g0 .. g0+n-1 on stage s of p.  Each returns the item count. */
-static int order_gpipe(item *it, int s, int g0, int n)
+static int order_gpipe(item *it, int s, int g0, int n, int st)
 {
     int k = 0;
-    for (int i = 0; i < n; i++) k = put(it, k, SCHED_F, s, g0 + i);
-    for (int i = 0; i < n; i++) k = put(it, k, SCHED_B, s, g0 + i);
+    for (int i = 0; i < n; i++) k = put(it, k, SCHED_F, s, g0 + i * st);
+    for (int i = 0; i < n; i++) k = put(it, k, SCHED_B, s, g0 + i * st);
     return k;
 }
 
-static int order_1f1b(item *it, int p, int s, int g0, int n)
+/* depth: devices from this stage to the last (p - s unreplicated) */
+static int order_1f1b(item *it, int depth, int s, int g0, int n, int st)
 {
-    int k = 0, w = imin(p - s - 1, n), f = 0;
-    for (; f < w; f++) k = put(it, k, SCHED_F, s, g0 + f);
+    int k = 0, w = imin(depth - 1, n), f = 0;
+    for (; f < w; f++) k = put(it, k, SCHED_F, s, g0 + f * st);
     for (int j = 0; j < n; j++) {
-        if (f < n) k = put(it, k, SCHED_F, s, g0 + f++);
-        k = put(it, k, SCHED_B, s, g0 + j);
+        if (f < n) k = put(it, k, SCHED_F, s, g0 + (f++) * st);
+        k = put(it, k, SCHED_B, s, g0 + j * st);
     }
     return k;
 }
 
-static int order_zbh1(item *it, int p, int s, int g0, int n)
+/* depth as for 1f1b; defer: devices before this stage (s unreplicated) */
+static int order_zbh1(item *it, int depth, int defer, int s, int g0, int n, int st)
 {
     int k = 0, f = 0, wdone = 0;
-    for (; f < imin(p - s, n); f++) k = put(it, k, SCHED_F, s, g0 + f);
+    for (; f < imin(depth, n); f++) k = put(it, k, SCHED_F, s, g0 + f * st);
     for (int j = 0; j < n; j++) {
-        k = put(it, k, SCHED_B, s, g0 + j);
-        if (j >= s) k = put(it, k, SCHED_W, s, g0 + wdone++);
-        if (f < n) k = put(it, k, SCHED_F, s, g0 + f++);
+        k = put(it, k, SCHED_B, s, g0 + j * st);
+        if (j >= defer) k = put(it, k, SCHED_W, s, g0 + (wdone++) * st);
+        if (f < n) k = put(it, k, SCHED_F, s, g0 + (f++) * st);
     }
-    while (wdone < n) k = put(it, k, SCHED_W, s, g0 + wdone++);
+    while (wdone < n) k = put(it, k, SCHED_W, s, g0 + (wdone++) * st);
     return k;
 }
 
@@ -401,6 +423,12 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     }
     b.wbase[P] = nw;
     free(seen);
+    /* pipeline depth in devices from each position to the last: a replicated
+     * stage takes r x as long per microbatch on one replica, so keeping its
+     * replicas busy needs that many more microbatches in flight upstream
+     * (PipeDream's 1F1B-RR keeps ceil(devices / input replicas) in flight) */
+    int *depth = cl_malloc((size_t)P * sizeof *depth);
+    for (int j = P - 1, d = 0; j >= 0; j--) depth[j] = d += pl->stages[j].n_replicas;
     b.wb = cl_malloc((size_t)S * sizeof *b.wb);
     b.rr = cl_malloc((size_t)S * sizeof *b.rr);
     for (int st = 0; st < S; st++) {
@@ -423,26 +451,32 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     s->ops = cl_malloc((size_t)b.cap * sizeof *s->ops);
 
     for (int j = 0; j < (seq ? 1 : P); j++) {
-        int n = 0;
+      int r = seq ? 1 : pl->stages[j].n_replicas;
+      /* per replica: its own microbatches q, q + r, ... (interleaved keeps
+       * the device order over all microbatches and filters it) */
+      int ld = (depth[j] + r - 1) / r, ldefer = (depth[0] - depth[j] + r - 1) / r;
+      for (int q = 0; q < r; q++) {
+        int n = 0, nq = q < m ? (m - q + r - 1) / r : 0;
         if (sched_is_async(kind)) {
-            n = order_1f1b(it, P, j, 0, G);
+            n = order_1f1b(it, ld, j, q, G / r, r);
         } else {
             for (int k = 0; k < n_iter; k++) {
                 int g0 = k * m;
                 switch (kind) {
                 case SCHED_SEQUENTIAL: n += order_sequential(it + n, S, g0, m); break;
-                case SCHED_GPIPE: n += order_gpipe(it + n, j, g0, m); break;
-                case SCHED_1F1B: n += order_1f1b(it + n, P, j, g0, m); break;
-                case SCHED_ZBH1: n += order_zbh1(it + n, P, j, g0, m); break;
+                case SCHED_GPIPE: n += order_gpipe(it + n, j, g0 + q, nq, r); break;
+                case SCHED_1F1B: n += order_1f1b(it + n, ld, j, g0 + q, nq, r); break;
+                case SCHED_ZBH1: n += order_zbh1(it + n, ld, ldefer, j, g0 + q, nq, r); break;
                 case SCHED_INTERLEAVED:
-                    n += v > 1 ? order_interleaved(it + n, P, v, j, g0, m) : order_1f1b(it + n, P, j, g0, m);
+                    n += v > 1 ? order_interleaved(it + n, P, v, j, g0, m)
+                               : order_1f1b(it + n, ld, j, g0 + q, nq, r);
                     break;
                 default: assert(0);
                 }
             }
         }
         for (int x = 0, i = -1, k = 0, gprev = -1; x < n; x++) {
-            /* g rises by small steps: track micro and iter without dividing */
+            /* g mostly rises by one: track micro and iter without dividing */
             int g = it[x].g;
             if (g != gprev) {
                 if (g == gprev + 1) {
@@ -456,8 +490,7 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
             it[x].micro = i;
             it[x].iter = k;
         }
-        int r = seq ? 1 : pl->stages[j].n_replicas;
-        for (int q = 0; q < r; q++) {
+        {
             int w = seq ? 0 : b.wbase[j] + q;
             s->off[w] = s->n_ops;
             memset(b.upd, 0, (size_t)(seq ? S : v) * sizeof *b.upd);
@@ -488,6 +521,7 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
                 }
             }
         }
+      }
     }
     s->off[s->n_dev] = s->n_ops;
     free(it);
@@ -497,6 +531,7 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     free(b.wbase);
     free(b.wb);
     free(b.rr);
+    free(depth);
     return CL_OK;
 }
 

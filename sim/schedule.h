@@ -143,6 +143,20 @@ int sched_save(const sched *s, const char *path, cl_err *e);
 int sched_inflight(sched_kind kind, int p, int s, int m, int v);
 int sched_versions(sched_kind kind, int p, int s, int m);
 
+/* The same on one replica of a replicated stage.  devices: devices in the
+ * whole pipeline (sum of replicas); depth: devices from this stage to the
+ * last, its own replicas included (p - s unreplicated); r: its replicas.
+ * Each replica runs its own microbatches (i mod r) with its share of the
+ * depth, ld = ceil(depth / r), as PipeDream's 1F1B-RR does:
+ *   gpipe ceil(m / r);  1f1b min(ld, ceil(m / r));  pipedream, fbp ld;
+ *   zb-h1 min(ld + ceil((devices - depth) / r), ceil(m / r));
+ *   interleaved: the unreplicated count divided by r, rounded up (an
+ *   estimate; exact when r = 1).
+ * Weight versions (pipedream): ld.  With every r = 1 these are the
+ * functions above. */
+int sched_inflight_rep(sched_kind kind, int devices, int depth, int r, int m, int v);
+int sched_versions_rep(sched_kind kind, int depth, int r);
+
 /* Short label of an op, shared by the simulator's and the executor's traces:
  * F3 / F3.1 (microbatch 3, chunk 1, shown when chunks > 1), B3, W3, U (an
  * update), AR (all-reduce), A3 / G3 (an activation / gradient transfer).

@@ -2,6 +2,7 @@
  * free communication) and against the schedule module's memory formulas. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../sim/schedule.h"
@@ -181,6 +182,76 @@ static void test_inflight_matches_formula(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* A plan whose stage j has r[j] replicas (uniform times). */
+static void replicated_plan(plan *pl, sched_kind k, int P, const int *r, int m)
+{
+    cl_err e = {0};
+    int D = 0;
+    for (int j = 0; j < P; j++) D += r[j];
+    sim_uniform u = uni(k, D, m, 1e-3, 2e-3, 1e-3);
+    CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(pl, &u, &e), 0);
+    for (int j = P; j < D; j++) free(pl->stages[j].devices);
+    pl->n_stages = P;
+    for (int j = 0, dev = 0; j < P; j++) {
+        plan_stage *st = &pl->stages[j];
+        st->n_replicas = r[j];
+        st->devices = cl_realloc(st->devices, (size_t)r[j] * sizeof(int));
+        for (int q = 0; q < r[j]; q++) st->devices[q] = dev++;
+        st->act_out_bytes = j == P - 1 ? 0 : st->act_out_bytes;
+    }
+}
+
+static void test_replicated_inflight(void)
+{
+    /* per replica, the measured peaks equal sched_inflight_rep and
+     * sched_versions_rep (the most loaded replica of each stage) */
+    static const int reps[][4] = {{1, 2, 1, 1}, {2, 1, 3, 1}, {1, 4, 2, 1}, {3, 3, 1, 2}, {2, 2, 2, 2}};
+    static const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_ZBH1, SCHED_PIPEDREAM, SCHED_FBP};
+    int bad = 0;
+    for (size_t c = 0; c < sizeof reps / sizeof *reps; c++)
+        for (size_t ki = 0; ki < sizeof kinds / sizeof *kinds; ki++)
+            for (int m = 12; m <= 36; m += 12) {
+                sched_kind k = kinds[ki];
+                int P = 4, D = 0;
+                for (int j = 0; j < P; j++) D += reps[c][j];
+                plan pl;
+                replicated_plan(&pl, k, P, reps[c], m);
+                cl_err e = {0};
+                sched sc;
+                sim_result r;
+                int rc = sched_build(&pl, k, m, sched_default_iters(k, P, m), &sc, &e);
+                if (!rc) rc = sched_check(&pl, &sc, "built", &e);
+                sim_opts o = {0};
+                sim *s = rc ? NULL : sim_create(&pl, &sc, &o, &e);
+                if (!rc) rc = s ? sim_run(s, &r, &e) : e.code;
+                if (rc) {
+                    fprintf(stderr, "replicated %s: %s\n", sched_kind_name(k), e.msg);
+                    bad++;
+                } else {
+                    for (int j = 0, depth = D, w = 0; j < P; depth -= reps[c][j], j++) {
+                        int most = 0, mostv = 0;
+                        for (int q = 0; q < reps[c][j]; q++, w++) {
+                            if (r.dev[w].peak_stash > most) most = r.dev[w].peak_stash;
+                            if (r.dev[w].peak_versions > mostv) mostv = r.dev[w].peak_versions;
+                        }
+                        int want = sched_inflight_rep(k, D, depth, reps[c][j], m, 1);
+                        int wantv = sched_versions_rep(k, depth, reps[c][j]);
+                        if (most != want || mostv != wantv) {
+                            fprintf(stderr, "%s r=%d,%d,%d,%d m=%d stage %d: stash %d want %d, versions %d "
+                                    "want %d\n", sched_kind_name(k), reps[c][0], reps[c][1], reps[c][2],
+                                    reps[c][3], m, j, most, want, mostv, wantv);
+                            bad++;
+                        }
+                    }
+                    sim_result_free(&r);
+                }
+                sim_destroy(s);
+                sched_free(&sc);
+                sim_uniform_free(&pl);
+            }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 static void test_named_memory_claims(void)
 {
     /* the statements, checked directly */
@@ -229,6 +300,7 @@ TEST_SUITE(sim_closed)
     test_add("ZB-H1 idle per device (p - 1)(F + B - W)", test_zbh1_bubble);
     test_add("one stage: iteration = sum of all ops", test_one_stage_is_sum);
     test_add("live stashes and weight versions equal sched_inflight/sched_versions", test_inflight_matches_formula);
+    test_add("replicated stages: per-replica peaks equal sched_inflight_rep", test_replicated_inflight);
     test_add("1F1B p, GPipe m, PipeDream p versions, FBP one", test_named_memory_claims);
     test_add("async kinds reach m (F + B) per iteration", test_async_steady_state);
 }
