@@ -394,7 +394,7 @@ cJSON *plan_to_json(const plan *p)
         const plan_stage *st = &p->stages[s];
         cJSON *o = cJSON_CreateObject();
         int contiguous = st->last - st->first + 1 == st->n_layers;
-        if (!p->model.is_dag && contiguous) {
+        if (contiguous) {
             cJSON_AddNumberToObject(o, "first", st->first);
             cJSON_AddNumberToObject(o, "last", st->last);
             if (st->first >= 0 && st->first < p->model.n_layers)

@@ -15,6 +15,7 @@
 
 #include "../planner/cost.h"
 #include "../planner/exact.h"
+#include "../planner/merge.h"
 #include "test.h"
 
 /* ------------------------------------------------------------ random -- */
@@ -260,9 +261,62 @@ static void test_dag_vs_brute(void)
     CU_ASSERT_TRUE(feas > 100);
 }
 
+/* Partition-and-merge never beats the exact search, and a lower bound from
+ * plan_exact_lower leads plan_exact to the same optimum. */
+static void test_merge_and_lower_bound(void)
+{
+    gen_opts g = {.max_layers = 12, .dag = 0, .max_dev = 4};
+    rng_state = 4242;
+    int merged = 0, worse = 0;
+    for (int it = 0; it < 300; it++) {
+        plan_inst I;
+        int p_fixed = gen_instance(&I, &g);
+        plan_lattice L;
+        plan_lattice_prefix(&L, &I);
+        cl_err e = {0};
+        plan_exact_opts o = {.p_fixed = p_fixed, .upper_s = HUGE_VAL};
+        plan_layout yx, ym, yl;
+        int okx = plan_exact(&I, &L, &o, &yx, NULL, &e);
+        int okm = plan_merge(&I, &L, p_fixed, &ym, NULL);
+        double lb;
+        CU_ASSERT_EQUAL(plan_exact_lower(&I, &L, &o, &lb, NULL, &e), 1);
+        o.lower_s = lb;
+        int okl = plan_exact(&I, &L, &o, &yl, NULL, &e);
+        CU_ASSERT_EQUAL(okl, okx);
+        if (okm == 1) {
+            merged++;
+            CU_ASSERT_EQUAL(okx, 1); /* merge found a fitting layout, so exact must */
+            if (okx == 1) {
+                plan_eval ex, em;
+                plan_layout_eval(&I, &L, &yx, &ex);
+                plan_layout_eval(&I, &L, &ym, &em);
+                CU_ASSERT_TRUE(plan_eval_cmp(&ex, &em) <= 0);
+                worse += plan_eval_cmp(&ex, &em) < 0;
+            }
+        }
+        if (okx == 1) {
+            plan_eval ex, el;
+            plan_layout_eval(&I, &L, &yx, &ex);
+            CU_ASSERT_TRUE(lb <= ex.bottleneck_s);
+            if (okl == 1) {
+                plan_layout_eval(&I, &L, &yl, &el);
+                CU_ASSERT_EQUAL(plan_eval_cmp(&ex, &el), 0);
+                plan_layout_free(&yl);
+            }
+            plan_layout_free(&yx);
+        }
+        if (ym.p) plan_layout_free(&ym);
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_TRUE(merged > 100);
+    CU_ASSERT_TRUE(worse > 0); /* the heuristic is not always optimal */
+}
+
 TEST_SUITE(plan_exact)
 {
     test_add_suite("plan_exact");
     test_add("exact equals brute force on 400 random chains", test_chain_vs_brute);
     test_add("exact equals brute force on 200 random DAGs", test_dag_vs_brute);
+    test_add("merge never beats exact; lower bounds keep the optimum", test_merge_and_lower_bound);
 }
