@@ -1,0 +1,268 @@
+/* cmd_sim.c - `cleave sim PLAN [options]`: replay a plan's schedule event by
+ * event (sim/sim.h) and print the iteration time, throughput, bubble, per
+ * device busy/idle/communication-wait fractions, peak memory and bytes per
+ * link level; optionally a Chrome trace and the op lists themselves. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/schedule.h"
+#include "../sim/sim.h"
+#include "cli.h"
+#include "jsonx.h"
+
+static int help(void)
+{
+    printf("usage: cleave sim PLAN.json [options]\n\n"
+           "Simulates the plan's pipeline schedule event by event (compute streams, links with\n"
+           "bandwidth sharing, ring all-reduce of replicated stages, memory over time) and\n"
+           "prints the predicted iteration time, throughput, bubble, per-device busy / idle /\n"
+           "communication-wait fractions, peak memory and bytes sent per link level.\n\n"
+           "  --schedule KIND|FILE   simulate another kind (sequential, gpipe, 1f1b, interleaved,\n"
+           "                         zb-h1, pipedream, fbp) or an explicit schedule file\n"
+           "                         (\"format\": \"cleave-schedule\", docs/formats.md)\n"
+           "  --microbatches M       M microbatches of the plan's microbatch size\n"
+           "  --iterations N         iterations to simulate (default 1; asynchronous kinds:\n"
+           "                         warm-up + 4, and the steady state is measured after warm-up)\n"
+           "  --comm on|off          off: transfers and all-reduces take no time\n"
+           "  --trace FILE           write a Chrome trace (open in Perfetto or chrome://tracing)\n"
+           "  --dump-schedule FILE   write the per-device op lists as a cleave-schedule file\n"
+           "  --json                 print the results as JSON\n"
+           "  --max-events N         stop with an error after N events (default %llu)\n"
+           "  --max-seconds S        stop with an error after S seconds of real time (default %g)\n",
+           (unsigned long long)SIM_MAX_EVENTS, SIM_MAX_WALL_S);
+    return 0;
+}
+
+typedef struct sim_args {
+    const char *plan, *schedule, *trace, *dump;
+    int64_t micro, iters, max_events;
+    double max_wall;
+    int comm_off, json;
+} sim_args;
+
+static int parse(int argc, char **argv, sim_args *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        int more = i + 1 < argc;
+        int rc = 0;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help() - 1;
+        else if (!strcmp(o, "--json")) a->json = 1;
+        else if (!strcmp(o, "--schedule") && more) a->schedule = argv[++i];
+        else if (!strcmp(o, "--trace") && more) a->trace = argv[++i];
+        else if (!strcmp(o, "--dump-schedule") && more) a->dump = argv[++i];
+        else if (!strcmp(o, "--microbatches") && more) rc = cli_int("sim", o, argv[++i], 1, 1 << 24, &a->micro);
+        else if (!strcmp(o, "--iterations") && more) rc = cli_int("sim", o, argv[++i], 1, 1 << 20, &a->iters);
+        else if (!strcmp(o, "--max-events") && more) rc = cli_int("sim", o, argv[++i], 1, INT64_MAX, &a->max_events);
+        else if (!strcmp(o, "--max-seconds") && more) rc = cli_num("sim", o, argv[++i], 1e-3, 1e7, &a->max_wall);
+        else if (!strcmp(o, "--comm") && more) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "off")) a->comm_off = 1;
+            else if (strcmp(v, "on")) return cli_usage_error("sim", "--comm: expected on or off, got \"%s\"", v);
+        } else if (o[0] == '-' && o[1]) return cli_usage_error("sim", "unknown option %s (or it needs a value)", o);
+        else if (a->plan) return cli_usage_error("sim", "one plan at a time (got %s and %s)", a->plan, o);
+        else a->plan = o;
+        if (rc) return rc;
+    }
+    if (!a->plan) return cli_usage_error("sim", "missing PLAN.json");
+    return 0;
+}
+
+/* ---------------------------------------------------------------- output -- */
+
+static const char *bytes_str(double b, char *buf, size_t cap)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int i = 0;
+    while (fabs(b) >= 1024 && i < 5) b /= 1024, i++;
+    snprintf(buf, cap, i ? "%.2f %s" : "%.0f %s", b, u[i]);
+    return buf;
+}
+
+static const char *time_str(double s, char *buf, size_t cap)
+{
+    if (s >= 1) snprintf(buf, cap, "%.4g s", s);
+    else if (s >= 1e-3) snprintf(buf, cap, "%.4g ms", s * 1e3);
+    else snprintf(buf, cap, "%.4g us", s * 1e6);
+    return buf;
+}
+
+/* The stages held by device d, as "0" or "1,5" (the sequential kind: all). */
+static void stages_str(const plan *p, const sched *sc, int d, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int s = 0; s < p->n_stages && n + 12 < cap; s++) {
+        int holds = sc->kind == SCHED_SEQUENTIAL;
+        for (int q = 0; q < p->stages[s].n_replicas && !holds; q++) holds = p->stages[s].devices[q] == d;
+        if (holds) n += (size_t)snprintf(buf + n, cap - n, n ? ",%d" : "%d", s);
+    }
+    if (sc->kind == SCHED_SEQUENTIAL && p->n_stages > 3) snprintf(buf, cap, "0-%d", p->n_stages - 1);
+}
+
+static const char *kind_str(int kind) { return kind >= 0 ? sched_kind_name((sched_kind)kind) : "explicit"; }
+
+static void print_table(const sim_args *a, const plan *p, const sched *sc, const sim_result *r)
+{
+    char b1[32], b2[32], b3[32], st[64];
+    printf("%s: %d stages on %d devices, schedule %s, %d microbatches x %d samples per iteration\n",
+           a->plan, p->n_stages, r->n_dev, kind_str(r->kind), r->n_micro,
+           p->microbatch > 0 ? p->microbatch : 1);
+    if (r->warmup_iters)
+        printf("simulated %d iterations; steady state measured over the last %d (after %d of warm-up)\n",
+               r->n_iter, r->n_iter - r->warmup_iters, r->warmup_iters);
+    else
+        printf("simulated %d iteration%s%s\n", r->n_iter, r->n_iter > 1 ? "s" : "",
+               a->comm_off ? ", communication off" : "");
+    printf("iteration %s   throughput %.6g samples/s   bubble %.2f%%   comm-wait %.2f%%\n",
+           time_str(r->iteration_s, b1, sizeof b1), r->throughput, 100 * r->bubble, 100 * r->comm_wait);
+    printf("speed-up %.3fx over sequential (%s per iteration on one device)\n\n", r->speedup,
+           time_str(r->sequential_s, b2, sizeof b2));
+    printf("%-6s %-16s %-8s %7s %7s %7s %12s %11s %6s %8s %12s\n", "device", "id", "stages", "busy",
+           "idle", "comm", "peak memory", "at", "stash", "versions", "sent");
+    for (int i = 0; i < r->n_dev; i++) {
+        const sim_dev_result *d = &r->dev[i];
+        stages_str(p, sc, d->device, st, sizeof st);
+        printf("%-6d %-16.16s %-8.8s %6.2f%% %6.2f%% %6.2f%% %12s %11s %6d %8d %12s\n", d->device,
+               p->cluster.devices[d->device].id, st, 100 * d->busy, 100 * d->idle, 100 * d->comm_wait,
+               bytes_str(d->peak_mem_bytes, b1, sizeof b1), time_str(d->peak_t_s, b2, sizeof b2),
+               d->peak_stash, d->peak_versions, bytes_str(d->sent_bytes, b3, sizeof b3));
+    }
+    printf("\nlinks: %s within nodes, %s between nodes (whole run)\n",
+           bytes_str(r->sent_bytes[CLUSTER_INTRA], b1, sizeof b1),
+           bytes_str(r->sent_bytes[CLUSTER_INTER], b2, sizeof b2));
+    printf("%llu events\n", (unsigned long long)r->events);
+}
+
+static cJSON *mem_json(const sim_mem *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "weights_bytes", m->weights);
+    cJSON_AddNumberToObject(o, "grads_bytes", m->grads);
+    cJSON_AddNumberToObject(o, "optimizer_bytes", m->optim);
+    cJSON_AddNumberToObject(o, "versions_bytes", m->versions);
+    cJSON_AddNumberToObject(o, "stash_bytes", m->stash);
+    cJSON_AddNumberToObject(o, "buffers_bytes", m->buffers);
+    return o;
+}
+
+static int print_json(const sim_args *a, const plan *p, const sched *sc, const sim_result *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "format", "cleave-sim");
+    cJSON_AddNumberToObject(o, "version", 1);
+    cJSON_AddStringToObject(o, "plan", a->plan);
+    cJSON_AddStringToObject(o, "schedule", kind_str(r->kind));
+    cJSON_AddNumberToObject(o, "microbatches", r->n_micro);
+    cJSON_AddNumberToObject(o, "iterations", r->n_iter);
+    cJSON_AddNumberToObject(o, "warmup_iterations", r->warmup_iters);
+    cJSON_AddBoolToObject(o, "comm", !a->comm_off);
+    cJSON_AddNumberToObject(o, "samples_per_iteration", r->samples);
+    cJSON_AddNumberToObject(o, "iteration_s", r->iteration_s);
+    cJSON_AddNumberToObject(o, "throughput", r->throughput);
+    cJSON_AddNumberToObject(o, "bubble", r->bubble);
+    cJSON_AddNumberToObject(o, "comm_wait", r->comm_wait);
+    cJSON_AddNumberToObject(o, "sequential_s", r->sequential_s);
+    cJSON_AddNumberToObject(o, "speedup", r->speedup);
+    cJSON_AddNumberToObject(o, "makespan_s", r->makespan_s);
+    cJSON *sent = cJSON_AddObjectToObject(o, "sent_bytes");
+    cJSON_AddNumberToObject(sent, "intra", r->sent_bytes[CLUSTER_INTRA]);
+    cJSON_AddNumberToObject(sent, "inter", r->sent_bytes[CLUSTER_INTER]);
+    cJSON_AddNumberToObject(o, "events", (double)r->events);
+    cJSON *devs = cJSON_AddArrayToObject(o, "devices");
+    for (int i = 0; i < r->n_dev; i++) {
+        const sim_dev_result *d = &r->dev[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "device", d->device);
+        cJSON_AddStringToObject(x, "id", p->cluster.devices[d->device].id);
+        cJSON *st = cJSON_AddArrayToObject(x, "stages");
+        for (int s = 0; s < p->n_stages; s++) {
+            int holds = sc->kind == SCHED_SEQUENTIAL;
+            for (int q = 0; q < p->stages[s].n_replicas && !holds; q++) holds = p->stages[s].devices[q] == d->device;
+            if (holds) cJSON_AddItemToArray(st, cJSON_CreateNumber(s));
+        }
+        cJSON_AddNumberToObject(x, "busy", d->busy);
+        cJSON_AddNumberToObject(x, "idle", d->idle);
+        cJSON_AddNumberToObject(x, "comm_wait", d->comm_wait);
+        cJSON_AddNumberToObject(x, "busy_s", d->busy_s);
+        cJSON_AddNumberToObject(x, "idle_s", d->idle_s);
+        cJSON_AddNumberToObject(x, "comm_wait_s", d->comm_wait_s);
+        cJSON_AddNumberToObject(x, "peak_mem_bytes", d->peak_mem_bytes);
+        cJSON_AddNumberToObject(x, "peak_t_s", d->peak_t_s);
+        cJSON_AddItemToObject(x, "memory_at_peak", mem_json(&d->at_peak));
+        cJSON_AddNumberToObject(x, "peak_stash", d->peak_stash);
+        cJSON_AddNumberToObject(x, "peak_versions", d->peak_versions);
+        cJSON_AddNumberToObject(x, "sent_bytes", d->sent_bytes);
+        cJSON_AddItemToArray(devs, x);
+    }
+    char *text = jx_print(o, 1);
+    cJSON_Delete(o);
+    if (!text) return CL_ERUN;
+    puts(text);
+    free(text);
+    return CL_OK;
+}
+
+/* ------------------------------------------------------------------ run -- */
+
+/* Build or load the op lists the options ask for. */
+static int get_schedule(const sim_args *a, plan *p, sched *sc, cl_err *e)
+{
+    if (a->micro) {
+        p->n_micro = (int)a->micro;
+        p->batch = (p->microbatch > 0 ? p->microbatch : 1) * p->n_micro;
+    }
+    int kind = p->schedule;
+    if (a->schedule) {
+        kind = sched_kind_from_name(a->schedule);
+        if (kind < 0) {
+            if (a->micro || a->iters)
+                return cl_fail(e, CL_EINPUT, "--microbatches and --iterations come from the schedule "
+                               "file %s (hint: edit the file, or give a kind name)", a->schedule);
+            return sched_load(p, a->schedule, sc, e);
+        }
+        p->schedule = (sched_kind)kind;
+    }
+    int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
+    int iters = a->iters ? (int)a->iters : sched_default_iters((sched_kind)kind, P, p->n_micro);
+    int warm = sched_warmup_iters((sched_kind)kind, P, p->n_micro);
+    if (a->iters && warm && iters <= warm)
+        return cl_fail(e, CL_EINPUT, "--iterations: %s needs more than %d iterations to reach a steady "
+                       "state with %d stages and %d microbatches (hint: --iterations %d or more)",
+                       sched_kind_name((sched_kind)kind), warm, P, p->n_micro, warm + 1);
+    return sched_build(p, (sched_kind)kind, p->n_micro, iters, sc, e);
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    sim_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    cl_err e = {0};
+    plan p;
+    if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
+    sched sc = {0};
+    sim *s = NULL;
+    sim_result r = {0};
+    rc = get_schedule(&a, &p, &sc, &e);
+    if (!rc) {
+        sim_opts o = {.comm_off = a.comm_off, .record = a.trace != NULL,
+                      .max_events = (uint64_t)a.max_events, .max_wall_s = a.max_wall};
+        s = sim_create(&p, &sc, &o, &e);
+        if (!s) rc = e.code ? e.code : CL_EINPUT;
+    }
+    if (!rc) rc = sim_run(s, &r, &e);
+    if (!rc && a.trace) rc = sim_write_trace(s, a.trace, &e);
+    if (!rc && a.dump) rc = sched_save(&sc, a.dump, &e);
+    if (!rc) rc = a.json ? print_json(&a, &p, &sc, &r) : (print_table(&a, &p, &sc, &r), CL_OK);
+    if (rc && e.code) cli_report(&e);
+    else if (rc) fprintf(stderr, "cleave: out of memory printing the results\n");
+    sim_result_free(&r);
+    sim_destroy(s);
+    sched_free(&sc);
+    plan_free(&p);
+    return rc;
+}
