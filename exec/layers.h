@@ -25,15 +25,15 @@
 /* ------------------------------------------------------------------------ */
 /* linear: out = in W^T + b                                                  */
 
-/* out (B,O), in (B,I), w (O,I), b (O) or NULL */
+/* out (B,OC), in (B,IC), w (OC,IC), b (OC) or NULL */
 void exec_linear_forward(float *out, const float *in, const float *w, const float *b,
-                         int B, int I, int O);
-/* din (B,I) = dout (B,O) w (O,I) */
+                         int B, int IC, int OC);
+/* din (B,IC) = dout (B,OC) w (OC,IC) */
 void exec_linear_backward_input(float *din, const float *dout, const float *w,
-                                int B, int I, int O);
-/* dw (O,I) += dout^T in; db (O) += sum over the batch of dout (db may be NULL) */
+                                int B, int IC, int OC);
+/* dw (OC,IC) += dout^T in; db (OC) += sum over the batch of dout (db may be NULL) */
 void exec_linear_backward_weight(float *dw, float *db, const float *dout, const float *in,
-                                 int B, int I, int O);
+                                 int B, int IC, int OC);
 
 /* ------------------------------------------------------------------------ */
 /* conv2d, lowered onto matrix products through im2col                      */
@@ -51,13 +51,13 @@ int exec_conv_init(exec_conv *g, int C, int H, int W, int O, int k, int stride, 
  * stride 1 and no padding, which multiplies the input directly). */
 int64_t exec_conv_col_floats(const exec_conv *g);
 
-/* out (B,O,Ho,Wo), in (B,C,H,W), w (O,C,k,k), b (O) or NULL, col scratch */
+/* out (B,O,Ho,Wo), in (B,C,H,W), w (O,C,k,k), b (OC) or NULL, col scratch */
 void exec_conv2d_forward(float *out, const float *in, const float *w, const float *b,
                          float *col, const exec_conv *g, int B);
 /* din (B,C,H,W), dout (B,O,Ho,Wo), w (O,C,k,k) */
 void exec_conv2d_backward_input(float *din, const float *dout, const float *w,
                                 float *col, const exec_conv *g, int B);
-/* dw (O,C,k,k) += ..., db (O) += ... (may be NULL); in (B,C,H,W) */
+/* dw (O,C,k,k) += ..., db (OC) += ... (may be NULL); in (B,C,H,W) */
 void exec_conv2d_backward_weight(float *dw, float *db, const float *dout, const float *in,
                                  float *col, const exec_conv *g, int B);
 

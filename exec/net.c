@@ -28,7 +28,7 @@ typedef struct xlayer {
     int64_t in_elems, out_elems; /* per sample */
     exec_conv conv;
     exec_pool pool;
-    int I, O;                 /* linear */
+    int IC, O;                 /* linear */
     int C, HW;                /* batchnorm2d */
     int has_w, need_din;
     float *w, *b, *dw, *db;   /* into the blocks (b, db NULL without bias) */
@@ -53,6 +53,7 @@ struct exec_net {
     int keep_x0;
     float *fslot[2], *bslot[2];
     float *col_f, *col_bi, *col_bw;
+    exec_layer_clock *clock; /* per-layer timing, or NULL */
 };
 
 struct exec_acts {
@@ -164,7 +165,7 @@ static void layer_setup(xlayer *x, const model *m, int i)
         break;
     }
     case MODEL_LINEAR:
-        x->I = (int)x->in_elems;
+        x->IC = (int)x->in_elems;
         x->O = (int)x->out_elems;
         x->has_w = 1;
         break;
@@ -205,7 +206,7 @@ static int64_t layer_n_params(const xlayer *x, int64_t *nb)
         return (int64_t)x->conv.O * x->conv.C * x->conv.k * x->conv.k;
     case MODEL_LINEAR:
         *nb = l->bias ? x->O : 0;
-        return (int64_t)x->O * x->I;
+        return (int64_t)x->O * x->IC;
     case MODEL_BATCHNORM2D:
         *nb = x->C;
         return x->C;
@@ -274,7 +275,7 @@ static void setup_params(exec_net *n, uint64_t seed)
             fan_in = x->conv.C * kk;
             fan_out = x->conv.O * kk;
         } else {
-            fan_in = x->I;
+            fan_in = x->IC;
             fan_out = x->O;
         }
         double bound = feeds_relu(n->m, x->index) ? sqrt(6.0 / fan_in)
@@ -557,7 +558,7 @@ static void fwd_layer(exec_net *n, exec_acts *a, int k, const float *x, float *y
     const int64_t nin = (int64_t)B * l->in_elems;
     switch (l->kind) {
     case MODEL_LINEAR:
-        exec_linear_forward(y, x, l->w, l->b, B, l->I, l->O);
+        exec_linear_forward(y, x, l->w, l->b, B, l->IC, l->O);
         break;
     case MODEL_CONV2D:
         exec_conv2d_forward(y, x, l->w, l->b, n->col_f, &l->conv, B);
@@ -609,7 +610,7 @@ static void bwd_in_layer(exec_net *n, exec_acts *a, int k, const float *dy, floa
     const int64_t nin = (int64_t)B * l->in_elems;
     switch (l->kind) {
     case MODEL_LINEAR:
-        exec_linear_backward_input(dx, dy, l->w, B, l->I, l->O);
+        exec_linear_backward_input(dx, dy, l->w, B, l->IC, l->O);
         break;
     case MODEL_CONV2D:
         exec_conv2d_backward_input(dx, dy, l->w, n->col_bi, &l->conv, B);
@@ -651,7 +652,7 @@ static void bwd_w_layer(exec_net *n, exec_acts *a, int k)
     const float *dy = a->dout[k]; /* kept for every layer with weights */
     switch (l->kind) {
     case MODEL_LINEAR:
-        exec_linear_backward_weight(l->dw, l->db, dy, in_of(n, a, k, NULL), B, l->I, l->O);
+        exec_linear_backward_weight(l->dw, l->db, dy, in_of(n, a, k, NULL), B, l->IC, l->O);
         break;
     case MODEL_CONV2D:
         exec_conv2d_backward_weight(l->dw, l->db, dy, in_of(n, a, k, NULL), n->col_bw, &l->conv,
@@ -671,12 +672,20 @@ void exec_net_forward(exec_net *n, exec_acts *a, const float *in, const int32_t 
     assert(a->net == n && batch >= 1 && batch <= a->max_batch);
     a->batch = batch;
     a->train = train;
+    double t0 = n->clock ? exec_now() : 0;
     if (n->keep_x0) memcpy(a->x0, in, (size_t)batch * n->ly[0].in_elems * sizeof *a->x0);
     if (exec_net_has_loss(n)) {
         assert(labels);
         memcpy(a->labels, labels, (size_t)batch * sizeof *labels);
     }
-    for (int k = 0; k < n->L; k++) fwd_layer(n, a, k, in_of(n, a, k, in), out_of(n, a, k), train);
+    for (int k = 0; k < n->L; k++) {
+        fwd_layer(n, a, k, in_of(n, a, k, in), out_of(n, a, k), train);
+        if (n->clock) {
+            double t1 = exec_now();
+            n->clock[k].fwd_s += t1 - t0;
+            t0 = t1;
+        }
+    }
 }
 
 void exec_net_backward_input(exec_net *n, exec_acts *a, const float *dout, float *din,
@@ -686,36 +695,31 @@ void exec_net_backward_input(exec_net *n, exec_acts *a, const float *dout, float
     const int L = n->L;
     assert(exec_net_has_loss(n) || dout);
     assert(!n->ly[0].need_din || din || (n->flags & EXEC_NET_KEEP_ALL));
+    double t0 = n->clock ? exec_now() : 0;
     if (dout && n->ly[L - 1].keep_dout)
         memcpy(a->dout[L - 1], dout, (size_t)a->batch * n->ly[L - 1].out_elems * sizeof *dout);
-    for (int k = L - 1; k >= 0 && n->ly[k].need_din; k--)
+    for (int k = L - 1; k >= 0 && n->ly[k].need_din; k--) {
         bwd_in_layer(n, a, k, dout_of(n, a, k, dout), din_of(n, a, k, din), loss_scale);
+        if (n->clock) {
+            double t1 = exec_now();
+            n->clock[k].bwd_in_s += t1 - t0;
+            t0 = t1;
+        }
+    }
 }
 
 void exec_net_backward_weight(exec_net *n, exec_acts *a)
 {
     assert(a->net == n && a->batch >= 1 && a->train);
-    for (int k = n->L - 1; k >= 0; k--)
-        if (n->ly[k].has_w) bwd_w_layer(n, a, k);
+    for (int k = n->L - 1; k >= 0; k--) {
+        if (!n->ly[k].has_w) continue;
+        double t0 = n->clock ? exec_now() : 0;
+        bwd_w_layer(n, a, k);
+        if (n->clock) n->clock[k].bwd_w_s += exec_now() - t0;
+    }
 }
 
-void exec_net_layer_forward(exec_net *n, exec_acts *a, int layer, int train)
+void exec_net_set_clock(exec_net *n, exec_layer_clock *clock)
 {
-    assert(n->flags & EXEC_NET_KEEP_ALL);
-    int k = layer_of(n, layer) - n->ly;
-    fwd_layer(n, a, k, in_of(n, a, k, NULL), out_of(n, a, k), train);
-}
-
-void exec_net_layer_backward_input(exec_net *n, exec_acts *a, int layer, float loss_scale)
-{
-    assert(n->flags & EXEC_NET_KEEP_ALL);
-    int k = layer_of(n, layer) - n->ly;
-    bwd_in_layer(n, a, k, dout_of(n, a, k, NULL), din_of(n, a, k, NULL), loss_scale);
-}
-
-void exec_net_layer_backward_weight(exec_net *n, exec_acts *a, int layer)
-{
-    assert(n->flags & EXEC_NET_KEEP_ALL);
-    int k = layer_of(n, layer) - n->ly;
-    bwd_w_layer(n, a, k);
+    n->clock = clock;
 }

@@ -43,8 +43,8 @@ typedef struct exec_acts exec_acts;
 int exec_net_check(const model *m, int first, int last, const char *file, cl_err *e);
 
 enum {
-    EXEC_NET_KEEP_ALL = 1 /* keep every activation and gradient in the acts,
-                           * so single layers can be re-run (profiling) */
+    EXEC_NET_KEEP_ALL = 1 /* keep every activation and gradient in the acts:
+                           * the reference the memory plan is tested against */
 };
 
 /* Build the stage [first, last) of m for microbatches of up to max_batch
@@ -115,12 +115,16 @@ void exec_net_backward_input(exec_net *n, exec_acts *a, const float *dout, float
  * block.  Needs backward_input on a first (any time before). */
 void exec_net_backward_weight(exec_net *n, exec_acts *a);
 
-/* Single layers, for profiling: nets built with EXEC_NET_KEEP_ALL only,
- * after one full forward (and backward_input, for the backward calls) on a
- * so every buffer holds data.  `layer` is a model layer index in the stage. */
-void exec_net_layer_forward(exec_net *n, exec_acts *a, int layer, int train);
-void exec_net_layer_backward_input(exec_net *n, exec_acts *a, int layer, float loss_scale);
-void exec_net_layer_backward_weight(exec_net *n, exec_acts *a, int layer);
+/* Per-layer clocks, for profiling in context: while set, every forward,
+ * input- and weight-gradient call adds each layer's wall seconds into
+ * clock[layer - first] (the copy of the stage input counts as the first
+ * layer's forward).  clock has last - first entries and must outlive its
+ * use; NULL stops timing. */
+typedef struct exec_layer_clock {
+    double fwd_s, bwd_in_s, bwd_w_s;
+} exec_layer_clock;
+void exec_net_set_clock(exec_net *n, exec_layer_clock *clock);
+
 /* Does layer have parameters / compute an input gradient? */
 int exec_net_layer_has_weights(const exec_net *n, int layer);
 int exec_net_layer_needs_din(const exec_net *n, int layer);

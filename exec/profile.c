@@ -36,57 +36,74 @@ static void random_batch(const model *m, int B, uint64_t seed, float **x, int32_
     gsl_rng_free(r);
 }
 
-typedef enum { PASS_FWD, PASS_BIN, PASS_BW } pass;
-
-static double time_pass(exec_net *n, exec_acts *a, int layer, pass p, float scale)
-{
-    double t0 = exec_now();
-    switch (p) {
-    case PASS_FWD: exec_net_layer_forward(n, a, layer, 1); break;
-    case PASS_BIN: exec_net_layer_backward_input(n, a, layer, scale); break;
-    case PASS_BW: exec_net_layer_backward_weight(n, a, layer); break;
-    }
-    return exec_now() - t0;
-}
-
 int exec_profile_batch(const model *m, const char *file, int batch, int warmup, int reps,
-                       uint64_t seed, exec_layer_time *t, cl_err *e)
+                       uint64_t seed, exec_layer_time *t, exec_step_time *st, cl_err *e)
 {
     assert(reps >= 1 && warmup >= 0);
     exec_net *n;
-    int rc = exec_net_create(&n, m, 0, m->n_layers, batch, seed, EXEC_NET_KEEP_ALL, file, e);
+    int rc = exec_net_create(&n, m, 0, m->n_layers, batch, seed, 0, file, e);
     if (rc) return rc;
     if (!exec_net_has_loss(n)) {
         exec_net_destroy(n);
-        return cl_fail(e, CL_EINPUT, "%s: layers: profiling runs a training step, which needs a model ending in softmax_xent (hint: add the loss layer)",
+        return cl_fail(e, CL_EINPUT, "%s: layers: profiling runs training steps, which need a model ending in softmax_xent (hint: add the loss layer)",
                        file);
     }
+    const int L = m->n_layers;
     exec_acts *a = exec_acts_create(n, batch);
+    exec_sgd sgd;
+    exec_sgd_init(&sgd, n, 0, 0.9, 5e-4); /* rate 0: the weights, and so the work, stay put */
     float *x;
     int32_t *y;
     random_batch(m, batch, seed, &x, &y);
-    const float scale = 1.0f / (float)batch;
-    /* one full step fills every kept buffer with real values */
-    exec_net_forward(n, a, x, y, batch, 1);
-    exec_net_backward_input(n, a, NULL, NULL, scale);
-    exec_net_backward_weight(n, a);
-    double *v = cl_malloc((size_t)reps * sizeof *v);
-    for (int l = 0; l < m->n_layers; l++) {
-        exec_layer_time *lt = &t[l];
-        memset(lt, 0, sizeof *lt);
-        for (int p = PASS_FWD; p <= PASS_BW; p++) {
-            if (p == PASS_BIN && !exec_net_layer_needs_din(n, l)) continue;
-            if (p == PASS_BW && !exec_net_layer_has_weights(n, l)) continue;
-            for (int r = 0; r < warmup; r++) time_pass(n, a, l, (pass)p, scale);
-            for (int r = 0; r < reps; r++) v[r] = time_pass(n, a, l, (pass)p, scale);
-            double *med = p == PASS_FWD ? &lt->fwd_s : p == PASS_BIN ? &lt->bwd_in_s : &lt->bwd_w_s;
-            double *sd = p == PASS_FWD ? &lt->fwd_sd : p == PASS_BIN ? &lt->bwd_in_sd : &lt->bwd_w_sd;
-            stats(v, reps, med, sd);
+    /* samples[(pass * L + layer) * reps + r], then the steps' three series */
+    double *v = cl_malloc((size_t)((3 * L + 3) * reps) * sizeof *v), *w = v + 3 * L * reps;
+    exec_layer_clock *clk = cl_malloc((size_t)L * sizeof *clk);
+    for (int r = -warmup; r < reps; r++) {
+        memset(clk, 0, (size_t)L * sizeof *clk);
+        exec_net_set_clock(n, clk);
+        exec_net_forward(n, a, x, y, batch, 1);
+        exec_net_backward_input(n, a, NULL, NULL, 1.0f / (float)batch);
+        exec_net_backward_weight(n, a);
+        exec_net_set_clock(n, NULL);
+        exec_sgd_step(&sgd, n);
+        if (st) {
+            double t0 = exec_now();
+            exec_net_forward(n, a, x, y, batch, 1);
+            exec_net_backward_input(n, a, NULL, NULL, 1.0f / (float)batch);
+            exec_net_backward_weight(n, a);
+            double t1 = exec_now();
+            exec_sgd_step(&sgd, n);
+            double t2 = exec_now();
+            if (r >= 0) {
+                w[r] = t1 - t0;
+                w[reps + r] = t2 - t1;
+                w[2 * reps + r] = t2 - t0;
+            }
+        }
+        if (r < 0) continue;
+        for (int l = 0; l < L; l++) {
+            v[(0 * L + l) * reps + r] = clk[l].fwd_s;
+            v[(1 * L + l) * reps + r] = clk[l].bwd_in_s;
+            v[(2 * L + l) * reps + r] = clk[l].bwd_w_s;
         }
     }
+    for (int l = 0; l < L; l++) {
+        exec_layer_time *lt = &t[l];
+        stats(v + (0 * L + l) * reps, reps, &lt->fwd_s, &lt->fwd_sd);
+        stats(v + (1 * L + l) * reps, reps, &lt->bwd_in_s, &lt->bwd_in_sd);
+        stats(v + (2 * L + l) * reps, reps, &lt->bwd_w_s, &lt->bwd_w_sd);
+    }
+    if (st) {
+        double sd;
+        stats(w, reps, &st->fbw_s, &sd);
+        stats(w + reps, reps, &st->update_s, &sd);
+        stats(w + 2 * reps, reps, &st->step_s, &sd);
+    }
     free(v);
+    free(clk);
     free(x);
     free(y);
+    exec_sgd_free(&sgd);
     exec_acts_destroy(a);
     exec_net_destroy(n);
     return CL_OK;
@@ -147,7 +164,7 @@ int exec_profile(const model *m, const char *file, const int64_t *batches, int n
     }
     exec_net_destroy(plan);
     for (int k = 0; k < n_batches && !rc; k++) {
-        rc = exec_profile_batch(m, file, (int)batches[k], warmup, reps, seed, t, e);
+        rc = exec_profile_batch(m, file, (int)batches[k], warmup, reps, seed, t, NULL, e);
         for (int l = 0; l < m->n_layers && !rc; l++) {
             prof_layer *pl = &p->layers[l];
             pl->batch[k] = (double)batches[k];
@@ -162,43 +179,3 @@ int exec_profile(const model *m, const char *file, const int64_t *batches, int n
     return rc;
 }
 
-int exec_time_step(const model *m, const char *file, int batch, int warmup, int reps,
-                   uint64_t seed, double *step_s, double *update_s, cl_err *e)
-{
-    exec_net *n;
-    int rc = exec_net_create(&n, m, 0, m->n_layers, batch, seed, 0, file, e);
-    if (rc) return rc;
-    assert(exec_net_has_loss(n));
-    exec_acts *a = exec_acts_create(n, batch);
-    exec_sgd sgd;
-    /* a tiny rate keeps the weights (and so the work) steady over the reps */
-    exec_sgd_init(&sgd, n, 1e-6, 0.9, 5e-4);
-    float *x;
-    int32_t *y;
-    random_batch(m, batch, seed, &x, &y);
-    double *v = cl_malloc((size_t)reps * sizeof *v), *u = cl_malloc((size_t)reps * sizeof *u);
-    for (int r = -warmup; r < reps; r++) {
-        double t0 = exec_now();
-        exec_net_forward(n, a, x, y, batch, 1);
-        exec_net_backward_input(n, a, NULL, NULL, 1.0f / (float)batch);
-        exec_net_backward_weight(n, a);
-        double t1 = exec_now();
-        exec_sgd_step(&sgd, n);
-        double t2 = exec_now();
-        if (r >= 0) {
-            v[r] = t2 - t0;
-            u[r] = t2 - t1;
-        }
-    }
-    double sd;
-    stats(v, reps, step_s, &sd);
-    if (update_s) stats(u, reps, update_s, &sd);
-    free(v);
-    free(u);
-    free(x);
-    free(y);
-    exec_sgd_free(&sgd);
-    exec_acts_destroy(a);
-    exec_net_destroy(n);
-    return CL_OK;
-}

@@ -3,12 +3,15 @@
  * repeated runs, GSL statistics) and a whole sequential training step, for
  * `cleave profile` and `cleave bench exec`.
  *
- * Method (docs/executor.md, "Profiling"): for each batch size, one net over
- * the whole model keeps every buffer (EXEC_NET_KEEP_ALL), runs one full
- * training step to fill them, then times each layer's three calls on their
- * own: `warmup` untimed calls, then `reps` timed ones.  A pass the executor
- * never runs (input gradient of a layer with no parameters before it,
- * weight gradient of a layer without weights) is 0 s.
+ * Method (docs/executor.md, "Profiling"): for each batch size, real
+ * training steps on a random batch (forward, input- and weight-gradient
+ * passes, SGD update with rate 0 so the weights stay put) with the net's
+ * per-layer clocks on: `warmup` steps untimed, then `reps` timed ones; each
+ * layer pass gets the median and standard deviation of its `reps` times.
+ * Timing layers inside whole steps (not one layer in a loop) keeps caches
+ * as cold or warm as training has them.  A pass the executor never runs
+ * (input gradient of a layer with no parameters before it, weight gradient
+ * of a layer without weights) is 0 s.
  */
 #ifndef CL_EXEC_PROFILE_H
 #define CL_EXEC_PROFILE_H
@@ -26,10 +29,20 @@ typedef struct exec_layer_time {
     double fwd_sd, bwd_in_sd, bwd_w_sd;
 } exec_layer_time;
 
+/* A sequential training step timed without the clocks: medians of its
+ * forward + input-gradient + weight-gradient part, of the SGD update alone,
+ * and of the full step (their sum, per step). */
+typedef struct exec_step_time {
+    double fbw_s, update_s, step_s;
+} exec_step_time;
+
 /* Time every layer of m at batch size `batch`; t has m->n_layers entries.
- * CL_EINPUT if the executor cannot run m. */
+ * With st, each clocked step is followed by one without clocks on the same
+ * net, timed into *st: the two see the same machine load, so comparing the
+ * layer sum with st->fbw_s tests the method, not the neighbours (cleave
+ * bench exec).  CL_EINPUT if the executor cannot run m. */
 int exec_profile_batch(const model *m, const char *file, int batch, int warmup, int reps,
-                       uint64_t seed, exec_layer_time *t, cl_err *e);
+                       uint64_t seed, exec_layer_time *t, exec_step_time *st, cl_err *e);
 
 /* A profile of m (source "measured", device "cpu-core") at the given batch
  * sizes (strictly increasing, at most PROF_MAX_POINTS); act_bytes are the
@@ -39,11 +52,8 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
 int exec_profile(const model *m, const char *file, const int64_t *batches, int n_batches,
                  int warmup, int reps, uint64_t seed, prof *p, cl_err *e);
 
-/* Median seconds of a whole sequential training step at `batch` (forward
- * over every layer, input- then weight-gradient passes, SGD update), and
- * the median of the SGD update alone (update_s may be NULL). */
-int exec_time_step(const model *m, const char *file, int batch, int warmup, int reps,
-                   uint64_t seed, double *step_s, double *update_s, cl_err *e);
+/* `cleave bench exec` (exec/bench.c): writes <outdir>/exec.csv. */
+int exec_bench(const char *outdir, int quick);
 
 /* The CPU's model name from /proc/cpuinfo ("cpu" when unknown). */
 void exec_cpu_name(char *buf, size_t cap);

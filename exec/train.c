@@ -29,7 +29,7 @@ struct exec_trainer {
 void exec_train_defaults(exec_train_opts *o)
 {
     /* chosen by the measurements in docs/executor.md */
-    *o = (exec_train_opts){.epochs = 10, .batch = 64, .lr = 0.05, .momentum = 0.9,
+    *o = (exec_train_opts){.epochs = 10, .batch = 64, .lr = 0.02, .momentum = 0.9,
                            .weight_decay = 5e-4, .schedule = EXEC_LR_COSINE, .seed = 1};
 }
 

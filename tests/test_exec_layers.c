@@ -156,35 +156,35 @@ static void check_layer(const layer_case *c)
 /* ------------------------------------------------------------------------ */
 /* linear                                                                    */
 
-typedef struct { int B, I, O, bias; } lin_ctx;
+typedef struct { int B, IC, O, bias; } lin_ctx;
 
 static void lin_ref(double *y, const double *x, const double *w, void *vc)
 {
     lin_ctx *c = vc;
     for (int n = 0; n < c->B; n++)
         for (int o = 0; o < c->O; o++) {
-            double s = c->bias ? w[c->O * c->I + o] : 0;
-            for (int i = 0; i < c->I; i++) s += x[n * c->I + i] * w[o * c->I + i];
+            double s = c->bias ? w[c->O * c->IC + o] : 0;
+            for (int i = 0; i < c->IC; i++) s += x[n * c->IC + i] * w[o * c->IC + i];
             y[n * c->O + o] = s;
         }
 }
 static void lin_fwd(float *y, const float *x, const float *w, void *vc)
 {
     lin_ctx *c = vc;
-    exec_linear_forward(y, x, w, c->bias ? w + c->O * c->I : NULL, c->B, c->I, c->O);
+    exec_linear_forward(y, x, w, c->bias ? w + c->O * c->IC : NULL, c->B, c->IC, c->O);
 }
 static void lin_bin(float *dx, const float *dy, const float *x, const float *w, const float *y,
                     void *vc)
 {
     lin_ctx *c = vc;
     (void)x; (void)y;
-    exec_linear_backward_input(dx, dy, w, c->B, c->I, c->O);
+    exec_linear_backward_input(dx, dy, w, c->B, c->IC, c->O);
 }
 static void lin_bw(float *dw, const float *dy, const float *x, const float *w, void *vc)
 {
     lin_ctx *c = vc;
     (void)w;
-    exec_linear_backward_weight(dw, c->bias ? dw + c->O * c->I : NULL, dy, x, c->B, c->I, c->O);
+    exec_linear_backward_weight(dw, c->bias ? dw + c->O * c->IC : NULL, dy, x, c->B, c->IC, c->O);
 }
 
 static void test_linear(void)
@@ -196,6 +196,11 @@ static void test_linear(void)
     layer_case cb = {"linear, no bias", 4 * 6, 3 * 6, 4 * 3, 1e-4, 1e-5, &b, lin_ref, lin_fwd,
                      lin_bin, lin_bw, 0};
     check_layer(&cb);
+    /* few outputs and a batch over 64: the row-block path */
+    lin_ctx c = {70, 5, 3, 1};
+    layer_case cc = {"linear, row blocks", 70 * 5, 3 * 5 + 3, 70 * 3, 1e-4, 1e-5, &c, lin_ref,
+                     lin_fwd, lin_bin, lin_bw, 0};
+    check_layer(&cc);
 }
 
 /* ------------------------------------------------------------------------ */

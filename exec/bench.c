@@ -1,0 +1,131 @@
+/* bench.c - `cleave bench exec`: the executor's speed on this machine
+ * (bench/exec.csv).
+ *
+ * Rows (column `row`):
+ *   peak  single-core SGEMM peak (exec_gemm_peak) and OpenBLAS's kernel name;
+ *   layer a conv2d or linear layer's pass at a batch size: median seconds,
+ *         GFLOP/s (the model's FLOP counts, docs/formats.md) and % of peak;
+ *   step  a sequential training step, measured (median) without the
+ *         profiler's clocks, alternating with the profiler's clocked steps
+ *         so both see the same machine load: its forward + backward part ("fbw"), the SGD
+ *         update, and the full step with samples/s; the profile's prediction
+ *         (sum of every layer's fwd + bwd_in + bwd_w medians, which has no
+ *         term for the update) and its relative error against each.
+ * Targets (issue 5): conv and linear passes >= 60% of peak at batch >= 64;
+ * the profile predicts the step within 5%.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../models/model.h"
+#include "../tools/fileio.h"
+#include "gemm.h"
+#include "profile.h"
+
+#define PCT_TARGET 60.0
+#define PREDICT_TARGET 0.05
+
+typedef struct bench_ctx {
+    cl_out out;
+    double peak;
+    int below;          /* layer passes under the target */
+    double worst_pred;  /* largest |prediction error| */
+} bench_ctx;
+
+static void layer_rows(bench_ctx *c, const model *m, int B, const exec_layer_time *t)
+{
+    for (int l = 0; l < m->n_layers; l++) {
+        const model_layer *ml = &m->layers[l];
+        if (ml->kind != MODEL_CONV2D && ml->kind != MODEL_LINEAR) continue;
+        const char *names[3] = {"fwd", "bwd_in", "bwd_w"};
+        const double secs[3] = {t[l].fwd_s, t[l].bwd_in_s, t[l].bwd_w_s};
+        const double flops[3] = {ml->fwd_flops, ml->bwd_in_flops, ml->bwd_w_flops};
+        printf("  %-12s %-7s %5d", ml->name, model_kind_name(ml->kind), B);
+        for (int p = 0; p < 3; p++) {
+            if (!(secs[p] > 0) || !(flops[p] > 0)) {
+                printf("  %-6s      -       ", names[p]);
+                continue;
+            }
+            double gf = flops[p] * B / secs[p] / 1e9, pct = 100 * gf * 1e9 / c->peak;
+            int low = pct < PCT_TARGET;
+            c->below += low;
+            printf("  %-6s %6.1f %5.1f%%%s", names[p], gf, pct, low ? "<" : " ");
+            fprintf(c->out.f, "layer,%s,%s,%s,%d,%s,%.9f,%.3f,%.2f,,,\n", m->name, ml->name,
+                    model_kind_name(ml->kind), B, names[p], secs[p], gf, pct);
+        }
+        printf("\n");
+    }
+}
+
+static int bench_model(bench_ctx *c, const char *path, const int *batches, int nb, int reps,
+                       cl_err *e)
+{
+    model m;
+    int rc = model_load(&m, path, e);
+    if (rc) return rc;
+    exec_layer_time *t = cl_calloc((size_t)m.n_layers, sizeof *t);
+    for (int k = 0; k < nb && !rc; k++) {
+        const int B = batches[k];
+        exec_step_time st;
+        if ((rc = exec_profile_batch(&m, path, B, 3, reps, 1, t, &st, e))) break;
+        layer_rows(c, &m, B, t);
+        double pred = 0;
+        for (int l = 0; l < m.n_layers; l++) pred += t[l].fwd_s + t[l].bwd_in_s + t[l].bwd_w_s;
+        double err = (pred - st.fbw_s) / st.fbw_s, err_full = (pred - st.step_s) / st.step_s;
+        if (fabs(err) > c->worst_pred) c->worst_pred = fabs(err);
+        printf("  %s batch %d: %.0f samples/s; forward+backward %.3f ms, profile sum %.3f ms, error %+.1f%%%s;\n"
+               "      with the SGD update (%.3f ms) the step is %.3f ms, error %+.1f%%\n",
+               m.name, B, B / st.step_s, st.fbw_s * 1e3, pred * 1e3, 100 * err,
+               fabs(err) > PREDICT_TARGET ? " (over 5%)" : "", st.update_s * 1e3,
+               st.step_s * 1e3, 100 * err_full);
+        fprintf(c->out.f, "step,%s,,forward+backward,%d,fbw,%.9f,,,,%.9f,%.5f\n", m.name, B,
+                st.fbw_s, pred, err);
+        fprintf(c->out.f, "step,%s,,full step,%d,step,%.9f,,,%.1f,%.9f,%.5f\n", m.name, B,
+                st.step_s, B / st.step_s, pred, err_full);
+        fprintf(c->out.f, "step,%s,,sgd update,%d,update,%.9f,,,,,\n", m.name, B, st.update_s);
+    }
+    free(t);
+    model_free(&m);
+    return rc;
+}
+
+int exec_bench(const char *outdir, int quick)
+{
+    cl_err e = {0};
+    bench_ctx c = {0};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/exec.csv", outdir);
+    if (cl_out_open(&c.out, path, &e)) {
+        fprintf(stderr, "cleave: %s\n", e.msg);
+        return e.code;
+    }
+    int n;
+    c.peak = exec_gemm_peak(quick ? 0.3 : 1.5, &n);
+    char cpu[128];
+    exec_cpu_name(cpu, sizeof cpu);
+    printf("  SGEMM peak %.1f GFLOP/s on one core (%s), OpenBLAS kernel %s, best at n = %d\n",
+           c.peak / 1e9, cpu, exec_blas_corename(), n);
+    fprintf(c.out.f, "row,model,layer,kind,batch,pass,seconds,gflops,pct_of_peak,samples_per_s,predicted_s,error\n");
+    fprintf(c.out.f, "peak,,%s,sgemm,%d,,,%.3f,100,,,\n", exec_blas_corename(), n, c.peak / 1e9);
+    static const int full[] = {64, 256}, small[] = {64};
+    const int *batches = quick ? small : full, nb = quick ? 1 : 2, reps = quick ? 5 : 25;
+    static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cnn.json"};
+    printf("  GFLOP/s and %% of peak per pass (< marks under %.0f%%)\n", PCT_TARGET);
+    int rc = CL_OK;
+    for (size_t i = 0; i < sizeof models / sizeof models[0] && !rc; i++)
+        rc = bench_model(&c, models[i], batches, nb, reps, &e);
+    if (rc) {
+        cl_out_abort(&c.out);
+        fprintf(stderr, "cleave: %s\n", e.msg);
+        return rc;
+    }
+    if ((rc = cl_out_commit(&c.out, &e))) {
+        fprintf(stderr, "cleave: %s\n", e.msg);
+        return rc;
+    }
+    printf("  targets: %d conv/linear passes under %.0f%% of peak; worst step prediction error %.1f%% (target 5%%); wrote %s\n",
+           c.below, PCT_TARGET, 100 * c.worst_pred, path);
+    return 0;
+}
