@@ -121,8 +121,9 @@ FUZZ_SECONDS ?= 60
 FUZZ_SAN  = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_BINS = $(patsubst tests/fuzz/%.c,$(BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
 # exec/'s kernels use gcc vector built-ins clang lacks; of exec/ only the
-# IDX reader (data.c) holds a loader.
-FUZZ_OBJ  = $(filter-out $(BUILD)/exec/%,$(LIB_OBJ)) $(filter $(BUILD)/exec/data.o,$(LIB_OBJ))
+# IDX reader (data.c) and the buffers it fills (tensor.c) are needed.
+FUZZ_OBJ  = $(filter-out $(BUILD)/exec/%,$(LIB_OBJ)) \
+            $(filter $(BUILD)/exec/data.o $(BUILD)/exec/tensor.o,$(LIB_OBJ))
 .PHONY: fuzz fuzz-build fuzz-bins
 .PRECIOUS: $(BUILD)/tests/fuzz/%.o
 fuzz-build: deps
@@ -131,6 +132,9 @@ fuzz-build: deps
 	  SANFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" fuzz-bins
 fuzz-bins: $(FUZZ_BINS)
 $(BUILD)/tests/fuzz/%.o: CFLAGS_ALL += -DCLEAVE_LIBFUZZER
+# the fuzz_regress suite includes every target (tests/fuzz/targets.c), also
+# ones added since it was last compiled
+$(BUILD)/tests/test_fuzz_regress.o: $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
 $(BUILD)/libfuzzload.a: $(FUZZ_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
