@@ -200,11 +200,39 @@ static int by_sort(const void *a, const void *b)
     return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
+/* Length of a row name without a trailing lane suffix " #N": overlapping
+ * transfers on one link are written as extra lanes, drawn here on one row. */
+static size_t base_len(const char *name)
+{
+    size_t n = strlen(name), k = n;
+    while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9') k--;
+    if (k < n && k >= 2 && name[k - 1] == '#' && name[k - 2] == ' ') return k - 2;
+    return n;
+}
+
+static void merge_lanes(trace_data *d)
+{
+    for (int r = 0; r < d->n_rows; r++) {
+        size_t n = base_len(d->rows[r].name);
+        if (n == strlen(d->rows[r].name)) continue;
+        for (int q = 0; q < d->n_rows; q++)
+            if (q != r && d->rows[q].pid == d->rows[r].pid && strlen(d->rows[q].name) == n &&
+                !strncmp(d->rows[q].name, d->rows[r].name, n)) {
+                for (int64_t i = 0; i < d->n_slices; i++)
+                    if (d->slices[i].row == r) d->slices[i].row = q;
+                d->rows[q].used |= d->rows[r].used;
+                d->rows[r].used = 0;
+                break;
+            }
+    }
+}
+
 static int gantt(const char *trace, trace_data *d, const char *out, const char *title,
                  int width, int height, cl_err *e)
 {
     if (d->n_slices == 0)
         return cl_fail(e, CL_EINPUT, "%s: no timeline events (\"ph\": \"X\") to draw (hint: is this a trace from cleave sim --trace?)", trace);
+    merge_lanes(d);
     /* rows in display order: devices first, by sort index; unused rows dropped */
     int *pos = cl_malloc((size_t)d->n_rows * sizeof *pos);
     row *sorted = cl_malloc((size_t)d->n_rows * sizeof *sorted);
