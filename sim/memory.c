@@ -21,16 +21,6 @@
 
 #include "sim_int.h"
 
-static int optim_mult(plan_optim o)
-{
-    switch (o) {
-    case OPTIM_SGD: return 0;
-    case OPTIM_MOMENTUM: return 1;
-    case OPTIM_ADAM: return 2;
-    default: return 0;
-    }
-}
-
 static void check_peak(sim *s, int w) { sim_mem_peak(s, &s->w[w]); }
 
 void sim_mem_sample(sim *s, sim_worker *W, double tot)
@@ -55,7 +45,7 @@ void sim_mem_sample(sim *s, sim_worker *W, double tot)
 void sim_mem_init(sim *s)
 {
     const plan *p = s->pl;
-    int mult = optim_mult(p->optimizer);
+    int mult = (unsigned)p->optimizer < OPTIM_COUNT ? plan_optim_state_mult(p->optimizer) : 0;
     for (int w = 0; w < s->n_w; w++) {
         sim_worker *W = &s->w[w];
         double params = 0;
