@@ -96,6 +96,8 @@ static int64_t conv_scratch_at(const exec_conv *g, float *base, conv_scratch *sc
     const int sh = conv_shift(g);
     int64_t sizes[4] = {sh ? (int64_t)g->C * g->k * Hp * g->Wo : K * g->Ho * g->Wo,
                         (int64_t)g->C * Hp * Wp, sh ? K * g->O : 0, K * g->O};
+    conv_scratch unused;
+    if (!sc) sc = &unused;
     float **ptr[4] = {&sc->col, &sc->pad, &sc->wperm, &sc->dwT};
     int64_t off = 0;
     for (int i = 0; i < 4; i++) {
