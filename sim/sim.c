@@ -509,6 +509,8 @@ static void advance(sim *s, int w)
                 W->wait_ref = slot;
                 W->block_t = t;
                 sl->waiter = w;
+                __builtin_prefetch(op + 1); /* for when the data arrives */
+                __builtin_prefetch(op + 3);
                 return;
             }
             sim_mem_buffers(s, w, -op->bytes);
