@@ -18,6 +18,7 @@
 
 #include <gsl/gsl_rng.h>
 
+#include "../exec/gemm.h"
 #include "../exec/layers.h"
 #include "../tools/status.h"
 #include "../exec/tensor.h"
@@ -549,6 +550,30 @@ static void test_softmax_xent(void)
     free(c.loss);
 }
 
+/* ------------------------------------------------------------------------ */
+/* the OpenBLAS kernel choice (docs/executor.md, "Getting the fast kernel")  */
+
+static void test_blas_choice(void)
+{
+    /* generic kernels on an AVX-512 CPU: the AVX-512 one */
+    CU_ASSERT_STRING_EQUAL(exec_blas_better_core("Prescott", 1, 1), "SkylakeX");
+    CU_ASSERT_STRING_EQUAL(exec_blas_better_core("Nehalem", 1, 1), "SkylakeX");
+    CU_ASSERT_STRING_EQUAL(exec_blas_better_core("Sandybridge", 1, 1), "SkylakeX");
+    /* Haswell's kernel measured 101 against SkylakeX's 150 GFLOP/s here */
+    CU_ASSERT_STRING_EQUAL(exec_blas_better_core("Haswell", 1, 1), "SkylakeX");
+    CU_ASSERT_PTR_NULL(exec_blas_better_core("SkylakeX", 1, 1));
+    CU_ASSERT_PTR_NULL(exec_blas_better_core("Cooperlake", 1, 1));
+    CU_ASSERT_PTR_NULL(exec_blas_better_core("SapphireRapids", 1, 1));
+    /* AVX2 + FMA only */
+    CU_ASSERT_STRING_EQUAL(exec_blas_better_core("Sandybridge", 0, 1), "Haswell");
+    CU_ASSERT_PTR_NULL(exec_blas_better_core("Haswell", 0, 1));
+    CU_ASSERT_PTR_NULL(exec_blas_better_core("Zen", 0, 1));
+    /* nothing better can run */
+    CU_ASSERT_PTR_NULL(exec_blas_better_core("Nehalem", 0, 0));
+    CU_ASSERT_PTR_NULL(exec_blas_better_core(NULL, 1, 1));
+    CU_ASSERT(exec_blas_corename() && exec_blas_corename()[0]);
+}
+
 TEST_SUITE(exec_layers)
 {
     test_add_suite("exec_layers");
@@ -560,4 +585,5 @@ TEST_SUITE(exec_layers)
     test_add("batchnorm2d training pass vs finite differences", test_batchnorm);
     test_add("batchnorm2d running statistics and evaluation mode", test_bn_running);
     test_add("softmax cross-entropy vs finite differences", test_softmax_xent);
+    test_add("OpenBLAS kernel choice", test_blas_choice);
 }
