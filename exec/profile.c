@@ -14,12 +14,14 @@
 #include "optim.h"
 #include "profile.h"
 
-/* Median and standard deviation of n samples (sorted in place). */
-static void stats(double *v, int n, double *median, double *sd)
+/* Median, standard deviation and minimum of n samples (sorted in place);
+ * min may be NULL. */
+static void stats(double *v, int n, double *median, double *sd, double *min)
 {
     gsl_sort(v, 1, (size_t)n);
     *median = gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
     *sd = n > 1 ? gsl_stats_sd(v, 1, (size_t)n) : 0;
+    if (min) *min = v[0];
 }
 
 /* A random standard-normal input batch and uniform labels. */
@@ -89,15 +91,15 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
     }
     for (int l = 0; l < L; l++) {
         exec_layer_time *lt = &t[l];
-        stats(v + (0 * L + l) * reps, reps, &lt->fwd_s, &lt->fwd_sd);
-        stats(v + (1 * L + l) * reps, reps, &lt->bwd_in_s, &lt->bwd_in_sd);
-        stats(v + (2 * L + l) * reps, reps, &lt->bwd_w_s, &lt->bwd_w_sd);
+        stats(v + (0 * L + l) * reps, reps, &lt->fwd_s, &lt->fwd_sd, &lt->fwd_min);
+        stats(v + (1 * L + l) * reps, reps, &lt->bwd_in_s, &lt->bwd_in_sd, &lt->bwd_in_min);
+        stats(v + (2 * L + l) * reps, reps, &lt->bwd_w_s, &lt->bwd_w_sd, &lt->bwd_w_min);
     }
     if (st) {
         double sd;
-        stats(w, reps, &st->fbw_s, &sd);
-        stats(w + reps, reps, &st->update_s, &sd);
-        stats(w + 2 * reps, reps, &st->step_s, &sd);
+        stats(w, reps, &st->fbw_s, &sd, NULL);
+        stats(w + reps, reps, &st->update_s, &sd, NULL);
+        stats(w + 2 * reps, reps, &st->step_s, &sd, NULL);
     }
     free(v);
     free(clk);

@@ -25,8 +25,9 @@
 /* One layer at one batch size: medians and standard deviations, seconds for
  * the whole batch. */
 typedef struct exec_layer_time {
-    double fwd_s, bwd_in_s, bwd_w_s;
-    double fwd_sd, bwd_in_sd, bwd_w_sd;
+    double fwd_s, bwd_in_s, bwd_w_s;        /* medians */
+    double fwd_sd, bwd_in_sd, bwd_w_sd;     /* standard deviations */
+    double fwd_min, bwd_in_min, bwd_w_min;  /* fastest runs */
 } exec_layer_time;
 
 /* A sequential training step timed without the clocks: medians of its
