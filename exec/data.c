@@ -26,26 +26,70 @@ void exec_data_free(exec_data *d)
     memset(d, 0, sizeof *d);
 }
 
-/* Read exactly n bytes; distinguishes a short file from a corrupt stream. */
-static int gz_exact(gzFile g, const char *path, void *buf, uint64_t n, const char *what,
-                    cl_err *e)
+/* Read up to n bytes; *got is how many arrived before the end of the file.
+ * A corrupt stream is CL_EINPUT. */
+static int gz_read(gzFile g, const char *path, unsigned char *buf, uint64_t n, uint64_t *got,
+                   cl_err *e)
 {
-    uint64_t got = 0;
-    while (got < n) {
-        unsigned chunk = n - got > (1u << 30) ? (1u << 30) : (unsigned)(n - got);
-        int r = gzread(g, (char *)buf + got, chunk);
+    *got = 0;
+    while (*got < n) {
+        unsigned chunk = n - *got > (1u << 30) ? (1u << 30) : (unsigned)(n - *got);
+        int r = gzread(g, buf + *got, chunk);
         if (r < 0) {
             int zerr;
             const char *msg = gzerror(g, &zerr);
-            return cl_fail(e, CL_EINPUT, "%s: corrupt gzip data while reading %s: %s (%s)", path,
-                           what, msg, INSTALL_HINT);
+            return cl_fail(e, CL_EINPUT, "%s: corrupt gzip data: %s (%s)", path, msg, INSTALL_HINT);
         }
         if (r == 0) break;
-        got += (uint64_t)r;
+        *got += (uint64_t)r;
     }
-    if (got < n)
-        return cl_fail(e, CL_EINPUT, "%s: truncated: expected %llu bytes of %s, found %llu (%s)",
-                       path, (unsigned long long)n, what, (unsigned long long)got, INSTALL_HINT);
+    return CL_OK;
+}
+
+static int truncated(const char *path, uint64_t n, uint64_t got, const char *what, cl_err *e)
+{
+    return cl_fail(e, CL_EINPUT, "%s: truncated: expected %llu bytes of %s, found %llu (%s)", path,
+                   (unsigned long long)n, what, (unsigned long long)got, INSTALL_HINT);
+}
+
+/* Exactly n bytes into buf. */
+static int gz_exact(gzFile g, const char *path, unsigned char *buf, uint64_t n, const char *what,
+                    cl_err *e)
+{
+    uint64_t got;
+    int rc = gz_read(g, path, buf, n, &got, e);
+    if (!rc && got < n) rc = truncated(path, n, got, what, e);
+    return rc;
+}
+
+/* Exactly n bytes into a buffer that grows as data arrives (*out, caller
+ * frees), so a header claiming more than the file holds costs only what
+ * the file holds before it is reported as truncated. */
+static int gz_grow(gzFile g, const char *path, uint64_t n, const char *what, unsigned char **out,
+                   cl_err *e)
+{
+    const uint64_t step = (uint64_t)64 << 20;
+    uint64_t have = 0, cap = n < step ? n : step;
+    unsigned char *buf = cl_malloc(cap ? cap : 1);
+    int rc = CL_OK;
+    while (have < n) {
+        if (have == cap) {
+            cap = n - cap < cap ? n : 2 * cap;
+            buf = cl_realloc(buf, cap);
+        }
+        uint64_t got;
+        if ((rc = gz_read(g, path, buf + have, cap - have, &got, e))) break;
+        have += got;
+        if (have < cap) {
+            rc = truncated(path, n, have, what, e);
+            break;
+        }
+    }
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
     return CL_OK;
 }
 
@@ -123,9 +167,9 @@ int exec_idx_read(const char *images, const char *labels, exec_data *d, cl_err *
                        labels, ld[0], images, id[0]);
     }
     uint64_t n = id[0], dim = (uint64_t)id[1] * id[2];
-    unsigned char *px = cl_malloc(n * dim), *lb = cl_malloc(n);
-    rc = gz_exact(gi, images, px, n * dim, "the pixels", e);
-    if (!rc) rc = gz_exact(gl, labels, lb, n, "the labels", e);
+    unsigned char *px = NULL, *lb = NULL;
+    rc = gz_grow(gi, images, n * dim, "the pixels", &px, e);
+    if (!rc) rc = gz_grow(gl, labels, n, "the labels", &lb, e);
     /* gzip's checksum is verified at the end of the stream: read on to it */
     if (!rc) rc = gz_end(gi, images, e);
     if (!rc) rc = gz_end(gl, labels, e);
