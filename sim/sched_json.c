@@ -187,17 +187,14 @@ int sched_from_json(const plan *pl, const cJSON *root, const char *file, sched *
     s->dev = cl_malloc((size_t)s->n_dev * sizeof *s->dev);
     s->off = cl_calloc((size_t)s->n_dev + 1, sizeof *s->off);
     l.G = m * iters;
-    int64_t n = l.G * l.S;
-    l.fw = cl_malloc((size_t)n * sizeof *l.fw);
-    l.bw = cl_malloc((size_t)n * sizeof *l.bw);
-    l.has_w = cl_calloc((size_t)n, 1);
-    for (int64_t i = 0; i < n; i++) l.fw[i] = l.bw[i] = -1;
+    int64_t n = l.G * l.S, total_ops = 0;
     char path[128], opath[160];
-    /* devices first (peers refer to them), then ops */
-    for (int w = 0; w < s->n_dev && !rc; w++) {
-        const cJSON *d = cJSON_GetArrayItem(devs, w);
+    /* devices first (peers refer to them), counting the ops */
+    int w = 0;
+    for (const cJSON *d = devs->child; d && !rc; d = d->next, w++) {
         static const char *const dk[] = {"device", "ops", NULL};
         int64_t dv;
+        const cJSON *ops;
         jx_index(path, sizeof path, "devices", w);
         if (!cJSON_IsObject(d)) rc = jx_fail(&j, path, "expected an object {\"device\", \"ops\"}");
         if (!rc) rc = jx_only(&j, d, path, dk);
@@ -205,13 +202,31 @@ int sched_from_json(const plan *pl, const cJSON *root, const char *file, sched *
         if (!rc) s->dev[w] = (int)dv;
         for (int k = 0; k < w && !rc; k++)
             if (s->dev[k] == s->dev[w]) rc = jx_fail(&j, path, "device: %d has two op lists", s->dev[w]);
+        if (!rc) rc = jx_array(&j, d, path, "ops", 1, 0, INT32_MAX, &ops);
+        if (!rc) total_ops += cJSON_GetArraySize(ops);
     }
-    int64_t cap = 0;
-    for (int w = 0; w < s->n_dev && !rc; w++) {
-        const cJSON *d = cJSON_GetArrayItem(devs, w), *ops;
+    /* every (stage, microbatch, iteration) needs an F and a B: a file that
+     * claims more than its ops can hold is refused before anything that
+     * size is allocated */
+    if (!rc && 2 * n > total_ops)
+        rc = jx_fail(&j, "microbatches", "%lld microbatches x %lld iterations x %d stages need at "
+                     "least %lld ops (an F and a B each), the file has %lld", (long long)m,
+                     (long long)iters, l.S, (long long)(2 * n), (long long)total_ops);
+    if (rc) {
+        sched_free(s);
+        return rc;
+    }
+    l.fw = cl_malloc((size_t)n * sizeof *l.fw);
+    l.bw = cl_malloc((size_t)n * sizeof *l.bw);
+    l.has_w = cl_calloc((size_t)n, 1);
+    for (int64_t i = 0; i < n; i++) l.fw[i] = l.bw[i] = -1;
+    int64_t cap = total_ops;
+    s->ops = cl_malloc((size_t)(cap ? cap : 1) * sizeof *s->ops);
+    w = 0;
+    for (const cJSON *d = devs->child; d && !rc; d = d->next, w++) {
+        const cJSON *ops = cJSON_GetObjectItemCaseSensitive(d, "ops");
         jx_index(path, sizeof path, "devices", w);
         s->off[w] = s->n_ops;
-        if ((rc = jx_array(&j, d, path, "ops", 1, 0, INT32_MAX, &ops))) break;
         int i = 0;
         for (const cJSON *o = ops->child; o && !rc; o = o->next, i++) {
             char ap[140];
@@ -236,16 +251,16 @@ int sched_from_json(const plan *pl, const cJSON *root, const char *file, sched *
                 op->flags |= SCHED_FUSED_W;
         }
         /* default peers: the device holding the other end */
-        for (int w = 0; w < s->n_dev; w++)
-            for (int64_t i = s->off[w]; i < s->off[w + 1]; i++) {
+        for (int dw = 0; dw < s->n_dev && !rc; dw++)
+            for (int64_t i = s->off[dw]; i < s->off[dw + 1]; i++) {
                 sched_op *op = &s->ops[i];
                 if ((op->kind != SCHED_SEND && op->kind != SCHED_RECV) || op->peer >= 0) continue;
                 int64_t k = gkey(&l, op->iter, op->micro, sched_peer_stage(op));
                 op->peer = (op->flags & SCHED_GRAD) ? l.bw[k] : l.fw[k];
                 if (op->peer < 0) {
                     rc = cl_fail(e, CL_EINPUT, "%s: devices[%d].ops[%lld]: no device runs %s of stage %d "
-                                 "microbatch %d iteration %d, so the %s has no peer", file, w,
-                                 (long long)(i - s->off[w]), (op->flags & SCHED_GRAD) ? "B" : "F",
+                                 "microbatch %d iteration %d, so the %s has no peer", file, dw,
+                                 (long long)(i - s->off[dw]), (op->flags & SCHED_GRAD) ? "B" : "F",
                                  sched_peer_stage(op), op->micro, op->iter,
                                  op->kind == SCHED_SEND ? "SEND" : "RECV");
                     break;

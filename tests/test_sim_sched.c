@@ -159,12 +159,23 @@ static void test_incomplete_is_refused(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "missing_recv.json: devices[1].ops[0] (F stage 1 mb 0 iter 0): no RECV"));
     /* a bad member is named by its JSON path */
     const char *bad = "{\"format\": \"cleave-schedule\", \"version\": 1, \"microbatches\": 1, "
-                      "\"devices\": [{\"device\": 0, \"ops\": [{\"op\": \"F\", \"stage\": 5, \"mb\": 0}]}]}";
+                      "\"devices\": [{\"device\": 0, \"ops\": [{\"op\": \"F\", \"stage\": 5, \"mb\": 0}, "
+                      "{\"op\": \"B\", \"stage\": 0, \"mb\": 0}, {\"op\": \"F\", \"stage\": 1, \"mb\": 0}, "
+                      "{\"op\": \"B\", \"stage\": 1, \"mb\": 0}]}]}";
     cJSON *j;
     CU_ASSERT_EQUAL_FATAL(jx_parse_text("x.json", bad, strlen(bad), &j, &e), 0);
     cl_err_clear(&e);
     CU_ASSERT_EQUAL(sched_from_json(&pl, j, "x.json", &sc, &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: devices[0].ops[0].stage: 5 is out of range"));
+    cJSON_Delete(j);
+    /* a file claiming more microbatches than its ops can hold is refused
+     * before anything that size is allocated */
+    const char *big = "{\"format\": \"cleave-schedule\", \"version\": 1, \"microbatches\": 1000000, "
+                      "\"iterations\": 1, \"devices\": [{\"device\": 0, \"ops\": []}]}";
+    CU_ASSERT_EQUAL_FATAL(jx_parse_text("y.json", big, strlen(big), &j, &e), 0);
+    cl_err_clear(&e);
+    CU_ASSERT_EQUAL(sched_from_json(&pl, j, "y.json", &sc, &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "y.json: microbatches: 1000000 microbatches x 1 iterations x 2 stages need at least 4000000 ops"));
     cJSON_Delete(j);
     sim_uniform_free(&pl);
 }
