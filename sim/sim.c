@@ -141,6 +141,16 @@ static int lookup_chan(sim *s, int src, int dst)
     const cluster_link *l = cluster_link_between(cl, a, b);
     ch->bw = l->bw_Bps;
     ch->lat = l->latency_s;
+    if (!(ch->bw > 0) || !isfinite(ch->bw) || !(ch->lat >= 0) || !isfinite(ch->lat)) {
+        /* a cluster without that link level: stop with an input error */
+        if (!s->err.code)
+            cl_fail(&s->err, CL_EINPUT, "cluster: the %s-node link between devices %d and %d has "
+                    "bandwidth %g B/s, latency %g s (hint: give the cluster that link level)",
+                    ch->level == CLUSTER_INTRA ? "intra" : "inter", a, b, ch->bw, ch->lat);
+        ev_stop(s->k);
+        ch->bw = 1;
+        ch->lat = 0;
+    }
     s->ch_hash[h] = key;
     s->ch_hval[h] = c;
     return c;
@@ -604,6 +614,29 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
     if (G * (p->n_stages > 1 ? p->n_stages - 1 : 1) > ((int64_t)1 << 36)) {
         cl_fail(e, CL_EINPUT, "schedule: %lld microbatches x %d stages is too large to simulate",
                 (long long)G, p->n_stages);
+        return NULL;
+    }
+    /* every time in the run stays finite: a bound on the makespan from the
+     * longest op and the slowest transfer, times the ops */
+    double op_max = 0, bytes_max = 0;
+    for (int i = 0; i < p->n_stages; i++) {
+        const plan_stage *st = &p->stages[i];
+        double d = st->fwd_s + st->bwd_in_s + st->bwd_w_s;
+        if (d > op_max) op_max = d;
+        if (st->act_out_bytes > bytes_max) bytes_max = st->act_out_bytes;
+        if (st->param_bytes > bytes_max) bytes_max = st->param_bytes;
+    }
+    double link_min = HUGE_VAL, lat_max = 0;
+    for (int l = 0; l < CLUSTER_LEVELS; l++)
+        if (p->cluster.links[l].bw_Bps > 0) {
+            if (p->cluster.links[l].bw_Bps < link_min) link_min = p->cluster.links[l].bw_Bps;
+            if (p->cluster.links[l].latency_s > lat_max) lat_max = p->cluster.links[l].latency_s;
+        }
+    double bound = (double)(sc->n_ops + 1) * 2 * CLUSTER_MAX_DEVICES *
+                   (op_max + lat_max + (link_min < HUGE_VAL ? bytes_max / link_min : 0));
+    if (!(bound < 1e300)) {
+        cl_fail(e, CL_EINPUT, "plan: stage times and sizes this large would overflow the simulated "
+                "clock (hint: check the units, seconds and bytes)");
         return NULL;
     }
     sim *s = cl_calloc(1, sizeof *s);

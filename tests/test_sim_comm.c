@@ -170,7 +170,15 @@ static void test_trace_deterministic_and_valid(void)
     CU_ASSERT_EQUAL_FATAL(jx_parse_text(a, ta, strlen(ta), &root, &e), 0);
     const cJSON *ev = cJSON_GetObjectItem(root, "traceEvents"), *x;
     int compute = 0, link = 0, ar = 0, names = 0;
+    double counter_peak[4] = {0};
     cJSON_ArrayForEach(x, ev) {
+        const char *nm0 = cJSON_GetObjectItem(x, "name")->valuestring;
+        int dev;
+        if (!strcmp(cJSON_GetObjectItem(x, "ph")->valuestring, "C") &&
+            sscanf(nm0, "memory dev %d", &dev) == 1 && dev >= 0 && dev < 4) {
+            double by = cJSON_GetObjectItem(cJSON_GetObjectItem(x, "args"), "bytes")->valuedouble;
+            if (by > counter_peak[dev]) counter_peak[dev] = by;
+        }
         const char *ph = cJSON_GetObjectItem(x, "ph")->valuestring;
         const char *cat = cJSON_GetObjectItem(x, "cat") ? cJSON_GetObjectItem(x, "cat")->valuestring : "";
         const char *nm = cJSON_GetObjectItem(x, "name")->valuestring;
@@ -186,6 +194,9 @@ static void test_trace_deterministic_and_valid(void)
     CU_ASSERT_EQUAL(link - ar, 4 * 6 * 2);
     CU_ASSERT_EQUAL(ar, 4 * 2 * 2 * 2);
     CU_ASSERT_EQUAL(names, 2 * 2); /* F3.1 on stages 2 and 3, twice */
+    /* the memory counters reach each device's reported peak */
+    for (int d = 0; d < r1.n_dev; d++)
+        CU_ASSERT_EQUAL(counter_peak[r1.dev[d].device], r1.dev[d].peak_mem_bytes);
     cJSON_Delete(root);
     free(ta);
     free(tb);
@@ -217,6 +228,34 @@ static void test_budget_errors(void)
     sim_uniform_free(&p);
 }
 
+static void test_unusable_inputs(void)
+{
+    /* a cross-node transfer on a cluster without an inter-node link, and
+     * stage times that would overflow the clock, are input errors */
+    cl_err e = {0};
+    plan p;
+    sim_uniform u = {.stages = 2, .micro = 2, .schedule = SCHED_1F1B, .fwd_s = 1, .bwd_in_s = 1,
+                     .act_bytes = 10, .per_node = 1, .intra = {1e9, 0}, .inter = {1e9, 0}};
+    CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(&p, &u, &e), 0);
+    p.cluster.links[CLUSTER_INTER].bw_Bps = 0;
+    sched sc;
+    CU_ASSERT_EQUAL_FATAL(sched_build(&p, SCHED_1F1B, 2, 1, &sc, &e), 0);
+    sim_opts o = {0};
+    sim *s = sim_create(&p, &sc, &o, &e);
+    sim_result r;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(sim_run(s, &r, &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "inter-node link between devices 0 and 1 has bandwidth 0"));
+    sim_destroy(s);
+    cl_err_clear(&e);
+    p.cluster.links[CLUSTER_INTER].bw_Bps = 1e9;
+    p.stages[1].fwd_s = 1e295;
+    CU_ASSERT_PTR_NULL(sim_create(&p, &sc, &o, &e));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "overflow the simulated clock"));
+    sched_free(&sc);
+    sim_uniform_free(&p);
+}
+
 static void test_predict(void)
 {
     /* sim_predict uses the plan's own schedule and microbatches */
@@ -244,5 +283,6 @@ TEST_SUITE(sim_comm)
     test_add("bytes are counted per link level", test_inter_node_level);
     test_add("same input gives a byte-identical, parseable trace", test_trace_deterministic_and_valid);
     test_add("an exhausted event budget is a clear error", test_budget_errors);
+    test_add("missing link levels and overflowing times are input errors", test_unusable_inputs);
     test_add("sim_predict follows the plan", test_predict);
 }
