@@ -1,13 +1,11 @@
-/* sim.c - devices, links and collectives on the event kernel (see sim.h).
+/* sim.c - the replay: workers running their op lists on the event kernel,
+ * pipeline transfers, ring all-reduces, deadlock and budget reports (see
+ * sim.h; links and bandwidth sharing are in link.c, memory in memory.c).
  *
  * Workers run their op lists (schedule.h).  A compute op is one event (its
- * end).  A transfer runs on the directed link (src worker, dst worker): alone
- * it takes bytes / bw and arrives `latency` later, one event; when k
- * transfers overlap on a link each progresses at bw / k, recomputed at every
- * start and finish (one pending event per link for the next finish), and the
- * latency follows each transfer's last byte.  Links between different pairs
- * are independent.  A ring all-reduce among r replicas is 2(r - 1) steps; in
- * each step every member sends bytes / r to its successor as soon as it has
+ * end).  A transfer is handed to its link (link.c) and comes back through
+ * sim_arrive.  A ring all-reduce among r replicas is 2(r - 1) steps; in each
+ * step every member sends bytes / r to its successor as soon as it has
  * received the previous step, over the same links.
  *
  * Everything that wakes a worker puts it on a FIFO run queue drained at the
@@ -98,226 +96,6 @@ static void record(sim *s, double t0, double t1, int track, int link, int64_t op
     s->spans[s->n_spans++] = (sim_span){t0, t1, track, link, op};
 }
 
-/* ------------------------------------------------------------ channels -- */
-
-static int lookup_chan(sim *s, int src, int dst)
-{
-    int64_t key = (int64_t)src * s->n_w + dst;
-    if (2 * (int64_t)(s->n_ch + 1) > s->ch_hcap) {
-        int64_t cap = s->ch_hcap ? s->ch_hcap * 2 : 64;
-        int64_t *keys = cl_malloc((size_t)cap * sizeof *keys);
-        int32_t *vals = cl_malloc((size_t)cap * sizeof *vals);
-        for (int64_t i = 0; i < cap; i++) keys[i] = -1;
-        for (int64_t i = 0; i < s->ch_hcap; i++) {
-            if (s->ch_hash[i] < 0) continue;
-            int64_t h = (int64_t)((uint64_t)s->ch_hash[i] * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
-            while (keys[h] >= 0) h = (h + 1) & (cap - 1);
-            keys[h] = s->ch_hash[i];
-            vals[h] = s->ch_hval[i];
-        }
-        free(s->ch_hash);
-        free(s->ch_hval);
-        s->ch_hash = keys;
-        s->ch_hval = vals;
-        s->ch_hcap = cap;
-    }
-    int64_t h = (int64_t)((uint64_t)key * 0x9E3779B97F4A7C15ull >> 20) & (s->ch_hcap - 1);
-    while (s->ch_hash[h] >= 0) {
-        if (s->ch_hash[h] == key) return s->ch_hval[h];
-        h = (h + 1) & (s->ch_hcap - 1);
-    }
-    if (s->n_ch == s->cap_ch) {
-        s->cap_ch = s->cap_ch * 2 + 16;
-        s->ch = cl_realloc(s->ch, (size_t)s->cap_ch * sizeof *s->ch);
-    }
-    int c = s->n_ch++;
-    sim_chan *ch = &s->ch[c];
-    memset(ch, 0, sizeof *ch);
-    ch->src = src;
-    ch->dst = dst;
-    const cluster *cl = &s->pl->cluster;
-    int a = s->sc->dev[src], b = s->sc->dev[dst];
-    ch->level = cl->devices[a].node == cl->devices[b].node ? CLUSTER_INTRA : CLUSTER_INTER;
-    const cluster_link *l = cluster_link_between(cl, a, b);
-    ch->bw = l->bw_Bps;
-    ch->lat = l->latency_s;
-    if (!(ch->bw > 0) || !isfinite(ch->bw) || !(ch->lat >= 0) || !isfinite(ch->lat)) {
-        /* a cluster without that link level: stop with an input error */
-        if (!s->err.code)
-            cl_fail(&s->err, CL_EINPUT, "cluster: the %s-node link between devices %d and %d has "
-                    "bandwidth %g B/s, latency %g s (hint: give the cluster that link level)",
-                    ch->level == CLUSTER_INTRA ? "intra" : "inter", a, b, ch->bw, ch->lat);
-        ev_stop(s->k);
-        ch->bw = 1;
-        ch->lat = 0;
-    }
-    s->ch_hash[h] = key;
-    s->ch_hval[h] = c;
-    return c;
-}
-
-/* The link src -> dst, through a two-entry cache per worker (a pipeline
- * worker talks to its two neighbours). */
-static inline int get_chan(sim *s, int src, int dst)
-{
-    sim_worker *W = &s->w[src];
-    if (W->cpeer[0] == dst) return W->cchan[0];
-    if (W->cpeer[1] == dst) {
-        int c = W->cchan[1];
-        W->cpeer[1] = W->cpeer[0];
-        W->cchan[1] = W->cchan[0];
-        W->cpeer[0] = dst;
-        W->cchan[0] = c;
-        return c;
-    }
-    int c = lookup_chan(s, src, dst);
-    W->cpeer[1] = W->cpeer[0];
-    W->cchan[1] = W->cchan[0];
-    W->cpeer[0] = dst;
-    W->cchan[0] = c;
-    return c;
-}
-
-static int32_t xf_alloc(sim *s)
-{
-    if (s->xf_free < 0) {
-        int32_t old = s->cap_xf, cap = old * 2 + 64;
-        s->xf = cl_realloc(s->xf, (size_t)cap * sizeof *s->xf);
-        for (int32_t i = cap; i-- > old;) {
-            s->xf[i].next_free = s->xf_free;
-            s->xf_free = i;
-        }
-        s->cap_xf = cap;
-    }
-    int32_t x = s->xf_free;
-    s->xf_free = s->xf[x].next_free;
-    return x;
-}
-
-static void chan_add(sim_chan *ch, int32_t x)
-{
-    if (ch->n_active == ch->cap_active) {
-        ch->cap_active = ch->cap_active * 2 + 4;
-        ch->active = cl_realloc(ch->active, (size_t)ch->cap_active * sizeof *ch->active);
-    }
-    ch->active[ch->n_active++] = x;
-}
-
-/* Shared mode: advance every active transfer to time t. */
-static void chan_progress(sim *s, sim_chan *ch, double t)
-{
-    double delta = (t - ch->last_t) * ch->bw / ch->n_active;
-    for (int i = 0; i < ch->n_active; i++) s->xf[ch->active[i]].remaining -= delta;
-    ch->last_t = t;
-}
-
-static void on_chan(ev_kernel *k, void *ctx, uint64_t c);
-static void on_solo_arrive(ev_kernel *k, void *ctx, uint64_t x);
-static void on_arrive(ev_kernel *k, void *ctx, uint64_t x);
-static void arrive(sim *s, int32_t x, double t);
-static void drain(sim *s);
-
-static void chan_schedule_shared(sim *s, int c)
-{
-    sim_chan *ch = &s->ch[c];
-    if (ch->ev) ev_cancel(s->k, ch->ev);
-    double best = HUGE_VAL;
-    for (int i = 0; i < ch->n_active; i++)
-        if (s->xf[ch->active[i]].remaining < best) best = s->xf[ch->active[i]].remaining;
-    if (best < 0) best = 0;
-    ch->ev = ev_at(s->k, ch->last_t + best * ch->n_active / ch->bw, on_chan, s, (uint64_t)c);
-}
-
-static void make_solo(sim *s, sim_chan *ch, int32_t x, double t, double remaining)
-{
-    sim_xfer *X = &s->xf[x];
-    X->finish_t = t + (remaining > 0 ? remaining : 0) / ch->bw;
-    X->ev = ev_at(s->k, X->finish_t + ch->lat, on_solo_arrive, s, (uint64_t)x);
-}
-
-static void start_xfer(sim *s, int c, int kind, int64_t ref, int64_t op, double bytes,
-                       int src, int dst, int member)
-{
-    double t = s->now;
-    int32_t x = xf_alloc(s);
-    sim_xfer *X = &s->xf[x];
-    X->kind = kind;
-    X->chan = c;
-    X->ref = ref;
-    X->op = op;
-    X->src = src;
-    X->dst = dst;
-    X->member = member;
-    X->bytes = bytes;
-    X->remaining = bytes;
-    X->start_t = t;
-    X->ev = 0;
-    sim_chan *ch = &s->ch[c];
-    s->sent_level[ch->level] += bytes;
-    if (ch->n_active == 1 && s->xf[ch->active[0]].finish_t <= t)
-        ch->n_active = 0; /* the solo transfer is past its last byte */
-    if (ch->n_active == 0) {
-        chan_add(ch, x);
-        make_solo(s, ch, x, t, bytes);
-        return;
-    }
-    if (ch->n_active == 1) { /* a solo transfer becomes shared */
-        sim_xfer *Y = &s->xf[ch->active[0]];
-        ev_cancel(s->k, Y->ev);
-        Y->ev = 0;
-        Y->remaining = (Y->finish_t - t) * ch->bw;
-        ch->last_t = t;
-    } else {
-        chan_progress(s, ch, t);
-    }
-    chan_add(ch, x);
-    chan_schedule_shared(s, c);
-}
-
-static void on_chan(ev_kernel *k, void *ctx, uint64_t c)
-{
-    sim *s = ctx;
-    double t = s->now = ev_now(k);
-    sim_chan *ch = &s->ch[c];
-    ch->ev = 0;
-    chan_progress(s, ch, t);
-    int best = 0;
-    for (int i = 1; i < ch->n_active; i++)
-        if (s->xf[ch->active[i]].remaining < s->xf[ch->active[best]].remaining) best = i;
-    int32_t x = ch->active[best];
-    memmove(ch->active + best, ch->active + best + 1,
-            (size_t)(ch->n_active - best - 1) * sizeof *ch->active);
-    ch->n_active--;
-    s->xf[x].finish_t = t;
-    if (ch->n_active == 1) {
-        int32_t y = ch->active[0];
-        make_solo(s, ch, y, t, s->xf[y].remaining);
-    } else if (ch->n_active > 1) {
-        chan_schedule_shared(s, (int)c);
-    }
-    if (ch->lat > 0)
-        ev_at(k, t + ch->lat, on_arrive, s, (uint64_t)x);
-    else
-        arrive(s, x, t);
-    drain(s);
-}
-
-static void on_solo_arrive(ev_kernel *k, void *ctx, uint64_t x)
-{
-    sim *s = ctx;
-    sim_chan *ch = &s->ch[s->xf[x].chan];
-    if (ch->n_active == 1 && ch->active[0] == (int32_t)x) ch->n_active = 0;
-    arrive(s, (int32_t)x, s->now = ev_now(k));
-    drain(s);
-}
-
-static void on_arrive(ev_kernel *k, void *ctx, uint64_t x)
-{
-    sim *s = ctx;
-    arrive(s, (int32_t)x, s->now = ev_now(k));
-    drain(s);
-}
-
 /* ------------------------------------------------------- pipeline data -- */
 
 static void wake(sim *s, int w, double t, double ready_t, int iter)
@@ -359,7 +137,7 @@ static void post_send(sim *s, int w, const sched_op *op, int64_t pc)
         deliver_pipe(s, slot, w, op->peer, op->bytes, t);
         return;
     }
-    start_xfer(s, get_chan(s, w, op->peer), XF_PIPE, slot, pc, op->bytes, w, op->peer, 0);
+    sim_link_start(s, sim_link_get(s, w, op->peer), XF_PIPE, slot, pc, op->bytes, w, op->peer, 0);
 }
 
 /* ---------------------------------------------------------- all-reduce -- */
@@ -384,7 +162,7 @@ static void ring_send(sim *s, int64_t inst, int q)
     sim_ar *a = &s->ar[inst];
     int nq = (q + 1) % a->r;
     int src = ar_member_worker(s, a, q), dst = ar_member_worker(s, a, nq);
-    start_xfer(s, get_chan(s, src, dst), XF_RING, inst, s->ar_op[a->member_off + q],
+    sim_link_start(s, sim_link_get(s, src, dst), XF_RING, inst, s->ar_op[a->member_off + q],
                s->sc->ops[s->ar_op[a->member_off + q]].bytes / a->r, src, dst, nq);
 }
 
@@ -456,7 +234,7 @@ static void post_ar(sim *s, int w, const sched_op *op, int64_t pc)
     }
 }
 
-static void arrive(sim *s, int32_t x, double t)
+void sim_arrive(sim *s, int32_t x, double t)
 {
     sim_xfer *X = &s->xf[x];
     record(s, X->start_t, t, X->chan, 1, X->op);
@@ -566,7 +344,7 @@ static void advance(sim *s, int w)
     W->state = W_DONE;
 }
 
-static void drain(sim *s)
+void sim_drain(sim *s)
 {
     while (s->rq_n) {
         int w = s->runq[s->rq_head];
@@ -582,7 +360,7 @@ static void on_compute_done(ev_kernel *k, void *ctx, uint64_t w)
     sim *s = ctx;
     finish_compute(s, (int)w, s->now = ev_now(k));
     advance(s, (int)w);
-    drain(s);
+    sim_drain(s);
 }
 
 /* ------------------------------------------------------------- create -- */
@@ -816,7 +594,7 @@ int sim_run(sim *s, sim_result *out, cl_err *e)
     assert(!s->ran && "sim_run: one run per handle");
     s->ran = 1;
     for (int w = 0; w < s->n_w; w++) enqueue(s, w);
-    drain(s);
+    sim_drain(s);
     ev_status st = ev_run(s->k, s->o.max_events, s->o.max_wall_s);
     if (s->err.code) {
         *e = s->err;

@@ -138,6 +138,36 @@ struct sim {
     int ran;
 };
 
+/* link.c: links and transfers */
+int sim_link_lookup(sim *s, int src, int dst);          /* creates it on first use */
+void sim_link_start(sim *s, int c, int kind, int64_t ref, int64_t op, double bytes,
+                    int src, int dst, int member);
+/* sim.c: a transfer's data has arrived; run woken workers */
+void sim_arrive(sim *s, int32_t x, double t);
+void sim_drain(sim *s);
+
+/* The link src -> dst, through a two-entry cache per worker (a pipeline
+ * worker talks to its two neighbours). */
+static inline int sim_link_get(sim *s, int src, int dst)
+{
+    sim_worker *W = &s->w[src];
+    if (W->cpeer[0] == dst) return W->cchan[0];
+    if (W->cpeer[1] == dst) {
+        int c = W->cchan[1];
+        W->cpeer[1] = W->cpeer[0];
+        W->cchan[1] = W->cchan[0];
+        W->cpeer[0] = dst;
+        W->cchan[0] = c;
+        return c;
+    }
+    int c = sim_link_lookup(s, src, dst);
+    W->cpeer[1] = W->cpeer[0];
+    W->cchan[1] = W->cchan[0];
+    W->cpeer[0] = dst;
+    W->cchan[0] = c;
+    return c;
+}
+
 /* memory.c */
 void sim_mem_init(sim *s);
 void sim_mem_free(sim *s);
