@@ -97,7 +97,7 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
     }
     if (st) {
         double sd;
-        stats(w, reps, &st->fbw_s, &sd, NULL);
+        stats(w, reps, &st->fbw_s, &sd, &st->fbw_min);
         stats(w + reps, reps, &st->update_s, &sd, NULL);
         stats(w + 2 * reps, reps, &st->step_s, &sd, NULL);
     }

@@ -35,6 +35,7 @@ typedef struct exec_layer_time {
  * and of the full step (their sum, per step). */
 typedef struct exec_step_time {
     double fbw_s, update_s, step_s;
+    double fbw_min; /* fastest forward + backward */
 } exec_step_time;
 
 /* Time every layer of m at batch size `batch`; t has m->n_layers entries.
