@@ -20,6 +20,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_profile_links(int argc, char **argv); /* cmd_profile --links */
 
 /* Print "cleave: <message>" for a failure and return its exit status. */
 int cli_report(const cl_err *e);

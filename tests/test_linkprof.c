@@ -1,0 +1,159 @@
+/* test_linkprof.c - the link profiler: the least-squares fit against data
+ * with a known latency and bandwidth, a short real ping-pong, and the
+ * cluster file it writes. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+#include "../exec/linkprof.h"
+#include "../profiles/cluster.h"
+#include "test.h"
+
+/* Exact data t = L + b / bw over 8 B .. 64 MiB: the fit must give L and bw
+ * back to rounding, with R^2 = 1 and no residual, weighted or not. */
+static void test_fit_exact(void)
+{
+    const double L = 3.7e-6, bw = 5.5e9;
+    double b[24], t[24], ones[24];
+    for (int i = 0; i < 24; i++) {
+        b[i] = 8.0 * pow(2, i);
+        t[i] = L + b[i] / bw;
+        ones[i] = 1;
+    }
+    exec_link_fit f;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_link_fit_ls(b, t, NULL, 24, &f, &e), CL_OK);
+    CU_ASSERT(test_rel(f.latency_s, L) < 1e-9);
+    CU_ASSERT(test_rel(f.bw_Bps, bw) < 1e-9);
+    CU_ASSERT(fabs(f.r2 - 1) < 1e-12);
+    CU_ASSERT(f.max_rel < 1e-9);
+    CU_ASSERT(f.rms_rel < 1e-9);
+    CU_ASSERT_EQUAL(f.n, 24);
+    CU_ASSERT_EQUAL_FATAL(exec_link_fit_ls(b, t, ones, 24, &f, &e), CL_OK);
+    CU_ASSERT(test_rel(f.latency_s, L) < 1e-9);
+    CU_ASSERT(test_rel(f.bw_Bps, bw) < 1e-9);
+    /* two points determine the line */
+    CU_ASSERT_EQUAL_FATAL(exec_link_fit_ls(b + 3, t + 3, NULL, 2, &f, &e), CL_OK);
+    CU_ASSERT(test_rel(f.latency_s, L) < 1e-9);
+    CU_ASSERT(test_rel(f.bw_Bps, bw) < 1e-9);
+}
+
+/* Noisy data: the weighted fit equals the closed-form weighted normal
+ * equations computed here, and recovers the truth within the noise. */
+static void test_fit_noise(void)
+{
+    const double L = 20e-6, bw = 8e9;
+    const int n = 24;
+    double b[24], t[24];
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 7);
+    for (int i = 0; i < n; i++) {
+        b[i] = 8.0 * pow(2, i);
+        t[i] = (L + b[i] / bw) * (1 + gsl_ran_gaussian(r, 0.02));
+    }
+    gsl_rng_free(r);
+    /* weighted normal equations, w = 1 / t^2 */
+    double S = 0, Sx = 0, Sy = 0, Sxx = 0, Sxy = 0;
+    for (int i = 0; i < n; i++) {
+        double w = 1 / (t[i] * t[i]);
+        S += w, Sx += w * b[i], Sy += w * t[i], Sxx += w * b[i] * b[i], Sxy += w * b[i] * t[i];
+    }
+    double slope = (S * Sxy - Sx * Sy) / (S * Sxx - Sx * Sx), icpt = (Sy - slope * Sx) / S;
+    exec_link_fit f;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_link_fit_ls(b, t, NULL, n, &f, &e), CL_OK);
+    CU_ASSERT(test_rel(f.latency_s, icpt) < 1e-6);
+    CU_ASSERT(test_rel(1 / f.bw_Bps, slope) < 1e-6);
+    CU_ASSERT(test_rel(f.latency_s, L) < 0.05);
+    CU_ASSERT(test_rel(f.bw_Bps, bw) < 0.05);
+    CU_ASSERT(f.r2 > 0.99 && f.r2 < 1);
+    CU_ASSERT(f.max_rel > 0.01 && f.max_rel < 0.1);
+    CU_ASSERT(f.latency_se > 0 && f.inv_bw_se > 0);
+}
+
+static void test_fit_bad(void)
+{
+    double b[3] = {8, 8, 8}, t[3] = {1e-6, 1e-6, 1e-6};
+    exec_link_fit f;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL(exec_link_fit_ls(b, t, NULL, 1, &f, &e), CL_EINPUT);
+    cl_err_clear(&e);
+    CU_ASSERT_EQUAL(exec_link_fit_ls(b, t, NULL, 3, &f, &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "same size"));
+    cl_err_clear(&e);
+    double b2[2] = {8, 16}, t2[2] = {1e-6, 0};
+    CU_ASSERT_EQUAL(exec_link_fit_ls(b2, t2, NULL, 2, &f, &e), CL_EINPUT);
+}
+
+/* A short real ping-pong on threads: every size measured, times positive
+ * and not shrinking much with size (64 KiB costs at least what 8 B does,
+ * give or take scheduling noise). */
+static void test_measure_threads(void)
+{
+    exec_link_opts o;
+    exec_link_opts_default(&o);
+    o.max_bytes = 65536;
+    o.seconds_per_size = 0.002;
+    o.min_reps = 5;
+    exec_link_sample s[EXEC_LINK_MAX_SIZES];
+    int n = 0;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_link_measure(&o, s, &n, &e), CL_OK);
+    CU_ASSERT_EQUAL(n, 14); /* 8, 16, ..., 65536 */
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(s[i].bytes, 8.0 * pow(2, i));
+        CU_ASSERT(s[i].time_s > 0 && s[i].min_s > 0 && s[i].min_s <= s[i].time_s);
+        CU_ASSERT(s[i].reps >= 5);
+    }
+    o.min_bytes = 4; /* the protocol needs 8-byte messages */
+    CU_ASSERT_EQUAL(exec_link_measure(&o, s, &n, &e), CL_EINPUT);
+}
+
+/* The cluster file: one node of `cores` devices with the fit as its link,
+ * and it survives a save/load round trip. */
+static void test_cluster_file(void)
+{
+    exec_machine mc = {.cores = 3, .peak_flops = 1.5e11, .peak_n = 1024, .efficiency = 0.6,
+                       .mem_bytes = 8e9, .mem_bw_Bps = 2e10};
+    snprintf(mc.efficiency_note, sizeof mc.efficiency_note, "test");
+    exec_link_fit f = {.latency_s = -1e-7, .bw_Bps = 7e9};
+    cluster c;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_link_cluster(&c, &mc, &f, EXEC_LINK_THREADS, "fit note", &e), CL_OK);
+    CU_ASSERT_EQUAL(c.n_devices, 3);
+    CU_ASSERT_EQUAL(c.n_nodes, 1);
+    CU_ASSERT_STRING_EQUAL(c.devices[2].id, "core2");
+    CU_ASSERT_STRING_EQUAL(c.types[0].name, "cpu-core");
+    CU_ASSERT_EQUAL(c.links[CLUSTER_INTRA].bw_Bps, 7e9);
+    CU_ASSERT_EQUAL(c.links[CLUSTER_INTRA].latency_s, 0); /* negative fit -> 0 */
+    char *dir = test_tmpdir(), path[512];
+    snprintf(path, sizeof path, "%s/c.json", dir);
+    CU_ASSERT_EQUAL_FATAL(cluster_save(&c, path, &e), CL_OK);
+    cluster d;
+    CU_ASSERT_EQUAL_FATAL(cluster_load(&d, path, &e), CL_OK);
+    CU_ASSERT_EQUAL(d.n_devices, 3);
+    CU_ASSERT_EQUAL(d.types[0].peak_fp32_flops, 1.5e11);
+    CU_ASSERT_EQUAL(d.types[0].efficiency, 0.6);
+    CU_ASSERT_EQUAL(d.links[CLUSTER_INTRA].bw_Bps, 7e9);
+    CU_ASSERT_STRING_EQUAL(d.links_note, "fit note");
+    cluster_free(&d);
+    cluster_free(&c);
+    remove(path);
+    free(dir);
+    f.bw_Bps = HUGE_VAL; /* a flat or falling line gives no bandwidth */
+    CU_ASSERT_EQUAL(exec_link_cluster(&c, &mc, &f, EXEC_LINK_THREADS, "", &e), CL_ERUN);
+}
+
+TEST_SUITE(linkprof)
+{
+    test_add_suite("linkprof");
+    test_add("fit recovers exact latency and bandwidth", test_fit_exact);
+    test_add("fit on noisy data equals the normal equations", test_fit_noise);
+    test_add("fit refuses degenerate input", test_fit_bad);
+    test_add("threads ping-pong measures every size", test_measure_threads);
+    test_add("cluster file for this machine", test_cluster_file);
+}

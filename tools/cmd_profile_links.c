@@ -1,0 +1,242 @@
+/* cmd_profile_links.c - `cleave profile --links`: measure point-to-point
+ * transfers between two workers (ping-pong, exec/linkprof.h), fit
+ * latency + bytes / bandwidth, and write a cluster file for this machine.
+ * cmd_profile hands over to cmd_profile_links when --links is given. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "../exec/linkprof.h"
+#include "../profiles/cluster.h"
+#include "cli.h"
+#include "fileio.h"
+#include "jsonx.h"
+
+static void help(void)
+{
+    printf("usage: cleave profile --links [--backend threads|mpi] -o CLUSTER.json [options]\n"
+           "       mpirun -np 2 cleave profile --links --backend mpi -o CLUSTER.json\n\n"
+           "Ping-pong one message between two workers over sizes from 8 B to 64 MiB\n"
+           "(doubling, repeated), fit one-way time = latency + bytes / bandwidth by weighted\n"
+           "least squares (GSL), print the samples and the fit's quality, and write a\n"
+           "cluster file for this machine: one node, one cpu-core device per core (peak and\n"
+           "efficiency measured here), the intra-node link from the fit.\n\n"
+           "  --backend B        threads (two pinned threads, shared-memory channel; default)\n"
+           "                     or mpi (ranks 0 and 1, MPI_Send/MPI_Recv; started through\n"
+           "                     mpirun -np 2 if this process is not in an MPI job)\n"
+           "  -o FILE            the cluster file to write (- for stdout)\n"
+           "  --min-bytes N      smallest message, a power of two (default %d)\n"
+           "  --max-bytes N      largest message, a power of two (default %llu)\n"
+           "  --seconds S        time spent per size, at least (default 0.05)\n"
+           "  --reps N           round trips per size, at least (default 10)\n"
+           "  --csv FILE         also write the samples and the fit's line as CSV\n"
+           "  --json             print the samples and the fit as JSON instead of a table\n",
+           EXEC_LINK_MIN_BYTES, (unsigned long long)EXEC_LINK_MAX_BYTES);
+}
+
+typedef struct links_args {
+    const char *out, *csv;
+    int json;
+    exec_link_opts o;
+} links_args;
+
+static int parse(int argc, char **argv, links_args *a)
+{
+    const char *cmd = "profile";
+    memset(a, 0, sizeof *a);
+    exec_link_opts_default(&a->o);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t v;
+        int rc = 0;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            help();
+            return -1;
+        }
+        if (!strcmp(o, "--links")) continue;
+        if (!strcmp(o, "--json")) {
+            a->json = 1;
+            continue;
+        }
+        if (o[0] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\"", o);
+        if (!val) return cli_usage_error(cmd, "%s needs a value", o);
+        i++;
+        if (!strcmp(o, "-o") || !strcmp(o, "--out")) a->out = val;
+        else if (!strcmp(o, "--csv")) a->csv = val;
+        else if (!strcmp(o, "--backend")) {
+            int b = exec_link_backend_from_name(val);
+            if (b < 0) return cli_usage_error(cmd, "--backend: expected threads or mpi, got \"%s\"", val);
+            a->o.backend = (exec_link_backend)b;
+        } else if (!strcmp(o, "--min-bytes") || !strcmp(o, "--max-bytes")) {
+            if ((rc = cli_int(cmd, o, val, 8, (int64_t)1 << 30, &v))) return rc;
+            if (v & (v - 1)) return cli_usage_error(cmd, "%s: %lld is not a power of two", o, (long long)v);
+            if (o[2] == 'm' && o[3] == 'i') a->o.min_bytes = (uint64_t)v;
+            else a->o.max_bytes = (uint64_t)v;
+        } else if (!strcmp(o, "--seconds")) rc = cli_num(cmd, o, val, 0, 60, &a->o.seconds_per_size);
+        else if (!strcmp(o, "--reps")) {
+            if (!(rc = cli_int(cmd, o, val, 1, 20000, &v))) a->o.min_reps = (int)v;
+        } else return cli_usage_error(cmd, "unknown option %s (with --links)", o);
+        if (rc) return rc;
+    }
+    if (!a->out) return cli_usage_error(cmd, "-o CLUSTER.json is required");
+    if (a->o.min_bytes > a->o.max_bytes)
+        return cli_usage_error(cmd, "--min-bytes exceeds --max-bytes");
+    if (a->o.min_bytes == a->o.max_bytes)
+        return cli_usage_error(cmd, "the fit needs at least two sizes (--min-bytes below --max-bytes)");
+    return 0;
+}
+
+/* Not in an MPI job: run this very command again as 2 ranks of mpirun.
+ * Returns mpirun's exit status. */
+static int relaunch_mpi(int argc, char **argv)
+{
+    size_t cap = 256;
+    for (int i = 0; i < argc; i++) cap += 3 * strlen(argv[i]) + 8;
+    char *cmd = cl_malloc(cap);
+    size_t n = (size_t)snprintf(cmd, cap, "mpirun -np 2 --oversubscribe%s /proc/%d/exe profile",
+                                getuid() == 0 ? " --allow-run-as-root" : "", (int)getpid());
+    /* /proc/<pid>/exe of this process stays valid while it waits for mpirun */
+    for (int i = 1; i < argc; i++) {
+        n += (size_t)snprintf(cmd + n, cap - n, " '");
+        for (const char *p = argv[i]; *p; p++)
+            n += (size_t)(*p == '\'' ? snprintf(cmd + n, cap - n, "'\\''")
+                                     : snprintf(cmd + n, cap - n, "%c", *p));
+        n += (size_t)snprintf(cmd + n, cap - n, "'");
+    }
+    fflush(stdout);
+    int st = system(cmd);
+    free(cmd);
+    if (st == -1) {
+        fprintf(stderr, "cleave: cannot run mpirun (hint: install openmpi-bin, or start the job with mpirun -np 2)\n");
+        return 1;
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+static void print_table(const links_args *a, const exec_link_sample *s, int n,
+                        const exec_link_fit *f)
+{
+    printf("link profile, %s backend: one-way time per message (median of round trips / 2)\n",
+           exec_link_backend_name(a->o.backend));
+    printf("%12s %12s %10s %12s %12s %9s %7s\n", "bytes", "median us", "sd us", "fit us",
+           "GB/s", "resid", "reps");
+    for (int i = 0; i < n; i++) {
+        double fit = f->latency_s + s[i].bytes / f->bw_Bps;
+        printf("%12.0f %12.3f %10.3f %12.3f %12.3f %8.2f%% %7d\n", s[i].bytes, s[i].time_s * 1e6,
+               s[i].sd_s * 1e6, fit * 1e6, s[i].bytes / s[i].time_s * 1e-9,
+               100 * (s[i].time_s - fit) / s[i].time_s, s[i].reps);
+    }
+    printf("fit: latency %.3f us (+- %.3f), bandwidth %.3f GB/s (1/bw +- %.2f%%)\n",
+           f->latency_s * 1e6, f->latency_se * 1e6, f->bw_Bps * 1e-9,
+           100 * f->inv_bw_se * f->bw_Bps);
+    printf("     weighted R^2 %.6f, relative residuals rms %.2f%%, largest %.2f%% at %.0f B\n",
+           f->r2, 100 * f->rms_rel, 100 * f->max_rel, f->max_rel_bytes);
+}
+
+static cJSON *fit_json(const exec_link_fit *f)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "latency_s", f->latency_s);
+    cJSON_AddNumberToObject(o, "bandwidth_Bps", f->bw_Bps);
+    cJSON_AddNumberToObject(o, "latency_se_s", f->latency_se);
+    cJSON_AddNumberToObject(o, "inv_bandwidth_se_s_per_B", f->inv_bw_se);
+    cJSON_AddNumberToObject(o, "r2", f->r2);
+    cJSON_AddNumberToObject(o, "rms_rel_residual", f->rms_rel);
+    cJSON_AddNumberToObject(o, "max_rel_residual", f->max_rel);
+    cJSON_AddNumberToObject(o, "max_rel_residual_bytes", f->max_rel_bytes);
+    return o;
+}
+
+static int print_json(const links_args *a, const exec_link_sample *s, int n, const exec_link_fit *f)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "backend", exec_link_backend_name(a->o.backend));
+    cJSON *arr = cJSON_AddArrayToObject(o, "samples");
+    for (int i = 0; i < n; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "bytes", s[i].bytes);
+        cJSON_AddNumberToObject(x, "time_s", s[i].time_s);
+        cJSON_AddNumberToObject(x, "sd_s", s[i].sd_s);
+        cJSON_AddNumberToObject(x, "min_s", s[i].min_s);
+        cJSON_AddNumberToObject(x, "reps", s[i].reps);
+        cJSON_AddItemToArray(arr, x);
+    }
+    cJSON_AddItemToObject(o, "fit", fit_json(f));
+    char *t = jx_print(o, 1);
+    cJSON_Delete(o);
+    if (!t) return CL_ERUN;
+    puts(t);
+    free(t);
+    return CL_OK;
+}
+
+static int write_csv(const char *path, const exec_link_sample *s, int n, const exec_link_fit *f,
+                     cl_err *e)
+{
+    cl_out out;
+    int rc = cl_out_open(&out, path, e);
+    if (rc) return rc;
+    fprintf(out.f, "bytes,time_s,sd_s,min_s,reps,fit_s\n");
+    for (int i = 0; i < n; i++)
+        fprintf(out.f, "%.0f,%.9g,%.9g,%.9g,%d,%.9g\n", s[i].bytes, s[i].time_s, s[i].sd_s,
+                s[i].min_s, s[i].reps, f->latency_s + s[i].bytes / f->bw_Bps);
+    return cl_out_commit(&out, e);
+}
+
+int cmd_profile_links(int argc, char **argv)
+{
+    links_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (a.o.backend == EXEC_LINK_MPI && !exec_link_in_mpi_job()) return relaunch_mpi(argc, argv);
+    cl_err e = {0};
+    int rank = 0, size = 1;
+    if (a.o.backend == EXEC_LINK_MPI && (rc = exec_link_mpi_init(&rank, &size, &e)))
+        return cli_report(&e);
+    exec_link_sample s[EXEC_LINK_MAX_SIZES];
+    int n = 0;
+    exec_link_fit f;
+    rc = exec_link_measure(&a.o, s, &n, &e);
+    if (!rc && rank == 0) {
+        double *b = cl_malloc((size_t)n * sizeof *b), *t = cl_malloc((size_t)n * sizeof *t);
+        for (int i = 0; i < n; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
+        rc = exec_link_fit_ls(b, t, NULL, n, &f, &e);
+        free(b);
+        free(t);
+    }
+    cluster c;
+    memset(&c, 0, sizeof c);
+    if (!rc && rank == 0) {
+        exec_machine mc;
+        exec_machine_measure(1.0, &mc);
+        char note[512];
+        snprintf(note, sizeof note,
+                 "Measured by cleave profile --links --backend %s: ping-pong between two workers, %.0f B to %.0f B (%d sizes, doubling), median one-way time; weighted least squares (1/t^2) of time = latency + bytes / bandwidth: R^2 %.6f, relative residuals rms %.2f%%, largest %.2f%% at %.0f B%s.",
+                 exec_link_backend_name(a.o.backend), s[0].bytes, s[n - 1].bytes, n, f.r2,
+                 100 * f.rms_rel, 100 * f.max_rel, f.max_rel_bytes,
+                 f.latency_s < 0 ? "; the fitted latency was negative and is written as 0" : "");
+        rc = exec_link_cluster(&c, &mc, &f, a.o.backend, note, &e);
+        if (!rc && a.csv) rc = write_csv(a.csv, s, n, &f, &e);
+        if (!rc) rc = cluster_save(&c, a.out, &e);
+        if (!rc) {
+            if (a.json) rc = print_json(&a, s, n, &f);
+            else {
+                print_table(&a, s, n, &f);
+                if (strcmp(a.out, "-") != 0)
+                    printf("wrote %s: %d x cpu-core (peak %.1f GFLOP/s, efficiency %.3f), intra-node link %.3f GB/s, %.3f us\n",
+                           a.out, c.n_devices, mc.peak_flops * 1e-9, c.types[0].efficiency,
+                           c.links[CLUSTER_INTRA].bw_Bps * 1e-9,
+                           c.links[CLUSTER_INTRA].latency_s * 1e6);
+            }
+        }
+        cluster_free(&c);
+    }
+    if (a.o.backend == EXEC_LINK_MPI) exec_link_mpi_finalize();
+    if (rc && rank == 0) return cli_report(&e);
+    return rc;
+}
