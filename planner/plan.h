@@ -57,6 +57,9 @@ typedef struct plan_stage {
     double fwd_s;             /* forward                                      */
     double bwd_in_s;          /* input gradient (B)                           */
     double bwd_w_s;           /* weight gradient (W)                          */
+    double update_s;          /* one optimiser step of the stage's parameters
+                                 (per UPDATE op; 0: not modelled, as plans
+                                 from files have it)                          */
     /* bytes per microbatch */
     double act_out_bytes;     /* activations sent to the next stage (0 for the last);
                                  the gradient sent back has the same size     */

@@ -39,7 +39,8 @@ static inline double op_dur(const sim *s, const sched_op *op)
         return (op->flags & SCHED_FUSED_W) ? s->dur_bin[op->stage] + s->dur_bw[op->stage]
                                            : s->dur_bin[op->stage];
     case SCHED_W: return s->dur_bw[op->stage];
-    default: return 0; /* UPDATE: the optimiser step is not modelled */
+    case SCHED_UPDATE: return s->dur_up[op->stage]; /* the plan's update_s (0: not modelled) */
+    default: return 0;
     }
 }
 
@@ -319,7 +320,7 @@ static void advance(sim *s, int w)
                 return;
             }
         }
-        /* FALLTHROUGH - an update is a zero-time compute op */
+        /* FALLTHROUGH - an update is a compute op of update_s seconds */
         case SCHED_F:
         case SCHED_B:
         case SCHED_W: {
@@ -385,7 +386,8 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
         const plan_stage *st = &p->stages[i];
         if (check_num(st->fwd_s, "fwd_s", i, e) || check_num(st->bwd_in_s, "bwd_in_s", i, e) ||
             check_num(st->bwd_w_s, "bwd_w_s", i, e) || check_num(st->act_out_bytes, "act_out_bytes", i, e) ||
-            check_num(st->stash_bytes, "stash_bytes", i, e) || check_num(st->param_bytes, "param_bytes", i, e))
+            check_num(st->stash_bytes, "stash_bytes", i, e) || check_num(st->param_bytes, "param_bytes", i, e) ||
+            check_num(st->update_s, "update_s", i, e))
             return NULL;
     }
     int64_t G = (int64_t)sc->n_micro * sc->n_iter;
@@ -399,7 +401,7 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
     double op_max = 0, bytes_max = 0;
     for (int i = 0; i < p->n_stages; i++) {
         const plan_stage *st = &p->stages[i];
-        double d = st->fwd_s + st->bwd_in_s + st->bwd_w_s;
+        double d = st->fwd_s + st->bwd_in_s + st->bwd_w_s + st->update_s;
         if (d > op_max) op_max = d;
         if (st->act_out_bytes > bytes_max) bytes_max = st->act_out_bytes;
         if (st->param_bytes > bytes_max) bytes_max = st->param_bytes;
@@ -431,10 +433,12 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
     s->dur_f = cl_malloc((size_t)s->S * sizeof(double));
     s->dur_bin = cl_malloc((size_t)s->S * sizeof(double));
     s->dur_bw = cl_malloc((size_t)s->S * sizeof(double));
+    s->dur_up = cl_malloc((size_t)s->S * sizeof(double));
     for (int i = 0; i < s->S; i++) {
         s->dur_f[i] = p->stages[i].fwd_s;
         s->dur_bin[i] = p->stages[i].bwd_in_s;
         s->dur_bw[i] = p->stages[i].bwd_w_s;
+        s->dur_up[i] = p->stages[i].update_s;
     }
     s->n_slots = s->S > 1 ? G * (s->S - 1) * 2 : 0;
     s->slots = cl_malloc((size_t)(s->n_slots ? s->n_slots : 1) * sizeof *s->slots);
@@ -544,6 +548,7 @@ void sim_destroy(sim *s)
     free(s->dur_f);
     free(s->dur_bin);
     free(s->dur_bw);
+    free(s->dur_up);
     free(s->slots);
     free(s->xf);
     free(s->ar);

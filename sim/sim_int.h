@@ -101,7 +101,7 @@ struct sim {
     double now;             /* time of the event being handled              */
     int S, m, n_iter, n_w;
     int64_t G;              /* microbatches over all iterations              */
-    double *dur_f, *dur_bin, *dur_bw; /* per stage                          */
+    double *dur_f, *dur_bin, *dur_bw, *dur_up; /* per stage                 */
     sim_worker *w;
     int *worker_of_dev;     /* cluster device -> worker, -1                  */
     /* pipeline transfers */
