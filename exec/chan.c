@@ -1,0 +1,126 @@
+/* chan.c - messages, wake-ups and bounded channels (chan.h). */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chan.h"
+
+exec_msg *exec_msg_new(int64_t bytes)
+{
+    assert(bytes >= 0);
+    void *p = NULL;
+    size_t n = (size_t)EXEC_MSG_HDR + (size_t)bytes;
+    if (posix_memalign(&p, 64, n ? n : 64)) abort();
+    exec_msg *m = p;
+    memset(m, 0, sizeof *m);
+    m->bytes = bytes;
+    return m;
+}
+
+void exec_msg_free(exec_msg *m) { free(m); }
+
+/* -------------------------------------------------------------- notify -- */
+
+void exec_notify_init(exec_notify *n)
+{
+    pthread_mutex_init(&n->mu, NULL);
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&n->cv, &a);
+    pthread_condattr_destroy(&a);
+    n->events = 0;
+}
+
+void exec_notify_destroy(exec_notify *n)
+{
+    pthread_cond_destroy(&n->cv);
+    pthread_mutex_destroy(&n->mu);
+}
+
+void exec_notify_bump(exec_notify *n)
+{
+    pthread_mutex_lock(&n->mu);
+    n->events++;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+uint64_t exec_notify_events(exec_notify *n)
+{
+    pthread_mutex_lock(&n->mu);
+    uint64_t v = n->events;
+    pthread_mutex_unlock(&n->mu);
+    return v;
+}
+
+void exec_notify_wait(exec_notify *n, uint64_t seen, double max_s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + max_s;
+    ts.tv_sec = (time_t)s;
+    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) ts.tv_nsec = 999999999L;
+    pthread_mutex_lock(&n->mu);
+    while (n->events == seen)
+        if (pthread_cond_timedwait(&n->cv, &n->mu, &ts) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&n->mu);
+}
+
+/* ------------------------------------------------------------ channels -- */
+
+void exec_chan_init(exec_chan *c, int cap)
+{
+    assert(cap >= 1);
+    memset(c, 0, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    c->cap = cap;
+}
+
+void exec_chan_destroy(exec_chan *c)
+{
+    for (int i = 0; i < c->n; i++) exec_msg_free(c->q[i]);
+    free(c->q);
+    pthread_mutex_destroy(&c->mu);
+    memset(c, 0, sizeof *c);
+}
+
+int exec_chan_push(exec_chan *c, exec_msg *m)
+{
+    pthread_mutex_lock(&c->mu);
+    if (m->bounded && c->n_bounded >= c->cap) {
+        pthread_mutex_unlock(&c->mu);
+        return 1;
+    }
+    if (c->n == c->cap_q) {
+        c->cap_q = c->cap_q * 2 + 8;
+        c->q = cl_realloc(c->q, (size_t)c->cap_q * sizeof *c->q);
+    }
+    c->q[c->n++] = m;
+    c->n_bounded += m->bounded != 0;
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+exec_msg *exec_chan_take(exec_chan *c, uint64_t tag, int *freed)
+{
+    exec_msg *m = NULL;
+    *freed = 0;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->n; i++)
+        if (c->q[i]->tag == tag) {
+            m = c->q[i];
+            memmove(c->q + i, c->q + i + 1, (size_t)(c->n - i - 1) * sizeof *c->q);
+            c->n--;
+            if (m->bounded) {
+                *freed = c->n_bounded == c->cap;
+                c->n_bounded--;
+            }
+            break;
+        }
+    pthread_mutex_unlock(&c->mu);
+    return m;
+}
