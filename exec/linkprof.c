@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gsl/gsl_fit.h>
@@ -341,6 +342,32 @@ void exec_link_mpi_finalize(void)
     MPI_Finalized(&finalized);
     if (mpi_inited_here && inited && !finalized) MPI_Finalize();
     mpi_inited_here = 0;
+}
+
+int exec_link_mpirun(int np, const char *sub, int argc, char **argv)
+{
+    size_t cap = 256 + strlen(sub);
+    for (int i = 0; i < argc; i++) cap += 4 * strlen(argv[i]) + 8;
+    char *cmd = cl_malloc(cap);
+    /* /proc/<pid>/exe of this process stays valid while it waits for mpirun */
+    size_t n = (size_t)snprintf(cmd, cap, "mpirun -np %d --oversubscribe%s /proc/%d/exe %s", np,
+                                getuid() == 0 ? " --allow-run-as-root" : "", (int)getpid(), sub);
+    for (int i = 1; i < argc; i++) {
+        n += (size_t)snprintf(cmd + n, cap - n, " '");
+        for (const char *p = argv[i]; *p; p++)
+            n += (size_t)(*p == '\'' ? snprintf(cmd + n, cap - n, "'\\''")
+                                     : snprintf(cmd + n, cap - n, "%c", *p));
+        n += (size_t)snprintf(cmd + n, cap - n, "'");
+    }
+    fflush(stdout);
+    fflush(stderr);
+    int st = system(cmd);
+    free(cmd);
+    if (st == -1 || !WIFEXITED(st)) {
+        fprintf(stderr, "cleave: cannot run mpirun (hint: install openmpi-bin, or start the job with mpirun -np %d)\n", np);
+        return 1;
+    }
+    return WEXITSTATUS(st) == 127 ? 1 : WEXITSTATUS(st);
 }
 
 static int measure_mpi(const exec_link_opts *o, uint64_t *sizes, int n_sizes,

@@ -95,6 +95,12 @@ void exec_link_mpi_finalize(void);
  * environment), so an MPI world of several ranks exists. */
 int exec_link_in_mpi_job(void);
 
+/* Run this program's subcommand `sub` again as an MPI job of np ranks:
+ * mpirun -np np --oversubscribe (--allow-run-as-root when root)
+ * /proc/<pid>/exe sub argv[1..argc).  For commands started without mpirun.
+ * Returns mpirun's exit status (1 when it cannot be run). */
+int exec_link_mpirun(int np, const char *sub, int argc, char **argv);
+
 /* What this machine looks like, for the cluster file. */
 typedef struct exec_machine {
     int cores;              /* online CPUs                                    */

@@ -21,6 +21,7 @@ static const command commands[] = {
     {"bench",   cmd_bench,   "run the benchmarks, writing CSV (make bench)"},
     {"train",   cmd_train,   "train a model on Fashion-MNIST with the embedded executor"},
     {"profile", cmd_profile, "time every layer on this machine, writing a profile"},
+    {"validate", cmd_validate, "predict a plan, run it for real, compare time and memory"},
 };
 
 static void usage(FILE *f)

@@ -21,6 +21,7 @@ int cmd_plot(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_profile_links(int argc, char **argv); /* cmd_profile --links */
+int cmd_validate(int argc, char **argv);
 
 /* Print "cleave: <message>" for a failure and return its exit status. */
 int cli_report(const cl_err *e);

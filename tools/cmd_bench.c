@@ -16,11 +16,13 @@ typedef struct bench_entry {
 int sim_bench(const char *outdir, int quick); /* sim/bench.c */
 int exec_bench(const char *outdir, int quick); /* exec/bench.c */
 int plan_bench(const char *outdir, int quick); /* planner/bench.c */
+int exec_val_bench(const char *outdir, int quick); /* exec/validate_bench.c */
 
 static const bench_entry benches[] = {
     {"sim", sim_bench, "simulator: events/s and time per simulation vs stages and microbatches"},
     {"plan", plan_bench, "planner: planning time vs layers and devices, PipeDream profiles on 32 devices"},
     {"exec", exec_bench, "executor: GFLOP/s per layer vs SGEMM peak, samples/s, profile vs step"},
+    {"validate", exec_val_bench, "prediction accuracy: simulated vs measured iteration time and memory over 20 plans"},
     {NULL, NULL, NULL} /* sentinel: benchmarks are listed above it */
 };
 

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -91,33 +90,6 @@ static int parse(int argc, char **argv, links_args *a)
     return 0;
 }
 
-/* Not in an MPI job: run this very command again as 2 ranks of mpirun.
- * Returns mpirun's exit status. */
-static int relaunch_mpi(int argc, char **argv)
-{
-    size_t cap = 256;
-    for (int i = 0; i < argc; i++) cap += 3 * strlen(argv[i]) + 8;
-    char *cmd = cl_malloc(cap);
-    size_t n = (size_t)snprintf(cmd, cap, "mpirun -np 2 --oversubscribe%s /proc/%d/exe profile",
-                                getuid() == 0 ? " --allow-run-as-root" : "", (int)getpid());
-    /* /proc/<pid>/exe of this process stays valid while it waits for mpirun */
-    for (int i = 1; i < argc; i++) {
-        n += (size_t)snprintf(cmd + n, cap - n, " '");
-        for (const char *p = argv[i]; *p; p++)
-            n += (size_t)(*p == '\'' ? snprintf(cmd + n, cap - n, "'\\''")
-                                     : snprintf(cmd + n, cap - n, "%c", *p));
-        n += (size_t)snprintf(cmd + n, cap - n, "'");
-    }
-    fflush(stdout);
-    int st = system(cmd);
-    free(cmd);
-    if (st == -1) {
-        fprintf(stderr, "cleave: cannot run mpirun (hint: install openmpi-bin, or start the job with mpirun -np 2)\n");
-        return 1;
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-}
-
 static void print_table(const links_args *a, const exec_link_sample *s, int n,
                         const exec_link_fit *f)
 {
@@ -193,7 +165,7 @@ int cmd_profile_links(int argc, char **argv)
     links_args a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
-    if (a.o.backend == EXEC_LINK_MPI && !exec_link_in_mpi_job()) return relaunch_mpi(argc, argv);
+    if (a.o.backend == EXEC_LINK_MPI && !exec_link_in_mpi_job()) return exec_link_mpirun(2, "profile", argc, argv);
     cl_err e = {0};
     int rank = 0, size = 1;
     if (a.o.backend == EXEC_LINK_MPI && (rc = exec_link_mpi_init(&rank, &size, &e)))

@@ -1,0 +1,119 @@
+/* validate.h - a plan's prediction against a real run on this machine
+ * (`cleave validate`, `cleave bench validate`; docs/validation.md).
+ *
+ * Steps, each its own function so the benchmark and the command share them:
+ *  1. costs:   the plan's per-stage times and bytes are rebuilt from a
+ *              profile of this machine at the plan's microbatch size (the
+ *              planner's cost model: sums over the stage's layers), and each
+ *              stage's optimiser step is timed on its own parameters;
+ *  2. links:   the plan's link levels become the profiled link (a cluster
+ *              file from `cleave profile --links`, or a fresh measurement);
+ *  3. predict: the simulator replays the plan's op lists for the same number
+ *              of iterations the run will have;
+ *  4. measure: the pipelined runtime (pipeline.h) trains the plan for those
+ *              iterations on synthetic data of the model's shape;
+ *  5. compare: iteration time, per-worker busy time per iteration and peak
+ *              memory per worker, predicted against measured.
+ *
+ * Relative error everywhere is (predicted - measured) / measured.
+ */
+#ifndef CL_EXEC_VALIDATE_H
+#define CL_EXEC_VALIDATE_H
+
+#include <stdint.h>
+
+#include "../planner/plan.h"
+#include "../profiles/profile.h"
+#include "../sim/sim.h"
+#include "../tools/status.h"
+#include "linkprof.h"
+#include "pipeline.h"
+
+/* (predicted - measured) / measured; 0 when both are 0, +-inf when only the
+ * measurement is 0. */
+double exec_val_error(double predicted, double measured);
+
+/* One compared quantity. */
+typedef struct exec_val_qty {
+    double predicted, measured, error;
+} exec_val_qty;
+
+void exec_val_qty_set(exec_val_qty *q, double predicted, double measured);
+
+/* Mean and largest absolute error over n errors (NAN entries skipped;
+ * *mean = *max = 0 when none is left). */
+void exec_val_abs_stats(const double *err, int n, double *mean, double *max);
+
+/* Check that the executor can run every stage of p (layer kinds, a chain,
+ * the loss at the end, an optimiser it implements).  CL_EINPUT naming
+ * `file` and the stage. */
+int exec_val_check(const plan *p, const char *file, cl_err *e);
+
+/* Step 1.  Replace every stage's fwd_s, bwd_in_s, bwd_w_s, act_out_bytes,
+ * stash_bytes and param_bytes with sums over its layers of pf at the plan's
+ * microbatch size (what the planner's cost model computes for one device of
+ * the profiled type), and time each stage's optimiser step into
+ * update_s[stage] (median of `reps` steps; the caller allocates n_stages).
+ * pf must describe p's model (prof_check_model).  The plan's predictions
+ * (compute_s, comm_s, mem_bytes, pred) are left as they were. */
+int exec_val_costs(plan *p, const prof *pf, int reps, double *update_s, const char *file,
+                   cl_err *e);
+
+/* Profile p's model on this machine at the plan's microbatch size
+ * (exec_profile with `reps` timed steps after 3 warm-up).  The caller frees
+ * *pf. */
+int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err *e);
+
+/* Step 2.  Set both of p's link levels to `link`. */
+void exec_val_set_link(plan *p, const cluster_link *link);
+
+/* The largest transfer the plan's schedule makes, bytes (0 for one stage). */
+double exec_val_max_transfer(const plan *p);
+
+/* Step 3.  Simulate p under its own schedule for n_iter iterations (the
+ * simulator's default when 0), with update_s (may be NULL: the plan's own)
+ * as each stage's optimiser step; trace: NULL, or where to write the
+ * predicted timeline.  The caller frees *r. */
+int exec_val_predict(const plan *p, const double *update_s, int n_iter, const char *trace,
+                     sim_result *r, cl_err *e);
+
+/* Step 4.  Train p for n_iter iterations on a synthetic set of the model's
+ * shape (seeded), as `cleave train --plan` would with the plan's optimiser.
+ * The caller frees *r with exec_pipe_result_free (also on failure). */
+int exec_val_measure(const plan *p, exec_pipe_backend backend, int n_iter, const char *file,
+                     const char *trace, exec_pipe_result *r, cl_err *e);
+
+/* The measured steady state, over the same window the simulator uses:
+ * flushing kinds leave out the first iteration (cold caches, first-touch
+ * page faults) when there are at least 2; asynchronous kinds leave out
+ * sched_warmup_iters().  *first receives the first iteration counted. */
+double exec_val_measured_iteration(const plan *p, const exec_pipe_result *r, int *first);
+
+/* Step 5: everything compared. */
+typedef struct exec_val_worker {
+    int device, stage, n_stages;
+    exec_val_qty busy_s;        /* compute seconds per iteration            */
+    exec_val_qty peak_mem;      /* bytes                                    */
+} exec_val_worker;
+
+typedef struct exec_val_report {
+    exec_val_qty iteration_s;
+    exec_val_qty throughput;    /* samples per second                       */
+    int first_iter, n_iter;     /* measured window: iterations first..n-1   */
+    int n_workers;
+    exec_val_worker *w;         /* owned                                    */
+    double max_busy_error;      /* largest |error| over the workers          */
+    double max_mem_error;
+} exec_val_report;
+
+/* Fill *out from a prediction and a measurement of the same plan (same
+ * workers in the same order).  CL_ERUN when they disagree on the workers.
+ * Free with exec_val_report_free. */
+int exec_val_compare(const plan *p, const sim_result *pred, const exec_pipe_result *meas,
+                     exec_val_report *out, cl_err *e);
+void exec_val_report_free(exec_val_report *r);
+
+/* `cleave bench validate` (exec/validate_bench.c): writes <outdir>/validate.csv. */
+int exec_val_bench(const char *outdir, int quick);
+
+#endif

@@ -1,0 +1,388 @@
+/* validate_bench.c - `cleave bench validate`: prediction accuracy over a
+ * suite of plans on this machine (bench/validate.csv).
+ *
+ * Suite: both Fashion-MNIST models x {1 stage, 2 stages} x schedules
+ * (gpipe, 1f1b, zb-h1, interleaved with 2 chunks per worker, pipedream, fbp)
+ * x microbatch counts.  Each plan is built here, not by the planner (the
+ * planner makes no interleaved plans): the model's layers are cut into
+ * stages x chunks contiguous stages that balance the profiled work (a
+ * min-max DP), stage k on core k mod stages.  Then, per case, what
+ * `cleave validate` does: costs from a profile of this machine taken at the
+ * case's microbatch size (one profile per model, reused), the optimiser step
+ * timed per stage, the link measured once with the threads backend (fit over
+ * 8 B .. the largest transfer of the suite), a simulation, and `runs` real
+ * runs of `iters` iterations; the measured figures are those of the run with
+ * the median iteration time (the machine is shared: other jobs land on its
+ * two cores and a single run can catch one).
+ *
+ * Columns: case, model, schedule, stages, chunks, microbatches, microbatch,
+ * iterations, pred_iter_s, meas_iter_s, iter_error, busy_max_error (largest
+ * |error| of per-worker busy time per iteration), mem_pred_bytes /
+ * mem_meas_bytes / mem_error (the worker with the largest |error|),
+ * meas_iter_min_s / meas_iter_max_s over the runs, load (1-minute load
+ * average before the case), notes (why a case is off by more than 5%,
+ * worked out from the per-worker figures).  Summary rows: mean and largest
+ * |iteration error|, largest |memory error|, and the targets (mean <= 5%,
+ * none above 10%, memory within 10%).
+ */
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "../models/model.h"
+#include "../tools/fileio.h"
+#include "gemm.h"
+#include "linkprof.h"
+#include "profile.h"
+#include "validate.h"
+
+#define ITER_TARGET_MEAN 0.05
+#define ITER_TARGET_MAX 0.10
+#define MEM_TARGET 0.10
+
+typedef struct vcase {
+    int model;           /* index into models[] */
+    sched_kind kind;
+    int stages, chunks, micro;
+} vcase;
+
+static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cnn.json"};
+/* microbatch size per model: the MLP's ops are tens of microseconds at 32,
+ * the CNN's milliseconds at 16 */
+static const int model_mb[] = {32, 16};
+
+static const vcase suite[] = {
+    {0, SCHED_GPIPE, 1, 1, 4},       {0, SCHED_FBP, 1, 1, 4},
+    {0, SCHED_GPIPE, 2, 1, 4},       {0, SCHED_1F1B, 2, 1, 4},
+    {0, SCHED_1F1B, 2, 1, 8},        {0, SCHED_ZBH1, 2, 1, 4},
+    {0, SCHED_INTERLEAVED, 2, 2, 4}, {0, SCHED_PIPEDREAM, 2, 1, 4},
+    {0, SCHED_FBP, 2, 1, 4},         {0, SCHED_FBP, 2, 1, 8},
+    {1, SCHED_GPIPE, 1, 1, 4},       {1, SCHED_FBP, 1, 1, 4},
+    {1, SCHED_GPIPE, 2, 1, 4},       {1, SCHED_1F1B, 2, 1, 4},
+    {1, SCHED_1F1B, 2, 1, 8},        {1, SCHED_ZBH1, 2, 1, 4},
+    {1, SCHED_INTERLEAVED, 2, 2, 4}, {1, SCHED_PIPEDREAM, 2, 1, 4},
+    {1, SCHED_FBP, 2, 1, 4},         {1, SCHED_FBP, 2, 1, 8},
+};
+static const vcase quick_suite[] = {
+    {0, SCHED_1F1B, 2, 1, 4},
+    {0, SCHED_FBP, 2, 1, 4},
+};
+
+/* ------------------------------------------------------------- plans -- */
+
+/* Cut layers 0..n-1 with work[] into S contiguous non-empty groups that
+ * minimise the largest group's work; cut[s] = first layer of group s,
+ * cut[S] = n.  O(S n^2) DP over prefix sums. */
+static void balance(const double *work, int n, int S, int *cut)
+{
+    assert(S >= 1 && S <= n);
+    double *pre = cl_calloc((size_t)n + 1, sizeof *pre);
+    for (int i = 0; i < n; i++) pre[i + 1] = pre[i] + work[i];
+    /* best[s][j]: least max over s groups of layers 0..j-1; arg: last cut */
+    double *best = cl_malloc((size_t)(S + 1) * (size_t)(n + 1) * sizeof *best);
+    int *arg = cl_calloc((size_t)(S + 1) * (size_t)(n + 1), sizeof *arg);
+#define B_(s, j) best[(size_t)(s) * (size_t)(n + 1) + (size_t)(j)]
+#define A_(s, j) arg[(size_t)(s) * (size_t)(n + 1) + (size_t)(j)]
+    for (int j = 0; j <= n; j++) B_(0, j) = j == 0 ? 0 : HUGE_VAL;
+    for (int s = 1; s <= S; s++)
+        for (int j = 0; j <= n; j++) {
+            B_(s, j) = HUGE_VAL;
+            for (int i = s - 1; i < j; i++) {
+                double v = fmax(B_(s - 1, i), pre[j] - pre[i]);
+                if (v < B_(s, j)) {
+                    B_(s, j) = v;
+                    A_(s, j) = i;
+                }
+            }
+        }
+    cut[S] = n;
+    for (int s = S; s >= 1; s--) cut[s - 1] = A_(s, cut[s]);
+#undef B_
+#undef A_
+    free(pre);
+    free(best);
+    free(arg);
+}
+
+/* Plan c on cluster cl for model m with profile pf (deep copies of m and
+ * cl go into the plan).  Costs are left to exec_val_costs. */
+static int build_plan(plan *p, const vcase *c, int mb, const model *m, const cluster *cl,
+                      const prof *pf, cl_err *e)
+{
+    memset(p, 0, sizeof *p);
+    int S = c->stages * c->chunks, n = m->n_layers;
+    double *work = cl_malloc((size_t)n * sizeof *work);
+    for (int l = 0; l < n; l++)
+        work[l] = prof_fwd_s(&pf->layers[l], mb) + prof_bwd_in_s(&pf->layers[l], mb) +
+                  prof_bwd_w_s(&pf->layers[l], mb);
+    int *cut = cl_malloc((size_t)(S + 1) * sizeof *cut);
+    balance(work, n, S, cut);
+    free(work);
+    cJSON *mj = model_to_json(m), *cj = cluster_to_json(cl);
+    int rc = model_from_json(&p->model, mj, "model", e);
+    if (!rc) rc = cluster_from_json(&p->cluster, cj, "cluster", e);
+    cJSON_Delete(mj);
+    cJSON_Delete(cj);
+    p->schedule = c->kind;
+    p->chunks = c->chunks;
+    p->optimizer = OPTIM_MOMENTUM;
+    p->microbatch = mb;
+    p->n_micro = c->micro;
+    p->batch = mb * c->micro;
+    p->n_stages = S;
+    p->stages = cl_calloc((size_t)S, sizeof *p->stages);
+    for (int s = 0; s < S; s++) {
+        plan_stage *st = &p->stages[s];
+        st->first = cut[s];
+        st->last = cut[s + 1] - 1;
+        st->n_layers = cut[s + 1] - cut[s];
+        st->layers = cl_malloc((size_t)st->n_layers * sizeof(int));
+        for (int k = 0; k < st->n_layers; k++) st->layers[k] = cut[s] + k;
+        st->n_replicas = 1;
+        st->devices = cl_malloc(sizeof(int));
+        st->devices[0] = s % c->stages;
+    }
+    free(cut);
+    if (!rc) rc = plan_validate(p, "bench plan", e);
+    if (rc) plan_free(p);
+    return rc;
+}
+
+/* ----------------------------------------------------------- one case -- */
+
+typedef struct vres {
+    double pred, meas, err, busy_err, mem_pred, mem_meas, mem_err, meas_min, meas_max, load;
+    char notes[400];
+} vres;
+
+static double loadavg(void)
+{
+    double l = NAN;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = NAN;
+        fclose(f);
+    }
+    return l;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Why the iteration time is off, from the per-worker figures: the worker
+ * whose busy time is furthest off, and the measured waiting. */
+static void explain(const plan *p, const exec_val_report *r, const exec_pipe_result *m,
+                    vres *v)
+{
+    v->notes[0] = 0;
+    if (!(fabs(v->err) > 0.05)) return;
+    int wb = 0;
+    for (int i = 1; i < r->n_workers; i++)
+        if (fabs(r->w[i].busy_s.error) > fabs(r->w[wb].busy_s.error)) wb = i;
+    int first = r->first_iter, k = m->n_iter - first;
+    double wait = k > 0 ? m->w[wb].wait_s / m->n_iter : 0;
+    snprintf(v->notes, sizeof v->notes,
+             "iteration %+.1f%%: worker %d (stage %d) busy %+.1f%% (predicted %.3g ms, measured %.3g ms per iteration), it waited %.3g ms per iteration; %s",
+             100 * v->err, wb, r->w[wb].stage, 100 * r->w[wb].busy_s.error,
+             r->w[wb].busy_s.predicted * 1e3, r->w[wb].busy_s.measured * 1e3, wait * 1e3,
+             fabs(r->w[wb].busy_s.error) > 0.5 * fabs(v->err)
+                 ? "compute ran at another speed than profiled"
+                 : (v->err > 0 ? "the run spent less time waiting than simulated"
+                               : "the run waited longer than simulated (hand-offs, scheduling)"));
+    (void)p;
+}
+
+static int run_case(const vcase *c, const model *m, const prof *pf, const cluster *cl,
+                    const cluster_link *link, int runs, int iters, vres *v, cl_err *e)
+{
+    memset(v, 0, sizeof *v);
+    int mb = model_mb[c->model];
+    plan p;
+    int rc = build_plan(&p, c, mb, m, cl, pf, e);
+    if (rc) return rc;
+    double *up = cl_calloc((size_t)p.n_stages, sizeof *up);
+    rc = exec_val_costs(&p, pf, 20, up, "bench plan", e);
+    exec_val_set_link(&p, link);
+    sim_result pred;
+    memset(&pred, 0, sizeof pred);
+    if (!rc) rc = exec_val_predict(&p, up, iters, NULL, &pred, e);
+    v->load = loadavg();
+    exec_pipe_result *meas = cl_calloc((size_t)runs, sizeof *meas);
+    double *its = cl_malloc((size_t)runs * sizeof *its);
+    for (int r = 0; r < runs && !rc; r++) {
+        rc = exec_val_measure(&p, EXEC_PIPE_THREADS, iters, "bench plan", NULL, &meas[r], e);
+        int first;
+        if (!rc) its[r] = exec_val_measured_iteration(&p, &meas[r], &first);
+    }
+    if (!rc) {
+        double *sorted = cl_malloc((size_t)runs * sizeof *sorted);
+        memcpy(sorted, its, (size_t)runs * sizeof *sorted);
+        qsort(sorted, (size_t)runs, sizeof *sorted, cmp_dbl);
+        double med = sorted[(runs - 1) / 2];
+        int pick = 0;
+        for (int r = 0; r < runs; r++)
+            if (its[r] == med) pick = r;
+        v->meas_min = sorted[0];
+        v->meas_max = sorted[runs - 1];
+        free(sorted);
+        exec_val_report rep;
+        rc = exec_val_compare(&p, &pred, &meas[pick], &rep, e);
+        if (!rc) {
+            v->pred = rep.iteration_s.predicted;
+            v->meas = rep.iteration_s.measured;
+            v->err = rep.iteration_s.error;
+            v->busy_err = rep.max_busy_error;
+            int wm = 0;
+            for (int i = 1; i < rep.n_workers; i++)
+                if (fabs(rep.w[i].peak_mem.error) > fabs(rep.w[wm].peak_mem.error)) wm = i;
+            v->mem_pred = rep.w[wm].peak_mem.predicted;
+            v->mem_meas = rep.w[wm].peak_mem.measured;
+            v->mem_err = rep.w[wm].peak_mem.error;
+            explain(&p, &rep, &meas[pick], v);
+            exec_val_report_free(&rep);
+        }
+    }
+    for (int r = 0; r < runs; r++) exec_pipe_result_free(&meas[r]);
+    free(meas);
+    free(its);
+    sim_result_free(&pred);
+    free(up);
+    plan_free(&p);
+    return rc;
+}
+
+/* ------------------------------------------------------------- driver -- */
+
+static void csv_text(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void summary(const vres *v, int n, double *mean, double *max, double *mem)
+{
+    double *err = cl_malloc((size_t)n * sizeof *err), mm = 0;
+    for (int i = 0; i < n; i++) {
+        err[i] = v[i].err;
+        if (fabs(v[i].mem_err) > mm) mm = fabs(v[i].mem_err);
+    }
+    exec_val_abs_stats(err, n, mean, max);
+    *mem = mm;
+    free(err);
+}
+
+int exec_val_bench(const char *outdir, int quick)
+{
+    cl_err e = {0};
+    const vcase *cs = quick ? quick_suite : suite;
+    int n = quick ? (int)(sizeof quick_suite / sizeof *quick_suite)
+                  : (int)(sizeof suite / sizeof *suite);
+    int runs = quick ? 1 : 3, iters = quick ? 6 : 20, reps = quick ? 5 : 30;
+    model md[2];
+    prof pf[2];
+    int have[2] = {0, 0}, rc = CL_OK;
+    for (int i = 0; i < 2 && !rc; i++) {
+        int need = 0;
+        for (int k = 0; k < n; k++) need |= cs[k].model == i;
+        if (!need) continue;
+        if ((rc = model_load(&md[i], models[i], &e))) break;
+        int64_t b = model_mb[i];
+        rc = exec_profile(&md[i], models[i], &b, 1, 3, reps, 1, &pf[i], &e);
+        if (rc) model_free(&md[i]);
+        else have[i] = 1;
+    }
+    /* the link: threads backend, 8 B .. 4 MiB (the suite's largest message,
+     * the CNN's conv1 output at microbatch 16, is 3.2 MB) */
+    exec_link_fit fit;
+    memset(&fit, 0, sizeof fit);
+    cluster_link link = {1e10, 0};
+    cluster cl;
+    memset(&cl, 0, sizeof cl);
+    if (!rc) {
+        exec_link_opts o;
+        exec_link_opts_default(&o);
+        o.max_bytes = (uint64_t)4 << 20;
+        o.seconds_per_size = quick ? 0.005 : 0.05;
+        exec_link_sample s[EXEC_LINK_MAX_SIZES];
+        int ns = 0;
+        rc = exec_link_measure(&o, s, &ns, &e);
+        double b[EXEC_LINK_MAX_SIZES], t[EXEC_LINK_MAX_SIZES];
+        for (int i = 0; i < ns; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
+        if (!rc) rc = exec_link_fit_ls(b, t, NULL, ns, &fit, &e);
+        if (!rc) {
+            link.bw_Bps = isfinite(fit.bw_Bps) && fit.bw_Bps > 0 ? fit.bw_Bps : 1e12;
+            link.latency_s = fit.latency_s > 0 ? fit.latency_s : 0;
+            /* device figures do not enter: the stage times come from the profile */
+            cluster_devtype dt = {.name = "cpu-core", .peak_fp32_flops = 1e11,
+                                 .mem_bytes = (uint64_t)8 << 30, .mem_bw_Bps = 1e10,
+                                 .efficiency = 1};
+            rc = cluster_uniform(&cl, &dt, 2, 0, link, (cluster_link){0, 0}, &e);
+        }
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/validate.csv", outdir);
+    cl_out out = {0};
+    if (!rc) rc = cl_out_open(&out, path, &e);
+    vres *v = cl_calloc((size_t)n, sizeof *v);
+    if (!rc) {
+        printf("  link (threads): latency %.2f us, bandwidth %.2f GB/s, R^2 %.4f\n",
+               link.latency_s * 1e6, link.bw_Bps * 1e-9, fit.r2);
+        printf("  %-4s %-10s %-12s %3s %3s %3s %11s %11s %8s %8s %8s %5s\n", "case", "model",
+               "schedule", "p", "v", "m", "predicted", "measured", "error", "busy", "memory",
+               "load");
+        fprintf(out.f, "case,model,schedule,stages,chunks,microbatches,microbatch,iterations,pred_iter_s,meas_iter_s,iter_error,busy_max_error,mem_pred_bytes,mem_meas_bytes,mem_error,meas_iter_min_s,meas_iter_max_s,load,notes\n");
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        const vcase *c = &cs[i];
+        rc = run_case(c, &md[c->model], &pf[c->model], &cl, &link, runs, iters, &v[i], &e);
+        if (rc) break;
+        printf("  %-4d %-10s %-12s %3d %3d %3d %9.3f ms %9.3f ms %+7.2f%% %7.2f%% %+7.2f%% %5.2f%s\n",
+               i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
+               v[i].pred * 1e3, v[i].meas * 1e3, 100 * v[i].err, 100 * v[i].busy_err,
+               100 * v[i].mem_err, v[i].load, fabs(v[i].err) > 0.05 ? "  (over 5%)" : "");
+        fflush(stdout);
+        fprintf(out.f, "%d,%s,%s,%d,%d,%d,%d,%d,%.9g,%.9g,%.5f,%.5f,%.0f,%.0f,%.5f,%.9g,%.9g,%.2f,",
+                i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
+                model_mb[c->model], iters, v[i].pred, v[i].meas, v[i].err, v[i].busy_err,
+                v[i].mem_pred, v[i].mem_meas, v[i].mem_err, v[i].meas_min, v[i].meas_max,
+                v[i].load);
+        csv_text(out.f, v[i].notes);
+        fputc('\n', out.f);
+    }
+    if (!rc) {
+        double mean, max, mem;
+        summary(v, n, &mean, &max, &mem);
+        int ok = mean <= ITER_TARGET_MEAN && max <= ITER_TARGET_MAX && mem <= MEM_TARGET;
+        fprintf(out.f, "summary,,,,,,,,,,%.5f,,,,%.5f,,,,", mean, mem);
+        csv_text(out.f, "mean |iteration error| (iter_error), largest |memory error| (mem_error)");
+        fprintf(out.f, "\nsummary_max,,,,,,,,,,%.5f,,,,,,,,", max);
+        csv_text(out.f, "largest |iteration error|");
+        fputc('\n', out.f);
+        rc = cl_out_commit(&out, &e);
+        printf("  %d plans: iteration time error mean %.2f%%, largest %.2f%% (targets 5%%, 10%%); peak memory error largest %.2f%% (target 10%%): %s\n",
+               n, 100 * mean, 100 * max, 100 * mem, ok ? "met" : "NOT met");
+        if (!rc) printf("  wrote %s\n", path);
+    } else {
+        cl_out_abort(&out);
+    }
+    if (rc) fprintf(stderr, "bench validate: %s\n", e.msg);
+    free(v);
+    for (int i = 0; i < 2; i++)
+        if (have[i]) {
+            prof_free(&pf[i]);
+            model_free(&md[i]);
+        }
+    cluster_free(&cl);
+    return rc;
+}

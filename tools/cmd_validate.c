@@ -1,0 +1,323 @@
+/* cmd_validate.c - `cleave validate --plan plan.json`: predict a plan's
+ * iteration time, per-worker busy time and peak memory with the simulator
+ * from costs profiled on this machine, run it for real with the pipelined
+ * runtime, and print predicted against measured (exec/validate.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+#include <mpi.h>
+
+#include "../exec/linkprof.h"
+#include "../exec/pipeline.h"
+#include "../exec/validate.h"
+#include "../profiles/cluster.h"
+#include "../profiles/profile.h"
+#include "cli.h"
+#include "jsonx.h"
+
+#define DEFAULT_ITERS 20
+#define DEFAULT_REPS 20
+
+static void help(void)
+{
+    printf("usage: cleave validate --plan PLAN.json [--profile P.json] [--links CLUSTER.json]\n"
+           "                       [--iterations N] [--backend threads|mpi] [--json]\n"
+           "                       [--trace FILE] [--sim-trace FILE] [--reps N]\n\n"
+           "Predicts the plan's iteration time, per-worker busy time and peak memory with the\n"
+           "simulator, from costs of this machine, then trains the plan for N iterations with\n"
+           "the pipelined runtime (synthetic data of the model's shape) and prints predicted\n"
+           "against measured with the relative error (predicted - measured) / measured.\n\n"
+           "  --plan FILE        the plan (cleave plan); its model must be one the executor runs\n"
+           "  --profile FILE     per-layer costs of this model on this machine (cleave profile\n"
+           "                     at the plan's microbatch size); default: profile now\n"
+           "  --links FILE       a cluster file whose intra-node link is used for transfers\n"
+           "                     (cleave profile --links); default: measure the link now\n"
+           "  --iterations N     iterations to run and simulate (default %d)\n"
+           "  --backend B        threads (default) or mpi (one rank per worker; started through\n"
+           "                     mpirun when this process is not in an MPI job)\n"
+           "  --json             print {quantity: {predicted, measured, error}} as JSON\n"
+           "  --trace FILE       write the measured timeline (Chrome trace)\n"
+           "  --sim-trace FILE   write the predicted timeline (Chrome trace, same tracks)\n"
+           "  --reps N           timed steps per profiled pass and optimiser step (default %d)\n",
+           DEFAULT_ITERS, DEFAULT_REPS);
+}
+
+typedef struct val_args {
+    const char *plan, *profile, *links, *trace, *sim_trace;
+    int64_t iters, reps;
+    int json;
+    exec_pipe_backend backend;
+} val_args;
+
+static int parse(int argc, char **argv, val_args *a)
+{
+    const char *cmd = "validate";
+    memset(a, 0, sizeof *a);
+    a->iters = DEFAULT_ITERS;
+    a->reps = DEFAULT_REPS;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            help();
+            return -1;
+        }
+        if (!strcmp(o, "--json")) {
+            a->json = 1;
+            continue;
+        }
+        if (o[0] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\" (hint: --plan FILE)", o);
+        if (!val) return cli_usage_error(cmd, "%s needs a value", o);
+        i++;
+        if (!strcmp(o, "--plan")) a->plan = val;
+        else if (!strcmp(o, "--profile")) a->profile = val;
+        else if (!strcmp(o, "--links")) a->links = val;
+        else if (!strcmp(o, "--trace")) a->trace = val;
+        else if (!strcmp(o, "--sim-trace")) a->sim_trace = val;
+        else if (!strcmp(o, "--iterations")) rc = cli_int(cmd, o, val, 1, 100000, &a->iters);
+        else if (!strcmp(o, "--reps")) rc = cli_int(cmd, o, val, 1, 100000, &a->reps);
+        else if (!strcmp(o, "--backend")) {
+            int b = exec_pipe_backend_from_name(val);
+            if (b < 0) return cli_usage_error(cmd, "--backend: expected threads or mpi, got \"%s\"", val);
+            a->backend = (exec_pipe_backend)b;
+        } else return cli_usage_error(cmd, "unknown option %s", o);
+        if (rc) return rc;
+    }
+    if (!a->plan) return cli_usage_error(cmd, "--plan FILE is required");
+    return 0;
+}
+
+/* ------------------------------------------------------------- output -- */
+
+static const char *time_str(double s, char *buf, size_t cap)
+{
+    if (!isfinite(s)) snprintf(buf, cap, "-");
+    else if (fabs(s) >= 1) snprintf(buf, cap, "%.4g s", s);
+    else if (fabs(s) >= 1e-3) snprintf(buf, cap, "%.4g ms", s * 1e3);
+    else snprintf(buf, cap, "%.4g us", s * 1e6);
+    return buf;
+}
+
+static const char *bytes_str(double b, char *buf, size_t cap)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (fabs(b) >= 1024 && i < 4) b /= 1024, i++;
+    snprintf(buf, cap, i ? "%.3f %s" : "%.0f %s", b, u[i]);
+    return buf;
+}
+
+static void row(const char *name, const exec_val_qty *q, int bytes)
+{
+    char p[32], m[32];
+    if (bytes) {
+        bytes_str(q->predicted, p, sizeof p);
+        bytes_str(q->measured, m, sizeof m);
+    } else {
+        time_str(q->predicted, p, sizeof p);
+        time_str(q->measured, m, sizeof m);
+    }
+    printf("  %-34s %14s %14s %+9.2f%%\n", name, p, m, 100 * q->error);
+}
+
+/* What the prediction was built from, for the table's header. */
+typedef struct val_ctx {
+    const val_args *a;
+    const plan *p;
+    const double *update_s;
+    int link_measured, link_used;
+    exec_link_fit fit;
+    double fit_max_bytes;
+    cluster_link link;
+    const char *cost_source;
+} val_ctx;
+
+static void print_table(const val_ctx *c, const exec_val_report *r)
+{
+    const plan *p = c->p;
+    char b1[32], b2[64];
+    int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
+    printf("%s: %s, %d stage%s (%d chunk%s) on %d workers, schedule %s, %d microbatches x %d samples\n",
+           c->a->plan, p->model.name, P, P > 1 ? "s" : "", p->chunks, p->chunks > 1 ? "s" : "",
+           r->n_workers, sched_kind_name(p->schedule), p->n_micro, p->microbatch);
+    printf("run: %s backend, %d iterations; steady state over iterations %d..%d\n",
+           exec_pipe_backend_name(c->a->backend), r->n_iter, r->first_iter, r->n_iter - 1);
+    printf("costs: %s; optimiser step per stage:", c->cost_source);
+    for (int s = 0; s < p->n_stages; s++) printf(" %s", time_str(c->update_s[s], b1, sizeof b1));
+    printf("\n");
+    if (!c->link_used) printf("link: not used (one stage)\n");
+    else if (c->link_measured)
+        printf("link: measured now (%s): latency %s, bandwidth %.3f GB/s (fit over 8 B..%s, R^2 %.4f, residuals rms %.1f%%)\n",
+               exec_pipe_backend_name(c->a->backend), time_str(c->link.latency_s, b1, sizeof b1),
+               c->link.bw_Bps * 1e-9, bytes_str(c->fit_max_bytes, b2, sizeof b2), c->fit.r2,
+               100 * c->fit.rms_rel);
+    else
+        printf("link: from %s: latency %s, bandwidth %.3f GB/s\n", c->a->links,
+               time_str(c->link.latency_s, b1, sizeof b1), c->link.bw_Bps * 1e-9);
+    printf("\n  %-34s %14s %14s %10s\n", "quantity", "predicted", "measured", "error");
+    row("iteration time", &r->iteration_s, 0);
+    char name[128];
+    for (int i = 0; i < r->n_workers; i++) {
+        const exec_val_worker *w = &r->w[i];
+        snprintf(name, sizeof name, "worker %d (%s) busy / iteration", i,
+                 p->cluster.devices[w->device].id);
+        row(name, &w->busy_s, 0);
+    }
+    for (int i = 0; i < r->n_workers; i++) {
+        const exec_val_worker *w = &r->w[i];
+        snprintf(name, sizeof name, "worker %d (%s) peak memory", i, p->cluster.devices[w->device].id);
+        row(name, &w->peak_mem, 1);
+    }
+    printf("  %-34s %14.6g %14.6g %+9.2f%%\n", "throughput (samples/s)", r->throughput.predicted,
+           r->throughput.measured, 100 * r->throughput.error);
+}
+
+static cJSON *qty_json(const exec_val_qty *q)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "predicted", q->predicted);
+    cJSON_AddNumberToObject(o, "measured", q->measured);
+    /* JSON has no infinity: an error against a zero measurement is null */
+    if (isfinite(q->error)) cJSON_AddNumberToObject(o, "error", q->error);
+    else cJSON_AddNullToObject(o, "error");
+    return o;
+}
+
+static int print_json(const exec_val_report *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "iteration_s", qty_json(&r->iteration_s));
+    cJSON_AddItemToObject(o, "throughput", qty_json(&r->throughput));
+    char name[64];
+    for (int i = 0; i < r->n_workers; i++) {
+        snprintf(name, sizeof name, "worker%d.busy_s", i);
+        cJSON_AddItemToObject(o, name, qty_json(&r->w[i].busy_s));
+    }
+    for (int i = 0; i < r->n_workers; i++) {
+        snprintf(name, sizeof name, "worker%d.peak_mem_bytes", i);
+        cJSON_AddItemToObject(o, name, qty_json(&r->w[i].peak_mem));
+    }
+    char *t = jx_print(o, 1);
+    cJSON_Delete(o);
+    if (!t) return CL_ERUN;
+    puts(t);
+    free(t);
+    return CL_OK;
+}
+
+/* ---------------------------------------------------------------- run -- */
+
+/* Ranks other than 0 take part only in the link measurement and the run. */
+static int get_link(val_ctx *c, plan *p, cl_err *e)
+{
+    c->link_used = p->n_stages > 1;
+    if (c->a->links) {
+        cluster cl;
+        int rc = cluster_load(&cl, c->a->links, e);
+        if (rc) return rc;
+        c->link = cl.links[CLUSTER_INTRA];
+        cluster_free(&cl);
+        exec_val_set_link(p, &c->link);
+        return CL_OK;
+    }
+    if (!c->link_used) return CL_OK;
+    /* fit over the sizes the plan sends: 8 B up to the power of two at or
+     * above its largest transfer (at least 64 KiB, so the line has a span) */
+    exec_link_opts o;
+    exec_link_opts_default(&o);
+    o.backend = c->a->backend == EXEC_PIPE_MPI ? EXEC_LINK_MPI : EXEC_LINK_THREADS;
+    uint64_t mx = 65536;
+    while ((double)mx < exec_val_max_transfer(p) && mx < EXEC_LINK_MAX_BYTES) mx *= 2;
+    o.max_bytes = mx;
+    o.seconds_per_size = 0.02;
+    exec_link_sample s[EXEC_LINK_MAX_SIZES];
+    int n = 0;
+    int rc = exec_link_measure(&o, s, &n, e);
+    if (rc) return rc;
+    double b[EXEC_LINK_MAX_SIZES], t[EXEC_LINK_MAX_SIZES];
+    for (int i = 0; i < n; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
+    if ((rc = exec_link_fit_ls(b, t, NULL, n, &c->fit, e))) return rc;
+    c->link_measured = 1;
+    c->fit_max_bytes = (double)mx;
+    c->link.bw_Bps = c->fit.bw_Bps;
+    c->link.latency_s = c->fit.latency_s > 0 ? c->fit.latency_s : 0;
+    if (!isfinite(c->link.bw_Bps) || !(c->link.bw_Bps > 0))
+        return cl_fail(e, CL_ERUN, "link fit: the transfer time does not grow with the size; too noisy to use (hint: rerun, or give --links)");
+    exec_val_set_link(p, &c->link);
+    return CL_OK;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+    val_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    cl_err e = {0};
+    plan p;
+    if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
+    prof pf;
+    memset(&pf, 0, sizeof pf);
+    int have_prof = 0;
+    rc = exec_val_check(&p, a.plan, &e);
+    if (!rc && a.profile) {
+        rc = prof_load(&pf, a.profile, &e);
+        have_prof = !rc;
+        if (!rc) rc = prof_check_model(&pf, &p.model, a.profile, &e);
+    }
+    if (!rc && a.links) {
+        cluster cl; /* read early: a bad file is refused before anything runs */
+        rc = cluster_load(&cl, a.links, &e);
+        if (!rc) cluster_free(&cl);
+    }
+    int workers = rc ? 0 : plan_device_count(&p);
+    if (!rc && a.backend == EXEC_PIPE_MPI && !exec_link_in_mpi_job()) {
+        if (have_prof) prof_free(&pf);
+        plan_free(&p);
+        return exec_link_mpirun(workers, "validate", argc, argv);
+    }
+    int rank = 0, size = 1;
+    if (!rc && a.backend == EXEC_PIPE_MPI) rc = exec_pipe_mpi_world(&rank, &size, &e);
+    double *update_s = cl_calloc((size_t)p.n_stages, sizeof *update_s);
+    val_ctx c = {.a = &a, .p = &p, .update_s = update_s};
+    /* costs: rank 0 times the layers and the optimiser steps alone */
+    if (!rc && rank == 0) {
+        if (!have_prof) {
+            rc = exec_val_profile(&p, (int)a.reps, &pf, a.plan, &e);
+            have_prof = !rc;
+            c.cost_source = "profiled now at the plan's microbatch size";
+        } else c.cost_source = a.profile;
+        if (!rc) rc = exec_val_costs(&p, &pf, (int)a.reps, update_s, a.plan, &e);
+    }
+    if (a.backend == EXEC_PIPE_MPI && size > 1) {
+        /* every rank learns whether rank 0 failed, then they go on together */
+        int bad = rc != 0;
+        MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (bad && !rc) rc = cl_fail(&e, CL_ERUN, "rank 0 failed while profiling");
+    }
+    if (!rc) rc = get_link(&c, &p, &e);
+    sim_result pred;
+    memset(&pred, 0, sizeof pred);
+    if (!rc && rank == 0) rc = exec_val_predict(&p, update_s, (int)a.iters, a.sim_trace, &pred, &e);
+    exec_pipe_result meas;
+    memset(&meas, 0, sizeof meas);
+    if (!rc) rc = exec_val_measure(&p, a.backend, (int)a.iters, a.plan, a.trace, &meas, &e);
+    exec_val_report rep;
+    memset(&rep, 0, sizeof rep);
+    if (!rc && rank == 0) rc = exec_val_compare(&p, &pred, &meas, &rep, &e);
+    if (!rc && rank == 0) {
+        if (a.json) rc = print_json(&rep);
+        else print_table(&c, &rep);
+    }
+    exec_val_report_free(&rep);
+    exec_pipe_result_free(&meas);
+    sim_result_free(&pred);
+    free(update_s);
+    if (have_prof) prof_free(&pf);
+    plan_free(&p);
+    if (a.backend == EXEC_PIPE_MPI) exec_pipe_mpi_finalize();
+    if (rc && rank == 0) return cli_report(&e);
+    return rc;
+}
