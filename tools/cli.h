@@ -19,6 +19,7 @@ int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_train_plan(int argc, char **argv); /* cmd_train --plan */
 int cmd_profile(int argc, char **argv);
 int cmd_profile_links(int argc, char **argv); /* cmd_profile --links */
 int cmd_validate(int argc, char **argv);

@@ -30,7 +30,8 @@ static void help(void)
            "  --limit N            use only the first N training samples\n"
            "  --data DIR           folder with the Fashion-MNIST IDX files (default %s)\n"
            "  --synthetic N        train on N synthetic samples instead (N/4 test samples)\n"
-           "  --log FILE           also write the epoch lines as CSV (rewritten after each epoch)\n",
+           "  --log FILE           also write the epoch lines as CSV (rewritten after each epoch)\n"
+           "  --plan FILE          train a plan pipelined instead (cleave train --plan F --help)\n",
            d.epochs, d.batch, d.lr, d.momentum, d.weight_decay, (unsigned long long)d.seed,
            EXEC_FMNIST_DIR);
 }
@@ -72,6 +73,8 @@ static int write_log(const char *path, const exec_epoch *h, int n, cl_err *e)
 
 int cmd_train(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* a plan trains pipelined (cmd_train_plan.c) */
+        if (!strcmp(argv[i], "--plan")) return cmd_train_plan(argc, argv);
     const char *cmd = "train", *model_path = NULL, *log_path = NULL, *data_dir = NULL;
     exec_train_opts o;
     exec_train_defaults(&o);

@@ -1,0 +1,261 @@
+/* cmd_train_plan.c - `cleave train --plan plan.json`: pipelined training of a
+ * plan's stages on threads or MPI ranks (exec/pipeline.h).  cmd_train hands
+ * over here when it sees --plan. */
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../exec/data.h"
+#include "../exec/gemm.h"
+#include "../exec/pipeline.h"
+#include "cli.h"
+#include "fileio.h"
+
+static void help(void)
+{
+    exec_train_opts d;
+    exec_train_defaults(&d);
+    printf("usage: cleave train --plan FILE [options]\n"
+           "       mpirun -np N cleave train --plan FILE --backend mpi [options]\n\n"
+           "Train the plan's model pipelined: one worker per device of the plan, each\n"
+           "running its stages' op lists (the schedule the simulator replays), passing\n"
+           "activations and gradients through bounded channels.  One line per epoch:\n"
+           "mean training loss, training and test accuracy, samples/s, elapsed seconds.\n\n"
+           "  --plan FILE          plan file (cleave plan); its model and schedule are used\n"
+           "  --epochs N           epochs (default 1); each is floor(samples / batch) iterations\n"
+           "  --iterations N       run N iterations instead (one schedule, then one evaluation)\n"
+           "  --backend B          threads (default: one process, workers pinned to cores)\n"
+           "                       or mpi (one rank per worker, under mpirun -np workers)\n"
+           "  --trace FILE         write the measured timeline as a Chrome trace\n"
+           "  --save-weights FILE  write the trained weights (cleave-weights format)\n"
+           "  --lr X               learning rate (default %g)\n"
+           "  --schedule S         constant or cosine (default cosine over the whole run)\n"
+           "  --momentum M         SGD momentum (default %g when the plan's optimizer is\n"
+           "                       momentum, 0 when it is sgd)\n"
+           "  --weight-decay W     L2 weight decay on conv/linear weights (default %g)\n"
+           "  --seed S             seed of weights, dropout and shuffling (default %llu)\n"
+           "  --limit N            use only the first N training samples\n"
+           "  --data DIR           folder with the Fashion-MNIST IDX files (default %s)\n"
+           "  --synthetic N        train on N synthetic samples instead (N/4 test samples)\n"
+           "  --log FILE           also write the epoch lines as CSV (rewritten after each epoch)\n",
+           d.lr, d.momentum, d.weight_decay, (unsigned long long)d.seed, EXEC_FMNIST_DIR);
+}
+
+typedef struct ctx {
+    int quiet;              /* an MPI rank other than 0 */
+    const char *log_path;
+    exec_epoch *hist;
+    int n, cap;
+    cl_err log_err;
+} ctx;
+
+static int write_log(const char *path, const exec_epoch *h, int n, cl_err *e)
+{
+    cl_out o;
+    int rc = cl_out_open(&o, path, e);
+    if (rc) return rc;
+    fprintf(o.f, "epoch,loss,train_acc,test_acc,test_loss,samples_per_s,elapsed_s,lr\n");
+    for (int i = 0; i < n; i++)
+        fprintf(o.f, "%d,%.6f,%.6f,%.6f,%.6f,%.1f,%.3f,%.6g\n", h[i].epoch, h[i].loss,
+                h[i].train_acc, h[i].test_acc, h[i].test_loss, h[i].samples_per_s, h[i].elapsed_s,
+                h[i].lr);
+    return cl_out_commit(&o, e);
+}
+
+static void on_epoch(void *p, const exec_epoch *h)
+{
+    ctx *c = p;
+    if (c->quiet) return;
+    printf("%5d %9.4f %9.4f %9.4f %11.0f %9.1f\n", h->epoch, h->loss, h->train_acc, h->test_acc,
+           h->samples_per_s, h->elapsed_s);
+    fflush(stdout);
+    if (c->n == c->cap) {
+        c->cap = c->cap * 2 + 8;
+        c->hist = cl_realloc(c->hist, (size_t)c->cap * sizeof *c->hist);
+    }
+    c->hist[c->n++] = *h;
+    if (c->log_path && !c->log_err.code) write_log(c->log_path, c->hist, c->n, &c->log_err);
+}
+
+/* Report e on rank 0 only (every rank fails the same way). */
+static int report(const ctx *c, const cl_err *e)
+{
+    if (c->quiet) return e->code ? e->code : 1;
+    return cli_report(e);
+}
+
+/* Before MPI is up: is this an Open MPI rank other than 0? */
+static int env_rank_nonzero(void)
+{
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    return r && strcmp(r, "0") != 0;
+}
+
+/* Must a file be writable?  Probe now, so bad paths fail before training. */
+static int probe(const char *path, cl_err *e)
+{
+    cl_out o;
+    int rc = cl_out_open(&o, path, e);
+    if (!rc) cl_out_abort(&o);
+    return rc;
+}
+
+int cmd_train_plan(int argc, char **argv)
+{
+    const char *cmd = "train", *plan_path = NULL, *log_path = NULL, *data_dir = NULL,
+               *trace = NULL, *weights = NULL;
+    exec_pipe_opts o;
+    exec_pipe_defaults(&o);
+    int64_t v, limit = 0, synthetic = 0, epochs = 0, iterations = 0;
+    int momentum_set = 0, rc;
+    int quiet_env = env_rank_nonzero();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            help();
+            return 0;
+        }
+        if (quiet_env) { /* rank 0 reports usage errors */
+            if (a[0] != '-' || a[1] != '-' || !val) return 2;
+        } else {
+            if (a[0] != '-' || a[1] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\"", a);
+            if (!val) return cli_usage_error(cmd, "%s needs a value", a);
+        }
+        i++;
+        if (!strcmp(a, "--plan")) plan_path = val;
+        else if (!strcmp(a, "--log")) log_path = val;
+        else if (!strcmp(a, "--data")) data_dir = val;
+        else if (!strcmp(a, "--trace")) trace = val;
+        else if (!strcmp(a, "--save-weights")) weights = val;
+        else if (!strcmp(a, "--epochs")) {
+            if ((rc = cli_int(cmd, a, val, 1, 100000, &epochs))) return rc;
+        } else if (!strcmp(a, "--iterations")) {
+            if ((rc = cli_int(cmd, a, val, 1, 100000000, &iterations))) return rc;
+        } else if (!strcmp(a, "--backend")) {
+            int b = exec_pipe_backend_from_name(val);
+            if (b < 0) return cli_usage_error(cmd, "--backend: expected threads or mpi, got \"%s\"", val);
+            o.backend = (exec_pipe_backend)b;
+        } else if (!strcmp(a, "--seed")) {
+            if ((rc = cli_int(cmd, a, val, 0, INT64_MAX, &v))) return rc;
+            o.seed = (uint64_t)v;
+        } else if (!strcmp(a, "--limit")) {
+            if ((rc = cli_int(cmd, a, val, 1, INT64_MAX, &limit))) return rc;
+        } else if (!strcmp(a, "--synthetic")) {
+            if ((rc = cli_int(cmd, a, val, 4, 10000000, &synthetic))) return rc;
+        } else if (!strcmp(a, "--lr")) {
+            if ((rc = cli_num(cmd, a, val, 1e-12, 100, &o.lr))) return rc;
+        } else if (!strcmp(a, "--momentum")) {
+            if ((rc = cli_num(cmd, a, val, 0, 0.999999, &o.momentum))) return rc;
+            momentum_set = 1;
+        } else if (!strcmp(a, "--weight-decay")) {
+            if ((rc = cli_num(cmd, a, val, 0, 1, &o.weight_decay))) return rc;
+        } else if (!strcmp(a, "--schedule")) {
+            if (!strcmp(val, "constant")) o.lr_schedule = EXEC_LR_CONSTANT;
+            else if (!strcmp(val, "cosine")) o.lr_schedule = EXEC_LR_COSINE;
+            else return cli_usage_error(cmd, "--schedule: expected constant or cosine, got \"%s\"", val);
+        } else if (!strcmp(a, "--model") || !strcmp(a, "--batch")) {
+            return cli_usage_error(cmd, "%s: the plan gives the model and the batch; drop %s", a, a);
+        } else return cli_usage_error(cmd, "unknown option %s", a);
+    }
+    if (!plan_path) return cli_usage_error(cmd, "--plan is required");
+    if (epochs && iterations) return cli_usage_error(cmd, "--epochs and --iterations exclude each other");
+    if (synthetic && data_dir) return cli_usage_error(cmd, "--synthetic and --data exclude each other");
+    o.epochs = epochs ? (int)epochs : 1;
+    o.iterations = (int)iterations;
+    o.file = plan_path;
+    o.trace_path = trace;
+    o.keep_params = weights != NULL;
+
+    cl_err e = {0};
+    ctx c = {.quiet = quiet_env, .log_path = log_path};
+    plan p;
+    int mpi = o.backend == EXEC_PIPE_MPI;
+    if (plan_load(&p, plan_path, &e)) {
+        if (mpi) exec_pipe_mpi_finalize();
+        return report(&c, &e);
+    }
+    exec_data train = {0}, test = {0};
+    exec_pipe_result res = {0};
+    const model *m = &p.model;
+    const char *source = "Fashion-MNIST";
+    int workers = exec_pipe_workers(&p, plan_path, &e), rank = 0, size = 1;
+    if (workers < 0) {
+        rc = e.code;
+        goto done;
+    }
+    if (mpi) { /* the world must match before anything is loaded */
+        if ((rc = exec_pipe_mpi_world(&rank, &size, &e))) goto done;
+        c.quiet = rank != 0;
+        if (size != workers) {
+            rc = cl_fail(&e, CL_EINPUT, "%s: the plan runs on %d workers but MPI has %d rank%s (hint: mpirun -np %d cleave train --plan %s --backend mpi)",
+                         plan_path, workers, size, size == 1 ? "" : "s", workers, plan_path);
+            goto done;
+        }
+    }
+    if (!momentum_set) o.momentum = p.optimizer == OPTIM_SGD ? 0.0 : o.momentum;
+    if (synthetic) {
+        const model_shape *s = &m->input;
+        int C = s->ndim == 3 ? (int)s->d[0] : 1, H = s->ndim == 3 ? (int)s->d[1] : 1,
+            W = s->ndim == 3 ? (int)s->d[2] : (int)s->d[0];
+        int classes = m->classes > 0 ? m->classes : 2;
+        exec_data_synthetic(&train, synthetic, C, H, W, classes, o.seed, 0);
+        exec_data_synthetic(&test, synthetic / 4 > 0 ? synthetic / 4 : 1, C, H, W, classes,
+                            o.seed, 1);
+        source = "synthetic";
+    } else if ((rc = exec_fmnist_load(data_dir, &train, &test, &e))) {
+        goto done;
+    }
+    if (limit) exec_data_limit(&train, limit);
+    if ((rc = exec_data_check(&train, m, plan_path, "training", &e)) ||
+        (rc = exec_data_check(&test, m, plan_path, "test", &e)))
+        goto done;
+    if (!c.quiet && ((log_path && (rc = probe(log_path, &e))) || (weights && (rc = probe(weights, &e)))))
+        goto done;
+    double mean, sd;
+    exec_data_normalise(&train, &test, &mean, &sd);
+    o.train = &train;
+    o.test = &test;
+    o.on_epoch = on_epoch;
+    o.ctx = &c;
+    if (!c.quiet) {
+        cpu_set_t cs;
+        int cores = sched_getaffinity(0, sizeof cs, &cs) == 0 ? CPU_COUNT(&cs) : 0;
+        printf("train %s with %s: %d stages on %d workers (%s), schedule %s, batch %d = %d x %d\n",
+               m->name, plan_path, p.n_stages, workers, exec_pipe_backend_name(o.backend),
+               sched_kind_name(p.schedule), p.batch, p.n_micro, p.microbatch);
+        printf("%lld %s training samples, %lld test, standardised (mean %.4f, sd %.4f)\n",
+               (long long)train.n, source, (long long)test.n, mean, sd);
+        printf("lr %g (%s), momentum %g, weight decay %g, seed %llu, OpenBLAS %s, 1 thread per worker\n",
+               o.lr, o.lr_schedule == EXEC_LR_COSINE ? "cosine" : "constant", o.momentum,
+               o.weight_decay, (unsigned long long)o.seed, exec_blas_corename());
+        if (!mpi && cores > 0 && workers > cores)
+            printf("note: %d workers share %d cores (oversubscribed): correct, but times measure time-sharing\n",
+                   workers, cores);
+        printf("%5s %9s %9s %9s %11s %9s\n", "epoch", "loss", "train_acc", "test_acc", "samples/s",
+               "elapsed_s");
+        fflush(stdout);
+    }
+    if ((rc = exec_pipe_run(&p, &o, &res, &e))) goto done;
+    if (c.log_err.code) {
+        e = c.log_err;
+        rc = e.code;
+        goto done;
+    }
+    for (int i = 0; i < c.n; i++)
+        if (!isfinite(c.hist[i].loss)) {
+            rc = cl_fail(&e, CL_EINPUT, "training diverged at epoch %d (loss is not finite) (hint: a smaller --lr)",
+                         c.hist[i].epoch);
+            goto done;
+        }
+    if (weights && res.rank == 0 && (rc = exec_pipe_save_weights(&res, weights, &e))) goto done;
+done:
+    exec_pipe_result_free(&res);
+    exec_data_free(&train);
+    exec_data_free(&test);
+    free(c.hist);
+    plan_free(&p);
+    if (mpi) exec_pipe_mpi_finalize();
+    return rc ? report(&c, &e) : 0;
+}
