@@ -68,6 +68,8 @@ typedef struct xdp {
     int **head;             /* per set: C front-list heads, or NULL          */
     int *nstart, *nend;     /* per position: first and one-past-last of its node */
     double spd_top;
+    double need_coef;       /* m / (fastest speed x bound) x (1 - 1e-9): a
+                               set of work W needs >= W x need_coef devices */
     int64_t steps, budget;
     int over;
 } xdp;
@@ -217,6 +219,10 @@ static int place(xdp *X, int xi, int lo, double bnd)
     int mem_k = X->relaxed ? 1 : kk, mem_p = X->p_fixed;
     if (X->relaxed && X->dep == PLAN_MEM_BY_COUNT) mem_p = 1;
     if (X->p_fixed && kk > X->p_fixed) return 1;
+    /* the layers left in `lo` need at least need(lo) devices within the
+     * bound; a block that leaves fewer cannot lead anywhere */
+    double need_lo = lo == 0 ? 0 : fmax(1.0, L->work[lo] * X->need_coef);
+    if (need_lo > e - 1) return 1;
 
     int n1s = X->nstart[e - 1], n1e = X->nend[e - 1];
     int room = e - n1s;
@@ -226,6 +232,7 @@ static int place(xdp *X, int xi, int lo, double bnd)
     for (int r = 1; r <= room && r <= rmax; r++) {
         spd = fmin(spd, I->speed[e - r]);
         cap = fmin(cap, I->mem_cap[e - r]);
+        if (need_lo > e - r) break; /* more replicas leave even less */
         int q = (I->m + r - 1) / r;
         if (X->mode == MODE_FLAT && q == prev_q) continue; /* fewer replicas do as well */
         prev_q = q;
@@ -265,7 +272,7 @@ static int place(xdp *X, int xi, int lo, double bnd)
             }
             a = b;
             int r = e - a;
-            if (r > rmax) break;
+            if (r > rmax || need_lo > e - r) break;
             X->steps++;
             double ar = plan_allreduce_s(I, P, r, CLUSTER_INTER);
             double tm = plan_stage_time(I, w, r, nspd, ar);
@@ -311,6 +318,7 @@ static void expand(xdp *X, int xi)
         offer(X, &v);
     }
     if (x.t == 0) return;
+    if (fmax(1.0, L->work[x.t] * X->need_coef) > e) return;
     /* the boundary between the stage placed next and the one after it; a
      * block inside a node shares it with the next stage only then */
     double bnd = 0;
@@ -478,8 +486,62 @@ static int pass(xdp *X, int relaxed, int pass2, double bound, plan_exact_stats *
     X->pass2 = pass2;
     X->bound = bound;
     X->track_k = X->p_fixed > 0 || (!relaxed && dep == PLAN_MEM_BY_POSITION);
+    X->need_coef = bound < HUGE_VAL ? X->I->m / (X->spd_top * bound) * (1 - 1e-9) : 0;
     if (st) st->passes++;
     return run_pass(X);
+}
+
+/* A bottleneck no layout beats: the work spread perfectly over every
+ * device, and the heaviest layer on its best replica count. */
+static double global_lower(const xdp *X)
+{
+    const plan_inst *I = X->I;
+    const plan_lattice *L = X->L;
+    double spd_sum = 0;
+    for (int d = 0; d < X->N; d++) spd_sum += I->speed[d];
+    double lb = I->m * L->work[L->n_sets - 1] / spd_sum;
+    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (rmax > X->N) rmax = X->N;
+    int qmin = (I->m + rmax - 1) / rmax;
+    for (int i = 0; i < I->n; i++)
+        lb = fmax(lb, qmin * (plan_inst_work(I, i) / X->spd_top));
+    return lb * (1 - 1e-9);
+}
+
+/* A bottleneck every layout stays under: all the work on the slowest
+ * device, the largest all-reduce, the largest boundary. */
+static double global_upper(const xdp *X)
+{
+    const plan_inst *I = X->I;
+    const plan_lattice *L = X->L;
+    double spd_min = HUGE_VAL, cut_max = 0;
+    for (int d = 0; d < X->N; d++) spd_min = fmin(spd_min, I->speed[d]);
+    for (int t = 0; t < L->n_sets; t++) cut_max = fmax(cut_max, L->cut[t]);
+    int r = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (r > X->N) r = X->N;
+    double P = L->params[L->n_sets - 1];
+    double ar = fmax(plan_allreduce_s(I, P, r, CLUSTER_INTRA), plan_allreduce_s(I, P, r, CLUSTER_INTER));
+    double bnd = fmax(plan_boundary_s(I, cut_max, CLUSTER_INTRA), plan_boundary_s(I, cut_max, CLUSTER_INTER));
+    return fmax(I->m * (L->work[L->n_sets - 1] / spd_min) + ar, bnd) * (1 + 1e-9);
+}
+
+/* Pass 1 under growing guesses of the bound: a pass under bound g is exact
+ * whenever the optimum is <= g, and far cheaper than one under a loose
+ * bound, because partial layouts that cannot finish within g on the devices
+ * left are cut early (need_coef).  Guesses grow from a lower bound until
+ * they pass the caller's bound or one every layout meets. */
+static int pass1(xdp *X, int relaxed, double upper, plan_exact_stats *st)
+{
+    double lb = global_lower(X), U = fmin(upper, global_upper(X));
+    static const double grow[] = {1.02, 1.1, 1.3, 1.7, 2.5, 4};
+    double g = lb;
+    for (int k = 0; lb > 0 && k < 64; k++) {
+        g = k < (int)(sizeof grow / sizeof grow[0]) ? lb * grow[k] : g * 2;
+        if (!(g < U)) break;
+        int b = pass(X, relaxed, 0, g, st);
+        if (X->over || b >= 0) return b;
+    }
+    return pass(X, relaxed, 0, U, st);
 }
 
 int plan_exact_lower(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
@@ -488,7 +550,7 @@ int plan_exact_lower(const plan_inst *I, const plan_lattice *L, const plan_exact
     xdp X;
     *lb = HUGE_VAL;
     if (setup(&X, I, L, o, st, e)) return -1;
-    int best = pass(&X, 2, 0, o ? o->upper_s : HUGE_VAL, st);
+    int best = pass1(&X, 2, o ? o->upper_s : HUGE_VAL, st);
     int over = X.over;
     if (!over && best >= 0) *lb = X.ent[best].B;
     teardown(&X, st);
@@ -520,7 +582,7 @@ int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts 
     for (int round = 0; round < 2 && best < 0 && !X.over; round++) {
         int relaxed = round == 0 && relax;
         if (round == 1 && !relax) break;
-        int b1 = pass(&X, relaxed, 0, upper, st);
+        int b1 = pass1(&X, relaxed, upper, st);
         if (X.over || b1 < 0) break; /* over budget, or nothing fits */
         best = pass(&X, 0, 1, X.ent[b1].B, st);
     }

@@ -1,0 +1,247 @@
+/* bench.c - `cleave bench plan`: planning time against layers (100 to
+ * 10,000) and devices (8 to 4,096), and on every PipeDream profile, written
+ * to <outdir>/plan.csv.
+ *
+ * Synthetic models are chains of block layers with deterministic, varied
+ * costs (a PipeDream-style single-point profile); clusters are uniform, 8
+ * devices per node, links 100 GB/s inside a node and 12.5 GB/s between,
+ * 80 GB per device.  Each row times one call, repeated, and reports the
+ * median:
+ *   exact   one exact search (schedule 1f1b, 32 microbatches, replication)
+ *   merge   one partition-and-merge run, same settings
+ *   search  the whole `cleave plan` search (every schedule, microbatch
+ *           counts, both algorithms, ranking)
+ * Targets (issue 3): 1,000 layers x 1,024 devices under 1 s; every
+ * PipeDream profile on 32 devices (8 per node x 4 nodes) with replication
+ * under 0.1 s.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../profiles/pipedream.h"
+#include "../tools/fileio.h"
+#include "cost.h"
+#include "exact.h"
+#include "merge.h"
+#include "search.h"
+
+int plan_bench(const char *outdir, int quick);
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ------------------------------------------------------------ inputs -- */
+
+#define BATCH 256
+
+static void synth(int n, model *m, prof *pf)
+{
+    memset(m, 0, sizeof *m);
+    memset(pf, 0, sizeof *pf);
+    snprintf(m->name, sizeof m->name, "synth%d", n);
+    m->input = (model_shape){1, {1024, 0, 0}};
+    m->n_layers = n;
+    m->layers = cl_calloc((size_t)n, sizeof *m->layers);
+    pf->n_layers = n;
+    pf->layers = cl_calloc((size_t)n, sizeof *pf->layers);
+    snprintf(pf->model, sizeof pf->model, "%s", m->name);
+    snprintf(pf->device, sizeof pf->device, "A100-80GB");
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double u = (double)(x >> 11) / 9007199254740992.0;
+        char name[32];
+        snprintf(name, sizeof name, "layer.%d", i);
+        double act = 2e5 * (1 + (i % 7)), params = 4 * floor(1e6 * (0.5 + u));
+        model_block_init(&m->layers[i], name, 1e9 * (0.5 + u), params / 4, act, 2 * act);
+        prof_layer *l = &pf->layers[i];
+        snprintf(l->name, sizeof l->name, "%s", name);
+        l->n_points = 1;
+        l->batch[0] = BATCH;
+        l->fwd_s[0] = 2e-3 * (0.5 + u);
+        l->bwd_in_s[0] = 2e-3 * (0.5 + u);
+        l->bwd_w_s[0] = 2e-3 * (0.5 + u);
+        l->act_bytes = act;
+        l->stash_bytes = 2 * act;
+        l->param_bytes = params;
+    }
+    cl_err e = {0};
+    if (model_derive(m, "synth", &e)) {
+        fprintf(stderr, "synth: %s\n", e.msg);
+        abort(); /* built to be valid */
+    }
+}
+
+static int uniform(cluster *c, int n, cl_err *e)
+{
+    cluster_devtype t = {.name = "A100-80GB", .peak_fp32_flops = 19.5e12,
+                         .mem_bytes = 80ull << 30, .mem_bw_Bps = 2.039e12, .efficiency = 0.5};
+    return cluster_uniform(c, &t, n, 8, (cluster_link){100e9, 5e-6}, (cluster_link){12.5e9, 1e-5}, e);
+}
+
+/* ------------------------------------------------------------- timing -- */
+
+typedef struct row {
+    double exact_ms, merge_ms, search_ms;
+    double exact_b, merge_b;
+    int p, devices_used;
+} row;
+
+/* Time exact and merge (one schedule, m = 32) and the full search. */
+static int time_case(const model *m, const prof *pf, const cluster *c, int reps, int do_search,
+                     int repl, row *out, cl_err *e)
+{
+    memset(out, 0, sizeof *out);
+    plan_request rq = {.model = m, .prof = pf, .cluster = c, .batch = (int)pf->layers[0].batch[0],
+                       .schedule = SCHED_1F1B, .microbatches = 32, .algo = PLAN_ALGO_EXACT,
+                       .comm = 1, .replication = repl};
+    if (rq.batch % 32) rq.microbatches = rq.batch >= 1 ? 1 : 1;
+    double tx[16], tm[16], ts[16];
+    for (int r = 0; r < reps; r++) {
+        plan_result res;
+        double t0 = now_s();
+        rq.algo = PLAN_ALGO_EXACT;
+        int rc = plan_search(&rq, &res, e);
+        tx[r] = 1e3 * (now_s() - t0);
+        if (rc) return rc;
+        out->exact_b = res.bottleneck_s;
+        out->p = res.plan.n_stages;
+        out->devices_used = plan_device_count(&res.plan);
+        plan_result_free(&res);
+        t0 = now_s();
+        rq.algo = PLAN_ALGO_MERGE;
+        rc = plan_search(&rq, &res, e);
+        tm[r] = 1e3 * (now_s() - t0);
+        if (rc) return rc;
+        out->merge_b = res.bottleneck_s;
+        plan_result_free(&res);
+        if (do_search) {
+            plan_request full = rq;
+            full.schedule = -1;
+            full.microbatches = 0;
+            full.algo = PLAN_ALGO_AUTO;
+            t0 = now_s();
+            rc = plan_search(&full, &res, e);
+            ts[r] = 1e3 * (now_s() - t0);
+            if (rc) return rc;
+            plan_result_free(&res);
+        }
+    }
+    out->exact_ms = median(tx, reps);
+    out->merge_ms = median(tm, reps);
+    out->search_ms = do_search ? median(ts, reps) : NAN;
+    return CL_OK;
+}
+
+int plan_bench(const char *outdir, int quick)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/plan.csv", outdir);
+    cl_err e = {0};
+    cl_out o;
+    if (cl_out_open(&o, path, &e)) {
+        fprintf(stderr, "cleave: %s\n", e.msg);
+        return e.code;
+    }
+    fprintf(o.f, "case,model,layers,devices,replication,exact_ms,merge_ms,search_ms,exact_bottleneck_s,merge_bottleneck_s,stages,devices_used\n");
+    printf("%-9s %-10s %6s %7s %10s %10s %10s %12s %7s\n", "case", "model", "layers", "devices",
+           "exact_ms", "merge_ms", "search_ms", "merge gap", "stages");
+    int rc = CL_OK, reps = quick ? 1 : 5;
+    double target_ms = NAN, pd_worst_exact = 0, pd_worst_search = 0;
+    /* sweeps over layers (64 devices) and devices (1,000 layers) */
+    static const int layers[] = {100, 300, 1000, 3000, 10000};
+    static const int devs[] = {8, 64, 256, 1024, 4096};
+    for (int sweep = 0; sweep < 2 && !rc; sweep++) {
+        for (int k = 0; k < 5 && !rc; k++) {
+            int L = sweep == 0 ? layers[k] : 1000, N = sweep == 0 ? 64 : devs[k];
+            if (quick && (L > 1000 || N > 256)) continue;
+            model m;
+            prof pf;
+            cluster c;
+            synth(L, &m, &pf);
+            if ((rc = uniform(&c, N, &e))) break;
+            row r;
+            int reps_here = L * (double)N > 2e6 ? (reps < 3 ? reps : 3) : reps;
+            rc = time_case(&m, &pf, &c, reps_here, L <= 1000 && N <= 1024, 1, &r, &e);
+            if (!rc) {
+                const char *name = sweep == 0 ? "layers" : "devices";
+                fprintf(o.f, "%s,%s,%d,%d,1,%.3f,%.3f,%.3f,%.9g,%.9g,%d,%d\n", name, m.name, L, N,
+                        r.exact_ms, r.merge_ms, r.search_ms, r.exact_b, r.merge_b, r.p, r.devices_used);
+                printf("%-9s %-10s %6d %7d %10.2f %10.2f %10.2f %11.2f%% %7d\n", name, m.name, L, N,
+                       r.exact_ms, r.merge_ms, r.search_ms, 100 * (r.merge_b - r.exact_b) / r.exact_b, r.p);
+                fflush(stdout);
+                if (L == 1000 && N == 1024) target_ms = r.exact_ms;
+            }
+            cluster_free(&c);
+            model_free(&m);
+            prof_free(&pf);
+        }
+    }
+    /* every PipeDream profile on 32 devices, 8 per node, with replication */
+    static const char *const pd[] = {"alexnet", "vgg16", "resnet18", "resnet50", "gnmt"};
+    for (int k = 0; k < 5 && !rc; k++) {
+        char file[256];
+        snprintf(file, sizeof file, "../shared/data/pipedream/%s.txt", pd[k]);
+        model m;
+        prof pf;
+        if (pipedream_import(file, 0, &m, &pf, NULL, &e)) {
+            printf("pipedream %s: skipped (%s)\n", pd[k], e.msg);
+            cl_err_clear(&e);
+            continue;
+        }
+        cluster c;
+        if ((rc = uniform(&c, 32, &e))) break;
+        row r;
+        rc = time_case(&m, &pf, &c, reps, 1, 1, &r, &e);
+        if (!rc) {
+            fprintf(o.f, "pipedream,%s,%d,32,1,%.3f,%.3f,%.3f,%.9g,%.9g,%d,%d\n", pd[k], m.n_layers,
+                    r.exact_ms, r.merge_ms, r.search_ms, r.exact_b, r.merge_b, r.p, r.devices_used);
+            printf("%-9s %-10s %6d %7d %10.2f %10.2f %10.2f %11.2f%% %7d\n", "pipedream", pd[k],
+                   m.n_layers, 32, r.exact_ms, r.merge_ms, r.search_ms,
+                   100 * (r.merge_b - r.exact_b) / r.exact_b, r.p);
+            fflush(stdout);
+            if (r.exact_ms > pd_worst_exact) pd_worst_exact = r.exact_ms;
+            if (r.search_ms > pd_worst_search) pd_worst_search = r.search_ms;
+        }
+        cluster_free(&c);
+        model_free(&m);
+        prof_free(&pf);
+    }
+    if (!rc) {
+        if (!isnan(target_ms))
+            printf("target 1,000 layers x 1,024 devices, exact search: %.1f ms (target < 1000 ms: %s)\n",
+                   target_ms, target_ms < 1000 ? "met" : "NOT met");
+        printf("target PipeDream profiles on 32 devices with replication: slowest exact search %.1f ms, "
+               "whole search %.1f ms (target < 100 ms: %s)\n",
+               pd_worst_exact, pd_worst_search, pd_worst_search < 100 ? "met" : "NOT met");
+    }
+    if (rc) {
+        cl_out_abort(&o);
+        fprintf(stderr, "cleave: %s\n", e.msg);
+        return rc;
+    }
+    if ((rc = cl_out_commit(&o, &e))) fprintf(stderr, "cleave: %s\n", e.msg);
+    else printf("wrote %s\n", path);
+    return rc;
+}
