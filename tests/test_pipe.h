@@ -46,7 +46,8 @@ double tp_rel_err(const exec_pipe_result *r, const float *ref, int64_t n_ref);
 
 /* Run the cleave binary under mpirun with np ranks on loopback only
  * (--oversubscribe, btl self,vader, root allowed): exit status, output
- * (caller frees).  CU_FAIL with a message when mpirun is missing. */
+ * (caller frees).  CU_FAIL with a message when mpirun is missing.  np 0:
+ * the binary alone (a singleton MPI world) in the same environment. */
 int tp_mpirun(int np, const char *args, char **out, char **err);
 
 #endif

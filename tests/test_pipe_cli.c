@@ -163,7 +163,7 @@ static void test_mpi_world_mismatch(void)
     CU_ASSERT_PTR_NULL(strstr(out, "epoch"));
     free(out);
     free(err);
-    st = test_run_cli("train --plan tests/data/pipe/tiny2-1f1b.json --synthetic 256 --backend mpi", &out, &err);
+    st = tp_mpirun(0, "train --plan tests/data/pipe/tiny2-1f1b.json --synthetic 256 --backend mpi", &out, &err);
     CU_ASSERT_EQUAL(st, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "the plan runs on 2 workers but MPI has 1 rank (hint"));
     CU_ASSERT_PTR_NULL(strstr(out, "epoch"));

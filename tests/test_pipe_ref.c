@@ -236,25 +236,32 @@ int tp_mpirun(int np, const char *args, char **out, char **err)
         *err = cl_strdup("mpirun missing");
         return -1;
     }
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     const char *bin = getenv("CLEAVE_BIN");
     if (!bin) bin = "build/cleave";
-    /* LSan inside libmpi (ASan builds): tests/lsan.supp keeps MPI's own
-     * allocations out of the report; sanitizer options reach the ranks */
+    /* Root allowed; under ASan, LSan's report leaves out what Open MPI keeps
+     * until exit (tests/lsan.supp): MCA components stay mapped and stacks
+     * are unwound fully so those frames can be named. */
     char *cwd = getcwd(NULL, 0);
-    char lsan[1024];
-    snprintf(lsan, sizeof lsan, "suppressions=%s/tests/lsan.supp:print_suppressions=0", cwd);
+    const char *asan = getenv("ASAN_OPTIONS");
+    char runner[2048];
+    snprintf(runner, sizeof runner,
+             "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+             "OMPI_MCA_mca_base_component_disable_dlclose=1 "
+             "LSAN_OPTIONS=suppressions=%s/tests/lsan.supp:print_suppressions=0 "
+             "ASAN_OPTIONS=fast_unwind_on_malloc=0%s%s %s",
+             cwd, asan ? ":" : "", asan ? asan : "", np > 0 ? "mpirun" : bin);
     free(cwd);
-    setenv("LSAN_OPTIONS", lsan, 1);
     char full[4096];
-    snprintf(full, sizeof full,
+    if (np <= 0)
+        snprintf(full, sizeof full, "%s", args);
+    else
+        snprintf(full, sizeof full,
              "--oversubscribe --bind-to none -np %d --mca btl self,vader "
-             "--mca btl_vader_single_copy_mechanism none -x LSAN_OPTIONS %s %s",
+             "--mca btl_vader_single_copy_mechanism none -x LSAN_OPTIONS -x ASAN_OPTIONS %s %s",
              np, bin, args);
-    /* test_run_cli prefixes the binary: run mpirun through it */
+    /* test_run_cli runs CLEAVE_BIN with the arguments: make it mpirun */
     char *saved = getenv("CLEAVE_BIN") ? cl_strdup(getenv("CLEAVE_BIN")) : NULL;
-    setenv("CLEAVE_BIN", "mpirun", 1);
+    setenv("CLEAVE_BIN", runner, 1);
     int st = test_run_cli(full, out, err);
     if (saved) {
         setenv("CLEAVE_BIN", saved, 1);
