@@ -7,8 +7,13 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include <gsl/gsl_rng.h>
+
 #include "../sim/schedule.h"
 #include "chan.h"
+#include "gemm.h"
+#include "net.h"
+#include "optim.h"
 #include "pipeline.h"
 
 /* A timeline entry a worker records (trace on). */
@@ -76,7 +81,8 @@ typedef struct prun {
  * times (evaluating after each), report to worker 0.  ctx is the prun. */
 int pipe_worker_main(void *ctx, int w);
 
-/* The stage's layers hold weights? Used by checks and the weights file. */
+/* Record the run's first failure (shown to the user) and stop every
+ * worker; returns code. */
 int pipe_run_fail(prun *R, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Write the measured timeline from the gathered reports (rank 0). */
@@ -91,5 +97,90 @@ typedef struct pblob {
     const unsigned char *params;
 } pblob;
 void pipe_blob_parse(const prun *R, const unsigned char *b, int64_t len, pblob *out);
+
+/* ------------------------------------------------ one worker's state -- */
+
+typedef struct pslot {          /* a microbatch in flight on a stage         */
+    int64_t seq;                /* global microbatch                         */
+    exec_acts *a;
+    int64_t wver;               /* weight version its F used                 */
+} pslot;
+
+typedef struct pver {           /* a weight version still referenced         */
+    int64_t ver;
+    int refs;                   /* in-flight microbatches whose F used it    */
+    float *stash;               /* its copy once an update replaced it       */
+} pver;
+
+typedef struct pstage {
+    int stage, replica, r;
+    int has_loss, needs_din;
+    int64_t in_elems, out_elems, n_floats;
+    exec_net *net;
+    exec_sgd sgd;
+    exec_acts **pool;           /* free acts (all created with mb samples)   */
+    int n_pool, n_acts;
+    pslot *slot;
+    int n_slot, cap_slot;
+    int64_t cur_ver;            /* updates applied in this run of the lists  */
+    pver *ver;
+    int n_ver, cap_ver;
+    int n_stashed;
+    int *ring;                  /* [r]: worker of each replica               */
+    int ar_active, ar_done, ar_step, ar_sent;
+    int64_t ar_k;               /* collectives completed                     */
+    exec_acts *eval_acts;
+} pstage;
+
+typedef struct pcursor {         /* the seeded epoch order, as train.c draws it */
+    gsl_rng *rng;
+    int64_t *perm;
+    int64_t epoch;              /* data epoch perm holds; -1 before the first */
+} pcursor;
+
+typedef struct pw {
+    prun *R;
+    exec_xport *x;
+    int w, rep;
+    pstage *st;
+    int n_st;
+    int *local;                 /* [S]: index in st, or -1                    */
+    exec_msg **box;
+    int n_box, cap_box;
+    double box_bytes;
+    sim_mem mem;
+    double peak, peak_t, last_mem;
+    sim_mem at_peak;
+    int stash_now, peak_stash, peak_versions;
+    double t0;
+    int run;                    /* which run of the op lists                 */
+    pcursor cx, cy;              /* inputs (first stage), labels (last stage) */
+    float *xb;
+    int32_t *yb;
+    double *loss_it, *corr_it;  /* [iters] of the current run                */
+    double test_loss, test_corr;
+    double busy, waited, sent;
+    double *iter_busy, *iter_end; /* [total]                                 */
+    pspan *sp;
+    int64_t n_sp, cap_sp;
+} pw;
+
+static inline double pipe_now(const pw *W) { return exec_now() - W->t0; }
+
+/* Blocking message steps that keep all-reduces moving (pipe_worker.c);
+ * CL_ERUN when the run stops.  k: op index for a stall report, or -1. */
+int pipe_take_wait(pw *W, int src, uint64_t tag, int64_t bytes, int64_t k, exec_msg **out);
+int pipe_post_wait(pw *W, exec_msg *m, int64_t k);
+/* Worker of replica q of stage s; bytes of the tensor at boundary b. */
+int pipe_worker_of(const prun *R, int s, int q);
+int64_t pipe_bnd_bytes(const prun *R, int b, int batch);
+/* Learning rate of op's update (iteration gi, r replicas). */
+double pipe_lr_at(const prun *R, const sched_op *op, int64_t gi, int r);
+
+/* pipe_report.c: evaluation after a run, the epoch's statistics to worker
+ * 0 (which calls on_epoch), the final report (worker 0 keeps all in R). */
+int pipe_eval_pass(pw *W);
+int pipe_epoch_report(pw *W, double train_s);
+int pipe_final_report(pw *W);
 
 #endif

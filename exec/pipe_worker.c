@@ -1,6 +1,6 @@
 /* pipe_worker.c - one worker of a pipelined run (pipe_int.h): its stages,
  * its op list executed in order, the ring all-reduce of replicated stages,
- * the evaluation pass, memory accounting and its report to worker 0.
+ * memory accounting (evaluation and reports: pipe_report.c).
  *
  * Messages a worker makes or receives wait in its mailbox until an op
  * consumes them: F puts its output activation there (a copy of the stage
@@ -12,80 +12,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include <gsl/gsl_rng.h>
 
 #include "gemm.h"
 #include "optim.h"
 #include "pipe_int.h"
-
-typedef struct pslot {          /* a microbatch in flight on a stage         */
-    int64_t seq;                /* global microbatch                         */
-    exec_acts *a;
-    int64_t wver;               /* weight version its F used                 */
-} pslot;
-
-typedef struct pver {           /* a weight version still referenced         */
-    int64_t ver;
-    int refs;                   /* in-flight microbatches whose F used it    */
-    float *stash;               /* its copy once an update replaced it       */
-} pver;
-
-typedef struct pstage {
-    int stage, replica, r;
-    int has_loss, needs_din;
-    int64_t in_elems, out_elems, n_floats;
-    exec_net *net;
-    exec_sgd sgd;
-    exec_acts **pool;           /* free acts (all created with mb samples)   */
-    int n_pool, n_acts;
-    pslot *slot;
-    int n_slot, cap_slot;
-    int64_t cur_ver;            /* updates applied in this run of the lists  */
-    pver *ver;
-    int n_ver, cap_ver;
-    int n_stashed;
-    int *ring;                  /* [r]: worker of each replica               */
-    int ar_active, ar_done, ar_step, ar_sent;
-    int64_t ar_k;               /* collectives completed                     */
-    exec_acts *eval_acts;
-} pstage;
-
-typedef struct cursor {         /* the seeded epoch order, as train.c draws it */
-    gsl_rng *rng;
-    int64_t *perm;
-    int64_t epoch;              /* data epoch perm holds; -1 before the first */
-} cursor;
-
-typedef struct pw {
-    prun *R;
-    exec_xport *x;
-    int w, rep;
-    pstage *st;
-    int n_st;
-    int *local;                 /* [S]: index in st, or -1                    */
-    exec_msg **box;
-    int n_box, cap_box;
-    double box_bytes;
-    sim_mem mem;
-    double peak, peak_t, last_mem;
-    sim_mem at_peak;
-    int stash_now, peak_stash, peak_versions;
-    double t0;
-    int run;                    /* which run of the op lists                 */
-    cursor cx, cy;              /* inputs (first stage), labels (last stage) */
-    float *xb;
-    int32_t *yb;
-    double *loss_it, *corr_it;  /* [iters] of the current run                */
-    double test_loss, test_corr;
-    double busy, waited, sent;
-    double *iter_busy, *iter_end; /* [total]                                 */
-    pspan *sp;
-    int64_t n_sp, cap_sp;
-} pw;
-
-static double now(const pw *W) { return exec_now() - W->t0; }
 
 static pspan *span_add(pw *W, int kind)
 {
@@ -108,12 +40,12 @@ static void mem_note(pw *W)
     double tot = sim_mem_total(&W->mem);
     if (tot > W->peak) {
         W->peak = tot;
-        W->peak_t = now(W);
+        W->peak_t = pipe_now(W);
         W->at_peak = W->mem;
     }
     if (W->R->tracing && tot != W->last_mem) {
         pspan *s = span_add(W, PSPAN_MEM);
-        s->t0 = now(W);
+        s->t0 = pipe_now(W);
         s->bytes = tot;
     }
     W->last_mem = tot;
@@ -217,7 +149,7 @@ static int try_post(pw *W, void *arg)
     return W->x->ops->post(W->x, W->w, m) == 0;
 }
 
-static int take_wait(pw *W, int src, uint64_t tag, int64_t bytes, int64_t k, exec_msg **out)
+int pipe_take_wait(pw *W, int src, uint64_t tag, int64_t bytes, int64_t k, exec_msg **out)
 {
     take_arg a = {src, tag, bytes, NULL};
     int rc = wait_until(W, try_take, &a, k);
@@ -226,7 +158,7 @@ static int take_wait(pw *W, int src, uint64_t tag, int64_t bytes, int64_t k, exe
 }
 
 /* Post m (bounded or not); on a stopped run m is freed. */
-static int post_wait(pw *W, exec_msg *m, int64_t k)
+int pipe_post_wait(pw *W, exec_msg *m, int64_t k)
 {
     int rc = wait_until(W, try_post, m, k);
     if (rc) exec_msg_free(m);
@@ -271,7 +203,7 @@ static int ar_progress(pw *W, pstage *ps)
             memcpy(exec_msg_data(m), g + lo, (size_t)(hi - lo) * 4);
             m->tag = tag;
             m->dst = ps->ring[(q + 1) % r];
-            m->t_post = now(W);
+            m->t_post = pipe_now(W);
             int rc = W->x->ops->post(W->x, W->w, m);
             assert(rc == 0); /* unbounded */
             (void)rc;
@@ -286,7 +218,7 @@ static int ar_progress(pw *W, pstage *ps)
         if (W->R->tracing) {
             pspan *s = span_add(W, PSPAN_AR);
             s->t0 = m->t_post;
-            s->t1 = now(W);
+            s->t1 = pipe_now(W);
             s->bytes = (double)m->bytes;
             s->op = ps->stage;
             s->src = src;
@@ -382,7 +314,7 @@ static void slot_release(pw *W, pstage *ps, pslot *sl)
 
 /* ---------------------------------------------------------------- data -- */
 
-static void cursor_init(cursor *c, const prun *R)
+static void cursor_init(pcursor *c, const prun *R)
 {
     c->rng = gsl_rng_alloc(gsl_rng_mt19937);
     /* train.c's shuffling stream: the same constant, the same seed */
@@ -391,7 +323,7 @@ static void cursor_init(cursor *c, const prun *R)
     c->epoch = -1;
 }
 
-static void cursor_free(cursor *c)
+static void cursor_free(pcursor *c)
 {
     if (c->rng) gsl_rng_free(c->rng);
     free(c->perm);
@@ -399,7 +331,7 @@ static void cursor_free(cursor *c)
 
 /* Sample indices of microbatch `micro` of global iteration gi.  Iterations
  * come in non-decreasing order per cursor. */
-static const int64_t *cursor_idx(cursor *c, const prun *R, int64_t gi, int micro)
+static const int64_t *cursor_idx(pcursor *c, const prun *R, int64_t gi, int micro)
 {
     int64_t de = gi / R->data_ipe, j = gi % R->data_ipe;
     assert(de >= c->epoch);
@@ -432,7 +364,7 @@ static void compute_done(pw *W, const sched_op *op, int64_t k, double t0, double
     }
 }
 
-static int64_t bnd_bytes(const prun *R, int b, int batch)
+int64_t pipe_bnd_bytes(const prun *R, int b, int batch)
 {
     return (int64_t)batch * R->bnd_elems[b] * 4;
 }
@@ -469,15 +401,15 @@ static void op_f(pw *W, const sched_op *op, int64_t k)
         assert(op->wver == ps->cur_ver);
         ver_find(ps, ps->cur_ver, 1)->refs++;
     }
-    double t0 = now(W);
+    double t0 = pipe_now(W);
     exec_net_forward(ps->net, a, in, lab, R->mb, 1);
     exec_msg *out = NULL;
     if (op->stage < R->S - 1) {
-        out = exec_msg_new(bnd_bytes(R, op->stage, R->mb));
+        out = exec_msg_new(pipe_bnd_bytes(R, op->stage, R->mb));
         memcpy(exec_msg_data(out), exec_acts_output(a), (size_t)out->bytes);
         out->tag = exec_tag(EXEC_TAG_ACT, op->stage, seq);
     }
-    compute_done(W, op, k, t0, now(W));
+    compute_done(W, op, k, t0, pipe_now(W));
     if (min) exec_msg_free(min);
     if (ps->has_loss) {
         W->loss_it[op->iter] += exec_acts_loss_sum(a);
@@ -514,7 +446,7 @@ static void op_b(pw *W, const sched_op *op, int64_t k)
         dout = exec_msg_data(mout);
     }
     if (op->stage > 0) {
-        mdin = exec_msg_new(bnd_bytes(R, op->stage - 1, R->mb));
+        mdin = exec_msg_new(pipe_bnd_bytes(R, op->stage - 1, R->mb));
         mdin->tag = exec_tag(EXEC_TAG_GRAD, op->stage - 1, seq);
         if (ps->needs_din)
             din = exec_msg_data(mdin);
@@ -528,12 +460,12 @@ static void op_b(pw *W, const sched_op *op, int64_t k)
         assert(v && v->stash);
         stash = v->stash;
     }
-    double t0 = now(W);
+    double t0 = pipe_now(W);
     if (stash) swap_params(ps, stash);
     exec_net_backward_input(ps->net, sl->a, dout, din, 1.0f / (float)R->batch);
     if (op->flags & SCHED_FUSED_W) exec_net_backward_weight(ps->net, sl->a);
     if (stash) swap_params(ps, stash);
-    compute_done(W, op, k, t0, now(W));
+    compute_done(W, op, k, t0, pipe_now(W));
     if (mout) exec_msg_free(mout);
     if (op->flags & SCHED_FUSED_W) slot_release(W, ps, sl);
     if (mdin) box_put(W, mdin);
@@ -543,9 +475,9 @@ static void op_w(pw *W, const sched_op *op, int64_t k)
 {
     pstage *ps = stage_of(W, op->stage);
     pslot *sl = slot_find(ps, gi_of(W, op) * W->R->m_micro + op->micro);
-    double t0 = now(W);
+    double t0 = pipe_now(W);
     exec_net_backward_weight(ps->net, sl->a);
-    compute_done(W, op, k, t0, now(W));
+    compute_done(W, op, k, t0, pipe_now(W));
     slot_release(W, ps, sl);
 }
 
@@ -557,9 +489,9 @@ static int op_send(pw *W, const sched_op *op, int64_t k)
     assert(m && "SEND of something not computed");
     m->dst = op->peer;
     m->bounded = 1;
-    m->t_post = now(W);
+    m->t_post = pipe_now(W);
     double bytes = (double)m->bytes;
-    int rc = post_wait(W, m, k);
+    int rc = pipe_post_wait(W, m, k);
     if (!rc) W->sent += bytes;
     return rc;
 }
@@ -569,13 +501,13 @@ static int op_recv(pw *W, const sched_op *op, int64_t k)
     int64_t gi = gi_of(W, op), seq = gi * W->R->m_micro + op->micro;
     int grad = (op->flags & SCHED_GRAD) != 0, b = sched_boundary(op);
     exec_msg *m;
-    int rc = take_wait(W, op->peer, exec_tag(grad ? EXEC_TAG_GRAD : EXEC_TAG_ACT, b, seq),
-                       bnd_bytes(W->R, b, W->R->mb), k, &m);
+    int rc = pipe_take_wait(W, op->peer, exec_tag(grad ? EXEC_TAG_GRAD : EXEC_TAG_ACT, b, seq),
+                       pipe_bnd_bytes(W->R, b, W->R->mb), k, &m);
     if (rc) return rc;
     if (W->R->tracing) {
         pspan *s = span_add(W, PSPAN_LINK);
         s->t0 = m->t_post;
-        s->t1 = now(W);
+        s->t1 = pipe_now(W);
         s->bytes = (double)m->bytes;
         s->op = k;
         s->src = op->peer;
@@ -586,7 +518,7 @@ static int op_recv(pw *W, const sched_op *op, int64_t k)
     return CL_OK;
 }
 
-static double lr_at(const prun *R, const sched_op *op, int64_t gi, int r)
+double pipe_lr_at(const prun *R, const sched_op *op, int64_t gi, int r)
 {
     const exec_pipe_opts *o = R->o;
     if (o->lr_schedule == EXEC_LR_CONSTANT) return o->lr;
@@ -620,11 +552,11 @@ static int op_update(pw *W, const sched_op *op, int64_t k)
         }
     }
     int async = sched_is_async((sched_kind)R->p->schedule);
-    ps->sgd.lr = lr_at(R, op, gi_of(W, op), ps->r);
+    ps->sgd.lr = pipe_lr_at(R, op, gi_of(W, op), ps->r);
     ps->sgd.weight_decay = async ? R->o->weight_decay * ps->r / R->m_micro : R->o->weight_decay;
-    double t0 = now(W);
+    double t0 = pipe_now(W);
     exec_sgd_step(&ps->sgd, ps->net);
-    compute_done(W, op, k, t0, now(W));
+    compute_done(W, op, k, t0, pipe_now(W));
     ps->cur_ver++;
     return CL_OK;
 }
@@ -658,211 +590,9 @@ static int run_ops(pw *W)
     return CL_OK;
 }
 
-/* ---------------------------------------------------------- evaluation -- */
-
-static int worker_of(const prun *R, int s, int q)
+int pipe_worker_of(const prun *R, int s, int q)
 {
     return R->sc.kind == SCHED_SEQUENTIAL ? 0 : R->pos_w0[s % R->P] + q;
-}
-
-/* Forward the test set through the stages in evaluation mode, one batch at
- * a time: replica 0 of every position takes part; the last stage sums the
- * loss and the correct answers. */
-static int eval_pass(pw *W)
-{
-    prun *R = W->R;
-    const exec_data *d = R->o->test;
-    W->test_loss = W->test_corr = 0;
-    if (!d || W->rep != 0) return CL_OK;
-    int64_t eb = R->eval_batch, nb = (d->n + eb - 1) / eb;
-    int64_t *idx = cl_malloc((size_t)eb * sizeof *idx);
-    int rc = CL_OK;
-    for (int64_t b = 0; b < nb && !rc; b++) {
-        int B = (int)(d->n - b * eb < eb ? d->n - b * eb : eb);
-        for (int i = 0; i < B; i++) idx[i] = b * eb + i;
-        for (int i = 0; i < W->n_st && !rc; i++) {
-            pstage *ps = &W->st[i];
-            int s = ps->stage;
-            exec_msg *m = NULL;
-            const float *in;
-            if (s == 0) {
-                exec_data_gather(d, idx, B, W->xb, W->yb);
-                in = W->xb;
-            } else if (W->local[s - 1] >= 0) {
-                in = exec_acts_output(W->st[W->local[s - 1]].eval_acts);
-            } else {
-                rc = take_wait(W, worker_of(R, s - 1, 0), exec_tag(EXEC_TAG_EVAL, s - 1, b),
-                               bnd_bytes(R, s - 1, B), -1, &m);
-                if (rc) break;
-                in = exec_msg_data(m);
-            }
-            if (ps->has_loss)
-                for (int j = 0; j < B; j++) W->yb[j] = d->y[idx[j]];
-            exec_net_forward(ps->net, ps->eval_acts, in, ps->has_loss ? W->yb : NULL, B, 0);
-            if (m) exec_msg_free(m);
-            if (ps->has_loss) {
-                W->test_loss += exec_acts_loss_sum(ps->eval_acts);
-                W->test_corr += exec_acts_correct(ps->eval_acts);
-            } else if (s + 1 < R->S && W->local[s + 1] < 0) {
-                exec_msg *o = exec_msg_new(bnd_bytes(R, s, B));
-                memcpy(exec_msg_data(o), exec_acts_output(ps->eval_acts), (size_t)o->bytes);
-                o->tag = exec_tag(EXEC_TAG_EVAL, s, b);
-                o->dst = worker_of(R, s + 1, 0);
-                o->bounded = 1;
-                rc = post_wait(W, o, -1);
-            }
-        }
-    }
-    free(idx);
-    return rc;
-}
-
-/* ------------------------------------------------------------- reports -- */
-
-/* After each run: every worker sends worker 0 its sums (training loss and
- * correct answers, test loss and correct, the loss of each iteration); worker
- * 0 adds them up into the epoch record and calls on_epoch. */
-static int epoch_report(pw *W, double train_s)
-{
-    prun *R = W->R;
-    int n = 4 + R->iters;
-    exec_msg *m = exec_msg_new((int64_t)n * 8);
-    double *v = exec_msg_data(m);
-    v[0] = v[1] = 0;
-    for (int i = 0; i < R->iters; i++) {
-        v[0] += W->loss_it[i];
-        v[1] += W->corr_it[i];
-        v[4 + i] = W->loss_it[i];
-    }
-    v[2] = W->test_loss;
-    v[3] = W->test_corr;
-    uint64_t tag = exec_tag(EXEC_TAG_STAT, 0, (int64_t)W->run * 2);
-    if (W->w != 0) {
-        m->tag = tag;
-        m->dst = 0;
-        return post_wait(W, m, -1);
-    }
-    int rc = CL_OK;
-    for (int src = 1; src < R->n_w && !rc; src++) {
-        exec_msg *o;
-        rc = take_wait(W, src, tag, (int64_t)n * 8, -1, &o);
-        if (rc) break;
-        const double *u = exec_msg_data(o);
-        for (int i = 0; i < n; i++) v[i] += u[i];
-        exec_msg_free(o);
-    }
-    if (!rc) {
-        double samples = (double)R->iters * R->batch;
-        exec_epoch *ep = &R->epochs[W->run];
-        memset(ep, 0, sizeof *ep);
-        ep->epoch = W->run + 1;
-        ep->loss = v[0] / samples;
-        ep->train_acc = v[1] / samples;
-        ep->test_loss = ep->test_acc = NAN;
-        if (R->o->test) {
-            ep->test_loss = v[2] / (double)R->o->test->n;
-            ep->test_acc = v[3] / (double)R->o->test->n;
-        }
-        ep->samples_per_s = samples / train_s;
-        ep->elapsed_s = now(W);
-        ep->lr = lr_at(R, &(sched_op){.micro = R->m_micro - 1}, (int64_t)(W->run + 1) * R->iters - 1, 1);
-        for (int i = 0; i < R->iters; i++) R->iter_loss[(int64_t)W->run * R->iters + i] = v[4 + i];
-        R->n_epochs_done = W->run + 1;
-        if (R->o->on_epoch) R->o->on_epoch(R->o->ctx, ep);
-    }
-    exec_msg_free(m);
-    return rc;
-}
-
-/* The final report: fixed part, per-iteration arrays, spans, and the
- * parameters of the stages this worker holds as replica 0. */
-static int final_report(pw *W)
-{
-    prun *R = W->R;
-    int64_t total = R->total_iters, pbytes = 0;
-    if (W->rep == 0 && R->o->keep_params)
-        for (int i = 0; i < W->n_st; i++) {
-            pbytes += 8;
-            for (int t = 0; t < exec_net_n_tensors(W->st[i].net); t++)
-                pbytes += 96 + 8 + exec_net_tensor(W->st[i].net, t)->n * 4;
-        }
-    int64_t len = (int64_t)sizeof(pworker_rep) + 2 * total * 8 + W->n_sp * (int64_t)sizeof(pspan) + pbytes;
-    exec_msg *m = exec_msg_new(len);
-    unsigned char *b = exec_msg_data(m);
-    pworker_rep rep = {0};
-    rep.busy_s = W->busy;
-    rep.wait_s = W->waited;
-    rep.peak_mem = W->peak;
-    rep.peak_t = W->peak_t;
-    rep.at_peak = W->at_peak;
-    rep.sent_bytes = W->sent;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    rep.peak_rss = (double)ru.ru_maxrss * 1024.0;
-    rep.peak_stash = W->peak_stash;
-    rep.peak_versions = W->peak_versions;
-    rep.n_spans = W->n_sp;
-    rep.param_bytes = pbytes;
-    unsigned char *p = b;
-    memcpy(p, &rep, sizeof rep);
-    p += sizeof rep;
-    memcpy(p, W->iter_busy, (size_t)total * 8);
-    p += total * 8;
-    memcpy(p, W->iter_end, (size_t)total * 8);
-    p += total * 8;
-    if (W->n_sp) memcpy(p, W->sp, (size_t)W->n_sp * sizeof(pspan));
-    p += W->n_sp * (int64_t)sizeof(pspan);
-    if (pbytes)
-        for (int i = 0; i < W->n_st; i++) {
-            exec_net *net = W->st[i].net;
-            int32_t hdr[2] = {W->st[i].stage, exec_net_n_tensors(net)};
-            memcpy(p, hdr, 8);
-            p += 8;
-            for (int t = 0; t < hdr[1]; t++) {
-                const exec_tensor *x = exec_net_tensor(net, t);
-                memcpy(p, x->name, 96);
-                memcpy(p + 96, &x->n, 8);
-                memcpy(p + 104, x->data, (size_t)x->n * 4);
-                p += 104 + x->n * 4;
-            }
-        }
-    assert(p == b + len);
-    uint64_t tag = exec_tag(EXEC_TAG_STAT, 0, (int64_t)R->n_runs * 2 + 1);
-    if (W->w != 0) {
-        m->tag = tag;
-        m->dst = 0;
-        return post_wait(W, m, -1);
-    }
-    R->blobs[0] = cl_malloc((size_t)len);
-    memcpy(R->blobs[0], b, (size_t)len);
-    R->blob_len[0] = len;
-    exec_msg_free(m);
-    for (int src = 1; src < R->n_w; src++) {
-        exec_msg *o;
-        int rc = take_wait(W, src, tag, -1, -1, &o);
-        if (rc) return rc;
-        R->blobs[src] = cl_malloc((size_t)o->bytes);
-        memcpy(R->blobs[src], exec_msg_data(o), (size_t)o->bytes);
-        R->blob_len[src] = o->bytes;
-        exec_msg_free(o);
-    }
-    return CL_OK;
-}
-
-void pipe_blob_parse(const prun *R, const unsigned char *b, int64_t len, pblob *out)
-{
-    const unsigned char *p = b;
-    out->rep = (const pworker_rep *)p;
-    p += sizeof(pworker_rep);
-    out->iter_busy = (const double *)p;
-    p += R->total_iters * 8;
-    out->iter_end = (const double *)p;
-    p += R->total_iters * 8;
-    out->spans = (const pspan *)p;
-    p += out->rep->n_spans * (int64_t)sizeof(pspan);
-    out->params = out->rep->param_bytes ? p : NULL;
-    assert(p + out->rep->param_bytes == b + len);
-    (void)len;
 }
 
 /* ------------------------------------------------------- set-up, main -- */
@@ -898,7 +628,7 @@ static int setup(pw *W)
         W->mem.grads += (double)ps->n_floats * 4;
         if (o->momentum != 0) W->mem.optim += (double)ps->n_floats * 4;
         ps->ring = cl_malloc((size_t)ps->r * sizeof *ps->ring);
-        for (int q = 0; q < ps->r; q++) ps->ring[q] = worker_of(R, s, q);
+        for (int q = 0; q < ps->r; q++) ps->ring[q] = pipe_worker_of(R, s, q);
         if (o->test && W->rep == 0) ps->eval_acts = exec_acts_create(ps->net, R->eval_batch);
     }
     W->peak_versions = 1;
@@ -975,10 +705,10 @@ int pipe_worker_main(void *ctx, int w)
         if (run) t_start -= W.t0;
         if ((rc = run_ops(&W))) break;
         if ((rc = sync_all(&W, &t_end))) break;
-        rc = eval_pass(&W);
-        if (!rc) rc = epoch_report(&W, t_end - W.t0 - t_start);
+        rc = pipe_eval_pass(&W);
+        if (!rc) rc = pipe_epoch_report(&W, t_end - W.t0 - t_start);
     }
-    if (!rc) rc = final_report(&W);
+    if (!rc) rc = pipe_final_report(&W);
     if (rc) R->x->ops->abort(R->x);
     teardown(&W);
     return rc;
