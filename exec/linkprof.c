@@ -2,7 +2,6 @@
  * machine's cluster file (linkprof.h). */
 #include <assert.h>
 #include <math.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include <mpi.h>
 
+#include "chan.h"
 #include "gemm.h"
 #include "linkprof.h"
 #include "profile.h"
@@ -137,85 +137,11 @@ static void summarise(double *v, int n, double bytes, exec_link_sample *s)
  * is spent, capped so the sample array stays small. */
 #define MAX_REPS 20000
 
-/* ------------------------------------------------------------ threads -- */
-
-/* A one-slot shared-memory channel: the sender copies into buf and marks it
- * full; the receiver copies out and marks it empty. */
-typedef struct chan {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int full;
-    uint64_t bytes;
-    unsigned char *buf;
-} chan;
-
-static void chan_init(chan *c, uint64_t cap)
-{
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
-    c->full = 0;
-    c->bytes = 0;
-    c->buf = exec_balloc((int64_t)cap);
-    memset(c->buf, 0, cap);
-}
-
-static void chan_destroy(chan *c)
-{
-    pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->cv);
-    free(c->buf);
-}
-
-static void chan_send(chan *c, const void *src, uint64_t bytes)
-{
-    pthread_mutex_lock(&c->mu);
-    while (c->full) pthread_cond_wait(&c->cv, &c->mu);
-    pthread_mutex_unlock(&c->mu);
-    memcpy(c->buf, src, bytes);
-    pthread_mutex_lock(&c->mu);
-    c->bytes = bytes;
-    c->full = 1;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-}
-
-static void chan_recv(chan *c, void *dst, uint64_t bytes)
-{
-    pthread_mutex_lock(&c->mu);
-    while (!c->full) pthread_cond_wait(&c->cv, &c->mu);
-    pthread_mutex_unlock(&c->mu);
-    assert(c->bytes == bytes);
-    memcpy(dst, c->buf, bytes);
-    pthread_mutex_lock(&c->mu);
-    c->full = 0;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-}
-
-typedef struct pp_ctx {
-    const exec_link_opts *o;
-    chan ab, ba;          /* worker 0 -> 1 and 1 -> 0 */
-    int n_sizes;
-    uint64_t *sizes;
-    int *reps;            /* decided by worker 0, read by worker 1 via the channel */
-    double *times;        /* worker 0's one-way times, n_sizes x MAX_REPS */
-} pp_ctx;
-
-static void pin(int cpu)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 2) return; /* nothing to separate */
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu % (int)n, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
-}
-
 /* Protocol, per size: every message's first 8 bytes say whether another
  * follows (1) or it is the size's last (0); the echo returns each message
  * as it came.  The pinger times round trips until it has spent
  * seconds_per_size and done min_reps (after warm-up), then flags the last. */
-static int64_t more_flag(const unsigned char *buf)
+static int64_t more_flag(const void *buf)
 {
     int64_t v;
     memcpy(&v, buf, sizeof v);
@@ -224,36 +150,75 @@ static int64_t more_flag(const unsigned char *buf)
 
 static void set_flag(unsigned char *buf, int64_t v) { memcpy(buf, &v, sizeof v); }
 
-/* Worker 1: echo every message back. */
-static void *echo_main(void *arg)
+/* ------------------------------------------------------------ threads -- */
+
+/* The runtime's own transport (chan.h): each message is a fresh
+ * exec_msg the sender fills with a copy of its payload and posts to a
+ * bounded channel, waking the receiver; the receiver takes it and reads it
+ * (here: copies it into the reply, as a stage copies its output into the
+ * message it sends).  Tags carry a running sequence number. */
+typedef struct pp_ctx {
+    const exec_link_opts *o;
+    exec_xport *x;
+    int n_sizes;
+    uint64_t *sizes;
+    int *reps;            /* round trips timed per size                      */
+    double *times;        /* worker 0's one-way times, n_sizes x MAX_REPS     */
+} pp_ctx;
+
+static exec_msg *xrecv(exec_xport *x, int w, int src, uint64_t tag, int64_t bytes)
 {
-    pp_ctx *c = arg;
-    pin(1);
-    uint64_t max = c->sizes[c->n_sizes - 1];
-    unsigned char *buf = exec_balloc((int64_t)max);
-    for (int s = 0; s < c->n_sizes; s++) {
-        uint64_t b = c->sizes[s];
-        int64_t more = 1;
-        while (more) {
-            chan_recv(&c->ab, buf, b);
-            more = more_flag(buf);
-            chan_send(&c->ba, buf, b);
-        }
+    const exec_xport_ops *X = x->ops;
+    for (;;) {
+        uint64_t seen = X->events(x, w);
+        exec_msg *m = X->take(x, w, src, tag, bytes);
+        if (m) return m;
+        X->wait(x, w, seen, 0.05);
     }
-    free(buf);
-    return NULL;
 }
 
-/* Worker 0 (the calling thread): time round trips into times[s * MAX_REPS ..]. */
-static void ping_main(pp_ctx *c)
+/* Copy `bytes` of src into a new message and post it from w to dst. */
+static void xsend(exec_xport *x, int w, int dst, uint64_t tag, const void *src, int64_t bytes)
 {
-    pin(0);
+    exec_msg *m = exec_msg_new(bytes);
+    memcpy(exec_msg_data(m), src, (size_t)bytes);
+    m->tag = tag;
+    m->dst = dst;
+    m->bounded = 1;
+    while (x->ops->post(x, w, m)) { /* capacity 2: never full in a ping-pong */
+        uint64_t seen = x->ops->events(x, w);
+        x->ops->wait(x, w, seen, 0.001);
+    }
+}
+
+/* Echo (worker 1): return every message as it came, in a new message. */
+static void echo_loop(pp_ctx *c)
+{
+    exec_xport *x = c->x;
+    int64_t seq = 0;
+    for (int s = 0; s < c->n_sizes; s++) {
+        int64_t b = (int64_t)c->sizes[s], more = 1;
+        while (more) {
+            exec_msg *m = xrecv(x, 1, 0, exec_tag(EXEC_TAG_ACT, 0, seq), b);
+            more = more_flag(exec_msg_data(m));
+            xsend(x, 1, 0, exec_tag(EXEC_TAG_GRAD, 0, seq), exec_msg_data(m), b);
+            exec_msg_free(m);
+            seq++;
+        }
+    }
+}
+
+/* Pinger (worker 0): time round trips into times[s * MAX_REPS ..]. */
+static void ping_loop(pp_ctx *c)
+{
+    exec_xport *x = c->x;
     const exec_link_opts *o = c->o;
     uint64_t max = c->sizes[c->n_sizes - 1];
     unsigned char *buf = exec_balloc((int64_t)max);
     memset(buf, 1, max);
+    int64_t seq = 0;
     for (int s = 0; s < c->n_sizes; s++) {
-        uint64_t b = c->sizes[s];
+        int64_t b = (int64_t)c->sizes[s];
         double *tv = c->times + (size_t)s * MAX_REPS;
         int n = 0;
         double end = 0;
@@ -262,8 +227,11 @@ static void ping_main(pp_ctx *c)
             int last = r >= 0 && (n + 1 >= MAX_REPS || (n + 1 >= o->min_reps && exec_now() >= end));
             set_flag(buf, !last);
             double t0 = exec_now();
-            chan_send(&c->ab, buf, b);
-            chan_recv(&c->ba, buf, b);
+            xsend(x, 0, 1, exec_tag(EXEC_TAG_ACT, 0, seq), buf, b);
+            exec_msg *m = xrecv(x, 0, 1, exec_tag(EXEC_TAG_GRAD, 0, seq), b);
+            seq++;
+            memcpy(buf, exec_msg_data(m), (size_t)b);
+            exec_msg_free(m);
             double d = exec_now() - t0;
             if (r >= 0) tv[n++] = d / 2;
             if (last) break;
@@ -273,9 +241,17 @@ static void ping_main(pp_ctx *c)
     free(buf);
 }
 
+static int pp_worker(void *ctx, int w)
+{
+    if (w == 0) ping_loop(ctx);
+    else echo_loop(ctx);
+    return 0;
+}
+
 static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
                            exec_link_sample *out, cl_err *e)
 {
+    (void)e;
     pp_ctx c;
     memset(&c, 0, sizeof c);
     c.o = o;
@@ -283,26 +259,12 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
     c.n_sizes = n_sizes;
     c.reps = cl_calloc((size_t)n_sizes, sizeof *c.reps);
     c.times = cl_malloc((size_t)n_sizes * MAX_REPS * sizeof *c.times);
-    chan_init(&c.ab, sizes[n_sizes - 1]);
-    chan_init(&c.ba, sizes[n_sizes - 1]);
-    pthread_t th;
-    if (pthread_create(&th, NULL, echo_main, &c)) {
-        chan_destroy(&c.ab);
-        chan_destroy(&c.ba);
-        free(c.reps);
-        free(c.times);
-        return cl_fail(e, CL_ERUN, "link profile: cannot start the echo thread");
-    }
-    /* the caller's affinity is restored afterwards */
-    cpu_set_t saved;
-    int have_saved = pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
-    ping_main(&c);
-    pthread_join(th, NULL);
-    if (have_saved) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+    const int cap[4] = {2, 2, 2, 2};
+    c.x = exec_xport_threads(2, cap); /* its workers are pinned to separate cores */
+    c.x->ops->run(c.x, pp_worker, &c);
+    c.x->ops->destroy(c.x);
     for (int s = 0; s < n_sizes; s++)
         summarise(c.times + (size_t)s * MAX_REPS, c.reps[s], (double)sizes[s], &out[s]);
-    chan_destroy(&c.ab);
-    chan_destroy(&c.ba);
     free(c.reps);
     free(c.times);
     return CL_OK;

@@ -11,11 +11,12 @@
  * decided by the 64 MiB point alone and leave the latency to noise).
  *
  * Backends:
- *  - threads: two threads pinned to cores 0 and 1 of this process exchange
- *    the message through a shared-memory channel: the sender copies the
- *    payload into the channel's buffer and signals; the receiver wakes,
- *    copies it out and releases the buffer.  That is what one activation or
- *    gradient costs the threads runtime (copy in, hand-off, copy out).
+ *  - threads: two threads of this process, pinned to separate cores,
+ *    exchange the message through the pipelined runtime's own transport
+ *    (chan.h, exec_xport_threads): the sender allocates a message, copies
+ *    the payload into it and posts it to a bounded channel, waking the
+ *    receiver, which takes it and reads it.  That is what one activation
+ *    costs the threads runtime (copy in, hand-off, take).
  *  - mpi: ranks 0 and 1 of MPI_COMM_WORLD with MPI_Send / MPI_Recv.
  */
 #ifndef CL_EXEC_LINKPROF_H
