@@ -26,12 +26,15 @@ static void help(void)
            "  --reps N       timed runs per pass (default %d)\n"
            "  --warmup N     untimed runs first (default %d)\n"
            "  --seed S       seed of the weights and random inputs (default 1)\n"
-           "  -o FILE        the profile to write (- for stdout)\n",
+           "  -o FILE        the profile to write (- for stdout)\n\n"
+           "cleave profile --links ... measures the link between workers instead (--links --help).\n",
            DEFAULT_REPS, DEFAULT_WARMUP);
 }
 
 int cmd_profile(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* links, not layers: tools/cmd_profile_links.c */
+        if (!strcmp(argv[i], "--links")) return cmd_profile_links(argc, argv);
     const char *cmd = "profile", *model_path = NULL, *out = NULL;
     int64_t *batches = NULL, v, reps = DEFAULT_REPS, warmup = DEFAULT_WARMUP, seed = 1;
     int n_batches = 0, rc = 0;
