@@ -121,10 +121,16 @@ int pipe_write_trace(const prun *R, const char *path, cl_err *e)
         const pspan *s = ls[i].s;
         int from = sc->dev[s->src], to = sc->dev[s->dst];
         if (s->kind == PSPAN_LINK) {
-            const sched_op *op = &sc->ops[s->op];
+            /* named from the sender's side, as the simulator names it: its
+             * stage and chunk */
+            sched_op snd = sc->ops[s->op];
+            int st = sched_peer_stage(&snd);
+            snd.kind = SCHED_SEND;
+            snd.stage = st;
+            snd.chunk = (uint16_t)(sc->chunks > 1 ? st / R->P : 0);
             snprintf(args, sizeof args, "{\"bytes\": %.17g, \"stage\": %d, \"mb\": %d, \"iter\": %d, \"from\": %d, \"to\": %d}",
-                     s->bytes, op->stage, op->micro, s->iter, from, to);
-            sched_op_label(sc, op, label, sizeof label);
+                     s->bytes, st, snd.micro, s->iter, from, to);
+            sched_op_label(sc, &snd, label, sizeof label);
         } else {
             snprintf(args, sizeof args, "{\"bytes\": %.17g, \"stage\": %d, \"mb\": -1, \"iter\": -1, \"from\": %d, \"to\": %d}",
                      s->bytes, (int)s->op, from, to);

@@ -173,6 +173,8 @@ typedef struct tinfo {
     int n_threads;
     char *slices[4096];    /* "tid name stage mb iter" of compute slices */
     int n_slices;
+    char *xfers[4096];     /* "name stage mb iter from to" of transfers */
+    int n_xfers;
     int n_links, n_mem;
 } tinfo;
 
@@ -213,6 +215,13 @@ static void read_trace(const char *path, tinfo *t)
         } else if (!strcmp(ph, "X")) {
             t->n_links++;
             CU_ASSERT(cJSON_GetObjectItem(args, "bytes")->valuedouble > 0);
+            if (strcmp(name, "AR") && t->n_xfers < 4096) {
+                snprintf(buf, sizeof buf, "%s %d %d %d %d %d", name,
+                         cJSON_GetObjectItem(args, "stage")->valueint, cJSON_GetObjectItem(args, "mb")->valueint,
+                         cJSON_GetObjectItem(args, "iter")->valueint, cJSON_GetObjectItem(args, "from")->valueint,
+                         cJSON_GetObjectItem(args, "to")->valueint);
+                t->xfers[t->n_xfers++] = cl_strdup(buf);
+            }
         } else if (!strcmp(ph, "C")) {
             t->n_mem++;
             CU_ASSERT(!strncmp(name, "memory dev ", 11));
@@ -221,17 +230,20 @@ static void read_trace(const char *path, tinfo *t)
     cJSON_Delete(root);
     qsort(t->threads, (size_t)t->n_threads, sizeof *t->threads, cmp_str);
     qsort(t->slices, (size_t)t->n_slices, sizeof *t->slices, cmp_str);
+    qsort(t->xfers, (size_t)t->n_xfers, sizeof *t->xfers, cmp_str);
 }
 
 static void free_trace(tinfo *t)
 {
     for (int i = 0; i < t->n_threads; i++) free(t->threads[i]);
     for (int i = 0; i < t->n_slices; i++) free(t->slices[i]);
+    for (int i = 0; i < t->n_xfers; i++) free(t->xfers[i]);
 }
 
 /* The measured trace and the simulator's trace of the same plan and
- * iterations have the same tracks and the same compute slices (names,
- * stage, microbatch, iteration); transfers and memory counters are there. */
+ * iterations have the same tracks, the same compute slices (names, stage,
+ * microbatch, iteration) and the same transfers (names, sender's stage,
+ * microbatch, iteration, devices); memory counters are there. */
 static void test_trace_matches_sim(void)
 {
     const char *names[] = {"tiny2-1f1b.json", "tiny-interleaved.json", "tiny-rep-gpipe.json",
@@ -275,6 +287,12 @@ static void test_trace_matches_sim(void)
         }
         CU_ASSERT_EQUAL(a.n_slices, b.n_slices);
         for (int k = 0; k < a.n_slices && k < b.n_slices; k++) CU_ASSERT_STRING_EQUAL(a.slices[k], b.slices[k]);
+        CU_ASSERT_EQUAL(a.n_xfers, b.n_xfers);
+        for (int k = 0; k < a.n_xfers && k < b.n_xfers; k++) {
+            if (strcmp(a.xfers[k], b.xfers[k]))
+                fprintf(stderr, "\n%s: transfer \"%s\" measured, \"%s\" simulated\n", names[i], a.xfers[k], b.xfers[k]);
+            CU_ASSERT_STRING_EQUAL(a.xfers[k], b.xfers[k]);
+        }
         CU_ASSERT(a.n_links > 0);
         CU_ASSERT(a.n_mem > 0);
         free_trace(&a);
