@@ -10,6 +10,7 @@
 #include <gsl/gsl_statistics_double.h>
 
 #include "../sim/schedule.h"
+#include "chan.h"
 #include "data.h"
 #include "gemm.h"
 #include "net.h"
@@ -72,34 +73,82 @@ int exec_val_check(const plan *p, const char *file, cl_err *e)
 
 /* -------------------------------------------------------------- costs -- */
 
-/* Median seconds of `reps` optimiser steps on the stage's parameters, with
- * the runtime's settings for the plan's optimiser. */
-static int time_update(const plan *p, const plan_stage *st, int reps, double *out,
-                       const char *file, cl_err *e)
+static double median_of(double *v, int n)
 {
+    gsl_sort(v, 1, (size_t)n);
+    return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
+}
+
+/* What the runtime does around a stage's layers, measured in context on
+ * the stage's own net at the plan's microbatch size: `reps` training steps
+ * (forward, input and weight gradients, optimiser step with the runtime's
+ * settings) on random data, timing (medians) the optimiser step into *up_s
+ * and, when the stage sends its output (send = 1), the copy of that output
+ * into a fresh message right after the forward (the runtime does it inside
+ * the F op) into *copy_s.  *acts_bytes and *param_bytes receive the
+ * runtime's exact allocations: one microbatch's exec_acts and the padded
+ * parameter block. */
+static int stage_extras(const plan *p, const plan_stage *st, int send, int reps, double *up_s,
+                        double *copy_s, double *acts_bytes, double *param_bytes,
+                        const char *file, cl_err *e)
+{
+    const int mb = p->microbatch > 0 ? p->microbatch : 1;
     exec_net *n;
-    int rc = exec_net_create(&n, &p->model, st->first, st->last + 1, 1, 1, 0, file, e);
+    int rc = exec_net_create(&n, &p->model, st->first, st->last + 1, mb, 1, 0, file, e);
     if (rc) return rc;
+    exec_acts *a = exec_acts_create(n, mb);
+    int64_t n_par;
+    exec_net_params(n, &n_par);
+    *acts_bytes = (double)exec_acts_bytes(a);
+    *param_bytes = (double)n_par * 4;
+    int64_t in_n = exec_net_in_elems(n) * mb, out_n = exec_net_out_elems(n) * mb;
+    float *x = exec_falloc(in_n), *dout = NULL, *din = NULL;
+    int32_t *y = NULL;
+    for (int64_t i = 0; i < in_n; i++) x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    if (exec_net_has_loss(n)) {
+        y = cl_malloc((size_t)mb * sizeof *y);
+        for (int b = 0; b < mb; b++) y[b] = b % exec_net_classes(n);
+    } else {
+        dout = exec_falloc(out_n);
+        for (int64_t i = 0; i < out_n; i++) dout[i] = (float)((i * 104729) % 1000) * 1e-6f - 5e-4f;
+    }
+    if (exec_net_needs_din(n)) din = exec_falloc(in_n);
     exec_pipe_opts d;
     exec_pipe_defaults(&d);
     exec_sgd sgd;
     exec_sgd_init(&sgd, n, 0, p->optimizer == OPTIM_MOMENTUM ? d.momentum : 0, d.weight_decay);
-    double *v = cl_malloc((size_t)reps * sizeof *v);
+    double *tu = cl_malloc((size_t)reps * sizeof *tu), *tc = cl_malloc((size_t)reps * sizeof *tc);
     for (int r = -3; r < reps; r++) {
+        exec_net_forward(n, a, x, y, mb, 1);
         double t0 = exec_now();
+        if (send) {
+            exec_msg *m = exec_msg_new(out_n * 4);
+            memcpy(exec_msg_data(m), exec_acts_output(a), (size_t)out_n * 4);
+            double t1 = exec_now();
+            exec_msg_free(m); /* the receiver frees it, on its own clock */
+            if (r >= 0) tc[r] = t1 - t0;
+        }
+        exec_net_backward_input(n, a, dout, din, 1.0f / (float)p->batch);
+        exec_net_backward_weight(n, a);
+        t0 = exec_now();
         exec_sgd_step(&sgd, n);
-        double t = exec_now() - t0;
-        if (r >= 0) v[r] = t;
+        if (r >= 0) tu[r] = exec_now() - t0;
     }
-    gsl_sort(v, 1, (size_t)reps);
-    *out = gsl_stats_median_from_sorted_data(v, 1, (size_t)reps);
-    free(v);
+    *up_s = median_of(tu, reps);
+    *copy_s = send ? median_of(tc, reps) : 0;
+    free(tu);
+    free(tc);
     exec_sgd_free(&sgd);
+    free(x);
+    free(y);
+    free(dout);
+    free(din);
+    exec_acts_destroy(a);
     exec_net_destroy(n);
     return CL_OK;
 }
 
-int exec_val_costs(plan *p, const prof *pf, int reps, double *update_s, const char *file,
+int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const char *file,
                    cl_err *e)
 {
     int rc = prof_check_model(pf, &p->model, file, e);
@@ -122,7 +171,17 @@ int exec_val_costs(plan *p, const prof *pf, int reps, double *update_s, const ch
         st->stash_bytes = stash;
         st->param_bytes = params;
         st->act_out_bytes = s + 1 < p->n_stages ? pf->layers[st->layers[st->n_layers - 1]].act_bytes * b : 0;
-        if (update_s && (rc = time_update(p, st, reps, &update_s[s], file, e))) return rc;
+        if (!x) continue;
+        exec_val_extra *v = &x[s];
+        rc = stage_extras(p, st, s + 1 < p->n_stages, reps, &v->update_s, &v->copy_s,
+                          &v->acts_bytes, &v->param_bytes, file, e);
+        if (rc) return rc;
+        v->fwd_layers_s = f;
+        v->stash_layers_bytes = stash;
+        st->fwd_s += v->copy_s;
+        st->stash_bytes = v->acts_bytes;
+        st->param_bytes = v->param_bytes;
+        st->update_s = v->update_s;
     }
     return CL_OK;
 }
@@ -131,6 +190,15 @@ int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err
 {
     int64_t b = p->microbatch > 0 ? p->microbatch : 1;
     return exec_profile(&p->model, file, &b, 1, 3, reps, 1, pf, e);
+}
+
+cluster_link exec_val_link(const cluster_link *profiled, exec_pipe_backend backend)
+{
+    cluster_link l = *profiled;
+    if (!(l.latency_s > 0) || !isfinite(l.latency_s)) l.latency_s = 0;
+    if (backend == EXEC_PIPE_THREADS || !(l.bw_Bps > 0) || !isfinite(l.bw_Bps))
+        l.bw_Bps = EXEC_VAL_HANDOFF_BPS;
+    return l;
 }
 
 void exec_val_set_link(plan *p, const cluster_link *link)
@@ -149,28 +217,22 @@ double exec_val_max_transfer(const plan *p)
 
 /* ----------------------------------------------------------- predict -- */
 
-int exec_val_predict(const plan *p, const double *update_s, int n_iter, const char *trace,
-                     sim_result *r, cl_err *e)
+int exec_val_predict(const plan *p, int n_iter, const char *trace, sim_result *r, cl_err *e)
 {
     memset(r, 0, sizeof *r);
     int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
     if (n_iter <= 0) n_iter = sched_default_iters(p->schedule, P, p->n_micro);
-    plan q = *p; /* shallow: only the stage array is replaced */
-    q.stages = cl_malloc((size_t)p->n_stages * sizeof *q.stages);
-    memcpy(q.stages, p->stages, (size_t)p->n_stages * sizeof *q.stages);
-    for (int s = 0; s < p->n_stages && update_s; s++) q.stages[s].update_s = update_s[s];
     sched sc;
-    int rc = sched_build(&q, p->schedule, p->n_micro, n_iter, &sc, e);
+    int rc = sched_build(p, p->schedule, p->n_micro, n_iter, &sc, e);
     if (!rc) {
         sim_opts o = {.record = trace != NULL};
-        sim *sm = sim_create(&q, &sc, &o, e);
+        sim *sm = sim_create(p, &sc, &o, e);
         if (!sm) rc = e->code ? e->code : CL_EINPUT;
         else rc = sim_run(sm, r, e);
         if (!rc && trace) rc = sim_write_trace(sm, trace, e);
         sim_destroy(sm);
         sched_free(&sc);
     }
-    free(q.stages);
     return rc;
 }
 

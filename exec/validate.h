@@ -49,14 +49,29 @@ void exec_val_abs_stats(const double *err, int n, double *mean, double *max);
  * `file` and the stage. */
 int exec_val_check(const plan *p, const char *file, cl_err *e);
 
-/* Step 1.  Replace every stage's fwd_s, bwd_in_s, bwd_w_s, act_out_bytes,
- * stash_bytes and param_bytes with sums over its layers of pf at the plan's
- * microbatch size (what the planner's cost model computes for one device of
- * the profiled type), and time each stage's optimiser step into
- * update_s[stage] (median of `reps` steps; the caller allocates n_stages).
- * pf must describe p's model (prof_check_model).  The plan's predictions
+/* What a stage costs beyond its layers' profiled times, measured on this
+ * machine in context (training steps on the stage's own net). */
+typedef struct exec_val_extra {
+    double update_s;        /* one optimiser step of the stage's parameters   */
+    double copy_s;          /* copying its output into a fresh message (the
+                               runtime does it inside F); 0 for the last stage */
+    double acts_bytes;      /* one microbatch's exec_acts: what the runtime
+                               keeps per stashed microbatch                   */
+    double param_bytes;     /* the padded parameter block                    */
+    double fwd_layers_s;    /* the profile's forward alone (before + copy_s)  */
+    double stash_layers_bytes; /* the profile's stash sum (before acts_bytes) */
+} exec_val_extra;
+
+/* Step 1.  Rebuild every stage's costs as the planner's cost model would
+ * for one device of the profiled type: fwd_s, bwd_in_s, bwd_w_s,
+ * act_out_bytes, stash_bytes and param_bytes are sums over the stage's
+ * layers of pf at the plan's microbatch size.  With x (n_stages entries,
+ * caller-allocated), also measure what the runtime does beyond the layers
+ * (exec_val_extra, `reps` steps) and put it in: update_s, fwd_s += copy_s,
+ * stash_bytes = acts_bytes, param_bytes = the padded block.  pf must
+ * describe p's model (prof_check_model).  The plan's predictions
  * (compute_s, comm_s, mem_bytes, pred) are left as they were. */
-int exec_val_costs(plan *p, const prof *pf, int reps, double *update_s, const char *file,
+int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const char *file,
                    cl_err *e);
 
 /* Profile p's model on this machine at the plan's microbatch size
@@ -64,18 +79,28 @@ int exec_val_costs(plan *p, const prof *pf, int reps, double *update_s, const ch
  * *pf. */
 int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err *e);
 
-/* Step 2.  Set both of p's link levels to `link`. */
+/* Step 2.  The link the simulator should use for a profiled link on
+ * `backend`.  MPI: the link as it is (a transfer is MPI's own copy, done
+ * while the ranks compute).  Threads: a transfer is a pointer hand-off
+ * whose per-byte cost is the sender's copy into the message, which the
+ * runtime does inside the F op and exec_val_costs already adds there
+ * (copy_s); the link keeps its latency (allocation, post, wake-up, take)
+ * and no per-byte term (EXEC_VAL_HANDOFF_BPS).  A negative latency
+ * becomes 0; a bandwidth that is not positive and finite (a fit with no
+ * slope) becomes EXEC_VAL_HANDOFF_BPS too. */
+#define EXEC_VAL_HANDOFF_BPS 1e15
+cluster_link exec_val_link(const cluster_link *profiled, exec_pipe_backend backend);
+
+/* Set both of p's link levels to `link`. */
 void exec_val_set_link(plan *p, const cluster_link *link);
 
 /* The largest transfer the plan's schedule makes, bytes (0 for one stage). */
 double exec_val_max_transfer(const plan *p);
 
 /* Step 3.  Simulate p under its own schedule for n_iter iterations (the
- * simulator's default when 0), with update_s (may be NULL: the plan's own)
- * as each stage's optimiser step; trace: NULL, or where to write the
- * predicted timeline.  The caller frees *r. */
-int exec_val_predict(const plan *p, const double *update_s, int n_iter, const char *trace,
-                     sim_result *r, cl_err *e);
+ * simulator's default when 0); trace: NULL, or where to write the predicted
+ * timeline.  The caller frees *r. */
+int exec_val_predict(const plan *p, int n_iter, const char *trace, sim_result *r, cl_err *e);
 
 /* Step 4.  Train p for n_iter iterations on a synthetic set of the model's
  * shape (seeded), as `cleave train --plan` would with the plan's optimiser.

@@ -207,12 +207,12 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     plan p;
     int rc = build_plan(&p, c, mb, m, cl, pf, e);
     if (rc) return rc;
-    double *up = cl_calloc((size_t)p.n_stages, sizeof *up);
-    rc = exec_val_costs(&p, pf, 20, up, "bench plan", e);
+    exec_val_extra *ex = cl_calloc((size_t)p.n_stages, sizeof *ex);
+    rc = exec_val_costs(&p, pf, 20, ex, "bench plan", e);
     exec_val_set_link(&p, link);
     sim_result pred;
     memset(&pred, 0, sizeof pred);
-    if (!rc) rc = exec_val_predict(&p, up, iters, NULL, &pred, e);
+    if (!rc) rc = exec_val_predict(&p, iters, NULL, &pred, e);
     v->load = loadavg();
     exec_pipe_result *meas = cl_calloc((size_t)runs, sizeof *meas);
     double *its = cl_malloc((size_t)runs * sizeof *its);
@@ -253,7 +253,7 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     free(meas);
     free(its);
     sim_result_free(&pred);
-    free(up);
+    free(ex);
     plan_free(&p);
     return rc;
 }
@@ -321,8 +321,8 @@ int exec_val_bench(const char *outdir, int quick)
         for (int i = 0; i < ns; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
         if (!rc) rc = exec_link_fit_ls(b, t, NULL, ns, &fit, &e);
         if (!rc) {
-            link.bw_Bps = isfinite(fit.bw_Bps) && fit.bw_Bps > 0 ? fit.bw_Bps : 1e12;
-            link.latency_s = fit.latency_s > 0 ? fit.latency_s : 0;
+            cluster_link prof_link = {fit.bw_Bps, fit.latency_s};
+            link = exec_val_link(&prof_link, EXEC_PIPE_THREADS);
             /* device figures do not enter: the stage times come from the profile */
             cluster_devtype dt = {.name = "cpu-core", .peak_fp32_flops = 1e11,
                                  .mem_bytes = (uint64_t)8 << 30, .mem_bw_Bps = 1e10,
@@ -336,8 +336,8 @@ int exec_val_bench(const char *outdir, int quick)
     if (!rc) rc = cl_out_open(&out, path, &e);
     vres *v = cl_calloc((size_t)n, sizeof *v);
     if (!rc) {
-        printf("  link (threads): latency %.2f us, bandwidth %.2f GB/s, R^2 %.4f\n",
-               link.latency_s * 1e6, link.bw_Bps * 1e-9, fit.r2);
+        printf("  link (threads): latency %.2f us, bandwidth %.2f GB/s, R^2 %.4f; simulated as a %.2f us hand-off (the copy is in F)\n",
+               fit.latency_s * 1e6, fit.bw_Bps * 1e-9, fit.r2, link.latency_s * 1e6);
         printf("  %-4s %-10s %-12s %3s %3s %3s %11s %11s %8s %8s %8s %5s\n", "case", "model",
                "schedule", "p", "v", "m", "predicted", "measured", "error", "busy", "memory",
                "load");

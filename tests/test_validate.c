@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../exec/net.h"
 #include "../exec/validate.h"
 #include "../sim/schedule.h"
 #include "../sim/sim.h"
@@ -118,8 +119,7 @@ static void test_costs_from_profile(void)
     st[0] = (plan_stage){.first = 0, .last = 2, .n_layers = 3, .layers = l0};
     st[1] = (plan_stage){.first = 3, .last = 4, .n_layers = 2, .layers = l1};
     p.stages = st;
-    double up[2] = {-1, -1};
-    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, up, "t.json", &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, NULL, "t.json", &e), CL_OK);
     /* batch 8 = twice the profiled batch: sums of 2 x (l + 1) x unit */
     CU_ASSERT_DOUBLE_EQUAL(st[0].fwd_s, 2 * 4e-6 * (1 + 2 + 3), 1e-18);
     CU_ASSERT_DOUBLE_EQUAL(st[1].fwd_s, 2 * 4e-6 * (4 + 5), 1e-18);
@@ -129,11 +129,35 @@ static void test_costs_from_profile(void)
     CU_ASSERT_EQUAL(st[1].act_out_bytes, 0);
     CU_ASSERT_DOUBLE_EQUAL(st[0].stash_bytes, 10.0 * 6 * 8, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(st[1].param_bytes, 1000.0 * (3 + 4), 1e-9);
-    CU_ASSERT(up[0] > 0 && up[1] > 0); /* timed for real */
     CU_ASSERT_DOUBLE_EQUAL(exec_val_max_transfer(&p), 2400, 1e-9);
+    /* with the runtime's extras: the executor's own allocations (acts of
+     * one microbatch, padded parameters), the copy added to the forward of
+     * the stage that sends, the update timed */
+    exec_val_extra x[2];
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, x, "t.json", &e), CL_OK);
+    for (int s = 0; s < 2; s++) {
+        exec_net *n;
+        CU_ASSERT_EQUAL_FATAL(exec_net_create(&n, &m, st[s].first, st[s].last + 1, 8, 1, 0, "t", &e), CL_OK);
+        exec_acts *a = exec_acts_create(n, 8);
+        int64_t nf;
+        exec_net_params(n, &nf);
+        CU_ASSERT_EQUAL(st[s].stash_bytes, (double)exec_acts_bytes(a));
+        CU_ASSERT_EQUAL(st[s].param_bytes, (double)nf * 4);
+        double real = 0; /* the model's parameters; the padded block only adds */
+        for (int l = st[s].first; l <= st[s].last; l++) real += (double)m.layers[l].params * 4;
+        CU_ASSERT(st[s].param_bytes >= real && st[s].param_bytes < real + 64.0 * 4 * 4);
+        exec_acts_destroy(a);
+        exec_net_destroy(n);
+        CU_ASSERT(x[s].update_s > 0);
+        CU_ASSERT_EQUAL(st[s].update_s, x[s].update_s);
+    }
+    CU_ASSERT(x[0].copy_s > 0);
+    CU_ASSERT_EQUAL(x[1].copy_s, 0);
+    CU_ASSERT_DOUBLE_EQUAL(st[0].fwd_s, 2 * 4e-6 * 6 + x[0].copy_s, 1e-18);
+    CU_ASSERT_DOUBLE_EQUAL(st[1].fwd_s, 2 * 4e-6 * 9, 1e-18);
     /* a profile of another model is refused */
     snprintf(pf.layers[1].name, sizeof pf.layers[1].name, "other");
-    CU_ASSERT_EQUAL(exec_val_costs(&p, &pf, 3, up, "t.json", &e), CL_EINPUT);
+    CU_ASSERT_EQUAL(exec_val_costs(&p, &pf, 3, x, "t.json", &e), CL_EINPUT);
     free(pf.layers);
     model_free(&m);
 }
@@ -149,11 +173,9 @@ static int sim_update(sched_kind k, int P, int m, double f, double b, double w, 
     cl_err e = {0};
     plan p;
     if (sim_uniform_plan(&p, &su, &e)) return -1;
-    double *ups = malloc((size_t)P * sizeof *ups);
-    for (int s = 0; s < P; s++) ups[s] = u;
-    int rc = exec_val_predict(&p, ups, iters, NULL, r, &e);
+    for (int s = 0; s < P; s++) p.stages[s].update_s = u;
+    int rc = exec_val_predict(&p, iters, NULL, r, &e);
     if (rc) fprintf(stderr, "sim_update: %s\n", e.msg);
-    free(ups);
     sim_uniform_free(&p);
     return rc;
 }

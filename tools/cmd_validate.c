@@ -127,11 +127,11 @@ static void row(const char *name, const exec_val_qty *q, int bytes)
 typedef struct val_ctx {
     const val_args *a;
     const plan *p;
-    const double *update_s;
+    const exec_val_extra *extra;
     int link_measured, link_used;
     exec_link_fit fit;
     double fit_max_bytes;
-    cluster_link link;
+    cluster_link link, sim_link;
     const char *cost_source;
 } val_ctx;
 
@@ -145,8 +145,11 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
            r->n_workers, sched_kind_name(p->schedule), p->n_micro, p->microbatch);
     printf("run: %s backend, %d iterations; steady state over iterations %d..%d\n",
            exec_pipe_backend_name(c->a->backend), r->n_iter, r->first_iter, r->n_iter - 1);
-    printf("costs: %s; optimiser step per stage:", c->cost_source);
-    for (int s = 0; s < p->n_stages; s++) printf(" %s", time_str(c->update_s[s], b1, sizeof b1));
+    printf("costs: %s; measured in context per stage (optimiser step, copy of the output):",
+           c->cost_source);
+    for (int s = 0; s < p->n_stages; s++)
+        printf("%s %s, %s", s ? ";" : "", time_str(c->extra[s].update_s, b1, sizeof b1),
+               time_str(c->extra[s].copy_s, b2, sizeof b2));
     printf("\n");
     if (!c->link_used) printf("link: not used (one stage)\n");
     else if (c->link_measured)
@@ -157,6 +160,9 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
     else
         printf("link: from %s: latency %s, bandwidth %.3f GB/s\n", c->a->links,
                time_str(c->link.latency_s, b1, sizeof b1), c->link.bw_Bps * 1e-9);
+    if (c->link_used && c->sim_link.bw_Bps >= EXEC_VAL_HANDOFF_BPS)
+        printf("      simulated as a hand-off of %s: the per-byte cost is the copy inside F\n",
+               time_str(c->sim_link.latency_s, b1, sizeof b1));
     printf("\n  %-34s %14s %14s %10s\n", "quantity", "predicted", "measured", "error");
     row("iteration time", &r->iteration_s, 0);
     char name[128];
@@ -210,7 +216,8 @@ static int print_json(const exec_val_report *r)
 
 /* ---------------------------------------------------------------- run -- */
 
-/* Ranks other than 0 take part only in the link measurement and the run. */
+/* The profiled link (a file, or measured now: ranks other than 0 take
+ * part in the MPI measurement), and what the simulator uses of it. */
 static int get_link(val_ctx *c, plan *p, cl_err *e)
 {
     c->link_used = p->n_stages > 1;
@@ -220,33 +227,30 @@ static int get_link(val_ctx *c, plan *p, cl_err *e)
         if (rc) return rc;
         c->link = cl.links[CLUSTER_INTRA];
         cluster_free(&cl);
-        exec_val_set_link(p, &c->link);
-        return CL_OK;
+    } else if (c->link_used) {
+        /* fit over the sizes the plan sends: 8 B up to the power of two at
+         * or above its largest transfer (at least 1 MiB, so the line has a
+         * span) */
+        exec_link_opts o;
+        exec_link_opts_default(&o);
+        o.backend = c->a->backend == EXEC_PIPE_MPI ? EXEC_LINK_MPI : EXEC_LINK_THREADS;
+        uint64_t mx = (uint64_t)1 << 20;
+        while ((double)mx < exec_val_max_transfer(p) && mx < EXEC_LINK_MAX_BYTES) mx *= 2;
+        o.max_bytes = mx;
+        o.seconds_per_size = 0.02;
+        exec_link_sample s[EXEC_LINK_MAX_SIZES];
+        int n = 0;
+        int rc = exec_link_measure(&o, s, &n, e);
+        if (rc) return rc;
+        double b[EXEC_LINK_MAX_SIZES], t[EXEC_LINK_MAX_SIZES];
+        for (int i = 0; i < n; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
+        if ((rc = exec_link_fit_ls(b, t, NULL, n, &c->fit, e))) return rc;
+        c->link_measured = 1;
+        c->fit_max_bytes = (double)mx;
+        c->link = (cluster_link){c->fit.bw_Bps, c->fit.latency_s};
     }
-    if (!c->link_used) return CL_OK;
-    /* fit over the sizes the plan sends: 8 B up to the power of two at or
-     * above its largest transfer (at least 64 KiB, so the line has a span) */
-    exec_link_opts o;
-    exec_link_opts_default(&o);
-    o.backend = c->a->backend == EXEC_PIPE_MPI ? EXEC_LINK_MPI : EXEC_LINK_THREADS;
-    uint64_t mx = 65536;
-    while ((double)mx < exec_val_max_transfer(p) && mx < EXEC_LINK_MAX_BYTES) mx *= 2;
-    o.max_bytes = mx;
-    o.seconds_per_size = 0.02;
-    exec_link_sample s[EXEC_LINK_MAX_SIZES];
-    int n = 0;
-    int rc = exec_link_measure(&o, s, &n, e);
-    if (rc) return rc;
-    double b[EXEC_LINK_MAX_SIZES], t[EXEC_LINK_MAX_SIZES];
-    for (int i = 0; i < n; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
-    if ((rc = exec_link_fit_ls(b, t, NULL, n, &c->fit, e))) return rc;
-    c->link_measured = 1;
-    c->fit_max_bytes = (double)mx;
-    c->link.bw_Bps = c->fit.bw_Bps;
-    c->link.latency_s = c->fit.latency_s > 0 ? c->fit.latency_s : 0;
-    if (!isfinite(c->link.bw_Bps) || !(c->link.bw_Bps > 0))
-        return cl_fail(e, CL_ERUN, "link fit: the transfer time does not grow with the size; too noisy to use (hint: rerun, or give --links)");
-    exec_val_set_link(p, &c->link);
+    c->sim_link = exec_val_link(&c->link, c->a->backend);
+    exec_val_set_link(p, &c->sim_link);
     return CL_OK;
 }
 
@@ -280,8 +284,8 @@ int cmd_validate(int argc, char **argv)
     }
     int rank = 0, size = 1;
     if (!rc && a.backend == EXEC_PIPE_MPI) rc = exec_pipe_mpi_world(&rank, &size, &e);
-    double *update_s = cl_calloc((size_t)p.n_stages, sizeof *update_s);
-    val_ctx c = {.a = &a, .p = &p, .update_s = update_s};
+    exec_val_extra *extra = cl_calloc((size_t)p.n_stages, sizeof *extra);
+    val_ctx c = {.a = &a, .p = &p, .extra = extra};
     /* costs: rank 0 times the layers and the optimiser steps alone */
     if (!rc && rank == 0) {
         if (!have_prof) {
@@ -289,7 +293,7 @@ int cmd_validate(int argc, char **argv)
             have_prof = !rc;
             c.cost_source = "profiled now at the plan's microbatch size";
         } else c.cost_source = a.profile;
-        if (!rc) rc = exec_val_costs(&p, &pf, (int)a.reps, update_s, a.plan, &e);
+        if (!rc) rc = exec_val_costs(&p, &pf, (int)a.reps, extra, a.plan, &e);
     }
     if (a.backend == EXEC_PIPE_MPI && size > 1) {
         /* every rank learns whether rank 0 failed, then they go on together */
@@ -300,7 +304,7 @@ int cmd_validate(int argc, char **argv)
     if (!rc) rc = get_link(&c, &p, &e);
     sim_result pred;
     memset(&pred, 0, sizeof pred);
-    if (!rc && rank == 0) rc = exec_val_predict(&p, update_s, (int)a.iters, a.sim_trace, &pred, &e);
+    if (!rc && rank == 0) rc = exec_val_predict(&p, (int)a.iters, a.sim_trace, &pred, &e);
     exec_pipe_result meas;
     memset(&meas, 0, sizeof meas);
     if (!rc) rc = exec_val_measure(&p, a.backend, (int)a.iters, a.plan, a.trace, &meas, &e);
@@ -314,7 +318,7 @@ int cmd_validate(int argc, char **argv)
     exec_val_report_free(&rep);
     exec_pipe_result_free(&meas);
     sim_result_free(&pred);
-    free(update_s);
+    free(extra);
     if (have_prof) prof_free(&pf);
     plan_free(&p);
     if (a.backend == EXEC_PIPE_MPI) exec_pipe_mpi_finalize();

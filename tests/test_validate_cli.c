@@ -1,0 +1,173 @@
+/* test_validate_cli.c - `cleave validate` and `cleave profile --links` end
+ * to end: a short real run that reports every quantity (no timing
+ * assertions: timing is for `cleave bench validate`), and bad inputs that
+ * exit 2 without leaving files behind. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../profiles/cluster.h"
+#include "../tools/fileio.h"
+#include "../tools/jsonx.h"
+#include "test.h"
+
+#define TINY "tests/data/validate/tiny-2stage.json"
+
+/* The quantity `key` of a validate --json document: predicted and measured
+ * positive and finite, error = (predicted - measured) / measured. */
+static void check_qty(const cJSON *root, const char *key)
+{
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, key);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(q, "predicted"),
+                *m = cJSON_GetObjectItemCaseSensitive(q, "measured"),
+                *r = cJSON_GetObjectItemCaseSensitive(q, "error");
+    CU_ASSERT_FATAL(cJSON_IsNumber(p) && cJSON_IsNumber(m) && cJSON_IsNumber(r));
+    double pv = p->valuedouble, mv = m->valuedouble;
+    CU_ASSERT(isfinite(pv) && pv > 0);
+    CU_ASSERT(isfinite(mv) && mv > 0);
+    CU_ASSERT(fabs(r->valuedouble - (pv - mv) / mv) <= 1e-12 * fmax(1, fabs(r->valuedouble)));
+}
+
+static void test_end_to_end_json(void)
+{
+    char *out = NULL, *err = NULL;
+    int rc = test_run_cli("validate --plan " TINY " --iterations 3 --reps 3 --json", &out, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc) fprintf(stderr, "validate: %s\n", err);
+    cJSON *root;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(jx_parse_text("stdout", out, strlen(out), &root, &e), CL_OK);
+    const char *keys[] = {"iteration_s", "throughput", "worker0.busy_s", "worker1.busy_s",
+                          "worker0.peak_mem_bytes", "worker1.peak_mem_bytes"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) check_qty(root, keys[i]);
+    CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(root, "worker2.busy_s"));
+    /* throughput is samples per iteration over the iteration time, both ways */
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, "iteration_s"),
+                *tp = cJSON_GetObjectItemCaseSensitive(root, "throughput");
+    double ip = cJSON_GetObjectItemCaseSensitive(it, "predicted")->valuedouble,
+           im = cJSON_GetObjectItemCaseSensitive(it, "measured")->valuedouble;
+    CU_ASSERT(test_rel(cJSON_GetObjectItemCaseSensitive(tp, "predicted")->valuedouble, 16 / ip) < 1e-9);
+    CU_ASSERT(test_rel(cJSON_GetObjectItemCaseSensitive(tp, "measured")->valuedouble, 16 / im) < 1e-9);
+    cJSON_Delete(root);
+    free(out);
+    free(err);
+}
+
+/* The table, given the links and a profile from files, with both traces. */
+static void test_end_to_end_table(void)
+{
+    char *dir = test_tmpdir(), args[2048], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "profile --model tests/data/exec/tiny-mlp.json --batch 4 --reps 3 -o %s/p.json", dir);
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "profile --links --max-bytes 1048576 --seconds 0.001 --reps 3 -o %s/c.json", dir);
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
+    snprintf(args, sizeof args,
+             "validate --plan " TINY " --profile %s/p.json --links %s/c.json --iterations 3 --reps 3 "
+             "--trace %s/run.json --sim-trace %s/sim.json", dir, dir, dir, dir);
+    int rc = test_run_cli(args, &out, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc) fprintf(stderr, "validate: %s\n", err);
+    const char *want[] = {"iteration time", "worker 0 (core0) busy", "worker 1 (core1) busy",
+                          "worker 0 (core0) peak memory", "worker 1 (core1) peak memory",
+                          "throughput", "link: from"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, want[i]));
+    const char *files[] = {"p.json", "c.json", "run.json", "sim.json"};
+    for (size_t i = 0; i < 4; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        cJSON *r;
+        cl_err e = {0};
+        CU_ASSERT_EQUAL(jx_parse_file(path, &r, &e), CL_OK);
+        if (!e.code) cJSON_Delete(r);
+        remove(path);
+    }
+    rmdir(dir);
+    free(dir);
+    free(out);
+    free(err);
+}
+
+/* Each bad input exits 2 with a one-line "cleave: ..." naming the problem
+ * and writes neither trace. */
+static void expect_bad(const char *args, const char *needle)
+{
+    char *dir = test_tmpdir(), cmd[2048], *err = NULL;
+    snprintf(cmd, sizeof cmd, "%s --trace %s/run.json --sim-trace %s/sim.json", args, dir, dir);
+    CU_ASSERT_EQUAL(test_run_cli(cmd, NULL, &err), 2);
+    if (!strstr(err, needle)) fprintf(stderr, "expected \"%s\" in: %s\n", needle, err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, needle));
+    char path[1024];
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/sim.json", dir);
+    CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
+    rmdir(dir);
+    free(dir);
+    free(err);
+}
+
+static void test_bad_inputs(void)
+{
+    expect_bad("validate --plan tests/data/validate/nowhere.json", "nowhere.json");
+    expect_bad("validate --plan tests/data/validate/block-plan.json", "kind block");
+    expect_bad("validate --plan " TINY " --profile tests/data/validate/nowhere.json", "nowhere.json");
+    expect_bad("validate --plan " TINY " --profile tests/data/validate/block-plan.json", "block-plan.json");
+    expect_bad("validate --plan " TINY " --links tests/data/cluster/bad-negative-latency.json",
+               "bad-negative-latency.json");
+    expect_bad("validate", "--plan");
+    expect_bad("validate --plan " TINY " --backend smoke-signals", "--backend");
+    expect_bad("validate --plan " TINY " --iterations 0", "--iterations");
+    expect_bad("validate --plan " TINY " --colour blue", "unknown option");
+}
+
+/* profile --links writes a cluster file the loader accepts: one node, one
+ * device per core, the fitted link; a CSV of the samples on request. */
+static void test_profile_links(void)
+{
+    char *dir = test_tmpdir(), args[1024];
+    snprintf(args, sizeof args, "profile --links --max-bytes 1048576 --seconds 0.001 --reps 3 -o %s/c.json --csv %s/l.csv", dir, dir);
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/c.json", dir);
+    cluster c;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(cluster_load(&c, path, &e), CL_OK);
+    CU_ASSERT_EQUAL(c.n_nodes, 1);
+    CU_ASSERT_EQUAL(c.n_devices, (int)sysconf(_SC_NPROCESSORS_ONLN));
+    CU_ASSERT(c.links[CLUSTER_INTRA].bw_Bps > 0 && c.links[CLUSTER_INTRA].latency_s >= 0);
+    CU_ASSERT(c.types[0].peak_fp32_flops > 1e9);
+    CU_ASSERT(c.types[0].efficiency > 0 && c.types[0].efficiency <= 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.links_note, "least squares"));
+    cluster_free(&c);
+    remove(path);
+    snprintf(path, sizeof path, "%s/l.csv", dir);
+    char *csv = NULL;
+    CU_ASSERT_EQUAL_FATAL(cl_read_file(path, 1 << 20, &csv, NULL, &e), CL_OK);
+    int lines = 0;
+    for (char *q = csv; *q; q++) lines += *q == '\n';
+    CU_ASSERT_EQUAL(lines, 1 + 18); /* header, 8 B .. 1 MiB */
+    free(csv);
+    remove(path);
+    /* bad sizes and a missing output: exit 2, no file */
+    snprintf(args, sizeof args, "profile --links --min-bytes 3 -o %s/c.json", dir);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 2);
+    CU_ASSERT_EQUAL(test_run_cli("profile --links --backend pigeons -o x.json", NULL, NULL), 2);
+    CU_ASSERT_EQUAL(test_run_cli("profile --links", NULL, NULL), 2);
+    snprintf(path, sizeof path, "%s/c.json", dir);
+    CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
+    rmdir(dir);
+    free(dir);
+}
+
+TEST_SUITE(validate_cli)
+{
+    test_add_suite("validate_cli");
+    test_add("validate --json reports every quantity", test_end_to_end_json);
+    test_add("validate with profile, links and traces from files", test_end_to_end_table);
+    test_add("validate refuses bad input with exit 2", test_bad_inputs);
+    test_add("profile --links writes a cluster file", test_profile_links);
+}
