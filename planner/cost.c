@@ -61,36 +61,35 @@ int plan_inst_is_chain(const plan_inst *I)
     return 1;
 }
 
-/* Largest stage count probed; every schedule's rule varies well before. */
-#define PROBE_P 64
+/* Largest device count probed; every schedule's rule varies well before. */
+#define PROBE_D 48
 
 int plan_mem_dependence(const plan_inst *I)
 {
-    int flat = 1, position = 1;
-    int i0 = sched_inflight(I->sched, 1, 0, I->m, I->chunks);
-    int v0 = sched_versions(I->sched, 1, 0, I->m);
-    for (int p = 1; p <= PROBE_P; p++)
-        for (int s = 0; s < p; s++) {
-            int in = sched_inflight(I->sched, p, s, I->m, I->chunks);
-            int ve = sched_versions(I->sched, p, s, I->m);
-            if (in != i0 || ve != v0) flat = 0;
-            if (in != sched_inflight(I->sched, p - s, 0, I->m, I->chunks) ||
-                ve != sched_versions(I->sched, p - s, 0, I->m))
-                position = 0;
-        }
-    return flat ? PLAN_MEM_FLAT : position ? PLAN_MEM_BY_POSITION : PLAN_MEM_BY_COUNT;
+    int flat = 1, depth_only = 1;
+    for (int D = 1; D <= PROBE_D; D++)
+        for (int depth = 1; depth <= D; depth++)
+            for (int r = 1; r <= depth; r++) {
+                int in = sched_inflight_rep(I->sched, D, depth, r, I->m, I->chunks);
+                int ve = sched_versions_rep(I->sched, depth, r);
+                if (in != sched_inflight_rep(I->sched, depth, depth, r, I->m, I->chunks)) depth_only = 0;
+                if (in != sched_inflight_rep(I->sched, r, r, r, I->m, I->chunks) ||
+                    ve != sched_versions_rep(I->sched, r, r))
+                    flat = 0;
+            }
+    return flat ? PLAN_MEM_FLAT : depth_only ? PLAN_MEM_BY_DEPTH : PLAN_MEM_BY_TOTAL;
 }
 
-int plan_mem_kcap(const plan_inst *I, int kmax)
+int plan_mem_depth_monotone(const plan_inst *I)
 {
-    if (kmax < 1) return 1;
-    int in = sched_inflight(I->sched, kmax, 0, I->m, I->chunks);
-    int ve = sched_versions(I->sched, kmax, 0, I->m);
-    int K = kmax;
-    while (K > 1 && sched_inflight(I->sched, K - 1, 0, I->m, I->chunks) == in &&
-           sched_versions(I->sched, K - 1, 0, I->m) == ve)
-        K--;
-    return K;
+    int N = I->n_dev;
+    for (int r = 1; r <= N && r <= PROBE_D; r++)
+        for (int depth = r + 1; depth <= N; depth++)
+            if (sched_inflight_rep(I->sched, N, depth, r, I->m, I->chunks) <
+                    sched_inflight_rep(I->sched, N, depth - 1, r, I->m, I->chunks) ||
+                sched_versions_rep(I->sched, depth, r) < sched_versions_rep(I->sched, depth - 1, r))
+                return 0;
+    return 1;
 }
 
 /* -------------------------------------------------------------- lattice -- */
@@ -241,19 +240,11 @@ double plan_boundary_s(const plan_inst *I, double bytes, int level)
 }
 
 double plan_stage_mem(const plan_inst *I, double params, double stash, double in_bytes,
-                      double out_bytes, int k, int p)
+                      double out_bytes, int depth, int r, int devices)
 {
-    int inflight, versions;
-    if (p > 0) {
-        assert(k >= 1 && k <= p);
-        inflight = sched_inflight(I->sched, p, p - k, I->m, I->chunks);
-        versions = sched_versions(I->sched, p, p - k, I->m);
-    } else {
-        assert(k >= 1);
-        /* the caller knows memory depends on p - s = k alone */
-        inflight = sched_inflight(I->sched, k, 0, I->m, I->chunks);
-        versions = sched_versions(I->sched, k, 0, I->m);
-    }
+    assert(r >= 1 && depth >= r && devices >= depth);
+    int inflight = sched_inflight_rep(I->sched, devices, depth, r, I->m, I->chunks);
+    int versions = sched_versions_rep(I->sched, depth, r);
     return params * (2.0 + I->optim_mult) + (versions - 1) * params + stash * inflight +
            2.0 * (in_bytes + out_bytes);
 }
@@ -340,7 +331,8 @@ void plan_layout_eval(const plan_inst *I, const plan_lattice *L, const plan_layo
     out->feasible = 1;
     double B = 0, C = 0, H = HUGE_VAL;
     int U = 0;
-    int dep = plan_mem_dependence(I);
+    int total = 0, depth = 0;
+    for (int s = 0; s < p; s++) total += y->r[s];
     /* suffix order, as the exact search accumulates */
     for (int s = p - 1; s >= 0; s--) {
         int lo = y->cut[s], hi = y->cut[s + 1], pos = y->pos[s], r = y->r[s];
@@ -358,8 +350,9 @@ void plan_layout_eval(const plan_inst *I, const plan_lattice *L, const plan_layo
             int lv = plan_link_level(I, pos, r, y->pos[s + 1], y->r[s + 1]);
             bnd = plan_boundary_s(I, L->cut[hi], lv);
         }
+        depth += r;
         double mem = plan_stage_mem(I, P, L->stash[hi] - L->stash[lo], L->cut[lo], L->cut[hi],
-                                    p - s, dep == PLAN_MEM_BY_COUNT ? p : 0);
+                                    depth, r, total);
         if (t > B || out->bottleneck_stage < 0) {
             B = t;
             out->bottleneck_stage = s;

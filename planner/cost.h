@@ -81,15 +81,19 @@ static inline double plan_inst_work(const plan_inst *I, int i)
     return I->fwd_s[i] + I->bwd_in_s[i] + I->bwd_w_s[i];
 }
 
-/* Does the schedule's memory (sched_inflight, sched_versions at this m and
- * chunk count) depend on nothing, on the stage's place from the end alone
- * (p - s), or on the stage count too?  Found by probing those functions, so
- * the planner follows the simulator's memory rules whatever they are. */
-enum { PLAN_MEM_FLAT = 0, PLAN_MEM_BY_POSITION = 1, PLAN_MEM_BY_COUNT = 2 };
+/* Memory follows the simulator's rules (sim/schedule.h): a replica of a
+ * stage with r replicas and depth D (devices from this stage to the last,
+ * its own included) keeps sched_inflight_rep(kind, devices, D, r, m, v)
+ * microbatches of stash and sched_versions_rep(kind, D, r) weight versions,
+ * `devices` being the whole pipeline's.  Does that depend on r alone
+ * (FLAT: gpipe, sequential), also on the depth (BY_DEPTH: 1f1b, fbp,
+ * pipedream), or on the pipeline's device count too (BY_TOTAL: zb-h1,
+ * interleaved)?  Found by probing those functions, so the planner follows
+ * whatever rules the simulator has. */
+enum { PLAN_MEM_FLAT = 0, PLAN_MEM_BY_DEPTH = 1, PLAN_MEM_BY_TOTAL = 2 };
 int plan_mem_dependence(const plan_inst *I);
-/* For position-only memory: the smallest K such that every stage at place
- * k >= K from the end (k <= kmax) needs what one at K needs. */
-int plan_mem_kcap(const plan_inst *I, int kmax);
+/* 1 when memory never shrinks as the depth grows (probed up to n_dev). */
+int plan_mem_depth_monotone(const plan_inst *I);
 
 /* -------------------------------------------------------------- lattice -- */
 
@@ -179,11 +183,13 @@ static inline double plan_stage_time(const plan_inst *I, double w_s, int r, doub
 }
 /* Boundary time per iteration for `bytes` per microbatch over link level. */
 double plan_boundary_s(const plan_inst *I, double bytes, int level);
-/* Bytes one device of a stage needs.  `k` is the stage's place from the
- * end (1 = last) and p the stage count (0 when unknown: then the schedule's
- * memory must not depend on it).  in/out: cut bytes before and after it. */
+/* Bytes one device of a stage needs: params x (2 + optimiser) + (versions
+ * - 1) x params + stash x in-flight + 2 x (in + out) buffers, for a stage
+ * of r replicas at depth `depth` in a pipeline of `devices` devices (pass
+ * devices = depth when the schedule's memory is not BY_TOTAL).  in/out:
+ * cut bytes before and after it, per microbatch. */
 double plan_stage_mem(const plan_inst *I, double params, double stash, double in_bytes,
-                      double out_bytes, int k, int p);
+                      double out_bytes, int depth, int r, int devices);
 /* The least memory any schedule needs for the stage (one microbatch in
  * flight, one weight version): a lower bound of plan_stage_mem. */
 double plan_stage_mem_least(const plan_inst *I, double params, double stash, double in_bytes,

@@ -56,8 +56,13 @@ typedef struct xdp {
     const plan_inst *I;
     const plan_lattice *L;
     int N, mode, K, C;
-    int track_k, kcap, p_fixed;
+    int p_fixed;            /* exact stage count, or 0                       */
+    int dev_fixed;          /* exact device count (BY_TOTAL memory), or 0    */
     int dep;                /* plan_mem_dependence of the instance           */
+    int monotone;           /* memory never shrinks as the depth grows       */
+    int track_u;            /* memory depends on the depth: fewer devices
+                               below dominate (see dominates)               */
+    int u_fronts;           /* one front per devices count (exact U needed)  */
     int pass2, relaxed;     /* relaxed: 1 = least memory of this schedule,
                                2 = least memory of any schedule            */
     double bound;           /* pass 1: prune above; pass 2: the threshold B* */
@@ -70,6 +75,13 @@ typedef struct xdp {
     double spd_top;
     double need_coef;       /* m / (fastest speed x bound) x (1 - 1e-9): a
                                set of work W needs >= W x need_coef devices */
+    double cap_top;         /* the largest device memory                     */
+    double *pm, *infl;      /* per devices U already below (0..N): the least,
+                               over replica counts r, of bytes per parameter
+                               byte and in-flight microbatches of a stage at
+                               depth U + r (memory grows with the depth, so
+                               stages further up need at least as much)     */
+    double pm_least, infl_least; /* the same for any depth and schedule      */
     int64_t steps, budget;
     int over;
 } xdp;
@@ -86,10 +98,13 @@ static int new_entry(xdp *X, const xent *v)
     return (int)X->n_ent++;
 }
 
-/* a is at least as good as b for every completion */
+/* a is at least as good as b for every completion.  When memory grows with
+ * the depth, an entry whose placed stages use fewer devices is no worse (the
+ * stages still to come sit less deep), so U joins the comparison. */
 static int dominates(const xdp *X, const xent *a, const xent *b)
 {
     if (a->d > b->d) return 0;
+    if (X->track_u && a->U > b->U) return 0;
     if (!X->pass2) return a->B <= b->B;
     if (a->C != b->C) return a->C < b->C;
     if (a->H != b->H) return a->H > b->H;
@@ -119,7 +134,8 @@ static xfront *front_of(xdp *X, int t, int c, int k, int create)
 /* Offer entry v to its state's front. */
 static void offer(xdp *X, const xent *v)
 {
-    xfront *f = front_of(X, v->t, v->c, v->k, 1);
+    int fk = (X->p_fixed ? v->k : 0) * (X->N + 1) + (X->u_fronts ? v->U : 0);
+    xfront *f = front_of(X, v->t, v->c, fk, 1);
     for (int i = 0; i < f->n; i++)
         if (dominates(X, &X->ent[f->ids[i]], v)) return;
     int w = 0;
@@ -131,7 +147,7 @@ static void offer(xdp *X, const xent *v)
         f->ids = cl_realloc(f->ids, (size_t)f->cap * sizeof(int));
     }
     int id = new_entry(X, v);
-    f = front_of(X, v->t, v->c, v->k, 0); /* X->fr may not move, but be safe */
+    f = front_of(X, v->t, v->c, fk, 0);
     f->ids[f->n++] = id;
 }
 
@@ -196,6 +212,35 @@ static void classify_positions(xdp *X)
 
 /* ---------------------------------------------------------- expansion -- */
 
+/* Devices the layers of set t need at least, when the stages holding them
+ * sit at places k and further from the end: within the bound (work spread
+ * perfectly) and within memory (each stage keeps its parameters and at
+ * least place-k in-flight stash on one device of at most cap_top). */
+static double need(const xdp *X, int t, int below)
+{
+    if (t == 0) return 0;
+    const plan_lattice *L = X->L;
+    double pm = X->pm_least, infl = X->infl_least;
+    if (!X->relaxed) {
+        if (below > X->N) below = X->N;
+        pm = X->pm[below];
+        infl = X->infl[below];
+    }
+    double n_time = L->work[t] * X->need_coef;
+    double n_mem = (L->params[t] * pm + L->stash[t] * infl) / X->cap_top * (1 - 1e-9);
+    return fmax(1.0, fmax(n_time, n_mem));
+}
+
+/* Memory of one device of a stage of r replicas at `depth`. */
+static double mem_of(const xdp *X, double P, double st, double in, double out, int depth, int r)
+{
+    if (X->relaxed == 2) return plan_stage_mem_least(X->I, P, st, in, out);
+    if (X->relaxed == 1) return plan_stage_mem(X->I, P, st, in, out, r, r, r);
+    int devices = X->dev_fixed ? X->dev_fixed : depth;
+    if (depth > devices) return HUGE_VAL;
+    return plan_stage_mem(X->I, P, st, in, out, depth, r, devices);
+}
+
 /* Place the stage set `hi` \ `lo` ... for entry `xi` on every allowed block
  * ending at e.  Returns 0 when the loop over smaller sets may stop. */
 static int place(xdp *X, int xi, int lo, double bnd)
@@ -214,15 +259,18 @@ static int place(xdp *X, int xi, int lo, double bnd)
     double P = L->params[hi] - L->params[lo], st = L->stash[hi] - L->stash[lo];
     double in = L->cut[lo], out = L->cut[hi];
     int kk = x.k + 1;
-    if (X->track_k && !X->p_fixed && kk > X->kcap) kk = X->kcap;
-    if (!X->track_k) kk = 1;
-    int mem_k = X->relaxed ? 1 : kk, mem_p = X->p_fixed;
-    if (X->relaxed && X->dep == PLAN_MEM_BY_COUNT) mem_p = 1;
     if (X->p_fixed && kk > X->p_fixed) return 1;
     /* the layers left in `lo` need at least need(lo) devices within the
-     * bound; a block that leaves fewer cannot lead anywhere */
-    double need_lo = lo == 0 ? 0 : fmax(1.0, L->work[lo] * X->need_coef);
+     * bound; a block that leaves fewer cannot lead anywhere (the stages
+     * holding them sit on at least x.U + 1 devices) */
+    double need_lo = need(X, lo, x.U + 1);
     if (need_lo > e - 1) return 1;
+    /* parameters and stash only grow with the stage: once they alone
+     * overflow the largest device at the least depth, so does every larger
+     * stage of a chain */
+    double pm0 = X->relaxed ? X->pm_least : X->pm[x.U];
+    double in0 = X->relaxed ? X->infl_least : X->infl[x.U];
+    if (P * pm0 + st * in0 > X->cap_top) return !L->chain;
 
     int n1s = X->nstart[e - 1], n1e = X->nend[e - 1];
     int room = e - n1s;
@@ -240,15 +288,14 @@ static int place(xdp *X, int xi, int lo, double bnd)
         double ar = plan_allreduce_s(I, P, r, CLUSTER_INTRA);
         double tm = plan_stage_time(I, w, r, spd, ar);
         if (tm > X->bound) continue;
-        double mem = X->relaxed == 2 ? plan_stage_mem_least(I, P, st, in, out)
-                                     : plan_stage_mem(I, P, st, in, out, mem_k, mem_p);
+        double mem = mem_of(X, P, st, in, out, x.U + r, r);
         if (mem > cap) continue;
         int e2 = e - r;
         int bit = e2 > 0 && I->node[e2 - 1] == I->node[e2];
         double b2 = bnd;
         xent v = {.B = fmax(fmax(x.B, bnd), tm), .C = x.C + ar + b2,
                   .H = fmin(x.H, cap - mem), .U = x.U + r, .d = x.d + r,
-                  .t = lo, .c = class_of(X, e2, bit), .k = X->track_k ? kk : 1,
+                  .t = lo, .c = class_of(X, e2, bit), .k = kk,
                   .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
         offer(X, &v);
     }
@@ -277,12 +324,11 @@ static int place(xdp *X, int xi, int lo, double bnd)
             double ar = plan_allreduce_s(I, P, r, CLUSTER_INTER);
             double tm = plan_stage_time(I, w, r, nspd, ar);
             if (tm > X->bound) continue;
-            double mem = X->relaxed == 2 ? plan_stage_mem_least(I, P, st, in, out)
-                                         : plan_stage_mem(I, P, st, in, out, mem_k, mem_p);
+            double mem = mem_of(X, P, st, in, out, x.U + r, r);
             if (mem > ncap) continue;
             xent v = {.B = fmax(fmax(x.B, bnd), tm), .C = x.C + ar + bnd,
                       .H = fmin(x.H, ncap - mem), .U = x.U + r, .d = x.d + r,
-                      .t = lo, .c = class_of(X, a, 0), .k = X->track_k ? kk : 1,
+                      .t = lo, .c = class_of(X, a, 0), .k = kk,
                       .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
             offer(X, &v);
         }
@@ -318,7 +364,7 @@ static void expand(xdp *X, int xi)
         offer(X, &v);
     }
     if (x.t == 0) return;
-    if (fmax(1.0, L->work[x.t] * X->need_coef) > e) return;
+    if (need(X, x.t, x.U) > e) return;
     /* the boundary between the stage placed next and the one after it; a
      * block inside a node shares it with the next stage only then */
     double bnd = 0;
@@ -396,11 +442,12 @@ static int run_pass(xdp *X)
     if (!X->over && X->head[0]) {
         for (int c = 0; c < X->C; c++)
             for (int f = X->head[0][c]; f >= 0; f = X->fr[f].next) {
-                if (X->fr[f].k == 0) continue;
-                if (X->p_fixed && X->fr[f].k != X->p_fixed) continue;
                 for (int i = 0; i < X->fr[f].n; i++) {
                     int id = X->fr[f].ids[i];
                     const xent *a = &X->ent[id];
+                    if (a->k == 0 || (X->p_fixed && a->k != X->p_fixed) ||
+                        (X->dev_fixed && a->U != X->dev_fixed))
+                        continue;
                     if (best < 0) { best = id; continue; }
                     const xent *b = &X->ent[best];
                     int better;
@@ -458,9 +505,27 @@ static int setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_e
         return -1;
     }
     X->head = cl_calloc((size_t)L->n_sets, sizeof(int *));
+    X->dev_fixed = o ? o->devices_fixed : 0;
     X->dep = plan_mem_dependence(I);
-    int kmax = X->N < L->n_layers ? X->N : L->n_layers;
-    X->kcap = X->p_fixed > 0 ? X->p_fixed : plan_mem_kcap(I, kmax);
+    X->monotone = plan_mem_depth_monotone(I);
+    X->cap_top = 0;
+    for (int d = 0; d < X->N; d++) X->cap_top = fmax(X->cap_top, I->mem_cap[d]);
+    /* memory multipliers per depth, least over the replica counts allowed */
+    X->pm_least = plan_stage_mem_least(I, 1, 0, 0, 0);
+    X->infl_least = plan_stage_mem_least(I, 0, 1, 0, 0);
+    X->pm = cl_calloc((size_t)X->N + 1, sizeof(double));
+    X->infl = cl_calloc((size_t)X->N + 1, sizeof(double));
+    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    for (int U = 0; U <= X->N; U++) {
+        double pm = HUGE_VAL, infl = HUGE_VAL;
+        for (int r = 1; r <= rmax && U + r <= X->N; r++) {
+            int D = U + r, devs = X->dev_fixed > D ? X->dev_fixed : D;
+            pm = fmin(pm, plan_stage_mem(I, 1, 0, 0, 0, D, r, devs));
+            infl = fmin(infl, plan_stage_mem(I, 0, 1, 0, 0, D, r, devs));
+        }
+        X->pm[U] = pm < HUGE_VAL ? pm : X->pm_least;
+        X->infl[U] = infl < HUGE_VAL ? infl : X->infl_least;
+    }
     return 0;
 }
 
@@ -476,16 +541,19 @@ static void teardown(xdp *X, plan_exact_stats *st)
     free(X->head);
     free(X->nstart);
     free(X->nend);
+    free(X->pm);
+    free(X->infl);
 }
 
 /* One pass; relaxed as in xdp.relaxed; pass2 at threshold `bound`. */
 static int pass(xdp *X, int relaxed, int pass2, double bound, plan_exact_stats *st)
 {
-    int dep = X->dep;
     X->relaxed = relaxed;
     X->pass2 = pass2;
     X->bound = bound;
-    X->track_k = X->p_fixed > 0 || (!relaxed && dep == PLAN_MEM_BY_POSITION);
+    int by_depth = !relaxed && X->dep != PLAN_MEM_FLAT;
+    X->track_u = by_depth && X->monotone;
+    X->u_fronts = (by_depth && !X->monotone) || X->dev_fixed > 0;
     X->need_coef = bound < HUGE_VAL ? X->I->m / (X->spd_top * bound) * (1 - 1e-9) : 0;
     if (st) st->passes++;
     return run_pass(X);
@@ -525,6 +593,10 @@ static double global_upper(const xdp *X)
     return fmax(I->m * (L->work[L->n_sets - 1] / spd_min) + ar, bnd) * (1 + 1e-9);
 }
 
+/* Growth of the guesses: each failed pass below the optimum is cheap, the
+ * successful one costs more the looser it is (measured on the synthetic
+ * chains of `cleave bench plan`; 1.05 balanced 1.1 and 1.2). */
+#define GROW 1.05
 /* Pass 1 under growing guesses of the bound: a pass under bound g is exact
  * whenever the optimum is <= g, and far cheaper than one under a loose
  * bound, because partial layouts that cannot finish within g on the devices
@@ -533,10 +605,9 @@ static double global_upper(const xdp *X)
 static int pass1(xdp *X, int relaxed, double upper, plan_exact_stats *st)
 {
     double lb = global_lower(X), U = fmin(upper, global_upper(X));
-    static const double grow[] = {1.02, 1.1, 1.3, 1.7, 2.5, 4};
     double g = lb;
-    for (int k = 0; lb > 0 && k < 64; k++) {
-        g = k < (int)(sizeof grow / sizeof grow[0]) ? lb * grow[k] : g * 2;
+    for (int k = 0; lb > 0 && k < 200; k++) {
+        g = k == 0 ? lb * 1.02 : g * (k < 40 ? GROW : 2);
         if (!(g < U)) break;
         int b = pass(X, relaxed, 0, g, st);
         if (X->over || b >= 0) return b;
@@ -568,7 +639,7 @@ int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts 
     xdp X;
     if (setup(&X, I, L, o, st, e)) return -1;
     int dep = X.dep;
-    assert(dep != PLAN_MEM_BY_COUNT || X.p_fixed > 0); /* the caller fixes p */
+    assert(dep != PLAN_MEM_BY_TOTAL || X.dev_fixed > 0); /* the caller fixes the devices */
     double upper = o ? o->upper_s : HUGE_VAL;
     int best = -1;
     /* a known lower bound first: reaching it proves optimality */
@@ -578,7 +649,7 @@ int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts 
     /* pass 1 with this schedule's least memory when its memory depends on
      * the stage's place (a relaxation), then pass 2 at that bottleneck; if
      * nothing fits there, both passes again with exact memory */
-    int relax = dep != PLAN_MEM_FLAT && !X.p_fixed;
+    int relax = dep != PLAN_MEM_FLAT && X.monotone && !X.p_fixed && !X.dev_fixed;
     for (int round = 0; round < 2 && best < 0 && !X.over; round++) {
         int relaxed = round == 0 && relax;
         if (round == 1 && !relax) break;

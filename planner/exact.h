@@ -17,6 +17,9 @@
 
 typedef struct plan_exact_opts {
     int p_fixed;            /* 0: any stage count; else exactly this many   */
+    int devices_fixed;      /* 0: any; else exactly this many devices (needed
+                               when memory depends on the pipeline's device
+                               count: plan_mem_dependence BY_TOTAL)         */
     double upper_s;         /* a bottleneck some feasible layout reaches
                                (prunes the search); HUGE_VAL when unknown    */
     int64_t budget;         /* inner steps before giving up; 0 = default    */

@@ -109,6 +109,12 @@ static void merge_sequence(const plan_inst *I, const plan_lattice *L, int *remov
     free(ver);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* ----------------------------------------------------------- replicas -- */
 
 typedef struct rep_ctx {
@@ -141,109 +147,139 @@ static int next_r(const rep_ctx *c, int r)
     return r2;
 }
 
-/* Spread spare devices over the slowest stages. */
+/* Spread spare devices over the slowest stages: a max-heap of stage times;
+ * the slowest gets its next replica count while that shortens it. */
 static void add_replicas(rep_ctx *c, int p, int budget)
 {
-    char *done = cl_calloc((size_t)p, 1);
     double *t = cl_malloc((size_t)p * sizeof *t);
+    int *h = cl_malloc((size_t)p * sizeof *h), n = 0;
     for (int s = 0; s < p; s++) {
         c->r[s] = 1;
         t[s] = stage_ref_time(c, s, 1);
     }
-    for (;;) {
-        int w = -1;
-        for (int s = 0; s < p; s++)
-            if (!done[s] && (w < 0 || t[s] > t[w])) w = s;
-        if (w < 0) break;
+    /* heap of stage indices by t (max first, then lower index) */
+#define ABOVE(a, b) (t[a] > t[b] || (t[a] == t[b] && (a) < (b)))
+    for (int s = 0; s < p; s++) {
+        int i = n++;
+        h[i] = s;
+        while (i > 0 && ABOVE(h[i], h[(i - 1) / 2])) {
+            int x = h[i];
+            h[i] = h[(i - 1) / 2];
+            h[(i - 1) / 2] = x;
+            i = (i - 1) / 2;
+        }
+    }
+    while (n > 0) {
+        int w = h[0];
         int r2 = next_r(c, c->r[w]);
         double t2 = r2 ? stage_ref_time(c, w, r2) : HUGE_VAL;
-        if (!r2 || r2 - c->r[w] > budget || !(t2 < t[w])) {
-            done[w] = 1;
-            continue;
+        int done = !r2 || r2 - c->r[w] > budget || !(t2 < t[w]);
+        if (done) {
+            h[0] = h[--n];
+        } else {
+            budget -= r2 - c->r[w];
+            c->r[w] = r2;
+            t[w] = t2;
         }
-        budget -= r2 - c->r[w];
-        c->r[w] = r2;
-        t[w] = t2;
+        /* sift down from the root */
+        int i = 0;
+        for (;;) {
+            int l = 2 * i + 1, r = l + 1, m = i;
+            if (l < n && ABOVE(h[l], h[m])) m = l;
+            if (r < n && ABOVE(h[r], h[m])) m = r;
+            if (m == i) break;
+            int x = h[i];
+            h[i] = h[m];
+            h[m] = x;
+            i = m;
+        }
     }
-    free(done);
+#undef ABOVE
     free(t);
+    free(h);
 }
 
 /* ---------------------------------------------------------- placement -- */
 
-/* Place blocks left to right: each stage starts at the next free position
- * or at the next node's start; minimise the largest, then the total, bytes
- * crossing between nodes.  from[s][end] is where stage s - 1 starts when it
- * ends at `end`, back[s][end] where the stage before it ended.  Returns 0
- * when the blocks do not fit. */
+/* Pack stages into nodes left to right, cutting between nodes only at
+ * boundaries whose bytes are <= limit: a node takes stages while they fit,
+ * and when the next does not, the run goes back to the last allowed cut.
+ * This uses the fewest nodes for that set of allowed cuts.  Fills y->pos and
+ * returns 1 when the stages fit the cluster's nodes. */
+static int pack(const plan_lattice *L, plan_layout *y, double limit,
+                const int *nstart, int n_nodes, const int *nsize)
+{
+    int p = y->p, node = 0, s = 0;
+    while (s < p) {
+        if (node >= n_nodes) return 0;
+        int K = nsize[node];
+        if (y->r[s] > K) {
+            /* whole nodes: the stage's replica count must be a run of them */
+            int need = y->r[s], q = node, got = 0;
+            while (q < n_nodes && got < need) got += nsize[q++];
+            if (got != need) return 0;
+            y->pos[s] = nstart[node];
+            node = q;
+            s++;
+            continue;
+        }
+        /* fill this node with stages s .. e - 1 */
+        int used = 0, e = s, last_ok = -1;
+        while (e < p && y->r[e] <= K - used) {
+            used += y->r[e];
+            e++;
+            if (e < p && L->cut[y->cut[e]] <= limit) last_ok = e;
+        }
+        if (e == s) return 0; /* a stage wider than its node (mixed sizes) */
+        if (e < p && y->r[e] <= K && L->cut[y->cut[e]] > limit) {
+            /* the run must end at an allowed boundary */
+            if (last_ok <= s) return 0;
+            e = last_ok;
+        }
+        int at = nstart[node];
+        for (int k = s; k < e; k++) {
+            y->pos[k] = at;
+            at += y->r[k];
+        }
+        s = e;
+        node++;
+    }
+    return 1;
+}
+
+/* Place blocks so that the boundaries between nodes carry the fewest bytes:
+ * the smallest byte limit under which packing still fits (binary search over
+ * the boundaries' bytes).  Returns 0 when the stages do not fit at all. */
 static int place_blocks(const plan_inst *I, const plan_lattice *L, plan_layout *y)
 {
-    int p = y->p, N = I->n_dev;
-    /* (mx, sm)[s][pos]: (max, sum) bytes crossing nodes before stage s when
-     * stage s - 1 ended at pos */
-    size_t W = (size_t)N + 1;
-    double *mx = cl_malloc((size_t)(p + 1) * W * sizeof(double));
-    double *sm = cl_malloc((size_t)(p + 1) * W * sizeof(double));
-    int *from = cl_malloc((size_t)(p + 1) * W * sizeof(int));
-    int *back = cl_malloc((size_t)(p + 1) * W * sizeof(int));
-    for (size_t i = 0; i < (size_t)(p + 1) * W; i++) {
-        mx[i] = HUGE_VAL;
-        sm[i] = HUGE_VAL;
-        from[i] = back[i] = -1;
+    int N = I->n_dev, p = y->p;
+    int *nstart = cl_malloc((size_t)N * sizeof(int)), *nsize = cl_malloc((size_t)N * sizeof(int));
+    int n_nodes = 0;
+    for (int a = 0; a < N;) {
+        int b = a;
+        while (b < N && I->node[b] == I->node[a]) b++;
+        nstart[n_nodes] = a;
+        nsize[n_nodes++] = b - a;
+        a = b;
     }
-    mx[0] = sm[0] = 0; /* before stage 0, at position 0 */
-    for (int s = 0; s < p; s++) {
-        int r = y->r[s];
-        for (int pos = 0; pos <= N; pos++) {
-            double a = mx[s * W + pos], b = sm[s * W + pos];
-            if (a == HUGE_VAL) continue;
-            /* candidate starts: pos itself, and the next node start */
-            int starts[2] = {pos, -1}, ns = 1;
-            if (pos < N && pos > 0 && I->node[pos] == I->node[pos - 1]) {
-                int q = pos;
-                while (q < N && I->node[q] == I->node[pos]) q++;
-                if (q < N) starts[ns++] = q;
-            }
-            for (int k = 0; k < ns; k++) {
-                int st = starts[k];
-                if (!plan_block_ok(I, st, r)) continue;
-                double na = a, nb = b;
-                if (s > 0) {
-                    int ps = from[s * W + pos];
-                    int lv = plan_link_level(I, ps, y->r[s - 1], st, r);
-                    if (lv == CLUSTER_INTER) {
-                        double bytes = L->cut[y->cut[s]];
-                        na = fmax(na, bytes);
-                        nb = nb + bytes;
-                    }
-                }
-                size_t to = (size_t)(s + 1) * W + (size_t)(st + r);
-                if (na < mx[to] || (na == mx[to] && nb < sm[to])) {
-                    mx[to] = na;
-                    sm[to] = nb;
-                    from[to] = st;
-                    back[to] = pos;
-                }
-            }
+    double *lim = cl_malloc((size_t)(p + 1) * sizeof(double));
+    int nl = 0;
+    for (int s = 1; s < p; s++) lim[nl++] = L->cut[y->cut[s]];
+    lim[nl++] = HUGE_VAL;
+    qsort(lim, (size_t)nl, sizeof(double), cmp_double);
+    int ok = 0;
+    if (pack(L, y, HUGE_VAL, nstart, n_nodes, nsize)) {
+        int lo = 0, hi = nl - 1; /* lim[hi] works */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (pack(L, y, lim[mid], nstart, n_nodes, nsize)) hi = mid;
+            else lo = mid + 1;
         }
+        ok = pack(L, y, lim[hi], nstart, n_nodes, nsize);
     }
-    int end = -1;
-    for (int pos = 0; pos <= N; pos++) {
-        size_t i = (size_t)p * W + pos;
-        if (mx[i] == HUGE_VAL) continue;
-        if (end < 0 || mx[i] < mx[(size_t)p * W + end] ||
-            (mx[i] == mx[(size_t)p * W + end] && sm[i] < sm[(size_t)p * W + end]))
-            end = pos;
-    }
-    int ok = end >= 0;
-    for (int s = p, pos = end; ok && s >= 1; s--) {
-        y->pos[s - 1] = from[(size_t)s * W + pos];
-        pos = back[(size_t)s * W + pos];
-    }
-    free(back);
-    free(mx);
-    free(sm);
-    free(from);
+    free(lim);
+    free(nstart);
+    free(nsize);
     return ok;
 }
 
@@ -281,10 +317,10 @@ int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layo
     int *cut = cl_malloc((size_t)(n + 1) * sizeof(int));
     for (int p = 1; p <= pmax; p++) {
         if (p_fixed > 0 && p != p_fixed) continue;
-        if (!p_fixed && p > 64 && p != pmax) {
-            /* thin large counts geometrically: p in ~1.1^k */
-            double ratio = pow(1.1, floor(log((double)p) / log(1.1)));
-            if ((int)ceil(ratio) != p && p % 64 != 0) continue;
+        if (!p_fixed && p > 32 && p != pmax) {
+            /* thin large counts geometrically: p in ~1.2^k */
+            double ratio = pow(1.2, floor(log((double)p) / log(1.2)));
+            if ((int)ceil(ratio) != p) continue;
         }
         /* the p - 1 cuts removed last, sorted */
         int k = 0;

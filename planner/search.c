@@ -16,7 +16,7 @@
 
 #define DEFAULT_MAX_DOWNSETS 100000
 #define DEFAULT_MAX_PAIRS ((int64_t)20000000)
-#define MAX_MICRO_CANDIDATES 10
+#define MAX_MICRO_CANDIDATES 6
 
 static const char *const algo_names[] = {"auto", "exact", "merge"};
 _Static_assert(sizeof algo_names / sizeof algo_names[0] == PLAN_ALGO_COUNT, "algo names");
@@ -122,7 +122,9 @@ static void layout_plan(const ctx *c, const plan_inst *I, const plan_lattice *L,
     pl->stages = cl_calloc((size_t)y->p, sizeof *pl->stages);
     pl->model = *c->rq->model;
     pl->cluster = *c->rq->cluster;
-    int dep = plan_mem_dependence(I);
+    int total = 0, depth = 0;
+    for (int s = 0; s < y->p; s++) total += y->r[s];
+    for (int s = 0; s < y->p; s++) depth += y->r[s];
     for (int s = 0; s < y->p; s++) {
         plan_stage *st = &pl->stages[s];
         int lo = y->cut[s], hi = y->cut[s + 1], pos = y->pos[s], r = y->r[s];
@@ -158,7 +160,8 @@ static void layout_plan(const ctx *c, const plan_inst *I, const plan_lattice *L,
         }
         st->comm_s = ar + bnd;
         st->mem_bytes = plan_stage_mem(I, st->param_bytes, st->stash_bytes, L->cut[lo], L->cut[hi],
-                                       y->p - s, dep == PLAN_MEM_BY_COUNT ? y->p : 0);
+                                       depth, r, total);
+        depth -= r;
     }
 }
 
@@ -440,7 +443,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             plan_eval evm[SCHED_COUNT];
             int okm[SCHED_COUNT], pfix[SCHED_COUNT];
             double upper = HUGE_VAL;
-            int p_seen = 0; /* stage count of the first feasible layout at this m */
+            int u_seen = 0; /* devices of the first fitting layout at this m */
             for (int ki = 0; ki < n_kinds; ki++) {
                 I.sched = kinds[ki];
                 pfix[ki] = rq->stages;
@@ -448,7 +451,6 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                 memset(&ym[ki], 0, sizeof ym[ki]);
                 memset(&evm[ki], 0, sizeof evm[ki]);
                 okm[ki] = 0;
-                if (plan_mem_dependence(&I) == PLAN_MEM_BY_COUNT && !pfix[ki]) continue; /* below */
                 okm[ki] = plan_merge(&I, &pre, pfix[ki], &ym[ki], NULL);
                 if (ym[ki].p) plan_layout_eval(&I, &pre, &ym[ki], &evm[ki]);
                 if (okm[ki] && XL == &pre) upper = fmin(upper, evm[ki].bottleneck_s);
@@ -465,14 +467,13 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             }
             for (int ki = 0; ki < n_kinds && !rc; ki++) {
                 I.sched = kinds[ki];
-                int p_fixed = pfix[ki];
-                if (plan_mem_dependence(&I) == PLAN_MEM_BY_COUNT && !p_fixed) {
-                    /* zb-h1 keeps min(p, m) microbatches on every stage: fix p
-                     * at the count the other schedules chose (else all devices) */
-                    p_fixed = p_seen ? p_seen : (N < md->n_layers ? N : md->n_layers);
-                    note(res, "zb-h1 is planned with the stage count the other schedules chose (its memory depends on the count)");
-                    okm[ki] = plan_merge(&I, &pre, p_fixed, &ym[ki], NULL);
-                    if (ym[ki].p) plan_layout_eval(&I, &pre, &ym[ki], &evm[ki]);
+                int p_fixed = pfix[ki], dev_fixed = 0;
+                if (plan_mem_dependence(&I) == PLAN_MEM_BY_TOTAL) {
+                    /* zb-h1's memory depends on the pipeline's device count:
+                     * search at the count the schedules before it chose */
+                    dev_fixed = u_seen ? u_seen : okm[ki] ? evm[ki].devices : N;
+                    note(res, "%s is searched on as many devices as the schedules before it chose (its memory depends on the count)",
+                         sched_kind_name(I.sched));
                 }
                 plan_layout yx = {0};
                 plan_eval evx = {0};
@@ -481,7 +482,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                     /* merge's cuts are prefixes; a prefix layout is also a DAG
                      * layout only when inert layers sit where the rules put
                      * them, so its bound is used only on chains */
-                    plan_exact_opts xo = {.p_fixed = p_fixed,
+                    plan_exact_opts xo = {.p_fixed = p_fixed, .devices_fixed = dev_fixed,
                                           .upper_s = okm[ki] && XL == &pre ? evm[ki].bottleneck_s : HUGE_VAL,
                                           .budget = rq->exact_budget,
                                           .lower_s = lower};
@@ -504,10 +505,10 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                 if (!rc) {
                     if (okx == 1) {
                         consider(&c, &B, &I, XL, &yx, &evx, "exact", xs_b, ms_b);
-                        if (!p_seen) p_seen = yx.p;
+                        if (!u_seen) u_seen = evx.devices;
                     } else if (okm[ki]) {
                         consider(&c, &B, &I, &pre, &ym[ki], &evm[ki], "merge", xs_b, ms_b);
-                        if (!p_seen) p_seen = ym[ki].p;
+                        if (!u_seen) u_seen = evm[ki].devices;
                     } else if (ym[ki].p) {
                         consider_bad(&c, &B, &I, &pre, &ym[ki]);
                     }

@@ -35,8 +35,9 @@ typedef struct gen_opts {
     int max_layers, dag, max_dev;
 } gen_opts;
 
-/* Fill a random instance; returns p_fixed to use (0 = free). */
-static int gen_instance(plan_inst *I, const gen_opts *g)
+/* Fill a random instance; returns p_fixed to use (0 = free) and sets
+ * *dev_fixed when the schedule's memory needs a fixed device count. */
+static int gen_instance(plan_inst *I, const gen_opts *g, int *dev_fixed)
 {
     int n = irand(1, g->max_layers);
     int nd = irand(1, g->max_dev);
@@ -122,8 +123,9 @@ static int gen_instance(plan_inst *I, const gen_opts *g)
             for (int d = 1; d < nd; d++) I->mem_cap[d] = I->mem_cap[0];
     }
     int p_fixed = 0;
-    if (I->sched == SCHED_ZBH1) p_fixed = irand(1, nd < n ? nd : n);
-    else if (irand(0, 5) == 0) p_fixed = irand(1, nd < n ? nd : n);
+    *dev_fixed = 0;
+    if (plan_mem_dependence(I) == PLAN_MEM_BY_TOTAL) *dev_fixed = irand(1, nd);
+    if (irand(0, 5) == 0) p_fixed = irand(1, nd < n ? nd : n);
     return p_fixed;
 }
 
@@ -132,7 +134,7 @@ static int gen_instance(plan_inst *I, const gen_opts *g)
 typedef struct brute {
     const plan_inst *I;
     const plan_lattice *L;
-    int p_fixed;
+    int p_fixed, dev_fixed;
     plan_layout cur;
     plan_eval best;
     int have;
@@ -155,6 +157,11 @@ static void brute_rec(brute *b, int s, int set, int pos_min)
     if (set == L->n_sets - 1) {
         if (b->p_fixed && s != b->p_fixed) return;
         plan_layout y = {.p = s, .cut = b->cur.cut, .pos = b->cur.pos, .r = b->cur.r};
+        if (b->dev_fixed) {
+            int u = 0;
+            for (int k = 0; k < s; k++) u += y.r[k];
+            if (u != b->dev_fixed) return;
+        }
         plan_eval ev;
         plan_layout_eval(I, L, &y, &ev);
         b->evals++;
@@ -180,10 +187,10 @@ static void brute_rec(brute *b, int s, int set, int pos_min)
 }
 
 /* Returns 1 with *best when some layout is feasible. */
-static int brute_force(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_eval *best,
-                       long *evals)
+static int brute_force(const plan_inst *I, const plan_lattice *L, int p_fixed, int dev_fixed,
+                       plan_eval *best, long *evals)
 {
-    brute b = {.I = I, .L = L, .p_fixed = p_fixed};
+    brute b = {.I = I, .L = L, .p_fixed = p_fixed, .dev_fixed = dev_fixed};
     plan_layout_alloc(&b.cur, I->n_dev + 1);
     b.cur.cut[0] = 0;
     brute_rec(&b, 0, 0, 0);
@@ -202,7 +209,8 @@ static int check_instances(const gen_opts *g, int count, uint64_t seed, int *n_f
     *n_feasible = 0;
     for (int it = 0; it < count; it++) {
         plan_inst I;
-        int p_fixed = gen_instance(&I, g);
+        int dev_fixed;
+        int p_fixed = gen_instance(&I, g, &dev_fixed);
         plan_lattice L;
         cl_err e = {0};
         if (g->dag) {
@@ -213,16 +221,16 @@ static int check_instances(const gen_opts *g, int count, uint64_t seed, int *n_f
         }
         plan_eval want;
         long evals;
-        int have = brute_force(&I, &L, p_fixed, &want, &evals);
-        plan_exact_opts o = {.p_fixed = p_fixed, .upper_s = HUGE_VAL};
+        int have = brute_force(&I, &L, p_fixed, dev_fixed, &want, &evals);
+        plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
         plan_layout y;
         int got = plan_exact(&I, &L, &o, &y, NULL, &e);
         CU_ASSERT_TRUE(got >= 0);
         if (got != have) {
             bad++;
-            fprintf(stderr, "\n  instance %d (seed %llu): exact says %s, brute force %s\n", it,
+            fprintf(stderr, "\n  instance %d (seed %llu): exact says %s, brute force %s [n %d dev %d m %d sched %s p %d devices %d]\n", it,
                     (unsigned long long)seed, got == 1 ? "feasible" : "infeasible",
-                    have ? "feasible" : "infeasible");
+                    have ? "feasible" : "infeasible", I.n, I.n_dev, I.m, sched_kind_name(I.sched), p_fixed, dev_fixed);
         } else if (got == 1) {
             (*n_feasible)++;
             plan_eval ev;
@@ -270,11 +278,12 @@ static void test_merge_and_lower_bound(void)
     int merged = 0, worse = 0;
     for (int it = 0; it < 300; it++) {
         plan_inst I;
-        int p_fixed = gen_instance(&I, &g);
+        int dev_fixed;
+        int p_fixed = gen_instance(&I, &g, &dev_fixed);
         plan_lattice L;
         plan_lattice_prefix(&L, &I);
         cl_err e = {0};
-        plan_exact_opts o = {.p_fixed = p_fixed, .upper_s = HUGE_VAL};
+        plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
         plan_layout yx, ym, yl;
         int okx = plan_exact(&I, &L, &o, &yx, NULL, &e);
         int okm = plan_merge(&I, &L, p_fixed, &ym, NULL);
@@ -283,7 +292,7 @@ static void test_merge_and_lower_bound(void)
         o.lower_s = lb;
         int okl = plan_exact(&I, &L, &o, &yl, NULL, &e);
         CU_ASSERT_EQUAL(okl, okx);
-        if (okm == 1) {
+        if (okm == 1 && !dev_fixed) { /* merge picks its own device count */
             merged++;
             CU_ASSERT_EQUAL(okx, 1); /* merge found a fitting layout, so exact must */
             if (okx == 1) {
