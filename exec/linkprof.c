@@ -164,15 +164,25 @@ typedef struct pp_ctx {
     uint64_t *sizes;
     int *reps;            /* round trips timed per size                      */
     double *times;        /* worker 0's one-way times, n_sizes x MAX_REPS     */
+    int failed;           /* a message never came                             */
 } pp_ctx;
 
+/* Wait for the message; NULL when the other worker stopped or nothing came
+ * for STALL_S (the run is then abandoned, never left hanging). */
+#define STALL_S 10.0
 static exec_msg *xrecv(exec_xport *x, int w, int src, uint64_t tag, int64_t bytes)
 {
     const exec_xport_ops *X = x->ops;
+    double t0 = exec_now();
     for (;;) {
         uint64_t seen = X->events(x, w);
         exec_msg *m = X->take(x, w, src, tag, bytes);
         if (m) return m;
+        if (X->aborted(x)) return NULL;
+        if (exec_now() - t0 > STALL_S) {
+            X->abort(x);
+            return NULL;
+        }
         X->wait(x, w, seen, 0.05);
     }
 }
@@ -200,6 +210,7 @@ static void echo_loop(pp_ctx *c)
         int64_t b = (int64_t)c->sizes[s], more = 1;
         while (more) {
             exec_msg *m = xrecv(x, 1, 0, exec_tag(EXEC_TAG_ACT, 0, seq), b);
+            if (!m) return;
             more = more_flag(exec_msg_data(m));
             xsend(x, 1, 0, exec_tag(EXEC_TAG_GRAD, 0, seq), exec_msg_data(m), b);
             exec_msg_free(m);
@@ -230,6 +241,11 @@ static void ping_loop(pp_ctx *c)
             xsend(x, 0, 1, exec_tag(EXEC_TAG_ACT, 0, seq), buf, b);
             exec_msg *m = xrecv(x, 0, 1, exec_tag(EXEC_TAG_GRAD, 0, seq), b);
             seq++;
+            if (!m) {
+                c->failed = 1;
+                free(buf);
+                return;
+            }
             memcpy(buf, exec_msg_data(m), (size_t)b);
             exec_msg_free(m);
             double d = exec_now() - t0;
@@ -251,7 +267,6 @@ static int pp_worker(void *ctx, int w)
 static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
                            exec_link_sample *out, cl_err *e)
 {
-    (void)e;
     pp_ctx c;
     memset(&c, 0, sizeof c);
     c.o = o;
@@ -263,6 +278,11 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
     c.x = exec_xport_threads(2, cap); /* its workers are pinned to separate cores */
     c.x->ops->run(c.x, pp_worker, &c);
     c.x->ops->destroy(c.x);
+    if (c.failed) {
+        free(c.reps);
+        free(c.times);
+        return cl_fail(e, CL_ERUN, "link profile: a ping-pong message did not come back within %.0f s", STALL_S);
+    }
     for (int s = 0; s < n_sizes; s++)
         summarise(c.times + (size_t)s * MAX_REPS, c.reps[s], (double)sizes[s], &out[s]);
     free(c.reps);
