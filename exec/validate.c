@@ -277,6 +277,24 @@ double exec_val_measured_iteration(const plan *p, const exec_pipe_result *r, int
     return w ? (r->iter_end_s[n - 1] - r->iter_end_s[w - 1]) / (n - w) : r->iter_end_s[n - 1] / n;
 }
 
+/* Median of v[first .. n) (copied; v is left alone); 0 for an empty window. */
+static double window_median(const double *v, int first, int n)
+{
+    if (n - first <= 0) return 0;
+    double *c = cl_malloc((size_t)(n - first) * sizeof *c);
+    memcpy(c, v + first, (size_t)(n - first) * sizeof *c);
+    double m = median_of(c, n - first);
+    free(c);
+    return m;
+}
+
+double exec_val_measured_iteration_median(const plan *p, const exec_pipe_result *r)
+{
+    int first;
+    exec_val_measured_iteration(p, r, &first);
+    return window_median(r->iter_s, first, r->n_iter);
+}
+
 /* ----------------------------------------------------------- compare -- */
 
 int exec_val_compare(const plan *p, const sim_result *pred, const exec_pipe_result *meas,
@@ -287,7 +305,8 @@ int exec_val_compare(const plan *p, const sim_result *pred, const exec_pipe_resu
         return cl_fail(e, CL_ERUN, "the simulator has %d workers, the run %d", pred->n_dev,
                        meas->n_workers);
     int first;
-    double it = exec_val_measured_iteration(p, meas, &first);
+    out->iteration_mean_s = exec_val_measured_iteration(p, meas, &first);
+    double it = exec_val_measured_iteration_median(p, meas);
     out->first_iter = first;
     out->n_iter = meas->n_iter;
     exec_val_qty_set(&out->iteration_s, pred->iteration_s, it);
@@ -307,10 +326,7 @@ int exec_val_compare(const plan *p, const sim_result *pred, const exec_pipe_resu
         v->device = d->device;
         v->stage = d->stage;
         v->n_stages = d->n_stages;
-        double busy = 0;
-        int k = 0;
-        for (int j = first; j < meas->n_iter; j++, k++) busy += x->iter_busy_s[j];
-        exec_val_qty_set(&v->busy_s, d->busy_s, k ? busy / k : 0);
+        exec_val_qty_set(&v->busy_s, d->busy_s, window_median(x->iter_busy_s, first, meas->n_iter));
         exec_val_qty_set(&v->peak_mem, d->peak_mem_bytes, x->peak_mem_bytes);
         if (fabs(v->busy_s.error) > out->max_busy_error) out->max_busy_error = fabs(v->busy_s.error);
         if (fabs(v->peak_mem.error) > out->max_mem_error) out->max_mem_error = fabs(v->peak_mem.error);

@@ -219,7 +219,8 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     for (int r = 0; r < runs && !rc; r++) {
         rc = exec_val_measure(&p, EXEC_PIPE_THREADS, iters, "bench plan", NULL, &meas[r], e);
         int first;
-        if (!rc) its[r] = exec_val_measured_iteration(&p, &meas[r], &first);
+        (void)first;
+        if (!rc) its[r] = exec_val_measured_iteration_median(&p, &meas[r]);
     }
     if (!rc) {
         double *sorted = cl_malloc((size_t)runs * sizeof *sorted);
@@ -288,7 +289,7 @@ int exec_val_bench(const char *outdir, int quick)
     const vcase *cs = quick ? quick_suite : suite;
     int n = quick ? (int)(sizeof quick_suite / sizeof *quick_suite)
                   : (int)(sizeof suite / sizeof *suite);
-    int runs = quick ? 1 : 3, iters = quick ? 6 : 20, reps = quick ? 5 : 30;
+    int runs = quick ? 1 : 3, iters = quick ? 6 : 30, reps = quick ? 5 : 30;
     model md[2];
     prof pf[2];
     int have[2] = {0, 0}, rc = CL_OK;
