@@ -229,7 +229,9 @@ double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level)
 {
     if (r <= 1 || !I->comm) return 0;
     const cluster_link *l = &I->link[level];
-    return 2.0 * (r - 1) / r * bytes / l->bw_Bps + 2.0 * (r - 1) * l->latency_s;
+    /* (2 (r - 1) / r / bw) x bytes + 2 (r - 1) x latency, in this order */
+    double per_byte = 2.0 * (r - 1) / r / l->bw_Bps;
+    return per_byte * bytes + 2.0 * (r - 1) * l->latency_s;
 }
 
 double plan_boundary_s(const plan_inst *I, double bytes, int level)

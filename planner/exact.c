@@ -63,6 +63,8 @@ typedef struct xdp {
     int track_u;            /* memory depends on the depth: fewer devices
                                below dominate (see dominates)               */
     int u_fronts;           /* one front per devices count (exact U needed)  */
+    int feas;               /* feasibility only: times ignored, B kept 0, so
+                               fronts hold only (span, devices) trade-offs */
     int pass2, relaxed;     /* relaxed: 1 = least memory of this schedule,
                                2 = least memory of any schedule            */
     double bound;           /* pass 1: prune above; pass 2: the threshold B* */
@@ -85,6 +87,8 @@ typedef struct xdp {
     int64_t steps, budget;
     int over;
 } xdp;
+
+static inline double mind(double a, double b) { return a < b ? a : b; }
 
 /* ------------------------------------------------------------ entries -- */
 
@@ -272,28 +276,42 @@ static int place(xdp *X, int xi, int lo, double bnd)
     double in0 = X->relaxed ? X->infl_least : X->infl[x.U];
     if (P * pm0 + st * in0 > X->cap_top) return !L->chain;
 
+    /* fewer replicas than r_lo cannot meet the bound even on the fastest
+     * device: ceil(m / r) x w / speed <= bound needs ceil(m / r) <= qmax
+     * (one more allowed for rounding; the exact test follows) */
+    int r_lo = 1;
+    if (!X->feas && w > 0 && X->bound < HUGE_VAL) {
+        double qmax = floor(X->bound * X->spd_top / w) + 1;
+        if (qmax < I->m) r_lo = (int)ceil(I->m / qmax);
+    }
+
     int n1s = X->nstart[e - 1], n1e = X->nend[e - 1];
     int room = e - n1s;
+    /* the widest block possible here; a stage needing more replicas than
+     * that stays out of reach for every larger stage too */
+    int r_cap = e == n1e && X->mode != MODE_FLAT ? rmax : room < rmax ? room : rmax;
+    if (r_lo > r_cap) return 0;
     double spd = HUGE_VAL, cap = HUGE_VAL;
     int prev_q = -1;
     /* blocks inside the node of position e - 1 */
     for (int r = 1; r <= room && r <= rmax; r++) {
-        spd = fmin(spd, I->speed[e - r]);
-        cap = fmin(cap, I->mem_cap[e - r]);
+        spd = mind(spd, I->speed[e - r]);
+        cap = mind(cap, I->mem_cap[e - r]);
         if (need_lo > e - r) break; /* more replicas leave even less */
+        if (r < r_lo) continue;
         int q = (I->m + r - 1) / r;
         if (X->mode == MODE_FLAT && q == prev_q) continue; /* fewer replicas do as well */
         prev_q = q;
         X->steps++;
         double ar = plan_allreduce_s(I, P, r, CLUSTER_INTRA);
         double tm = plan_stage_time(I, w, r, spd, ar);
-        if (tm > X->bound) continue;
+        if (tm > X->bound && !X->feas) continue;
         double mem = mem_of(X, P, st, in, out, x.U + r, r);
         if (mem > cap) continue;
         int e2 = e - r;
         int bit = e2 > 0 && I->node[e2 - 1] == I->node[e2];
         double b2 = bnd;
-        xent v = {.B = fmax(fmax(x.B, bnd), tm), .C = x.C + ar + b2,
+        xent v = {.B = X->feas ? 0 : fmax(fmax(x.B, bnd), tm), .C = x.C + ar + b2,
                   .H = fmin(x.H, cap - mem), .U = x.U + r, .d = x.d + r,
                   .t = lo, .c = class_of(X, e2, bit), .k = kk,
                   .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
@@ -314,8 +332,8 @@ static int place(xdp *X, int xi, int lo, double bnd)
         while (a > 0) {
             int b = X->nstart[a - 1];
             for (int i = b; i < a; i++) {
-                nspd = fmin(nspd, I->speed[i]);
-                ncap = fmin(ncap, I->mem_cap[i]);
+                nspd = mind(nspd, I->speed[i]);
+                ncap = mind(ncap, I->mem_cap[i]);
             }
             a = b;
             int r = e - a;
@@ -323,10 +341,10 @@ static int place(xdp *X, int xi, int lo, double bnd)
             X->steps++;
             double ar = plan_allreduce_s(I, P, r, CLUSTER_INTER);
             double tm = plan_stage_time(I, w, r, nspd, ar);
-            if (tm > X->bound) continue;
+            if (tm > X->bound && !X->feas) continue;
             double mem = mem_of(X, P, st, in, out, x.U + r, r);
             if (mem > ncap) continue;
-            xent v = {.B = fmax(fmax(x.B, bnd), tm), .C = x.C + ar + bnd,
+            xent v = {.B = X->feas ? 0 : fmax(fmax(x.B, bnd), tm), .C = x.C + ar + bnd,
                       .H = fmin(x.H, ncap - mem), .U = x.U + r, .d = x.d + r,
                       .t = lo, .c = class_of(X, a, 0), .k = kk,
                       .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
@@ -376,7 +394,7 @@ static void expand(xdp *X, int xi)
     }
     /* (a whole-node block ending at e shares nothing: when it is chosen, e
      * is a node end, where shares is already 0 in every mode) */
-    if (bnd > X->bound) return;
+    if (bnd > X->bound && !X->feas) return;
     if (L->chain) {
         for (int lo = x.t - 1; lo >= 0 && !X->over; lo--)
             if (!place(X, xi, lo, bnd)) break;
@@ -559,6 +577,16 @@ static int pass(xdp *X, int relaxed, int pass2, double bound, plan_exact_stats *
     return run_pass(X);
 }
 
+/* Does any layout fit in memory (with this relaxation)?  Cheap: with no
+ * times to compare, fronts keep only span and devices. */
+static int feasible(xdp *X, int relaxed, plan_exact_stats *st)
+{
+    X->feas = 1;
+    int b = pass(X, relaxed, 0, HUGE_VAL, st);
+    X->feas = 0;
+    return b >= 0;
+}
+
 /* A bottleneck no layout beats: the work spread perfectly over every
  * device, and the heaviest layer on its best replica count. */
 static double global_lower(const xdp *X)
@@ -611,6 +639,9 @@ static int pass1(xdp *X, int relaxed, double upper, plan_exact_stats *st)
         if (!(g < U)) break;
         int b = pass(X, relaxed, 0, g, st);
         if (X->over || b >= 0) return b;
+        /* after a few misses, check that anything fits at all, so that an
+         * instance where nothing does is not climbed all the way up */
+        if (k == 5 && !feasible(X, relaxed, st)) return -1;
     }
     return pass(X, relaxed, 0, U, st);
 }
