@@ -85,11 +85,14 @@ static double median_of(double *v, int n)
  * settings) on random data, timing (medians) the optimiser step into *up_s
  * and, when the stage sends its output (send = 1), the copy of that output
  * into a fresh message right after the forward (the runtime does it inside
- * the F op) into *copy_s.  *acts_bytes and *param_bytes receive the
- * runtime's exact allocations: one microbatch's exec_acts and the padded
- * parameter block. */
-static int stage_extras(const plan *p, const plan_stage *st, int send, int reps, double *up_s,
-                        double *copy_s, double *acts_bytes, double *param_bytes,
+ * the F op) into *copy_s.  With stash (PipeDream on a stage whose
+ * microbatches are still in flight when it updates), the update also
+ * copies the parameters into a fresh weight version first, as the runtime
+ * does on the same stream: that copy is timed into *up_s too.  *acts_bytes
+ * and *param_bytes receive the runtime's exact allocations: one
+ * microbatch's exec_acts and the padded parameter block. */
+static int stage_extras(const plan *p, const plan_stage *st, int send, int stash, int reps,
+                        double *up_s, double *copy_s, double *acts_bytes, double *param_bytes,
                         const char *file, cl_err *e)
 {
     const int mb = p->microbatch > 0 ? p->microbatch : 1;
@@ -131,8 +134,14 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int reps,
         exec_net_backward_input(n, a, dout, din, 1.0f / (float)p->batch);
         exec_net_backward_weight(n, a);
         t0 = exec_now();
+        float *version = NULL;
+        if (stash) {
+            version = exec_falloc(n_par);
+            memcpy(version, exec_net_params(n, NULL), (size_t)n_par * 4);
+        }
         exec_sgd_step(&sgd, n);
         if (r >= 0) tu[r] = exec_now() - t0;
+        free(version);
     }
     *up_s = median_of(tu, reps);
     *copy_s = send ? median_of(tc, reps) : 0;
@@ -173,7 +182,11 @@ int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const c
         st->act_out_bytes = s + 1 < p->n_stages ? pf->layers[st->layers[st->n_layers - 1]].act_bytes * b : 0;
         if (!x) continue;
         exec_val_extra *v = &x[s];
-        rc = stage_extras(p, st, s + 1 < p->n_stages, reps, &v->update_s, &v->copy_s,
+        /* PipeDream stashes a weight version at an update while microbatches
+         * that used it are in flight: on every stage but the last */
+        int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
+        int versions = p->schedule == SCHED_PIPEDREAM && s % P < P - 1;
+        rc = stage_extras(p, st, s + 1 < p->n_stages, versions, reps, &v->update_s, &v->copy_s,
                           &v->acts_bytes, &v->param_bytes, file, e);
         if (rc) return rc;
         v->fwd_layers_s = f;

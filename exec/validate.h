@@ -52,7 +52,9 @@ int exec_val_check(const plan *p, const char *file, cl_err *e);
 /* What a stage costs beyond its layers' profiled times, measured on this
  * machine in context (training steps on the stage's own net). */
 typedef struct exec_val_extra {
-    double update_s;        /* one optimiser step of the stage's parameters   */
+    double update_s;        /* one optimiser step of the stage's parameters
+                               (PipeDream: with the copy of the weight version
+                               it stashes first, on every stage but the last) */
     double copy_s;          /* copying its output into a fresh message (the
                                runtime does it inside F); 0 for the last stage */
     double acts_bytes;      /* one microbatch's exec_acts: what the runtime
