@@ -23,6 +23,9 @@ typedef struct plan_exact_opts {
     double upper_s;         /* a bottleneck some feasible layout reaches
                                (prunes the search); HUGE_VAL when unknown    */
     int64_t budget;         /* inner steps before giving up; 0 = default    */
+    double hint_s;          /* > 0: a guess of the optimal bottleneck (from a
+                               similar instance) tried first; any value is
+                               safe, a close one saves passes              */
     double lower_s;         /* > 0: a bottleneck no layout beats (from
                                plan_exact_lower); the search first tries to
                                reach it, which is cheap when it can        */

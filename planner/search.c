@@ -16,7 +16,7 @@
 
 #define DEFAULT_MAX_DOWNSETS 100000
 #define DEFAULT_MAX_PAIRS ((int64_t)20000000)
-#define MAX_MICRO_CANDIDATES 6
+#define MAX_MICRO_CANDIDATES 5
 
 static const char *const algo_names[] = {"auto", "exact", "merge"};
 _Static_assert(sizeof algo_names / sizeof algo_names[0] == PLAN_ALGO_COUNT, "algo names");
@@ -102,6 +102,26 @@ static void build_inst(const ctx *c, int m, plan_inst *I)
     I->comm = c->rq->comm;
     I->max_replicas = c->rq->replication ? cl->n_devices : 1;
     I->chunks = 1;
+}
+
+/* Do schedules a and b keep the same memory at every depth and replica
+ * count on this instance (then one exact search serves both)? */
+static int same_memory(const plan_inst *I, sched_kind a, sched_kind b)
+{
+    if (a == b) return 1;
+    plan_inst x = *I, y = *I;
+    x.sched = a;
+    y.sched = b;
+    if (plan_mem_dependence(&x) == PLAN_MEM_BY_TOTAL || plan_mem_dependence(&y) == PLAN_MEM_BY_TOTAL)
+        return 0;
+    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    for (int depth = 1; depth <= I->n_dev; depth++)
+        for (int r = 1; r <= depth && r <= rmax; r++)
+            if (sched_inflight_rep(a, depth, depth, r, I->m, I->chunks) !=
+                    sched_inflight_rep(b, depth, depth, r, I->m, I->chunks) ||
+                sched_versions_rep(a, depth, r) != sched_versions_rep(b, depth, r))
+                return 0;
+    return 1;
 }
 
 /* --------------------------------------------------------------- plans -- */
@@ -410,10 +430,11 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
      * microbatch count: list it once, re-sum it per instance */
     plan_lattice dag = {0};
     int have_dag = 0, dag_failed = 0;
+    double hint = 0; /* the last least-memory bottleneck: a first guess for the next */
     for (int oi = 0; oi < n_orders && !rc; oi++) {
         c.order = orders[oi];
-        for (int mi = 0; mi < n_micro && !rc; mi++) {
-            int m = micro[mi];
+        for (int mi = n_micro - 1; mi >= 0 && !rc; mi--) {
+            int m = micro[mi]; /* largest first: it usually wins, and bounds the rest */
             plan_inst I;
             build_inst(&c, m, &I);
             plan_lattice pre;
@@ -458,14 +479,24 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             /* one lower bound for every schedule (least memory) */
             double lower = 0;
             if (rq->algo != PLAN_ALGO_MERGE) {
-                plan_exact_opts lo = {.upper_s = upper, .budget = rq->exact_budget};
+                plan_exact_opts lo = {.upper_s = upper, .budget = rq->exact_budget, .hint_s = hint};
                 plan_exact_stats ls;
                 cl_err le = {0};
                 I.sched = kinds[0];
                 if (plan_exact_lower(&I, XL, &lo, &lower, &ls, &le) < 0) lower = 0;
                 res->exact_steps += ls.steps;
+                if (lower > 0 && lower < HUGE_VAL) hint = lower;
             }
-            for (int ki = 0; ki < n_kinds && !rc; ki++) {
+            /* no iteration is shorter than its slowest stage's work: when
+             * even the least-memory bottleneck here is slower than the best
+             * plan so far, no schedule at this microbatch count can win */
+            int skip_m = B.have && lower > B.pred.iteration_s;
+            /* schedules with the same memory share one exact search */
+            plan_layout yk[SCHED_COUNT];
+            int okk[SCHED_COUNT];
+            memset(yk, 0, sizeof yk);
+            for (int ki = 0; ki < n_kinds; ki++) okk[ki] = -1;
+            for (int ki = 0; ki < n_kinds && !rc && !skip_m; ki++) {
                 I.sched = kinds[ki];
                 int p_fixed = pfix[ki], dev_fixed = 0;
                 if (plan_mem_dependence(&I) == PLAN_MEM_BY_TOTAL) {
@@ -486,9 +517,20 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                                           .upper_s = okm[ki] && XL == &pre ? evm[ki].bottleneck_s : HUGE_VAL,
                                           .budget = rq->exact_budget,
                                           .lower_s = lower};
-                    plan_exact_stats xs;
+                    plan_exact_stats xs = {0};
                     cl_err xe = {0};
-                    okx = plan_exact(&I, XL, &xo, &yx, &xs, &xe);
+                    int twin = -1;
+                    for (int kj = 0; kj < ki && twin < 0; kj++)
+                        if (okk[kj] >= 0 && pfix[kj] == p_fixed && !dev_fixed && same_memory(&I, kinds[kj], kinds[ki]))
+                            twin = kj;
+                    if (twin >= 0) {
+                        okx = okk[twin];
+                        if (okx == 1) plan_layout_copy(&yx, &yk[twin]);
+                    } else {
+                        okx = plan_exact(&I, XL, &xo, &yx, &xs, &xe);
+                    }
+                    okk[ki] = okx;
+                    if (okx == 1) plan_layout_copy(&yk[ki], &yx);
                     res->exact_steps += xs.steps;
                     if (okx < 0) {
                         if (rq->algo == PLAN_ALGO_EXACT)
@@ -515,8 +557,10 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                 }
                 if (yx.p) plan_layout_free(&yx);
             }
-            for (int ki = 0; ki < n_kinds; ki++)
+            for (int ki = 0; ki < n_kinds; ki++) {
                 if (ym[ki].p) plan_layout_free(&ym[ki]);
+                if (yk[ki].p) plan_layout_free(&yk[ki]);
+            }
             plan_lattice_free(&pre);
             plan_inst_free(&I);
         }
