@@ -208,6 +208,28 @@ static void test_update_closed_form(void)
         }
 }
 
+/* What the simulator gets of a profiled link: threads keep the latency and
+ * drop the per-byte term (the copy is in F); MPI keeps both; nonsense
+ * from a fit without slope or with a negative intercept is made safe. */
+static void test_link_rules(void)
+{
+    cluster_link l = {5e9, 20e-6};
+    cluster_link t = exec_val_link(&l, EXEC_PIPE_THREADS), m = exec_val_link(&l, EXEC_PIPE_MPI);
+    CU_ASSERT_EQUAL(t.latency_s, 20e-6);
+    CU_ASSERT_EQUAL(t.bw_Bps, EXEC_VAL_HANDOFF_BPS);
+    CU_ASSERT_EQUAL(m.latency_s, 20e-6);
+    CU_ASSERT_EQUAL(m.bw_Bps, 5e9);
+    cluster_link bad = {HUGE_VAL, -3e-6};
+    m = exec_val_link(&bad, EXEC_PIPE_MPI);
+    CU_ASSERT_EQUAL(m.latency_s, 0);
+    CU_ASSERT_EQUAL(m.bw_Bps, EXEC_VAL_HANDOFF_BPS);
+    plan p;
+    memset(&p, 0, sizeof p);
+    exec_val_set_link(&p, &l);
+    CU_ASSERT_EQUAL(p.cluster.links[CLUSTER_INTRA].bw_Bps, 5e9);
+    CU_ASSERT_EQUAL(p.cluster.links[CLUSTER_INTER].latency_s, 20e-6);
+}
+
 TEST_SUITE(validate)
 {
     test_add_suite("validate");
@@ -215,4 +237,5 @@ TEST_SUITE(validate)
     test_add("prediction against a hand-made measurement", test_compare);
     test_add("stage costs rebuilt from a profile", test_costs_from_profile);
     test_add("optimiser step in the simulator: closed forms", test_update_closed_form);
+    test_add("the link the simulator gets", test_link_rules);
 }
