@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../exec/train.h"
 #include "../sim/sim.h"
 #include "../sim/trace.h"
 #include "../tools/fileio.h"
@@ -61,6 +62,50 @@ static void test_one_iteration(void)
     const char *names[] = {"tiny2-gpipe.json", "tiny2-1f1b.json", "tiny-interleaved.json",
                            "tiny2-zbh1.json", "tiny4-1f1b.json", "tiny2-sequential.json"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_sync(names[i], 1, 1e-5);
+}
+
+/* One stage, one microbatch of the whole batch: four pipelined iterations
+ * are two epochs of the sequential trainer (exec/train.h) over two batches,
+ * bit for bit: the same data order, cosine schedule, dropout masks. */
+static void test_equals_trainer(void)
+{
+    plan p;
+    if (tp_plan("tiny1-gpipe.json", &p)) return;
+    exec_data tr, te;
+    tp_data(&tr, &te);
+    exec_data_limit(&tr, 2 * p.batch);
+    exec_pipe_opts o;
+    tp_opts(&o, &tr, "t", 4);
+    o.lr_schedule = EXEC_LR_COSINE;
+    exec_pipe_result r;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_pipe_run(&p, &o, &r, &e), CL_OK);
+    exec_train_opts to;
+    exec_train_defaults(&to);
+    to.epochs = 2;
+    to.batch = p.batch;
+    to.lr = o.lr;
+    to.momentum = o.momentum;
+    to.weight_decay = o.weight_decay;
+    to.schedule = EXEC_LR_COSINE;
+    to.seed = o.seed;
+    exec_trainer *t;
+    CU_ASSERT_EQUAL_FATAL(exec_trainer_create(&t, &p.model, "t", &to, &e), CL_OK);
+    exec_epoch ep;
+    for (int k = 0; k < 2; k++) exec_trainer_epoch(t, &tr, NULL, NULL, NULL, &ep);
+    exec_net *net = exec_trainer_net(t);
+    int same = r.n_tensors == exec_net_n_tensors(net);
+    for (int k = 0; same && k < r.n_tensors; k++) {
+        const exec_tensor *x = exec_net_tensor(net, k);
+        same = x->n == r.tensors[k].n &&
+               memcmp(x->data, r.params + r.tensors[k].offset, (size_t)x->n * sizeof(float)) == 0;
+    }
+    CU_ASSERT(same);
+    exec_trainer_destroy(t);
+    exec_pipe_result_free(&r);
+    exec_data_free(&tr);
+    exec_data_free(&te);
+    plan_free(&p);
 }
 
 /* A few dozen iterations over more than one pass of the data (256 samples,
@@ -312,6 +357,7 @@ TEST_SUITE(pipe_sync)
     test_add_suite("pipe_sync");
     test_add("synchronous schedules: one iteration equals sequential accumulation", test_one_iteration);
     test_add("synchronous schedules: 36 iterations of losses and weights", test_many_iterations);
+    test_add("one stage, one microbatch: the sequential trainer bit for bit", test_equals_trainer);
     test_add("replicated stage: ring all-reduce equals sequential", test_replicated);
     test_add("memory: stash and versions equal the closed forms", test_memory);
     test_add("timing: iteration ends, busy and wait are consistent", test_timing);

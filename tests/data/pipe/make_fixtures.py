@@ -80,3 +80,5 @@ plan("bad-block.json", "1f1b", TWO, [[0], [1]], model=blk)
 plan("bad-adam.json", "1f1b", TWO, [[0], [1]], optimizer="adam")
 # stages that do not fit the model: layer 5 (fc1) belongs to no stage
 plan("bad-stages.json", "1f1b", [(0, 4), (6, 11)], [[0], [1]])
+# one stage, one microbatch: the pipelined runner is then sequential training itself
+plan("tiny1-gpipe.json", "gpipe", [(0, 11)], [[0]], micro=1, mb=16)
