@@ -3,7 +3,8 @@
  * to <outdir>/plan.csv.
  *
  * Synthetic models are chains of block layers with deterministic, varied
- * costs (a PipeDream-style single-point profile); clusters are uniform, 8
+ * costs (a PipeDream-style single-point profile; past 1,000 layers the same
+ * totals cut finer); clusters are uniform, 8
  * devices per node, links 100 GB/s inside a node and 12.5 GB/s between,
  * 80 GB per device.  Each row times one call, repeated, and reports the
  * median:
@@ -66,6 +67,8 @@ static void synth(int n, model *m, prof *pf)
     snprintf(pf->model, sizeof pf->model, "%s", m->name);
     snprintf(pf->device, sizeof pf->device, "A100-80GB");
     uint64_t x = 88172645463325252ull;
+    /* past 1,000 layers the same model is cut finer: totals stay put */
+    double k = n > 1000 ? 1000.0 / n : 1.0;
     for (int i = 0; i < n; i++) {
         x ^= x << 13;
         x ^= x >> 7;
@@ -73,17 +76,17 @@ static void synth(int n, model *m, prof *pf)
         double u = (double)(x >> 11) / 9007199254740992.0;
         char name[32];
         snprintf(name, sizeof name, "layer.%d", i);
-        double act = 2e5 * (1 + (i % 7)), params = 4 * floor(1e6 * (0.5 + u));
+        double act = 2e5 * (1 + (i % 7)), params = 4 * floor(1e6 * k * (0.5 + u));
         model_block_init(&m->layers[i], name, 1e9 * (0.5 + u), params / 4, act, 2 * act);
         prof_layer *l = &pf->layers[i];
         snprintf(l->name, sizeof l->name, "%s", name);
         l->n_points = 1;
         l->batch[0] = BATCH;
-        l->fwd_s[0] = 2e-3 * (0.5 + u);
-        l->bwd_in_s[0] = 2e-3 * (0.5 + u);
-        l->bwd_w_s[0] = 2e-3 * (0.5 + u);
+        l->fwd_s[0] = 2e-3 * k * (0.5 + u);
+        l->bwd_in_s[0] = 2e-3 * k * (0.5 + u);
+        l->bwd_w_s[0] = 2e-3 * k * (0.5 + u);
         l->act_bytes = act;
-        l->stash_bytes = 2 * act;
+        l->stash_bytes = 2 * act * k;
         l->param_bytes = params;
     }
     cl_err e = {0};
