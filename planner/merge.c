@@ -15,17 +15,19 @@ typedef struct hitem {
     int ver;                /* version of b when pushed (stale if changed)  */
 } hitem;
 
-static int hless(const hitem *x, const hitem *y)
-{
-    if (x->cost != y->cost) return x->cost < y->cost;
-    if (x->bytes != y->bytes) return x->bytes > y->bytes;
-    return x->b < y->b;
-}
-
 typedef struct heap {
     hitem *a;
     int n, cap;
+    int by_bytes;           /* order by bytes (most first) instead of cost  */
 } heap;
+
+static int hless_in(const heap *h, const hitem *x, const hitem *y)
+{
+    if (!h->by_bytes && x->cost != y->cost) return x->cost < y->cost;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes;
+    return x->b < y->b;
+}
+#define hless(x, y) hless_in(h, x, y)
 
 static void hpush(heap *h, hitem v)
 {
@@ -66,7 +68,16 @@ static double cut_comm(const plan_inst *I, const plan_lattice *L, int j)
     return plan_boundary_s(I, L->cut[j], CLUSTER_INTRA);
 }
 
-/* removed[b] = the merge step (1-based) that removes internal cut b. */
+/* removed[b] = the merge step (1-based) that removes internal cut b.
+ *
+ * Merging the pair across cut b raises the slowest partition by
+ * max(0, merged - slowest).  Pairs whose merge raises nothing wait in heap
+ * `free`, the one across the most activation bytes first (cuts then stay
+ * where activations are small); the others wait in heap `cost`, the
+ * smallest merged cost first.  When `free` is empty the cheapest of `cost`
+ * is merged and the slowest partition grows to it, which moves the pairs
+ * now under it to `free`.  Every pair enters each heap at most once per
+ * version, so the sequence takes O(L log L). */
 static void merge_sequence(const plan_inst *I, const plan_lattice *L, int *removed)
 {
     int n = L->n_layers;
@@ -77,16 +88,37 @@ static void merge_sequence(const plan_inst *I, const plan_lattice *L, int *remov
         prev[b] = b - 1;
         next[b] = b + 1;
     }
-    heap h = {0};
-    double m = I->m;
+    heap hf = {.by_bytes = 1}, hc = {0};
+    double m = I->m, slowest = 0;
+    for (int j = 0; j < n; j++)
+        slowest = fmax(slowest, m * (L->work[j + 1] - L->work[j]) + cut_comm(I, L, j) + cut_comm(I, L, j + 1));
 #define KEY(b)                                                                              \
     (hitem){m * (L->work[next[b]] - L->work[prev[b]]) + cut_comm(I, L, prev[b]) +             \
                 cut_comm(I, L, next[b]),                                                      \
             L->cut[b], b, ver[b]}
-    for (int b = 1; b < n; b++) hpush(&h, KEY(b));
+#define PUT(b)                                                                              \
+    do {                                                                                    \
+        hitem it_ = KEY(b);                                                                 \
+        hpush(it_.cost <= slowest ? &hf : &hc, it_);                                        \
+    } while (0)
+    for (int b = 1; b < n; b++) PUT(b);
     int step = 0;
-    while (h.n > 0) {
-        hitem it = hpop(&h);
+    for (;;) {
+        /* pairs the slowest partition now covers move to `free` */
+        while (hc.n > 0 && hc.a[0].cost <= slowest) {
+            hitem it = hpop(&hc);
+            if (it.ver == ver[it.b]) hpush(&hf, it);
+        }
+        hitem it;
+        if (hf.n > 0) {
+            it = hpop(&hf);
+        } else if (hc.n > 0) {
+            it = hpop(&hc);
+            if (it.ver != ver[it.b]) continue;
+            slowest = fmax(slowest, it.cost);
+        } else {
+            break;
+        }
         if (it.ver != ver[it.b]) continue;
         int b = it.b, a = prev[b], c = next[b];
         removed[b] = ++step;
@@ -95,15 +127,17 @@ static void merge_sequence(const plan_inst *I, const plan_lattice *L, int *remov
         prev[c] = a;
         if (a > 0) {
             ver[a]++;
-            hpush(&h, KEY(a));
+            PUT(a);
         }
         if (c < n) {
             ver[c]++;
-            hpush(&h, KEY(c));
+            PUT(c);
         }
     }
+#undef PUT
 #undef KEY
-    free(h.a);
+    free(hf.a);
+    free(hc.a);
     free(prev);
     free(next);
     free(ver);
