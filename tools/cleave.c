@@ -22,6 +22,9 @@ static const command commands[] = {
     {"train",   cmd_train,   "train a model on Fashion-MNIST with the embedded executor"},
     {"profile", cmd_profile, "time every layer on this machine, writing a profile"},
     {"validate", cmd_validate, "predict a plan, run it for real, compare time and memory"},
+    {"sweep",   cmd_sweep,   "plan and simulate over device counts and schedules: CSV + speed-up curve"},
+    {"compare", cmd_compare, "best plan on each of several clusters: time and cost per epoch, chart"},
+    {"demo",    cmd_demo,    "the main job on built-in defaults: plans, exports, curves, charts (make demo)"},
 };
 
 static void usage(FILE *f)

@@ -23,6 +23,10 @@ int cmd_train_plan(int argc, char **argv); /* cmd_train --plan */
 int cmd_profile(int argc, char **argv);
 int cmd_profile_links(int argc, char **argv); /* cmd_profile --links */
 int cmd_validate(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_plot_validate(int argc, char **argv); /* cmd_plot --kind validate */
 
 /* Print "cleave: <message>" for a failure and return its exit status. */
 int cli_report(const cl_err *e);

@@ -1,6 +1,6 @@
 # speedup.gp - predicted speed-up against device count, one line per schedule,
 # with the ideal linear line; below it, peak memory per device.
-# Set by the caller: title, ncols (columns in $speedup), mem_unit (e.g. "GiB"),
+# Set by the caller: title, (optionally speedup_label, the y axis), ncols (columns in $speedup), mem_unit (e.g. "GiB"),
 # $speedup (header row "devices sched1 sched2 ...", then one row per device count),
 # $memory  (same layout: peak memory per device in mem_unit).
 set multiplot layout 2,1 title title font ",13"
@@ -8,7 +8,7 @@ set grid
 set key top left box opaque
 set logscale x 2
 set xlabel "devices"
-set ylabel "speed-up over one device"
+set ylabel (exists("speedup_label") ? speedup_label : "speed-up over one device")
 set size 1,0.62
 set origin 0,0.36
 set xrange [*:*]

@@ -1,0 +1,463 @@
+/* cmd_sweep.c - `cleave sweep`: plan and simulate a model at several device
+ * counts and schedules; a CSV row per point and the predicted speed-up
+ * curve (one line per schedule, the ideal line, peak memory per device).
+ *
+ * Each point takes the first N devices of --cluster (or a uniform cluster
+ * of N --device devices), plans with the schedule fixed (plan_search) and
+ * replays the plan (sim_predict): the CSV holds the simulator's figures,
+ * the ones `cleave sim` prints for the same plan.  Speed-up is throughput
+ * over the best one-device plan's (docs/plots.md, "Speed-up curve").
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fileio.h"
+#include "gnuplot.h"
+#include "progress.h"
+#include "study.h"
+
+#define SWEEP_DEFAULT_SCHEDULES "gpipe,1f1b,zb-h1,pipedream,fbp"
+
+static int help(void)
+{
+    printf(
+        "usage: cleave sweep --model M.json [--profile P.json [--profiled-on TYPE]]\n"
+        "                    (--cluster C.json | --device TYPE [--devices-per-node K]\n"
+        "                     [--bandwidth B[,B2]] [--latency L[,L2]])\n"
+        "                    [--devices 1,2,4,...] [--schedules " SWEEP_DEFAULT_SCHEDULES "]\n"
+        "                    [--batch B] [--microbatches M] [--optimizer sgd|momentum|adam]\n"
+        "                    [--no-replication] [-o DIR | --csv F.csv --png F.png --svg F.svg]\n"
+        "                    [--save-plans DIR] [--title TEXT] [--quiet]\n\n"
+        "For every device count N and schedule, plans the model on the first N devices of\n"
+        "the cluster (or on N devices of TYPE, K per node) with that schedule and simulates\n"
+        "the plan. Prints a row per point and writes:\n"
+        "  CSV   devices, schedule, stages, replicas, microbatches, iteration time,\n"
+        "        throughput, speed-up, bubble, peak memory per device, feasible, reason\n"
+        "  image speed-up against device count per schedule with the ideal line, and peak\n"
+        "        memory per device below (PNG and SVG)\n"
+        "Speed-up is throughput over the best plan on one device; points that fit nowhere\n"
+        "or that the simulator refuses are rows with the reason and stay off the curve.\n\n"
+        "  -o DIR          write DIR/speedup.csv, DIR/speedup.png and DIR/speedup.svg\n"
+        "  --devices       default: 1, 2, 4, ... up to the cluster's size, and the size\n"
+        "  --bandwidth     links of a --device cluster in bytes/s, inside and between nodes\n"
+        "                  (default %.4g,%.4g); --latency in seconds (default %g,%g)\n"
+        "  --save-plans D  write every point's plan to D/<N>dev-<schedule>.json and the\n"
+        "                  one-device baseline to D/baseline-1dev.json\n"
+        "On a terminal a progress bar shows on stderr; Ctrl-C stops after the current point\n"
+        "and writes complete files for the points done (exit status 130).\n",
+        STUDY_DEF_INTRA_BPS, STUDY_DEF_INTER_BPS, STUDY_DEF_INTRA_LAT, STUDY_DEF_INTER_LAT);
+    return 0;
+}
+
+typedef struct sweep_args {
+    const char *model, *profile, *profiled_on, *cluster, *device, *out_dir;
+    const char *csv, *png, *svg, *save_plans, *title, *schedules;
+    int64_t per_node, batch, micro;
+    int64_t *devices;
+    int n_devices;
+    double bw[2], lat[2];
+    int optimizer, no_replication, quiet;
+} sweep_args;
+
+/* One point's figures, kept after its plan is freed. */
+typedef struct sweep_row {
+    int devices, kind, ok;
+    int stages, n_micro, microbatch, used;
+    char replicas[96];
+    double iteration_s, throughput, speedup, speedup_seq, bubble, peak_mem_bytes;
+    char reason[1100];
+} sweep_row;
+
+static int two_nums(const char *opt, const char *s, double lo, double *a)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *comma = strchr(buf, ',');
+    if (comma) *comma = '\0';
+    int rc = cli_num("sweep", opt, buf, lo, 1e300, &a[0]);
+    if (!rc && comma) rc = cli_num("sweep", opt, comma + 1, lo, 1e300, &a[1]);
+    return rc;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int parse(int argc, char **argv, sweep_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->bw[0] = STUDY_DEF_INTRA_BPS;
+    a->bw[1] = STUDY_DEF_INTER_BPS;
+    a->lat[0] = STUDY_DEF_INTRA_LAT;
+    a->lat[1] = STUDY_DEF_INTER_LAT;
+    a->optimizer = OPTIM_SGD;
+    a->schedules = SWEEP_DEFAULT_SCHEDULES;
+    int quick_links = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help() - 1;
+        if (!strcmp(o, "--no-replication")) { a->no_replication = 1; continue; }
+        if (!strcmp(o, "--quiet")) { a->quiet = 1; continue; }
+        if (o[0] == '-' && !v) return cli_usage_error("sweep", "%s needs a value (or is unknown)", o);
+        if (!strcmp(o, "--model")) a->model = v;
+        else if (!strcmp(o, "--profile")) a->profile = v;
+        else if (!strcmp(o, "--profiled-on")) a->profiled_on = v;
+        else if (!strcmp(o, "--cluster")) a->cluster = v;
+        else if (!strcmp(o, "--device")) a->device = v;
+        else if (!strcmp(o, "-o") || !strcmp(o, "--out")) a->out_dir = v;
+        else if (!strcmp(o, "--csv")) a->csv = v;
+        else if (!strcmp(o, "--png")) a->png = v;
+        else if (!strcmp(o, "--svg")) a->svg = v;
+        else if (!strcmp(o, "--save-plans")) a->save_plans = v;
+        else if (!strcmp(o, "--title")) a->title = v;
+        else if (!strcmp(o, "--schedules")) a->schedules = v;
+        else if (!strcmp(o, "--devices-per-node")) rc = cli_int("sweep", o, v, 1, CLUSTER_MAX_DEVICES, &a->per_node);
+        else if (!strcmp(o, "--batch")) rc = cli_int("sweep", o, v, 1, 1 << 30, &a->batch);
+        else if (!strcmp(o, "--microbatches")) rc = cli_int("sweep", o, v, 1, 1 << 30, &a->micro);
+        else if (!strcmp(o, "--bandwidth")) { rc = two_nums(o, v, 1e-300, a->bw); quick_links = 1; }
+        else if (!strcmp(o, "--latency")) { rc = two_nums(o, v, 0, a->lat); quick_links = 1; }
+        else if (!strcmp(o, "--devices")) {
+            free(a->devices);
+            rc = cli_int_list("sweep", o, v, 1, CLUSTER_MAX_DEVICES, &a->devices, &a->n_devices);
+        } else if (!strcmp(o, "--optimizer")) {
+            if ((a->optimizer = plan_optim_from_name(v)) < 0)
+                return cli_usage_error("sweep", "--optimizer: expected sgd, momentum or adam, got \"%s\"", v);
+        } else return cli_usage_error("sweep", "unknown option %s", o);
+        if (rc) return rc;
+        i++;
+    }
+    if (!a->model) return cli_usage_error("sweep", "missing --model M.json");
+    if (!a->cluster == !a->device)
+        return cli_usage_error("sweep", "give --cluster C.json or --device TYPE (one of them)");
+    if (a->cluster && (a->per_node || quick_links))
+        return cli_usage_error("sweep", "--devices-per-node, --bandwidth and --latency describe a --device cluster, not --cluster");
+    if (a->device && !a->devices)
+        return cli_usage_error("sweep", "a --device cluster needs --devices N1,N2,...");
+    if (a->out_dir && (a->csv || a->png || a->svg))
+        return cli_usage_error("sweep", "-o DIR and --csv/--png/--svg exclude each other");
+    if (a->profiled_on && !a->profile) return cli_usage_error("sweep", "--profiled-on describes a --profile");
+    if (a->devices) { /* ascending, no repeats */
+        qsort(a->devices, (size_t)a->n_devices, sizeof *a->devices, cmp_i64);
+        int k = 0;
+        for (int i = 0; i < a->n_devices; i++)
+            if (i == 0 || a->devices[i] != a->devices[k - 1]) a->devices[k++] = a->devices[i];
+        a->n_devices = k;
+    }
+    return 0;
+}
+
+/* The cluster of a point: the first n devices of `full`, or n uniform ones. */
+static int point_cluster(const sweep_args *a, const cluster *full, const cluster_devtype *type, int n,
+                         cluster *out, cl_err *e)
+{
+    if (full) return study_subcluster(full, n, out, e);
+    cluster_link li = {a->bw[0], a->lat[0]}, le = {a->bw[1], a->lat[1]};
+    return cluster_uniform(out, type, n, (int)a->per_node, li, le, e);
+}
+
+static void fill_row(sweep_row *r, const study_point *pt, double base_thr)
+{
+    r->ok = pt->ok;
+    if (pt->planned) {
+        const plan *p = &pt->res.plan;
+        r->stages = p->n_stages;
+        r->n_micro = p->n_micro;
+        r->microbatch = p->microbatch;
+        r->used = pt->dev_used;
+        size_t at = 0;
+        r->replicas[0] = '\0';
+        for (int s = 0; s < p->n_stages && at + 12 < sizeof r->replicas; s++)
+            at += (size_t)snprintf(r->replicas + at, sizeof r->replicas - at, s ? "/%d" : "%d",
+                                   p->stages[s].n_replicas);
+    }
+    if (!pt->ok) {
+        snprintf(r->reason, sizeof r->reason, "%s", pt->reason);
+        return;
+    }
+    r->iteration_s = pt->sim.iteration_s;
+    r->throughput = pt->sim.throughput;
+    r->speedup_seq = pt->sim.speedup;
+    r->speedup = base_thr > 0 ? pt->sim.throughput / base_thr : NAN;
+    r->bubble = pt->sim.bubble;
+    r->peak_mem_bytes = pt->peak_mem_bytes;
+}
+
+static void num(FILE *f, double v)
+{
+    if (isfinite(v)) fprintf(f, ",%.12g", v);
+    else fputs(",", f);
+}
+
+static int write_csv(const char *path, const sweep_row *rows, int n, cl_err *e)
+{
+    cl_out o;
+    int rc = cl_out_open(&o, path, e);
+    if (rc) return rc;
+    fputs("devices,schedule,feasible,stages,replicas,devices_used,microbatches,microbatch,"
+          "iteration_s,throughput,speedup,speedup_vs_sequential,bubble,peak_mem_bytes,reason\n", o.f);
+    for (int i = 0; i < n; i++) {
+        const sweep_row *r = &rows[i];
+        fprintf(o.f, "%d,%s,%s", r->devices, sched_kind_name((sched_kind)r->kind), r->ok ? "yes" : "no");
+        if (r->stages) fprintf(o.f, ",%d,%s,%d,%d,%d", r->stages, r->replicas, r->used, r->n_micro, r->microbatch);
+        else fputs(",,,,,", o.f);
+        if (r->ok) {
+            num(o.f, r->iteration_s);
+            num(o.f, r->throughput);
+            num(o.f, r->speedup);
+            num(o.f, r->speedup_seq);
+            num(o.f, r->bubble);
+            num(o.f, r->peak_mem_bytes);
+        } else {
+            fputs(",,,,,,", o.f);
+        }
+        fputc(',', o.f);
+        study_csv_field(o.f, r->reason);
+        fputc('\n', o.f);
+    }
+    return cl_out_commit(&o, e);
+}
+
+/* The curve: a column per schedule with at least one feasible point, a row
+ * per device count with at least one point done; NaN leaves a gap. */
+static int write_plot(const sweep_args *a, const char *path, const char *title, const sweep_row *rows,
+                      int n, const int *kinds, int n_kinds, int use_seq, cl_err *e)
+{
+    int *col = cl_calloc((size_t)n_kinds, sizeof *col), ncols = 1;
+    double maxb = 0;
+    for (int k = 0; k < n_kinds; k++)
+        for (int i = 0; i < n; i++)
+            if (rows[i].kind == kinds[k] && rows[i].ok) {
+                col[k] = 1;
+                maxb = fmax(maxb, rows[i].peak_mem_bytes);
+            }
+    for (int k = 0; k < n_kinds; k++) ncols += col[k];
+    if (ncols == 1) {
+        free(col);
+        return cl_fail(e, CL_EINPUT, "%s: no feasible point to draw (hint: the CSV gives each point's reason)", path);
+    }
+    double unit = maxb >= (double)(1ull << 30) ? (double)(1ull << 30) : (double)(1 << 20);
+    gp_plot *g = gp_new();
+    gp_str(g, "title", title);
+    gp_num(g, "ncols", ncols);
+    gp_str(g, "mem_unit", unit > (1 << 20) ? "GiB" : "MiB");
+    gp_str(g, "speedup_label", use_seq ? "speed-up over the same microbatches on one device"
+                                       : "speed-up over the best one-device plan");
+    for (int which = 0; which < 2; which++) {
+        FILE *f = gp_data(g, which ? "memory" : "speedup");
+        fputs("devices", f);
+        for (int k = 0; k < n_kinds; k++)
+            if (col[k]) fprintf(f, " %s", sched_kind_name((sched_kind)kinds[k]));
+        fputc('\n', f);
+        for (int i = 0; i < n; i++) {
+            if (i > 0 && rows[i].devices == rows[i - 1].devices) continue;
+            fprintf(f, "%d", rows[i].devices);
+            for (int k = 0; k < n_kinds; k++) {
+                if (!col[k]) continue;
+                double v = NAN;
+                for (int j = i; j < n && rows[j].devices == rows[i].devices; j++)
+                    if (rows[j].kind == kinds[k] && rows[j].ok)
+                        v = which ? rows[j].peak_mem_bytes / unit : use_seq ? rows[j].speedup_seq : rows[j].speedup;
+                if (isfinite(v)) fprintf(f, " %.9g", v);
+                else fputs(" NaN", f);
+            }
+            fputc('\n', f);
+        }
+    }
+    (void)a;
+    int rc = gp_render(g, "speedup", path, 1280, 720, e);
+    gp_free(g);
+    free(col);
+    return rc;
+}
+
+static int save_plan(const char *dir, const char *name, const plan *p, cl_err *e)
+{
+    size_t n = strlen(dir) + strlen(name) + 8;
+    char *path = cl_malloc(n);
+    snprintf(path, n, "%s/%s.json", dir, name);
+    int rc = plan_save(p, path, e);
+    free(path);
+    return rc;
+}
+
+static void print_row(const sweep_row *r)
+{
+    if (!r->ok) {
+        printf("%7d  %-10s  infeasible: %s\n", r->devices, sched_kind_name((sched_kind)r->kind), r->reason);
+        return;
+    }
+    char mem[32];
+    double b = r->peak_mem_bytes;
+    if (b >= (double)(1ull << 30)) snprintf(mem, sizeof mem, "%.2f GiB", b / (double)(1ull << 30));
+    else snprintf(mem, sizeof mem, "%.1f MiB", b / (double)(1 << 20));
+    printf("%7d  %-10s %6d %-12.12s %5d x %-4d %12.6f %11.1f %8.2fx %7.1f%% %11s\n", r->devices,
+           sched_kind_name((sched_kind)r->kind), r->stages, r->replicas, r->n_micro, r->microbatch,
+           r->iteration_s, r->throughput, isfinite(r->speedup) ? r->speedup : r->speedup_seq,
+           100 * r->bubble, mem);
+}
+
+/* Sweep every point; rows[] gets one entry per point done (*n_done). */
+static int run_points(const sweep_args *a, const study *st, const cluster *full, const cluster_devtype *type,
+                      const int *kinds, int n_kinds, double base_thr, sweep_row *rows, int *n_done, cl_err *e)
+{
+    prog pg;
+    int total = a->n_devices * n_kinds, rc = CL_OK;
+    prog_begin(&pg, "sweep", total);
+    *n_done = 0;
+    for (int i = 0; i < a->n_devices && !rc && !prog_interrupted(); i++) {
+        cluster c;
+        if ((rc = point_cluster(a, full, type, (int)a->devices[i], &c, e))) break;
+        for (int k = 0; k < n_kinds && !rc; k++) {
+            study_point pt;
+            rc = study_run(st, &c, kinds[k], &pt, e);
+            sweep_row *r = &rows[*n_done];
+            memset(r, 0, sizeof *r);
+            r->devices = (int)a->devices[i];
+            r->kind = kinds[k];
+            if (!rc) fill_row(r, &pt, base_thr);
+            if (!rc && a->save_plans && pt.planned) {
+                char name[64];
+                snprintf(name, sizeof name, "%ddev-%s", r->devices, sched_kind_name((sched_kind)kinds[k]));
+                rc = save_plan(a->save_plans, name, &pt.res.plan, e);
+            }
+            study_point_free(&pt);
+            if (rc) break;
+            (*n_done)++;
+            if (!a->quiet) print_row(r);
+            fflush(stdout);
+            char label[64];
+            snprintf(label, sizeof label, "%d devices, %s", r->devices, sched_kind_name((sched_kind)kinds[k]));
+            prog_step(&pg, label);
+            if (prog_interrupted()) break;
+        }
+        cluster_free(&c);
+    }
+    prog_end(&pg);
+    return rc;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    sweep_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) {
+        free(a.devices);
+        return rc < 0 ? 0 : rc;
+    }
+    int *kinds = NULL, n_kinds = 0;
+    if ((rc = study_schedules("sweep", a.schedules, &kinds, &n_kinds))) {
+        free(a.devices);
+        return rc;
+    }
+    cl_err e = {0};
+    study st;
+    cluster full = {0};
+    cluster_devtype type;
+    int have_full = 0, have_study = 0;
+    sweep_row *rows = NULL;
+    int n_done = 0;
+    char csv[1024] = "", png[1024] = "", svg[1024] = "";
+    if ((rc = study_load(&st, a.model, a.profile, (int)a.batch, &e))) goto fail;
+    have_study = 1;
+    st.microbatches = (int)a.micro;
+    st.optimizer = (plan_optim)a.optimizer;
+    st.replication = !a.no_replication;
+    if (a.profiled_on) snprintf(st.profiled_on, sizeof st.profiled_on, "%s", a.profiled_on);
+    if (a.cluster) {
+        if ((rc = cluster_load(&full, a.cluster, &e))) goto fail;
+        have_full = 1;
+        if (!a.devices) { /* 1, 2, 4, ... and the cluster's size */
+            a.devices = cl_malloc(32 * sizeof *a.devices);
+            for (int64_t d = 1; d < full.n_devices; d *= 2) a.devices[a.n_devices++] = d;
+            a.devices[a.n_devices++] = full.n_devices;
+        }
+        for (int i = 0; i < a.n_devices; i++)
+            if (a.devices[i] > full.n_devices) {
+                rc = cl_fail(&e, CL_EINPUT, "%s: --devices %lld: the cluster has only %d devices",
+                             a.cluster, (long long)a.devices[i], full.n_devices);
+                goto fail;
+            }
+    } else if ((rc = cluster_devtype_preset(NULL, a.device, &type, &e))) {
+        goto fail;
+    }
+    if (a.out_dir) {
+        if ((rc = study_mkdir(a.out_dir, &e))) goto fail;
+        snprintf(csv, sizeof csv, "%s/speedup.csv", a.out_dir);
+        snprintf(png, sizeof png, "%s/speedup.png", a.out_dir);
+        snprintf(svg, sizeof svg, "%s/speedup.svg", a.out_dir);
+    } else {
+        if (a.csv) snprintf(csv, sizeof csv, "%s", a.csv);
+        if (a.png) snprintf(png, sizeof png, "%s", a.png);
+        if (a.svg) snprintf(svg, sizeof svg, "%s", a.svg);
+    }
+    if (a.save_plans && (rc = study_mkdir(a.save_plans, &e))) goto fail;
+
+    prog_catch_sigint();
+    /* the baseline: the best plan on one device, any schedule */
+    double base_thr = 0;
+    char base_desc[400] = "";
+    {
+        cluster one;
+        study_point pt;
+        if ((rc = point_cluster(&a, have_full ? &full : NULL, &type, 1, &one, &e))) goto fail_sig;
+        rc = study_run(&st, &one, -1, &pt, &e);
+        cluster_free(&one);
+        if (!rc && pt.ok) {
+            base_thr = pt.sim.throughput;
+            snprintf(base_desc, sizeof base_desc, "one device, %s, %d x %d: %.6g samples/s",
+                     sched_kind_name(pt.res.plan.schedule), pt.res.plan.n_micro, pt.res.plan.microbatch, base_thr);
+        } else if (!rc) {
+            snprintf(base_desc, sizeof base_desc, "none (%.200s); speed-up is over the same microbatches run on one device", pt.reason);
+        }
+        if (!rc && a.save_plans && pt.planned) rc = save_plan(a.save_plans, "baseline-1dev", &pt.res.plan, &e);
+        study_point_free(&pt);
+        if (rc) goto fail_sig;
+    }
+    if (!a.quiet) {
+        printf("sweep: %s on %s, batch %d, %d device counts x %d schedules\n", st.md.name,
+               have_full ? full.name : a.device, st.batch, a.n_devices, n_kinds);
+        printf("baseline: %s\n\n", base_desc);
+        printf("%7s  %-10s %6s %-12s %12s %12s %11s %9s %8s %11s\n", "devices", "schedule", "stages",
+               "replicas", "micro x size", "iteration_s", "samples/s", "speed-up", "bubble", "peak mem");
+    }
+    rows = cl_calloc((size_t)(a.n_devices * n_kinds), sizeof *rows);
+    rc = run_points(&a, &st, have_full ? &full : NULL, &type, kinds, n_kinds, base_thr, rows, &n_done, &e);
+    int interrupted = prog_interrupted();
+    /* outputs for the points done, also after Ctrl-C */
+    if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, &e)) == CL_OK && !a.quiet) printf("wrote %s\n", csv);
+    char title[256];
+    if (a.title) snprintf(title, sizeof title, "%s", a.title);
+    else snprintf(title, sizeof title, "Predicted speed-up: %s on %s, batch %d", st.md.name,
+                  have_full ? full.name : a.device, st.batch);
+    const char *imgs[2] = {png, svg};
+    for (int i = 0; i < 2 && !rc; i++)
+        if (imgs[i][0] && n_done > 0) {
+            rc = write_plot(&a, imgs[i], title, rows, n_done, kinds, n_kinds, base_thr <= 0, &e);
+            if (!rc && !a.quiet) printf("wrote %s\n", imgs[i]);
+        }
+    prog_release_sigint();
+    if (rc) goto fail;
+    if (interrupted) {
+        fprintf(stderr, "cleave sweep: interrupted after %d of %d points; the files hold those points\n",
+                n_done, a.n_devices * n_kinds);
+        rc = PROG_EXIT_INTERRUPTED;
+    }
+    goto done;
+fail_sig:
+    prog_release_sigint();
+fail:
+    rc = cli_report(&e);
+done:
+    free(rows);
+    free(kinds);
+    free(a.devices);
+    if (have_full) cluster_free(&full);
+    if (have_study) study_free(&st);
+    return rc;
+}

@@ -1,0 +1,262 @@
+/* study.c - plan and simulate a model on clusters (study.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "study.h"
+
+/* Device memory at or above this is "unknown" (quick clusters built from a
+ * profile's device use 2^53 bytes for "not limited"). */
+#define STUDY_MEM_UNKNOWN 9e15
+
+int study_load(study *s, const char *model_path, const char *prof_path, int batch, cl_err *e)
+{
+    memset(s, 0, sizeof *s);
+    s->optimizer = OPTIM_SGD;
+    s->replication = 1;
+    int rc = model_load(&s->md, model_path, e);
+    if (rc) return rc;
+    if (prof_path) {
+        if ((rc = prof_load(&s->pf, prof_path, e)) ||
+            (rc = prof_check_model(&s->pf, &s->md, prof_path, e))) {
+            study_free(s);
+            return rc;
+        }
+        s->have_prof = 1;
+    }
+    if (batch <= 0 && s->have_prof && s->pf.n_layers > 0 && s->pf.layers[0].n_points > 0)
+        batch = (int)s->pf.layers[0].batch[s->pf.layers[0].n_points - 1];
+    s->batch = batch > 0 ? batch : 64;
+    return CL_OK;
+}
+
+void study_free(study *s)
+{
+    model_free(&s->md);
+    if (s->have_prof) prof_free(&s->pf);
+    memset(s, 0, sizeof *s);
+}
+
+void study_point_free(study_point *pt)
+{
+    if (pt->planned) plan_result_free(&pt->res);
+    if (pt->ok) sim_result_free(&pt->sim);
+    memset(pt, 0, sizeof *pt);
+}
+
+/* The device type a measured profile's times belong to, looked up in the
+ * cluster and then the presets; 0 with *ref untouched when unknown. */
+static int profile_ref(const study *s, const cluster *c, cluster_devtype *ref)
+{
+    const char *name = s->profiled_on[0] ? s->profiled_on : s->pf.device;
+    const cluster_devtype *t = cluster_devtype_find(c->types, c->n_types, name);
+    if (t) {
+        *ref = *t;
+        return 1;
+    }
+    cl_err ignore = {0};
+    return cluster_devtype_preset(NULL, name, ref, &ignore) == CL_OK;
+}
+
+static void memory_figures(study_point *pt)
+{
+    const plan *p = &pt->res.plan;
+    pt->peak_mem_bytes = 0;
+    pt->headroom_bytes = HUGE_VAL;
+    pt->headroom = HUGE_VAL;
+    int known = 0;
+    for (int i = 0; i < pt->sim.n_dev; i++) {
+        const sim_dev_result *d = &pt->sim.dev[i];
+        pt->peak_mem_bytes = fmax(pt->peak_mem_bytes, d->peak_mem_bytes);
+        double cap = (double)p->cluster.types[p->cluster.devices[d->device].type].mem_bytes;
+        if (cap >= STUDY_MEM_UNKNOWN || !(cap > 0)) continue;
+        known = 1;
+        pt->headroom_bytes = fmin(pt->headroom_bytes, cap - d->peak_mem_bytes);
+        pt->headroom = fmin(pt->headroom, (cap - d->peak_mem_bytes) / cap);
+    }
+    if (!known) pt->headroom_bytes = pt->headroom = NAN;
+}
+
+int study_run(const study *s, const cluster *c, int kind, study_point *pt, cl_err *e)
+{
+    memset(pt, 0, sizeof *pt);
+    prof derived = {0};
+    const prof *pf = &s->pf;
+    cluster_devtype ref;
+    int have_ref = 0, rc;
+    cl_err pe = {0};
+    if (!s->have_prof) {
+        /* roofline costs of the first device's type at every microbatch size
+         * the search may try (divisors of the batch) */
+        const cluster_devtype *t = &c->types[c->devices[0].type];
+        double pts[PROF_MAX_POINTS];
+        int np = 0;
+        for (int d = 1; d <= s->batch && np < PROF_MAX_POINTS; d++)
+            if (s->batch % d == 0 && (s->microbatches == 0 || d == s->batch / s->microbatches))
+                pts[np++] = d;
+        if ((rc = prof_derive(&derived, &s->md, t, pts, np, &pe))) goto infeasible;
+        pf = &derived;
+        ref = *t;
+        have_ref = 1;
+    } else {
+        have_ref = profile_ref(s, c, &ref);
+    }
+    plan_request rq = {.model = &s->md, .prof = pf, .cluster = c, .ref_type = have_ref ? &ref : NULL,
+                       .batch = s->batch, .schedule = kind, .microbatches = s->microbatches,
+                       .algo = PLAN_ALGO_AUTO, .optimizer = s->optimizer, .comm = 1,
+                       .replication = s->replication};
+    if ((rc = plan_search(&rq, &pt->res, &pe))) {
+        plan_result_free(&pt->res); /* whatever a failed search left */
+        goto infeasible;
+    }
+    pt->planned = 1;
+    pt->dev_used = plan_device_count(&pt->res.plan);
+    if ((rc = sim_predict(&pt->res.plan, &pt->sim, &pe))) {
+        sim_result_free(&pt->sim);
+        snprintf(pt->reason, sizeof pt->reason, "simulator: %s", pe.msg);
+        goto infeasible_noreason;
+    }
+    pt->ok = 1;
+    memory_figures(pt);
+    if (!s->have_prof) prof_free(&derived);
+    return CL_OK;
+infeasible:
+    snprintf(pt->reason, sizeof pt->reason, "%s", pe.msg[0] ? pe.msg : "failed");
+infeasible_noreason:
+    if (!s->have_prof) prof_free(&derived);
+    if (pe.code == CL_EINPUT) return CL_OK; /* a point that cannot be done */
+    *e = pe;
+    return rc;
+}
+
+int study_subcluster(const cluster *c, int n, cluster *out, cl_err *e)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 1 || n > c->n_devices)
+        return cl_fail(e, CL_EINPUT, "%s: has %d devices, cannot take the first %d (hint: a device count from 1 to %d)",
+                       c->name, c->n_devices, n, c->n_devices);
+    *out = *c;
+    snprintf(out->name, sizeof out->name, "%.48s[0:%d]", c->name, n);
+    if (n == c->n_devices) snprintf(out->name, sizeof out->name, "%s", c->name);
+    out->types = cl_malloc((size_t)c->n_types * sizeof *out->types);
+    memcpy(out->types, c->types, (size_t)c->n_types * sizeof *out->types);
+    /* devices are numbered node by node, so the first n use a prefix of the
+     * nodes; renumber the nodes they use, in order */
+    int *map = cl_malloc((size_t)c->n_nodes * sizeof *map);
+    for (int i = 0; i < c->n_nodes; i++) map[i] = -1;
+    out->devices = cl_malloc((size_t)n * sizeof *out->devices);
+    out->node_names = cl_malloc((size_t)c->n_nodes * sizeof *out->node_names);
+    out->n_nodes = 0;
+    for (int d = 0; d < n; d++) {
+        int nd = c->devices[d].node;
+        if (map[nd] < 0) {
+            map[nd] = out->n_nodes;
+            memcpy(out->node_names[out->n_nodes++], c->node_names[nd], CLUSTER_NAME_MAX);
+        }
+        out->devices[d] = c->devices[d];
+        out->devices[d].node = map[nd];
+    }
+    out->n_devices = n;
+    free(map);
+    return CL_OK;
+}
+
+int study_schedules(const char *cmd, const char *list, int **kinds, int *n)
+{
+    *kinds = NULL;
+    *n = 0;
+    if (!list || !*list) return cli_usage_error(cmd, "--schedules: expected a comma-separated list");
+    int cap = 1;
+    for (const char *p = list; *p; p++) cap += *p == ',';
+    int *k = cl_malloc((size_t)cap * sizeof *k), m = 0;
+    char *copy = cl_strdup(list), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int kind = sched_kind_from_name(tok);
+        if (kind < 0) {
+            int rc = cli_usage_error(cmd, "--schedules: unknown schedule \"%s\" (gpipe, 1f1b, interleaved, zb-h1, pipedream, fbp, sequential)", tok);
+            free(copy);
+            free(k);
+            return rc;
+        }
+        int dup = 0;
+        for (int i = 0; i < m; i++) dup |= k[i] == kind;
+        if (!dup) k[m++] = kind;
+    }
+    free(copy);
+    if (m == 0) {
+        free(k);
+        return cli_usage_error(cmd, "--schedules: empty list");
+    }
+    *kinds = k;
+    *n = m;
+    return CL_OK;
+}
+
+int64_t study_dataset_size(const model *m, const char **name)
+{
+    int64_t elems = model_shape_elems(&m->input);
+    if (m->classes == 1000 && m->input.ndim == 3 && m->input.d[0] == 3 && m->input.d[1] == 224 &&
+        m->input.d[2] == 224) {
+        *name = "ImageNet-1k";
+        return 1281167; /* ILSVRC-2012 training images */
+    }
+    if (m->classes == 10 && elems == 28 * 28) {
+        *name = "Fashion-MNIST";
+        return 60000;   /* training images */
+    }
+    *name = "";
+    return 0;
+}
+
+void study_csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+    }
+    fputc('"', f);
+}
+
+void study_devices_str(const cluster *c, char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < c->n_types && at + 8 < cap; t++) {
+        int count = 0;
+        for (int d = 0; d < c->n_devices; d++) count += c->devices[d].type == t;
+        if (!count) continue;
+        at += (size_t)snprintf(buf + at, cap - at, "%s%d x %s", at ? " + " : "", count, c->types[t].name);
+    }
+}
+
+int study_mkdir(const char *dir, cl_err *e)
+{
+    char *p = cl_strdup(dir);
+    int rc = CL_OK;
+    for (char *c = p + 1;; c++) {
+        if (*c != '/' && *c != '\0') continue;
+        char keep = *c;
+        *c = '\0';
+        struct stat st;
+        if (stat(p, &st) != 0 && mkdir(p, 0777) != 0 && errno != EEXIST) {
+            rc = cl_fail(e, CL_EINPUT, "%s: cannot create the folder: %s", p, strerror(errno));
+            break;
+        }
+        if (stat(p, &st) == 0 && !S_ISDIR(st.st_mode)) {
+            rc = cl_fail(e, CL_EINPUT, "%s: exists and is not a folder (hint: choose another -o)", p);
+            break;
+        }
+        *c = keep;
+        if (keep == '\0') break;
+    }
+    free(p);
+    return rc;
+}

@@ -1,0 +1,95 @@
+/* study.h - plan and simulate one model on many clusters (prefix study_):
+ * the engine shared by `cleave sweep`, `cleave compare` and `cleave demo`.
+ *
+ * A study holds a model (and optionally a measured cleave profile of it)
+ * and the planning settings.  study_run plans it on a cluster with
+ * plan_search (planner/search.h), then replays the plan with the simulator
+ * (sim_predict, sim/sim.h), whose figures are the ones reported: the same
+ * numbers `cleave sim` prints for the saved plan.  Without a profile the
+ * per-layer costs are derived by the roofline of the cluster's first device
+ * type at every microbatch size the search may try, as `cleave plan` does.
+ */
+#ifndef CL_STUDY_H
+#define CL_STUDY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../models/model.h"
+#include "../planner/search.h"
+#include "../profiles/cluster.h"
+#include "../profiles/profile.h"
+#include "../sim/sim.h"
+#include "status.h"
+
+/* Links of a cluster built from flags when none are given: the figures
+ * `cleave plan --devices` uses (10 GB/s and 10 us inside a node, as
+ * PCIe-class links; 1.25 GB/s and 50 us between nodes, 10 Gb/s Ethernet). */
+#define STUDY_DEF_INTRA_BPS 10e9
+#define STUDY_DEF_INTRA_LAT 10e-6
+#define STUDY_DEF_INTER_BPS 1.25e9
+#define STUDY_DEF_INTER_LAT 50e-6
+
+typedef struct study {
+    model md;               /* owned */
+    prof pf;                /* owned; a measured profile when have_prof   */
+    int have_prof;
+    int batch;              /* samples per iteration, >= 1                 */
+    int microbatches;       /* 0: the planner chooses                      */
+    plan_optim optimizer;
+    int replication;        /* 0: never replicate a stage                  */
+    char profiled_on[CLUSTER_NAME_MAX]; /* device type of the profile ("" = its own) */
+} study;
+
+/* Load the model (and a cleave profile of it when prof_path is not NULL);
+ * batch 0 means the profile's largest batch, else 64.  Other settings take
+ * the planner's defaults (SGD, replication on).  Free with study_free. */
+int study_load(study *s, const char *model_path, const char *prof_path, int batch, cl_err *e);
+void study_free(study *s);
+
+typedef struct study_point {
+    int planned;            /* res holds a plan (free with study_point_free) */
+    int ok;                 /* planned and simulated: sim holds the results */
+    char reason[1100];      /* when !ok: why (the planner's or simulator's line) */
+    plan_result res;
+    sim_result sim;
+    double peak_mem_bytes;  /* highest simulated peak over the plan's devices */
+    double headroom_bytes;  /* smallest capacity - peak over those devices    */
+    double headroom;        /* the same as a fraction of that device's memory */
+    int dev_used;           /* distinct devices the plan uses               */
+} study_point;
+
+/* Plan s->md on cluster c with schedule `kind` (a sched_kind, or -1 for the
+ * planner's choice) and simulate the plan.  A point that cannot be done -
+ * nothing fits in memory, the simulator refuses the plan - is CL_OK with
+ * ok = 0 and the reason; only machine failures return an error.  Free the
+ * point with study_point_free (also after a failure). */
+int study_run(const study *s, const cluster *c, int kind, study_point *pt, cl_err *e);
+void study_point_free(study_point *pt);
+
+/* The first n devices of c, in c's order (nodes left without devices are
+ * dropped), named "<c.name>[0:n]"; free with cluster_free. */
+int study_subcluster(const cluster *c, int n, cluster *out, cl_err *e);
+
+/* "gpipe,1f1b,fbp" into sched_kind values (caller frees *kinds); an unknown
+ * name is reported as a usage error of `cmd` and returns 2. */
+int study_schedules(const char *cmd, const char *list, int **kinds, int *n);
+
+/* The training-set size of the data set a model is shaped for, or 0 when
+ * not known: 1,281,167 for ImageNet-1k (3x224x224 input, 1000 classes, the
+ * ILSVRC-2012 training images), 60,000 for Fashion-MNIST (28x28 input, 10
+ * classes).  *name is set to the data set's name ("" when unknown). */
+int64_t study_dataset_size(const model *m, const char **name);
+
+/* Write s as one CSV field: quoted (with "" for ") when it holds a comma,
+ * quote or line break, else as is. */
+void study_csv_field(FILE *f, const char *s);
+
+/* Create folder `dir` and any missing parents (like mkdir -p); CL_EINPUT
+ * naming the folder when that fails. */
+int study_mkdir(const char *dir, cl_err *e);
+
+/* "8 x A100-80GB" or "6 x V100-32GB + 2 x A100-80GB": the device types of c. */
+void study_devices_str(const cluster *c, char *buf, size_t cap);
+
+#endif
