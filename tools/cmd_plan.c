@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../models/model.h"
 #include "../planner/search.h"
@@ -104,10 +105,10 @@ static void print_plan(const plan_request *rq, const plan_result *res, const cha
     const plan *p = &res->plan;
     const model *m = &p->model;
     const cluster *c = &p->cluster;
-    printf("plan: %s on %s (%d device%s in %d node%s), batch %d = %d microbatches of %d, schedule %s, %s search\n",
+    printf("plan: %s on %s (%d device%s in %d node%s), batch %d = %d microbatch%s of %d, schedule %s, %s search\n",
            m->name, c->name, c->n_devices, c->n_devices == 1 ? "" : "s", c->n_nodes,
-           c->n_nodes == 1 ? "" : "s", p->batch, p->n_micro, p->microbatch,
-           sched_kind_name(p->schedule), res->algo);
+           c->n_nodes == 1 ? "" : "s", p->batch, p->n_micro, p->n_micro == 1 ? "" : "es",
+           p->microbatch, sched_kind_name(p->schedule), res->algo);
     if (quick_links) printf("links: %s\n", quick_links);
     if (!rq->comm) printf("communication: left out (--comm off)\n");
     printf("\n%-5s  %-44s %-8s %11s %11s %10s %10s %5s\n", "stage", "layers", "devices",
@@ -333,8 +334,14 @@ int cmd_plan(int argc, char **argv)
     rq.stages = (int)stages;
     rq.max_downsets = max_cuts;
     plan_result res;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if ((rc = plan_search(&rq, &res, &e))) goto fail;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     print_plan(&rq, &res, quick);
+    printf("planned in %.3f s (%d candidates, %lld exact-search steps)\n",
+           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), res.candidates,
+           (long long)res.exact_steps);
     if (out) {
         rc = plan_save(&res.plan, out, &e);
         if (!rc) printf("wrote %s\n", out);
