@@ -1,12 +1,410 @@
-/* cmd_compare.c - placeholder while the command is written. */
+/* cmd_compare.c - `cleave compare`: the best plan for one model on each of
+ * several clusters, with time and cost per epoch - planning before buying
+ * hardware.  A table on stdout, a CSV, and a bar chart (compare.gp).
+ *
+ * Best plan: for every schedule asked for (and with stage replication on
+ * and off), plan_search gives its best plan and the simulator replays it;
+ * the plan with the highest simulated throughput wins.  The planner ranks
+ * with closed forms, and on slow links its favourite can simulate well
+ * below another candidate, so the simulator has the last word here.
+ *
+ * Per epoch (docs/plots.md, "Hardware comparison"):
+ *   epoch_s        = dataset size / simulated throughput (samples/s)
+ *   price_per_hour = sum of price_per_hour over every device of the cluster
+ *                    (renting a cluster pays for all of it, used or not)
+ *   cost_per_epoch = price_per_hour x epoch_s / 3600; "n/a" when a device
+ *                    type has no price
+ *   headroom       = the smallest (memory - simulated peak) over the devices
+ *                    the plan uses, also as a fraction of that memory
+ */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "fileio.h"
+#include "gnuplot.h"
+#include "progress.h"
+#include "study.h"
+
+#define COMPARE_DEFAULT_SCHEDULES "gpipe,1f1b,zb-h1,pipedream,fbp"
+#define COMPARE_MAX_CLUSTERS 64
+
+static int help(void)
+{
+    printf(
+        "usage: cleave compare --model M.json --clusters A.json B.json ... [--dataset-size N]\n"
+        "                      [--batch B] [--schedules " COMPARE_DEFAULT_SCHEDULES "]\n"
+        "                      [--profile P.json [--profiled-on TYPE]] [--no-replication]\n"
+        "                      [-o DIR | --csv F.csv --png F.png --svg F.svg] [--title T] [--quiet]\n\n"
+        "Finds the best plan for the model on each cluster (every schedule listed, stages\n"
+        "replicated or not, ranked by simulated throughput) and prints: devices, device\n"
+        "type, best schedule, stages, throughput, time per epoch, cost per epoch (the\n"
+        "cluster's price per device-hour x its devices x epoch hours; n/a without a price)\n"
+        "and memory headroom (the smallest free memory on a device the plan uses).\n\n"
+        "  --dataset-size N  samples per epoch; default: the model's data set when known\n"
+        "                    (ImageNet-1k 1,281,167 for 3x224x224 / 1000 classes, Fashion-MNIST\n"
+        "                    60,000 for 28x28 / 10 classes), else required\n"
+        "  -o DIR            write DIR/compare.csv, DIR/compare.png and DIR/compare.svg\n"
+        "Prices are the presets' indicative on-demand list prices (their notes say where each\n"
+        "comes from). On a terminal a progress bar shows on stderr; Ctrl-C stops and writes\n"
+        "complete files for the clusters done (exit status 130).\n");
+    return 0;
+}
+
+typedef struct compare_args {
+    const char *model, *profile, *profiled_on, *out_dir, *csv, *png, *svg, *title, *schedules;
+    const char *clusters[COMPARE_MAX_CLUSTERS];
+    int n_clusters;
+    int64_t batch, dataset;
+    int no_replication, quiet;
+} compare_args;
+
+typedef struct compare_row {
+    char name[CLUSTER_NAME_MAX], file[512], types[160];
+    int n_devices, ok;
+    int kind, stages, n_micro, microbatch, used, replicated;
+    char replicas[96];
+    double iteration_s, throughput, epoch_s, price_per_hour, cost, peak_mem_bytes;
+    double headroom_bytes, headroom;
+    char reason[1100];
+} compare_row;
+
+static int parse(int argc, char **argv, compare_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->schedules = COMPARE_DEFAULT_SCHEDULES;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help() - 1;
+        if (!strcmp(o, "--no-replication")) { a->no_replication = 1; continue; }
+        if (!strcmp(o, "--quiet")) { a->quiet = 1; continue; }
+        if (!strcmp(o, "--clusters")) {
+            int k = 0;
+            while (i + 1 < argc && argv[i + 1][0] != '-') {
+                if (a->n_clusters == COMPARE_MAX_CLUSTERS)
+                    return cli_usage_error("compare", "--clusters: at most %d clusters", COMPARE_MAX_CLUSTERS);
+                a->clusters[a->n_clusters++] = argv[++i];
+                k++;
+            }
+            if (!k) return cli_usage_error("compare", "--clusters needs one or more cluster files");
+            continue;
+        }
+        if (o[0] == '-' && !v) return cli_usage_error("compare", "%s needs a value (or is unknown)", o);
+        if (!strcmp(o, "--model")) a->model = v;
+        else if (!strcmp(o, "--profile")) a->profile = v;
+        else if (!strcmp(o, "--profiled-on")) a->profiled_on = v;
+        else if (!strcmp(o, "-o") || !strcmp(o, "--out")) a->out_dir = v;
+        else if (!strcmp(o, "--csv")) a->csv = v;
+        else if (!strcmp(o, "--png")) a->png = v;
+        else if (!strcmp(o, "--svg")) a->svg = v;
+        else if (!strcmp(o, "--title")) a->title = v;
+        else if (!strcmp(o, "--schedules")) a->schedules = v;
+        else if (!strcmp(o, "--batch")) rc = cli_int("compare", o, v, 1, 1 << 30, &a->batch);
+        else if (!strcmp(o, "--dataset-size")) rc = cli_int("compare", o, v, 1, (int64_t)1 << 50, &a->dataset);
+        else return cli_usage_error("compare", "unknown option %s", o);
+        if (rc) return rc;
+        i++;
+    }
+    if (!a->model) return cli_usage_error("compare", "missing --model M.json");
+    if (!a->n_clusters) return cli_usage_error("compare", "missing --clusters A.json B.json ...");
+    if (a->out_dir && (a->csv || a->png || a->svg))
+        return cli_usage_error("compare", "-o DIR and --csv/--png/--svg exclude each other");
+    if (a->profiled_on && !a->profile) return cli_usage_error("compare", "--profiled-on describes a --profile");
+    return 0;
+}
+
+/* Sum of the devices' prices per hour; 0 when any device has none. */
+static double cluster_price(const cluster *c)
+{
+    double sum = 0;
+    for (int d = 0; d < c->n_devices; d++) {
+        double p = c->types[c->devices[d].type].price_per_hour;
+        if (!(p > 0)) return 0;
+        sum += p;
+    }
+    return sum;
+}
+
+static void fill_row(compare_row *r, const study_point *pt, int replicated, int64_t dataset)
+{
+    const plan *p = &pt->res.plan;
+    r->ok = 1;
+    r->kind = p->schedule;
+    r->stages = p->n_stages;
+    r->n_micro = p->n_micro;
+    r->microbatch = p->microbatch;
+    r->used = pt->dev_used;
+    r->replicated = replicated;
+    size_t at = 0;
+    r->replicas[0] = '\0';
+    for (int s = 0; s < p->n_stages && at + 12 < sizeof r->replicas; s++)
+        at += (size_t)snprintf(r->replicas + at, sizeof r->replicas - at, s ? "/%d" : "%d", p->stages[s].n_replicas);
+    r->iteration_s = pt->sim.iteration_s;
+    r->throughput = pt->sim.throughput;
+    r->epoch_s = (double)dataset / pt->sim.throughput;
+    r->cost = r->price_per_hour > 0 ? r->price_per_hour * r->epoch_s / 3600.0 : NAN;
+    r->peak_mem_bytes = pt->peak_mem_bytes;
+    r->headroom_bytes = pt->headroom_bytes;
+    r->headroom = pt->headroom;
+}
+
+/* The best plan on one cluster over the candidates; r->ok = 0 with the
+ * first candidate's reason when none works.  Returns 1 when interrupted. */
+static int best_on(const study *st0, const cluster *c, const int *kinds, int n_kinds, int no_replication,
+                   int64_t dataset, prog *pg, compare_row *r, cl_err *e, int *rc)
+{
+    study st = *st0;
+    int passes = no_replication ? 1 : 2;
+    *rc = CL_OK;
+    for (int pass = 0; pass < passes; pass++) {
+        st.replication = no_replication ? 0 : pass == 0;
+        for (int k = 0; k < n_kinds; k++) {
+            study_point pt;
+            if ((*rc = study_run(&st, c, kinds[k], &pt, e))) return 0;
+            /* ties (the asynchronous kinds often time alike) go to the plan
+             * needing less memory: FBP keeps one weight version, PipeDream several */
+            int better = pt.ok && (!r->ok || pt.sim.throughput > r->throughput * (1 + 1e-9) ||
+                                   (pt.sim.throughput >= r->throughput * (1 - 1e-9) &&
+                                    pt.peak_mem_bytes < r->peak_mem_bytes));
+            if (better)
+                fill_row(r, &pt, st.replication, dataset);
+            else if (!pt.ok && !r->ok && !r->reason[0])
+                snprintf(r->reason, sizeof r->reason, "%s: %.1000s", sched_kind_name((sched_kind)kinds[k]), pt.reason);
+            study_point_free(&pt);
+            char label[96];
+            snprintf(label, sizeof label, "%s, %s", c->name, sched_kind_name((sched_kind)kinds[k]));
+            prog_step(pg, label);
+            if (prog_interrupted()) return 1;
+        }
+    }
+    if (r->ok) r->reason[0] = '\0';
+    return 0;
+}
+
+static void num(FILE *f, double v)
+{
+    if (isfinite(v)) fprintf(f, ",%.12g", v);
+    else fputs(",", f);
+}
+
+static int write_csv(const char *path, const compare_row *rows, int n, int64_t dataset, cl_err *e)
+{
+    cl_out o;
+    int rc = cl_out_open(&o, path, e);
+    if (rc) return rc;
+    fputs("cluster,file,devices,device_type,feasible,schedule,stages,replicas,devices_used,microbatches,"
+          "microbatch,iteration_s,throughput,dataset_size,epoch_s,price_per_hour,cost_per_epoch,"
+          "peak_mem_bytes,headroom_bytes,headroom_fraction,reason\n", o.f);
+    for (int i = 0; i < n; i++) {
+        const compare_row *r = &rows[i];
+        study_csv_field(o.f, r->name);
+        fputc(',', o.f);
+        study_csv_field(o.f, r->file);
+        fprintf(o.f, ",%d,", r->n_devices);
+        study_csv_field(o.f, r->types);
+        if (r->ok) {
+            fprintf(o.f, ",yes,%s,%d,%s,%d,%d,%d", sched_kind_name((sched_kind)r->kind), r->stages,
+                    r->replicas, r->used, r->n_micro, r->microbatch);
+            num(o.f, r->iteration_s);
+            num(o.f, r->throughput);
+            fprintf(o.f, ",%lld", (long long)dataset);
+            num(o.f, r->epoch_s);
+            num(o.f, r->price_per_hour > 0 ? r->price_per_hour : NAN);
+            num(o.f, r->cost);
+            num(o.f, r->peak_mem_bytes);
+            num(o.f, r->headroom_bytes);
+            num(o.f, r->headroom);
+        } else {
+            fprintf(o.f, ",no,,,,,,,,,%lld,,", (long long)dataset);
+            num(o.f, r->price_per_hour > 0 ? r->price_per_hour : NAN);
+            fputs(",,,,", o.f);
+        }
+        fputc(',', o.f);
+        study_csv_field(o.f, r->reason);
+        fputc('\n', o.f);
+    }
+    return cl_out_commit(&o, e);
+}
+
+static void unit_of(const compare_row *rows, int n, const char **name, const char **abbr, double *div)
+{
+    double mx = 0;
+    for (int i = 0; i < n; i++)
+        if (rows[i].ok) mx = fmax(mx, rows[i].epoch_s);
+    if (mx >= 2 * 3600.0) *name = "hours", *abbr = "h", *div = 3600;
+    else if (mx >= 120) *name = "minutes", *abbr = "min", *div = 60;
+    else *name = "seconds", *abbr = "s", *div = 1;
+}
+
+/* 1281167 -> "1,281,167" */
+static void thousands(char *buf, size_t cap, int64_t v)
+{
+    char raw[32];
+    snprintf(raw, sizeof raw, "%lld", (long long)v);
+    size_t n = strlen(raw), at = 0;
+    for (size_t i = 0; i < n && at + 2 < cap; i++) {
+        if (i > 0 && (n - i) % 3 == 0) buf[at++] = ',';
+        buf[at++] = raw[i];
+    }
+    buf[at] = '\0';
+}
+
+static int write_plot(const char *path, const char *title, const compare_row *rows, int n, cl_err *e)
+{
+    const char *unit, *abbr;
+    double div, tmin = HUGE_VAL, tmax = 0, cmin = HUGE_VAL, cmax = 0;
+    unit_of(rows, n, &unit, &abbr, &div);
+    for (int i = 0; i < n; i++) {
+        if (!rows[i].ok) continue;
+        tmin = fmin(tmin, rows[i].epoch_s / div);
+        tmax = fmax(tmax, rows[i].epoch_s / div);
+        if (isfinite(rows[i].cost)) cmin = fmin(cmin, rows[i].cost), cmax = fmax(cmax, rows[i].cost);
+    }
+    gp_plot *g = gp_new();
+    gp_str(g, "title", title);
+    gp_str(g, "time_unit", unit);
+    gp_str(g, "currency", "USD");
+    gp_num(g, "nrows", n);
+    /* a log axis once the bars span more than 30x, else the short ones vanish */
+    gp_num(g, "logy_time", tmax > 30 * tmin);
+    gp_num(g, "logy_cost", cmax > 30 * cmin);
+    gp_num(g, "tmin", isfinite(tmin) ? tmin : 1);
+    gp_num(g, "cmin", isfinite(cmin) ? cmin : 1);
+    FILE *f = gp_data(g, "bars");
+    for (int i = 0; i < n; i++) {
+        const compare_row *r = &rows[i];
+        char name[80];
+        snprintf(name, sizeof name, "%s", r->name);
+        for (char *c = name; *c; c++) if (*c == '"' || *c == '\\') *c = '\'';
+        if (!r->ok) {
+            fprintf(f, "\"%s\" -1 -1 \"no plan fits\" \"no plan fits\"\n", name);
+            continue;
+        }
+        char cost[32], tlab[32];
+        if (isfinite(r->cost)) snprintf(cost, sizeof cost, "$%.2f", r->cost);
+        else snprintf(cost, sizeof cost, "n/a: no price");
+        double t = r->epoch_s / div;
+        snprintf(tlab, sizeof tlab, t < 1000 ? "%.3g %s" : "%.0f %s", t, abbr);
+        fprintf(f, "\"%s\" %.9g %.9g \"%s\" \"%s\"\n", name, t, isfinite(r->cost) ? r->cost : -1.0, tlab, cost);
+    }
+    int rc = gp_render(g, "compare", path, 1280, 720, e);
+    gp_free(g);
+    return rc;
+}
+
+static void print_row(const compare_row *r)
+{
+    if (!r->ok) {
+        printf("%-18.18s %3d  %-22.22s  no plan: %s\n", r->name, r->n_devices, r->types, r->reason);
+        return;
+    }
+    char ep[32], cost[32], head[48];
+    if (r->epoch_s >= 3600) snprintf(ep, sizeof ep, "%.2f h", r->epoch_s / 3600);
+    else if (r->epoch_s >= 60) snprintf(ep, sizeof ep, "%.1f min", r->epoch_s / 60);
+    else snprintf(ep, sizeof ep, "%.1f s", r->epoch_s);
+    if (isfinite(r->cost)) snprintf(cost, sizeof cost, "$%.2f", r->cost);
+    else snprintf(cost, sizeof cost, "n/a");
+    if (isfinite(r->headroom))
+        snprintf(head, sizeof head, "%.0f%% (%.1f GiB)", 100 * r->headroom, r->headroom_bytes / (double)(1ull << 30));
+    else snprintf(head, sizeof head, "unknown");
+    printf("%-18.18s %3d  %-22.22s  %-10s %6d %10.1f %10s %10s  %s\n", r->name, r->n_devices, r->types,
+           sched_kind_name((sched_kind)r->kind), r->stages, r->throughput, ep, cost, head);
+}
 
 int cmd_compare(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "cleave compare: not written yet\n");
-    return 1;
+    compare_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    int *kinds = NULL, n_kinds = 0;
+    if ((rc = study_schedules("compare", a.schedules, &kinds, &n_kinds))) return rc;
+    cl_err e = {0};
+    study st;
+    int have_study = 0, n_done = 0, interrupted = 0;
+    compare_row *rows = cl_calloc((size_t)a.n_clusters, sizeof *rows);
+    cluster *cls = cl_calloc((size_t)a.n_clusters, sizeof *cls);
+    int n_loaded = 0;
+    char csv[1024] = "", png[1024] = "", svg[1024] = "";
+    if ((rc = study_load(&st, a.model, a.profile, (int)a.batch, &e))) goto fail;
+    have_study = 1;
+    if (a.profiled_on) snprintf(st.profiled_on, sizeof st.profiled_on, "%s", a.profiled_on);
+    const char *dsname = "";
+    int64_t dataset = a.dataset;
+    if (!dataset) dataset = study_dataset_size(&st.md, &dsname);
+    if (!dataset) {
+        rc = cl_fail(&e, CL_EINPUT, "%s: the data set of model \"%s\" is not known (hint: --dataset-size N, the samples per epoch)",
+                     a.model, st.md.name);
+        goto fail;
+    }
+    /* every cluster file is read before any planning, so a typo fails fast */
+    for (; n_loaded < a.n_clusters; n_loaded++)
+        if ((rc = cluster_load(&cls[n_loaded], a.clusters[n_loaded], &e))) goto fail;
+    if (a.out_dir) {
+        if ((rc = study_mkdir(a.out_dir, &e))) goto fail;
+        snprintf(csv, sizeof csv, "%s/compare.csv", a.out_dir);
+        snprintf(png, sizeof png, "%s/compare.png", a.out_dir);
+        snprintf(svg, sizeof svg, "%s/compare.svg", a.out_dir);
+    } else {
+        if (a.csv) snprintf(csv, sizeof csv, "%s", a.csv);
+        if (a.png) snprintf(png, sizeof png, "%s", a.png);
+        if (a.svg) snprintf(svg, sizeof svg, "%s", a.svg);
+    }
+    if (!a.quiet) {
+        printf("compare: %s, batch %d, epoch = %lld samples%s%s%s\n\n", st.md.name, st.batch,
+               (long long)dataset, dsname[0] ? " (" : "", dsname, dsname[0] ? " training set)" : "");
+        printf("%-18s %3s  %-22s  %-10s %6s %10s %10s %10s  %s\n", "cluster", "dev", "device type",
+               "schedule", "stages", "samples/s", "epoch", "cost", "memory headroom");
+    }
+    prog pg;
+    prog_catch_sigint();
+    prog_begin(&pg, "compare", a.n_clusters * n_kinds * (a.no_replication ? 1 : 2));
+    for (int i = 0; i < a.n_clusters && !rc; i++) {
+        compare_row *r = &rows[i];
+        snprintf(r->name, sizeof r->name, "%s", cls[i].name);
+        snprintf(r->file, sizeof r->file, "%s", a.clusters[i]);
+        study_devices_str(&cls[i], r->types, sizeof r->types);
+        r->n_devices = cls[i].n_devices;
+        r->price_per_hour = cluster_price(&cls[i]);
+        interrupted = best_on(&st, &cls[i], kinds, n_kinds, a.no_replication, dataset, &pg, r, &e, &rc);
+        if (rc || interrupted) break;
+        n_done++;
+        if (!a.quiet) print_row(r);
+        fflush(stdout);
+    }
+    prog_end(&pg);
+    interrupted |= prog_interrupted();
+    if (!rc && !a.quiet) printf("\n");
+    if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, dataset, &e)) == CL_OK && !a.quiet)
+        printf("wrote %s\n", csv);
+    char title[256], ds[32];
+    thousands(ds, sizeof ds, dataset);
+    if (a.title) snprintf(title, sizeof title, "%s", a.title);
+    else snprintf(title, sizeof title, "Training %s for one epoch (%s samples%s%s, batch %d): time and cost per cluster",
+                  st.md.name, ds, dsname[0] ? " of " : "", dsname, st.batch);
+    const char *imgs[2] = {png, svg};
+    for (int i = 0; i < 2 && !rc; i++)
+        if (imgs[i][0] && n_done > 0) {
+            rc = write_plot(imgs[i], title, rows, n_done, &e);
+            if (!rc && !a.quiet) printf("wrote %s\n", imgs[i]);
+        }
+    prog_release_sigint();
+    if (rc) goto fail;
+    if (interrupted) {
+        fprintf(stderr, "cleave compare: interrupted after %d of %d clusters; the files hold those clusters\n",
+                n_done, a.n_clusters);
+        rc = PROG_EXIT_INTERRUPTED;
+    }
+    goto done;
+fail:
+    rc = cli_report(&e);
+done:
+    for (int i = 0; i < n_loaded; i++) cluster_free(&cls[i]);
+    free(cls);
+    free(rows);
+    free(kinds);
+    if (have_study) study_free(&st);
+    return rc;
 }

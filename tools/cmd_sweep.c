@@ -225,7 +225,7 @@ static int write_csv(const char *path, const sweep_row *rows, int n, cl_err *e)
 
 /* The curve: a column per schedule with at least one feasible point, a row
  * per device count with at least one point done; NaN leaves a gap. */
-static int write_plot(const sweep_args *a, const char *path, const char *title, const sweep_row *rows,
+static int write_plot(const char *path, const char *title, const sweep_row *rows,
                       int n, const int *kinds, int n_kinds, int use_seq, cl_err *e)
 {
     int *col = cl_calloc((size_t)n_kinds, sizeof *col), ncols = 1;
@@ -246,6 +246,11 @@ static int write_plot(const sweep_args *a, const char *path, const char *title, 
     gp_str(g, "title", title);
     gp_num(g, "ncols", ncols);
     gp_str(g, "mem_unit", unit > (1 << 20) ? "GiB" : "MiB");
+    /* device counts that double (1, 2, 4, ...) read best on log axes,
+     * consecutive ones (1, 2, 3, ...) on linear axes */
+    int lo = rows[0].devices, hi = rows[n - 1].devices, counts = 0;
+    for (int i = 0; i < n; i++) counts += i == 0 || rows[i].devices != rows[i - 1].devices;
+    gp_num(g, "logx", hi >= 4 * lo && counts <= log2((double)hi / lo) + 2);
     gp_str(g, "speedup_label", use_seq ? "speed-up over the same microbatches on one device"
                                        : "speed-up over the best one-device plan");
     for (int which = 0; which < 2; which++) {
@@ -269,7 +274,6 @@ static int write_plot(const sweep_args *a, const char *path, const char *title, 
             fputc('\n', f);
         }
     }
-    (void)a;
     int rc = gp_render(g, "speedup", path, 1280, 720, e);
     gp_free(g);
     free(col);
@@ -438,7 +442,7 @@ int cmd_sweep(int argc, char **argv)
     const char *imgs[2] = {png, svg};
     for (int i = 0; i < 2 && !rc; i++)
         if (imgs[i][0] && n_done > 0) {
-            rc = write_plot(&a, imgs[i], title, rows, n_done, kinds, n_kinds, base_thr <= 0, &e);
+            rc = write_plot(imgs[i], title, rows, n_done, kinds, n_kinds, base_thr <= 0, &e);
             if (!rc && !a.quiet) printf("wrote %s\n", imgs[i]);
         }
     prog_release_sigint();
