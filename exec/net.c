@@ -442,6 +442,27 @@ void exec_net_zero_grads(exec_net *n)
     memset(n->grads, 0, (size_t)n->n_params * sizeof *n->grads);
 }
 
+float *exec_net_bufs(exec_net *n, int64_t *n_floats)
+{
+    if (n_floats) *n_floats = n->n_bufs;
+    return n->bufs;
+}
+
+int exec_net_n_rngs(const exec_net *n)
+{
+    int c = 0;
+    for (int k = 0; k < n->L; k++) c += n->ly[k].rng != NULL;
+    return c;
+}
+
+gsl_rng *exec_net_rng(exec_net *n, int k)
+{
+    for (int j = 0; j < n->L; j++)
+        if (n->ly[j].rng && k-- == 0) return n->ly[j].rng;
+    assert(0 && "exec_net_rng: no such stream");
+    return NULL;
+}
+
 static const xlayer *layer_of(const exec_net *n, int layer)
 {
     assert(layer >= n->first && layer < n->last);

@@ -29,6 +29,8 @@
 
 #include <stdint.h>
 
+#include <gsl/gsl_rng.h>
+
 #include "../models/model.h"
 #include "../tools/status.h"
 #include "tensor.h"
@@ -75,6 +77,14 @@ float *exec_net_grads(exec_net *n, int64_t *n_floats);
 int exec_net_n_tensors(const exec_net *n);
 const exec_tensor *exec_net_tensor(const exec_net *n, int k);
 void exec_net_zero_grads(exec_net *n);
+
+/* State beyond the parameters, for checkpoints (exec/checkpoint.h): the
+ * running-statistics block (batchnorm running mean and variance, *n_floats,
+ * padding included) and the random streams of the stage's dropout layers,
+ * stream k of exec_net_n_rngs in layer order.  Both belong to the net. */
+float *exec_net_bufs(exec_net *n, int64_t *n_floats);
+int exec_net_n_rngs(const exec_net *n);
+gsl_rng *exec_net_rng(exec_net *n, int k);
 
 /* Bytes per sample the acts keep for model layer `layer` between its
  * forward and backward passes (kept output, argmax, mask, normalised input,

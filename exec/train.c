@@ -6,6 +6,7 @@
 
 #include <gsl/gsl_rng.h>
 
+#include "checkpoint.h"
 #include "gemm.h"
 #include "optim.h"
 #include "train.h"
@@ -24,6 +25,12 @@ struct exec_trainer {
     int epoch;
     int64_t step, total_steps; /* for the schedule; total set by the first epoch */
     double t0;
+    /* the epoch in progress (in_epoch): its next minibatch and sums so far */
+    int in_epoch;
+    int64_t pos, ep_ok;
+    double ep_loss, ep_train_s;
+    exec_step_hook hook;
+    void *hook_ctx;
 };
 
 void exec_train_defaults(exec_train_opts *o)
@@ -134,42 +141,124 @@ void exec_trainer_evaluate(exec_trainer *t, const exec_data *d, double *loss, do
     *acc = d->n ? (double)ok / (double)d->n : NAN;
 }
 
-void exec_trainer_epoch(exec_trainer *t, const exec_data *train, const exec_data *test,
-                        exec_progress_fn progress, void *ctx, exec_epoch *out)
+void exec_trainer_set_hook(exec_trainer *t, exec_step_hook hook, void *ctx)
+{
+    t->hook = hook;
+    t->hook_ctx = ctx;
+}
+
+void exec_trainer_position(const exec_trainer *t, int *epoch, int64_t *pos, int64_t *step)
+{
+    *epoch = t->epoch;
+    *pos = t->in_epoch ? t->pos : 0;
+    *step = t->step;
+}
+
+int exec_trainer_epoch(exec_trainer *t, const exec_data *train, const exec_data *test,
+                       exec_progress_fn progress, void *ctx, exec_epoch *out)
 {
     const int Bmax = t->o.batch;
     const int64_t n = train->n, steps = (n + Bmax - 1) / Bmax;
-    if (t->epoch == 0) {
-        t->t0 = exec_now();
-        t->total_steps = steps * t->o.epochs;
+    memset(out, 0, sizeof *out);
+    if (!t->in_epoch) {
+        if (t->epoch == 0) {
+            t->t0 = exec_now();
+            t->total_steps = steps * t->o.epochs;
+        }
+        t->epoch++;
+        if (t->perm_n != n) {
+            free(t->perm);
+            t->perm = cl_malloc((size_t)n * sizeof *t->perm);
+            t->perm_n = n;
+        }
+        exec_shuffle(t->perm, n, t->shuffle);
+        t->in_epoch = 1;
+        t->pos = t->ep_ok = 0;
+        t->ep_loss = t->ep_train_s = 0;
     }
-    t->epoch++;
-    if (t->perm_n != n) {
-        free(t->perm);
-        t->perm = cl_malloc((size_t)n * sizeof *t->perm);
-        t->perm_n = n;
-    }
-    exec_shuffle(t->perm, n, t->shuffle);
-    double t_start = exec_now(), loss = 0;
-    int64_t ok = 0;
+    assert(t->perm_n == n);
+    double t_start = exec_now();
     const int64_t every = steps / 100 > 0 ? steps / 100 : 1;
-    for (int64_t s = 0; s < steps; s++) {
+    for (int64_t s = t->pos; s < steps; s++) {
         int64_t first = s * Bmax;
         int B = (int)(n - first < Bmax ? n - first : Bmax);
         exec_data_gather(train, t->perm + first, B, t->xb, t->yb);
-        loss += exec_trainer_step(t, t->xb, t->yb, B) * B;
-        ok += exec_acts_correct(t->acts);
+        t->ep_loss += exec_trainer_step(t, t->xb, t->yb, B) * B;
+        t->ep_ok += exec_acts_correct(t->acts);
+        t->pos = s + 1;
         if (progress && ((s + 1) % every == 0 || s + 1 == steps))
-            progress(ctx, t->epoch, first + B, n, loss / (double)(first + B));
+            progress(ctx, t->epoch, first + B, n, t->ep_loss / (double)(first + B));
+        if (t->hook) {
+            t->ep_train_s += exec_now() - t_start;
+            t_start = exec_now();
+            if (t->hook(t->hook_ctx, t)) return 0; /* resumable: in_epoch stays */
+        }
     }
-    double train_s = exec_now() - t_start;
-    memset(out, 0, sizeof *out);
+    t->ep_train_s += exec_now() - t_start;
+    t->in_epoch = 0;
     out->epoch = t->epoch;
-    out->loss = loss / (double)n;
-    out->train_acc = (double)ok / (double)n;
-    out->samples_per_s = (double)n / train_s;
+    out->loss = t->ep_loss / (double)n;
+    out->train_acc = (double)t->ep_ok / (double)n;
+    out->samples_per_s = (double)n / t->ep_train_s;
     out->lr = t->sgd.lr;
     out->test_loss = out->test_acc = NAN;
     if (test) exec_trainer_evaluate(t, test, &out->test_loss, &out->test_acc);
     out->elapsed_s = exec_now() - t->t0;
+    return 1;
+}
+
+/* ------------------------------------------------------- checkpoints -- */
+
+void exec_trainer_save(exec_trainer *t, exec_ckpt *c)
+{
+    exec_ckpt_put_net(c, "s0", t->net, &t->sgd);
+    exec_ckpt_put_rng(c, "train.shuffle", t->shuffle);
+    exec_ckpt_put_i64(c, "train.perm", t->perm, t->perm ? (size_t)t->perm_n : 0);
+    int64_t iv[7] = {t->epoch, t->in_epoch, t->pos, t->step, t->total_steps, t->ep_ok, t->perm_n};
+    double dv[3] = {t->ep_loss, t->ep_train_s, t->epoch ? exec_now() - t->t0 : 0};
+    exec_ckpt_put_i64(c, "train.position", iv, 7);
+    exec_ckpt_put_f64(c, "train.sums", dv, 3);
+}
+
+int exec_trainer_restore(exec_trainer *t, const exec_ckpt *c, int64_t n_train, cl_err *e)
+{
+    int64_t iv[7];
+    double dv[3];
+    int rc;
+    if ((rc = exec_ckpt_get(c, "train.position", iv, sizeof iv, e)) ||
+        (rc = exec_ckpt_get(c, "train.sums", dv, sizeof dv, e)))
+        return rc;
+    const int64_t steps = (n_train + t->o.batch - 1) / t->o.batch;
+    if (iv[0] < 0 || iv[0] > t->o.epochs || (iv[1] != 0 && iv[1] != 1) || iv[2] < 0 ||
+        iv[2] > steps || iv[3] < 0 || iv[4] < 0 || iv[5] < 0 || iv[6] < 0 ||
+        (iv[0] > 0 && iv[6] != n_train) || !(dv[2] >= 0))
+        return cl_fail(e, CL_EINPUT, "%s: section train.position does not fit this run (epoch %lld of %d, minibatch %lld of %lld) (hint: resume with the same data and options)",
+                       exec_ckpt_file(c), (long long)iv[0], t->o.epochs, (long long)iv[2],
+                       (long long)steps);
+    if ((rc = exec_ckpt_get_net(c, "s0", t->net, &t->sgd, e)) ||
+        (rc = exec_ckpt_get_rng(c, "train.shuffle", t->shuffle, e)))
+        return rc;
+    free(t->perm);
+    t->perm = NULL;
+    t->perm_n = 0;
+    if (iv[6] > 0) {
+        t->perm = cl_malloc((size_t)iv[6] * sizeof *t->perm);
+        if ((rc = exec_ckpt_get(c, "train.perm", t->perm, (size_t)iv[6] * sizeof *t->perm, e)))
+            return rc;
+        for (int64_t i = 0; i < iv[6]; i++)
+            if (t->perm[i] < 0 || t->perm[i] >= n_train)
+                return cl_fail(e, CL_EINPUT, "%s: section train.perm: sample %lld is out of range (hint: the file is damaged)",
+                               exec_ckpt_file(c), (long long)t->perm[i]);
+        t->perm_n = iv[6];
+    }
+    t->epoch = (int)iv[0];
+    t->in_epoch = (int)iv[1];
+    t->pos = iv[2];
+    t->step = iv[3];
+    t->total_steps = iv[4];
+    t->ep_ok = iv[5];
+    t->ep_loss = dv[0];
+    t->ep_train_s = dv[1];
+    t->t0 = exec_now() - dv[2];
+    return CL_OK;
 }

@@ -63,10 +63,33 @@ exec_net *exec_trainer_net(exec_trainer *t);
 typedef void (*exec_progress_fn)(void *ctx, int epoch, int64_t done, int64_t total,
                                  double mean_loss);
 
+/* Called after every minibatch step; nonzero stops the epoch there.  The
+ * trainer stays mid-epoch and the next exec_trainer_epoch continues it with
+ * the next minibatch, exactly as if it had not stopped (checkpoints). */
+typedef int (*exec_step_hook)(void *ctx, exec_trainer *t);
+void exec_trainer_set_hook(exec_trainer *t, exec_step_hook hook, void *ctx);
+
 /* One epoch over train (shuffled by the trainer's stream), then an
- * evaluation on test (may be NULL).  Both sets must pass exec_data_check. */
-void exec_trainer_epoch(exec_trainer *t, const exec_data *train, const exec_data *test,
-                        exec_progress_fn progress, void *ctx, exec_epoch *out);
+ * evaluation on test (may be NULL).  Both sets must pass exec_data_check.
+ * Returns 1 with *out filled, or 0 when the hook stopped it (out zeroed). */
+int exec_trainer_epoch(exec_trainer *t, const exec_data *train, const exec_data *test,
+                       exec_progress_fn progress, void *ctx, exec_epoch *out);
+
+/* Where the trainer is: epochs started (1-based number of the current or
+ * last one), minibatches done in the current epoch (0 between epochs),
+ * optimiser steps over the run. */
+void exec_trainer_position(const exec_trainer *t, int *epoch, int64_t *pos, int64_t *step);
+
+/* Checkpoints (exec/checkpoint.h): save adds the trainer's whole state
+ * (the net's parameters, running statistics and dropout streams, momentum,
+ * the shuffling stream, the epoch's order, the position and the epoch's
+ * sums) as sections of c; restore puts it back into a trainer created with
+ * the same model and options, so that training continues bit for bit as if
+ * it had not stopped.  n_train: samples of the training set.  CL_EINPUT
+ * (naming the checkpoint) when a section is missing or does not fit. */
+struct exec_ckpt;
+void exec_trainer_save(exec_trainer *t, struct exec_ckpt *c);
+int exec_trainer_restore(exec_trainer *t, const struct exec_ckpt *c, int64_t n_train, cl_err *e);
 
 /* One minibatch step (forward, backward, update) on x (B, dim), y (B) with
  * the current learning rate; returns the mean loss.  B <= opts.batch. */

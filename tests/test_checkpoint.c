@@ -1,0 +1,448 @@
+/* test_checkpoint.c - checkpoints and resume (exec/checkpoint.h, cleave
+ * train --checkpoint/--resume): the file format refuses every damaged copy,
+ * a run killed with SIGKILL (twice) and resumed ends with the very bytes of
+ * an uninterrupted run's weights file, SIGTERM and SIGINT stop at a minibatch
+ * boundary with a checkpoint, and resumes with other options, model or data
+ * are refused naming the difference. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../exec/checkpoint.h"
+#include "../tools/fileio.h"
+#include "test.h"
+
+/* ------------------------------------------------------------ helpers -- */
+
+static char *slurp(const char *path, size_t *len)
+{
+    char *s = NULL;
+    cl_err e = {0};
+    if (cl_read_file(path, (size_t)1 << 26, &s, len, &e)) return NULL;
+    return s;
+}
+
+static int exists(const char *path) { return access(path, F_OK) == 0; }
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; s && *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* Two files hold the same bytes (and are not empty). */
+static int same_file(const char *a, const char *b)
+{
+    size_t la = 0, lb = 0;
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    int same = x && y && la == lb && la > 0 && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* Start the cleave binary with the arguments args (NULL-terminated),
+ * stdout and stderr to dir/out and dir/err; returns the child's pid. */
+static pid_t spawn(char **args, const char *dir)
+{
+    const char *bin = getenv("CLEAVE_BIN");
+    if (!bin) bin = "build/cleave";
+    char out[600], err[600];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    remove(out); /* a poll must not see an earlier child's output */
+    remove(err);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "r", stdin) || !freopen(out, "w", stdout) ||
+            !freopen(err, "w", stderr))
+            _exit(126);
+        char *argv[64];
+        int n = 0;
+        argv[n++] = (char *)bin;
+        while (*args && n < 63) argv[n++] = *args++;
+        argv[n] = NULL;
+        execv(bin, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Wait for pid; exit status, or 128 + signal. */
+static int reap(pid_t pid)
+{
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Optimiser steps recorded in a sequential checkpoint, or -1 when it is
+ * absent or unreadable (it may be replaced while we read: rename is atomic,
+ * so a read sees the old or the new file whole). */
+static int64_t ckpt_step(const char *path)
+{
+    exec_ckpt *c;
+    cl_err e = {0};
+    if (!exists(path) || exec_ckpt_read(&c, path, &e)) return -1;
+    int64_t iv[7];
+    int64_t step = exec_ckpt_get(c, "train.position", iv, sizeof iv, &e) ? -1 : iv[3];
+    exec_ckpt_free(c);
+    return step;
+}
+
+/* Poll until the checkpoint records at least min_step steps; 0 when it
+ * does while pid still runs, -1 when pid ended first (not reaped) or 60 s
+ * passed (a generous guard against hangs, not a speed target). */
+static int wait_step(pid_t pid, const char *path, int64_t min_step)
+{
+    double t0 = now_s();
+    while (now_s() - t0 < 60) {
+        if (ckpt_step(path) >= min_step) return 0;
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+            return -1; /* ended (left for reap) */
+        usleep(1000);
+    }
+    return -1;
+}
+
+/* argv for `cleave train` on the tiny model (conv, batchnorm, dropout:
+ * every kind of state a checkpoint must carry) plus extra options. */
+#define BASE "train", "--model", "tests/data/ckpt/tiny.json", "--synthetic", "8000", \
+             "--epochs", "4", "--batch", "16", "--seed", "5"
+#define BASE_S "train --model tests/data/ckpt/tiny.json --synthetic 8000 --epochs 4 --batch 16 --seed 5"
+
+/* The log without its samples/s and elapsed columns (timing). */
+static char *strip_timing(const char *csv)
+{
+    char *o = cl_malloc(strlen(csv) + 1), *q = o;
+    int field = 0;
+    for (const char *p = csv; *p; p++) {
+        if (*p == '\n') field = -1;
+        else if (*p == ',') field++;
+        if (field != 5 && field != 6) *q++ = *p;
+        if (*p == '\n') field = 0;
+    }
+    *q = 0;
+    return o;
+}
+
+/* The uninterrupted run: weights and log into dir. */
+static void reference_run(const char *dir, char *w, size_t wcap, char *log, size_t lcap)
+{
+    char args[4096];
+    snprintf(w, wcap, "%s/full.bin", dir);
+    snprintf(log, lcap, "%s/full.csv", dir);
+    snprintf(args, sizeof args, BASE_S " --save-weights %s --log %s", w, log);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
+}
+
+/* ------------------------------------------------------------- format -- */
+
+static exec_ckpt *small_ckpt(void)
+{
+    exec_ckpt *c = exec_ckpt_new();
+    int64_t iv[3] = {1, -2, 3};
+    double dv[2] = {0.5, -1e300};
+    exec_ckpt_put_str(c, "kind", "test");
+    exec_ckpt_put_i64(c, "a.ints", iv, 3);
+    exec_ckpt_put_f64(c, "a.reals", dv, 2);
+    exec_ckpt_put(c, "empty", NULL, 0);
+    return c;
+}
+
+/* Encoded and decoded, every section comes back; encoding is a function of
+ * the content (equal checkpoints, equal bytes). */
+static void test_round_trip(void)
+{
+    exec_ckpt *c = small_ckpt(), *d = NULL, *c2 = small_ckpt();
+    size_t n, n2;
+    unsigned char *b = exec_ckpt_encode(c, &n), *b2 = exec_ckpt_encode(c2, &n2);
+    CU_ASSERT(n == n2 && memcmp(b, b2, n) == 0);
+    CU_ASSERT(n > strlen(EXEC_CKPT_TAG) && memcmp(b, EXEC_CKPT_TAG " 1 ", strlen(EXEC_CKPT_TAG) + 3) == 0);
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_ckpt_decode(&d, b, n, "x.ckpt", &e), CL_OK);
+    int64_t iv[3];
+    double dv[2];
+    CU_ASSERT_EQUAL(exec_ckpt_get(d, "a.ints", iv, sizeof iv, &e), CL_OK);
+    CU_ASSERT(iv[0] == 1 && iv[1] == -2 && iv[2] == 3);
+    CU_ASSERT_EQUAL(exec_ckpt_get(d, "a.reals", dv, sizeof dv, &e), CL_OK);
+    CU_ASSERT(dv[0] == 0.5 && dv[1] == -1e300);
+    size_t len = 99;
+    CU_ASSERT_PTR_NOT_NULL(exec_ckpt_find(d, "empty", &len));
+    CU_ASSERT_EQUAL(len, 0);
+    /* a size that differs or a missing section names file and section */
+    CU_ASSERT_EQUAL(exec_ckpt_get(d, "a.ints", iv, 2 * sizeof *iv, &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.ckpt: section a.ints holds 24 bytes, this run needs 16"));
+    cl_err_clear(&e);
+    CU_ASSERT_EQUAL(exec_ckpt_get(d, "nope", iv, 8, &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.ckpt: section nope is missing"));
+    exec_ckpt_free(d);
+    exec_ckpt_free(c);
+    exec_ckpt_free(c2);
+    free(b);
+    free(b2);
+}
+
+/* Every copy with one byte changed (anywhere: tag, version, length,
+ * checksum, section names, lengths, data) and every truncation is refused
+ * with one line naming the file: crc32 detects every error burst up to 32
+ * bits, and the header fields are each checked. */
+static void test_every_damage_refused(void)
+{
+    exec_ckpt *c = small_ckpt();
+    size_t n;
+    unsigned char *b = exec_ckpt_encode(c, &n), *x = cl_malloc(n);
+    int accepted = 0, badmsg = 0;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(x, b, n);
+        x[i] ^= 0x5a;
+        exec_ckpt *d = NULL;
+        cl_err e = {0};
+        if (exec_ckpt_decode(&d, x, n, "d.ckpt", &e) == CL_OK) accepted++;
+        else if (strncmp(e.msg, "d.ckpt: ", 8) || strchr(e.msg, '\n')) badmsg++;
+        exec_ckpt_free(d);
+    }
+    for (size_t k = 0; k < n; k++) {
+        exec_ckpt *d = NULL;
+        cl_err e = {0};
+        if (exec_ckpt_decode(&d, b, k, "d.ckpt", &e) == CL_OK) accepted++;
+        else if (strncmp(e.msg, "d.ckpt: ", 8)) badmsg++;
+        exec_ckpt_free(d);
+    }
+    CU_ASSERT_EQUAL(accepted, 0);
+    CU_ASSERT_EQUAL(badmsg, 0);
+    free(x);
+    free(b);
+    exec_ckpt_free(c);
+}
+
+/* ---------------------------------------------------------- kill, resume -- */
+
+/* Killed with SIGKILL twice (mid-epoch 1, then after resuming, in a later
+ * epoch), resumed each time: the final weights file is byte-identical to an
+ * uninterrupted run's, and so are the epoch lines apart from timing. */
+static void test_sigkill_resume(void)
+{
+    char *dir = test_tmpdir(), wfull[600], lfull[600], ck[600], w[600], log[600];
+    reference_run(dir, wfull, sizeof wfull, lfull, sizeof lfull);
+    snprintf(ck, sizeof ck, "%s/run.ckpt", dir);
+    snprintf(w, sizeof w, "%s/resumed.bin", dir);
+    snprintf(log, sizeof log, "%s/resumed.csv", dir);
+    char *first[] = {BASE, "--checkpoint", ck, "--checkpoint-every", "50", "--save-weights", w,
+                     "--log", log, NULL};
+    pid_t pid = spawn(first, dir);
+    int ok = wait_step(pid, ck, 300) == 0; /* 300 of 2000 steps: epoch 1 */
+    kill(pid, SIGKILL);
+    CU_ASSERT_EQUAL(reap(pid), 128 + SIGKILL);
+    CU_ASSERT(ok);
+    CU_ASSERT(!exists(w));
+    int64_t s1 = ckpt_step(ck);
+    CU_ASSERT(s1 >= 300 && s1 < 2000 && s1 % 50 == 0);
+
+    char *again[] = {BASE, "--resume", ck, "--checkpoint", ck, "--checkpoint-every", "50",
+                     "--save-weights", w, "--log", log, NULL};
+    pid = spawn(again, dir);
+    ok = wait_step(pid, ck, 1100) == 0; /* epoch 3 */
+    kill(pid, SIGKILL);
+    CU_ASSERT_EQUAL(reap(pid), 128 + SIGKILL);
+    CU_ASSERT(ok);
+    CU_ASSERT(!exists(w));
+    int64_t s2 = ckpt_step(ck);
+    CU_ASSERT(s2 >= 1100 && s2 < 2000);
+
+    char args[4096], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, BASE_S " --resume %s --checkpoint %s --save-weights %s --log %s",
+             ck, ck, w, log);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "resumed from"));
+    CU_ASSERT_STRING_EQUAL(err, "");
+    CU_ASSERT(same_file(wfull, w));
+    if (!same_file(wfull, w)) fprintf(stderr, "\nkilled at steps %lld and %lld: weights differ\n",
+                                      (long long)s1, (long long)s2);
+    char *a = slurp(lfull, NULL), *b = slurp(log, NULL);
+    CU_ASSERT_FATAL(a && b);
+    char *sa = strip_timing(a), *sb = strip_timing(b);
+    CU_ASSERT_EQUAL(lines(sa), 5);
+    CU_ASSERT_STRING_EQUAL(sa, sb);
+    free(sa);
+    free(sb);
+    free(a);
+    free(b);
+    free(out);
+    free(err);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    free(dir);
+}
+
+/* SIGTERM and SIGINT: the run stops at the next minibatch, writes the
+ * checkpoint, says so in one line and exits 128 + signal; resuming ends
+ * with the uninterrupted weights.  Without --checkpoint it stops the same
+ * way and says there is no checkpoint. */
+static void test_signals(void)
+{
+    char *dir = test_tmpdir(), wfull[600], lfull[600], ck[600], w[600];
+    reference_run(dir, wfull, sizeof wfull, lfull, sizeof lfull);
+    static const int sigs[] = {SIGTERM, SIGINT};
+    for (int i = 0; i < 2; i++) {
+        snprintf(ck, sizeof ck, "%s/sig%d.ckpt", dir, i);
+        snprintf(w, sizeof w, "%s/sig%d.bin", dir, i);
+        char *argv[] = {BASE, "--checkpoint", ck, "--checkpoint-every", "100", "--save-weights",
+                        w, NULL};
+        pid_t pid = spawn(argv, dir);
+        int ok = wait_step(pid, ck, 200) == 0;
+        kill(pid, sigs[i]);
+        CU_ASSERT_EQUAL(reap(pid), 128 + sigs[i]);
+        CU_ASSERT(ok);
+        CU_ASSERT(!exists(w));
+        char errp[700];
+        snprintf(errp, sizeof errp, "%s/err", dir);
+        char *err = slurp(errp, NULL);
+        CU_ASSERT_FATAL(err != NULL);
+        CU_ASSERT_EQUAL(lines(err), 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, i ? "cleave: SIGINT: stopped at epoch" : "cleave: SIGTERM: stopped at epoch"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "checkpoint written to"));
+        free(err);
+        int64_t s = ckpt_step(ck);
+        CU_ASSERT(s >= 200 && s < 2000);
+        char args[4096];
+        snprintf(args, sizeof args, BASE_S " --resume %s --save-weights %s", ck, w);
+        CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
+        CU_ASSERT(same_file(wfull, w));
+    }
+    /* no checkpoint: wait for the header line, then interrupt */
+    char *argv[] = {BASE, NULL};
+    pid_t pid = spawn(argv, dir);
+    char outp[700], errp[700];
+    snprintf(outp, sizeof outp, "%s/out", dir);
+    snprintf(errp, sizeof errp, "%s/err", dir);
+    double t0 = now_s();
+    for (;;) {
+        char *o = slurp(outp, NULL);
+        int ready = o && strstr(o, "elapsed_s");
+        free(o);
+        if (ready || now_s() - t0 > 60) break;
+        usleep(1000);
+    }
+    kill(pid, SIGINT);
+    int st = reap(pid);
+    char *err = slurp(errp, NULL);
+    if (st == 0) {
+        /* finished before the signal: nothing to check on this machine */
+        CU_ASSERT_PTR_NOT_NULL(err);
+    } else {
+        CU_ASSERT_EQUAL(st, 130);
+        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "cleave: SIGINT: stopped at epoch"));
+        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "no checkpoint (hint: --checkpoint FILE"));
+    }
+    free(err);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    free(dir);
+}
+
+/* A resume is refused, exit 2 with one line and no output written, when
+ * the checkpoint is damaged, not a checkpoint, or from a run with another
+ * option, model or data set; the message names what differs. */
+static void test_refusals(void)
+{
+    char *dir = test_tmpdir(), ck[600], bad[600], w[600], args[2048];
+    snprintf(ck, sizeof ck, "%s/good.ckpt", dir);
+    snprintf(bad, sizeof bad, "%s/bad.ckpt", dir);
+    snprintf(w, sizeof w, "%s/w.bin", dir);
+    snprintf(args, sizeof args,
+             "train --model tests/data/ckpt/tiny.json --synthetic 400 --epochs 2 --batch 16 --seed 5 --checkpoint %s --checkpoint-every 7",
+             ck);
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
+    size_t n;
+    char *good = slurp(ck, &n);
+    CU_ASSERT_FATAL(good != NULL);
+    static const struct {
+        const char *what, *resume_opts, *msg;
+        int damage; /* 1: flip a payload byte, 2: cut in half, 3: a model file */
+    } cases[] = {
+        {"corrupt", "--synthetic 400 --epochs 2 --batch 16 --seed 5", "corrupt checkpoint: checksum", 1},
+        {"truncated", "--synthetic 400 --epochs 2 --batch 16 --seed 5", "truncated checkpoint", 2},
+        {"foreign", "--synthetic 400 --epochs 2 --batch 16 --seed 5", "not a cleave checkpoint", 3},
+        {"lr", "--synthetic 400 --epochs 2 --batch 16 --seed 5 --lr 0.03",
+         "the checkpoint was written with --lr 0.02, this run has --lr 0.03 (hint", 0},
+        {"seed", "--synthetic 400 --epochs 2 --batch 16 --seed 6", "with --seed 5, this run has --seed 6", 0},
+        {"batch", "--synthetic 400 --epochs 2 --batch 8 --seed 5", "with --batch 16, this run has --batch 8", 0},
+        {"epochs", "--synthetic 400 --epochs 3 --batch 16 --seed 5", "with --epochs 2, this run has --epochs 3", 0},
+        {"data", "--synthetic 404 --epochs 2 --batch 16 --seed 5", "written with training-data n=400", 0},
+        {"schedule", "--synthetic 400 --epochs 2 --batch 16 --seed 5 --schedule constant",
+         "with --schedule cosine, this run has --schedule constant", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *from = ck;
+        cl_err e = {0};
+        if (cases[i].damage == 1) {
+            good[n / 2] ^= 1;
+            CU_ASSERT_EQUAL(cl_write_file(bad, good, n, &e), CL_OK);
+            good[n / 2] ^= 1;
+            from = bad;
+        } else if (cases[i].damage == 2) {
+            CU_ASSERT_EQUAL(cl_write_file(bad, good, n / 2, &e), CL_OK);
+            from = bad;
+        } else if (cases[i].damage == 3) {
+            from = "tests/data/ckpt/tiny.json";
+        }
+        snprintf(args, sizeof args, "train --model tests/data/ckpt/tiny.json %s --resume %s --save-weights %s",
+                 cases[i].resume_opts, from, w);
+        char *out = NULL, *err = NULL;
+        CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
+        CU_ASSERT_EQUAL(lines(err), 1);
+        CU_ASSERT(strncmp(err, "cleave: ", 8) == 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].msg));
+        if (!strstr(err, cases[i].msg)) fprintf(stderr, "\n%s: %s", cases[i].what, err);
+        CU_ASSERT(!exists(w));
+        CU_ASSERT_PTR_NULL(strstr(out, "resumed"));
+        free(out);
+        free(err);
+    }
+    /* another model (same name would still differ in its hash) */
+    snprintf(args, sizeof args,
+             "train --model tests/data/exec/tiny-mlp.json --synthetic 400 --epochs 2 --batch 16 --seed 5 --resume %s",
+             ck);
+    char *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "the checkpoint was written with model tiny-ckpt"));
+    free(err);
+    /* --checkpoint-every alone is a usage error */
+    CU_ASSERT_EQUAL(test_run_cli("train --model tests/data/ckpt/tiny.json --synthetic 400 --checkpoint-every 5", NULL, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--checkpoint-every needs --checkpoint FILE"));
+    free(err);
+    free(good);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    free(dir);
+}
+
+TEST_SUITE(checkpoint)
+{
+    test_add_suite("checkpoint");
+    test_add("sections round-trip, encoding is deterministic", test_round_trip);
+    test_add("every one-byte change and every truncation is refused", test_every_damage_refused);
+    test_add("SIGKILL twice, resumed: the uninterrupted run's weights, byte for byte", test_sigkill_resume);
+    test_add("SIGTERM/SIGINT stop at a minibatch with a checkpoint, exit 143/130", test_signals);
+    test_add("damaged, foreign or mismatched checkpoints are refused, exit 2", test_refusals);
+}
