@@ -383,12 +383,14 @@ static int by_time(const void *a, const void *b)
 
 static int help(void)
 {
-    printf("usage: cleave plot TRACE.json -o IMAGE.png|.svg [--kind gantt|memory] [--title TEXT]\n"
+    printf("usage: cleave plot TRACE.json -o IMAGE.png|.svg [--kind gantt|memory|validate] [--title TEXT]\n"
            "                  [--size WxH]\n\n"
            "Draws a trace written by `cleave sim --trace` or `cleave train --trace`:\n"
            "  gantt   one row per device (and link): forward, backward, weight gradient,\n"
            "          update and communication in colour, idle in grey; time in ms\n"
            "  memory  memory in use per device over time\n"
+           "  validate  predicted against measured, from cleave validate --json results\n"
+           "          (cleave plot R1.json [R2.json ...] --kind validate -o IMAGE)\n"
            "The image is written only when complete. Default size 1280x720.\n");
     return 0;
 }
@@ -397,6 +399,8 @@ int cmd_plot(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *title = NULL, *kind = "gantt";
     int64_t w = 1280, h = 720;
+    for (int i = 1; i + 1 < argc; i++) /* results of cleave validate: tools/plot_validate.c */
+        if (!strcmp(argv[i], "--kind") && !strcmp(argv[i + 1], "validate")) return cmd_plot_validate(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return help();
@@ -421,7 +425,7 @@ int cmd_plot(int argc, char **argv)
     if (!in) return cli_usage_error("plot", "missing TRACE file");
     if (!out) return cli_usage_error("plot", "missing -o IMAGE");
     if (strcmp(kind, "gantt") && strcmp(kind, "memory"))
-        return cli_usage_error("plot", "--kind: expected gantt or memory, got \"%s\"", kind);
+        return cli_usage_error("plot", "--kind: expected gantt, memory or validate, got \"%s\"", kind);
     char deftitle[256];
     if (!title) {
         const char *base = strrchr(in, '/');

@@ -1,12 +1,170 @@
-/* plot_validate.c - placeholder while the command is written. */
+/* plot_validate.c - `cleave plot VAL.json... --kind validate -o IMAGE`:
+ * predicted against measured from `cleave validate --json` results, as a
+ * scatter with the y = x line (validate.gp).
+ *
+ * A results file is an object of quantities {"predicted", "measured",
+ * "error"}.  Members named *_s are times (drawn in ms: "iteration_s" and
+ * the per-worker "workerN.busy_s"), *_bytes are memory (MiB); others (the
+ * throughput, the inverse of the iteration time) are not drawn.  Several
+ * files put all their points on one chart, e.g. one per validated plan.
+ */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "gnuplot.h"
+#include "jsonx.h"
+
+#define PV_MAX_FILES 256
+
+typedef struct pv_point {
+    double measured, predicted;
+    int series;     /* time: 1 iteration, 2 busy per worker, 3 other; memory: 1 */
+} pv_point;
+
+typedef struct pv_set {
+    pv_point *p;
+    int n, cap;
+} pv_set;
+
+static void add(pv_set *s, double m, double pr, int series)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 32;
+        s->p = cl_realloc(s->p, (size_t)s->cap * sizeof *s->p);
+    }
+    s->p[s->n++] = (pv_point){m, pr, series};
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static int read_results(const char *path, pv_set *time, pv_set *mem, cl_err *e)
+{
+    cJSON *root;
+    int rc = jx_parse_file(path, &root, e);
+    if (rc) return rc;
+    jx j = {path, e};
+    if (!cJSON_IsObject(root)) {
+        rc = jx_fail(&j, "", "expected an object of quantities, as cleave validate --json prints");
+        cJSON_Delete(root);
+        return rc;
+    }
+    int found = 0;
+    for (const cJSON *q = root->child; q && !rc; q = q->next) {
+        const char *name = q->string;
+        int is_time = ends_with(name, "_s"), is_mem = ends_with(name, "_bytes");
+        if (!is_time && !is_mem) continue;
+        if (!cJSON_IsObject(q)) {
+            rc = jx_fail(&j, name, "expected {\"predicted\": ..., \"measured\": ...}");
+            break;
+        }
+        double pr = 0, me = 0;
+        if ((rc = jx_num(&j, q, name, "predicted", 1, 0, HUGE_VAL, &pr)) ||
+            (rc = jx_num(&j, q, name, "measured", 1, 0, HUGE_VAL, &me)))
+            break;
+        if (!(pr > 0) || !(me > 0)) continue; /* nothing measured (or predicted) to compare */
+        if (is_time)
+            add(time, me * 1e3, pr * 1e3, !strcmp(name, "iteration_s") ? 1 : ends_with(name, ".busy_s") ? 2 : 3);
+        else
+            add(mem, me / (1 << 20), pr / (1 << 20), 1);
+        found++;
+    }
+    cJSON_Delete(root);
+    if (!rc && !found)
+        rc = cl_fail(e, CL_EINPUT, "%s: no predicted/measured times (*_s) or memory (*_bytes) above zero to draw "
+                     "(hint: the output of cleave validate --json)", path);
+    return rc;
+}
+
+/* Axis range of one panel (the same on x and y, so y = x is the diagonal);
+ * log axes once the values span more than 20x. */
+static void panel(gp_plot *g, const char *prefix, const pv_set *s)
+{
+    double lo = HUGE_VAL, hi = 0;
+    for (int i = 0; i < s->n; i++) {
+        lo = fmin(lo, fmin(s->p[i].measured, s->p[i].predicted));
+        hi = fmax(hi, fmax(s->p[i].measured, s->p[i].predicted));
+    }
+    int logs = hi > 20 * lo;
+    char key[32];
+    snprintf(key, sizeof key, "%s_log", prefix);
+    gp_num(g, key, logs);
+    snprintf(key, sizeof key, "%s_lo", prefix);
+    gp_num(g, key, logs ? lo / 1.5 : fmax(0, lo - 0.15 * (hi - lo + hi * 0.05)));
+    snprintf(key, sizeof key, "%s_hi", prefix);
+    gp_num(g, key, logs ? hi * 1.5 : hi + 0.15 * (hi - lo + hi * 0.05));
+}
 
 int cmd_plot_validate(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "cleave plot --kind validate: not written yet\n");
-    return 1;
+    const char *files[PV_MAX_FILES], *out = NULL, *title = NULL;
+    int n_files = 0;
+    int64_t w = 1280, h = 720;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((!strcmp(a, "-o") || !strcmp(a, "--kind") || !strcmp(a, "--title") || !strcmp(a, "--size")) &&
+            i + 1 >= argc)
+            return cli_usage_error("plot", "%s needs a value", a);
+        if (!strcmp(a, "-o")) out = argv[++i];
+        else if (!strcmp(a, "--kind")) i++; /* validate: how we got here */
+        else if (!strcmp(a, "--title")) title = argv[++i];
+        else if (!strcmp(a, "--size")) {
+            const char *s = argv[++i];
+            const char *x = strchr(s, 'x');
+            if (!x) return cli_usage_error("plot", "--size: expected WxH, got \"%s\"", s);
+            char wb[32];
+            snprintf(wb, sizeof wb, "%.*s", (int)(x - s), s);
+            if (cli_int("plot", "--size", wb, 200, 10000, &w) || cli_int("plot", "--size", x + 1, 200, 10000, &h))
+                return 2;
+        } else if (a[0] == '-' && a[1]) return cli_usage_error("plot", "unknown option %s", a);
+        else if (n_files == PV_MAX_FILES) return cli_usage_error("plot", "at most %d results files", PV_MAX_FILES);
+        else files[n_files++] = a;
+    }
+    if (!n_files) return cli_usage_error("plot", "missing RESULTS.json (cleave validate --json output)");
+    if (!out) return cli_usage_error("plot", "missing -o IMAGE");
+    pv_set time = {0}, mem = {0};
+    cl_err e = {0};
+    int rc = CL_OK;
+    for (int i = 0; i < n_files && !rc; i++) rc = read_results(files[i], &time, &mem, &e);
+    if (!rc) {
+        char deftitle[256];
+        if (!title) {
+            const char *base = strrchr(files[0], '/');
+            snprintf(deftitle, sizeof deftitle, "Predicted against measured: %s%s", base ? base + 1 : files[0],
+                     n_files > 1 ? " and more" : "");
+            title = deftitle;
+        }
+        gp_plot *g = gp_new();
+        gp_str(g, "title", title);
+        gp_num(g, "has_time", time.n > 0);
+        gp_num(g, "has_mem", mem.n > 0);
+        if (time.n) panel(g, "t", &time);
+        for (int k = 1; k <= 3; k++) {
+            int has = 0;
+            for (int i = 0; i < time.n; i++) has |= time.p[i].series == k;
+            char key[16];
+            snprintf(key, sizeof key, "t_has%d", k);
+            gp_num(g, key, has);
+        }
+        if (mem.n) panel(g, "m", &mem);
+        FILE *f = gp_data(g, "time");
+        for (int i = 0; i < time.n; i++) fprintf(f, "%.9g %.9g %d\n", time.p[i].measured, time.p[i].predicted, time.p[i].series);
+        if (!time.n) fputs("1 1 0\n", f); /* never drawn: keeps the block well-formed */
+        f = gp_data(g, "mem");
+        for (int i = 0; i < mem.n; i++) fprintf(f, "%.9g %.9g %d\n", mem.p[i].measured, mem.p[i].predicted, mem.p[i].series);
+        if (!mem.n) fputs("1 1 0\n", f);
+        rc = gp_render(g, "validate", out, (int)w, (int)h, &e);
+        gp_free(g);
+    }
+    free(time.p);
+    free(mem.p);
+    if (rc) return cli_report(&e);
+    printf("wrote %s\n", out);
+    return 0;
 }
