@@ -2,11 +2,8 @@
  * several clusters, with time and cost per epoch - planning before buying
  * hardware.  A table on stdout, a CSV, and a bar chart (compare.gp).
  *
- * Best plan: for every schedule asked for (and with stage replication on
- * and off), plan_search gives its best plan and the simulator replays it;
- * the plan with the highest simulated throughput wins.  The planner ranks
- * with closed forms, and on slow links its favourite can simulate well
- * below another candidate, so the simulator has the last word here.
+ * Best plan: study_best - every schedule asked for, with stage replication
+ * on and off, planned and simulated; the highest simulated throughput wins.
  *
  * Per epoch (docs/plots.md, "Hardware comparison"):
  *   epoch_s        = dataset size / simulated throughput (samples/s)
@@ -64,7 +61,7 @@ typedef struct compare_args {
 typedef struct compare_row {
     char name[CLUSTER_NAME_MAX], file[512], types[160];
     int n_devices, ok;
-    int kind, stages, n_micro, microbatch, used, replicated;
+    int kind, stages, n_micro, microbatch, used;
     char replicas[96];
     double iteration_s, throughput, epoch_s, price_per_hour, cost, peak_mem_bytes;
     double headroom_bytes, headroom;
@@ -128,16 +125,19 @@ static double cluster_price(const cluster *c)
     return sum;
 }
 
-static void fill_row(compare_row *r, const study_point *pt, int replicated, int64_t dataset)
+static void fill_row(compare_row *r, const study_point *pt, int64_t dataset)
 {
     const plan *p = &pt->res.plan;
-    r->ok = 1;
+    r->ok = pt->ok;
+    if (!pt->ok) {
+        snprintf(r->reason, sizeof r->reason, "%s", pt->reason);
+        return;
+    }
     r->kind = p->schedule;
     r->stages = p->n_stages;
     r->n_micro = p->n_micro;
     r->microbatch = p->microbatch;
     r->used = pt->dev_used;
-    r->replicated = replicated;
     size_t at = 0;
     r->replicas[0] = '\0';
     for (int s = 0; s < p->n_stages && at + 12 < sizeof r->replicas; s++)
@@ -149,39 +149,6 @@ static void fill_row(compare_row *r, const study_point *pt, int replicated, int6
     r->peak_mem_bytes = pt->peak_mem_bytes;
     r->headroom_bytes = pt->headroom_bytes;
     r->headroom = pt->headroom;
-}
-
-/* The best plan on one cluster over the candidates; r->ok = 0 with the
- * first candidate's reason when none works.  Returns 1 when interrupted. */
-static int best_on(const study *st0, const cluster *c, const int *kinds, int n_kinds, int no_replication,
-                   int64_t dataset, prog *pg, compare_row *r, cl_err *e, int *rc)
-{
-    study st = *st0;
-    int passes = no_replication ? 1 : 2;
-    *rc = CL_OK;
-    for (int pass = 0; pass < passes; pass++) {
-        st.replication = no_replication ? 0 : pass == 0;
-        for (int k = 0; k < n_kinds; k++) {
-            study_point pt;
-            if ((*rc = study_run(&st, c, kinds[k], &pt, e))) return 0;
-            /* ties (the asynchronous kinds often time alike) go to the plan
-             * needing less memory: FBP keeps one weight version, PipeDream several */
-            int better = pt.ok && (!r->ok || pt.sim.throughput > r->throughput * (1 + 1e-9) ||
-                                   (pt.sim.throughput >= r->throughput * (1 - 1e-9) &&
-                                    pt.peak_mem_bytes < r->peak_mem_bytes));
-            if (better)
-                fill_row(r, &pt, st.replication, dataset);
-            else if (!pt.ok && !r->ok && !r->reason[0])
-                snprintf(r->reason, sizeof r->reason, "%s: %.1000s", sched_kind_name((sched_kind)kinds[k]), pt.reason);
-            study_point_free(&pt);
-            char label[96];
-            snprintf(label, sizeof label, "%s, %s", c->name, sched_kind_name((sched_kind)kinds[k]));
-            prog_step(pg, label);
-            if (prog_interrupted()) return 1;
-        }
-    }
-    if (r->ok) r->reason[0] = '\0';
-    return 0;
 }
 
 static void num(FILE *f, double v)
@@ -331,6 +298,7 @@ int cmd_compare(int argc, char **argv)
     if ((rc = study_load(&st, a.model, a.profile, (int)a.batch, &e))) goto fail;
     have_study = 1;
     if (a.profiled_on) snprintf(st.profiled_on, sizeof st.profiled_on, "%s", a.profiled_on);
+    st.replication = !a.no_replication;
     const char *dsname = "";
     int64_t dataset = a.dataset;
     if (!dataset) dataset = study_dataset_size(&st.md, &dsname);
@@ -360,7 +328,7 @@ int cmd_compare(int argc, char **argv)
     }
     prog pg;
     prog_catch_sigint();
-    prog_begin(&pg, "compare", a.n_clusters * n_kinds * (a.no_replication ? 1 : 2));
+    prog_begin(&pg, "compare", a.n_clusters * study_best_candidates(&st, n_kinds));
     for (int i = 0; i < a.n_clusters && !rc; i++) {
         compare_row *r = &rows[i];
         snprintf(r->name, sizeof r->name, "%s", cls[i].name);
@@ -368,7 +336,10 @@ int cmd_compare(int argc, char **argv)
         study_devices_str(&cls[i], r->types, sizeof r->types);
         r->n_devices = cls[i].n_devices;
         r->price_per_hour = cluster_price(&cls[i]);
-        interrupted = best_on(&st, &cls[i], kinds, n_kinds, a.no_replication, dataset, &pg, r, &e, &rc);
+        study_point best;
+        rc = study_best(&st, &cls[i], kinds, n_kinds, &pg, &best, &interrupted, &e);
+        if (!rc && !interrupted) fill_row(r, &best, dataset);
+        study_point_free(&best);
         if (rc || interrupted) break;
         n_done++;
         if (!a.quiet) print_row(r);

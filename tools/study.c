@@ -132,6 +132,52 @@ infeasible_noreason:
     return rc;
 }
 
+int study_best_candidates(const study *s, int n_kinds)
+{
+    return n_kinds * (s->replication ? 2 : 1);
+}
+
+int study_best(const study *s0, const cluster *c, const int *kinds, int n_kinds, prog *pg,
+               study_point *best, int *interrupted, cl_err *e)
+{
+    study s = *s0; /* shallow: only the replication flag changes */
+    int passes = s0->replication ? 2 : 1, rc = CL_OK;
+    memset(best, 0, sizeof *best);
+    *interrupted = 0;
+    for (int pass = 0; pass < passes; pass++) {
+        s.replication = s0->replication && pass == 0;
+        for (int k = 0; k < n_kinds; k++) {
+            study_point pt;
+            if ((rc = study_run(&s, c, kinds[k], &pt, e))) {
+                study_point_free(&pt);
+                return rc;
+            }
+            int better = pt.ok && (!best->ok || pt.sim.throughput > best->sim.throughput * (1 + 1e-9) ||
+                                   (pt.sim.throughput >= best->sim.throughput * (1 - 1e-9) &&
+                                    pt.peak_mem_bytes < best->peak_mem_bytes));
+            if (better) {
+                study_point_free(best);
+                *best = pt;
+            } else {
+                if (!best->ok && !best->reason[0])
+                    snprintf(best->reason, sizeof best->reason, "%s: %.1000s",
+                             sched_kind_name((sched_kind)kinds[k]), pt.reason);
+                study_point_free(&pt);
+            }
+            if (pg) {
+                char label[96];
+                snprintf(label, sizeof label, "%s, %s", c->name, sched_kind_name((sched_kind)kinds[k]));
+                prog_step(pg, label);
+            }
+            if (prog_interrupted()) {
+                *interrupted = 1;
+                return CL_OK;
+            }
+        }
+    }
+    return CL_OK;
+}
+
 int study_subcluster(const cluster *c, int n, cluster *out, cl_err *e)
 {
     memset(out, 0, sizeof *out);

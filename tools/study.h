@@ -20,6 +20,7 @@
 #include "../profiles/cluster.h"
 #include "../profiles/profile.h"
 #include "../sim/sim.h"
+#include "progress.h"
 #include "status.h"
 
 /* Links of a cluster built from flags when none are given: the figures
@@ -66,6 +67,20 @@ typedef struct study_point {
  * point with study_point_free (also after a failure). */
 int study_run(const study *s, const cluster *c, int kind, study_point *pt, cl_err *e);
 void study_point_free(study_point *pt);
+
+/* The best plan for s on c: every schedule in kinds[0..n_kinds-1] is
+ * planned and simulated, with stage replication on and off (only off when
+ * s->replication is 0), and the highest simulated throughput wins; ties go
+ * to the smaller peak memory.  The planner ranks its candidates by closed
+ * forms, which on slow links can favour a plan the simulator finds well
+ * behind another, so the simulator decides here.  *best gets the winner
+ * (ok = 0 with the first candidate's reason when none works; free it with
+ * study_point_free).  pg (may be NULL) steps once per candidate; when
+ * SIGINT arrives the search stops early with *interrupted = 1. */
+int study_best(const study *s, const cluster *c, const int *kinds, int n_kinds, prog *pg,
+               study_point *best, int *interrupted, cl_err *e);
+/* Candidates study_best tries (for sizing a progress bar). */
+int study_best_candidates(const study *s, int n_kinds);
 
 /* The first n devices of c, in c's order (nodes left without devices are
  * dropped), named "<c.name>[0:n]"; free with cluster_free. */
