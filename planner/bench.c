@@ -185,8 +185,10 @@ int plan_bench(const char *outdir, int quick)
             synth(L, &m, &pf);
             if ((rc = uniform(&c, N, &e))) break;
             row r;
-            int reps_here = L * (double)N > 2e6 ? (reps < 3 ? reps : 3) : reps;
-            rc = time_case(&m, &pf, &c, reps_here, L <= 1000 && N <= 1024, 1, &r, &e);
+            int reps_here = L * (double)N > 2e5 ? (reps < 3 ? reps : 3) : reps;
+            /* the whole search (every schedule and microbatch count) only
+             * where it takes seconds, not minutes */
+            rc = time_case(&m, &pf, &c, reps_here, (double)L * N <= 300000, 1, &r, &e);
             if (!rc) {
                 const char *name = sweep == 0 ? "layers" : "devices";
                 fprintf(o.f, "%s,%s,%d,%d,1,%.3f,%.3f,%.3f,%.9g,%.9g,%d,%d\n", name, m.name, L, N,
