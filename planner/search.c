@@ -503,8 +503,6 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                     /* zb-h1's memory depends on the pipeline's device count:
                      * search at the count the schedules before it chose */
                     dev_fixed = u_seen ? u_seen : okm[ki] ? evm[ki].devices : N;
-                    note(res, "%s is searched on as many devices as the schedules before it chose (its memory depends on the count)",
-                         sched_kind_name(I.sched));
                 }
                 plan_layout yx = {0};
                 plan_eval evx = {0};
@@ -599,6 +597,8 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
         return rc;
     }
     pl->pred = B.pred;
+    if (pl->schedule == SCHED_ZBH1)
+        note(res, "zb-h1 was searched on as many devices as the schedules before it chose (its memory depends on the device count)");
     res->timing = B.tm;
     res->bottleneck_s = B.ev.bottleneck_s;
     res->bottleneck_stage = B.ev.bottleneck_stage;
