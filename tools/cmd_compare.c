@@ -34,7 +34,8 @@ static int help(void)
         "usage: cleave compare --model M.json --clusters A.json B.json ... [--dataset-size N]\n"
         "                      [--batch B] [--schedules " COMPARE_DEFAULT_SCHEDULES "]\n"
         "                      [--profile P.json [--profiled-on TYPE]] [--no-replication]\n"
-        "                      [-o DIR | --csv F.csv --png F.png --svg F.svg] [--title T] [--quiet]\n\n"
+        "                      [-o DIR | --csv F.csv --png F.png --svg F.svg] [--save-plans DIR]\n"
+        "                      [--title T] [--quiet]\n\n"
         "Finds the best plan for the model on each cluster (every schedule listed, stages\n"
         "replicated or not, ranked by simulated throughput) and prints: devices, device\n"
         "type, best schedule, stages, throughput, time per epoch, cost per epoch (the\n"
@@ -44,6 +45,7 @@ static int help(void)
         "                    (ImageNet-1k 1,281,167 for 3x224x224 / 1000 classes, Fashion-MNIST\n"
         "                    60,000 for 28x28 / 10 classes), else required\n"
         "  -o DIR            write DIR/compare.csv, DIR/compare.png and DIR/compare.svg\n"
+        "  --save-plans D    write each cluster's best plan to D/<cluster name>.json\n"
         "Prices are the presets' indicative on-demand list prices (their notes say where each\n"
         "comes from). On a terminal a progress bar shows on stderr; Ctrl-C stops and writes\n"
         "complete files for the clusters done (exit status 130).\n");
@@ -51,7 +53,7 @@ static int help(void)
 }
 
 typedef struct compare_args {
-    const char *model, *profile, *profiled_on, *out_dir, *csv, *png, *svg, *title, *schedules;
+    const char *model, *profile, *profiled_on, *out_dir, *csv, *png, *svg, *title, *schedules, *save_plans;
     const char *clusters[COMPARE_MAX_CLUSTERS];
     int n_clusters;
     int64_t batch, dataset;
@@ -98,6 +100,7 @@ static int parse(int argc, char **argv, compare_args *a)
         else if (!strcmp(o, "--png")) a->png = v;
         else if (!strcmp(o, "--svg")) a->svg = v;
         else if (!strcmp(o, "--title")) a->title = v;
+        else if (!strcmp(o, "--save-plans")) a->save_plans = v;
         else if (!strcmp(o, "--schedules")) a->schedules = v;
         else if (!strcmp(o, "--batch")) rc = cli_int("compare", o, v, 1, 1 << 30, &a->batch);
         else if (!strcmp(o, "--dataset-size")) rc = cli_int("compare", o, v, 1, (int64_t)1 << 50, &a->dataset);
@@ -310,6 +313,7 @@ int cmd_compare(int argc, char **argv)
     /* every cluster file is read before any planning, so a typo fails fast */
     for (; n_loaded < a.n_clusters; n_loaded++)
         if ((rc = cluster_load(&cls[n_loaded], a.clusters[n_loaded], &e))) goto fail;
+    if (a.save_plans && (rc = study_mkdir(a.save_plans, &e))) goto fail;
     if (a.out_dir) {
         if ((rc = study_mkdir(a.out_dir, &e))) goto fail;
         snprintf(csv, sizeof csv, "%s/compare.csv", a.out_dir);
@@ -339,6 +343,14 @@ int cmd_compare(int argc, char **argv)
         study_point best;
         rc = study_best(&st, &cls[i], kinds, n_kinds, &pg, &best, &interrupted, &e);
         if (!rc && !interrupted) fill_row(r, &best, dataset);
+        if (!rc && !interrupted && best.ok && a.save_plans) {
+            char path[1200];
+            char base[CLUSTER_NAME_MAX];
+            snprintf(base, sizeof base, "%s", cls[i].name);
+            for (char *c = base; *c; c++) if (*c == '/') *c = '_';
+            snprintf(path, sizeof path, "%s/%s.json", a.save_plans, base);
+            rc = plan_save(&best.res.plan, path, &e);
+        }
         study_point_free(&best);
         if (rc || interrupted) break;
         n_done++;

@@ -300,7 +300,7 @@ static void print_row(const sweep_row *r)
     double b = r->peak_mem_bytes;
     if (b >= (double)(1ull << 30)) snprintf(mem, sizeof mem, "%.2f GiB", b / (double)(1ull << 30));
     else snprintf(mem, sizeof mem, "%.1f MiB", b / (double)(1 << 20));
-    printf("%7d  %-10s %6d %-12.12s %5d x %-4d %12.6f %11.1f %8.2fx %7.1f%% %11s\n", r->devices,
+    printf("%7d  %-10s %6d %-12.12s %5d x %-4d %12.6g %11.5g %8.2fx %7.1f%% %11s\n", r->devices,
            sched_kind_name((sched_kind)r->kind), r->stages, r->replicas, r->n_micro, r->microbatch,
            r->iteration_s, r->throughput, isfinite(r->speedup) ? r->speedup : r->speedup_seq,
            100 * r->bubble, mem);

@@ -1,0 +1,277 @@
+/* test_sweep.c - `cleave sweep`: a CSV row per point whose figures are what
+ * `cleave sim` reports for the saved plans; infeasible points with their
+ * reason; Ctrl-C (through the CLEAVE_TEST_INTERRUPT_AFTER hook) leaves
+ * complete files for the points done; no progress output unless stderr is
+ * a terminal, and a bar when it is one; a missing gnuplot or bad input fails
+ * clearly and leaves no partial file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../tools/jsonx.h"
+#include "test.h"
+#include "test_csv.h"
+
+static const char *const sweep_kinds[] = {"gpipe", "1f1b", "fbp"};
+static const int sweep_devices[] = {1, 2, 4, 8};
+
+/* `cleave sim --json PLAN`: throughput and speed-up; 0 on success. */
+static int sim_json(const char *plan, double *thr, double *speedup)
+{
+    char args[1200], *out = NULL;
+    snprintf(args, sizeof args, "sim --json %s", plan);
+    int rc = test_run_cli(args, &out, NULL);
+    if (rc) {
+        free(out);
+        return rc;
+    }
+    cJSON *root = cJSON_Parse(out);
+    free(out);
+    if (!root) return -1;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "throughput");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(root, "speedup");
+    rc = cJSON_IsNumber(t) && cJSON_IsNumber(s) ? 0 : -1;
+    if (!rc) *thr = t->valuedouble, *speedup = s->valuedouble;
+    cJSON_Delete(root);
+    return rc;
+}
+
+static int file_is_png(const char *path)
+{
+    char *s = NULL;
+    size_t n = 0;
+    cl_err e = {0};
+    if (cl_read_file(path, 1 << 24, &s, &n, &e)) return 0;
+    int ok = n > 1000 && memcmp(s, "\x89PNG\r\n\x1a\n", 8) == 0;
+    free(s);
+    return ok;
+}
+
+static void test_rows_match_sim(void)
+{
+    char *dir = test_tmpdir();
+    char args[2000], csv[600], plans[600], png[600];
+    snprintf(csv, sizeof csv, "%s/s.csv", dir);
+    snprintf(png, sizeof png, "%s/s.png", dir);
+    snprintf(plans, sizeof plans, "%s/plans", dir);
+    snprintf(args, sizeof args,
+             "sweep --model models/vgg16.json --cluster profiles/clusters/dgx-a100-4nodes.json "
+             "--devices 8,1,4,2 --schedules gpipe,1f1b,fbp --csv %s --png %s --save-plans %s", csv, png, plans);
+    char *out = NULL, *err = NULL;
+    int rc = test_run_cli(args, &out, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc) fprintf(stderr, "sweep failed: %s\n", err);
+    CU_ASSERT_STRING_EQUAL(err, ""); /* stderr is not a terminal: no progress bar */
+    free(out);
+    free(err);
+    CU_ASSERT(file_is_png(png));
+    test_csv c;
+    CU_ASSERT_FATAL(test_csv_read(csv, &c) == 0);
+    CU_ASSERT_FALSE(c.ragged);
+    /* one row per point, by device count (ascending) then schedule */
+    CU_ASSERT_EQUAL_FATAL(c.n_rows, 4 * 3);
+    char base[700];
+    snprintf(base, sizeof base, "%s/baseline-1dev.json", plans);
+    double base_thr = 0, ignore;
+    CU_ASSERT_EQUAL_FATAL(sim_json(base, &base_thr, &ignore), 0);
+    int feasible = 0;
+    for (int r = 0; r < c.n_rows; r++) {
+        int n = sweep_devices[r / 3];
+        const char *k = sweep_kinds[r % 3];
+        CU_ASSERT_EQUAL(atoi(test_csv_get(&c, r, "devices")), n);
+        CU_ASSERT_STRING_EQUAL(test_csv_get(&c, r, "schedule"), k);
+        if (strcmp(test_csv_get(&c, r, "feasible"), "yes") != 0) {
+            CU_ASSERT(strlen(test_csv_get(&c, r, "reason")) > 10);
+            CU_ASSERT(isnan(test_csv_num(&c, r, "speedup")));
+            continue;
+        }
+        feasible++;
+        char plan[700];
+        snprintf(plan, sizeof plan, "%s/%ddev-%s.json", plans, n, k);
+        double thr = 0, sp = 0;
+        CU_ASSERT_EQUAL_FATAL(sim_json(plan, &thr, &sp), 0);
+        /* the CSV prints 12 significant digits */
+        CU_ASSERT(test_rel(test_csv_num(&c, r, "throughput"), thr) < 1e-10);
+        CU_ASSERT(test_rel(test_csv_num(&c, r, "speedup_vs_sequential"), sp) < 1e-10);
+        CU_ASSERT(test_rel(test_csv_num(&c, r, "speedup"), thr / base_thr) < 1e-10);
+        CU_ASSERT(test_rel(test_csv_num(&c, r, "iteration_s") * thr,
+                           atof(test_csv_get(&c, r, "microbatches")) * atof(test_csv_get(&c, r, "microbatch"))) < 1e-9);
+        CU_ASSERT(test_csv_num(&c, r, "peak_mem_bytes") > 0);
+    }
+    CU_ASSERT(feasible >= 9);
+    test_csv_free(&c);
+    test_rm_dir(plans);
+    test_rm_dir(dir);
+    CU_ASSERT_NOT_EQUAL(access(dir, F_OK), 0); /* nothing unexpected was left */
+    free(dir);
+}
+
+/* GPT-2 1.5B does not fit one or two 12 GiB cores with GPipe: those points
+ * are rows with the planner's reason; without a one-device baseline the
+ * speed-up column is empty and the sequential one is given. */
+static void test_infeasible_rows(void)
+{
+    char *dir = test_tmpdir();
+    char args[1200], csv[600];
+    snprintf(csv, sizeof csv, "%s/s.csv", dir);
+    snprintf(args, sizeof args,
+             "sweep --model models/gpt2-1.5b.json --device cpu-core --devices 1,2,4 --schedules gpipe,fbp "
+             "--batch 8 --csv %s --quiet", csv);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(out, ""); /* --quiet */
+    free(out);
+    test_csv c;
+    CU_ASSERT_FATAL(test_csv_read(csv, &c) == 0);
+    CU_ASSERT_EQUAL_FATAL(c.n_rows, 6);
+    for (int r = 0; r < 2; r++) { /* one device, both schedules */
+        CU_ASSERT_STRING_EQUAL(test_csv_get(&c, r, "feasible"), "no");
+        CU_ASSERT_PTR_NOT_NULL(strstr(test_csv_get(&c, r, "reason"), "fits in memory"));
+    }
+    CU_ASSERT_STRING_EQUAL(test_csv_get(&c, 3, "feasible"), "yes"); /* 2 devices, fbp */
+    CU_ASSERT(isnan(test_csv_num(&c, 3, "speedup")));
+    CU_ASSERT(test_csv_num(&c, 3, "speedup_vs_sequential") > 1);
+    test_csv_free(&c);
+    test_rm_dir(dir);
+    free(dir);
+}
+
+/* SIGINT after 5 of 12 points: exit 130, complete CSV and image of 5 points,
+ * no temporaries. */
+static void test_interrupt(void)
+{
+    char *dir = test_tmpdir();
+    char args[1800], csv[600], png[600];
+    snprintf(csv, sizeof csv, "%s/s.csv", dir);
+    snprintf(png, sizeof png, "%s/s.png", dir);
+    snprintf(args, sizeof args,
+             "sweep --model models/vgg16.json --cluster profiles/clusters/dgx-a100-1node.json "
+             "--devices 1,2,4,8 --schedules gpipe,1f1b,zb-h1 --csv %s --png %s", csv, png);
+    setenv("CLEAVE_TEST_INTERRUPT_AFTER", "5", 1);
+    char *out = NULL, *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 130);
+    unsetenv("CLEAVE_TEST_INTERRUPT_AFTER");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "interrupted after 5 of 12 points"));
+    free(out);
+    free(err);
+    test_csv c;
+    CU_ASSERT_FATAL(test_csv_read(csv, &c) == 0);
+    CU_ASSERT_FALSE(c.ragged);
+    CU_ASSERT_EQUAL(c.n_rows, 5);
+    test_csv_free(&c);
+    CU_ASSERT(file_is_png(png));
+    int tmp = 0;
+    CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 2);
+    CU_ASSERT_EQUAL(tmp, 0);
+    test_rm_dir(dir);
+    free(dir);
+}
+
+/* On a pseudo-terminal the bar is drawn (and erased) on stderr. */
+static void test_progress_on_tty(void)
+{
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    CU_ASSERT_FATAL(master >= 0);
+    CU_ASSERT_FATAL(grantpt(master) == 0 && unlockpt(master) == 0);
+    const char *slave = ptsname(master);
+    CU_ASSERT_FATAL(slave != NULL);
+    char slave_path[256];
+    snprintf(slave_path, sizeof slave_path, "%s", slave);
+    const char *bin = getenv("CLEAVE_BIN");
+    if (!bin) bin = "build/cleave";
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        int s = open(slave_path, O_RDWR | O_NOCTTY);
+        int null = open("/dev/null", O_RDWR);
+        if (s < 0 || null < 0) _exit(126);
+        dup2(s, STDERR_FILENO);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDIN_FILENO);
+        close(master);
+        execl(bin, bin, "sweep", "--model", "models/fmnist-mlp.json", "--device", "V100-32GB",
+              "--devices", "1,2", "--schedules", "gpipe,1f1b", (char *)NULL);
+        _exit(127);
+    }
+    char buf[8192];
+    size_t got = 0;
+    for (;;) { /* until the child's end of the terminal closes (EIO) */
+        ssize_t n = read(master, buf + got, sizeof buf - 1 - got);
+        if (n > 0) got += (size_t)n;
+        else if (n < 0 && errno == EINTR) continue;
+        else break;
+        if (got == sizeof buf - 1) break;
+    }
+    buf[got] = '\0';
+    int st = 0;
+    waitpid(pid, &st, 0);
+    close(master);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "4/4"));       /* the finished bar */
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "sweep"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\r\033[K"));  /* erased at the end */
+}
+
+static void test_failures(void)
+{
+    char *dir = test_tmpdir();
+    char args[2400], csv[600], png[600];
+    snprintf(csv, sizeof csv, "%s/s.csv", dir);
+    snprintf(png, sizeof png, "%s/s.png", dir);
+    /* gnuplot missing: a clear message, no image, no temporaries */
+    setenv("GNUPLOT", "/nonexistent/gnuplot", 1);
+    snprintf(args, sizeof args,
+             "sweep --model models/fmnist-mlp.json --device V100-32GB --devices 1,2 --schedules gpipe "
+             "--png %s --quiet", png);
+    char *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 1);
+    unsetenv("GNUPLOT");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "gnuplot"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "hint"));
+    free(err);
+    int tmp = 0;
+    CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 0);
+    /* a malformed cluster: exit 2 naming the file, and no output at all */
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s/bad.json", dir);
+    cl_err e = {0};
+    const char *text = "{\"format\": \"cleave-cluster\", \"version\": 1, \"name\": \"x\", \"nodes\": [";
+    CU_ASSERT_EQUAL(cl_write_file(bad, text, strlen(text), &e), CL_OK);
+    snprintf(args, sizeof args, "sweep --model models/vgg16.json --cluster %s --csv %s --png %s", bad, csv, png);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "bad.json"));
+    free(err);
+    CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 1); /* just bad.json */
+    /* usage errors */
+    static const char *const usage[] = {
+        "sweep --model models/vgg16.json",                                  /* no cluster */
+        "sweep --model models/vgg16.json --device A100-80GB",              /* no --devices */
+        "sweep --model models/vgg16.json --device A100-80GB --devices 1,x",
+        "sweep --model models/vgg16.json --device A100-80GB --devices 1 --schedules gpipe,nope",
+        "sweep --model models/vgg16.json --cluster profiles/clusters/dgx-a100-1node.json --devices 16",
+    };
+    for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++) {
+        CU_ASSERT_EQUAL(test_run_cli(usage[i], NULL, &err), 2);
+        CU_ASSERT(strlen(err) > 10);
+        free(err);
+    }
+    test_rm_dir(dir);
+    free(dir);
+}
+
+TEST_SUITE(sweep)
+{
+    test_add_suite("sweep");
+    test_add("rows match cleave sim on the saved plans", test_rows_match_sim);
+    test_add("infeasible points are rows with the reason", test_infeasible_rows);
+    test_add("Ctrl-C keeps complete files for the points done", test_interrupt);
+    test_add("progress bar on a terminal", test_progress_on_tty);
+    test_add("gnuplot missing, bad input, usage", test_failures);
+}
