@@ -34,6 +34,10 @@ CFLAGS_ALL = -std=c11 $(OPT) -g -D_GNU_SOURCE -MMD -MP $(WARN) $(PKG_CFLAGS) \
              $(SANFLAGS) $(CFLAGS)
 LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
 
+# Short build lines; `make V=1` shows the full commands.
+Q = $(if $(V),,@)
+SAY = $(if $(V),@true,@echo)
+
 SRC_DIRS = tools models profiles planner sim exec
 LIB_SRC  = $(filter-out tools/cleave.c,$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))
 GP_TMPL  = $(wildcard tools/gnuplot/*.gp)
@@ -60,7 +64,8 @@ deps:
 
 $(BUILD)/libcleave.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(SAY) "  AR      $@"
+	$(Q)ar rcs $@ $^
 
 # gnuplot templates are compiled in (see tools/embed_templates.sh).
 $(BUILD)/gen/gp_templates.c: $(GP_TMPL) tools/embed_templates.sh
@@ -68,14 +73,16 @@ $(BUILD)/gen/gp_templates.c: $(GP_TMPL) tools/embed_templates.sh
 	sh tools/embed_templates.sh $@ $(GP_TMPL)
 
 $(BUILD)/gen/gp_templates.o: $(BUILD)/gen/gp_templates.c
-	$(CC) $(CFLAGS_ALL) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -c $< -o $@
+	$(SAY) "  CC      $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 
 $(BUILD)/cleave: $(BUILD)/tools/cleave.o $(BUILD)/libcleave.a
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	$(SAY) "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 # The test runner's suite list is generated from the TEST_SUITE(name) lines
 # in tests/*.c, so adding a suite never means editing a central list.
@@ -88,7 +95,8 @@ $(BUILD)/tests/main.o: $(BUILD)/tests/suites.h
 $(BUILD)/tests/main.o: CFLAGS_ALL += -I$(BUILD)/tests
 
 $(BUILD)/cleave_tests: $(TEST_OBJ) $(BUILD)/libcleave.a
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	$(SAY) "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 test: deps
 	@$(MAKE) --no-print-directory test-run
