@@ -356,6 +356,7 @@ int cmd_compare(int argc, char **argv)
         n_done++;
         if (!a.quiet) print_row(r);
         fflush(stdout);
+        if ((interrupted = prog_interrupted())) break;
     }
     prog_end(&pg);
     interrupted |= prog_interrupted();

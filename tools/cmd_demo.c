@@ -265,6 +265,7 @@ int cmd_demo(int argc, char **argv)
     for (int i = 0; i < n_models && !rc && !interrupted; i++) {
         rc = demo_model(&d, demo_models[i], &c, kinds, n_kinds, &interrupted, &e);
         if (rc == CL_OK && !interrupted) printf("\n");
+        interrupted |= prog_interrupted();
     }
     prog_release_sigint();
     cluster_free(&c);

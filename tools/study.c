@@ -147,6 +147,10 @@ int study_best(const study *s0, const cluster *c, const int *kinds, int n_kinds,
     for (int pass = 0; pass < passes; pass++) {
         s.replication = s0->replication && pass == 0;
         for (int k = 0; k < n_kinds; k++) {
+            if (prog_interrupted()) { /* checked before a candidate, so a finished search stays whole */
+                *interrupted = 1;
+                return CL_OK;
+            }
             study_point pt;
             if ((rc = study_run(&s, c, kinds[k], &pt, e))) {
                 study_point_free(&pt);
@@ -168,10 +172,6 @@ int study_best(const study *s0, const cluster *c, const int *kinds, int n_kinds,
                 char label[96];
                 snprintf(label, sizeof label, "%s, %s", c->name, sched_kind_name((sched_kind)kinds[k]));
                 prog_step(pg, label);
-            }
-            if (prog_interrupted()) {
-                *interrupted = 1;
-                return CL_OK;
             }
         }
     }

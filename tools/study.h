@@ -75,8 +75,9 @@ void study_point_free(study_point *pt);
  * forms, which on slow links can favour a plan the simulator finds well
  * behind another, so the simulator decides here.  *best gets the winner
  * (ok = 0 with the first candidate's reason when none works; free it with
- * study_point_free).  pg (may be NULL) steps once per candidate; when
- * SIGINT arrives the search stops early with *interrupted = 1. */
+ * study_point_free).  pg (may be NULL) steps once per candidate; once
+ * SIGINT has arrived the search stops before its next candidate with
+ * *interrupted = 1 (a search whose candidates all ran is complete). */
 int study_best(const study *s, const cluster *c, const int *kinds, int n_kinds, prog *pg,
                study_point *best, int *interrupted, cl_err *e);
 /* Candidates study_best tries (for sizing a progress bar). */
