@@ -5,6 +5,9 @@
 #define CL_TEST_CSV_H
 
 #include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +20,7 @@ typedef struct test_csv {
 } test_csv;
 
 /* Parse a CSV file; 0 on success (a ragged file still parses, with ragged set). */
-static int test_csv_read(const char *path, test_csv *c)
+static inline int test_csv_read(const char *path, test_csv *c)
 {
     memset(c, 0, sizeof *c);
     char *text = NULL;
@@ -70,20 +73,20 @@ static int test_csv_read(const char *path, test_csv *c)
 }
 
 /* Cell of data row r (0-based) in the column named `name`; NULL if none. */
-static const char *test_csv_get(const test_csv *c, int r, const char *name)
+static inline const char *test_csv_get(const test_csv *c, int r, const char *name)
 {
     for (int k = 0; k < c->n_cols; k++)
         if (!strcmp(c->cell[k], name)) return c->cell[(r + 1) * c->n_cols + k];
     return NULL;
 }
 
-static double test_csv_num(const test_csv *c, int r, const char *name)
+static inline double test_csv_num(const test_csv *c, int r, const char *name)
 {
     const char *s = test_csv_get(c, r, name);
     return s && *s ? strtod(s, NULL) : NAN;
 }
 
-static void test_csv_free(test_csv *c)
+static inline void test_csv_free(test_csv *c)
 {
     if (c->cell)
         for (int i = 0; i < (c->n_rows + 1) * c->n_cols; i++) free(c->cell[i]);
@@ -93,7 +96,7 @@ static void test_csv_free(test_csv *c)
 
 /* Files in a folder (not . or ..); names of those with "tmp" in them go to
  * *tmp_seen (cleave's temporaries are "<name>.tmp.*"). */
-static int test_dir_count(const char *dir, int *tmp_seen)
+static inline int test_dir_count(const char *dir, int *tmp_seen)
 {
     DIR *d = opendir(dir);
     int n = 0;
@@ -109,7 +112,7 @@ static int test_dir_count(const char *dir, int *tmp_seen)
 }
 
 /* Remove a folder and the files in it (one level). */
-static void test_rm_dir(const char *dir)
+static inline void test_rm_dir(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d) return;

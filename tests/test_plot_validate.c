@@ -1,0 +1,101 @@
+/* test_plot_validate.c - `cleave plot --kind validate`: predicted against
+ * measured from cleave validate --json results; bad results and a missing
+ * gnuplot fail with one clear line and leave no image. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../tools/fileio.h"
+#include "test.h"
+#include "test_csv.h"
+
+/* The shape cleave validate --json prints (tools/cmd_validate.c). */
+static const char results[] =
+    "{\"iteration_s\": {\"predicted\": 0.0123, \"measured\": 0.0131, \"error\": -0.061},\n"
+    " \"throughput\": {\"predicted\": 5203, \"measured\": 4885, \"error\": 0.065},\n"
+    " \"worker0.busy_s\": {\"predicted\": 0.0101, \"measured\": 0.0108, \"error\": -0.065},\n"
+    " \"worker1.busy_s\": {\"predicted\": 0.0095, \"measured\": 0.0090, \"error\": 0.056},\n"
+    " \"worker0.peak_mem_bytes\": {\"predicted\": 5.1e6, \"measured\": 5.6e6, \"error\": -0.089},\n"
+    " \"worker1.peak_mem_bytes\": {\"predicted\": 3.9e6, \"measured\": 4.1e6, \"error\": null}}\n";
+
+static void test_scatter(void)
+{
+    char *dir = test_tmpdir();
+    char in[600], png[600], svg[600], args[2000];
+    snprintf(in, sizeof in, "%s/r.json", dir);
+    snprintf(png, sizeof png, "%s/v.png", dir);
+    snprintf(svg, sizeof svg, "%s/v.svg", dir);
+    cl_err e = {0};
+    CU_ASSERT_FATAL(cl_write_file(in, results, strlen(results), &e) == CL_OK);
+    snprintf(args, sizeof args, "plot %s %s --kind validate -o %s", in, in, png);
+    char *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 0);
+    CU_ASSERT_STRING_EQUAL(err, "");
+    free(err);
+    char *s = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL(cl_read_file(png, 1 << 24, &s, &n, &e), CL_OK);
+    CU_ASSERT(n > 1000 && s && memcmp(s, "\x89PNG", 4) == 0);
+    free(s);
+    snprintf(args, sizeof args, "plot %s --kind validate --title \"my run\" -o %s", in, svg);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
+    s = NULL;
+    CU_ASSERT_EQUAL(cl_read_file(svg, 1 << 24, &s, &n, &e), CL_OK);
+    CU_ASSERT_PTR_NOT_NULL(s ? strstr(s, "my run") : NULL);
+    CU_ASSERT_PTR_NOT_NULL(s ? strstr(s, "y = x") : NULL);
+    free(s);
+    remove(png);
+    remove(svg);
+    remove(in);
+    CU_ASSERT_EQUAL(rmdir(dir), 0); /* no temporaries left */
+    free(dir);
+}
+
+static void test_bad_results(void)
+{
+    static const struct { const char *text, *expect; } cases[] = {
+        {"[1, 2]", "expected an object"},
+        {"{\"iteration_s\": 3}", "iteration_s: expected"},
+        {"{\"iteration_s\": {\"predicted\": 1}}", "iteration_s.measured: missing"},
+        {"{\"iteration_s\": {\"predicted\": -1, \"measured\": 1}}", "out of range"},
+        {"{\"throughput\": {\"predicted\": 1, \"measured\": 1}}", "no predicted/measured"},
+        {"{\"iteration_s\": {\"predicted\": 1, \"measured\": 1}", "truncated"},
+    };
+    char *dir = test_tmpdir();
+    char in[600], png[600], args[2000];
+    snprintf(in, sizeof in, "%s/r.json", dir);
+    snprintf(png, sizeof png, "%s/v.png", dir);
+    cl_err e = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CU_ASSERT_FATAL(cl_write_file(in, cases[i].text, strlen(cases[i].text), &e) == CL_OK);
+        snprintf(args, sizeof args, "plot %s --kind validate -o %s", in, png);
+        char *err = NULL;
+        CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].expect));
+        if (!strstr(err, cases[i].expect)) fprintf(stderr, "case %zu: %s", i, err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "r.json"));
+        free(err);
+        CU_ASSERT_NOT_EQUAL(access(png, F_OK), 0);
+    }
+    /* gnuplot missing */
+    CU_ASSERT_FATAL(cl_write_file(in, results, strlen(results), &e) == CL_OK);
+    setenv("GNUPLOT", "/nonexistent/gnuplot", 1);
+    snprintf(args, sizeof args, "plot %s --kind validate -o %s", in, png);
+    char *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 1);
+    unsetenv("GNUPLOT");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "gnuplot-nox"));
+    free(err);
+    int tmp = 0;
+    CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 1); /* just r.json */
+    test_rm_dir(dir);
+    free(dir);
+}
+
+TEST_SUITE(plot_validate)
+{
+    test_add_suite("plot_validate");
+    test_add("predicted against measured scatter, PNG and SVG", test_scatter);
+    test_add("bad results and no gnuplot leave no image", test_bad_results);
+}
