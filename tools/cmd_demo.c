@@ -61,23 +61,26 @@ static int help(void)
 }
 
 /* A shipped data file: beside an installed binary (<exe>/../share/cleave/),
- * beside a built one (<exe>/../), else relative to the current folder. */
+ * beside a built one (<exe>/../), else relative to the current folder;
+ * made absolute and without "..", as it is printed in the CSV files. */
 static void data_path(const char *rel, char *buf, size_t cap)
 {
-    char exe[4096];
+    char exe[4096], cand[4200];
+    snprintf(cand, sizeof cand, "%s", rel);
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
         exe[n] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash) {
             *slash = '\0';
-            snprintf(buf, cap, "%s/../share/cleave/%s", exe, rel);
-            if (access(buf, R_OK) == 0) return;
-            snprintf(buf, cap, "%s/../%s", exe, rel);
-            if (access(buf, R_OK) == 0) return;
+            snprintf(cand, sizeof cand, "%s/../share/cleave/%s", exe, rel);
+            if (access(cand, R_OK) != 0) snprintf(cand, sizeof cand, "%s/../%s", exe, rel);
+            if (access(cand, R_OK) != 0) snprintf(cand, sizeof cand, "%s", rel);
         }
     }
-    snprintf(buf, cap, "%s", rel);
+    char *abs = realpath(cand, NULL);
+    snprintf(buf, cap, "%s", abs ? abs : cand);
+    free(abs);
 }
 
 static void announce(demo *d, const char *path, const char *what)

@@ -4,7 +4,7 @@
  *
  * A results file is an object of quantities {"predicted", "measured",
  * "error"}.  Members named *_s are times (drawn in ms: "iteration_s" and
- * the per-worker "workerN.busy_s"), *_bytes are memory (MiB); others (the
+ * the per-worker "workerN.busy_s"), *_bytes are memory; others (the
  * throughput, the inverse of the iteration time) are not drawn.  Several
  * files put all their points on one chart, e.g. one per validated plan.
  */
@@ -70,9 +70,9 @@ static int read_results(const char *path, pv_set *time, pv_set *mem, cl_err *e)
             break;
         if (!(pr > 0) || !(me > 0)) continue; /* nothing measured (or predicted) to compare */
         if (is_time)
-            add(time, me * 1e3, pr * 1e3, !strcmp(name, "iteration_s") ? 1 : ends_with(name, ".busy_s") ? 2 : 3);
+            add(time, me, pr, !strcmp(name, "iteration_s") ? 1 : ends_with(name, ".busy_s") ? 2 : 3);
         else
-            add(mem, me / (1 << 20), pr / (1 << 20), 1);
+            add(mem, me, pr, 1);
         found++;
     }
     cJSON_Delete(root);
@@ -80,6 +80,28 @@ static int read_results(const char *path, pv_set *time, pv_set *mem, cl_err *e)
         rc = cl_fail(e, CL_EINPUT, "%s: no predicted/measured times (*_s) or memory (*_bytes) above zero to draw "
                      "(hint: the output of cleave validate --json)", path);
     return rc;
+}
+
+/* Scale a panel's values (seconds or bytes) to the unit that suits their
+ * largest value; names the unit for the axis labels. */
+static void scale(pv_set *s, int bytes, gp_plot *g, const char *key)
+{
+    double mx = 0;
+    for (int i = 0; i < s->n; i++) mx = fmax(mx, fmax(s->p[i].measured, s->p[i].predicted));
+    double div;
+    const char *unit;
+    if (bytes) {
+        if (mx >= (double)(1ull << 30)) div = (double)(1ull << 30), unit = "GiB";
+        else if (mx >= 1 << 20) div = 1 << 20, unit = "MiB";
+        else if (mx >= 1 << 10) div = 1 << 10, unit = "KiB";
+        else div = 1, unit = "bytes";
+    } else {
+        if (mx >= 1) div = 1, unit = "s";
+        else if (mx >= 1e-3) div = 1e-3, unit = "ms";
+        else div = 1e-6, unit = "µs";
+    }
+    for (int i = 0; i < s->n; i++) s->p[i].measured /= div, s->p[i].predicted /= div;
+    gp_str(g, key, unit);
 }
 
 /* Axis range of one panel (the same on x and y, so y = x is the diagonal);
@@ -144,6 +166,8 @@ int cmd_plot_validate(int argc, char **argv)
         gp_str(g, "title", title);
         gp_num(g, "has_time", time.n > 0);
         gp_num(g, "has_mem", mem.n > 0);
+        scale(&time, 0, g, "t_unit");
+        scale(&mem, 1, g, "m_unit");
         if (time.n) panel(g, "t", &time);
         for (int k = 1; k <= 3; k++) {
             int has = 0;

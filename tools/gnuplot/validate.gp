@@ -4,8 +4,9 @@
 # Set by the caller: title, has_time, has_mem, and per present panel p in
 # {t, m}: p_lo, p_hi (the range of both axes), p_log (1: log axes);
 # t_has1..t_has3: whether the time series 1..3 have points (key entries);
-# $time rows "measured_ms predicted_ms series" (1 iteration time, 2 busy
-# time per worker, 3 other times); $mem rows "measured_MiB predicted_MiB 1".
+# t_unit, m_unit: the units of the values (e.g. "ms", "MiB");
+# $time rows "measured predicted series" (1 iteration time, 2 busy time per
+# worker, 3 other times); $mem rows "measured predicted 1".
 set multiplot layout 1, (has_time + has_mem) title title font ",13"
 set grid
 set key top left box opaque samplen 2
@@ -18,8 +19,8 @@ if (has_time) {
     set xrange [t_lo:t_hi]
     set yrange [t_lo:t_hi]
     set title "time" font ",11"
-    set xlabel "measured (ms)"
-    set ylabel "predicted (ms)"
+    set xlabel sprintf("measured (%s)", t_unit)
+    set ylabel sprintf("predicted (%s)", t_unit)
     plot $time using ($3 == 1 ? $1 : NaN):2 with points pt 7 ps 2 lc rgb "#d62728" title (t_has1 ? "iteration time" : ""), \
          $time using ($3 == 2 ? $1 : NaN):2 with points pt 5 ps 1.5 lc rgb "#1f77b4" title (t_has2 ? "busy time per worker" : ""), \
          $time using ($3 == 3 ? $1 : NaN):2 with points pt 9 ps 1.5 lc rgb "#9467bd" title (t_has3 ? "other times" : ""), \
@@ -32,8 +33,8 @@ if (has_mem) {
     set xrange [m_lo:m_hi]
     set yrange [m_lo:m_hi]
     set title "memory" font ",11"
-    set xlabel "measured peak (MiB)"
-    set ylabel "predicted peak (MiB)"
+    set xlabel sprintf("measured peak (%s)", m_unit)
+    set ylabel sprintf("predicted peak (%s)", m_unit)
     plot $mem using 1:2 with points pt 7 ps 1.5 lc rgb "#2ca02c" title "peak memory per worker", \
          x with lines lw 1.5 lc rgb "gray20" title "y = x (exact)", \
          1.1 * x with lines dt 3 lc rgb "gray50" title "±10%", \
