@@ -329,6 +329,9 @@ static void expand(bld *b, int w, const item *it, int split)
     }
 }
 
+/* Most ops a built schedule holds: 2^27 ops of 32 bytes are 4 GiB. */
+#define SCHED_MAX_OPS (1 << 27)
+
 /* Keep item x on worker w (replica q of r)? */
 static inline int mine(const bld *b, const item *x, int q, int r)
 {
@@ -347,6 +350,13 @@ static int check_plan(const plan *pl, sched_kind kind, int m, int n_iter, int *P
         return cl_fail(e, CL_EINPUT, "schedule: %d microbatches x %d iterations is too many", m, n_iter);
     if (S % v)
         return cl_fail(e, CL_EINPUT, "plan: %d stages do not split into %d chunks per device", S, v);
+    /* the op lists are built whole (sched_build's capacity, 32-byte ops):
+     * refuse what cannot be held before allocating it */
+    double ops = (double)m * n_iter * S * (kind == SCHED_ZBH1 ? 7 : 6) +
+                 (sched_is_async(kind) ? (double)m * n_iter : (double)n_iter) * S * 2;
+    if (ops > SCHED_MAX_OPS)
+        return cl_fail(e, CL_EINPUT, "schedule: %d microbatches x %d iterations on %d stages make %.3g ops (%.0f GiB), more than the %d a schedule may hold (hint: fewer microbatches or iterations)",
+                       m, n_iter, S, ops, ops * sizeof(sched_op) / 1073741824.0, SCHED_MAX_OPS);
     *P = S / v;
     if (v > 1 && kind != SCHED_INTERLEAVED && kind != SCHED_SEQUENTIAL)
         return cl_fail(e, CL_EINPUT,
