@@ -237,6 +237,9 @@ static int write_plot(const char *path, const char *title, const compare_row *ro
     gp_str(g, "title", title);
     gp_str(g, "time_unit", unit);
     gp_str(g, "currency", "USD");
+    int unpriced = 0;
+    for (int i = 0; i < n; i++) unpriced |= rows[i].ok && !isfinite(rows[i].cost);
+    gp_str(g, "cost_note", unpriced ? "; n/a: no price" : "");
     gp_num(g, "nrows", n);
     /* a log axis once the bars span more than 30x, else the short ones vanish */
     gp_num(g, "logy_time", tmax > 30 * tmin);
@@ -255,7 +258,7 @@ static int write_plot(const char *path, const char *title, const compare_row *ro
         }
         char cost[32], tlab[32];
         if (isfinite(r->cost)) snprintf(cost, sizeof cost, "$%.2f", r->cost);
-        else snprintf(cost, sizeof cost, "n/a: no price");
+        else snprintf(cost, sizeof cost, "n/a");
         double t = r->epoch_s / div;
         snprintf(tlab, sizeof tlab, t < 1000 ? "%.3g %s" : "%.0f %s", t, abbr);
         fprintf(f, "\"%s\" %.9g %.9g \"%s\" \"%s\"\n", name, t, isfinite(r->cost) ? r->cost : -1.0, tlab, cost);
