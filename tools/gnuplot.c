@@ -156,7 +156,11 @@ int gp_render(gp_plot *g, const char *tmpl, const char *out, int width, int heig
             rc = cl_fail(e, CL_ERUN, "%s: gnuplot failed: %s", out, first[0] ? first : "no message");
         goto done;
     }
-    if (rename(img_tmp, out) != 0)
+    int fd = open(img_tmp, O_RDONLY); /* durable before it replaces out */
+    if (fd < 0 || fsync(fd) != 0)
+        rc = cl_fail(e, CL_ERUN, "%s: gnuplot wrote no image: %s", out, strerror(errno));
+    if (fd >= 0) close(fd);
+    if (!rc && rename(img_tmp, out) != 0)
         rc = cl_fail(e, CL_ERUN, "%s: cannot move the image into place: %s", out, strerror(errno));
 done:
     remove(img_tmp);
