@@ -85,15 +85,18 @@ static double median_of(double *v, int n)
  * settings) on random data, timing (medians) the optimiser step into *up_s
  * and, when the stage sends its output (send = 1), the copy of that output
  * into a fresh message right after the forward (the runtime does it inside
- * the F op) into *copy_s.  With stash (PipeDream on a stage whose
+ * the F op) into *copy_s.  With gather (the first stage), the copy of
+ * the microbatch's samples out of the data set, which the runtime does
+ * before each F on the first stage, is timed into *input_s.  With stash
+ * (PipeDream on a stage whose
  * microbatches are still in flight when it updates), the update also
  * copies the parameters into a fresh weight version first, as the runtime
  * does on the same stream: that copy is timed into *up_s too.  *acts_bytes
  * and *param_bytes receive the runtime's exact allocations: one
  * microbatch's exec_acts and the padded parameter block. */
-static int stage_extras(const plan *p, const plan_stage *st, int send, int stash, int reps,
-                        double *up_s, double *copy_s, double *acts_bytes, double *param_bytes,
-                        const char *file, cl_err *e)
+static int stage_extras(const plan *p, const plan_stage *st, int send, int gather, int stash,
+                        int reps, double *up_s, double *copy_s, double *input_s,
+                        double *acts_bytes, double *param_bytes, const char *file, cl_err *e)
 {
     const int mb = p->microbatch > 0 ? p->microbatch : 1;
     exec_net *n;
@@ -120,8 +123,30 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int stash
     exec_pipe_defaults(&d);
     exec_sgd sgd;
     exec_sgd_init(&sgd, n, 0, p->optimizer == OPTIM_MOMENTUM ? d.momentum : 0, d.weight_decay);
-    double *tu = cl_malloc((size_t)reps * sizeof *tu), *tc = cl_malloc((size_t)reps * sizeof *tc);
+    /* a data set like the one exec_val_measure trains on, read in a
+     * shuffled order */
+    exec_data set;
+    memset(&set, 0, sizeof set);
+    int64_t *perm = NULL, n_set = (int64_t)p->batch * 8;
+    int32_t *yb = NULL;
+    if (gather) {
+        const model_shape *sh = &p->model.input;
+        exec_data_synthetic(&set, n_set, sh->ndim == 3 ? (int)sh->d[0] : 1,
+                            sh->ndim == 3 ? (int)sh->d[1] : 1,
+                            sh->ndim == 3 ? (int)sh->d[2] : (int)sh->d[0],
+                            p->model.classes > 0 ? p->model.classes : 2, 1, 0);
+        perm = cl_malloc((size_t)n_set * sizeof *perm);
+        for (int64_t i = 0; i < n_set; i++) perm[i] = (i * 7919) % n_set; /* 7919 is prime */
+        yb = cl_malloc((size_t)mb * sizeof *yb);
+    }
+    double *tu = cl_malloc((size_t)reps * sizeof *tu), *tc = cl_malloc((size_t)reps * sizeof *tc),
+           *tg = cl_malloc((size_t)reps * sizeof *tg);
     for (int r = -3; r < reps; r++) {
+        if (gather) {
+            double t0 = exec_now();
+            exec_data_gather(&set, perm + (int64_t)(r + 3) * mb % (n_set - mb), mb, x, yb);
+            if (r >= 0) tg[r] = exec_now() - t0;
+        }
         exec_net_forward(n, a, x, y, mb, 1);
         double t0 = exec_now();
         if (send) {
@@ -145,8 +170,13 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int stash
     }
     *up_s = median_of(tu, reps);
     *copy_s = send ? median_of(tc, reps) : 0;
+    *input_s = gather ? median_of(tg, reps) : 0;
     free(tu);
     free(tc);
+    free(tg);
+    free(perm);
+    free(yb);
+    exec_data_free(&set);
     exec_sgd_free(&sgd);
     free(x);
     free(y);
@@ -186,12 +216,12 @@ int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const c
          * that used it are in flight: on every stage but the last */
         int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
         int versions = p->schedule == SCHED_PIPEDREAM && s % P < P - 1;
-        rc = stage_extras(p, st, s + 1 < p->n_stages, versions, reps, &v->update_s, &v->copy_s,
-                          &v->acts_bytes, &v->param_bytes, file, e);
+        rc = stage_extras(p, st, s + 1 < p->n_stages, s == 0, versions, reps, &v->update_s,
+                          &v->copy_s, &v->input_s, &v->acts_bytes, &v->param_bytes, file, e);
         if (rc) return rc;
         v->fwd_layers_s = f;
         v->stash_layers_bytes = stash;
-        st->fwd_s += v->copy_s;
+        st->fwd_s += v->copy_s + v->input_s;
         st->stash_bytes = v->acts_bytes;
         st->param_bytes = v->param_bytes;
         st->update_s = v->update_s;

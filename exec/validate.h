@@ -57,10 +57,12 @@ typedef struct exec_val_extra {
                                it stashes first, on every stage but the last) */
     double copy_s;          /* copying its output into a fresh message (the
                                runtime does it inside F); 0 for the last stage */
+    double input_s;         /* first stage: gathering the microbatch's samples
+                               from the data set before each F; else 0      */
     double acts_bytes;      /* one microbatch's exec_acts: what the runtime
                                keeps per stashed microbatch                   */
     double param_bytes;     /* the padded parameter block                    */
-    double fwd_layers_s;    /* the profile's forward alone (before + copy_s)  */
+    double fwd_layers_s;    /* the profile's forward alone (before the extras) */
     double stash_layers_bytes; /* the profile's stash sum (before acts_bytes) */
 } exec_val_extra;
 
@@ -69,8 +71,8 @@ typedef struct exec_val_extra {
  * act_out_bytes, stash_bytes and param_bytes are sums over the stage's
  * layers of pf at the plan's microbatch size.  With x (n_stages entries,
  * caller-allocated), also measure what the runtime does beyond the layers
- * (exec_val_extra, `reps` steps) and put it in: update_s, fwd_s += copy_s,
- * stash_bytes = acts_bytes, param_bytes = the padded block.  pf must
+ * (exec_val_extra, `reps` steps) and put it in: update_s, fwd_s += copy_s
+ * + input_s, stash_bytes = acts_bytes, param_bytes = the padded block.  pf must
  * describe p's model (prof_check_model).  The plan's predictions
  * (compute_s, comm_s, mem_bytes, pred) are left as they were. */
 int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const char *file,

@@ -156,7 +156,9 @@ static void test_costs_from_profile(void)
     }
     CU_ASSERT(x[0].copy_s > 0);
     CU_ASSERT_EQUAL(x[1].copy_s, 0);
-    CU_ASSERT_DOUBLE_EQUAL(st[0].fwd_s, 2 * 4e-6 * 6 + x[0].copy_s, 1e-18);
+    CU_ASSERT(x[0].input_s > 0);
+    CU_ASSERT_EQUAL(x[1].input_s, 0);
+    CU_ASSERT_DOUBLE_EQUAL(st[0].fwd_s, 2 * 4e-6 * 6 + x[0].copy_s + x[0].input_s, 1e-18);
     CU_ASSERT_DOUBLE_EQUAL(st[1].fwd_s, 2 * 4e-6 * 9, 1e-18);
     /* a profile of another model is refused */
     snprintf(pf.layers[1].name, sizeof pf.layers[1].name, "other");

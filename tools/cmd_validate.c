@@ -145,12 +145,14 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
            r->n_workers, sched_kind_name(p->schedule), p->n_micro, p->microbatch);
     printf("run: %s backend, %d iterations; steady state over iterations %d..%d\n",
            exec_pipe_backend_name(c->a->backend), r->n_iter, r->first_iter, r->n_iter - 1);
-    printf("costs: %s; measured in context per stage (optimiser step, copy of the output):",
-           c->cost_source);
-    for (int s = 0; s < p->n_stages; s++)
-        printf("%s %s, %s", s ? ";" : "", time_str(c->extra[s].update_s, b1, sizeof b1),
-               time_str(c->extra[s].copy_s, b2, sizeof b2));
-    printf("\n");
+    printf("costs: layers from %s; the runtime's extras measured in context:\n", c->cost_source);
+    for (int s = 0; s < p->n_stages; s++) {
+        const exec_val_extra *x = &c->extra[s];
+        char b3[32];
+        printf("  stage %d: optimiser step %s, output copy %s, input gather %s\n", s,
+               time_str(x->update_s, b1, sizeof b1), time_str(x->copy_s, b2, sizeof b2),
+               time_str(x->input_s, b3, sizeof b3));
+    }
     if (!c->link_used) printf("link: not used (one stage)\n");
     else if (c->link_measured)
         printf("link: measured now (%s): latency %s, bandwidth %.3f GB/s (fit over 8 B..%s, R^2 %.4f, residuals rms %.1f%%)\n",
@@ -291,7 +293,7 @@ int cmd_validate(int argc, char **argv)
         if (!have_prof) {
             rc = exec_val_profile(&p, (int)a.reps, &pf, a.plan, &e);
             have_prof = !rc;
-            c.cost_source = "profiled now at the plan's microbatch size";
+            c.cost_source = "a profile taken now at the plan's microbatch size";
         } else c.cost_source = a.profile;
         if (!rc) rc = exec_val_costs(&p, &pf, (int)a.reps, extra, a.plan, &e);
     }
