@@ -200,4 +200,10 @@ int plan_block_ok(const plan_inst *I, int pos, int r);
  * the same single node. */
 int plan_link_level(const plan_inst *I, int pos_a, int r_a, int pos_b, int r_b);
 
+/* Interleaved plans (interleave.c): split the chain view (L a prefix
+ * lattice) into n contiguous chunks, chunk k on position k mod p, with the
+ * smallest slowest chunk time; cut gets n + 1 layer indices.  Returns 0
+ * when there are fewer layers than chunks. */
+int plan_chunks_minmax(const plan_inst *I, const plan_lattice *L, int p, int n, int *cut);
+
 #endif

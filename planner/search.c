@@ -368,6 +368,130 @@ static void gib(char *buf, size_t cap, double bytes)
     else snprintf(buf, cap, "%.1f MiB", bytes / (double)(1 << 20));
 }
 
+/* Interleaved 1F1B: for each device count p (microbatches a multiple of p,
+ * as the schedule needs) split the chain view into p x v chunks with
+ * plan_chunks_minmax, chunk k on the k mod p-th device of the order, no
+ * replication; memory per device adds its chunks (stash: its largest
+ * chunk's times the chunk-microbatches in flight). */
+static void search_interleaved(ctx *c, best *B, const int *micro, int n_micro)
+{
+    const plan_request *rq = c->rq;
+    int v = rq->chunks > 0 ? rq->chunks : 2, N = c->n_dev;
+    for (int mi = n_micro - 1; mi >= 0; mi--) {
+        int m = micro[mi];
+        plan_inst I;
+        build_inst(c, m, &I);
+        I.sched = SCHED_INTERLEAVED;
+        I.chunks = v;
+        plan_lattice L;
+        plan_lattice_prefix(&L, &I);
+        for (int p = 1; p <= N && p * v <= I.n; p++) {
+            if (m % p != 0 || (rq->stages > 0 && p != rq->stages)) continue;
+            int n = p * v;
+            int *cut = cl_malloc((size_t)(n + 1) * sizeof(int));
+            if (!plan_chunks_minmax(&I, &L, p, n, cut)) {
+                free(cut);
+                continue;
+            }
+            plan pl;
+            memset(&pl, 0, sizeof pl);
+            pl.schedule = SCHED_INTERLEAVED;
+            pl.chunks = v;
+            pl.optimizer = rq->optimizer;
+            pl.batch = rq->batch;
+            pl.n_micro = m;
+            pl.microbatch = rq->batch / m;
+            pl.n_stages = n;
+            pl.stages = cl_calloc((size_t)n, sizeof *pl.stages);
+            pl.model = *rq->model;
+            pl.cluster = *rq->cluster;
+            plan_eval ev = {.valid = 1, .feasible = 1, .headroom_bytes = HUGE_VAL, .devices = p};
+            double *busy = cl_calloc((size_t)p, sizeof(double)), *stat = cl_calloc((size_t)p, sizeof(double));
+            double *stash_max = cl_calloc((size_t)p, sizeof(double));
+            for (int k = 0; k < n; k++) {
+                plan_stage *st = &pl.stages[k];
+                int a = cut[k], b = cut[k + 1], q = k % p;
+                double spd = I.speed[q];
+                st->first = a;
+                st->last = b - 1;
+                st->n_layers = b - a;
+                st->layers = cl_malloc((size_t)(b - a) * sizeof(int));
+                for (int i = a; i < b; i++) st->layers[i - a] = i;
+                st->n_replicas = 1;
+                st->devices = cl_malloc(sizeof(int));
+                st->devices[0] = I.dev[q];
+                st->fwd_s = (L.fwd[b] - L.fwd[a]) / spd;
+                st->bwd_in_s = (L.bwd_in[b] - L.bwd_in[a]) / spd;
+                st->bwd_w_s = (L.bwd_w[b] - L.bwd_w[a]) / spd;
+                st->act_out_bytes = k + 1 < n ? L.cut[b] : 0;
+                st->stash_bytes = L.stash[b] - L.stash[a];
+                st->param_bytes = L.params[b] - L.params[a];
+                st->compute_s = plan_stage_time(&I, L.work[b] - L.work[a], 1, spd, 0);
+                if (k + 1 < n) {
+                    int lv = I.node[q] == I.node[(k + 1) % p] ? CLUSTER_INTRA : CLUSTER_INTER;
+                    st->comm_s = plan_boundary_s(&I, L.cut[b], lv);
+                    ev.bottleneck_s = fmax(ev.bottleneck_s, st->comm_s);
+                    ev.comm_s += st->comm_s;
+                }
+                busy[q] += st->compute_s;
+                stat[q] += st->param_bytes * (2.0 + I.optim_mult) + 2.0 * (L.cut[a] + L.cut[b]);
+                stash_max[q] = fmax(stash_max[q], st->stash_bytes);
+            }
+            for (int q = 0; q < p; q++) {
+                ev.bottleneck_s = fmax(ev.bottleneck_s, busy[q]);
+                double mem = stat[q] + stash_max[q] * sched_inflight_rep(SCHED_INTERLEAVED, p, p - q, 1, m, v);
+                for (int k = q; k < n; k += p) pl.stages[k].mem_bytes = mem;
+                double h = I.mem_cap[q] - mem;
+                if (h < ev.headroom_bytes) {
+                    ev.headroom_bytes = h;
+                    ev.worst_stage = q;
+                    ev.worst_need_bytes = mem;
+                    ev.worst_cap_bytes = I.mem_cap[q];
+                }
+                if (mem > I.mem_cap[q]) ev.feasible = 0;
+            }
+            free(busy);
+            free(stat);
+            free(stash_max);
+            free(cut);
+            plan_pred pr;
+            plan_timing tm;
+            cl_err pe = {0};
+            plan_predict_opts po = {.comm = rq->comm};
+            if (!ev.feasible || plan_predict(&pl, &po, &pr, &tm, &pe) != CL_OK) {
+                if (!ev.feasible && (!B->have_bad || ev.worst_need_bytes - ev.worst_cap_bytes <
+                                                         B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes)) {
+                    if (B->have_bad) free_stages(&B->bad_pl);
+                    B->bad_pl = pl;
+                    B->bad_ev = ev;
+                    B->have_bad = 1;
+                } else {
+                    free_stages(&pl);
+                }
+                continue;
+            }
+            pl.pred = pr;
+            c->res->candidates++;
+            if (!B->have || better(&pr, &ev, &B->pred, &B->ev)) {
+                if (B->have) free_stages(&B->pl);
+                B->pl = pl;
+                B->pred = pr;
+                B->tm = tm;
+                B->ev = ev;
+                B->algo = "chunk split";
+                B->exact_s = NAN;
+                B->merge_s = NAN;
+                B->have = 1;
+            } else {
+                free_stages(&pl);
+            }
+        }
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    note(c->res, "interleaved plans balance the slowest chunk by a greedy split, without replication (not the exact search)");
+}
+
 int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
 {
     memset(res, 0, sizeof *res);
@@ -387,9 +511,9 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
         return cl_fail(e, CL_EINPUT, "--stages %d: the cluster has only %d devices", rq->stages, N);
     if (rq->stages > 0 && rq->stages > md->n_layers)
         return cl_fail(e, CL_EINPUT, "--stages %d: the model has only %d layers", rq->stages, md->n_layers);
-    if (rq->schedule == SCHED_INTERLEAVED)
+    if (rq->schedule == SCHED_INTERLEAVED && rq->algo == PLAN_ALGO_EXACT)
         return cl_fail(e, CL_EINPUT,
-                       "the planner does not build interleaved plans yet (hint: plan with 1f1b; the simulator runs interleaved from an explicit plan)");
+                       "interleaved plans come from a balanced chunk split, not the exact search (hint: --algo auto or merge)");
     if (rq->schedule == SCHED_SEQUENTIAL && rq->stages > 1)
         return cl_fail(e, CL_EINPUT, "--schedule sequential runs one stage, not %d", rq->stages);
 
@@ -431,7 +555,12 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     plan_lattice dag = {0};
     int have_dag = 0, dag_failed = 0;
     double hint = 0; /* the last least-memory bottleneck: a first guess for the next */
-    for (int oi = 0; oi < n_orders && !rc; oi++) {
+    if (rq->schedule == SCHED_INTERLEAVED)
+        for (int oi = 0; oi < n_orders; oi++) {
+            c.order = orders[oi];
+            search_interleaved(&c, &B, micro, n_micro);
+        }
+    for (int oi = 0; oi < n_orders && !rc && rq->schedule != SCHED_INTERLEAVED; oi++) {
         c.order = orders[oi];
         for (int mi = n_micro - 1; mi >= 0 && !rc; mi--) {
             int m = micro[mi]; /* largest first: it usually wins, and bounds the rest */

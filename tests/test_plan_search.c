@@ -253,6 +253,50 @@ static void test_memory_cap(void)
     prof_free(&pf);
 }
 
+/* Interleaved: p x v chunks, chunk k on the device of chunk k mod p, the
+ * microbatches a multiple of p, every layer once, and the reported slowest
+ * device's load equal to the largest sum of its chunks' compute. */
+static void test_interleaved(void)
+{
+    model m;
+    prof pf;
+    uniform_chain(&m, &pf, 24, 1000);
+    cluster_devtype t = {.name = "slow", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)1 << 40,
+                         .mem_bw_Bps = 1e12, .efficiency = 1};
+    cluster c;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(cluster_uniform(&c, &t, 4, 0, (cluster_link){1e10, 0},
+                                          (cluster_link){1e10, 0}, &e), CL_OK);
+    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &t, .batch = 8,
+                       .schedule = SCHED_INTERLEAVED, .chunks = 3, .algo = PLAN_ALGO_AUTO,
+                       .comm = 0, .replication = 1};
+    plan_result res;
+    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    const plan *p = &res.plan;
+    CU_ASSERT_EQUAL(p->chunks, 3);
+    int pp = p->n_stages / 3;
+    CU_ASSERT_EQUAL(p->n_stages % 3, 0);
+    CU_ASSERT_EQUAL(p->n_micro % pp, 0);
+    double worst = 0;
+    for (int q = 0; q < pp; q++) {
+        double sum = 0;
+        for (int k = q; k < p->n_stages; k += pp) {
+            CU_ASSERT_EQUAL(p->stages[k].devices[0], p->stages[q].devices[0]);
+            sum += p->stages[k].compute_s;
+        }
+        worst = fmax(worst, sum);
+    }
+    CU_ASSERT_TRUE(fabs(worst - res.bottleneck_s) <= 1e-12 * worst);
+    /* 24 equal layers on 4 devices: 6 layers of 3 ms for 8 microbatches each */
+    CU_ASSERT_EQUAL(pp, 4);
+    CU_ASSERT_TRUE(fabs(worst - 8 * 6 * 3e-3) < 1e-9);
+    CU_ASSERT_EQUAL(plan_validate(p, "plan", &e), CL_OK);
+    plan_result_free(&res);
+    cluster_free(&c);
+    model_free(&m);
+    prof_free(&pf);
+}
+
 TEST_SUITE(plan_search)
 {
     test_add_suite("plan_search");
@@ -260,4 +304,5 @@ TEST_SUITE(plan_search)
     test_add("resnet50 on 8 devices: DAG cuts beat one order", test_resnet50_dag_cuts);
     test_add("a device twice as fast gets twice the layers", test_heterogeneous);
     test_add("a memory cap moves layers off the full stage", test_memory_cap);
+    test_add("interleaved: chunks cycle over the devices, balanced", test_interleaved);
 }

@@ -37,8 +37,8 @@ static int help(void)
         "usage: cleave plan [--model M.json] [--profile P.json|graph.txt] [--cluster C.json]\n"
         "                   [--devices N [--per-node K] [--bandwidth B[,B2]] [--latency L[,L2]]]\n"
         "                   [--device TYPE] [--profiled-on TYPE] [--batch B]\n"
-        "                   [--schedule gpipe|1f1b|zb-h1|pipedream|fbp|sequential|auto]\n"
-        "                   [--microbatches m|auto] [--stages p] [--algo auto|exact|merge]\n"
+        "                   [--schedule gpipe|1f1b|interleaved|zb-h1|pipedream|fbp|sequential|auto]\n"
+        "                   [--microbatches m|auto] [--stages p] [--chunks v] [--algo auto|exact|merge]\n"
         "                   [--optimizer sgd|momentum|adam] [--comm on|off] [--no-replication]\n"
         "                   [--max-cuts N] [-o plan.json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
@@ -53,6 +53,8 @@ static int help(void)
         "                   that do)\n"
         "  --algo           exact: optimal partition; merge: the method's partition-and-merge;\n"
         "                   auto (default): both, report the gap, keep the faster\n"
+        "  --chunks v       model chunks per device for --schedule interleaved (default 2;\n"
+        "                   a balanced chunk split, not the exact search)\n"
         "  --max-cuts N     cap on the cuts listed for a branching model (default 100000)\n");
     return 0;
 }
@@ -193,6 +195,11 @@ int cmd_plan(int argc, char **argv)
         } else if (!strcmp(a, "--microbatches")) {
             NEED_VALUE();
             if (strcmp(v, "auto") != 0 && (rc = cli_int("plan", a, v, 1, 1 << 30, &micro))) return rc;
+        } else if (!strcmp(a, "--chunks")) {
+            NEED_VALUE();
+            int64_t v2;
+            if ((rc = cli_int("plan", a, v, 1, 64, &v2))) return rc;
+            rq.chunks = (int)v2;
         } else if (!strcmp(a, "--stages")) {
             NEED_VALUE();
             if ((rc = cli_int("plan", a, v, 1, CLUSTER_MAX_DEVICES, &stages))) return rc;
