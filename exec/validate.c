@@ -81,8 +81,9 @@ static double median_of(double *v, int n)
 
 /* What the runtime does around a stage's layers, measured in context on
  * the stage's own net at the plan's microbatch size: `reps` training steps
- * (forward, input and weight gradients, optimiser step with the runtime's
- * settings) on random data, timing (medians) the optimiser step into *up_s
+ * (forwards, input and weight gradients of the microbatches one update
+ * covers, then the optimiser step with the runtime's settings) on random
+ * data, timing (medians) the optimiser step into *up_s
  * and, when the stage sends its output (send = 1), the copy of that output
  * into a fresh message right after the forward (the runtime does it inside
  * the F op) into *copy_s.  With gather (the first stage), the copy of
@@ -139,26 +140,41 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
         for (int64_t i = 0; i < n_set; i++) perm[i] = (i * 7919) % n_set; /* 7919 is prime */
         yb = cl_malloc((size_t)mb * sizeof *yb);
     }
-    double *tu = cl_malloc((size_t)reps * sizeof *tu), *tc = cl_malloc((size_t)reps * sizeof *tc),
-           *tg = cl_malloc((size_t)reps * sizeof *tg);
+    /* between two updates the runtime runs every microbatch of the
+     * iteration through the stage (flushing kinds) or one (PipeDream, FBP);
+     * the update then finds the caches as those passes left them */
+    int k = sched_is_async(p->schedule) ? 1 : (p->n_micro < 16 ? p->n_micro : 16);
+    exec_acts **acts = cl_malloc((size_t)k * sizeof *acts);
+    acts[0] = a;
+    for (int j = 1; j < k; j++) acts[j] = exec_acts_create(n, mb);
+    double *tu = cl_malloc((size_t)reps * sizeof *tu),
+           *tc = cl_malloc((size_t)reps * (size_t)k * sizeof *tc),
+           *tg = cl_malloc((size_t)reps * (size_t)k * sizeof *tg);
+    int64_t pos = 0;
     for (int r = -3; r < reps; r++) {
-        if (gather) {
-            double t0 = exec_now();
-            exec_data_gather(&set, perm + (int64_t)(r + 3) * mb % (n_set - mb), mb, x, yb);
-            if (r >= 0) tg[r] = exec_now() - t0;
+        for (int j = 0; j < k; j++) {
+            size_t at = (size_t)(r < 0 ? 0 : r) * (size_t)k + (size_t)j;
+            if (gather) {
+                double t0 = exec_now();
+                exec_data_gather(&set, perm + pos, mb, x, yb);
+                pos = (pos + mb) % (n_set - mb);
+                if (r >= 0) tg[at] = exec_now() - t0;
+            }
+            exec_net_forward(n, acts[j], x, y, mb, 1);
+            if (send) {
+                double t0 = exec_now();
+                exec_msg *m = exec_msg_new(out_n * 4);
+                memcpy(exec_msg_data(m), exec_acts_output(acts[j]), (size_t)out_n * 4);
+                double t1 = exec_now();
+                exec_msg_free(m); /* the receiver frees it, on its own clock */
+                if (r >= 0) tc[at] = t1 - t0;
+            }
         }
-        exec_net_forward(n, a, x, y, mb, 1);
+        for (int j = 0; j < k; j++) {
+            exec_net_backward_input(n, acts[j], dout, din, 1.0f / (float)p->batch);
+            exec_net_backward_weight(n, acts[j]);
+        }
         double t0 = exec_now();
-        if (send) {
-            exec_msg *m = exec_msg_new(out_n * 4);
-            memcpy(exec_msg_data(m), exec_acts_output(a), (size_t)out_n * 4);
-            double t1 = exec_now();
-            exec_msg_free(m); /* the receiver frees it, on its own clock */
-            if (r >= 0) tc[r] = t1 - t0;
-        }
-        exec_net_backward_input(n, a, dout, din, 1.0f / (float)p->batch);
-        exec_net_backward_weight(n, a);
-        t0 = exec_now();
         float *version = NULL;
         if (stash) {
             version = exec_falloc(n_par);
@@ -168,9 +184,11 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
         if (r >= 0) tu[r] = exec_now() - t0;
         free(version);
     }
+    for (int j = 1; j < k; j++) exec_acts_destroy(acts[j]);
+    free(acts);
     *up_s = median_of(tu, reps);
-    *copy_s = send ? median_of(tc, reps) : 0;
-    *input_s = gather ? median_of(tg, reps) : 0;
+    *copy_s = send ? median_of(tc, reps * k) : 0;
+    *input_s = gather ? median_of(tg, reps * k) : 0;
     free(tu);
     free(tc);
     free(tg);
