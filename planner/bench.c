@@ -178,7 +178,7 @@ int plan_bench(const char *outdir, int quick)
     for (int sweep = 0; sweep < 2 && !rc; sweep++) {
         for (int k = 0; k < 5 && !rc; k++) {
             int L = sweep == 0 ? layers[k] : 1000, N = sweep == 0 ? 64 : devs[k];
-            if (quick && (L > 1000 || N > 256)) continue;
+            if (quick && (L > 300 || N > 64)) continue;
             model m;
             prof pf;
             cluster c;
