@@ -88,6 +88,26 @@ static void test_quick_demo(void)
     free(dir);
 }
 
+/* Ctrl-C while planning: exit 130, an empty list and an empty folder. */
+static void test_interrupt(void)
+{
+    char *dir = test_tmpdir();
+    char args[700];
+    snprintf(args, sizeof args, "demo --quick -o %s", dir);
+    setenv("CLEAVE_TEST_INTERRUPT_AFTER", "3", 1);
+    char *out = NULL, *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 130);
+    unsetenv("CLEAVE_TEST_INTERRUPT_AFTER");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "files (0):"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "interrupted"));
+    int tmp = 0;
+    CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 0);
+    free(out);
+    free(err);
+    test_rm_dir(dir);
+    free(dir);
+}
+
 static void test_usage(void)
 {
     char *err = NULL;
@@ -106,5 +126,6 @@ TEST_SUITE(demo)
 {
     test_add_suite("demo");
     test_add("demo --quick writes every file it lists, whole", test_quick_demo);
+    test_add("Ctrl-C while planning leaves nothing half-done", test_interrupt);
     test_add("usage and an impossible folder", test_usage);
 }

@@ -277,7 +277,7 @@ static void print_row(const compare_row *r)
     char ep[32], cost[32], head[48];
     if (r->epoch_s >= 3600) snprintf(ep, sizeof ep, "%.2f h", r->epoch_s / 3600);
     else if (r->epoch_s >= 60) snprintf(ep, sizeof ep, "%.1f min", r->epoch_s / 60);
-    else snprintf(ep, sizeof ep, "%.1f s", r->epoch_s);
+    else snprintf(ep, sizeof ep, "%.3g s", r->epoch_s);
     if (isfinite(r->cost)) snprintf(cost, sizeof cost, "$%.2f", r->cost);
     else snprintf(cost, sizeof cost, "n/a");
     if (isfinite(r->headroom))

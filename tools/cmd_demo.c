@@ -261,8 +261,9 @@ int cmd_demo(int argc, char **argv)
         cluster_free(&c);
         return rc;
     }
-    printf("cleave demo: the best plans on %s (%s), %s\n\n", c.name, c.note,
-           "each candidate planned and then replayed by the simulator");
+    printf("cleave demo: %s on %s\n%s\n", d.quick ? "vgg16" : "vgg16 and gpt2-1.5b", c.name, c.note);
+    printf("best plan: the fastest in simulation of the planner's plans for %s, stages replicated or not\n\n",
+           demo_schedules);
     prog_catch_sigint();
     int n_models = d.quick ? 1 : 2;
     for (int i = 0; i < n_models && !rc && !interrupted; i++) {
@@ -294,7 +295,7 @@ int cmd_demo(int argc, char **argv)
         }
     }
     /* VGG-16: time and cost per ImageNet epoch on four presets */
-    if (!rc) {
+    if (!rc && !interrupted) {
         char paths[4][4200];
         int n_cl = d.quick ? 2 : 4;
         for (int i = 0; i < n_cl; i++) data_path(demo_compare[i], paths[i], sizeof paths[i]);
