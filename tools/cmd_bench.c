@@ -18,6 +18,7 @@ int exec_bench(const char *outdir, int quick); /* exec/bench.c */
 int plan_bench(const char *outdir, int quick); /* planner/bench.c */
 int exec_val_bench(const char *outdir, int quick); /* exec/validate_bench.c */
 int exec_pipe_bench(const char *outdir, int quick); /* exec/pipe_bench.c */
+int study_bench(const char *outdir, int quick); /* tools/study_bench.c */
 
 static const bench_entry benches[] = {
     {"sim", sim_bench, "simulator: events/s and time per simulation vs stages and microbatches"},
@@ -25,6 +26,7 @@ static const bench_entry benches[] = {
     {"exec", exec_bench, "executor: GFLOP/s per layer vs SGEMM peak, samples/s, profile vs step"},
     {"validate", exec_val_bench, "prediction accuracy: simulated vs measured iteration time and memory over 20 plans"},
     {"pipe", exec_pipe_bench, "pipelined training: 2-stage FBP and 1F1B vs sequential samples/s, MPI vs threads"},
+    {"studies", study_bench, "cleave demo wall time (target under 60 s), sweep time per point, compare per cluster"},
     {NULL, NULL, NULL} /* sentinel: benchmarks are listed above it */
 };
 
