@@ -389,7 +389,7 @@ static int help(void)
            "  gantt   one row per device (and link): forward, backward, weight gradient,\n"
            "          update and communication in colour, idle in grey; time in ms\n"
            "  memory  memory in use per device over time\n"
-           "  validate  predicted against measured, from cleave validate --json results\n"
+           "  validate predicted against measured, from cleave validate --json results\n"
            "          (cleave plot R1.json [R2.json ...] --kind validate -o IMAGE)\n"
            "The image is written only when complete. Default size 1280x720.\n");
     return 0;
