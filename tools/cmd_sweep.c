@@ -437,8 +437,10 @@ int cmd_sweep(int argc, char **argv)
     if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, &e)) == CL_OK && !a.quiet) printf("wrote %s\n", csv);
     char title[256];
     if (a.title) snprintf(title, sizeof title, "%s", a.title);
-    else snprintf(title, sizeof title, "Predicted speed-up: %s on %s, batch %d", st.md.name,
-                  have_full ? full.name : a.device, st.batch);
+    else if (have_full)
+        snprintf(title, sizeof title, "Predicted speed-up: %s on %s, batch %d", st.md.name, full.name, st.batch);
+    else
+        snprintf(title, sizeof title, "Predicted speed-up: %s on %s devices, batch %d", st.md.name, a.device, st.batch);
     const char *imgs[2] = {png, svg};
     for (int i = 0; i < 2 && !rc; i++)
         if (imgs[i][0] && n_done > 0) {

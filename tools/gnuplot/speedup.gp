@@ -15,6 +15,9 @@ set grid
 set lmargin at screen 0.07
 set rmargin at screen 0.84
 set key outside right top box opaque samplen 2.5 spacing 1.1
+# a margin inside the frame, so points on the extremes are not drawn on it
+set autoscale xfix
+set offsets graph 0.03, graph 0.03, graph 0.06, 0
 if (logx) { set logscale x 2 } else { unset logscale x }
 set xtics nomirror
 set xlabel "devices"
