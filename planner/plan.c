@@ -306,7 +306,7 @@ int plan_from_json(plan *p, const cJSON *root, const char *file, cl_err *e)
 {
     static const char *const top[] = {"format", "version", "schedule", "chunks", "optimizer",
                                       "batch", "microbatch", "microbatches", "stages",
-                                      "predictions", "model", "cluster", NULL};
+                                      "predictions", "model", "cluster", "communication", NULL};
     static const char *const pred_members[] = {"iteration_s", "throughput", "bubble", "speedup",
                                                NULL};
     static const char *sched_names[SCHED_COUNT];
@@ -324,6 +324,9 @@ int plan_from_json(plan *p, const cJSON *root, const char *file, cl_err *e)
         (rc = jx_int(&j, root, "", "microbatch", 1, 1, INT32_MAX, &mb)) ||
         (rc = jx_int(&j, root, "", "microbatches", 1, 1, INT32_MAX, &nm)))
         return rc;
+    int comm = 1;
+    if ((rc = jx_bool(&j, root, "", "communication", 0, &comm))) return rc;
+    p->comm_off = !comm;
     p->schedule = (sched_kind)sk;
     p->optimizer = (plan_optim)ok;
     p->chunks = (int)chunks;
@@ -386,6 +389,7 @@ cJSON *plan_to_json(const plan *p)
     cJSON_AddStringToObject(root, "schedule", sched_kind_name(p->schedule));
     if (p->chunks != 1) cJSON_AddNumberToObject(root, "chunks", p->chunks);
     cJSON_AddStringToObject(root, "optimizer", plan_optim_name(p->optimizer));
+    if (p->comm_off) cJSON_AddBoolToObject(root, "communication", 0);
     cJSON_AddNumberToObject(root, "batch", p->batch);
     cJSON_AddNumberToObject(root, "microbatch", p->microbatch);
     cJSON_AddNumberToObject(root, "microbatches", p->n_micro);

@@ -86,6 +86,9 @@ typedef struct plan {
     int batch;                /* samples per iteration = microbatch x n_micro */
     int microbatch;           /* samples per microbatch                       */
     int n_micro;              /* microbatches per iteration                   */
+    int comm_off;             /* made with communication left out (--comm off):
+                                 its costs and predictions have no transfers, and
+                                 the simulator leaves them out too by default     */
     int n_stages;
     plan_stage *stages;       /* owned */
     plan_pred pred;

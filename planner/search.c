@@ -135,6 +135,7 @@ static void layout_plan(const ctx *c, const plan_inst *I, const plan_lattice *L,
     pl->schedule = I->sched;
     pl->chunks = 1;
     pl->optimizer = c->rq->optimizer;
+    pl->comm_off = !c->rq->comm;
     pl->batch = c->rq->batch;
     pl->n_micro = I->m;
     pl->microbatch = c->rq->batch / I->m;
@@ -323,6 +324,17 @@ static void consider(ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
 {
     plan pl;
     layout_plan(c, I, L, y, &pl);
+    /* Asynchronous schedules all-reduce a replicated stage once per round of
+     * its r replicas (docs/simulator.md), so the simulator and the executor
+     * need r to divide the microbatch count; such a layout is not a plan. */
+    if (sched_is_async(pl.schedule))
+        for (int s = 0; s < pl.n_stages; s++)
+            if (pl.n_micro % pl.stages[s].n_replicas != 0) {
+                note(c->res, "%s: left out layouts whose replica counts do not divide the %d microbatches",
+                     sched_kind_name(pl.schedule), pl.n_micro);
+                free_stages(&pl);
+                return;
+            }
     plan_pred pr;
     plan_timing tm;
     cl_err e = {0};
@@ -398,6 +410,7 @@ static void search_interleaved(ctx *c, best *B, const int *micro, int n_micro)
             pl.schedule = SCHED_INTERLEAVED;
             pl.chunks = v;
             pl.optimizer = rq->optimizer;
+            pl.comm_off = !rq->comm;
             pl.batch = rq->batch;
             pl.n_micro = m;
             pl.microbatch = rq->batch / m;

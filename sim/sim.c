@@ -643,7 +643,7 @@ int sim_predict(const plan *p, sim_result *out, cl_err *e)
     int rc = sched_build(p, p->schedule, p->n_micro,
                          sched_default_iters(p->schedule, P, p->n_micro), &sc, e);
     if (rc) return rc;
-    sim_opts o = {0};
+    sim_opts o = {.comm_off = p->comm_off};
     sim *s = sim_create(p, &sc, &o, e);
     if (!s) {
         sched_free(&sc);

@@ -102,7 +102,8 @@ int sim_run(sim *s, sim_result *out, cl_err *e);
 int sim_write_trace(const sim *s, const char *path, cl_err *e);
 
 /* The planner's entry point: simulate plan p under its own schedule and
- * microbatch count (default iterations, communication on, no trace). */
+ * microbatch count (default iterations, communication as the plan was made,
+ * no trace). */
 int sim_predict(const plan *p, sim_result *out, cl_err *e);
 
 /* A uniform plan for tests and benchmarks: p stages (x v chunks) on p x r

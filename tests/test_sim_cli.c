@@ -304,6 +304,38 @@ static void test_random_plans_longest_path(void)
     CU_ASSERT(n > 300);
 }
 
+/* A plan made with --comm off is simulated without communication unless the
+ * user asks for it, so planner and simulator answer the same question. */
+static void test_comm_follows_plan(void)
+{
+    char buf[512];
+    const char *pd = test_shared("pipedream/vgg16.txt", buf, sizeof buf);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pd);
+    char *dir = test_tmpdir(), plan_path[600], args[1400];
+    snprintf(plan_path, sizeof plan_path, "%s/p.json", dir);
+    snprintf(args, sizeof args, "plan --profile %s --devices 4 --comm off --no-replication --schedule fbp -o %s",
+             pd, plan_path);
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
+    double it[3];
+    const char *comm[3] = {"", "--comm off", "--comm on"};
+    for (int k = 0; k < 3; k++) {
+        char *out = NULL;
+        snprintf(args, sizeof args, "sim %s --json %s", plan_path, comm[k]);
+        CU_ASSERT_EQUAL(test_run_cli(args, &out, NULL), 0);
+        cJSON *j = parse_out(out);
+        it[k] = j ? num(j, "iteration_s") : NAN;
+        cJSON_Delete(j);
+        free(out);
+    }
+    CU_ASSERT_EQUAL(it[0], it[1]);
+    CU_ASSERT(it[2] > it[0] * 1.05);
+    /* FBP's steady state is the slowest stage: the planner's 0.216450 s */
+    CU_ASSERT(fabs(it[0] - 0.216450) < 0.216450 * 0.01);
+    remove(plan_path);
+    rmdir(dir);
+    free(dir);
+}
+
 TEST_SUITE(sim_cli)
 {
     test_add_suite("sim_cli");
@@ -312,4 +344,5 @@ TEST_SUITE(sim_cli)
     test_add("bad input: deadlock, incomplete file, budgets, exit 2, no output left", test_bad_input);
     test_add("replay = longest path through the op lists (fixture plans)", test_replay_equals_longest_path);
     test_add("replay = longest path on random replicated plans, every kind", test_random_plans_longest_path);
+    test_add("a --comm off plan is simulated without communication by default", test_comm_follows_plan);
 }

@@ -25,7 +25,8 @@ static int help(void)
            "  --microbatches M       M microbatches of the plan's microbatch size\n"
            "  --iterations N         iterations to simulate (default 1; asynchronous kinds:\n"
            "                         warm-up + 4, and the steady state is measured after warm-up)\n"
-           "  --comm on|off          off: transfers and all-reduces take no time\n"
+           "  --comm on|off          off: transfers and all-reduces take no time (default: as\n"
+           "                         the plan was made, see cleave plan --comm)\n"
            "  --trace FILE           write a Chrome trace (open in Perfetto or chrome://tracing)\n"
            "  --dump-schedule FILE   write the per-device op lists as a cleave-schedule file\n"
            "  --json                 print the results as JSON\n"
@@ -45,6 +46,7 @@ typedef struct sim_args {
 static int parse(int argc, char **argv, sim_args *a)
 {
     memset(a, 0, sizeof *a);
+    a->comm_off = -1; /* follow the plan */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         int more = i + 1 < argc;
@@ -61,7 +63,8 @@ static int parse(int argc, char **argv, sim_args *a)
         else if (!strcmp(o, "--comm") && more) {
             const char *v = argv[++i];
             if (!strcmp(v, "off")) a->comm_off = 1;
-            else if (strcmp(v, "on")) return cli_usage_error("sim", "--comm: expected on or off, got \"%s\"", v);
+            else if (!strcmp(v, "on")) a->comm_off = 0;
+            else return cli_usage_error("sim", "--comm: expected on or off, got \"%s\"", v);
         } else if (o[0] == '-' && o[1]) return cli_usage_error("sim", "unknown option %s (or it needs a value)", o);
         else if (a->plan) return cli_usage_error("sim", "one plan at a time (got %s and %s)", a->plan, o);
         else a->plan = o;
@@ -244,6 +247,7 @@ int cmd_sim(int argc, char **argv)
     cl_err e = {0};
     plan p;
     if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
+    if (a.comm_off < 0) a.comm_off = p.comm_off;
     sched sc = {0};
     sim *s = NULL;
     sim_result r = {0};

@@ -10,6 +10,8 @@
 #ifndef CL_STATUS_H
 #define CL_STATUS_H
 
+#include <stddef.h>
+
 enum {
     CL_OK = 0,
     CL_ERUN = 1,   /* runtime failure: I/O error, out of memory, ... */
