@@ -55,8 +55,9 @@ int cmd_inspect(int argc, char **argv)
     if (!strcmp(kind, "cleave-model")) return inspect_model(path, as_json);
     if (!strcmp(kind, "cleave-cluster")) return inspect_cluster(path, as_json);
     if (!strcmp(kind, "cleave-profile")) return inspect_profile(path, as_json);
-    fprintf(stderr, "cleave: %s: format: expected \"cleave-model\", \"cleave-cluster\" or "
-                    "\"cleave-profile\"%s%s%s (hint: see docs/formats.md)\n",
+    if (!strcmp(kind, "cleave-plan")) return inspect_plan(path, as_json);
+    fprintf(stderr, "cleave: %s: format: expected \"cleave-model\", \"cleave-cluster\", "
+                    "\"cleave-profile\" or \"cleave-plan\"%s%s%s (hint: see docs/formats.md)\n",
             path, kind[0] ? ", got \"" : "", kind, kind[0] ? "\"" : "");
     return 2;
 }

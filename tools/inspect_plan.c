@@ -1,0 +1,55 @@
+/* inspect_plan.c - `cleave inspect plan.json`: the plan's stages, devices,
+ * costs and predictions as a table; --json re-prints the validated plan. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../planner/plan.h"
+#include "cli.h"
+#include "inspect.h"
+#include "jsonx.h"
+
+static const char *bytes_str(double b, char *buf, size_t cap)
+{
+    if (b >= 1 << 30) snprintf(buf, cap, "%.2f GiB", b / (1 << 30));
+    else if (b >= 1 << 20) snprintf(buf, cap, "%.1f MiB", b / (1 << 20));
+    else snprintf(buf, cap, "%.1f KiB", b / 1024);
+    return buf;
+}
+
+int inspect_plan(const char *path, int as_json)
+{
+    plan p;
+    cl_err e = {0};
+    if (plan_load(&p, path, &e)) return cli_report(&e);
+    if (as_json) {
+        cJSON *j = plan_to_json(&p);
+        char *s = jx_print(j, 1);
+        printf("%s\n", s);
+        free(s);
+        cJSON_Delete(j);
+        plan_free(&p);
+        return 0;
+    }
+    printf("plan: %s on %s (%d devices), schedule %s", p.model.name, p.cluster.name,
+           plan_device_count(&p), sched_kind_name(p.schedule));
+    if (p.chunks > 1) printf(" with %d chunks per device", p.chunks);
+    printf(", optimiser %s%s\n", plan_optim_name(p.optimizer),
+           p.comm_off ? ", communication left out" : "");
+    printf("batch %d = %d microbatches of %d\n\n", p.batch, p.n_micro, p.microbatch);
+    printf("%-6s %-12s %-10s %12s %12s %12s %11s %11s %11s\n", "stage", "layers", "devices",
+           "fwd_s/mb", "bwd_in_s/mb", "bwd_w_s/mb", "compute_s", "comm_s", "memory");
+    for (int s = 0; s < p.n_stages; s++) {
+        const plan_stage *st = &p.stages[s];
+        char layers[32], devs[32], mem[32];
+        snprintf(layers, sizeof layers, "%d-%d", st->layers[0], st->layers[st->n_layers - 1]);
+        if (st->n_replicas == 1) snprintf(devs, sizeof devs, "%d", st->devices[0]);
+        else snprintf(devs, sizeof devs, "%d (x%d)", st->devices[0], st->n_replicas);
+        printf("%-6d %-12s %-10s %12.6f %12.6f %12.6f %11.6f %11.6f %11s\n", s, layers, devs,
+               st->fwd_s, st->bwd_in_s, st->bwd_w_s, st->compute_s, st->comm_s,
+               bytes_str(st->mem_bytes, mem, sizeof mem));
+    }
+    printf("\npredicted: iteration %.6f s, throughput %.1f samples/s, bubble %.1f%%, speed-up %.2fx\n",
+           p.pred.iteration_s, p.pred.throughput, 100 * p.pred.bubble, p.pred.speedup);
+    plan_free(&p);
+    return 0;
+}
