@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../planner/plan.h"
 #include "../tools/fileio.h"
@@ -57,6 +58,7 @@ static void test_bad_plan(void)
     CU_ASSERT_PTR_NOT_NULL(err ? strstr(err, "missing") : NULL);
     free(err);
     remove(path);
+    rmdir(dir);
     free(dir);
 }
 
