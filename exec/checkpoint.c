@@ -54,6 +54,11 @@ void exec_ckpt_free(exec_ckpt *c)
 
 const char *exec_ckpt_file(const exec_ckpt *c) { return c->file; }
 
+void exec_ckpt_merge(exec_ckpt *dst, const exec_ckpt *src)
+{
+    for (int i = 0; i < src->n; i++) exec_ckpt_put(dst, src->s[i].name, src->s[i].data, src->s[i].len);
+}
+
 static const sec *find(const exec_ckpt *c, const char *name)
 {
     for (int i = 0; i < c->n; i++)
@@ -246,16 +251,22 @@ int exec_ckpt_read(exec_ckpt **out, const char *path, cl_err *e)
 
 /* ----------------------------------------------------------- identity -- */
 
+uint64_t exec_ckpt_hash(const void *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 offset basis and prime */
+    for (const unsigned char *b = p; n--; b++) {
+        h ^= *b;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
 uint64_t exec_ckpt_model_hash(const model *m)
 {
     cJSON *j = model_to_json(m);
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
-    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 offset basis and prime */
-    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3ULL;
-    }
+    uint64_t h = exec_ckpt_hash(s, s ? strlen(s) : 0);
     free(s);
     return h;
 }

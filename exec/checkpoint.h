@@ -63,6 +63,9 @@ int exec_ckpt_decode(exec_ckpt **out, const unsigned char *buf, size_t len, cons
                      cl_err *e);
 int exec_ckpt_read(exec_ckpt **out, const char *path, cl_err *e);
 
+/* Copy every section of src into dst (names must not clash). */
+void exec_ckpt_merge(exec_ckpt *dst, const exec_ckpt *src);
+
 /* The file a checkpoint was read from ("" for a new one). */
 const char *exec_ckpt_file(const exec_ckpt *c);
 
@@ -74,8 +77,9 @@ int exec_ckpt_get(const exec_ckpt *c, const char *name, void *dst, size_t len, c
 
 /* ------------------------------------------------------------- identity -- */
 
-/* 64-bit FNV-1a of model_to_json(m) printed unformatted: equal for equal
- * models whatever the file's layout. */
+/* 64-bit FNV-1a of n bytes; of model_to_json(m) printed unformatted (equal
+ * for equal models whatever the file's layout). */
+uint64_t exec_ckpt_hash(const void *p, size_t n);
 uint64_t exec_ckpt_model_hash(const model *m);
 /* "n=<samples> dim=<elems> classes=<c> crc=<crc32 of x and y, hex>". */
 void exec_ckpt_data_print(const exec_data *d, char *buf, size_t cap);

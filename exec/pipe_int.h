@@ -66,8 +66,16 @@ typedef struct prun {
     exec_xport *x;
     double stall_s;
 
-    pthread_mutex_t mu;    /* guards err                                      */
+    pthread_mutex_t mu;    /* guards err, stop_at, passed                     */
     cl_err err;
+
+    /* checkpoints and stops (pipe_ckpt.c) */
+    int ckpt;              /* checkpoints written or read: iteration ends drain */
+    int64_t start_gi;      /* resume: global iterations already done          */
+    int64_t stop_at;       /* threads: the iteration end all workers stop at
+                              after a signal, -1 while none                    */
+    int64_t *passed;       /* [n_w]: the last iteration end each worker passed */
+    int stop_sig;          /* the signal the workers stopped for              */
 
     /* filled by worker 0 */
     int n_epochs_done;
@@ -176,6 +184,23 @@ int pipe_worker_of(const prun *R, int s, int q);
 int64_t pipe_bnd_bytes(const prun *R, int b, int batch);
 /* Learning rate of op's update (iteration gi, r replicas). */
 double pipe_lr_at(const prun *R, const sched_op *op, int64_t gi, int r);
+
+/* pipe_ckpt.c.  check: can p's op lists be checkpointed (every worker's
+ * iterations in order, so an iteration end is a drain point)?  CL_EINPUT
+ * naming the schedule otherwise.  restore: this worker's state from
+ * R->o->resume (called after set-up).  boundary: the worker has finished
+ * every op of global iteration gi - 1 (run_end: and the run's evaluation and
+ * report); writes a checkpoint when due (worker 0 gathers every worker's
+ * state and writes the file) and decides a stop after a signal.  Returns
+ * CL_OK to go on, PIPE_STOP to stop here, or a failure. */
+enum { PIPE_STOP = 100 };
+int pipe_ckpt_check(const prun *R, cl_err *e);
+int pipe_ckpt_restore(pw *W);
+int pipe_ckpt_boundary(pw *W, int64_t gi, int run_end);
+/* A signal arrived: CL_ERUN with the run failed ("stopped by SIGTERM ...")
+ * when this run cannot stop at an iteration end (MPI, asynchronous
+ * schedules), else CL_OK (the next boundary stops).  k: op waited at. */
+int pipe_ckpt_signal_check(pw *W, int64_t k);
 
 /* pipe_report.c: evaluation after a run, the epoch's statistics to worker
  * 0 (which calls on_epoch), the final report (worker 0 keeps all in R). */

@@ -15,6 +15,7 @@
 
 #include <gsl/gsl_rng.h>
 
+#include "checkpoint.h"
 #include "gemm.h"
 #include "optim.h"
 #include "pipe_int.h"
@@ -115,10 +116,17 @@ static int wait_until(pw *W, try_fn f, void *arg, int64_t k)
         if (f(W, arg)) break;
         if (progress_all(W)) continue;
         if (X->aborted(W->x)) return CL_ERUN;
+        int rc = pipe_ckpt_signal_check(W, k);
+        if (rc) return rc;
         double t = exec_now();
         if (t - t0 > W->R->stall_s) {
             char what[256] = "the evaluation or the final report";
             if (k >= 0) what_op(&W->R->sc.ops[k], what, sizeof what);
+            if (W->x->rank >= 0 && k >= 0 && W->R->sc.ops[k].kind == SCHED_RECV)
+                return pipe_run_fail(W->R, CL_ERUN, "rank %d: no message from rank %d for %.0f s at op %lld (%s) in run %d (did rank %d die or hang?)",
+                                     W->w, W->R->sc.ops[k].peer, t - t0,
+                                     (long long)(k - W->R->sc.off[W->w]), what, W->run,
+                                     W->R->sc.ops[k].peer);
             return pipe_run_fail(W->R, CL_ERUN, "worker %d (stage %d) waited %.0f s at op %lld (%s) in run %d; the schedule cannot complete (please report it)",
                                  W->w, W->st[0].stage, t - t0,
                                  (long long)(k >= 0 ? k - W->R->sc.off[W->w] : -1), what, W->run);
@@ -563,10 +571,15 @@ static int op_update(pw *W, const sched_op *op, int64_t k)
 
 static int run_ops(pw *W)
 {
-    const sched *sc = &W->R->sc;
+    prun *R = W->R;
+    const sched *sc = &R->sc;
     for (int64_t k = sc->off[W->w]; k < sc->off[W->w + 1]; k++) {
         const sched_op *op = &sc->ops[k];
         int rc = CL_OK;
+        if (gi_of(W, op) < R->start_gi) continue; /* done before the resume */
+        if (R->o->fail_worker == W->w + 1 && k - sc->off[W->w] == R->o->fail_op)
+            return pipe_run_fail(R, CL_ERUN, "worker %d: injected failure before op %lld (test)",
+                                 W->w, (long long)R->o->fail_op);
         switch ((sched_op_kind)op->kind) {
         case SCHED_F: op_f(W, op, k); break;
         case SCHED_B: op_b(W, op, k); break;
@@ -586,6 +599,8 @@ static int run_ops(pw *W)
         if (rc) return rc;
         progress_all(W);
         mem_note(W);
+        if (k + 1 == sc->off[W->w + 1] || sc->ops[k + 1].iter != op->iter) /* its iteration end */
+            if ((rc = pipe_ckpt_boundary(W, gi_of(W, op) + 1, 0))) return rc;
     }
     return CL_OK;
 }
@@ -690,24 +705,30 @@ int pipe_worker_main(void *ctx, int w)
     pw W = {.R = R, .x = R->x, .w = w};
     double t = 0;
     int rc = setup(&W);
+    if (!rc) rc = pipe_ckpt_restore(&W);
     if (rc) R->x->ops->abort(R->x);
     int rs = sync_all(&W, &t);
     if (!rc) rc = rs;
     W.t0 = t;
     if (!rc) mem_note(&W);
-    for (int run = 0; run < R->n_runs && !rc; run++) {
+    const int first = (int)(R->start_gi / R->iters);
+    for (int run = first; run < R->n_runs && !rc; run++) {
         W.run = run;
-        memset(W.loss_it, 0, (size_t)R->iters * sizeof *W.loss_it);
-        memset(W.corr_it, 0, (size_t)R->iters * sizeof *W.corr_it);
-        for (int i = 0; i < W.n_st; i++) W.st[i].cur_ver = 0;
+        if ((int64_t)run * R->iters == R->start_gi || run > first) { /* not resumed mid-run */
+            memset(W.loss_it, 0, (size_t)R->iters * sizeof *W.loss_it);
+            memset(W.corr_it, 0, (size_t)R->iters * sizeof *W.corr_it);
+            for (int i = 0; i < W.n_st; i++) W.st[i].cur_ver = 0;
+        }
         double t_start = 0, t_end = 0;
-        if (run && (rc = sync_all(&W, &t_start))) break;
-        if (run) t_start -= W.t0;
+        if (run > first && (rc = sync_all(&W, &t_start))) break;
+        if (run > first) t_start -= W.t0;
         if ((rc = run_ops(&W))) break;
         if ((rc = sync_all(&W, &t_end))) break;
         rc = pipe_eval_pass(&W);
         if (!rc) rc = pipe_epoch_report(&W, t_end - W.t0 - t_start);
+        if (!rc) rc = pipe_ckpt_boundary(&W, (int64_t)(run + 1) * R->iters, 1);
     }
+    if (rc == PIPE_STOP) rc = CL_OK; /* stopped at an iteration end (signal) */
     if (!rc) rc = pipe_final_report(&W);
     if (rc) R->x->ops->abort(R->x);
     teardown(&W);

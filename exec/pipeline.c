@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../tools/fileio.h"
+#include "checkpoint.h"
 #include "pipe_int.h"
 
 const char *exec_pipe_backend_name(exec_pipe_backend b)
@@ -159,8 +160,40 @@ static void prun_free(prun *R)
         for (int w = 0; w < R->n_w; w++) free(R->blobs[w]);
     free(R->blobs);
     free(R->blob_len);
+    free(R->passed);
     if (R->x) R->x->ops->destroy(R->x);
     pthread_mutex_destroy(&R->mu);
+}
+
+/* Where a checkpoint leaves the run: its position and the epochs done. */
+static int resume_position(prun *R, const exec_ckpt *c, cl_err *e)
+{
+    int64_t pos[5];
+    int rc = exec_ckpt_get(c, "run.position", pos, sizeof pos, e);
+    if (rc) return rc;
+    if (pos[2] != R->iters || pos[3] != R->n_runs || pos[4] != R->n_w || pos[0] < 0 ||
+        pos[0] > R->total_iters || pos[1] < 0 || pos[1] > R->n_runs || pos[1] != pos[0] / R->iters)
+        return cl_fail(e, CL_EINPUT, "%s: the checkpoint is of a run of %lld x %lld iterations on %lld workers at iteration %lld, this one is %d x %d on %d (hint: resume with the same plan, data and options)",
+                       exec_ckpt_file(c), (long long)pos[3], (long long)pos[2], (long long)pos[4],
+                       (long long)pos[0], R->n_runs, R->iters, R->n_w);
+    size_t len;
+    const double *h = exec_ckpt_find(c, "run.epochs", &len);
+    if (!h || len != (size_t)pos[1] * 8 * sizeof(double))
+        return cl_fail(e, CL_EINPUT, "%s: section run.epochs does not hold %lld epochs (hint: the file is damaged)",
+                       exec_ckpt_file(c), (long long)pos[1]);
+    for (int i = 0; i < (int)pos[1]; i++) {
+        double v[8];
+        memcpy(v, h + 8 * (size_t)i, sizeof v);
+        R->epochs[i] = (exec_epoch){.epoch = (int)v[0], .loss = v[1], .train_acc = v[2],
+                                    .test_loss = v[3], .test_acc = v[4], .samples_per_s = v[5],
+                                    .elapsed_s = v[6], .lr = v[7]};
+    }
+    if ((rc = exec_ckpt_get(c, "run.iter_loss", R->iter_loss,
+                            (size_t)pos[1] * (size_t)R->iters * sizeof *R->iter_loss, e)))
+        return rc;
+    R->start_gi = pos[0];
+    R->n_epochs_done = (int)pos[1];
+    return CL_OK;
 }
 
 static int prun_init(prun *R, const plan *p, const exec_pipe_opts *o, cl_err *e)
@@ -210,6 +243,15 @@ static int prun_init(prun *R, const plan *p, const exec_pipe_opts *o, cl_err *e)
     R->iter_loss = cl_calloc((size_t)R->total_iters, sizeof *R->iter_loss);
     R->blobs = cl_calloc((size_t)R->n_w, sizeof *R->blobs);
     R->blob_len = cl_calloc((size_t)R->n_w, sizeof *R->blob_len);
+    R->stop_at = -1;
+    R->passed = cl_malloc((size_t)R->n_w * sizeof *R->passed);
+    for (int w = 0; w < R->n_w; w++) R->passed[w] = -1;
+    cl_err ignore = {0};
+    R->ckpt = pipe_ckpt_check(R, &ignore) == CL_OK;
+    if (o->ckpt_path || o->resume) {
+        if ((rc = pipe_ckpt_check(R, e))) return rc;
+        if (o->resume && (rc = resume_position(R, o->resume, e))) return rc;
+    }
     return CL_OK;
 }
 
@@ -364,6 +406,12 @@ int exec_pipe_run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r, c
         cl_out probe;
         if (!(rc = cl_out_open(&probe, o->trace_path, e))) cl_out_abort(&probe);
     }
+    if (!rc && o->ckpt_path && r->rank == 0) {
+        cl_out probe;
+        if (!(rc = cl_out_open(&probe, o->ckpt_path, e))) cl_out_abort(&probe);
+    }
+    if (!rc && o->on_epoch && r->rank == 0) /* the epochs a resumed run did before */
+        for (int i = 0; i < R->n_epochs_done; i++) o->on_epoch(o->ctx, &R->epochs[i]);
     if (!rc) {
         rc = R->x->ops->run(R->x, pipe_worker_main, R);
         if (rc) {
@@ -371,6 +419,10 @@ int exec_pipe_run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r, c
             else cl_fail(e, CL_ERUN, "the pipelined run stopped (another worker failed)");
             rc = e->code;
         }
+    }
+    if (!rc) {
+        r->stop_signal = R->stop_at >= 0 && R->stop_at < R->total_iters ? R->stop_sig : 0;
+        r->iters_done = r->stop_signal ? R->stop_at : R->total_iters;
     }
     if (!rc && r->rank == 0) {
         collect(R, r);

@@ -88,6 +88,22 @@ typedef struct exec_pipe_opts {
                               0: derived from the schedule (docs/executor.md) */
     double stall_s;        /* a worker blocked this long fails the run with a
                               report of where it waits; 0: 300 s             */
+    /* Checkpoints (exec/checkpoint.h, docs/testing.md "Reliability"), for
+     * schedules that drain at iteration ends (not pipedream, fbp): */
+    const char *ckpt_path; /* NULL: none; else written (rank 0) at the end of
+                              every epoch and every ckpt_every iterations:
+                              every worker's stages, optimiser state, data
+                              order and the run's position and history      */
+    int64_t ckpt_every;    /* iterations; 0: epoch ends only                 */
+    const struct exec_ckpt *resume; /* NULL, or where to continue from: the
+                              caller has checked its identity (every rank
+                              reads its own copy); on_epoch is called first
+                              for the epochs it records                     */
+    const struct exec_ckpt_id *ids; /* identity written into checkpoints    */
+    int n_ids;
+    int fail_worker;       /* tests only: worker fail_worker - 1 fails with a
+                              runtime error before its op fail_op          */
+    int64_t fail_op;
 } exec_pipe_opts;
 
 /* Defaults: threads, 1 epoch, exec_train_defaults' lr, momentum, decay,
@@ -147,6 +163,9 @@ typedef struct exec_pipe_result {
     int64_t n_params;
     float *params;         /* owned, [n_params], unpadded                     */
     double peak_rss_bytes; /* the largest process peak RSS (any rank)         */
+    int stop_signal;       /* SIGINT/SIGTERM stopped the run at an iteration
+                              end (a checkpoint was written when asked)     */
+    int64_t iters_done;    /* global iterations completed (resume included)  */
 } exec_pipe_result;
 
 void exec_pipe_result_free(exec_pipe_result *r);

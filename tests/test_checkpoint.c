@@ -16,79 +16,11 @@
 #include "../exec/checkpoint.h"
 #include "../tools/fileio.h"
 #include "test.h"
+#include "test_proc.h"
 
 /* ------------------------------------------------------------ helpers -- */
 
-static char *slurp(const char *path, size_t *len)
-{
-    char *s = NULL;
-    cl_err e = {0};
-    if (cl_read_file(path, (size_t)1 << 26, &s, len, &e)) return NULL;
-    return s;
-}
-
 static int exists(const char *path) { return access(path, F_OK) == 0; }
-
-static int lines(const char *s)
-{
-    int n = 0;
-    for (; s && *s; s++) n += *s == '\n';
-    return n;
-}
-
-/* Two files hold the same bytes (and are not empty). */
-static int same_file(const char *a, const char *b)
-{
-    size_t la = 0, lb = 0;
-    char *x = slurp(a, &la), *y = slurp(b, &lb);
-    int same = x && y && la == lb && la > 0 && memcmp(x, y, la) == 0;
-    free(x);
-    free(y);
-    return same;
-}
-
-/* Start the cleave binary with the arguments args (NULL-terminated),
- * stdout and stderr to dir/out and dir/err; returns the child's pid. */
-static pid_t spawn(char **args, const char *dir)
-{
-    const char *bin = getenv("CLEAVE_BIN");
-    if (!bin) bin = "build/cleave";
-    char out[600], err[600];
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(err, sizeof err, "%s/err", dir);
-    remove(out); /* a poll must not see an earlier child's output */
-    remove(err);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (!freopen("/dev/null", "r", stdin) || !freopen(out, "w", stdout) ||
-            !freopen(err, "w", stderr))
-            _exit(126);
-        char *argv[64];
-        int n = 0;
-        argv[n++] = (char *)bin;
-        while (*args && n < 63) argv[n++] = *args++;
-        argv[n] = NULL;
-        execv(bin, argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-/* Wait for pid; exit status, or 128 + signal. */
-static int reap(pid_t pid)
-{
-    int st = 0;
-    if (waitpid(pid, &st, 0) != pid) return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Optimiser steps recorded in a sequential checkpoint, or -1 when it is
  * absent or unreadable (it may be replaced while we read: rename is atomic,
@@ -109,13 +41,10 @@ static int64_t ckpt_step(const char *path)
  * passed (a generous guard against hangs, not a speed target). */
 static int wait_step(pid_t pid, const char *path, int64_t min_step)
 {
-    double t0 = now_s();
-    while (now_s() - t0 < 60) {
+    double t0 = tproc_now();
+    while (tproc_now() - t0 < 60) {
         if (ckpt_step(path) >= min_step) return 0;
-        siginfo_t si;
-        memset(&si, 0, sizeof si);
-        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
-            return -1; /* ended (left for reap) */
+        if (tproc_ended(pid)) return -1; /* left for reap */
         usleep(1000);
     }
     return -1;
@@ -246,10 +175,10 @@ static void test_sigkill_resume(void)
     snprintf(log, sizeof log, "%s/resumed.csv", dir);
     char *first[] = {BASE, "--checkpoint", ck, "--checkpoint-every", "50", "--save-weights", w,
                      "--log", log, NULL};
-    pid_t pid = spawn(first, dir);
+    pid_t pid = tproc_cleave(first, dir);
     int ok = wait_step(pid, ck, 300) == 0; /* 300 of 2000 steps: epoch 1 */
     kill(pid, SIGKILL);
-    CU_ASSERT_EQUAL(reap(pid), 128 + SIGKILL);
+    CU_ASSERT_EQUAL(tproc_reap(pid), 128 + SIGKILL);
     CU_ASSERT(ok);
     CU_ASSERT(!exists(w));
     int64_t s1 = ckpt_step(ck);
@@ -257,10 +186,10 @@ static void test_sigkill_resume(void)
 
     char *again[] = {BASE, "--resume", ck, "--checkpoint", ck, "--checkpoint-every", "50",
                      "--save-weights", w, "--log", log, NULL};
-    pid = spawn(again, dir);
+    pid = tproc_cleave(again, dir);
     ok = wait_step(pid, ck, 1100) == 0; /* epoch 3 */
     kill(pid, SIGKILL);
-    CU_ASSERT_EQUAL(reap(pid), 128 + SIGKILL);
+    CU_ASSERT_EQUAL(tproc_reap(pid), 128 + SIGKILL);
     CU_ASSERT(ok);
     CU_ASSERT(!exists(w));
     int64_t s2 = ckpt_step(ck);
@@ -272,13 +201,13 @@ static void test_sigkill_resume(void)
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "resumed from"));
     CU_ASSERT_STRING_EQUAL(err, "");
-    CU_ASSERT(same_file(wfull, w));
-    if (!same_file(wfull, w)) fprintf(stderr, "\nkilled at steps %lld and %lld: weights differ\n",
+    CU_ASSERT(tproc_same_file(wfull, w));
+    if (!tproc_same_file(wfull, w)) fprintf(stderr, "\nkilled at steps %lld and %lld: weights differ\n",
                                       (long long)s1, (long long)s2);
-    char *a = slurp(lfull, NULL), *b = slurp(log, NULL);
+    char *a = tproc_slurp(lfull, NULL), *b = tproc_slurp(log, NULL);
     CU_ASSERT_FATAL(a && b);
     char *sa = strip_timing(a), *sb = strip_timing(b);
-    CU_ASSERT_EQUAL(lines(sa), 5);
+    CU_ASSERT_EQUAL(tproc_lines(sa), 5);
     CU_ASSERT_STRING_EQUAL(sa, sb);
     free(sa);
     free(sb);
@@ -306,17 +235,17 @@ static void test_signals(void)
         snprintf(w, sizeof w, "%s/sig%d.bin", dir, i);
         char *argv[] = {BASE, "--checkpoint", ck, "--checkpoint-every", "100", "--save-weights",
                         w, NULL};
-        pid_t pid = spawn(argv, dir);
+        pid_t pid = tproc_cleave(argv, dir);
         int ok = wait_step(pid, ck, 200) == 0;
         kill(pid, sigs[i]);
-        CU_ASSERT_EQUAL(reap(pid), 128 + sigs[i]);
+        CU_ASSERT_EQUAL(tproc_reap(pid), 128 + sigs[i]);
         CU_ASSERT(ok);
         CU_ASSERT(!exists(w));
         char errp[700];
         snprintf(errp, sizeof errp, "%s/err", dir);
-        char *err = slurp(errp, NULL);
+        char *err = tproc_slurp(errp, NULL);
         CU_ASSERT_FATAL(err != NULL);
-        CU_ASSERT_EQUAL(lines(err), 1);
+        CU_ASSERT_EQUAL(tproc_lines(err), 1);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, i ? "cleave: SIGINT: stopped at epoch" : "cleave: SIGTERM: stopped at epoch"));
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "checkpoint written to"));
         free(err);
@@ -325,25 +254,25 @@ static void test_signals(void)
         char args[4096];
         snprintf(args, sizeof args, BASE_S " --resume %s --save-weights %s", ck, w);
         CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
-        CU_ASSERT(same_file(wfull, w));
+        CU_ASSERT(tproc_same_file(wfull, w));
     }
     /* no checkpoint: wait for the header line, then interrupt */
     char *argv[] = {BASE, NULL};
-    pid_t pid = spawn(argv, dir);
+    pid_t pid = tproc_cleave(argv, dir);
     char outp[700], errp[700];
     snprintf(outp, sizeof outp, "%s/out", dir);
     snprintf(errp, sizeof errp, "%s/err", dir);
-    double t0 = now_s();
+    double t0 = tproc_now();
     for (;;) {
-        char *o = slurp(outp, NULL);
+        char *o = tproc_slurp(outp, NULL);
         int ready = o && strstr(o, "elapsed_s");
         free(o);
-        if (ready || now_s() - t0 > 60) break;
+        if (ready || tproc_now() - t0 > 60) break;
         usleep(1000);
     }
     kill(pid, SIGINT);
-    int st = reap(pid);
-    char *err = slurp(errp, NULL);
+    int st = tproc_reap(pid);
+    char *err = tproc_slurp(errp, NULL);
     if (st == 0) {
         /* finished before the signal: nothing to check on this machine */
         CU_ASSERT_PTR_NOT_NULL(err);
@@ -373,7 +302,7 @@ static void test_refusals(void)
              ck);
     CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
     size_t n;
-    char *good = slurp(ck, &n);
+    char *good = tproc_slurp(ck, &n);
     CU_ASSERT_FATAL(good != NULL);
     static const struct {
         const char *what, *resume_opts, *msg;
@@ -409,7 +338,7 @@ static void test_refusals(void)
                  cases[i].resume_opts, from, w);
         char *out = NULL, *err = NULL;
         CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
-        CU_ASSERT_EQUAL(lines(err), 1);
+        CU_ASSERT_EQUAL(tproc_lines(err), 1);
         CU_ASSERT(strncmp(err, "cleave: ", 8) == 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].msg));
         if (!strstr(err, cases[i].msg)) fprintf(stderr, "\n%s: %s", cases[i].what, err);

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "../exec/checkpoint.h"
 #include "../exec/data.h"
 #include "../exec/gemm.h"
 #include "../exec/pipeline.h"
@@ -39,7 +42,13 @@ static void help(void)
            "  --limit N            use only the first N training samples\n"
            "  --data DIR           folder with the Fashion-MNIST IDX files (default %s)\n"
            "  --synthetic N        train on N synthetic samples instead (N/4 test samples)\n"
-           "  --log FILE           also write the epoch lines as CSV (rewritten after each epoch)\n",
+           "  --log FILE           also write the epoch lines as CSV (rewritten after each epoch)\n"
+           "  --checkpoint FILE    write a checkpoint at each epoch end and every\n"
+           "                       --checkpoint-every N iterations (flushing schedules only);\n"
+           "                       threads: SIGINT/SIGTERM stop at an iteration end after one\n"
+           "  --resume FILE        continue from a checkpoint, bit for bit (same plan, data and\n"
+           "                       options; threads and mpi may differ)\n"
+           "  --stall-seconds S    a worker blocked S seconds fails the run (default 300)\n",
            d.lr, d.momentum, d.weight_decay, (unsigned long long)d.seed, EXEC_FMNIST_DIR);
 }
 
@@ -79,10 +88,11 @@ static void on_epoch(void *p, const exec_epoch *h)
     if (c->log_path && !c->log_err.code) write_log(c->log_path, c->hist, c->n, &c->log_err);
 }
 
-/* Report e on rank 0 only (every rank fails the same way). */
+/* Report e on rank 0 only (bad input: every rank fails the same way); a
+ * runtime failure is reported by every rank that has one, naming the rank. */
 static int report(const ctx *c, const cl_err *e)
 {
-    if (c->quiet) return e->code ? e->code : 1;
+    if (c->quiet && e->code != CL_ERUN) return e->code ? e->code : 1;
     return cli_report(e);
 }
 
@@ -105,10 +115,10 @@ static int probe(const char *path, cl_err *e)
 int cmd_train_plan(int argc, char **argv)
 {
     const char *cmd = "train", *plan_path = NULL, *log_path = NULL, *data_dir = NULL,
-               *trace = NULL, *weights = NULL;
+               *trace = NULL, *weights = NULL, *ckpt_path = NULL, *resume_path = NULL;
     exec_pipe_opts o;
     exec_pipe_defaults(&o);
-    int64_t v, limit = 0, synthetic = 0, epochs = 0, iterations = 0;
+    int64_t v, limit = 0, synthetic = 0, epochs = 0, iterations = 0, every = 0;
     int momentum_set = 0, rc;
     int quiet_env = env_rank_nonzero();
     for (int i = 1; i < argc; i++) {
@@ -129,6 +139,13 @@ int cmd_train_plan(int argc, char **argv)
         else if (!strcmp(a, "--data")) data_dir = val;
         else if (!strcmp(a, "--trace")) trace = val;
         else if (!strcmp(a, "--save-weights")) weights = val;
+        else if (!strcmp(a, "--checkpoint")) ckpt_path = val;
+        else if (!strcmp(a, "--resume")) resume_path = val;
+        else if (!strcmp(a, "--checkpoint-every")) {
+            if ((rc = cli_int(cmd, a, val, 1, INT64_MAX, &every))) return rc;
+        } else if (!strcmp(a, "--stall-seconds")) {
+            if ((rc = cli_num(cmd, a, val, 0.001, 1e9, &o.stall_s))) return rc;
+        }
         else if (!strcmp(a, "--epochs")) {
             if ((rc = cli_int(cmd, a, val, 1, 100000, &epochs))) return rc;
         } else if (!strcmp(a, "--iterations")) {
@@ -162,6 +179,7 @@ int cmd_train_plan(int argc, char **argv)
     if (!plan_path) return cli_usage_error(cmd, "--plan is required");
     if (epochs && iterations) return cli_usage_error(cmd, "--epochs and --iterations exclude each other");
     if (synthetic && data_dir) return cli_usage_error(cmd, "--synthetic and --data exclude each other");
+    if (every && !ckpt_path) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint FILE");
     o.epochs = epochs ? (int)epochs : 1;
     o.iterations = (int)iterations;
     o.file = plan_path;
@@ -178,6 +196,9 @@ int cmd_train_plan(int argc, char **argv)
     }
     exec_data train = {0}, test = {0};
     exec_pipe_result res = {0};
+    exec_ckpt *resume = NULL;
+    exec_ckpt_id ids[12];
+    int n_ids = 0;
     const model *m = &p.model;
     const char *source = "Fashion-MNIST";
     int workers = exec_pipe_workers(&p, plan_path, &e), rank = 0, size = 1;
@@ -213,8 +234,46 @@ int cmd_train_plan(int argc, char **argv)
         goto done;
     if (!c.quiet && ((log_path && (rc = probe(log_path, &e))) || (weights && (rc = probe(weights, &e)))))
         goto done;
+    if (resume_path && (rc = exec_ckpt_read(&resume, resume_path, &e))) goto done;
     double mean, sd;
     exec_data_normalise(&train, &test, &mean, &sd);
+    if (ckpt_path || resume) { /* what a resume must match */
+        char hash[32], phash[32], data[160];
+        cJSON *pj = plan_to_json(&p);
+        char *ptext = cJSON_PrintUnformatted(pj);
+        cJSON_Delete(pj);
+        snprintf(phash, sizeof phash, "%016llx",
+                 (unsigned long long)exec_ckpt_hash(ptext, ptext ? strlen(ptext) : 0));
+        free(ptext);
+        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)exec_ckpt_model_hash(m));
+        exec_ckpt_data_print(&train, data, sizeof data);
+        ids[n_ids++] = exec_ckpt_id_int("--epochs", iterations ? 0 : o.epochs);
+        ids[n_ids++] = exec_ckpt_id_int("--iterations", o.iterations);
+        ids[n_ids++] = exec_ckpt_id_int("--seed", (int64_t)o.seed);
+        ids[n_ids++] = exec_ckpt_id_real("--lr", o.lr);
+        ids[n_ids++] = exec_ckpt_id_str("--schedule", o.lr_schedule == EXEC_LR_COSINE ? "cosine" : "constant");
+        ids[n_ids++] = exec_ckpt_id_real("--momentum", o.momentum);
+        ids[n_ids++] = exec_ckpt_id_real("--weight-decay", o.weight_decay);
+        ids[n_ids++] = exec_ckpt_id_str("model", m->name);
+        ids[n_ids++] = exec_ckpt_id_str("model-hash", hash);
+        ids[n_ids++] = exec_ckpt_id_str("plan-hash", phash);
+        ids[n_ids++] = exec_ckpt_id_str("training-data", data);
+        o.ids = ids;
+        o.n_ids = n_ids;
+        o.ckpt_path = ckpt_path;
+        o.ckpt_every = every;
+    }
+    if (resume) {
+        size_t kl;
+        const char *kind = exec_ckpt_find(resume, "kind", &kl);
+        if (!kind || kl != 9 || memcmp(kind, "pipelined", 9) != 0) {
+            rc = cl_fail(&e, CL_EINPUT, "%s: the checkpoint is not of a pipelined run (hint: resume a sequential run without --plan)",
+                         resume_path);
+            goto done;
+        }
+        if ((rc = exec_ckpt_check_ids(resume, ids, n_ids, &e))) goto done;
+        o.resume = resume;
+    }
     o.train = &train;
     o.test = &test;
     o.on_epoch = on_epoch;
@@ -233,11 +292,31 @@ int cmd_train_plan(int argc, char **argv)
         if (!mpi && cores > 0 && workers > cores)
             printf("note: %d workers share %d cores (oversubscribed): correct, but times measure time-sharing\n",
                    workers, cores);
+        if (resume) {
+            int64_t pos[5] = {0};
+            exec_ckpt_get(resume, "run.position", pos, sizeof pos, &(cl_err){0});
+            printf("resumed from %s: %lld iterations done\n", resume_path, (long long)pos[0]);
+        }
         printf("%5s %9s %9s %9s %11s %9s\n", "epoch", "loss", "train_acc", "test_acc", "samples/s",
                "elapsed_s");
         fflush(stdout);
     }
-    if ((rc = exec_pipe_run(&p, &o, &res, &e))) goto done;
+    exec_ckpt_signals_install();
+    rc = exec_pipe_run(&p, &o, &res, &e);
+    int sig = exec_ckpt_signal();
+    exec_ckpt_signals_restore();
+    if (sig && (rc || res.stop_signal)) { /* stopped: say where, on every rank */
+        if (rc)
+            fprintf(stderr, "cleave: %s\n", e.msg);
+        else if (!c.quiet)
+            fprintf(stderr, "cleave: %s: stopped after iteration %lld; %s%s%s\n",
+                    exec_ckpt_signal_name(sig), (long long)res.iters_done,
+                    ckpt_path ? "checkpoint written to " : "no checkpoint (hint: --checkpoint FILE makes runs resumable)",
+                    ckpt_path ? ckpt_path : "", ckpt_path ? " (hint: continue with --resume)" : "");
+        rc = 128 + sig;
+        goto done;
+    }
+    if (rc) goto done;
     if (c.log_err.code) {
         e = c.log_err;
         rc = e.code;
@@ -250,12 +329,15 @@ int cmd_train_plan(int argc, char **argv)
             goto done;
         }
     if (weights && res.rank == 0 && (rc = exec_pipe_save_weights(&res, weights, &e))) goto done;
-done:
+done:;
+    /* report before finalising: after a failed MPI run it aborts the job */
+    int status = rc > 128 ? rc : rc ? report(&c, &e) : 0;
     exec_pipe_result_free(&res);
+    exec_ckpt_free(resume);
     exec_data_free(&train);
     exec_data_free(&test);
     free(c.hist);
     plan_free(&p);
     if (mpi) exec_pipe_mpi_finalize();
-    return rc ? report(&c, &e) : 0;
+    return status;
 }

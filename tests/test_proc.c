@@ -1,0 +1,171 @@
+/* test_proc.c - child processes for the reliability suites (test_proc.h). */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../tools/fileio.h"
+#include "test_proc.h"
+
+double tproc_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *bin(void)
+{
+    const char *b = getenv("CLEAVE_BIN");
+    return b ? b : "build/cleave";
+}
+
+/* Fork and exec argv[0] (PATH searched) with output to dir/out, dir/err. */
+static pid_t start(char **argv, const char *dir, int own_group)
+{
+    char out[600], err[600];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    remove(out); /* a poll must not see an earlier child's output */
+    remove(err);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (own_group) setpgid(0, 0);
+        if (!freopen("/dev/null", "r", stdin) || !freopen(out, "w", stdout) ||
+            !freopen(err, "w", stderr))
+            _exit(126);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+pid_t tproc_cleave(char **args, const char *dir)
+{
+    char *argv[80];
+    int n = 0;
+    argv[n++] = (char *)bin();
+    while (*args && n < 79) argv[n++] = *args++;
+    argv[n] = NULL;
+    return start(argv, dir, 0);
+}
+
+pid_t tproc_mpirun(int np, char **args, const char *dir)
+{
+    /* as tp_mpirun (test_pipe_ref.c): root allowed, loopback only, LSan
+     * suppressions for what Open MPI keeps until exit under ASan */
+    static char supp[600], asan[1200], npb[16];
+    char *cwd = getcwd(NULL, 0);
+    snprintf(supp, sizeof supp, "suppressions=%s/tests/lsan.supp:print_suppressions=0", cwd);
+    free(cwd);
+    const char *a = getenv("ASAN_OPTIONS");
+    snprintf(asan, sizeof asan, "fast_unwind_on_malloc=0%s%s", a ? ":" : "", a ? a : "");
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 1);
+    setenv("LSAN_OPTIONS", supp, 1);
+    char *saved_asan = a ? cl_strdup(a) : NULL;
+    setenv("ASAN_OPTIONS", asan, 1);
+    snprintf(npb, sizeof npb, "%d", np);
+    char *argv[96];
+    int n = 0;
+    const char *pre[] = {"mpirun", "--oversubscribe", "--bind-to", "none", "-np", npb,
+                         "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism",
+                         "none", "-x", "LSAN_OPTIONS", "-x", "ASAN_OPTIONS", NULL};
+    for (int i = 0; pre[i]; i++) argv[n++] = (char *)pre[i];
+    argv[n++] = (char *)bin();
+    while (*args && n < 95) argv[n++] = *args++;
+    argv[n] = NULL;
+    pid_t pid = start(argv, dir, 1);
+    if (saved_asan) {
+        setenv("ASAN_OPTIONS", saved_asan, 1);
+        free(saved_asan);
+    } else {
+        unsetenv("ASAN_OPTIONS");
+    }
+    unsetenv("LSAN_OPTIONS");
+    return pid;
+}
+
+int tproc_reap(pid_t pid)
+{
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+int tproc_ended(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+/* Does /proc/<pid>/environ hold the string `kv`? */
+static int env_has(pid_t pid, const char *kv)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/environ", (int)pid);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+        if (!strcmp(buf + i, kv)) return 1;
+    return 0;
+}
+
+pid_t tproc_rank_pid(pid_t mpirun, int rank)
+{
+    char kv[64], dirp[64];
+    snprintf(kv, sizeof kv, "OMPI_COMM_WORLD_RANK=%d", rank);
+    snprintf(dirp, sizeof dirp, "/proc/%d/task", (int)mpirun);
+    DIR *d = opendir(dirp);
+    if (!d) return -1;
+    pid_t found = -1;
+    for (struct dirent *t; found < 0 && (t = readdir(d));) {
+        if (t->d_name[0] == '.') continue;
+        char cp[600];
+        snprintf(cp, sizeof cp, "%s/%s/children", dirp, t->d_name);
+        FILE *f = fopen(cp, "r");
+        if (!f) continue;
+        int c;
+        while (found < 0 && fscanf(f, "%d", &c) == 1)
+            if (env_has((pid_t)c, kv)) found = (pid_t)c;
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+char *tproc_slurp(const char *path, size_t *len)
+{
+    char *s = NULL;
+    cl_err e = {0};
+    if (cl_read_file(path, (size_t)1 << 26, &s, len, &e)) return NULL;
+    return s;
+}
+
+int tproc_same_file(const char *a, const char *b)
+{
+    size_t la = 0, lb = 0;
+    char *x = tproc_slurp(a, &la), *y = tproc_slurp(b, &lb);
+    int same = x && y && la == lb && la > 0 && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+int tproc_lines(const char *s)
+{
+    int n = 0;
+    for (; s && *s; s++) n += *s == '\n';
+    return n;
+}

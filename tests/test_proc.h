@@ -1,0 +1,42 @@
+/* test_proc.h - child processes for the reliability suites (checkpoint,
+ * ckpt_pipe, mpi_death): start cleave (or mpirun running it) with stdout
+ * and stderr in files, poll for a condition while it runs, send signals,
+ * find an MPI rank's process, reap with the exit status. */
+#ifndef CL_TEST_PROC_H
+#define CL_TEST_PROC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Monotonic seconds. */
+double tproc_now(void);
+
+/* Start `cleave args...` (args NULL-terminated; the binary from CLEAVE_BIN,
+ * default build/cleave), stdout and stderr to dir/out and dir/err (removed
+ * first), stdin /dev/null; returns its pid. */
+pid_t tproc_cleave(char **args, const char *dir);
+
+/* Start `mpirun -np np <loopback options> cleave args...` the way
+ * tp_mpirun does (root allowed, LSan suppressions under ASan), in its own
+ * process group; returns mpirun's pid. */
+pid_t tproc_mpirun(int np, char **args, const char *dir);
+
+/* Wait for pid; its exit status, or 128 + the signal that ended it. */
+int tproc_reap(pid_t pid);
+
+/* Has pid ended (a zombie not reaped yet counts)? */
+int tproc_ended(pid_t pid);
+
+/* The pid of MPI rank `rank` among mpirun's children, or -1. */
+pid_t tproc_rank_pid(pid_t mpirun, int rank);
+
+/* The file's text (caller frees), or NULL. */
+char *tproc_slurp(const char *path, size_t *len);
+
+/* Do two files hold the same bytes (and are not empty)? */
+int tproc_same_file(const char *a, const char *b);
+
+/* Lines (newlines) in s. */
+int tproc_lines(const char *s);
+
+#endif
