@@ -17,7 +17,7 @@ static const command commands[] = {
     {"plan",    cmd_plan,    "partition a model over a cluster: stages, devices, schedule"},
     {"sim",     cmd_sim,     "simulate a plan's schedule event by event: time, bubble, memory, trace"},
     {"export",  cmd_export,  "turn a plan into torch, DeepSpeed or Megatron settings"},
-    {"plot",    cmd_plot,    "draw a trace as a Gantt chart or memory over time (PNG/SVG)"},
+    {"plot",    cmd_plot,    "draw a trace (Gantt chart, memory over time) or validate results (PNG/SVG)"},
     {"bench",   cmd_bench,   "run the benchmarks, writing CSV (make bench)"},
     {"train",   cmd_train,   "train a model on Fashion-MNIST with the embedded executor"},
     {"profile", cmd_profile, "time every layer on this machine, writing a profile"},

@@ -283,7 +283,10 @@ static int gantt(const char *trace, trace_data *d, const char *out, const char *
 
     int present[CAT_COUNT] = {0};
     present[CAT_IDLE] = 1;
-    for (int64_t i = 0; i < d->n_slices; i++) present[d->slices[i].cat] = 1;
+    /* a category whose slices all take no time (updates the simulator does
+     * not time) draws nothing, so it stays out of the legend too */
+    for (int64_t i = 0; i < d->n_slices; i++)
+        if (d->slices[i].dur_us > 0) present[d->slices[i].cat] = 1;
     int ncats = 0;
     for (int c = 0; c < CAT_COUNT; c++) {
         if (!present[c]) continue;
