@@ -1,0 +1,186 @@
+/* test_mpi_death.c - a worker that dies, hangs or fails never leaves the
+ * others waiting: under mpirun a rank killed with SIGKILL ends the job
+ * within seconds with the survivors saying where they waited, and the
+ * run resumes from its last checkpoint to the uninterrupted weights; a
+ * stopped (hung) rank is reported by the stall watchdog; on threads a failing
+ * worker stops the others and its error is the one reported.  The 30 s bound
+ * only catches hangs. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../exec/checkpoint.h"
+#include "test.h"
+#include "test_pipe.h"
+#include "test_proc.h"
+
+#define HANG_S 30.0
+#define PLAN "tests/data/pipe/tiny2-1f1b.json"
+
+static int64_t ckpt_iters(const char *path)
+{
+    exec_ckpt *c;
+    cl_err e = {0};
+    if (access(path, F_OK) != 0 || exec_ckpt_read(&c, path, &e)) return -1;
+    int64_t pos[5];
+    int64_t it = exec_ckpt_get(c, "run.position", pos, sizeof pos, &e) ? -1 : pos[0];
+    exec_ckpt_free(c);
+    return it;
+}
+
+static int have_mpirun(void)
+{
+    if (system("command -v mpirun >/dev/null 2>&1") == 0) return 1;
+    CU_FAIL("mpirun is missing (hint: apt-get install openmpi-bin, or make deps)");
+    return 0;
+}
+
+/* Wait for mpirun to end, at most HANG_S; kills its process group when it
+ * does not (then the test fails).  Exit status and seconds taken. */
+static int reap_bounded(pid_t pid, double *secs)
+{
+    double t0 = tproc_now();
+    while (!tproc_ended(pid) && tproc_now() - t0 < HANG_S) usleep(5000);
+    *secs = tproc_now() - t0;
+    if (!tproc_ended(pid)) kill(-pid, SIGKILL);
+    int st = tproc_reap(pid);
+    kill(-pid, SIGKILL); /* nothing of the job may outlive the test */
+    return st;
+}
+
+/* Rank 1 killed with SIGKILL mid-run: mpirun exits non-zero within
+ * seconds, rank 0 says it was waiting when the job was torn down; resumed
+ * under MPI from the last periodic checkpoint, the run ends with the very
+ * weights of an uninterrupted run on threads. */
+static void test_rank_killed(void)
+{
+    if (!have_mpirun()) return;
+    char *dir = test_tmpdir(), wfull[600], ck[600], w[600], args[4096];
+    snprintf(wfull, sizeof wfull, "%s/full.bin", dir);
+    snprintf(ck, sizeof ck, "%s/run.ckpt", dir);
+    snprintf(w, sizeof w, "%s/mpi.bin", dir);
+    snprintf(args, sizeof args, "train --plan " PLAN " --synthetic 2000 --epochs 40 --seed 2 --save-weights %s", wfull);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
+    char *a1[] = {"train", "--plan", PLAN, "--synthetic", "2000", "--epochs", "40", "--seed", "2",
+                  "--backend", "mpi", "--checkpoint", ck, "--checkpoint-every", "20",
+                  "--save-weights", w, NULL};
+    pid_t mr = tproc_mpirun(2, a1, dir);
+    double t0 = tproc_now();
+    while (ckpt_iters(ck) < 40 && !tproc_ended(mr) && tproc_now() - t0 < 60) usleep(2000);
+    pid_t r1 = tproc_rank_pid(mr, 1);
+    CU_ASSERT(r1 > 0 && !tproc_ended(mr));
+    if (r1 > 0) kill(r1, SIGKILL);
+    double secs;
+    int st = reap_bounded(mr, &secs);
+    CU_ASSERT(st != 0);
+    CU_ASSERT(secs < HANG_S);
+    char errp[700];
+    snprintf(errp, sizeof errp, "%s/err", dir);
+    char *err = tproc_slurp(errp, NULL);
+    CU_ASSERT_PTR_NOT_NULL(err);
+    int ours = err && strstr(err, "cleave: rank 0: SIGTERM") && strstr(err, "another rank died");
+    CU_ASSERT(ours);
+    if (!ours) fprintf(stderr, "\nmpirun exit %d after %.1f s:\n%s\n", st, secs, err ? err : "");
+    else printf("[rank 1 killed: mpirun exit %d after %.2f s] ", st, secs);
+    free(err);
+    CU_ASSERT(access(w, F_OK) != 0);
+    int64_t at = ckpt_iters(ck);
+    CU_ASSERT(at >= 40 && at % 20 == 0);
+    /* resume the same run under MPI */
+    char *a2[] = {"train", "--plan", PLAN, "--synthetic", "2000", "--epochs", "40", "--seed", "2",
+                  "--backend", "mpi", "--resume", ck, "--save-weights", w, NULL};
+    mr = tproc_mpirun(2, a2, dir);
+    st = reap_bounded(mr, &secs);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT(tproc_same_file(wfull, w));
+    if (!tproc_same_file(wfull, w))
+        fprintf(stderr, "\nresumed at iteration %lld under MPI: the weights differ\n", (long long)at);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    free(dir);
+}
+
+/* Rank 1 stopped (SIGSTOP: alive but silent): rank 0's watchdog reports
+ * "no message from rank 1 for 2 s ... (did rank 1 die or hang?)" and aborts
+ * the job, which mpirun ends non-zero. */
+static void test_rank_hung(void)
+{
+    if (!have_mpirun()) return;
+    char *dir = test_tmpdir();
+    char *a1[] = {"train", "--plan", PLAN, "--synthetic", "2000", "--epochs", "100000", "--backend",
+                  "mpi", "--stall-seconds", "2", NULL};
+    pid_t mr = tproc_mpirun(2, a1, dir);
+    char outp[700], errp[700];
+    snprintf(outp, sizeof outp, "%s/out", dir);
+    snprintf(errp, sizeof errp, "%s/err", dir);
+    double t0 = tproc_now();
+    for (;;) { /* the first epoch line: both ranks are training */
+        char *o = tproc_slurp(outp, NULL);
+        int ready = o && strstr(o, "\n    1 ");
+        free(o);
+        if (ready || tproc_now() - t0 > 60 || tproc_ended(mr)) break;
+        usleep(5000);
+    }
+    pid_t r1 = tproc_rank_pid(mr, 1);
+    CU_ASSERT(r1 > 0 && !tproc_ended(mr));
+    if (r1 > 0) kill(r1, SIGSTOP);
+    double secs;
+    int st = reap_bounded(mr, &secs);
+    CU_ASSERT(st != 0);
+    CU_ASSERT(secs < HANG_S);
+    char *err = tproc_slurp(errp, NULL);
+    int ours = err && strstr(err, "cleave: rank 0: no message from rank 1 for") &&
+               strstr(err, "(did rank 1 die or hang?)");
+    CU_ASSERT(ours);
+    if (!ours) fprintf(stderr, "\nmpirun exit %d after %.1f s:\n%s\n", st, secs, err ? err : "");
+    else printf("[rank 1 stopped: mpirun exit %d after %.2f s] ", st, secs);
+    free(err);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    free(dir);
+}
+
+/* Threads: worker 2 of 4 fails at its 30th op; the others, blocked on
+ * messages it will never send, stop within the bounded wait and the run
+ * returns that failure (not a stall report of another worker). */
+static void test_thread_fails(void)
+{
+    plan p;
+    if (tp_plan("tiny4-1f1b.json", &p)) return;
+    exec_data tr, te;
+    tp_data(&tr, &te);
+    exec_pipe_opts o;
+    tp_opts(&o, &tr, "tiny4-1f1b.json", 50);
+    o.fail_worker = 3;
+    o.fail_op = 30;
+    exec_pipe_result r;
+    cl_err e = {0};
+    double t0 = tproc_now();
+    int rc = exec_pipe_run(&p, &o, &r, &e);
+    double secs = tproc_now() - t0;
+    CU_ASSERT_EQUAL(rc, CL_ERUN);
+    CU_ASSERT_STRING_EQUAL(e.msg, "worker 2: injected failure before op 30 (test)");
+    CU_ASSERT(secs < HANG_S);
+    exec_pipe_result_free(&r);
+    /* the same run without the failure completes */
+    o.fail_worker = 0;
+    cl_err_clear(&e);
+    CU_ASSERT_EQUAL(exec_pipe_run(&p, &o, &r, &e), CL_OK);
+    exec_pipe_result_free(&r);
+    exec_data_free(&tr);
+    exec_data_free(&te);
+    plan_free(&p);
+}
+
+TEST_SUITE(mpi_death)
+{
+    test_add_suite("mpi_death");
+    test_add("rank killed: job ends in seconds, rank 0 says so, resume gives the same weights",
+             test_rank_killed);
+    test_add("rank stopped: the watchdog names it, the job ends", test_rank_hung);
+    test_add("threads: a failing worker stops the others, its error is reported", test_thread_fails);
+}
