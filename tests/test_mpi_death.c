@@ -61,9 +61,9 @@ static void test_rank_killed(void)
     snprintf(wfull, sizeof wfull, "%s/full.bin", dir);
     snprintf(ck, sizeof ck, "%s/run.ckpt", dir);
     snprintf(w, sizeof w, "%s/mpi.bin", dir);
-    snprintf(args, sizeof args, "train --plan " PLAN " --synthetic 2000 --epochs 40 --seed 2 --save-weights %s", wfull);
+    snprintf(args, sizeof args, "train --plan " PLAN " --synthetic 2000 --epochs 6 --seed 2 --save-weights %s", wfull);
     CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
-    char *a1[] = {"train", "--plan", PLAN, "--synthetic", "2000", "--epochs", "40", "--seed", "2",
+    char *a1[] = {"train", "--plan", PLAN, "--synthetic", "2000", "--epochs", "6", "--seed", "2",
                   "--backend", "mpi", "--checkpoint", ck, "--checkpoint-every", "20",
                   "--save-weights", w, NULL};
     pid_t mr = tproc_mpirun(2, a1, dir);
@@ -89,7 +89,7 @@ static void test_rank_killed(void)
     int64_t at = ckpt_iters(ck);
     CU_ASSERT(at >= 40 && at % 20 == 0);
     /* resume the same run under MPI */
-    char *a2[] = {"train", "--plan", PLAN, "--synthetic", "2000", "--epochs", "40", "--seed", "2",
+    char *a2[] = {"train", "--plan", PLAN, "--synthetic", "2000", "--epochs", "6", "--seed", "2",
                   "--backend", "mpi", "--resume", ck, "--save-weights", w, NULL};
     mr = tproc_mpirun(2, a2, dir);
     st = reap_bounded(mr, &secs);
