@@ -287,20 +287,20 @@ int cmd_train(int argc, char **argv)
     printf("batch %d, lr %g (%s), momentum %g, weight decay %g, seed %llu, OpenBLAS %s, 1 thread\n",
            o.batch, o.lr, o.schedule == EXEC_LR_COSINE ? "cosine" : "constant", o.momentum,
            o.weight_decay, (unsigned long long)o.seed, exec_blas_corename());
-    printf("%5s %9s %9s %9s %11s %9s\n", "epoch", "loss", "train_acc", "test_acc", "samples/s",
-           "elapsed_s");
-    fflush(stdout);
     if (resume) {
         int ep;
         int64_t pos, step;
         exec_trainer_position(t, &ep, &pos, &step);
         printf("resumed from %s: %d epoch%s done, %lld minibatch steps\n", resume_path, n_hist,
                n_hist == 1 ? "" : "s", (long long)step);
-        for (int i = 0; i < n_hist; i++)
-            printf("%5d %9.4f %9.4f %9.4f %11.0f %9.1f\n", hist[i].epoch, hist[i].loss,
-                   hist[i].train_acc, hist[i].test_acc, hist[i].samples_per_s, hist[i].elapsed_s);
-        fflush(stdout);
     }
+    printf("%5s %9s %9s %9s %11s %9s\n", "epoch", "loss", "train_acc", "test_acc", "samples/s",
+           "elapsed_s");
+    for (int i = 0; i < n_hist; i++) /* the epochs a resumed run inherits */
+        printf("%5d %9.4f %9.4f %9.4f %11.0f %9.1f\n", hist[i].epoch, hist[i].loss,
+               hist[i].train_acc, hist[i].test_acc, hist[i].samples_per_s, hist[i].elapsed_s);
+    fflush(stdout);
+    if (log_path && n_hist && (rc = write_log(log_path, hist, n_hist, &e))) goto done;
     bar b = {cli_stderr_tty(), o.epochs};
     for (int ep = n_hist; ep < o.epochs; ep++) {
         if (!exec_trainer_epoch(t, &train, &test, progress, &b, &hist[ep])) break;
@@ -344,6 +344,7 @@ int cmd_train(int argc, char **argv)
         rc = exec_ckpt_save_weights(&net, 1, weights_path, &e);
     }
 done:
+    exec_ckpt_signals_restore();
     exec_trainer_destroy(t);
     exec_ckpt_free(resume);
     free(hist);
