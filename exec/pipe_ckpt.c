@@ -35,16 +35,29 @@
 
 enum { HIST_F = 8 }; /* doubles per epoch record, as cmd_train writes them */
 
-int pipe_ckpt_check(const prun *R, cl_err *e)
+static int drains(const sched *sc, const char *file, cl_err *e)
 {
-    const sched *sc = &R->sc;
     for (int w = 0; w < sc->n_dev; w++)
         for (int64_t k = sc->off[w] + 1; k < sc->off[w + 1]; k++)
             if (sc->ops[k].iter < sc->ops[k - 1].iter)
                 return cl_fail(e, CL_EINPUT, "%s: schedule %s: worker %d starts iteration %d before it finishes iteration %d, so no iteration end drains the pipeline to checkpoint at (hint: checkpoint a flushing schedule: gpipe, 1f1b, interleaved, zb-h1)",
-                               R->o->file ? R->o->file : "plan", sched_kind_name((sched_kind)sc->kind), w,
+                               file, sched_kind_name((sched_kind)sc->kind), w,
                                sc->ops[k - 1].iter, sc->ops[k].iter);
     return CL_OK;
+}
+
+int pipe_ckpt_check(const prun *R, cl_err *e)
+{
+    return drains(&R->sc, R->o->file ? R->o->file : "plan", e);
+}
+
+int exec_pipe_ckpt_check(const plan *p, const char *file, cl_err *e)
+{
+    sched sc; /* two iterations: enough to see them overlap */
+    int rc = sched_build(p, p->schedule, p->n_micro, 2, &sc, e);
+    if (!rc) rc = drains(&sc, file, e);
+    sched_free(&sc);
+    return rc;
 }
 
 /* ------------------------------------------------------- serialising -- */

@@ -190,6 +190,11 @@ int exec_pipe_workers(const plan *p, const char *file, cl_err *e);
  * or a trace that cannot be written.  Blocks until the run is over. */
 int exec_pipe_run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r, cl_err *e);
 
+/* Can p be checkpointed (exec_pipe_opts.ckpt_path, resume)?  Its schedule
+ * must drain at iteration ends (not pipedream, fbp); CL_EINPUT naming file
+ * and the schedule otherwise (checked by exec_pipe_run too). */
+int exec_pipe_ckpt_check(const plan *p, const char *file, cl_err *e);
+
 /* Write r's parameters (keep_params) as a weights file: the line
  * "cleave-weights 1 <n_tensors>\n", then per tensor "<name> <n>\n" followed
  * by n little-endian float32.  Atomic (cl_out). */

@@ -162,9 +162,12 @@ static void test_async_refused(void)
     static const char *plans[] = {"tiny2-fbp.json", "tiny2-pipedream.json"};
     for (int i = 0; i < 2; i++) {
         snprintf(args, sizeof args, "train --plan " PIPE "%s --synthetic 400 --checkpoint %s", plans[i], ck);
-        CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 2);
+        char *out = NULL;
+        CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
         CU_ASSERT(tproc_lines(err) == 1 && strstr(err, "no iteration end drains the pipeline"));
+        CU_ASSERT_STRING_EQUAL(out, ""); /* refused before any data or training */
         CU_ASSERT(access(ck, F_OK) != 0);
+        free(out);
         free(err);
     }
     char *a1[] = {"train", "--plan", PIPE "tiny2-fbp.json", "--synthetic", "2000", "--epochs", "100000", NULL};

@@ -215,6 +215,7 @@ int cmd_train_plan(int argc, char **argv)
             goto done;
         }
     }
+    if ((ckpt_path || resume_path) && (rc = exec_pipe_ckpt_check(&p, plan_path, &e))) goto done;
     if (!momentum_set) o.momentum = p.optimizer == OPTIM_SGD ? 0.0 : o.momentum;
     if (synthetic) {
         const model_shape *s = &m->input;
