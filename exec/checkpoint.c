@@ -354,6 +354,13 @@ int exec_ckpt_get_rng(const exec_ckpt *c, const char *name, gsl_rng *r, cl_err *
     if (len != tl + sl || memcmp(b, tn, tl) != 0)
         return cl_fail(e, CL_EINPUT, "%s: section %s is not a %s random stream of this build (hint: resume with the cleave that wrote it)",
                        c->file, name, tn);
+    if (!strcmp(tn, "mt19937")) { /* its state: unsigned long mt[624], then the index */
+        int mti;
+        memcpy(&mti, b + tl + 624 * sizeof(unsigned long), sizeof mti);
+        if (mti < 0 || mti > 624)
+            return cl_fail(e, CL_EINPUT, "%s: section %s: stream position %d is out of range (hint: the file is damaged)",
+                           c->file, name, mti);
+    }
     memcpy(gsl_rng_state(r), b + tl, sl);
     return CL_OK;
 }

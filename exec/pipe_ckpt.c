@@ -82,6 +82,9 @@ static int get_cursor(const exec_ckpt *c, const char *pre, pcursor *x, const pru
     if ((rc = exec_ckpt_get_rng(c, name, x->rng, e))) return rc;
     snprintf(name, sizeof name, "%s.epoch", pre);
     if ((rc = exec_ckpt_get(c, name, &x->epoch, sizeof x->epoch, e))) return rc;
+    if (x->epoch < -1 || x->epoch > R->start_gi / R->data_ipe)
+        return cl_fail(e, CL_EINPUT, "%s: section %s: data epoch %lld does not fit iteration %lld (hint: the file is damaged)",
+                       exec_ckpt_file(c), name, (long long)x->epoch, (long long)R->start_gi);
     snprintf(name, sizeof name, "%s.perm", pre);
     int64_t n = R->o->train->n;
     if ((rc = exec_ckpt_get(c, name, x->perm, (size_t)n * sizeof *x->perm, e))) return rc;

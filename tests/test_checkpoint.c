@@ -347,6 +347,32 @@ static void test_refusals(void)
         free(out);
         free(err);
     }
+    /* crafted, checksum intact: a stream position past the mt19937 state
+     * and a sample order pointing outside the data are refused */
+    for (int k = 0; k < 2; k++) {
+        exec_ckpt *c = NULL;
+        cl_err e = {0};
+        CU_ASSERT_EQUAL_FATAL(exec_ckpt_read(&c, ck, &e), CL_OK);
+        size_t len;
+        unsigned char *d = (unsigned char *)exec_ckpt_find(c, k ? "train.perm" : "train.shuffle", &len);
+        CU_ASSERT_FATAL(d != NULL && len > 16);
+        if (k) {
+            int64_t big = 1000000;
+            memcpy(d, &big, sizeof big); /* (test only: edits the section in place) */
+        } else {
+            int mti = 9999;
+            memcpy(d + strlen("mt19937") + 1 + 624 * sizeof(unsigned long), &mti, sizeof mti);
+        }
+        CU_ASSERT_EQUAL(exec_ckpt_write(c, bad, &e), CL_OK);
+        exec_ckpt_free(c);
+        snprintf(args, sizeof args,
+                 "train --model tests/data/ckpt/tiny.json --synthetic 400 --epochs 2 --batch 16 --seed 5 --resume %s",
+                 bad);
+        char *err = NULL;
+        CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, k ? "train.perm: sample 1000000 is out of range" : "stream position 9999 is out of range"));
+        free(err);
+    }
     /* another model (same name would still differ in its hash) */
     snprintf(args, sizeof args,
              "train --model tests/data/exec/tiny-mlp.json --synthetic 400 --epochs 2 --batch 16 --seed 5 --resume %s",
