@@ -9,7 +9,8 @@
 #                    checkpoint fixture model) with a log, weights, checkpoints,
 #                    stopped by SIGTERM once its first checkpoint exists
 #   cleave train     the same resumed from that checkpoint to the end
-#   cleave train     --plan: a 2-stage 1F1B plan pipelined on threads
+#   cleave train     --plan: a 2-stage 1F1B plan pipelined on threads, with
+#                    checkpoints, stopped by SIGTERM, then resumed
 # and two runs that fail on purpose (an infeasible plan, a corrupt
 # checkpoint), whose error paths must not leak either.  Exits 1 when any
 # run reports an error or leak, or ends with another status than expected.
@@ -81,7 +82,9 @@ run 0 sim "$T/plan.json" --trace "$T/trace.json"
 run 0 export "$T/plan.json" --to torch -o "$T/plan.py"
 stop "143|0" "$T/run.ckpt" $TRAIN --checkpoint "$T/run.ckpt" --checkpoint-every 8 --log "$T/log.csv" --save-weights "$T/w.bin"
 run 0 $TRAIN --resume "$T/run.ckpt" --checkpoint "$T/run.ckpt" --log "$T/log.csv" --save-weights "$T/w.bin"
-run 0 train --plan tests/data/pipe/tiny2-1f1b.json --synthetic 256 --iterations 6 --save-weights "$T/wp.bin"
+PTRAIN="train --plan tests/data/pipe/tiny2-1f1b.json --synthetic 256 --iterations 12"
+stop "143|0" "$T/p.ckpt" $PTRAIN --checkpoint "$T/p.ckpt" --checkpoint-every 2 --save-weights "$T/wp.bin"
+run 0 $PTRAIN --resume "$T/p.ckpt" --save-weights "$T/wp.bin"
 run 2 plan --model models/fmnist-cnn.json --cluster tests/data/absurd/cluster-tiny-memory.json -o "$T/none.json"
 head -c 100 "$T/run.ckpt" >"$T/cut.ckpt"
 run 2 $TRAIN --resume "$T/cut.ckpt"
