@@ -122,9 +122,12 @@ static int check_opts(const exec_link_opts *o, cl_err *e)
     return CL_OK;
 }
 
-/* Median, deviation and minimum of the one-way times v[0..n) (sorted in place). */
-static void summarise(double *v, int n, double bytes, exec_link_sample *s)
+/* Median, deviation and minimum of the one-way times v[0..n) (sorted in
+ * place), and the median of the send calls' times w[0..n) (sorted too). */
+static void summarise(double *v, double *w, int n, double bytes, exec_link_sample *s)
 {
+    gsl_sort(w, 1, (size_t)n);
+    s->send_s = gsl_stats_median_from_sorted_data(w, 1, (size_t)n);
     gsl_sort(v, 1, (size_t)n);
     s->bytes = bytes;
     s->time_s = gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
@@ -164,6 +167,7 @@ typedef struct pp_ctx {
     uint64_t *sizes;
     int *reps;            /* round trips timed per size                      */
     double *times;        /* worker 0's one-way times, n_sizes x MAX_REPS     */
+    double *sends;        /* and its send calls' times, the same layout       */
     int failed;           /* a message never came                             */
 } pp_ctx;
 
@@ -230,7 +234,7 @@ static void ping_loop(pp_ctx *c)
     int64_t seq = 0;
     for (int s = 0; s < c->n_sizes; s++) {
         int64_t b = (int64_t)c->sizes[s];
-        double *tv = c->times + (size_t)s * MAX_REPS;
+        double *tv = c->times + (size_t)s * MAX_REPS, *ts = c->sends + (size_t)s * MAX_REPS;
         int n = 0;
         double end = 0;
         for (int r = -o->warmup;; r++) {
@@ -239,6 +243,7 @@ static void ping_loop(pp_ctx *c)
             set_flag(buf, !last);
             double t0 = exec_now();
             xsend(x, 0, 1, exec_tag(EXEC_TAG_ACT, 0, seq), buf, b);
+            if (r >= 0) ts[n] = exec_now() - t0;
             exec_msg *m = xrecv(x, 0, 1, exec_tag(EXEC_TAG_GRAD, 0, seq), b);
             seq++;
             if (!m) {
@@ -274,6 +279,7 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
     c.n_sizes = n_sizes;
     c.reps = cl_calloc((size_t)n_sizes, sizeof *c.reps);
     c.times = cl_malloc((size_t)n_sizes * MAX_REPS * sizeof *c.times);
+    c.sends = cl_malloc((size_t)n_sizes * MAX_REPS * sizeof *c.sends);
     const int cap[4] = {2, 2, 2, 2};
     c.x = exec_xport_threads(2, cap); /* its workers are pinned to separate cores */
     c.x->ops->run(c.x, pp_worker, &c);
@@ -281,12 +287,15 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
     if (c.failed) {
         free(c.reps);
         free(c.times);
+        free(c.sends);
         return cl_fail(e, CL_ERUN, "link profile: a ping-pong message did not come back within %.0f s", STALL_S);
     }
     for (int s = 0; s < n_sizes; s++)
-        summarise(c.times + (size_t)s * MAX_REPS, c.reps[s], (double)sizes[s], &out[s]);
+        summarise(c.times + (size_t)s * MAX_REPS, c.sends + (size_t)s * MAX_REPS, c.reps[s],
+                  (double)sizes[s], &out[s]);
     free(c.reps);
     free(c.times);
+    free(c.sends);
     return CL_OK;
 }
 
@@ -364,7 +373,7 @@ static int measure_mpi(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
     uint64_t max = sizes[n_sizes - 1];
     unsigned char *buf = exec_balloc((int64_t)max);
     memset(buf, rank == 0, max);
-    double *tv = cl_malloc(MAX_REPS * sizeof *tv);
+    double *tv = cl_malloc(MAX_REPS * sizeof *tv), *tw = cl_malloc(MAX_REPS * sizeof *tw);
     double *res = cl_calloc((size_t)n_sizes * 6, sizeof *res);
     const int tag = 77;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -380,15 +389,17 @@ static int measure_mpi(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
                 set_flag(buf, !last);
                 double t0 = MPI_Wtime();
                 MPI_Send(buf, cnt, MPI_BYTE, 1, tag, MPI_COMM_WORLD);
+                if (r >= 0) tw[n] = MPI_Wtime() - t0;
                 MPI_Recv(buf, cnt, MPI_BYTE, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 double d = MPI_Wtime() - t0;
                 if (r >= 0) tv[n++] = d / 2;
                 if (last) break;
             }
             exec_link_sample smp;
-            summarise(tv, n, (double)b, &smp);
+            summarise(tv, tw, n, (double)b, &smp);
             double *q = res + 6 * s;
             q[0] = smp.bytes, q[1] = smp.time_s, q[2] = smp.sd_s, q[3] = smp.min_s, q[4] = smp.reps;
+            q[5] = smp.send_s;
         } else {
             int64_t more = 1;
             while (more) {
@@ -407,9 +418,11 @@ static int measure_mpi(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
         out[s].sd_s = q[2];
         out[s].min_s = q[3];
         out[s].reps = (int)q[4];
+        out[s].send_s = q[5];
     }
     free(res);
     free(tv);
+    free(tw);
     free(buf);
     return CL_OK;
 }

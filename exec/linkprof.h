@@ -10,6 +10,10 @@
  * each size counts by its relative error (an unweighted fit would be
  * decided by the 64 MiB point alone and leave the latency to noise).
  *
+ * Each sample also keeps the sender's share: how long the send call itself
+ * takes, which a runtime pays on the sending worker's own stream (waking a
+ * sleeping thread costs the waker a system call, ~20 us on this VM).
+ *
  * Backends:
  *  - threads: two threads of this process, pinned to separate cores,
  *    exchange the message through the pipelined runtime's own transport
@@ -47,6 +51,9 @@ typedef struct exec_link_sample {
     double time_s;      /* median one-way time */
     double sd_s;        /* standard deviation of the one-way times */
     double min_s;       /* fastest */
+    double send_s;      /* median time the sender spends in its send call
+                           (threads: allocate, copy in, post and wake the
+                           receiver; MPI: MPI_Send), part of time_s     */
     int reps;           /* round trips timed */
 } exec_link_sample;
 

@@ -13,6 +13,7 @@
 #include "chan.h"
 #include "data.h"
 #include "gemm.h"
+#include "linkprof.h"
 #include "net.h"
 #include "optim.h"
 #include "profile.h"
@@ -253,9 +254,35 @@ int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err
     return exec_profile(&p->model, file, &b, 1, 3, reps, 1, pf, e);
 }
 
-cluster_link exec_val_link(const cluster_link *profiled, exec_pipe_backend backend)
+int exec_val_post_s(exec_pipe_backend backend, double *post_s, cl_err *e)
+{
+    exec_link_opts o;
+    exec_link_opts_default(&o);
+    o.backend = backend == EXEC_PIPE_MPI ? EXEC_LINK_MPI : EXEC_LINK_THREADS;
+    o.max_bytes = 4096;
+    o.seconds_per_size = 0.01;
+    exec_link_sample s[EXEC_LINK_MAX_SIZES];
+    int n = 0;
+    int rc = exec_link_measure(&o, s, &n, e);
+    if (rc) return rc;
+    double v[EXEC_LINK_MAX_SIZES];
+    for (int i = 0; i < n; i++) v[i] = s[i].send_s;
+    *post_s = median_of(v, n);
+    return CL_OK;
+}
+
+void exec_val_add_posts(plan *p, double post_s)
+{
+    for (int s = 0; s < p->n_stages; s++) {
+        if (s + 1 < p->n_stages) p->stages[s].fwd_s += post_s;
+        if (s > 0) p->stages[s].bwd_in_s += post_s;
+    }
+}
+
+cluster_link exec_val_link(const cluster_link *profiled, exec_pipe_backend backend, double post_s)
 {
     cluster_link l = *profiled;
+    l.latency_s -= post_s;
     if (!(l.latency_s > 0) || !isfinite(l.latency_s)) l.latency_s = 0;
     if (backend == EXEC_PIPE_THREADS || !(l.bw_Bps > 0) || !isfinite(l.bw_Bps))
         l.bw_Bps = EXEC_VAL_HANDOFF_BPS;

@@ -83,17 +83,30 @@ int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const c
  * *pf. */
 int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err *e);
 
-/* Step 2.  The link the simulator should use for a profiled link on
- * `backend`.  MPI: the link as it is (a transfer is MPI's own copy, done
- * while the ranks compute).  Threads: a transfer is a pointer hand-off
- * whose per-byte cost is the sender's copy into the message, which the
- * runtime does inside the F op and exec_val_costs already adds there
- * (copy_s); the link keeps its latency (allocation, post, wake-up, take)
- * and no per-byte term (EXEC_VAL_HANDOFF_BPS).  A negative latency
- * becomes 0; a bandwidth that is not positive and finite (a fit with no
- * slope) becomes EXEC_VAL_HANDOFF_BPS too. */
+/* Step 2.  Sending.  A SEND is not free for the worker that posts it: on
+ * the threads backend posting wakes the receiver when it sleeps, a system
+ * call that costs the poster ~15-20 us on this VM; MPI_Isend costs little.
+ * exec_val_post_s measures it: a short ping-pong of small messages (8 B to
+ * 4 KiB, where the copy is negligible) on `backend`, the median over those
+ * sizes of the sender's median send call.  exec_val_add_posts adds post_s
+ * to the op that each SEND follows in the op lists: F of every stage but
+ * the last (activations), B of every stage but the first (gradients). */
+int exec_val_post_s(exec_pipe_backend backend, double *post_s, cl_err *e);
+void exec_val_add_posts(plan *p, double post_s);
+
+/* The link the simulator should use for a profiled link (one-way
+ * latency + bytes / bandwidth, e.g. a ping-pong fit) on `backend`, when
+ * post_s of each transfer is already on the sender's stream: latency -
+ * post_s (the receiver's wake-up and take).  MPI keeps the bandwidth (a
+ * transfer is MPI's own copy, done while the ranks compute).  Threads: a
+ * transfer is a pointer hand-off whose per-byte cost is the sender's copy
+ * into the message, which the runtime does inside the F op and
+ * exec_val_costs already adds there (copy_s), so no per-byte term
+ * (EXEC_VAL_HANDOFF_BPS).  A latency below 0 becomes 0; a bandwidth that is
+ * not positive and finite (a fit with no slope) becomes
+ * EXEC_VAL_HANDOFF_BPS too. */
 #define EXEC_VAL_HANDOFF_BPS 1e15
-cluster_link exec_val_link(const cluster_link *profiled, exec_pipe_backend backend);
+cluster_link exec_val_link(const cluster_link *profiled, exec_pipe_backend backend, double post_s);
 
 /* Set both of p's link levels to `link`. */
 void exec_val_set_link(plan *p, const cluster_link *link);

@@ -200,7 +200,8 @@ static void explain(const plan *p, const exec_val_report *r, const exec_pipe_res
 }
 
 static int run_case(const vcase *c, const model *m, const prof *pf, const cluster *cl,
-                    const cluster_link *link, int runs, int iters, vres *v, cl_err *e)
+                    const cluster_link *link, double post_s, int runs, int iters, vres *v,
+                    cl_err *e)
 {
     memset(v, 0, sizeof *v);
     int mb = model_mb[c->model];
@@ -209,6 +210,7 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     if (rc) return rc;
     exec_val_extra *ex = cl_calloc((size_t)p.n_stages, sizeof *ex);
     rc = exec_val_costs(&p, pf, 20, ex, "bench plan", e);
+    exec_val_add_posts(&p, post_s);
     exec_val_set_link(&p, link);
     sim_result pred;
     memset(&pred, 0, sizeof pred);
@@ -307,6 +309,7 @@ int exec_val_bench(const char *outdir, int quick)
      * the CNN's conv1 output at microbatch 16, is 3.2 MB) */
     exec_link_fit fit;
     memset(&fit, 0, sizeof fit);
+    double post_s = 0;
     cluster_link link = {1e10, 0};
     cluster cl;
     memset(&cl, 0, sizeof cl);
@@ -321,9 +324,10 @@ int exec_val_bench(const char *outdir, int quick)
         double b[EXEC_LINK_MAX_SIZES], t[EXEC_LINK_MAX_SIZES];
         for (int i = 0; i < ns; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
         if (!rc) rc = exec_link_fit_ls(b, t, NULL, ns, &fit, &e);
+        if (!rc) rc = exec_val_post_s(EXEC_PIPE_THREADS, &post_s, &e);
         if (!rc) {
             cluster_link prof_link = {fit.bw_Bps, fit.latency_s};
-            link = exec_val_link(&prof_link, EXEC_PIPE_THREADS);
+            link = exec_val_link(&prof_link, EXEC_PIPE_THREADS, post_s);
             /* device figures do not enter: the stage times come from the profile */
             cluster_devtype dt = {.name = "cpu-core", .peak_fp32_flops = 1e11,
                                  .mem_bytes = (uint64_t)8 << 30, .mem_bw_Bps = 1e10,
@@ -337,8 +341,8 @@ int exec_val_bench(const char *outdir, int quick)
     if (!rc) rc = cl_out_open(&out, path, &e);
     vres *v = cl_calloc((size_t)n, sizeof *v);
     if (!rc) {
-        printf("  link (threads): latency %.2f us, bandwidth %.2f GB/s, R^2 %.4f; simulated as a %.2f us hand-off (the copy is in F)\n",
-               fit.latency_s * 1e6, fit.bw_Bps * 1e-9, fit.r2, link.latency_s * 1e6);
+        printf("  link (threads): latency %.2f us, bandwidth %.2f GB/s, R^2 %.4f; a send costs its sender %.2f us (added to F/B), the rest is a %.2f us hand-off (the copy is in F)\n",
+               fit.latency_s * 1e6, fit.bw_Bps * 1e-9, fit.r2, post_s * 1e6, link.latency_s * 1e6);
         printf("  %-4s %-10s %-12s %3s %3s %3s %11s %11s %8s %8s %8s %5s\n", "case", "model",
                "schedule", "p", "v", "m", "predicted", "measured", "error", "busy", "memory",
                "load");
@@ -346,7 +350,7 @@ int exec_val_bench(const char *outdir, int quick)
     }
     for (int i = 0; i < n && !rc; i++) {
         const vcase *c = &cs[i];
-        rc = run_case(c, &md[c->model], &pf[c->model], &cl, &link, runs, iters, &v[i], &e);
+        rc = run_case(c, &md[c->model], &pf[c->model], &cl, &link, post_s, runs, iters, &v[i], &e);
         if (rc) break;
         printf("  %-4d %-10s %-12s %3d %3d %3d %9.3f ms %9.3f ms %+7.2f%% %7.2f%% %+7.2f%% %5.2f%s\n",
                i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,

@@ -216,13 +216,19 @@ static void test_update_closed_form(void)
 static void test_link_rules(void)
 {
     cluster_link l = {5e9, 20e-6};
-    cluster_link t = exec_val_link(&l, EXEC_PIPE_THREADS), m = exec_val_link(&l, EXEC_PIPE_MPI);
+    cluster_link t = exec_val_link(&l, EXEC_PIPE_THREADS, 0),
+                 m = exec_val_link(&l, EXEC_PIPE_MPI, 0);
     CU_ASSERT_EQUAL(t.latency_s, 20e-6);
     CU_ASSERT_EQUAL(t.bw_Bps, EXEC_VAL_HANDOFF_BPS);
     CU_ASSERT_EQUAL(m.latency_s, 20e-6);
     CU_ASSERT_EQUAL(m.bw_Bps, 5e9);
+    /* the sender's share leaves the link */
+    t = exec_val_link(&l, EXEC_PIPE_THREADS, 15e-6);
+    CU_ASSERT_DOUBLE_EQUAL(t.latency_s, 5e-6, 1e-18);
+    t = exec_val_link(&l, EXEC_PIPE_THREADS, 25e-6);
+    CU_ASSERT_EQUAL(t.latency_s, 0);
     cluster_link bad = {HUGE_VAL, -3e-6};
-    m = exec_val_link(&bad, EXEC_PIPE_MPI);
+    m = exec_val_link(&bad, EXEC_PIPE_MPI, 0);
     CU_ASSERT_EQUAL(m.latency_s, 0);
     CU_ASSERT_EQUAL(m.bw_Bps, EXEC_VAL_HANDOFF_BPS);
     plan p;
@@ -230,6 +236,18 @@ static void test_link_rules(void)
     exec_val_set_link(&p, &l);
     CU_ASSERT_EQUAL(p.cluster.links[CLUSTER_INTRA].bw_Bps, 5e9);
     CU_ASSERT_EQUAL(p.cluster.links[CLUSTER_INTER].latency_s, 20e-6);
+    /* posts: F of every stage but the last, B of every stage but the first */
+    plan_stage st[3];
+    memset(st, 0, sizeof st);
+    p.stages = st;
+    p.n_stages = 3;
+    exec_val_add_posts(&p, 1e-6);
+    CU_ASSERT_EQUAL(st[0].fwd_s, 1e-6);
+    CU_ASSERT_EQUAL(st[0].bwd_in_s, 0);
+    CU_ASSERT_EQUAL(st[1].fwd_s, 1e-6);
+    CU_ASSERT_EQUAL(st[1].bwd_in_s, 1e-6);
+    CU_ASSERT_EQUAL(st[2].fwd_s, 0);
+    CU_ASSERT_EQUAL(st[2].bwd_in_s, 1e-6);
 }
 
 TEST_SUITE(validate)

@@ -91,23 +91,25 @@ static int parse(int argc, char **argv, links_args *a)
 }
 
 static void print_table(const links_args *a, const exec_link_sample *s, int n,
-                        const exec_link_fit *f)
+                        const exec_link_fit *f, const exec_link_fit *fs)
 {
     printf("link profile, %s backend: one-way time per message (median of round trips / 2)\n",
            exec_link_backend_name(a->o.backend));
-    printf("%12s %12s %10s %12s %12s %9s %7s\n", "bytes", "median us", "sd us", "fit us",
-           "GB/s", "resid", "reps");
+    printf("%12s %12s %10s %12s %12s %9s %10s %7s\n", "bytes", "median us", "sd us", "fit us",
+           "GB/s", "resid", "send us", "reps");
     for (int i = 0; i < n; i++) {
         double fit = f->latency_s + s[i].bytes / f->bw_Bps;
-        printf("%12.0f %12.3f %10.3f %12.3f %12.3f %8.2f%% %7d\n", s[i].bytes, s[i].time_s * 1e6,
-               s[i].sd_s * 1e6, fit * 1e6, s[i].bytes / s[i].time_s * 1e-9,
-               100 * (s[i].time_s - fit) / s[i].time_s, s[i].reps);
+        printf("%12.0f %12.3f %10.3f %12.3f %12.3f %8.2f%% %10.3f %7d\n", s[i].bytes,
+               s[i].time_s * 1e6, s[i].sd_s * 1e6, fit * 1e6, s[i].bytes / s[i].time_s * 1e-9,
+               100 * (s[i].time_s - fit) / s[i].time_s, s[i].send_s * 1e6, s[i].reps);
     }
     printf("fit: latency %.3f us (+- %.3f), bandwidth %.3f GB/s (1/bw +- %.2f%%)\n",
            f->latency_s * 1e6, f->latency_se * 1e6, f->bw_Bps * 1e-9,
            100 * f->inv_bw_se * f->bw_Bps);
     printf("     weighted R^2 %.6f, relative residuals rms %.2f%%, largest %.2f%% at %.0f B\n",
            f->r2, 100 * f->rms_rel, 100 * f->max_rel, f->max_rel_bytes);
+    printf("the sender's share (its send call): %.3f us + bytes / %.3f GB/s (R^2 %.4f)\n",
+           fs->latency_s * 1e6, fs->bw_Bps * 1e-9, fs->r2);
 }
 
 static cJSON *fit_json(const exec_link_fit *f)
@@ -124,7 +126,8 @@ static cJSON *fit_json(const exec_link_fit *f)
     return o;
 }
 
-static int print_json(const links_args *a, const exec_link_sample *s, int n, const exec_link_fit *f)
+static int print_json(const links_args *a, const exec_link_sample *s, int n, const exec_link_fit *f,
+                      const exec_link_fit *fs)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "backend", exec_link_backend_name(a->o.backend));
@@ -135,10 +138,12 @@ static int print_json(const links_args *a, const exec_link_sample *s, int n, con
         cJSON_AddNumberToObject(x, "time_s", s[i].time_s);
         cJSON_AddNumberToObject(x, "sd_s", s[i].sd_s);
         cJSON_AddNumberToObject(x, "min_s", s[i].min_s);
+        cJSON_AddNumberToObject(x, "send_s", s[i].send_s);
         cJSON_AddNumberToObject(x, "reps", s[i].reps);
         cJSON_AddItemToArray(arr, x);
     }
     cJSON_AddItemToObject(o, "fit", fit_json(f));
+    cJSON_AddItemToObject(o, "send_fit", fit_json(fs));
     char *t = jx_print(o, 1);
     cJSON_Delete(o);
     if (!t) return CL_ERUN;
@@ -153,10 +158,10 @@ static int write_csv(const char *path, const exec_link_sample *s, int n, const e
     cl_out out;
     int rc = cl_out_open(&out, path, e);
     if (rc) return rc;
-    fprintf(out.f, "bytes,time_s,sd_s,min_s,reps,fit_s\n");
+    fprintf(out.f, "bytes,time_s,sd_s,min_s,reps,fit_s,send_s\n");
     for (int i = 0; i < n; i++)
-        fprintf(out.f, "%.0f,%.9g,%.9g,%.9g,%d,%.9g\n", s[i].bytes, s[i].time_s, s[i].sd_s,
-                s[i].min_s, s[i].reps, f->latency_s + s[i].bytes / f->bw_Bps);
+        fprintf(out.f, "%.0f,%.9g,%.9g,%.9g,%d,%.9g,%.9g\n", s[i].bytes, s[i].time_s, s[i].sd_s,
+                s[i].min_s, s[i].reps, f->latency_s + s[i].bytes / f->bw_Bps, s[i].send_s);
     return cl_out_commit(&out, e);
 }
 
@@ -172,12 +177,14 @@ int cmd_profile_links(int argc, char **argv)
         return cli_report(&e);
     exec_link_sample s[EXEC_LINK_MAX_SIZES];
     int n = 0;
-    exec_link_fit f;
+    exec_link_fit f, fs;
     rc = exec_link_measure(&a.o, s, &n, &e);
     if (!rc && rank == 0) {
         double *b = cl_malloc((size_t)n * sizeof *b), *t = cl_malloc((size_t)n * sizeof *t);
         for (int i = 0; i < n; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
         rc = exec_link_fit_ls(b, t, NULL, n, &f, &e);
+        for (int i = 0; i < n; i++) t[i] = s[i].send_s;
+        if (!rc) rc = exec_link_fit_ls(b, t, NULL, n, &fs, &e);
         free(b);
         free(t);
     }
@@ -188,17 +195,18 @@ int cmd_profile_links(int argc, char **argv)
         exec_machine_measure(1.0, &mc);
         char note[512];
         snprintf(note, sizeof note,
-                 "Measured by cleave profile --links --backend %s: ping-pong between two workers, %.0f B to %.0f B (%d sizes, doubling), median one-way time; weighted least squares (1/t^2) of time = latency + bytes / bandwidth: R^2 %.6f, relative residuals rms %.2f%%, largest %.2f%% at %.0f B%s.",
+                 "Measured by cleave profile --links --backend %s: ping-pong between two workers, %.0f B to %.0f B (%d sizes, doubling), median one-way time; weighted least squares (1/t^2) of time = latency + bytes / bandwidth: R^2 %.6f, relative residuals rms %.2f%%, largest %.2f%% at %.0f B%s. Of the latency, the sender's send call takes %.3g us.",
                  exec_link_backend_name(a.o.backend), s[0].bytes, s[n - 1].bytes, n, f.r2,
                  100 * f.rms_rel, 100 * f.max_rel, f.max_rel_bytes,
-                 f.latency_s < 0 ? "; the fitted latency was negative and is written as 0" : "");
+                 f.latency_s < 0 ? "; the fitted latency was negative and is written as 0" : "",
+                 fs.latency_s * 1e6);
         rc = exec_link_cluster(&c, &mc, &f, a.o.backend, note, &e);
         if (!rc && a.csv) rc = write_csv(a.csv, s, n, &f, &e);
         if (!rc) rc = cluster_save(&c, a.out, &e);
         if (!rc) {
-            if (a.json) rc = print_json(&a, s, n, &f);
+            if (a.json) rc = print_json(&a, s, n, &f, &fs);
             else {
-                print_table(&a, s, n, &f);
+                print_table(&a, s, n, &f, &fs);
                 if (strcmp(a.out, "-") != 0)
                     printf("wrote %s: %d x cpu-core (peak %.1f GFLOP/s, efficiency %.3f), intra-node link %.3f GB/s, %.3f us\n",
                            a.out, c.n_devices, mc.peak_flops * 1e-9, c.types[0].efficiency,

@@ -132,6 +132,7 @@ typedef struct val_ctx {
     exec_link_fit fit;
     double fit_max_bytes;
     cluster_link link, sim_link;
+    double post_s;          /* a SEND's cost on the sender's stream      */
     const char *cost_source;
 } val_ctx;
 
@@ -162,9 +163,16 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
     else
         printf("link: from %s: latency %s, bandwidth %.3f GB/s\n", c->a->links,
                time_str(c->link.latency_s, b1, sizeof b1), c->link.bw_Bps * 1e-9);
-    if (c->link_used && c->sim_link.bw_Bps >= EXEC_VAL_HANDOFF_BPS)
-        printf("      simulated as a hand-off of %s: the per-byte cost is the copy inside F\n",
-               time_str(c->sim_link.latency_s, b1, sizeof b1));
+    if (c->link_used) {
+        printf("      a send costs its sender %s (measured now), added to the F or B before it;\n",
+               time_str(c->post_s, b1, sizeof b1));
+        if (c->sim_link.bw_Bps >= EXEC_VAL_HANDOFF_BPS)
+            printf("      the rest of the latency, %s, is simulated as a hand-off: the per-byte cost is the copy inside F\n",
+                   time_str(c->sim_link.latency_s, b1, sizeof b1));
+        else
+            printf("      the rest of the latency, %s, and the bandwidth are simulated as a link\n",
+                   time_str(c->sim_link.latency_s, b1, sizeof b1));
+    }
     printf("\n  %-34s %14s %14s %10s\n", "quantity", "predicted", "measured", "error");
     row("iteration time", &r->iteration_s, 0);
     char name[128];
@@ -251,7 +259,12 @@ static int get_link(val_ctx *c, plan *p, cl_err *e)
         c->fit_max_bytes = (double)mx;
         c->link = (cluster_link){c->fit.bw_Bps, c->fit.latency_s};
     }
-    c->sim_link = exec_val_link(&c->link, c->a->backend);
+    if (c->link_used) {
+        int rc = exec_val_post_s(c->a->backend, &c->post_s, e);
+        if (rc) return rc;
+        exec_val_add_posts(p, c->post_s);
+    }
+    c->sim_link = exec_val_link(&c->link, c->a->backend, c->post_s);
     exec_val_set_link(p, &c->sim_link);
     return CL_OK;
 }
