@@ -115,8 +115,9 @@ static int check_opts(const exec_link_opts *o, cl_err *e)
         o->max_bytes > ((uint64_t)1 << 30))
         return cl_fail(e, CL_EINPUT, "link sizes %llu .. %llu B: expected powers of two from 8 B to 1 GiB, the first not above the second",
                        (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes);
-    if (o->min_reps < 1 || o->warmup < 0 || !(o->seconds_per_size >= 0) || !isfinite(o->seconds_per_size))
-        return cl_fail(e, CL_EINPUT, "link repetitions: at least one round trip per size, warm-up >= 0, time >= 0");
+    if (o->min_reps < 1 || o->warmup < 0 || !(o->seconds_per_size >= 0) || !isfinite(o->seconds_per_size) ||
+        !(o->gap_s >= 0) || !(o->gap_s <= 1))
+        return cl_fail(e, CL_EINPUT, "link repetitions: at least one round trip per size, warm-up >= 0, time >= 0, gap 0 to 1 s");
     if ((unsigned)o->backend >= EXEC_LINK_BACKEND_COUNT)
         return cl_fail(e, CL_EINPUT, "link backend %d is unknown", (int)o->backend);
     return CL_OK;
@@ -223,6 +224,17 @@ static void echo_loop(pp_ctx *c)
     }
 }
 
+/* Compute (read and write buf, as an op would touch its data) for s seconds. */
+static void busy_for(double s, unsigned char *buf, int64_t b)
+{
+    double end = exec_now() + s;
+    unsigned char acc = 0;
+    do {
+        for (int64_t i = 8; i < b && i < 4096; i += 64) acc = (unsigned char)(acc + buf[i]);
+        if (b > 8) buf[b - 1] = acc;
+    } while (exec_now() < end);
+}
+
 /* Pinger (worker 0): time round trips into times[s * MAX_REPS ..]. */
 static void ping_loop(pp_ctx *c)
 {
@@ -241,6 +253,7 @@ static void ping_loop(pp_ctx *c)
             if (r == 0) end = exec_now() + o->seconds_per_size;
             int last = r >= 0 && (n + 1 >= MAX_REPS || (n + 1 >= o->min_reps && exec_now() >= end));
             set_flag(buf, !last);
+            if (o->gap_s > 0) busy_for(o->gap_s, buf, b);
             double t0 = exec_now();
             xsend(x, 0, 1, exec_tag(EXEC_TAG_ACT, 0, seq), buf, b);
             if (r >= 0) ts[n] = exec_now() - t0;

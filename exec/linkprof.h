@@ -83,6 +83,10 @@ typedef struct exec_link_opts {
     int min_reps;          /* round trips per size at least (default 10)      */
     double seconds_per_size; /* and until this much time is spent (0.05)    */
     int warmup;            /* untimed round trips first (3)                   */
+    double gap_s;          /* threads: the pinger computes this long (untimed)
+                              before each round trip, so the echo has been
+                              asleep that long when the message comes, as a
+                              pipeline stage waiting for its neighbour is (0) */
 } exec_link_opts;
 
 void exec_link_opts_default(exec_link_opts *o);

@@ -129,7 +129,7 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
      * shuffled order */
     exec_data set;
     memset(&set, 0, sizeof set);
-    int64_t *perm = NULL, n_set = (int64_t)p->batch * 8;
+    int64_t *perm = NULL, n_set = (int64_t)p->batch * EXEC_VAL_SET_BATCHES;
     int32_t *yb = NULL;
     if (gather) {
         const model_shape *sh = &p->model.input;
@@ -260,7 +260,8 @@ int exec_val_post_s(exec_pipe_backend backend, double *post_s, cl_err *e)
     exec_link_opts_default(&o);
     o.backend = backend == EXEC_PIPE_MPI ? EXEC_LINK_MPI : EXEC_LINK_THREADS;
     o.max_bytes = 4096;
-    o.seconds_per_size = 0.01;
+    o.seconds_per_size = 0.02;
+    o.gap_s = EXEC_VAL_POST_GAP_S;
     exec_link_sample s[EXEC_LINK_MAX_SIZES];
     int n = 0;
     int rc = exec_link_measure(&o, s, &n, e);
@@ -337,9 +338,9 @@ int exec_val_measure(const plan *p, exec_pipe_backend backend, int n_iter, const
     int classes = m->classes > 0 ? m->classes : 2;
     exec_pipe_opts o;
     exec_pipe_defaults(&o);
-    /* every iteration its own samples, up to 64 batches (the runtime takes
-     * batches in order and starts a new epoch when they run out) */
-    int64_t batches = n_iter < 64 ? n_iter : 64;
+    /* EXEC_VAL_SET_BATCHES batches (the runtime takes batches in a
+     * shuffled order and starts a new epoch when they run out) */
+    int64_t batches = EXEC_VAL_SET_BATCHES;
     exec_data train;
     exec_data_synthetic(&train, (int64_t)p->batch * batches, C, H, W, classes, o.seed, 0);
     o.backend = backend;

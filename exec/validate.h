@@ -87,10 +87,14 @@ int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err
  * the threads backend posting wakes the receiver when it sleeps, a system
  * call that costs the poster ~15-20 us on this VM; MPI_Isend costs little.
  * exec_val_post_s measures it: a short ping-pong of small messages (8 B to
- * 4 KiB, where the copy is negligible) on `backend`, the median over those
- * sizes of the sender's median send call.  exec_val_add_posts adds post_s
+ * 4 KiB, where the copy is negligible) on `backend`, the sender computing
+ * EXEC_VAL_POST_GAP_S before each (so the receiver has gone to sleep, as a
+ * stage waiting for its neighbour has; a receiver woken right after it fell
+ * asleep is cheaper to wake), the median over those sizes of the sender's
+ * median send call.  exec_val_add_posts adds post_s
  * to the op that each SEND follows in the op lists: F of every stage but
  * the last (activations), B of every stage but the first (gradients). */
+#define EXEC_VAL_POST_GAP_S 200e-6
 int exec_val_post_s(exec_pipe_backend backend, double *post_s, cl_err *e);
 void exec_val_add_posts(plan *p, double post_s);
 
@@ -120,8 +124,12 @@ double exec_val_max_transfer(const plan *p);
 int exec_val_predict(const plan *p, int n_iter, const char *trace, sim_result *r, cl_err *e);
 
 /* Step 4.  Train p for n_iter iterations on a synthetic set of the model's
- * shape (seeded), as `cleave train --plan` would with the plan's optimiser.
+ * shape (seeded) of EXEC_VAL_SET_BATCHES batches (exec_val_costs times the
+ * first stage's input gather on a set of the same size, so both read it
+ * from the same level of the memory hierarchy), as `cleave train --plan`
+ * would with the plan's optimiser.
  * The caller frees *r with exec_pipe_result_free (also on failure). */
+#define EXEC_VAL_SET_BATCHES 32
 int exec_val_measure(const plan *p, exec_pipe_backend backend, int n_iter, const char *file,
                      const char *trace, exec_pipe_result *r, cl_err *e);
 
