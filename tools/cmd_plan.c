@@ -320,6 +320,11 @@ int cmd_plan(int argc, char **argv)
             batch = (int64_t)pf.layers[0].batch[pf.layers[0].n_points - 1];
         if (batch < 1) batch = 64;
     }
+    if (!have_prof && micro && batch % micro) { /* no microbatch size to derive costs at */
+        rc = cli_usage_error("plan", "--microbatches %lld does not divide the batch of %lld (pick a divisor, or auto)",
+                             (long long)micro, (long long)batch);
+        goto done;
+    }
     if (!have_prof) {
         /* derive at every microbatch size the search may try */
         const cluster_devtype *t = &cl.types[cl.devices[0].type];
