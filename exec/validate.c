@@ -53,23 +53,7 @@ void exec_val_abs_stats(const double *err, int n, double *mean, double *max)
 
 int exec_val_check(const plan *p, const char *file, cl_err *e)
 {
-    const model *m = &p->model;
-    for (int s = 0; s < p->n_stages; s++) {
-        const plan_stage *st = &p->stages[s];
-        for (int k = 1; k < st->n_layers; k++)
-            if (st->layers[k] != st->layers[k - 1] + 1)
-                return cl_fail(e, CL_EINPUT, "%s: stages[%d].layers: the executor runs a stage as a range of consecutive layers, this one skips from %d to %d",
-                               file, s, st->layers[k - 1], st->layers[k]);
-        int rc = exec_net_check(m, st->layers[0], st->layers[st->n_layers - 1] + 1, file, e);
-        if (rc) return rc;
-    }
-    if (m->n_layers < 1 || m->layers[m->n_layers - 1].kind != MODEL_SOFTMAX_XENT)
-        return cl_fail(e, CL_EINPUT, "%s: model.layers: training needs the model to end in softmax_xent (hint: add the loss layer)",
-                       file);
-    if (p->optimizer != OPTIM_SGD && p->optimizer != OPTIM_MOMENTUM)
-        return cl_fail(e, CL_EINPUT, "%s: optimizer: the executor implements sgd and momentum, not %s (hint: plan with --optimizer momentum)",
-                       file, plan_optim_name(p->optimizer));
-    return CL_OK;
+    return exec_pipe_check(p, file, e); /* the runtime's own refusals, before anything runs */
 }
 
 /* -------------------------------------------------------------- costs -- */

@@ -44,9 +44,9 @@ void exec_val_qty_set(exec_val_qty *q, double predicted, double measured);
  * *mean = *max = 0 when none is left). */
 void exec_val_abs_stats(const double *err, int n, double *mean, double *max);
 
-/* Check that the executor can run every stage of p (layer kinds, a chain,
- * the loss at the end, an optimiser it implements).  CL_EINPUT naming
- * `file` and the stage. */
+/* Check that the runtime can run p (exec_pipe_check: layer kinds, stages
+ * that cut the model in order, the loss at the end, an optimiser it
+ * implements, a schedule that builds).  CL_EINPUT naming `file`. */
 int exec_val_check(const plan *p, const char *file, cl_err *e);
 
 /* What a stage costs beyond its layers' profiled times, measured on this
