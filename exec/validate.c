@@ -64,25 +64,34 @@ static double median_of(double *v, int n)
     return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
 }
 
+/* Exchange the parameter block with a stashed copy, as the runtime's
+ * PipeDream backward does before and after running with an old version. */
+static void swap_block(float *p, float *q, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float t = p[i];
+        p[i] = q[i];
+        q[i] = t;
+    }
+}
+
 /* What the runtime does around a stage's layers, measured in context on
- * the stage's own net at the plan's microbatch size: `reps` training steps
- * (forwards, input and weight gradients of the microbatches one update
- * covers, then the optimiser step with the runtime's settings) on random
- * data, timing (medians) the optimiser step into *up_s
- * and, when the stage sends its output (send = 1), the copy of that output
- * into a fresh message right after the forward (the runtime does it inside
- * the F op) into *copy_s.  With gather (the first stage), the copy of
- * the microbatch's samples out of the data set, which the runtime does
- * before each F on the first stage, is timed into *input_s.  With stash
- * (PipeDream on a stage whose
- * microbatches are still in flight when it updates), the update also
- * copies the parameters into a fresh weight version first, as the runtime
- * does on the same stream: that copy is timed into *up_s too.  *acts_bytes
- * and *param_bytes receive the runtime's exact allocations: one
- * microbatch's exec_acts and the padded parameter block. */
-static int stage_extras(const plan *p, const plan_stage *st, int send, int gather, int stash,
-                        int reps, double *up_s, double *copy_s, double *input_s,
-                        double *acts_bytes, double *param_bytes, const char *file, cl_err *e)
+ * the stage's own net at the plan's microbatch size (medians of `reps`
+ * steps on random data; a step is the forwards, input and weight gradients
+ * of the microbatches one update covers, then the optimiser step with the
+ * runtime's settings), into v (docs/validation.md):
+ *  - update_s: the optimiser step;
+ *  - copy_s (send): copying the output into a fresh message after each F;
+ *  - input_s (gather): gathering the microbatch's samples from a data set
+ *    of the run's size before each F on the first stage;
+ *  - version_s, swap_s (versions: PipeDream on a stage whose microbatches
+ *    are still in flight when it updates): copying the parameters into a
+ *    new weight version before the step, and the two exchanges of the
+ *    parameter block with a stashed version around each B;
+ *  - acts_bytes, param_bytes: one microbatch's exec_acts and the padded
+ *    parameter block. */
+static int stage_extras(const plan *p, const plan_stage *st, int send, int gather, int versions,
+                        int reps, exec_val_extra *v, const char *file, cl_err *e)
 {
     const int mb = p->microbatch > 0 ? p->microbatch : 1;
     exec_net *n;
@@ -90,9 +99,9 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
     if (rc) return rc;
     exec_acts *a = exec_acts_create(n, mb);
     int64_t n_par;
-    exec_net_params(n, &n_par);
-    *acts_bytes = (double)exec_acts_bytes(a);
-    *param_bytes = (double)n_par * 4;
+    float *params = exec_net_params(n, &n_par);
+    v->acts_bytes = (double)exec_acts_bytes(a);
+    v->param_bytes = (double)n_par * 4;
     int64_t in_n = exec_net_in_elems(n) * mb, out_n = exec_net_out_elems(n) * mb;
     float *x = exec_falloc(in_n), *dout = NULL, *din = NULL;
     int32_t *y = NULL;
@@ -125,6 +134,8 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
         for (int64_t i = 0; i < n_set; i++) perm[i] = (i * 7919) % n_set; /* 7919 is prime */
         yb = cl_malloc((size_t)mb * sizeof *yb);
     }
+    float *stashed = versions ? exec_falloc(n_par) : NULL;
+    if (stashed) memcpy(stashed, params, (size_t)n_par * 4);
     /* between two updates the runtime runs every microbatch of the
      * iteration through the stage (flushing kinds) or one (PipeDream, FBP);
      * the update then finds the caches as those passes left them */
@@ -132,9 +143,10 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
     exec_acts **acts = cl_malloc((size_t)k * sizeof *acts);
     acts[0] = a;
     for (int j = 1; j < k; j++) acts[j] = exec_acts_create(n, mb);
-    double *tu = cl_malloc((size_t)reps * sizeof *tu),
-           *tc = cl_malloc((size_t)reps * (size_t)k * sizeof *tc),
-           *tg = cl_malloc((size_t)reps * (size_t)k * sizeof *tg);
+    size_t nk = (size_t)reps * (size_t)k;
+    double *tu = cl_malloc((size_t)reps * sizeof *tu), *tv = cl_malloc((size_t)reps * sizeof *tv),
+           *tc = cl_malloc(nk * sizeof *tc), *tg = cl_malloc(nk * sizeof *tg),
+           *ts = cl_malloc(nk * sizeof *ts);
     int64_t pos = 0;
     for (int r = -3; r < reps; r++) {
         for (int j = 0; j < k; j++) {
@@ -156,27 +168,42 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
             }
         }
         for (int j = 0; j < k; j++) {
+            double t0 = exec_now();
+            if (stashed) swap_block(params, stashed, n_par);
+            double t1 = exec_now();
             exec_net_backward_input(n, acts[j], dout, din, 1.0f / (float)p->batch);
             exec_net_backward_weight(n, acts[j]);
+            double t2 = exec_now();
+            if (stashed) swap_block(params, stashed, n_par);
+            if (r >= 0) ts[(size_t)r * (size_t)k + (size_t)j] = (t1 - t0) + (exec_now() - t2);
         }
         double t0 = exec_now();
         float *version = NULL;
-        if (stash) {
+        if (versions) {
             version = exec_falloc(n_par);
-            memcpy(version, exec_net_params(n, NULL), (size_t)n_par * 4);
+            memcpy(version, params, (size_t)n_par * 4);
         }
+        double t1 = exec_now();
         exec_sgd_step(&sgd, n);
-        if (r >= 0) tu[r] = exec_now() - t0;
+        if (r >= 0) {
+            tu[r] = exec_now() - t1;
+            tv[r] = t1 - t0;
+        }
         free(version);
     }
     for (int j = 1; j < k; j++) exec_acts_destroy(acts[j]);
     free(acts);
-    *up_s = median_of(tu, reps);
-    *copy_s = send ? median_of(tc, reps * k) : 0;
-    *input_s = gather ? median_of(tg, reps * k) : 0;
+    v->update_s = median_of(tu, reps);
+    v->version_s = versions ? median_of(tv, reps) : 0;
+    v->swap_s = versions ? median_of(ts, (int)nk) : 0;
+    v->copy_s = send ? median_of(tc, (int)nk) : 0;
+    v->input_s = gather ? median_of(tg, (int)nk) : 0;
     free(tu);
+    free(tv);
     free(tc);
     free(tg);
+    free(ts);
+    free(stashed);
     free(perm);
     free(yb);
     exec_data_free(&set);
@@ -215,19 +242,21 @@ int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const c
         st->act_out_bytes = s + 1 < p->n_stages ? pf->layers[st->layers[st->n_layers - 1]].act_bytes * b : 0;
         if (!x) continue;
         exec_val_extra *v = &x[s];
+        memset(v, 0, sizeof *v);
         /* PipeDream stashes a weight version at an update while microbatches
-         * that used it are in flight: on every stage but the last */
+         * that used it are in flight, and runs their backward with it: on
+         * every stage but the last */
         int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
         int versions = p->schedule == SCHED_PIPEDREAM && s % P < P - 1;
-        rc = stage_extras(p, st, s + 1 < p->n_stages, s == 0, versions, reps, &v->update_s,
-                          &v->copy_s, &v->input_s, &v->acts_bytes, &v->param_bytes, file, e);
+        rc = stage_extras(p, st, s + 1 < p->n_stages, s == 0, versions, reps, v, file, e);
         if (rc) return rc;
         v->fwd_layers_s = f;
         v->stash_layers_bytes = stash;
         st->fwd_s += v->copy_s + v->input_s;
+        st->bwd_in_s += v->swap_s;
         st->stash_bytes = v->acts_bytes;
         st->param_bytes = v->param_bytes;
-        st->update_s = v->update_s;
+        st->update_s = v->update_s + v->version_s;
     }
     return CL_OK;
 }
@@ -256,11 +285,16 @@ int exec_val_post_s(exec_pipe_backend backend, double *post_s, cl_err *e)
     return CL_OK;
 }
 
-void exec_val_add_posts(plan *p, double post_s)
+void exec_val_add_posts(plan *p, exec_val_extra *x, double post_s)
 {
     for (int s = 0; s < p->n_stages; s++) {
-        if (s + 1 < p->n_stages) p->stages[s].fwd_s += post_s;
-        if (s > 0) p->stages[s].bwd_in_s += post_s;
+        double f = s + 1 < p->n_stages ? post_s : 0, b = s > 0 ? post_s : 0;
+        p->stages[s].fwd_s += f;
+        p->stages[s].bwd_in_s += b;
+        if (x) {
+            x[s].post_f_s = f;
+            x[s].post_b_s = b;
+        }
     }
 }
 
@@ -370,8 +404,24 @@ double exec_val_measured_iteration_median(const plan *p, const exec_pipe_result 
 
 /* ----------------------------------------------------------- compare -- */
 
-int exec_val_compare(const plan *p, const sim_result *pred, const exec_pipe_result *meas,
-                     exec_val_report *out, cl_err *e)
+double exec_val_off_clock(const plan *p, const exec_val_extra *x, int device)
+{
+    double off = 0;
+    int async = sched_is_async(p->schedule);
+    for (int s = 0; x && s < p->n_stages; s++) {
+        const plan_stage *st = &p->stages[s];
+        for (int k = 0; k < st->n_replicas; k++) {
+            if (st->devices[k] != device) continue;
+            int r = st->n_replicas, c = (p->n_micro - k + r - 1) / r;
+            off += c * (x[s].input_s + x[s].post_f_s + x[s].post_b_s) +
+                   (async ? c : 1) * x[s].version_s;
+        }
+    }
+    return off;
+}
+
+int exec_val_compare(const plan *p, const exec_val_extra *x, const sim_result *pred,
+                     const exec_pipe_result *meas, exec_val_report *out, cl_err *e)
 {
     memset(out, 0, sizeof *out);
     if (pred->n_dev != meas->n_workers)
@@ -389,18 +439,19 @@ int exec_val_compare(const plan *p, const sim_result *pred, const exec_pipe_resu
     out->w = cl_calloc((size_t)out->n_workers, sizeof *out->w);
     for (int i = 0; i < out->n_workers; i++) {
         const sim_dev_result *d = &pred->dev[i];
-        const exec_pipe_worker *x = &meas->w[i];
-        if (d->device != x->device) {
+        const exec_pipe_worker *w = &meas->w[i];
+        if (d->device != w->device) {
             exec_val_report_free(out);
             return cl_fail(e, CL_ERUN, "worker %d runs on device %d in the simulator, %d in the run",
-                           i, d->device, x->device);
+                           i, d->device, w->device);
         }
         exec_val_worker *v = &out->w[i];
         v->device = d->device;
         v->stage = d->stage;
         v->n_stages = d->n_stages;
-        exec_val_qty_set(&v->busy_s, d->busy_s, window_median(x->iter_busy_s, first, meas->n_iter));
-        exec_val_qty_set(&v->peak_mem, d->peak_mem_bytes, x->peak_mem_bytes);
+        exec_val_qty_set(&v->busy_s, d->busy_s - exec_val_off_clock(p, x, d->device),
+                         window_median(w->iter_busy_s, first, meas->n_iter));
+        exec_val_qty_set(&v->peak_mem, d->peak_mem_bytes, w->peak_mem_bytes);
         if (fabs(v->busy_s.error) > out->max_busy_error) out->max_busy_error = fabs(v->busy_s.error);
         if (fabs(v->peak_mem.error) > out->max_mem_error) out->max_mem_error = fabs(v->peak_mem.error);
     }

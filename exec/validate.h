@@ -52,18 +52,28 @@ int exec_val_check(const plan *p, const char *file, cl_err *e);
 /* What a stage costs beyond its layers' profiled times, measured on this
  * machine in context (training steps on the stage's own net). */
 typedef struct exec_val_extra {
-    double update_s;        /* one optimiser step of the stage's parameters
-                               (PipeDream: with the copy of the weight version
-                               it stashes first, on every stage but the last) */
-    double copy_s;          /* copying its output into a fresh message (the
-                               runtime does it inside F); 0 for the last stage */
+    /* on the runtime's op clock (its busy time counts them) */
+    double update_s;        /* one optimiser step of the stage's parameters   */
+    double copy_s;          /* copying its output into a fresh message after
+                               each F; 0 for the last stage                   */
+    double swap_s;          /* PipeDream, every stage but the last: the two
+                               exchanges of the parameters with the stashed
+                               version around each B                         */
+    /* on the worker's stream but off the op clock */
     double input_s;         /* first stage: gathering the microbatch's samples
                                from the data set before each F; else 0      */
+    double version_s;       /* PipeDream, every stage but the last: copying
+                               the parameters into a new version before each
+                               update                                        */
+    double post_f_s, post_b_s; /* posting the SEND after each F / B
+                               (exec_val_add_posts)                          */
+    /* memory */
     double acts_bytes;      /* one microbatch's exec_acts: what the runtime
                                keeps per stashed microbatch                   */
     double param_bytes;     /* the padded parameter block                    */
-    double fwd_layers_s;    /* the profile's forward alone (before the extras) */
-    double stash_layers_bytes; /* the profile's stash sum (before acts_bytes) */
+    /* the profile's sums before the extras */
+    double fwd_layers_s;
+    double stash_layers_bytes;
 } exec_val_extra;
 
 /* Step 1.  Rebuild every stage's costs as the planner's cost model would
@@ -71,8 +81,9 @@ typedef struct exec_val_extra {
  * act_out_bytes, stash_bytes and param_bytes are sums over the stage's
  * layers of pf at the plan's microbatch size.  With x (n_stages entries,
  * caller-allocated), also measure what the runtime does beyond the layers
- * (exec_val_extra, `reps` steps) and put it in: update_s, fwd_s += copy_s
- * + input_s, stash_bytes = acts_bytes, param_bytes = the padded block.  pf must
+ * (exec_val_extra, `reps` steps) and put it in: fwd_s += copy_s + input_s,
+ * bwd_in_s += swap_s, update_s = update_s + version_s, stash_bytes =
+ * acts_bytes, param_bytes = the padded block.  pf must
  * describe p's model (prof_check_model).  The plan's predictions
  * (compute_s, comm_s, mem_bytes, pred) are left as they were. */
 int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const char *file,
@@ -93,10 +104,11 @@ int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err
  * asleep is cheaper to wake), the median over those sizes of the sender's
  * median send call.  exec_val_add_posts adds post_s
  * to the op that each SEND follows in the op lists: F of every stage but
- * the last (activations), B of every stage but the first (gradients). */
+ * the last (activations), B of every stage but the first (gradients), and
+ * records it in x (may be NULL). */
 #define EXEC_VAL_POST_GAP_S 200e-6
 int exec_val_post_s(exec_pipe_backend backend, double *post_s, cl_err *e);
-void exec_val_add_posts(plan *p, double post_s);
+void exec_val_add_posts(plan *p, exec_val_extra *x, double post_s);
 
 /* The link the simulator should use for a profiled link (one-way
  * latency + bytes / bandwidth, e.g. a ping-pong fit) on `backend`, when
@@ -147,7 +159,8 @@ double exec_val_measured_iteration_median(const plan *p, const exec_pipe_result 
 /* Step 5: everything compared. */
 typedef struct exec_val_worker {
     int device, stage, n_stages;
-    exec_val_qty busy_s;        /* compute seconds per iteration (measured:
+    exec_val_qty busy_s;        /* compute seconds per iteration, as the
+                                   runtime's op clock counts them (measured:
                                    median over the window)                  */
     exec_val_qty peak_mem;      /* bytes                                    */
 } exec_val_worker;
@@ -163,11 +176,19 @@ typedef struct exec_val_report {
     double max_mem_error;
 } exec_val_report;
 
+/* Seconds per iteration of `device`'s simulated busy time that the
+ * runtime does not clock as compute: the extras of x that happen between
+ * ops (input gathers, posts, weight-version copies) times how often the
+ * device does them.  0 when x is NULL. */
+double exec_val_off_clock(const plan *p, const exec_val_extra *x, int device);
+
 /* Fill *out from a prediction and a measurement of the same plan (same
- * workers in the same order).  CL_ERUN when they disagree on the workers.
- * Free with exec_val_report_free. */
-int exec_val_compare(const plan *p, const sim_result *pred, const exec_pipe_result *meas,
-                     exec_val_report *out, cl_err *e);
+ * workers in the same order).  Predicted busy time is the simulator's less
+ * exec_val_off_clock (x may be NULL), so both count what the runtime's op
+ * clock counts.  CL_ERUN when they disagree on the workers.  Free with
+ * exec_val_report_free. */
+int exec_val_compare(const plan *p, const exec_val_extra *x, const sim_result *pred,
+                     const exec_pipe_result *meas, exec_val_report *out, cl_err *e);
 void exec_val_report_free(exec_val_report *r);
 
 /* `cleave bench validate` (exec/validate_bench.c): writes <outdir>/validate.csv. */

@@ -210,7 +210,7 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     if (rc) return rc;
     exec_val_extra *ex = cl_calloc((size_t)p.n_stages, sizeof *ex);
     rc = exec_val_costs(&p, pf, 20, ex, "bench plan", e);
-    exec_val_add_posts(&p, post_s);
+    exec_val_add_posts(&p, ex, post_s);
     exec_val_set_link(&p, link);
     sim_result pred;
     memset(&pred, 0, sizeof pred);
@@ -236,7 +236,7 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
         v->meas_max = sorted[runs - 1];
         free(sorted);
         exec_val_report rep;
-        rc = exec_val_compare(&p, &pred, &meas[pick], &rep, e);
+        rc = exec_val_compare(&p, ex, &pred, &meas[pick], &rep, e);
         if (!rc) {
             v->pred = rep.iteration_s.predicted;
             v->meas = rep.iteration_s.measured;

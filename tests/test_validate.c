@@ -58,7 +58,7 @@ static void test_compare(void)
     exec_pipe_result meas = {.n_workers = 2, .n_iter = 4, .iter_end_s = ends, .iter_s = its, .w = w};
     exec_val_report r;
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(exec_val_compare(&p, &pred, &meas, &r, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_compare(&p, NULL, &pred, &meas, &r, &e), CL_OK);
     CU_ASSERT_EQUAL(r.first_iter, 1);
     CU_ASSERT_DOUBLE_EQUAL(r.iteration_s.measured, 3e-3, 1e-15); /* median of 3, 4.5, 2.5 ms */
     CU_ASSERT_DOUBLE_EQUAL(r.iteration_mean_s, 10e-3 / 3, 1e-15); /* (15 - 5) / 3 ms */
@@ -80,7 +80,7 @@ static void test_compare(void)
     CU_ASSERT_EQUAL(first, 1);
     /* workers that do not line up are a bug in the caller */
     w[1].device = 5;
-    CU_ASSERT_EQUAL(exec_val_compare(&p, &pred, &meas, &r, &e), CL_ERUN);
+    CU_ASSERT_EQUAL(exec_val_compare(&p, NULL, &pred, &meas, &r, &e), CL_ERUN);
 }
 
 /* Stage costs are sums over the stage's layers of a profile written here,
@@ -210,6 +210,43 @@ static void test_update_closed_form(void)
         }
 }
 
+/* Off-clock time per iteration, counted by hand: stage 0 on device 0 does
+ * 4 F (gather 1 + post 2 each); stage 1 is replicated on devices 1 and 2,
+ * which run microbatches {0, 2} and {1, 3}: 2 F and 2 B each (post 4 per
+ * B), and a version copy of 8 once per iteration (flushing) or once per
+ * round of its 2 replicas' microbatches (asynchronous: 2 per replica). */
+static void test_off_clock(void)
+{
+    plan p;
+    memset(&p, 0, sizeof p);
+    p.n_micro = 4;
+    p.n_stages = 2;
+    p.schedule = SCHED_1F1B;
+    int d0[] = {0}, d1[] = {1, 2};
+    plan_stage st[2];
+    memset(st, 0, sizeof st);
+    st[0].n_replicas = 1;
+    st[0].devices = d0;
+    st[1].n_replicas = 2;
+    st[1].devices = d1;
+    p.stages = st;
+    exec_val_extra x[2];
+    memset(x, 0, sizeof x);
+    x[0].input_s = 1;
+    x[0].post_f_s = 2;
+    x[1].post_b_s = 4;
+    x[1].version_s = 8;
+    x[1].copy_s = 100; /* on the op clock: never subtracted */
+    x[1].swap_s = 100;
+    CU_ASSERT_DOUBLE_EQUAL(exec_val_off_clock(&p, x, 0), 4 * (1 + 2), 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(exec_val_off_clock(&p, x, 1), 2 * 4 + 8, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(exec_val_off_clock(&p, x, 2), 2 * 4 + 8, 1e-12);
+    p.schedule = SCHED_PIPEDREAM;
+    CU_ASSERT_DOUBLE_EQUAL(exec_val_off_clock(&p, x, 1), 2 * 4 + 2 * 8, 1e-12);
+    CU_ASSERT_EQUAL(exec_val_off_clock(&p, x, 3), 0);
+    CU_ASSERT_EQUAL(exec_val_off_clock(&p, NULL, 0), 0);
+}
+
 /* What the simulator gets of a profiled link: threads keep the latency and
  * drop the per-byte term (the copy is in F); MPI keeps both; nonsense
  * from a fit without slope or with a negative intercept is made safe. */
@@ -241,7 +278,13 @@ static void test_link_rules(void)
     memset(st, 0, sizeof st);
     p.stages = st;
     p.n_stages = 3;
-    exec_val_add_posts(&p, 1e-6);
+    exec_val_extra x[3];
+    memset(x, 0, sizeof x);
+    exec_val_add_posts(&p, x, 1e-6);
+    CU_ASSERT_EQUAL(x[0].post_f_s, 1e-6);
+    CU_ASSERT_EQUAL(x[0].post_b_s, 0);
+    CU_ASSERT_EQUAL(x[2].post_f_s, 0);
+    CU_ASSERT_EQUAL(x[2].post_b_s, 1e-6);
     CU_ASSERT_EQUAL(st[0].fwd_s, 1e-6);
     CU_ASSERT_EQUAL(st[0].bwd_in_s, 0);
     CU_ASSERT_EQUAL(st[1].fwd_s, 1e-6);
@@ -258,4 +301,5 @@ TEST_SUITE(validate)
     test_add("stage costs rebuilt from a profile", test_costs_from_profile);
     test_add("optimiser step in the simulator: closed forms", test_update_closed_form);
     test_add("the link the simulator gets", test_link_rules);
+    test_add("off-clock time per worker", test_off_clock);
 }

@@ -128,6 +128,7 @@ typedef struct val_ctx {
     const val_args *a;
     const plan *p;
     const exec_val_extra *extra;
+    exec_val_extra *extra_rw;  /* the same array, filled by get_link      */
     int link_measured, link_used;
     exec_link_fit fit;
     double fit_max_bytes;
@@ -150,9 +151,13 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
     for (int s = 0; s < p->n_stages; s++) {
         const exec_val_extra *x = &c->extra[s];
         char b3[32];
-        printf("  stage %d: optimiser step %s, output copy %s, input gather %s\n", s,
+        printf("  stage %d: optimiser step %s, output copy %s, input gather %s", s,
                time_str(x->update_s, b1, sizeof b1), time_str(x->copy_s, b2, sizeof b2),
                time_str(x->input_s, b3, sizeof b3));
+        if (x->version_s > 0 || x->swap_s > 0)
+            printf(", weight version copy %s, swaps per B %s", time_str(x->version_s, b1, sizeof b1),
+                   time_str(x->swap_s, b2, sizeof b2));
+        printf("\n");
     }
     if (!c->link_used) printf("link: not used (one stage)\n");
     else if (c->link_measured)
@@ -262,7 +267,7 @@ static int get_link(val_ctx *c, plan *p, cl_err *e)
     if (c->link_used) {
         int rc = exec_val_post_s(c->a->backend, &c->post_s, e);
         if (rc) return rc;
-        exec_val_add_posts(p, c->post_s);
+        exec_val_add_posts(p, c->extra_rw, c->post_s);
     }
     c->sim_link = exec_val_link(&c->link, c->a->backend, c->post_s);
     exec_val_set_link(p, &c->sim_link);
@@ -300,7 +305,7 @@ int cmd_validate(int argc, char **argv)
     int rank = 0, size = 1;
     if (!rc && a.backend == EXEC_PIPE_MPI) rc = exec_pipe_mpi_world(&rank, &size, &e);
     exec_val_extra *extra = cl_calloc((size_t)p.n_stages, sizeof *extra);
-    val_ctx c = {.a = &a, .p = &p, .extra = extra};
+    val_ctx c = {.a = &a, .p = &p, .extra = extra, .extra_rw = extra};
     /* costs: rank 0 times the layers and the optimiser steps alone */
     if (!rc && rank == 0) {
         if (!have_prof) {
@@ -325,7 +330,7 @@ int cmd_validate(int argc, char **argv)
     if (!rc) rc = exec_val_measure(&p, a.backend, (int)a.iters, a.plan, a.trace, &meas, &e);
     exec_val_report rep;
     memset(&rep, 0, sizeof rep);
-    if (!rc && rank == 0) rc = exec_val_compare(&p, &pred, &meas, &rep, &e);
+    if (!rc && rank == 0) rc = exec_val_compare(&p, extra, &pred, &meas, &rep, &e);
     if (!rc && rank == 0) {
         if (a.json) rc = print_json(&rep);
         else print_table(&c, &rep);
