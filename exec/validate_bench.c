@@ -5,15 +5,16 @@
  * (gpipe, 1f1b, zb-h1, interleaved with 2 chunks per worker, pipedream, fbp)
  * x microbatch counts.  Each plan is built here, not by the planner (the
  * planner makes no interleaved plans): the model's layers are cut into
- * stages x chunks contiguous stages that balance the profiled work (a
- * min-max DP), stage k on core k mod stages.  Then, per case, what
- * `cleave validate` does: costs from a profile of this machine taken at the
- * case's microbatch size (one profile per model, reused), the optimiser step
- * timed per stage, the link measured once with the threads backend (fit over
- * 8 B .. the largest transfer of the suite), a simulation, and `runs` real
- * runs of `iters` iterations; the measured figures are those of the run with
- * the median iteration time (the machine is shared: other jobs land on its
- * two cores and a single run can catch one).
+ * stages x chunks contiguous stages that balance the work of a profile
+ * taken at the start (a min-max DP), stage k on core k mod stages.  Then,
+ * per case, what `cleave validate` does: costs from a profile of this
+ * machine taken right before the case at its microbatch size, the runtime's
+ * extras measured in context, the link and the send cost measured once
+ * with the threads backend (fit over 8 B .. 4 MiB, beyond the suite's
+ * largest transfer), a simulation, and `runs` real runs of `iters`
+ * iterations; the measured figures are those of the run with the median
+ * iteration time (the machine is shared: other jobs land on its two cores
+ * and a single run can catch one).
  *
  * Columns: case, model, schedule, stages, chunks, microbatches, microbatch,
  * iterations, pred_iter_s, meas_iter_s, iter_error, busy_max_error (largest
@@ -200,22 +201,33 @@ static void explain(const plan *p, const exec_val_report *r, const exec_pipe_res
 }
 
 static int run_case(const vcase *c, const model *m, const prof *pf, const cluster *cl,
-                    const cluster_link *link, double post_s, int runs, int iters, vres *v,
-                    cl_err *e)
+                    const cluster_link *link, double post_s, int runs, int iters, int reps,
+                    vres *v, cl_err *e)
 {
     memset(v, 0, sizeof *v);
     int mb = model_mb[c->model];
     plan p;
     int rc = build_plan(&p, c, mb, m, cl, pf, e);
     if (rc) return rc;
+    /* the cuts come from the suite's profile, so every run of the bench
+     * validates the same plans; the costs from a profile taken right now,
+     * so profile and run see the machine in the same state */
+    prof now;
+    int64_t b = mb;
+    v->load = loadavg();
+    rc = exec_profile(m, models[c->model], &b, 1, 3, reps, 1, &now, e);
+    if (rc) {
+        plan_free(&p);
+        return rc;
+    }
     exec_val_extra *ex = cl_calloc((size_t)p.n_stages, sizeof *ex);
-    rc = exec_val_costs(&p, pf, 20, ex, "bench plan", e);
+    rc = exec_val_costs(&p, &now, reps, ex, "bench plan", e);
+    prof_free(&now);
     exec_val_add_posts(&p, ex, post_s);
     exec_val_set_link(&p, link);
     sim_result pred;
     memset(&pred, 0, sizeof pred);
     if (!rc) rc = exec_val_predict(&p, iters, NULL, &pred, e);
-    v->load = loadavg();
     exec_pipe_result *meas = cl_calloc((size_t)runs, sizeof *meas);
     double *its = cl_malloc((size_t)runs * sizeof *its);
     for (int r = 0; r < runs && !rc; r++) {
@@ -291,7 +303,7 @@ int exec_val_bench(const char *outdir, int quick)
     const vcase *cs = quick ? quick_suite : suite;
     int n = quick ? (int)(sizeof quick_suite / sizeof *quick_suite)
                   : (int)(sizeof suite / sizeof *suite);
-    int runs = quick ? 1 : 3, iters = quick ? 6 : 30, reps = quick ? 5 : 30;
+    int runs = quick ? 1 : 5, iters = quick ? 6 : 30, reps = quick ? 5 : 30;
     model md[2];
     prof pf[2];
     int have[2] = {0, 0}, rc = CL_OK;
@@ -350,7 +362,8 @@ int exec_val_bench(const char *outdir, int quick)
     }
     for (int i = 0; i < n && !rc; i++) {
         const vcase *c = &cs[i];
-        rc = run_case(c, &md[c->model], &pf[c->model], &cl, &link, post_s, runs, iters, &v[i], &e);
+        rc = run_case(c, &md[c->model], &pf[c->model], &cl, &link, post_s, runs, iters, reps, &v[i],
+                      &e);
         if (rc) break;
         printf("  %-4d %-10s %-12s %3d %3d %3d %9.3f ms %9.3f ms %+7.2f%% %7.2f%% %+7.2f%% %5.2f%s\n",
                i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
