@@ -11,7 +11,8 @@
  *   stash      stash_bytes of a stage from the start of each F to the end of
  *              its B (fused) or W (split backward);
  *   buffers    a transfer's bytes on the sender from its SEND until it
- *              arrives, and on the receiver from arrival until its RECV.
+ *              arrives, and on the receiver from arrival until the end of
+ *              the op that reads it (the first compute op after its RECV).
  * The peak is checked after every increase; its time is the first time the
  * maximum was reached.
  */

@@ -261,6 +261,10 @@ static void finish_compute(sim *s, int w, double t)
         sim_mem_stash_free(s, w, op);
     else if (op->kind == SCHED_UPDATE)
         sim_mem_update(s, w, op);
+    if (W->held > 0) { /* the RECVs before this op were its inputs */
+        sim_mem_buffers(s, w, -W->held);
+        W->held = 0;
+    }
     record(s, W->run_t0, t, w, 0, W->pc);
     W->t_last = t;
     W->pc++;
@@ -302,7 +306,7 @@ static void advance(sim *s, int w)
                 __builtin_prefetch(op + 3);
                 return;
             }
-            sim_mem_buffers(s, w, -op->bytes);
+            W->held += op->bytes; /* released when its consumer ends */
             W->pc++;
             continue;
         }

@@ -25,6 +25,8 @@ typedef struct sim_worker {
     double run_t0;          /* start of the compute op in progress           */
     int cpeer[2], cchan[2]; /* link cache: last two peers and their links    */
     /* memory, bytes */
+    double held;            /* received data the next compute op reads: held
+                               from its RECV until that op ends             */
     double mem_static;      /* weights + grads + optimiser state             */
     sim_mem mem;            /* current, by component                         */
     double peak;
