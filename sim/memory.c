@@ -10,9 +10,10 @@
  *              (released when its stash is freed) or while it is current;
  *   stash      stash_bytes of a stage from the start of each F to the end of
  *              its B (fused) or W (split backward);
- *   buffers    a transfer's bytes on the sender from its SEND until it
- *              arrives, and on the receiver from arrival until the end of
- *              the op that reads it (the first compute op after its RECV).
+ *   buffers    a transfer's bytes on the sender from its SEND until the
+ *              receiver takes them (its RECV, once they have arrived), then
+ *              on the receiver until the end of the op that reads them (the
+ *              first compute op after the RECV).
  * The peak is checked after every increase; its time is the first time the
  * maximum was reached.
  */

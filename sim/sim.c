@@ -108,12 +108,13 @@ static void wake(sim *s, int w, double t, double ready_t, int iter)
     enqueue(s, w);
 }
 
-static void deliver_pipe(sim *s, int64_t slot, int src, int dst, double bytes, double t)
+/* The data has arrived; its bytes stay the sender's until the receiver
+ * takes them at its RECV (the executor's threads channel and MPI's
+ * rendezvous both keep a message in the sender's buffer until then). */
+static void deliver_pipe(sim *s, int64_t slot, double t)
 {
     sim_slot *sl = &s->slots[slot];
     sl->arrive_t = t;
-    sim_mem_buffers(s, src, -bytes);
-    sim_mem_buffers(s, dst, bytes);
     if (sl->waiter >= 0) {
         int w = sl->waiter;
         sl->waiter = -1;
@@ -135,7 +136,7 @@ static void post_send(sim *s, int w, const sched_op *op, int64_t pc)
         int a = s->sc->dev[w], b = s->sc->dev[op->peer];
         s->sent_level[cl->devices[a].node == cl->devices[b].node ? CLUSTER_INTRA : CLUSTER_INTER] +=
             op->bytes;
-        deliver_pipe(s, slot, w, op->peer, op->bytes, t);
+        deliver_pipe(s, slot, t);
         return;
     }
     sim_link_start(s, sim_link_get(s, w, op->peer), XF_PIPE, slot, pc, op->bytes, w, op->peer, 0);
@@ -240,7 +241,7 @@ void sim_arrive(sim *s, int32_t x, double t)
     sim_xfer *X = &s->xf[x];
     record(s, X->start_t, t, X->chan, 1, X->op);
     if (X->kind == XF_PIPE)
-        deliver_pipe(s, X->ref, X->src, X->dst, X->bytes, t);
+        deliver_pipe(s, X->ref, t);
     else
         ring_recv(s, X->ref, X->member, t);
     X->next_free = s->xf_free;
@@ -306,7 +307,11 @@ static void advance(sim *s, int w)
                 __builtin_prefetch(op + 3);
                 return;
             }
-            W->held += op->bytes; /* released when its consumer ends */
+            /* taken: from the sender's buffers into this worker's, until the
+             * op that reads them ends */
+            sim_mem_buffers(s, op->peer, -op->bytes);
+            sim_mem_buffers(s, w, op->bytes);
+            W->held += op->bytes;
             W->pc++;
             continue;
         }
