@@ -321,17 +321,48 @@ typedef struct best {
  * PLAN_SIM_MAX_OPS (huge pipelines in the planning benchmarks) keep the
  * closed form.  CL_EINPUT when the simulator refuses the plan. */
 #define PLAN_SIM_MAX_OPS 400000.0
+/* Events, not seconds, so the chosen plan never depends on machine load:
+ * 2M events are 0.1 s at the simulator's usual speed, 0.7 s at its slowest
+ * measured (wide replica groups across nodes). */
+#define PLAN_SIM_MAX_EVENTS 2000000ull
+
+/* The simulator reports an exhausted budget as CL_EINPUT with a message
+ * naming the budget; anything else (a schedule that cannot run) is real. */
+static int sim_budget_hit(const cl_err *e)
+{
+    return strstr(e->msg, "event budget exhausted") != NULL;
+}
 static int simulate_pred(const plan *pl, plan_pred *pr)
 {
     int P = pl->n_stages / (pl->chunks > 1 ? pl->chunks : 1);
     double ops = 4.0 * pl->n_stages * pl->n_micro *
                  sched_default_iters(pl->schedule, P, pl->n_micro);
-    for (int s = 0; s < pl->n_stages; s++) ops += 2.0 * pl->stages[s].n_replicas;
+    /* a ring all-reduce over r replicas is 2 (r - 1) steps of r transfers,
+     * each an op and a few events: it dominates for wide replica groups */
+    for (int s = 0; s < pl->n_stages; s++) {
+        double r = pl->stages[s].n_replicas;
+        ops += 2.0 * r * r * sched_default_iters(pl->schedule, P, pl->n_micro);
+    }
     if (ops > PLAN_SIM_MAX_OPS) return CL_OK;
-    sim_result r;
+    /* Each replay also runs under an event budget, so planning time stays
+     * bounded whatever the simulator meets (a replay that runs out of it
+     * keeps the closed form, like a candidate too large to try). */
+    sched sc;
     cl_err e = {0};
-    int rc = sim_predict(pl, &r, &e);
+    int rc = sched_build(pl, pl->schedule, pl->n_micro,
+                         sched_default_iters(pl->schedule, P, pl->n_micro), &sc, &e);
     if (rc) return rc;
+    sim_opts o = {.comm_off = pl->comm_off, .max_events = PLAN_SIM_MAX_EVENTS};
+    sim *sm = sim_create(pl, &sc, &o, &e);
+    if (!sm) {
+        sched_free(&sc);
+        return e.code ? e.code : CL_EINPUT;
+    }
+    sim_result r;
+    rc = sim_run(sm, &r, &e);
+    sim_destroy(sm);
+    sched_free(&sc);
+    if (rc) return sim_budget_hit(&e) ? CL_OK : rc;
     double seq = pr->speedup > 0 ? pr->iteration_s * pr->speedup : 0;
     pr->iteration_s = r.iteration_s;
     pr->throughput = r.throughput;
