@@ -152,10 +152,12 @@ fuzz: fuzz-build
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tools/fuzz.sh build-fuzz
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/cleave
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/cleave/models \
+	  $(DESTDIR)$(PREFIX)/share/cleave/profiles/clusters
 	install -m 755 $(BUILD)/cleave $(DESTDIR)$(PREFIX)/bin/cleave
-	cp -r models profiles $(DESTDIR)$(PREFIX)/share/cleave/
-	if [ -d tools/gnuplot ]; then cp -r tools/gnuplot $(DESTDIR)$(PREFIX)/share/cleave/; fi
+	install -m 644 models/*.json $(DESTDIR)$(PREFIX)/share/cleave/models/
+	install -m 644 profiles/*.json $(DESTDIR)$(PREFIX)/share/cleave/profiles/
+	install -m 644 profiles/clusters/*.json $(DESTDIR)$(PREFIX)/share/cleave/profiles/clusters/
 
 clean:
 	rm -rf build build-asan build-ubsan
