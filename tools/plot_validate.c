@@ -172,7 +172,7 @@ int cmd_plot_validate(int argc, char **argv)
         for (int k = 1; k <= 3; k++) {
             int has = 0;
             for (int i = 0; i < time.n; i++) has |= time.p[i].series == k;
-            char key[16];
+            char key[32];
             snprintf(key, sizeof key, "t_has%d", k);
             gp_num(g, key, has);
         }
