@@ -1,8 +1,8 @@
 /* predict.h - predicted iteration time of a plan: the one function every
  * ranking goes through (docs/planner.md, "Predictions").
  *
- * Today it is a closed form per schedule; when the discrete-event simulator
- * is plugged in behind plan_predict, the searches need no change.
+ * plan_predict is a closed form per schedule; plan_predict_sim replaces its
+ * figures with the discrete-event simulator's when a plan is cheap to replay.
  */
 #ifndef CL_PLAN_PREDICT_H
 #define CL_PLAN_PREDICT_H
@@ -32,5 +32,11 @@ typedef struct plan_timing {
  * Fails (CL_EINPUT) only for a plan that plan_validate would reject. */
 int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan_timing *tm,
                  cl_err *e);
+
+/* Refine a closed-form prediction *pr of p with the discrete-event simulator
+ * when p is cheap to replay (docs/planner.md, "Ranking by the simulator");
+ * *pr is left as it is for larger plans or an exhausted event budget.
+ * CL_EINPUT when the simulator refuses the plan. */
+int plan_predict_sim(const plan *p, plan_pred *pr);
 
 #endif
