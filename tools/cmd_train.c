@@ -12,6 +12,7 @@
 #include "../models/model.h"
 #include "cli.h"
 #include "fileio.h"
+#include "train_args.h"
 
 static void help(void)
 {
@@ -133,78 +134,44 @@ static int load_hist(const exec_ckpt *c, exec_epoch *hist, int epochs, int *n, c
     return CL_OK;
 }
 
-/* The CSV log, rewritten whole (atomically) after each epoch so it is never
- * partial. */
-static int write_log(const char *path, const exec_epoch *h, int n, cl_err *e)
-{
-    cl_out o;
-    int rc = cl_out_open(&o, path, e);
-    if (rc) return rc;
-    fprintf(o.f, "epoch,loss,train_acc,test_acc,test_loss,samples_per_s,elapsed_s,lr\n");
-    for (int i = 0; i < n; i++)
-        fprintf(o.f, "%d,%.6f,%.6f,%.6f,%.6f,%.1f,%.3f,%.6g\n", h[i].epoch, h[i].loss,
-                h[i].train_acc, h[i].test_acc, h[i].test_loss, h[i].samples_per_s, h[i].elapsed_s,
-                h[i].lr);
-    return cl_out_commit(&o, e);
-}
-
 int cmd_train(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) /* a plan trains pipelined (cmd_train_plan.c) */
         if (!strcmp(argv[i], "--plan")) return cmd_train_plan(argc, argv);
-    const char *cmd = "train", *model_path = NULL, *log_path = NULL, *data_dir = NULL,
-               *ckpt_path = NULL, *resume_path = NULL, *weights_path = NULL;
-    exec_train_opts o;
-    exec_train_defaults(&o);
-    int64_t v, limit = 0, synthetic = 0, every = 0;
+    const char *cmd = "train", *model_path = NULL;
+    train_args a;
+    train_args_defaults(&a);
+    exec_train_opts o = a.opt;
+    int64_t v;
     int rc;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
             help();
             return 0;
         }
-        if (a[0] != '-' || a[1] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\"", a);
-        if (!val) return cli_usage_error(cmd, "%s needs a value", a);
-        i++;
-        if (!strcmp(a, "--model")) model_path = val;
-        else if (!strcmp(a, "--log")) log_path = val;
-        else if (!strcmp(a, "--data")) data_dir = val;
-        else if (!strcmp(a, "--checkpoint")) ckpt_path = val;
-        else if (!strcmp(a, "--resume")) resume_path = val;
-        else if (!strcmp(a, "--save-weights")) weights_path = val;
-        else if (!strcmp(a, "--checkpoint-every")) {
-            if ((rc = cli_int(cmd, a, val, 1, INT64_MAX, &every))) return rc;
+        if ((rc = train_args_option(&a, cmd, opt, val)) >= 0) {
+            if (rc) return rc;
+            i++;
+            continue;
         }
-        else if (!strcmp(a, "--epochs")) {
-            if ((rc = cli_int(cmd, a, val, 1, 100000, &v))) return rc;
+        if (opt[0] != '-' || opt[1] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\"", opt);
+        if (!val) return cli_usage_error(cmd, "%s needs a value", opt);
+        i++;
+        if (!strcmp(opt, "--model")) model_path = val;
+        else if (!strcmp(opt, "--epochs")) {
+            if ((rc = cli_int(cmd, opt, val, 1, 100000, &v))) return rc;
             o.epochs = (int)v;
-        } else if (!strcmp(a, "--batch")) {
-            if ((rc = cli_int(cmd, a, val, 1, 65536, &v))) return rc;
+        } else if (!strcmp(opt, "--batch")) {
+            if ((rc = cli_int(cmd, opt, val, 1, 65536, &v))) return rc;
             o.batch = (int)v;
-        } else if (!strcmp(a, "--seed")) {
-            if ((rc = cli_int(cmd, a, val, 0, INT64_MAX, &v))) return rc;
-            o.seed = (uint64_t)v;
-        } else if (!strcmp(a, "--limit")) {
-            if ((rc = cli_int(cmd, a, val, 1, INT64_MAX, &limit))) return rc;
-        } else if (!strcmp(a, "--synthetic")) {
-            if ((rc = cli_int(cmd, a, val, 4, 10000000, &synthetic))) return rc;
-        } else if (!strcmp(a, "--lr")) {
-            if ((rc = cli_num(cmd, a, val, 1e-12, 100, &o.lr))) return rc;
-        } else if (!strcmp(a, "--momentum")) {
-            if ((rc = cli_num(cmd, a, val, 0, 0.999999, &o.momentum))) return rc;
-        } else if (!strcmp(a, "--weight-decay")) {
-            if ((rc = cli_num(cmd, a, val, 0, 1, &o.weight_decay))) return rc;
-        } else if (!strcmp(a, "--schedule")) {
-            if (!strcmp(val, "constant")) o.schedule = EXEC_LR_CONSTANT;
-            else if (!strcmp(val, "cosine")) o.schedule = EXEC_LR_COSINE;
-            else return cli_usage_error(cmd, "--schedule: expected constant or cosine, got \"%s\"", val);
-        } else return cli_usage_error(cmd, "unknown option %s", a);
+        } else return cli_usage_error(cmd, "unknown option %s", opt);
     }
     if (!model_path) return cli_usage_error(cmd, "--model is required");
-    if (synthetic && data_dir)
-        return cli_usage_error(cmd, "--synthetic and --data exclude each other");
-    if (every && !ckpt_path) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint FILE");
+    if ((rc = train_args_check(&a, cmd))) return rc;
+    a.opt.epochs = o.epochs; /* the identity and the trainer see one set */
+    a.opt.batch = o.batch;
+    o = a.opt;
 
     cl_err e = {0};
     model m;
@@ -214,54 +181,23 @@ int cmd_train(int argc, char **argv)
     exec_epoch *hist = NULL;
     exec_ckpt *resume = NULL;
     int n_hist = 0;
-    const char *source = "Fashion-MNIST";
-    if ((rc = exec_net_check(&m, 0, m.n_layers, model_path, &e))) goto done;
-    if (synthetic) {
-        const model_shape *s = &m.input;
-        int C = s->ndim == 3 ? (int)s->d[0] : 1, H = s->ndim == 3 ? (int)s->d[1] : 1,
-            W = s->ndim == 3 ? (int)s->d[2] : (int)s->d[0];
-        int classes = m.classes > 0 ? m.classes : 2;
-        exec_data_synthetic(&train, synthetic, C, H, W, classes, o.seed, 0);
-        exec_data_synthetic(&test, synthetic / 4 > 0 ? synthetic / 4 : 1, C, H, W, classes,
-                            o.seed, 1);
-        source = "synthetic";
-    } else if ((rc = exec_fmnist_load(data_dir, &train, &test, &e))) {
-        goto done;
-    }
-    if (limit) exec_data_limit(&train, limit);
-    if ((rc = exec_data_check(&train, &m, model_path, "training", &e)) ||
-        (rc = exec_data_check(&test, &m, model_path, "test", &e)))
-        goto done;
-    const char *outs[3] = {log_path, ckpt_path, weights_path};
-    for (int i = 0; i < 3; i++) { /* fail now, not after the first epoch, on a bad path */
-        cl_out probe;
-        if (!outs[i]) continue;
-        if ((rc = cl_out_open(&probe, outs[i], &e))) goto done;
-        cl_out_abort(&probe);
-    }
-    if (resume_path && (rc = exec_ckpt_read(&resume, resume_path, &e))) goto done;
+    const char *source;
     double mean, sd;
-    exec_data_normalise(&train, &test, &mean, &sd);
+    if ((rc = exec_net_check(&m, 0, m.n_layers, model_path, &e)) ||
+        (rc = train_args_data(&a, &m, model_path, &train, &test, &source, &mean, &sd, &e)) ||
+        (rc = train_args_probe(&a, &e)))
+        goto done;
+    if (a.resume && (rc = exec_ckpt_read(&resume, a.resume, &e))) goto done;
     if ((rc = exec_trainer_create(&t, &m, model_path, &o, &e))) goto done;
 
     /* what a resume must match: the model, the data, every option that
      * changes the arithmetic */
-    exec_ckpt_id ids[11];
+    exec_ckpt_id ids[2 + TRAIN_ARGS_IDS];
     int n_ids = 0;
-    if (ckpt_path || resume) {
-        char hash[32], data[160];
-        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)exec_ckpt_model_hash(&m));
-        exec_ckpt_data_print(&train, data, sizeof data);
+    if (a.ckpt || resume) {
         ids[n_ids++] = exec_ckpt_id_int("--epochs", o.epochs);
         ids[n_ids++] = exec_ckpt_id_int("--batch", o.batch);
-        ids[n_ids++] = exec_ckpt_id_int("--seed", (int64_t)o.seed);
-        ids[n_ids++] = exec_ckpt_id_real("--lr", o.lr);
-        ids[n_ids++] = exec_ckpt_id_str("--schedule", o.schedule == EXEC_LR_COSINE ? "cosine" : "constant");
-        ids[n_ids++] = exec_ckpt_id_real("--momentum", o.momentum);
-        ids[n_ids++] = exec_ckpt_id_real("--weight-decay", o.weight_decay);
-        ids[n_ids++] = exec_ckpt_id_str("model", m.name);
-        ids[n_ids++] = exec_ckpt_id_str("model-hash", hash);
-        ids[n_ids++] = exec_ckpt_id_str("training-data", data);
+        n_ids += train_args_ids(&a, &m, &train, ids + n_ids);
     }
     hist = cl_calloc((size_t)o.epochs, sizeof *hist);
     if (resume) {
@@ -269,7 +205,7 @@ int cmd_train(int argc, char **argv)
         const char *kind = exec_ckpt_find(resume, "kind", &kl);
         if (!kind || kl != 10 || memcmp(kind, "sequential", 10) != 0) {
             rc = cl_fail(&e, CL_EINPUT, "%s: the checkpoint is not of a sequential run (hint: resume a pipelined run with cleave train --plan)",
-                         resume_path);
+                         a.resume);
             goto done;
         }
         if ((rc = exec_ckpt_check_ids(resume, ids, n_ids, &e)) ||
@@ -277,7 +213,7 @@ int cmd_train(int argc, char **argv)
             (rc = load_hist(resume, hist, o.epochs, &n_hist, &e)))
             goto done;
     }
-    ckpt_ctx k = {.path = ckpt_path, .every = every, .ids = ids, .n_ids = n_ids, .hist = hist,
+    ckpt_ctx k = {.path = a.ckpt, .every = a.every, .ids = ids, .n_ids = n_ids, .hist = hist,
                   .n_hist = &n_hist};
     exec_trainer_set_hook(t, on_step, &k);
     exec_ckpt_signals_install();
@@ -285,37 +221,34 @@ int cmd_train(int argc, char **argv)
     printf("train %s: %lld %s training samples, %lld test, standardised (mean %.4f, sd %.4f)\n",
            m.name, (long long)train.n, source, (long long)test.n, mean, sd);
     printf("batch %d, lr %g (%s), momentum %g, weight decay %g, seed %llu, OpenBLAS %s, 1 thread\n",
-           o.batch, o.lr, o.schedule == EXEC_LR_COSINE ? "cosine" : "constant", o.momentum,
+           o.batch, o.lr, train_args_schedule_name(o.schedule), o.momentum,
            o.weight_decay, (unsigned long long)o.seed, exec_blas_corename());
     if (resume) {
         int ep;
         int64_t pos, step;
         exec_trainer_position(t, &ep, &pos, &step);
-        printf("resumed from %s: %d epoch%s done, %lld minibatch steps\n", resume_path, n_hist,
+        printf("resumed from %s: %d epoch%s done, %lld minibatch steps\n", a.resume, n_hist,
                n_hist == 1 ? "" : "s", (long long)step);
     }
-    printf("%5s %9s %9s %9s %11s %9s\n", "epoch", "loss", "train_acc", "test_acc", "samples/s",
-           "elapsed_s");
+    train_args_print_header();
     for (int i = 0; i < n_hist; i++) /* the epochs a resumed run inherits */
-        printf("%5d %9.4f %9.4f %9.4f %11.0f %9.1f\n", hist[i].epoch, hist[i].loss,
-               hist[i].train_acc, hist[i].test_acc, hist[i].samples_per_s, hist[i].elapsed_s);
+        train_args_print_epoch(&hist[i]);
     fflush(stdout);
-    if (log_path && n_hist && (rc = write_log(log_path, hist, n_hist, &e))) goto done;
+    if (a.log && n_hist && (rc = train_args_write_log(a.log, hist, n_hist, &e))) goto done;
     bar b = {cli_stderr_tty(), o.epochs};
     for (int ep = n_hist; ep < o.epochs; ep++) {
         if (!exec_trainer_epoch(t, &train, &test, progress, &b, &hist[ep])) break;
         const exec_epoch *h = &hist[ep];
         n_hist = ep + 1;
-        printf("%5d %9.4f %9.4f %9.4f %11.0f %9.1f\n", h->epoch, h->loss, h->train_acc,
-               h->test_acc, h->samples_per_s, h->elapsed_s);
+        train_args_print_epoch(h);
         fflush(stdout);
         if (!isfinite(h->loss)) {
             rc = cl_fail(&e, CL_EINPUT, "training diverged at epoch %d (loss is not finite) (hint: a smaller --lr)",
                          h->epoch);
             break;
         }
-        if (log_path && (rc = write_log(log_path, hist, ep + 1, &e))) break;
-        if (ckpt_path && (rc = k.rc = save_ckpt(&k, t))) break;
+        if (a.log && (rc = train_args_write_log(a.log, hist, ep + 1, &e))) break;
+        if (a.ckpt && (rc = k.rc = save_ckpt(&k, t))) break;
         if ((k.sig = exec_ckpt_signal())) break; /* arrived during the evaluation */
     }
     exec_ckpt_signals_restore();
@@ -328,10 +261,10 @@ int cmd_train(int argc, char **argv)
         int64_t pos, step;
         exec_trainer_position(t, &ep, &pos, &step);
         if (b.on) fprintf(stderr, "\r\033[K");
-        if (ckpt_path)
+        if (a.ckpt)
             fprintf(stderr, "cleave: %s: stopped at epoch %d, minibatch %lld (step %lld); checkpoint written to %s (hint: continue with --resume %s)\n",
                     exec_ckpt_signal_name(k.sig), pos ? ep : ep + 1, (long long)pos,
-                    (long long)step, ckpt_path, ckpt_path);
+                    (long long)step, a.ckpt, a.ckpt);
         else
             fprintf(stderr, "cleave: %s: stopped at epoch %d, minibatch %lld (step %lld); no checkpoint (hint: --checkpoint FILE makes runs resumable)\n",
                     exec_ckpt_signal_name(k.sig), pos ? ep : ep + 1, (long long)pos,
@@ -339,9 +272,9 @@ int cmd_train(int argc, char **argv)
         rc = 128 + k.sig;
         goto done;
     }
-    if (!rc && weights_path) {
+    if (!rc && a.weights) {
         exec_net *net = exec_trainer_net(t);
-        rc = exec_ckpt_save_weights(&net, 1, weights_path, &e);
+        rc = exec_ckpt_save_weights(&net, 1, a.weights, &e);
     }
 done:
     exec_ckpt_signals_restore();

@@ -15,6 +15,7 @@
 #include "../exec/pipeline.h"
 #include "cli.h"
 #include "fileio.h"
+#include "train_args.h"
 
 static void help(void)
 {
@@ -60,32 +61,18 @@ typedef struct ctx {
     cl_err log_err;
 } ctx;
 
-static int write_log(const char *path, const exec_epoch *h, int n, cl_err *e)
-{
-    cl_out o;
-    int rc = cl_out_open(&o, path, e);
-    if (rc) return rc;
-    fprintf(o.f, "epoch,loss,train_acc,test_acc,test_loss,samples_per_s,elapsed_s,lr\n");
-    for (int i = 0; i < n; i++)
-        fprintf(o.f, "%d,%.6f,%.6f,%.6f,%.6f,%.1f,%.3f,%.6g\n", h[i].epoch, h[i].loss,
-                h[i].train_acc, h[i].test_acc, h[i].test_loss, h[i].samples_per_s, h[i].elapsed_s,
-                h[i].lr);
-    return cl_out_commit(&o, e);
-}
-
 static void on_epoch(void *p, const exec_epoch *h)
 {
     ctx *c = p;
     if (c->quiet) return;
-    printf("%5d %9.4f %9.4f %9.4f %11.0f %9.1f\n", h->epoch, h->loss, h->train_acc, h->test_acc,
-           h->samples_per_s, h->elapsed_s);
+    train_args_print_epoch(h);
     fflush(stdout);
     if (c->n == c->cap) {
         c->cap = c->cap * 2 + 8;
         c->hist = cl_realloc(c->hist, (size_t)c->cap * sizeof *c->hist);
     }
     c->hist[c->n++] = *h;
-    if (c->log_path && !c->log_err.code) write_log(c->log_path, c->hist, c->n, &c->log_err);
+    if (c->log_path && !c->log_err.code) train_args_write_log(c->log_path, c->hist, c->n, &c->log_err);
 }
 
 /* Report e on rank 0 only (bad input: every rank fails the same way); a
@@ -103,91 +90,66 @@ static int env_rank_nonzero(void)
     return r && strcmp(r, "0") != 0;
 }
 
-/* Must a file be writable?  Probe now, so bad paths fail before training. */
-static int probe(const char *path, cl_err *e)
-{
-    cl_out o;
-    int rc = cl_out_open(&o, path, e);
-    if (!rc) cl_out_abort(&o);
-    return rc;
-}
-
 int cmd_train_plan(int argc, char **argv)
 {
-    const char *cmd = "train", *plan_path = NULL, *log_path = NULL, *data_dir = NULL,
-               *trace = NULL, *weights = NULL, *ckpt_path = NULL, *resume_path = NULL;
+    const char *cmd = "train", *plan_path = NULL, *trace = NULL;
     exec_pipe_opts o;
     exec_pipe_defaults(&o);
-    int64_t v, limit = 0, synthetic = 0, epochs = 0, iterations = 0, every = 0;
-    int momentum_set = 0, rc;
+    train_args a;
+    train_args_defaults(&a);
+    int64_t epochs = 0, iterations = 0;
+    int rc;
     int quiet_env = env_rank_nonzero();
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
             help();
             return 0;
         }
+        if ((rc = train_args_option(&a, cmd, opt, val)) >= 0) {
+            if (rc) return rc;
+            i++;
+            continue;
+        }
         if (quiet_env) { /* rank 0 reports usage errors */
-            if (a[0] != '-' || a[1] != '-' || !val) return 2;
+            if (opt[0] != '-' || opt[1] != '-' || !val) return 2;
         } else {
-            if (a[0] != '-' || a[1] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\"", a);
-            if (!val) return cli_usage_error(cmd, "%s needs a value", a);
+            if (opt[0] != '-' || opt[1] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\"", opt);
+            if (!val) return cli_usage_error(cmd, "%s needs a value", opt);
         }
         i++;
-        if (!strcmp(a, "--plan")) plan_path = val;
-        else if (!strcmp(a, "--log")) log_path = val;
-        else if (!strcmp(a, "--data")) data_dir = val;
-        else if (!strcmp(a, "--trace")) trace = val;
-        else if (!strcmp(a, "--save-weights")) weights = val;
-        else if (!strcmp(a, "--checkpoint")) ckpt_path = val;
-        else if (!strcmp(a, "--resume")) resume_path = val;
-        else if (!strcmp(a, "--checkpoint-every")) {
-            if ((rc = cli_int(cmd, a, val, 1, INT64_MAX, &every))) return rc;
-        } else if (!strcmp(a, "--stall-seconds")) {
-            if ((rc = cli_num(cmd, a, val, 0.001, 1e9, &o.stall_s))) return rc;
-        }
-        else if (!strcmp(a, "--epochs")) {
-            if ((rc = cli_int(cmd, a, val, 1, 100000, &epochs))) return rc;
-        } else if (!strcmp(a, "--iterations")) {
-            if ((rc = cli_int(cmd, a, val, 1, 100000000, &iterations))) return rc;
-        } else if (!strcmp(a, "--backend")) {
+        if (!strcmp(opt, "--plan")) plan_path = val;
+        else if (!strcmp(opt, "--trace")) trace = val;
+        else if (!strcmp(opt, "--stall-seconds")) {
+            if ((rc = cli_num(cmd, opt, val, 0.001, 1e9, &o.stall_s))) return rc;
+        } else if (!strcmp(opt, "--epochs")) {
+            if ((rc = cli_int(cmd, opt, val, 1, 100000, &epochs))) return rc;
+        } else if (!strcmp(opt, "--iterations")) {
+            if ((rc = cli_int(cmd, opt, val, 1, 100000000, &iterations))) return rc;
+        } else if (!strcmp(opt, "--backend")) {
             int b = exec_pipe_backend_from_name(val);
             if (b < 0) return cli_usage_error(cmd, "--backend: expected threads or mpi, got \"%s\"", val);
             o.backend = (exec_pipe_backend)b;
-        } else if (!strcmp(a, "--seed")) {
-            if ((rc = cli_int(cmd, a, val, 0, INT64_MAX, &v))) return rc;
-            o.seed = (uint64_t)v;
-        } else if (!strcmp(a, "--limit")) {
-            if ((rc = cli_int(cmd, a, val, 1, INT64_MAX, &limit))) return rc;
-        } else if (!strcmp(a, "--synthetic")) {
-            if ((rc = cli_int(cmd, a, val, 4, 10000000, &synthetic))) return rc;
-        } else if (!strcmp(a, "--lr")) {
-            if ((rc = cli_num(cmd, a, val, 1e-12, 100, &o.lr))) return rc;
-        } else if (!strcmp(a, "--momentum")) {
-            if ((rc = cli_num(cmd, a, val, 0, 0.999999, &o.momentum))) return rc;
-            momentum_set = 1;
-        } else if (!strcmp(a, "--weight-decay")) {
-            if ((rc = cli_num(cmd, a, val, 0, 1, &o.weight_decay))) return rc;
-        } else if (!strcmp(a, "--schedule")) {
-            if (!strcmp(val, "constant")) o.lr_schedule = EXEC_LR_CONSTANT;
-            else if (!strcmp(val, "cosine")) o.lr_schedule = EXEC_LR_COSINE;
-            else return cli_usage_error(cmd, "--schedule: expected constant or cosine, got \"%s\"", val);
-        } else if (!strcmp(a, "--model") || !strcmp(a, "--batch")) {
-            return cli_usage_error(cmd, "%s: the plan gives the model and the batch; drop %s", a, a);
-        } else return cli_usage_error(cmd, "unknown option %s", a);
+        } else if (!strcmp(opt, "--model") || !strcmp(opt, "--batch")) {
+            return cli_usage_error(cmd, "%s: the plan gives the model and the batch; drop %s", opt, opt);
+        } else return cli_usage_error(cmd, "unknown option %s", opt);
     }
     if (!plan_path) return cli_usage_error(cmd, "--plan is required");
     if (epochs && iterations) return cli_usage_error(cmd, "--epochs and --iterations exclude each other");
-    if (synthetic && data_dir) return cli_usage_error(cmd, "--synthetic and --data exclude each other");
-    if (every && !ckpt_path) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint FILE");
+    if ((rc = train_args_check(&a, cmd))) return rc;
     o.epochs = epochs ? (int)epochs : 1;
     o.iterations = (int)iterations;
     o.file = plan_path;
     o.trace_path = trace;
-    o.keep_params = weights != NULL;
+    o.keep_params = a.weights != NULL;
+    o.lr = a.opt.lr;
+    o.momentum = a.opt.momentum;
+    o.weight_decay = a.opt.weight_decay;
+    o.lr_schedule = a.opt.schedule;
+    o.seed = a.opt.seed;
 
     cl_err e = {0};
-    ctx c = {.quiet = quiet_env, .log_path = log_path};
+    ctx c = {.quiet = quiet_env, .log_path = a.log};
     plan p;
     int mpi = o.backend == EXEC_PIPE_MPI;
     if (plan_load(&p, plan_path, &e)) {
@@ -197,10 +159,10 @@ int cmd_train_plan(int argc, char **argv)
     exec_data train = {0}, test = {0};
     exec_pipe_result res = {0};
     exec_ckpt *resume = NULL;
-    exec_ckpt_id ids[12];
+    exec_ckpt_id ids[3 + TRAIN_ARGS_IDS];
     int n_ids = 0;
     const model *m = &p.model;
-    const char *source = "Fashion-MNIST";
+    const char *source;
     int workers = exec_pipe_workers(&p, plan_path, &e), rank = 0, size = 1;
     if (workers < 0) {
         rc = e.code;
@@ -215,61 +177,36 @@ int cmd_train_plan(int argc, char **argv)
             goto done;
         }
     }
-    if ((ckpt_path || resume_path) && (rc = exec_pipe_ckpt_check(&p, plan_path, &e))) goto done;
-    if (!momentum_set) o.momentum = p.optimizer == OPTIM_SGD ? 0.0 : o.momentum;
-    if (synthetic) {
-        const model_shape *s = &m->input;
-        int C = s->ndim == 3 ? (int)s->d[0] : 1, H = s->ndim == 3 ? (int)s->d[1] : 1,
-            W = s->ndim == 3 ? (int)s->d[2] : (int)s->d[0];
-        int classes = m->classes > 0 ? m->classes : 2;
-        exec_data_synthetic(&train, synthetic, C, H, W, classes, o.seed, 0);
-        exec_data_synthetic(&test, synthetic / 4 > 0 ? synthetic / 4 : 1, C, H, W, classes,
-                            o.seed, 1);
-        source = "synthetic";
-    } else if ((rc = exec_fmnist_load(data_dir, &train, &test, &e))) {
-        goto done;
-    }
-    if (limit) exec_data_limit(&train, limit);
-    if ((rc = exec_data_check(&train, m, plan_path, "training", &e)) ||
-        (rc = exec_data_check(&test, m, plan_path, "test", &e)))
-        goto done;
-    if (!c.quiet && ((log_path && (rc = probe(log_path, &e))) || (weights && (rc = probe(weights, &e)))))
-        goto done;
-    if (resume_path && (rc = exec_ckpt_read(&resume, resume_path, &e))) goto done;
+    if ((a.ckpt || a.resume) && (rc = exec_pipe_ckpt_check(&p, plan_path, &e))) goto done;
+    if (!a.momentum_set && p.optimizer == OPTIM_SGD) a.opt.momentum = o.momentum = 0.0;
     double mean, sd;
-    exec_data_normalise(&train, &test, &mean, &sd);
-    if (ckpt_path || resume) { /* what a resume must match */
-        char hash[32], phash[32], data[160];
+    if ((rc = train_args_data(&a, m, plan_path, &train, &test, &source, &mean, &sd, &e)) ||
+        (!c.quiet && (rc = train_args_probe(&a, &e))))
+        goto done;
+    if (a.resume && (rc = exec_ckpt_read(&resume, a.resume, &e))) goto done;
+    if (a.ckpt || resume) { /* what a resume must match */
+        char phash[32];
         cJSON *pj = plan_to_json(&p);
         char *ptext = cJSON_PrintUnformatted(pj);
         cJSON_Delete(pj);
         snprintf(phash, sizeof phash, "%016llx",
                  (unsigned long long)exec_ckpt_hash(ptext, ptext ? strlen(ptext) : 0));
         free(ptext);
-        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)exec_ckpt_model_hash(m));
-        exec_ckpt_data_print(&train, data, sizeof data);
         ids[n_ids++] = exec_ckpt_id_int("--epochs", iterations ? 0 : o.epochs);
         ids[n_ids++] = exec_ckpt_id_int("--iterations", o.iterations);
-        ids[n_ids++] = exec_ckpt_id_int("--seed", (int64_t)o.seed);
-        ids[n_ids++] = exec_ckpt_id_real("--lr", o.lr);
-        ids[n_ids++] = exec_ckpt_id_str("--schedule", o.lr_schedule == EXEC_LR_COSINE ? "cosine" : "constant");
-        ids[n_ids++] = exec_ckpt_id_real("--momentum", o.momentum);
-        ids[n_ids++] = exec_ckpt_id_real("--weight-decay", o.weight_decay);
-        ids[n_ids++] = exec_ckpt_id_str("model", m->name);
-        ids[n_ids++] = exec_ckpt_id_str("model-hash", hash);
         ids[n_ids++] = exec_ckpt_id_str("plan-hash", phash);
-        ids[n_ids++] = exec_ckpt_id_str("training-data", data);
+        n_ids += train_args_ids(&a, m, &train, ids + n_ids);
         o.ids = ids;
         o.n_ids = n_ids;
-        o.ckpt_path = ckpt_path;
-        o.ckpt_every = every;
+        o.ckpt_path = a.ckpt;
+        o.ckpt_every = a.every;
     }
     if (resume) {
         size_t kl;
         const char *kind = exec_ckpt_find(resume, "kind", &kl);
         if (!kind || kl != 9 || memcmp(kind, "pipelined", 9) != 0) {
             rc = cl_fail(&e, CL_EINPUT, "%s: the checkpoint is not of a pipelined run (hint: resume a sequential run without --plan)",
-                         resume_path);
+                         a.resume);
             goto done;
         }
         if ((rc = exec_ckpt_check_ids(resume, ids, n_ids, &e))) goto done;
@@ -288,7 +225,7 @@ int cmd_train_plan(int argc, char **argv)
         printf("%lld %s training samples, %lld test, standardised (mean %.4f, sd %.4f)\n",
                (long long)train.n, source, (long long)test.n, mean, sd);
         printf("lr %g (%s), momentum %g, weight decay %g, seed %llu, OpenBLAS %s, 1 thread per worker\n",
-               o.lr, o.lr_schedule == EXEC_LR_COSINE ? "cosine" : "constant", o.momentum,
+               o.lr, train_args_schedule_name(o.lr_schedule), o.momentum,
                o.weight_decay, (unsigned long long)o.seed, exec_blas_corename());
         if (!mpi && cores > 0 && workers > cores)
             printf("note: %d workers share %d cores (oversubscribed): correct, but times measure time-sharing\n",
@@ -296,10 +233,9 @@ int cmd_train_plan(int argc, char **argv)
         if (resume) {
             int64_t pos[5] = {0};
             exec_ckpt_get(resume, "run.position", pos, sizeof pos, &(cl_err){0});
-            printf("resumed from %s: %lld iterations done\n", resume_path, (long long)pos[0]);
+            printf("resumed from %s: %lld iterations done\n", a.resume, (long long)pos[0]);
         }
-        printf("%5s %9s %9s %9s %11s %9s\n", "epoch", "loss", "train_acc", "test_acc", "samples/s",
-               "elapsed_s");
+        train_args_print_header();
         fflush(stdout);
     }
     exec_ckpt_signals_install();
@@ -312,8 +248,8 @@ int cmd_train_plan(int argc, char **argv)
         else if (!c.quiet)
             fprintf(stderr, "cleave: %s: stopped after iteration %lld; %s%s%s\n",
                     exec_ckpt_signal_name(sig), (long long)res.iters_done,
-                    ckpt_path ? "checkpoint written to " : "no checkpoint (hint: --checkpoint FILE makes runs resumable)",
-                    ckpt_path ? ckpt_path : "", ckpt_path ? " (hint: continue with --resume)" : "");
+                    a.ckpt ? "checkpoint written to " : "no checkpoint (hint: --checkpoint FILE makes runs resumable)",
+                    a.ckpt ? a.ckpt : "", a.ckpt ? " (hint: continue with --resume)" : "");
         rc = 128 + sig;
         goto done;
     }
@@ -329,7 +265,7 @@ int cmd_train_plan(int argc, char **argv)
                          c.hist[i].epoch);
             goto done;
         }
-    if (weights && res.rank == 0 && (rc = exec_pipe_save_weights(&res, weights, &e))) goto done;
+    if (a.weights && res.rank == 0 && (rc = exec_pipe_save_weights(&res, a.weights, &e))) goto done;
 done:;
     /* report before finalising: after a failed MPI run it aborts the job */
     int status = rc > 128 ? rc : rc ? report(&c, &e) : 0;

@@ -1,0 +1,141 @@
+/* train_args.c - the options, data and output both `cleave train` forms
+ * share (train_args.h). */
+#include "train_args.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fileio.h"
+
+void train_args_defaults(train_args *a)
+{
+    memset(a, 0, sizeof *a);
+    exec_train_defaults(&a->opt);
+}
+
+int train_args_option(train_args *a, const char *cmd, const char *opt, const char *val)
+{
+    static const char *const known[] = {
+        "--log", "--data", "--checkpoint", "--resume", "--save-weights", "--checkpoint-every",
+        "--seed", "--limit", "--synthetic", "--lr", "--momentum", "--weight-decay", "--schedule"};
+    int mine = 0;
+    for (size_t k = 0; k < sizeof known / sizeof *known; k++) mine |= !strcmp(opt, known[k]);
+    if (!mine) return -1;
+    if (!val) return cli_usage_error(cmd, "%s needs a value", opt);
+    int64_t v;
+    int rc = 0;
+    if (!strcmp(opt, "--log")) a->log = val;
+    else if (!strcmp(opt, "--data")) a->data = val;
+    else if (!strcmp(opt, "--checkpoint")) a->ckpt = val;
+    else if (!strcmp(opt, "--resume")) a->resume = val;
+    else if (!strcmp(opt, "--save-weights")) a->weights = val;
+    else if (!strcmp(opt, "--checkpoint-every")) rc = cli_int(cmd, opt, val, 1, INT64_MAX, &a->every);
+    else if (!strcmp(opt, "--limit")) rc = cli_int(cmd, opt, val, 1, INT64_MAX, &a->limit);
+    else if (!strcmp(opt, "--synthetic")) rc = cli_int(cmd, opt, val, 4, 10000000, &a->synthetic);
+    else if (!strcmp(opt, "--seed")) {
+        if (!(rc = cli_int(cmd, opt, val, 0, INT64_MAX, &v))) a->opt.seed = (uint64_t)v;
+    } else if (!strcmp(opt, "--lr")) rc = cli_num(cmd, opt, val, 1e-12, 100, &a->opt.lr);
+    else if (!strcmp(opt, "--momentum")) {
+        rc = cli_num(cmd, opt, val, 0, 0.999999, &a->opt.momentum);
+        a->momentum_set = 1;
+    } else if (!strcmp(opt, "--weight-decay")) rc = cli_num(cmd, opt, val, 0, 1, &a->opt.weight_decay);
+    else if (!strcmp(val, "constant")) a->opt.schedule = EXEC_LR_CONSTANT; /* --schedule */
+    else if (!strcmp(val, "cosine")) a->opt.schedule = EXEC_LR_COSINE;
+    else rc = cli_usage_error(cmd, "--schedule: expected constant or cosine, got \"%s\"", val);
+    return rc;
+}
+
+int train_args_check(const train_args *a, const char *cmd)
+{
+    if (a->synthetic && a->data) return cli_usage_error(cmd, "--synthetic and --data exclude each other");
+    if (a->every && !a->ckpt) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint FILE");
+    return 0;
+}
+
+int train_args_probe(const train_args *a, cl_err *e)
+{
+    const char *outs[3] = {a->log, a->ckpt, a->weights};
+    for (int i = 0; i < 3; i++) {
+        cl_out probe;
+        if (!outs[i]) continue;
+        int rc = cl_out_open(&probe, outs[i], e);
+        if (rc) return rc;
+        cl_out_abort(&probe);
+    }
+    return CL_OK;
+}
+
+int train_args_data(const train_args *a, const model *m, const char *file, exec_data *train,
+                    exec_data *test, const char **source, double *mean, double *sd,
+                    cl_err *e)
+{
+    int rc;
+    *source = "Fashion-MNIST";
+    if (a->synthetic) {
+        const model_shape *s = &m->input;
+        int C = s->ndim == 3 ? (int)s->d[0] : 1, H = s->ndim == 3 ? (int)s->d[1] : 1,
+            W = s->ndim == 3 ? (int)s->d[2] : (int)s->d[0];
+        int classes = m->classes > 0 ? m->classes : 2;
+        int64_t n_test = a->synthetic / 4 > 0 ? a->synthetic / 4 : 1;
+        exec_data_synthetic(train, a->synthetic, C, H, W, classes, a->opt.seed, 0);
+        exec_data_synthetic(test, n_test, C, H, W, classes, a->opt.seed, 1);
+        *source = "synthetic";
+    } else if ((rc = exec_fmnist_load(a->data, train, test, e))) {
+        return rc;
+    }
+    if (a->limit) exec_data_limit(train, a->limit);
+    if ((rc = exec_data_check(train, m, file, "training", e)) ||
+        (rc = exec_data_check(test, m, file, "test", e)))
+        return rc;
+    exec_data_normalise(train, test, mean, sd);
+    return CL_OK;
+}
+
+const char *train_args_schedule_name(exec_lr_schedule s)
+{
+    return s == EXEC_LR_COSINE ? "cosine" : "constant";
+}
+
+int train_args_ids(const train_args *a, const model *m, const exec_data *train,
+                   exec_ckpt_id *ids)
+{
+    char hash[32], data[160];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)exec_ckpt_model_hash(m));
+    exec_ckpt_data_print(train, data, sizeof data);
+    int n = 0;
+    ids[n++] = exec_ckpt_id_int("--seed", (int64_t)a->opt.seed);
+    ids[n++] = exec_ckpt_id_real("--lr", a->opt.lr);
+    ids[n++] = exec_ckpt_id_str("--schedule", train_args_schedule_name(a->opt.schedule));
+    ids[n++] = exec_ckpt_id_real("--momentum", a->opt.momentum);
+    ids[n++] = exec_ckpt_id_real("--weight-decay", a->opt.weight_decay);
+    ids[n++] = exec_ckpt_id_str("model", m->name);
+    ids[n++] = exec_ckpt_id_str("model-hash", hash);
+    ids[n++] = exec_ckpt_id_str("training-data", data);
+    return n;
+}
+
+void train_args_print_header(void)
+{
+    printf("%5s %9s %9s %9s %11s %9s\n", "epoch", "loss", "train_acc", "test_acc", "samples/s",
+           "elapsed_s");
+}
+
+void train_args_print_epoch(const exec_epoch *h)
+{
+    printf("%5d %9.4f %9.4f %9.4f %11.0f %9.1f\n", h->epoch, h->loss, h->train_acc, h->test_acc,
+           h->samples_per_s, h->elapsed_s);
+}
+
+int train_args_write_log(const char *path, const exec_epoch *h, int n, cl_err *e)
+{
+    cl_out o;
+    int rc = cl_out_open(&o, path, e);
+    if (rc) return rc;
+    fprintf(o.f, "epoch,loss,train_acc,test_acc,test_loss,samples_per_s,elapsed_s,lr\n");
+    for (int i = 0; i < n; i++)
+        fprintf(o.f, "%d,%.6f,%.6f,%.6f,%.6f,%.1f,%.3f,%.6g\n", h[i].epoch, h[i].loss,
+                h[i].train_acc, h[i].test_acc, h[i].test_loss, h[i].samples_per_s, h[i].elapsed_s,
+                h[i].lr);
+    return cl_out_commit(&o, e);
+}
