@@ -53,11 +53,10 @@ static int help(void)
 }
 
 typedef struct compare_args {
-    const char *model, *profile, *profiled_on, *out_dir, *csv, *png, *svg, *title, *schedules, *save_plans;
+    study_args s;           /* the options sweep shares */
     const char *clusters[COMPARE_MAX_CLUSTERS];
     int n_clusters;
-    int64_t batch, dataset;
-    int no_replication, quiet;
+    int64_t dataset;
 } compare_args;
 
 typedef struct compare_row {
@@ -73,13 +72,17 @@ typedef struct compare_row {
 static int parse(int argc, char **argv, compare_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->schedules = COMPARE_DEFAULT_SCHEDULES;
+    a->s.schedules = COMPARE_DEFAULT_SCHEDULES;
+    int rc;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help() - 1;
-        if (!strcmp(o, "--no-replication")) { a->no_replication = 1; continue; }
-        if (!strcmp(o, "--quiet")) { a->quiet = 1; continue; }
+        int used;
+        if ((rc = study_args_option(&a->s, "compare", o, v, &used)) >= 0) {
+            if (rc) return rc;
+            i += used;
+            continue;
+        }
         if (!strcmp(o, "--clusters")) {
             int k = 0;
             while (i + 1 < argc && argv[i + 1][0] != '-') {
@@ -92,27 +95,13 @@ static int parse(int argc, char **argv, compare_args *a)
             continue;
         }
         if (o[0] == '-' && !v) return cli_usage_error("compare", "%s needs a value (or is unknown)", o);
-        if (!strcmp(o, "--model")) a->model = v;
-        else if (!strcmp(o, "--profile")) a->profile = v;
-        else if (!strcmp(o, "--profiled-on")) a->profiled_on = v;
-        else if (!strcmp(o, "-o") || !strcmp(o, "--out")) a->out_dir = v;
-        else if (!strcmp(o, "--csv")) a->csv = v;
-        else if (!strcmp(o, "--png")) a->png = v;
-        else if (!strcmp(o, "--svg")) a->svg = v;
-        else if (!strcmp(o, "--title")) a->title = v;
-        else if (!strcmp(o, "--save-plans")) a->save_plans = v;
-        else if (!strcmp(o, "--schedules")) a->schedules = v;
-        else if (!strcmp(o, "--batch")) rc = cli_int("compare", o, v, 1, 1 << 30, &a->batch);
-        else if (!strcmp(o, "--dataset-size")) rc = cli_int("compare", o, v, 1, (int64_t)1 << 50, &a->dataset);
+        if (!strcmp(o, "--dataset-size")) rc = cli_int("compare", o, v, 1, (int64_t)1 << 50, &a->dataset);
         else return cli_usage_error("compare", "unknown option %s", o);
         if (rc) return rc;
         i++;
     }
-    if (!a->model) return cli_usage_error("compare", "missing --model M.json");
+    if ((rc = study_args_check(&a->s, "compare"))) return rc;
     if (!a->n_clusters) return cli_usage_error("compare", "missing --clusters A.json B.json ...");
-    if (a->out_dir && (a->csv || a->png || a->svg))
-        return cli_usage_error("compare", "-o DIR and --csv/--png/--svg exclude each other");
-    if (a->profiled_on && !a->profile) return cli_usage_error("compare", "--profiled-on describes a --profile");
     return 0;
 }
 
@@ -293,7 +282,7 @@ int cmd_compare(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
     int *kinds = NULL, n_kinds = 0;
-    if ((rc = study_schedules("compare", a.schedules, &kinds, &n_kinds))) return rc;
+    if ((rc = study_schedules("compare", a.s.schedules, &kinds, &n_kinds))) return rc;
     cl_err e = {0};
     study st;
     int have_study = 0, n_done = 0, interrupted = 0;
@@ -301,33 +290,21 @@ int cmd_compare(int argc, char **argv)
     cluster *cls = cl_calloc((size_t)a.n_clusters, sizeof *cls);
     int n_loaded = 0;
     char csv[1024] = "", png[1024] = "", svg[1024] = "";
-    if ((rc = study_load(&st, a.model, a.profile, (int)a.batch, &e))) goto fail;
+    if ((rc = study_args_load(&a.s, &st, &e))) goto fail;
     have_study = 1;
-    if (a.profiled_on) snprintf(st.profiled_on, sizeof st.profiled_on, "%s", a.profiled_on);
-    st.replication = !a.no_replication;
     const char *dsname = "";
     int64_t dataset = a.dataset;
     if (!dataset) dataset = study_dataset_size(&st.md, &dsname);
     if (!dataset) {
         rc = cl_fail(&e, CL_EINPUT, "%s: the data set of model \"%s\" is not known (hint: --dataset-size N, the samples per epoch)",
-                     a.model, st.md.name);
+                     a.s.model, st.md.name);
         goto fail;
     }
     /* every cluster file is read before any planning, so a typo fails fast */
     for (; n_loaded < a.n_clusters; n_loaded++)
         if ((rc = cluster_load(&cls[n_loaded], a.clusters[n_loaded], &e))) goto fail;
-    if (a.save_plans && (rc = study_mkdir(a.save_plans, &e))) goto fail;
-    if (a.out_dir) {
-        if ((rc = study_mkdir(a.out_dir, &e))) goto fail;
-        snprintf(csv, sizeof csv, "%s/compare.csv", a.out_dir);
-        snprintf(png, sizeof png, "%s/compare.png", a.out_dir);
-        snprintf(svg, sizeof svg, "%s/compare.svg", a.out_dir);
-    } else {
-        if (a.csv) snprintf(csv, sizeof csv, "%s", a.csv);
-        if (a.png) snprintf(png, sizeof png, "%s", a.png);
-        if (a.svg) snprintf(svg, sizeof svg, "%s", a.svg);
-    }
-    if (!a.quiet) {
+    if ((rc = study_args_outputs(&a.s, "compare", csv, png, svg, sizeof csv, &e))) goto fail;
+    if (!a.s.quiet) {
         printf("compare: %s, batch %d, epoch = %lld samples%s%s%s\n\n", st.md.name, st.batch,
                (long long)dataset, dsname[0] ? " (" : "", dsname, dsname[0] ? " training set)" : "");
         printf("%-18s %3s  %-22s  %-10s %6s %10s %10s %10s  %s\n", "cluster", "dev", "device type",
@@ -346,36 +323,36 @@ int cmd_compare(int argc, char **argv)
         study_point best;
         rc = study_best(&st, &cls[i], kinds, n_kinds, &pg, &best, &interrupted, &e);
         if (!rc && !interrupted) fill_row(r, &best, dataset);
-        if (!rc && !interrupted && best.ok && a.save_plans) {
+        if (!rc && !interrupted && best.ok && a.s.save_plans) {
             char path[1200];
             char base[CLUSTER_NAME_MAX];
             snprintf(base, sizeof base, "%s", cls[i].name);
             for (char *c = base; *c; c++) if (*c == '/') *c = '_';
-            snprintf(path, sizeof path, "%s/%s.json", a.save_plans, base);
+            snprintf(path, sizeof path, "%s/%s.json", a.s.save_plans, base);
             rc = plan_save(&best.res.plan, path, &e);
         }
         study_point_free(&best);
         if (rc || interrupted) break;
         n_done++;
-        if (!a.quiet) print_row(r);
+        if (!a.s.quiet) print_row(r);
         fflush(stdout);
         if ((interrupted = prog_interrupted())) break;
     }
     prog_end(&pg);
     interrupted |= prog_interrupted();
-    if (!rc && !a.quiet) printf("\n");
-    if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, dataset, &e)) == CL_OK && !a.quiet)
+    if (!rc && !a.s.quiet) printf("\n");
+    if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, dataset, &e)) == CL_OK && !a.s.quiet)
         printf("wrote %s\n", csv);
     char title[256], ds[32];
     thousands(ds, sizeof ds, dataset);
-    if (a.title) snprintf(title, sizeof title, "%s", a.title);
+    if (a.s.title) snprintf(title, sizeof title, "%s", a.s.title);
     else snprintf(title, sizeof title, "Training %s for one epoch (%s samples%s%s, batch %d): time and cost per cluster",
                   st.md.name, ds, dsname[0] ? " of " : "", dsname, st.batch);
     const char *imgs[2] = {png, svg};
     for (int i = 0; i < 2 && !rc; i++)
         if (imgs[i][0] && n_done > 0) {
             rc = write_plot(imgs[i], title, rows, n_done, &e);
-            if (!rc && !a.quiet) printf("wrote %s\n", imgs[i]);
+            if (!rc && !a.s.quiet) printf("wrote %s\n", imgs[i]);
         }
     prog_release_sigint();
     if (rc) goto fail;

@@ -53,13 +53,13 @@ static int help(void)
 }
 
 typedef struct sweep_args {
-    const char *model, *profile, *profiled_on, *cluster, *device, *out_dir;
-    const char *csv, *png, *svg, *save_plans, *title, *schedules;
-    int64_t per_node, batch, micro;
+    study_args s;           /* the options compare shares */
+    const char *cluster, *device;
+    int64_t per_node, micro;
     int64_t *devices;
     int n_devices;
     double bw[2], lat[2];
-    int optimizer, no_replication, quiet;
+    int optimizer;
 } sweep_args;
 
 /* One point's figures, kept after its plan is freed. */
@@ -96,29 +96,22 @@ static int parse(int argc, char **argv, sweep_args *a)
     a->lat[0] = STUDY_DEF_INTRA_LAT;
     a->lat[1] = STUDY_DEF_INTER_LAT;
     a->optimizer = OPTIM_SGD;
-    a->schedules = SWEEP_DEFAULT_SCHEDULES;
-    int quick_links = 0;
+    a->s.schedules = SWEEP_DEFAULT_SCHEDULES;
+    int quick_links = 0, rc;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help() - 1;
-        if (!strcmp(o, "--no-replication")) { a->no_replication = 1; continue; }
-        if (!strcmp(o, "--quiet")) { a->quiet = 1; continue; }
+        int used;
+        if ((rc = study_args_option(&a->s, "sweep", o, v, &used)) >= 0) {
+            if (rc) return rc;
+            i += used;
+            continue;
+        }
         if (o[0] == '-' && !v) return cli_usage_error("sweep", "%s needs a value (or is unknown)", o);
-        if (!strcmp(o, "--model")) a->model = v;
-        else if (!strcmp(o, "--profile")) a->profile = v;
-        else if (!strcmp(o, "--profiled-on")) a->profiled_on = v;
-        else if (!strcmp(o, "--cluster")) a->cluster = v;
+        rc = 0;
+        if (!strcmp(o, "--cluster")) a->cluster = v;
         else if (!strcmp(o, "--device")) a->device = v;
-        else if (!strcmp(o, "-o") || !strcmp(o, "--out")) a->out_dir = v;
-        else if (!strcmp(o, "--csv")) a->csv = v;
-        else if (!strcmp(o, "--png")) a->png = v;
-        else if (!strcmp(o, "--svg")) a->svg = v;
-        else if (!strcmp(o, "--save-plans")) a->save_plans = v;
-        else if (!strcmp(o, "--title")) a->title = v;
-        else if (!strcmp(o, "--schedules")) a->schedules = v;
         else if (!strcmp(o, "--devices-per-node")) rc = cli_int("sweep", o, v, 1, CLUSTER_MAX_DEVICES, &a->per_node);
-        else if (!strcmp(o, "--batch")) rc = cli_int("sweep", o, v, 1, 1 << 30, &a->batch);
         else if (!strcmp(o, "--microbatches")) rc = cli_int("sweep", o, v, 1, 1 << 30, &a->micro);
         else if (!strcmp(o, "--bandwidth")) { rc = two_nums(o, v, 1e-300, a->bw); quick_links = 1; }
         else if (!strcmp(o, "--latency")) { rc = two_nums(o, v, 0, a->lat); quick_links = 1; }
@@ -132,16 +125,13 @@ static int parse(int argc, char **argv, sweep_args *a)
         if (rc) return rc;
         i++;
     }
-    if (!a->model) return cli_usage_error("sweep", "missing --model M.json");
+    if ((rc = study_args_check(&a->s, "sweep"))) return rc;
     if (!a->cluster == !a->device)
         return cli_usage_error("sweep", "give --cluster C.json or --device TYPE (one of them)");
     if (a->cluster && (a->per_node || quick_links))
         return cli_usage_error("sweep", "--devices-per-node, --bandwidth and --latency describe a --device cluster, not --cluster");
     if (a->device && !a->devices)
         return cli_usage_error("sweep", "a --device cluster needs --devices N1,N2,...");
-    if (a->out_dir && (a->csv || a->png || a->svg))
-        return cli_usage_error("sweep", "-o DIR and --csv/--png/--svg exclude each other");
-    if (a->profiled_on && !a->profile) return cli_usage_error("sweep", "--profiled-on describes a --profile");
     if (a->devices) { /* ascending, no repeats */
         qsort(a->devices, (size_t)a->n_devices, sizeof *a->devices, cmp_i64);
         int k = 0;
@@ -325,15 +315,15 @@ static int run_points(const sweep_args *a, const study *st, const cluster *full,
             r->devices = (int)a->devices[i];
             r->kind = kinds[k];
             if (!rc) fill_row(r, &pt, base_thr);
-            if (!rc && a->save_plans && pt.planned) {
+            if (!rc && a->s.save_plans && pt.planned) {
                 char name[64];
                 snprintf(name, sizeof name, "%ddev-%s", r->devices, sched_kind_name((sched_kind)kinds[k]));
-                rc = save_plan(a->save_plans, name, &pt.res.plan, e);
+                rc = save_plan(a->s.save_plans, name, &pt.res.plan, e);
             }
             study_point_free(&pt);
             if (rc) break;
             (*n_done)++;
-            if (!a->quiet) print_row(r);
+            if (!a->s.quiet) print_row(r);
             fflush(stdout);
             char label[64];
             snprintf(label, sizeof label, "%d devices, %s", r->devices, sched_kind_name((sched_kind)kinds[k]));
@@ -355,7 +345,7 @@ int cmd_sweep(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     }
     int *kinds = NULL, n_kinds = 0;
-    if ((rc = study_schedules("sweep", a.schedules, &kinds, &n_kinds))) {
+    if ((rc = study_schedules("sweep", a.s.schedules, &kinds, &n_kinds))) {
         free(a.devices);
         return rc;
     }
@@ -367,12 +357,10 @@ int cmd_sweep(int argc, char **argv)
     sweep_row *rows = NULL;
     int n_done = 0;
     char csv[1024] = "", png[1024] = "", svg[1024] = "";
-    if ((rc = study_load(&st, a.model, a.profile, (int)a.batch, &e))) goto fail;
+    if ((rc = study_args_load(&a.s, &st, &e))) goto fail;
     have_study = 1;
     st.microbatches = (int)a.micro;
     st.optimizer = (plan_optim)a.optimizer;
-    st.replication = !a.no_replication;
-    if (a.profiled_on) snprintf(st.profiled_on, sizeof st.profiled_on, "%s", a.profiled_on);
     if (a.cluster) {
         if ((rc = cluster_load(&full, a.cluster, &e))) goto fail;
         have_full = 1;
@@ -390,17 +378,7 @@ int cmd_sweep(int argc, char **argv)
     } else if ((rc = cluster_devtype_preset(NULL, a.device, &type, &e))) {
         goto fail;
     }
-    if (a.out_dir) {
-        if ((rc = study_mkdir(a.out_dir, &e))) goto fail;
-        snprintf(csv, sizeof csv, "%s/speedup.csv", a.out_dir);
-        snprintf(png, sizeof png, "%s/speedup.png", a.out_dir);
-        snprintf(svg, sizeof svg, "%s/speedup.svg", a.out_dir);
-    } else {
-        if (a.csv) snprintf(csv, sizeof csv, "%s", a.csv);
-        if (a.png) snprintf(png, sizeof png, "%s", a.png);
-        if (a.svg) snprintf(svg, sizeof svg, "%s", a.svg);
-    }
-    if (a.save_plans && (rc = study_mkdir(a.save_plans, &e))) goto fail;
+    if ((rc = study_args_outputs(&a.s, "speedup", csv, png, svg, sizeof csv, &e))) goto fail;
 
     prog_catch_sigint();
     /* the baseline: the best plan on one device, any schedule */
@@ -419,11 +397,11 @@ int cmd_sweep(int argc, char **argv)
         } else if (!rc) {
             snprintf(base_desc, sizeof base_desc, "none (%.200s); speed-up is over the same microbatches run on one device", pt.reason);
         }
-        if (!rc && a.save_plans && pt.planned) rc = save_plan(a.save_plans, "baseline-1dev", &pt.res.plan, &e);
+        if (!rc && a.s.save_plans && pt.planned) rc = save_plan(a.s.save_plans, "baseline-1dev", &pt.res.plan, &e);
         study_point_free(&pt);
         if (rc) goto fail_sig;
     }
-    if (!a.quiet) {
+    if (!a.s.quiet) {
         printf("sweep: %s on %s, batch %d, %d device counts x %d schedules\n", st.md.name,
                have_full ? full.name : a.device, st.batch, a.n_devices, n_kinds);
         printf("baseline: %s\n\n", base_desc);
@@ -434,9 +412,9 @@ int cmd_sweep(int argc, char **argv)
     rc = run_points(&a, &st, have_full ? &full : NULL, &type, kinds, n_kinds, base_thr, rows, &n_done, &e);
     int interrupted = prog_interrupted();
     /* outputs for the points done, also after Ctrl-C */
-    if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, &e)) == CL_OK && !a.quiet) printf("wrote %s\n", csv);
+    if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, &e)) == CL_OK && !a.s.quiet) printf("wrote %s\n", csv);
     char title[256];
-    if (a.title) snprintf(title, sizeof title, "%s", a.title);
+    if (a.s.title) snprintf(title, sizeof title, "%s", a.s.title);
     else if (have_full)
         snprintf(title, sizeof title, "Predicted speed-up: %s on %s, batch %d", st.md.name, full.name, st.batch);
     else
@@ -445,7 +423,7 @@ int cmd_sweep(int argc, char **argv)
     for (int i = 0; i < 2 && !rc; i++)
         if (imgs[i][0] && n_done > 0) {
             rc = write_plot(imgs[i], title, rows, n_done, kinds, n_kinds, base_thr <= 0, &e);
-            if (!rc && !a.quiet) printf("wrote %s\n", imgs[i]);
+            if (!rc && !a.s.quiet) printf("wrote %s\n", imgs[i]);
         }
     prog_release_sigint();
     if (rc) goto fail;

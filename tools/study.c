@@ -1,5 +1,7 @@
 /* study.c - plan and simulate a model on clusters (study.h). */
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,4 +307,72 @@ int study_mkdir(const char *dir, cl_err *e)
     }
     free(p);
     return rc;
+}
+
+int study_args_option(study_args *a, const char *cmd, const char *opt, const char *val,
+                      int *used_val)
+{
+    *used_val = 0;
+    if (!strcmp(opt, "--no-replication")) return a->no_replication = 1, 0;
+    if (!strcmp(opt, "--quiet")) return a->quiet = 1, 0;
+    static const struct { const char *name; size_t off; } strs[] = {
+        {"--model", offsetof(study_args, model)},
+        {"--profile", offsetof(study_args, profile)},
+        {"--profiled-on", offsetof(study_args, profiled_on)},
+        {"-o", offsetof(study_args, out_dir)},
+        {"--out", offsetof(study_args, out_dir)},
+        {"--csv", offsetof(study_args, csv)},
+        {"--png", offsetof(study_args, png)},
+        {"--svg", offsetof(study_args, svg)},
+        {"--title", offsetof(study_args, title)},
+        {"--save-plans", offsetof(study_args, save_plans)},
+        {"--schedules", offsetof(study_args, schedules)},
+        {"--batch", 0},
+    };
+    for (size_t k = 0; k < sizeof strs / sizeof *strs; k++) {
+        if (strcmp(opt, strs[k].name)) continue;
+        if (!val) return cli_usage_error(cmd, "%s needs a value", opt);
+        *used_val = 1;
+        if (!strcmp(opt, "--batch")) return cli_int(cmd, opt, val, 1, 1 << 30, &a->batch);
+        *(const char **)((char *)a + strs[k].off) = val;
+        return 0;
+    }
+    return -1;
+}
+
+int study_args_check(const study_args *a, const char *cmd)
+{
+    if (!a->model) return cli_usage_error(cmd, "missing --model M.json");
+    if (a->out_dir && (a->csv || a->png || a->svg))
+        return cli_usage_error(cmd, "-o DIR and --csv/--png/--svg exclude each other");
+    if (a->profiled_on && !a->profile) return cli_usage_error(cmd, "--profiled-on describes a --profile");
+    return 0;
+}
+
+int study_args_load(const study_args *a, study *s, cl_err *e)
+{
+    int rc = study_load(s, a->model, a->profile, (int)a->batch, e);
+    if (rc) return rc;
+    if (a->profiled_on) snprintf(s->profiled_on, sizeof s->profiled_on, "%s", a->profiled_on);
+    s->replication = !a->no_replication;
+    return CL_OK;
+}
+
+int study_args_outputs(const study_args *a, const char *stem, char *csv, char *png, char *svg,
+                       size_t cap, cl_err *e)
+{
+    int rc;
+    csv[0] = png[0] = svg[0] = '\0';
+    if (a->out_dir) {
+        if ((rc = study_mkdir(a->out_dir, e))) return rc;
+        snprintf(csv, cap, "%s/%s.csv", a->out_dir, stem);
+        snprintf(png, cap, "%s/%s.png", a->out_dir, stem);
+        snprintf(svg, cap, "%s/%s.svg", a->out_dir, stem);
+    } else {
+        if (a->csv) snprintf(csv, cap, "%s", a->csv);
+        if (a->png) snprintf(png, cap, "%s", a->png);
+        if (a->svg) snprintf(svg, cap, "%s", a->svg);
+    }
+    if (a->save_plans && (rc = study_mkdir(a->save_plans, e))) return rc;
+    return CL_OK;
 }

@@ -108,4 +108,29 @@ int study_mkdir(const char *dir, cl_err *e);
 /* "8 x A100-80GB" or "6 x V100-32GB + 2 x A100-80GB": the device types of c. */
 void study_devices_str(const cluster *c, char *buf, size_t cap);
 
+/* The options `cleave sweep` and `cleave compare` share, parsed one way. */
+typedef struct study_args {
+    const char *model, *profile, *profiled_on; /* --model, --profile, --profiled-on */
+    const char *out_dir;    /* -o/--out DIR: <DIR>/<stem>.csv, .png, .svg    */
+    const char *csv, *png, *svg, *title, *save_plans, *schedules;
+    int64_t batch;          /* --batch (0: the study's default)             */
+    int no_replication, quiet;
+} study_args;
+
+/* Take option `opt` (value `val`, NULL when last) if it is a shared one.
+ * Returns -1 when it is not, 0 when taken (*used_val says whether val was
+ * consumed), or the usage-error status of `cmd`. */
+int study_args_option(study_args *a, const char *cmd, const char *opt, const char *val,
+                      int *used_val);
+/* The checks across shared options: --model given, -o vs --csv/--png/--svg,
+ * --profiled-on without --profile.  0 or the usage-error status. */
+int study_args_check(const study_args *a, const char *cmd);
+/* Load the study the options describe (study_load, then --profiled-on and
+ * --no-replication). */
+int study_args_load(const study_args *a, study *s, cl_err *e);
+/* The output paths (empty when not wanted): <out_dir>/<stem>.{csv,png,svg}
+ * (the folder is created) or --csv/--png/--svg; and --save-plans created. */
+int study_args_outputs(const study_args *a, const char *stem, char *csv, char *png, char *svg,
+                       size_t cap, cl_err *e);
+
 #endif
