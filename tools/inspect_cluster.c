@@ -10,6 +10,7 @@
 #include "../profiles/cluster.h"
 #include "cli.h"
 #include "inspect.h"
+#include "jsonx.h"
 
 typedef struct totals {
     double fp32_flops, fp16_flops, mem_bytes, price_per_hour;
@@ -162,15 +163,7 @@ static int print_json(const cluster *c)
     cJSON_AddNumberToObject(o, "peak_fp16_flops", t.fp16_flops);
     cJSON_AddNumberToObject(o, "memory_bytes", t.mem_bytes);
     if (t.priced) cJSON_AddNumberToObject(o, "price_per_hour", t.price_per_hour);
-    char *s = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!s) {
-        fprintf(stderr, "cleave: cannot serialise JSON\n");
-        return 1;
-    }
-    puts(s);
-    free(s);
-    return 0;
+    return jx_puts(root);
 }
 
 int inspect_cluster(const char *path, int as_json)

@@ -10,6 +10,7 @@
 #include "../models/model.h"
 #include "cli.h"
 #include "inspect.h"
+#include "jsonx.h"
 
 /* 138357544 -> "138,357,544" */
 static const char *grouped(uint64_t v, char *buf, size_t cap)
@@ -101,15 +102,7 @@ static int print_json(const model *m, const uint64_t *cut)
     cJSON_AddNumberToObject(tot, "bwd_flops", t.bwd_in_flops + t.bwd_w_flops);
     cJSON_AddNumberToObject(tot, "out_bytes", (double)(t.out_elems * eb));
     cJSON_AddNumberToObject(tot, "stash_bytes", (double)(t.stash_elems * eb));
-    char *s = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!s) {
-        fprintf(stderr, "cleave: cannot serialise JSON\n");
-        return 1;
-    }
-    puts(s);
-    free(s);
-    return 0;
+    return jx_puts(root);
 }
 
 static void print_table(const model *m, const uint64_t *cut)

@@ -22,13 +22,9 @@ int inspect_plan(const char *path, int as_json)
     cl_err e = {0};
     if (plan_load(&p, path, &e)) return cli_report(&e);
     if (as_json) {
-        cJSON *j = plan_to_json(&p);
-        char *s = jx_print(j, 1);
-        printf("%s\n", s);
-        free(s);
-        cJSON_Delete(j);
+        int rc = jx_puts(plan_to_json(&p));
         plan_free(&p);
-        return 0;
+        return rc;
     }
     printf("plan: %s on %s (%d devices), schedule %s", p.model.name, p.cluster.name,
            plan_device_count(&p), sched_kind_name(p.schedule));

@@ -14,6 +14,7 @@
 #include "../profiles/profile.h"
 #include "cli.h"
 #include "inspect.h"
+#include "jsonx.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -142,15 +143,7 @@ static int print_json(const prof *p, const pipedream_info *pd, const double *cut
         cJSON *c = cJSON_AddArrayToObject(o, "cut_bytes");
         for (int i = 0; i < p->n_layers; i++) cJSON_AddItemToArray(c, cJSON_CreateNumber(cut[i]));
     }
-    char *s = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!s) {
-        fprintf(stderr, "cleave: cannot serialise JSON\n");
-        return 1;
-    }
-    puts(s);
-    free(s);
-    return 0;
+    return jx_puts(root);
 }
 
 /* A PipeDream graph.txt: import, then print the profile with cut sizes. */

@@ -347,6 +347,19 @@ char *jx_print(const cJSON *root, int pretty)
     return text;
 }
 
+int jx_puts(cJSON *root)
+{
+    char *text = jx_print(root, 1);
+    cJSON_Delete(root);
+    if (!text) {
+        fprintf(stderr, "cleave: cannot serialise JSON (out of memory)\n");
+        return CL_ERUN;
+    }
+    puts(text);
+    free(text);
+    return CL_OK;
+}
+
 int jx_write_file(const char *path, const cJSON *root, cl_err *e)
 {
     char *text = jx_print(root, 1);

@@ -90,5 +90,9 @@ int jx_write_file(const char *path, const cJSON *root, cl_err *e);
  * memory.  The caller frees it.  Use it instead of cJSON_Print, whose
  * numbers do not always read back exactly. */
 char *jx_print(const cJSON *root, int pretty);
+/* Print root (pretty, exact numbers) and a newline on stdout, then delete
+ * it: what every --json output does.  CL_OK, or CL_ERUN with a message on
+ * stderr when out of memory. */
+int jx_puts(cJSON *root);
 
 #endif
