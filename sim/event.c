@@ -7,7 +7,15 @@
  * low half, so one unsigned comparison orders by time and then FIFO, without
  * branches.  Cancelling is lazy: the slot's generation changes and the dead
  * heap entry is dropped when it reaches the top, so sifting never has to
- * track positions.  A handle is the slot index plus one in the low 32 bits
+ * track positions.  Dispatch leaves a hole at the root instead of removing
+ * the top at once: the first event the callback schedules fills the hole by
+ * sifting down from the root, so a dispatch that schedules one event costs
+ * one sift, not a removal and an insertion (an event due before every other
+ * pending one, such as a short transfer, then stays at the root at no
+ * cost); a callback that schedules nothing closes the hole with the last
+ * entry as a plain removal would.  The order of dispatch depends only on the
+ * keys, never on the heap's shape, so this changes no result.
+ * A handle is the slot index plus one in the low 32 bits
  * and the generation in the high 32 bits; a stale handle matches nothing.
  * Limits (asserted): 2^24 events pending at once, 2^40 events scheduled
  * between resets.
@@ -59,12 +67,16 @@ struct ev_kernel {
     uint64_t dispatched;
     size_t live;         /* pending events that were not cancelled */
     int stop;
+    int hole;            /* heap[0] is a hole: its event is being dispatched */
     ev_entry *heap;
     uint32_t n, cap;     /* heap entries (live and dead) and capacity */
     ev_slot *slots;
     uint32_t *free_slots;
     uint32_t n_free, n_slots;
 };
+
+static inline void sift_down(ev_entry *h, uint32_t n, uint32_t i, ev_entry e);
+static inline void pop_entry(ev_kernel *k);
 
 ev_kernel *ev_create(void)
 {
@@ -82,6 +94,7 @@ void ev_destroy(ev_kernel *k)
 
 void ev_reset(ev_kernel *k)
 {
+    if (k->hole) pop_entry(k); /* its slot was released at dispatch */
     for (uint32_t i = 0; i < k->n; i++) {
         ev_slot *sl = &k->slots[entry_slot(k->heap[i])];
         sl->gen++;
@@ -105,6 +118,11 @@ void ev_stop(ev_kernel *k) { k->stop = 1; }
 
 static inline void push_entry(ev_kernel *k, ev_entry e)
 {
+    if (k->hole) { /* fill the root left by the event being dispatched */
+        k->hole = 0;
+        sift_down(k->heap, k->n, 0, e);
+        return;
+    }
     if (k->n == k->cap) {
         k->cap = k->cap ? k->cap * 2 : 64;
         k->heap = cl_realloc(k->heap, (size_t)k->cap * sizeof *k->heap);
@@ -120,14 +138,9 @@ static inline void push_entry(ev_kernel *k, ev_entry e)
     h[i] = e;
 }
 
-/* Remove the top entry. */
-static inline void pop_entry(ev_kernel *k)
+/* Place e at hole i of a heap of n entries, moving it down. */
+static inline void sift_down(ev_entry *h, uint32_t n, uint32_t i, ev_entry e)
 {
-    ev_entry *h = k->heap;
-    uint32_t n = --k->n;
-    if (n == 0) return;
-    ev_entry e = h[n];
-    uint32_t i = 0;
     for (;;) {
         uint32_t c = 2 * i + 1;
         if (c >= n) break;
@@ -139,9 +152,18 @@ static inline void pop_entry(ev_kernel *k)
     h[i] = e;
 }
 
+/* Remove the top entry (or the hole at the root). */
+static inline void pop_entry(ev_kernel *k)
+{
+    uint32_t n = --k->n;
+    k->hole = 0;
+    if (n) sift_down(k->heap, n, 0, k->heap[n]);
+}
+
 /* Drop cancelled entries from the top so heap[0] is live (or the heap empty). */
 static inline void skip_dead(ev_kernel *k)
 {
+    if (k->hole) pop_entry(k);
     while (k->n && !k->slots[entry_slot(k->heap[0])].live) {
         uint32_t s = entry_slot(k->heap[0]);
         pop_entry(k);
@@ -221,12 +243,13 @@ int ev_step(ev_kernel *k)
     uint64_t data = sl->data;
     sl->live = 0;
     sl->gen++;
-    pop_entry(k);
+    k->hole = 1; /* the root is the callback's to fill (see the top) */
     k->free_slots[k->n_free++] = s;
     k->live--;
     k->now = t;
     k->dispatched++;
     fn(k, ctx, data);
+    if (k->hole) pop_entry(k);
     return 1;
 }
 

@@ -117,6 +117,74 @@ static void test_random_against_reference(void)
     }
 }
 
+/* Callbacks that schedule, cancel and peek: each dispatched event schedules
+ * 0 to 3 more (at the current time, before every pending event, or later),
+ * sometimes cancels a pending one and sometimes asks for the next time; the
+ * dispatch order must still be the reference's. */
+typedef struct busy_log {
+    ref_ev *ref;
+    int n_ref, cap;
+    int *order;
+    int n;
+    int bad;
+} busy_log;
+
+static void on_busy(ev_kernel *k, void *ctx, uint64_t data)
+{
+    busy_log *b = ctx;
+    if (ref_next(b->ref, b->n_ref) != (int)data) b->bad = 1; /* not the reference's next */
+    b->order[b->n++] = (int)data;
+    b->ref[data].pending = 0;
+    int adds = (int)(rnd() % 4);
+    for (int j = 0; j < adds && b->n_ref < b->cap; j++) {
+        double t = ev_now(k) + (rnd() % 3 == 0 ? 0.0 : (double)(rnd() % 16) * 0.125);
+        b->ref[b->n_ref] = (ref_ev){t, b->n_ref, 1, 0};
+        b->ref[b->n_ref].h = ev_at(k, t, on_busy, b, (uint64_t)b->n_ref);
+        b->n_ref++;
+    }
+    if (rnd() % 4 == 0 && b->n_ref) {
+        int i = (int)(rnd() % (uint64_t)b->n_ref);
+        if (ev_cancel(k, b->ref[i].h) != b->ref[i].pending) b->bad = 1;
+        b->ref[i].pending = 0;
+    }
+    if (rnd() % 4 == 0) {
+        int want = ref_next(b->ref, b->n_ref);
+        double next = ev_next_time(k);
+        if (want < 0 ? !isinf(next) : next != b->ref[want].t) b->bad = 1;
+    }
+    int pending = 0;
+    for (int i = 0; i < b->n_ref; i++) pending += b->ref[i].pending;
+    if ((size_t)pending != ev_pending(k)) b->bad = 1;
+}
+
+static void test_callbacks_against_reference(void)
+{
+    rng_state = 0x243F6A8885A308D3ull;
+    for (int trial = 0; trial < 100; trial++) {
+        busy_log b = {0};
+        b.cap = 2000;
+        b.ref = calloc((size_t)b.cap, sizeof *b.ref);
+        b.order = calloc((size_t)b.cap, sizeof *b.order);
+        ev_kernel *k = ev_create();
+        int seeds = 1 + (int)(rnd() % 40);
+        for (int i = 0; i < seeds; i++) {
+            double t = (double)(rnd() % 8) * 0.5;
+            b.ref[b.n_ref] = (ref_ev){t, b.n_ref, 1, 0};
+            b.ref[b.n_ref].h = ev_at(k, t, on_busy, &b, (uint64_t)b.n_ref);
+            b.n_ref++;
+        }
+        ev_status st = ev_run(k, 0, 0);
+        CU_ASSERT_EQUAL(st, EV_EMPTY);
+        int ok = !b.bad && ref_next(b.ref, b.n_ref) < 0 && b.n > 0;
+        CU_ASSERT_TRUE(ok);
+        CU_ASSERT_EQUAL(ev_pending(k), 0);
+        ev_destroy(k);
+        free(b.ref);
+        free(b.order);
+        if (!ok) break;
+    }
+}
+
 static void test_fifo_among_ties(void)
 {
     ev_kernel *k = ev_create();
@@ -211,6 +279,8 @@ TEST_SUITE(sim_event)
     test_add("random schedule/cancel/step matches a brute-force reference", test_random_against_reference);
     test_add("events at equal times run in insertion order", test_fifo_among_ties);
     test_add("callbacks schedule at now and later", test_scheduling_from_callbacks);
+    test_add("callbacks that schedule, cancel and peek match a brute-force reference",
+             test_callbacks_against_reference);
     test_add("event budget, stop and reset", test_budgets_and_stop);
     test_add("100k pending events come out in time order", test_many_pending);
 }
