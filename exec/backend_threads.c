@@ -171,7 +171,7 @@ static void tx_destroy(exec_xport *x)
 static const exec_xport_ops tx_ops = {tx_post, tx_take, tx_events, tx_wait, tx_out_bytes,
                                       tx_sync, tx_run, tx_abort, tx_aborted, tx_destroy};
 
-exec_xport *exec_xport_threads(int n, const int *cap)
+exec_xport *exec_xport_threads(int n, const int *cap, double spin_s)
 {
     assert(n >= 1);
     tx *t = cl_calloc(1, sizeof *t);
@@ -181,7 +181,6 @@ exec_xport *exec_xport_threads(int n, const int *cap)
     t->ch = cl_calloc((size_t)n * (size_t)n, sizeof *t->ch);
     for (int i = 0; i < n * n; i++) exec_chan_init(&t->ch[i], cap[i] > 0 ? cap[i] : 1);
     t->nt = cl_calloc((size_t)n, sizeof *t->nt);
-    for (int w = 0; w < n; w++) exec_notify_init(&t->nt[w]);
     t->out = cl_calloc((size_t)n, sizeof *t->out);
     pthread_mutex_init(&t->bmu, NULL);
     pthread_condattr_t ca;
@@ -198,5 +197,8 @@ exec_xport *exec_xport_threads(int n, const int *cap)
             if (CPU_ISSET(c, &set)) t->cpu[t->n_cpu++] = c;
     }
     t->x.cores = t->n_cpu;
+    /* spinning only pays when no other worker of ours needs the core */
+    double spin = t->n_cpu >= n ? spin_s : 0;
+    for (int w = 0; w < n; w++) exec_notify_init(&t->nt[w], spin);
     return &t->x;
 }

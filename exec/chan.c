@@ -23,7 +23,7 @@ void exec_msg_free(exec_msg *m) { free(m); }
 
 /* -------------------------------------------------------------- notify -- */
 
-void exec_notify_init(exec_notify *n)
+void exec_notify_init(exec_notify *n, double spin_s)
 {
     pthread_mutex_init(&n->mu, NULL);
     pthread_condattr_t a;
@@ -31,7 +31,20 @@ void exec_notify_init(exec_notify *n)
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
     pthread_cond_init(&n->cv, &a);
     pthread_condattr_destroy(&a);
-    n->events = 0;
+    atomic_init(&n->events, 0);
+    atomic_init(&n->sleepers, 0);
+    n->spin_s = spin_s > 0 ? spin_s : 0;
+}
+
+double exec_spin_default(void)
+{
+    const char *v = getenv("CLEAVE_SPIN_US");
+    if (v && *v) {
+        char *end;
+        double us = strtod(v, &end);
+        if (*end == 0 && us >= 0 && us < 1e7) return us * 1e-6;
+    }
+    return EXEC_SPIN_S;
 }
 
 void exec_notify_destroy(exec_notify *n)
@@ -40,33 +53,56 @@ void exec_notify_destroy(exec_notify *n)
     pthread_mutex_destroy(&n->mu);
 }
 
+/* Both sides use sequentially consistent operations: the bump writes events
+ * then reads sleepers, the waiter writes sleepers then reads events, so at
+ * least one of them sees the other (the waiter does not sleep, or the bump
+ * signals it; the waiter holds mu from its check until it sleeps, so the
+ * signal, sent under mu, cannot fall in between). */
 void exec_notify_bump(exec_notify *n)
 {
-    pthread_mutex_lock(&n->mu);
-    n->events++;
-    pthread_cond_broadcast(&n->cv);
-    pthread_mutex_unlock(&n->mu);
+    atomic_fetch_add(&n->events, 1);
+    if (atomic_load(&n->sleepers) > 0) {
+        pthread_mutex_lock(&n->mu);
+        pthread_cond_broadcast(&n->cv);
+        pthread_mutex_unlock(&n->mu);
+    }
 }
 
-uint64_t exec_notify_events(exec_notify *n)
+uint64_t exec_notify_events(exec_notify *n) { return atomic_load(&n->events); }
+
+static double mono_s(void)
 {
-    pthread_mutex_lock(&n->mu);
-    uint64_t v = n->events;
-    pthread_mutex_unlock(&n->mu);
-    return v;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
 }
 
 void exec_notify_wait(exec_notify *n, uint64_t seen, double max_s)
 {
+    double start = mono_s(), spin = n->spin_s < max_s ? n->spin_s : max_s;
+    if (spin > 0)
+        for (int i = 0;; i++) {
+            if (atomic_load_explicit(&n->events, memory_order_acquire) != seen) return;
+            cpu_relax();
+            if ((i & 63) == 63 && mono_s() - start >= spin) break;
+        }
+    double s = start + max_s;
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + max_s;
     ts.tv_sec = (time_t)s;
     ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
     if (ts.tv_nsec >= 1000000000L) ts.tv_nsec = 999999999L;
     pthread_mutex_lock(&n->mu);
-    while (n->events == seen)
+    atomic_fetch_add(&n->sleepers, 1);
+    while (atomic_load(&n->events) == seen)
         if (pthread_cond_timedwait(&n->cv, &n->mu, &ts) == ETIMEDOUT) break;
+    atomic_fetch_sub(&n->sleepers, 1);
     pthread_mutex_unlock(&n->mu);
 }
 

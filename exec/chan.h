@@ -21,6 +21,7 @@
 #define CL_EXEC_CHAN_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "../tools/status.h"
@@ -66,19 +67,41 @@ enum { EXEC_TAG_MAX_BOUNDARY = 8191 };
 /* Wake-ups of one worker: a counter bumped whenever something it may be
  * waiting for happens (a message for it arrived, a slot in one of its
  * outgoing channels freed), so a wait cannot miss an event that happened
- * between looking and sleeping. */
+ * between looking and sleeping.
+ *
+ * A wait first spins on the counter for up to spin_s seconds and only then
+ * sleeps on the condition variable; a bump makes the futex call only when
+ * the worker sleeps.  A worker that has a core of its own therefore sees a
+ * message within a microsecond of its posting, its poster pays no system
+ * call, and its core does not go idle for short waits (an idle virtual CPU
+ * loses its caches and wakes slowly: docs/validation.md). */
 typedef struct exec_notify {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint64_t events;
+    _Atomic uint64_t events;
+    _Atomic int sleepers;  /* waits inside pthread_cond_timedwait            */
+    double spin_s;         /* how long a wait spins before sleeping; 0: none */
 } exec_notify;
 
-void exec_notify_init(exec_notify *n);
+/* spin_s: see above (0 when the worker shares its core with others). */
+void exec_notify_init(exec_notify *n, double spin_s);
 void exec_notify_destroy(exec_notify *n);
 void exec_notify_bump(exec_notify *n);
 uint64_t exec_notify_events(exec_notify *n);
-/* Sleep until events != seen or max_s seconds passed. */
+/* Spin (up to spin_s), then sleep, until events != seen or max_s seconds
+ * passed. */
 void exec_notify_wait(exec_notify *n, uint64_t seen, double max_s);
+
+/* The spin of a waiting worker that has a core of its own (threads
+ * backend, exec_pipe_opts.spin_s), seconds: longer than the gaps a
+ * pipeline stage waits between its ops on the models this machine trains
+ * (fill and drain of one op, hand-offs), bounded so a stalled pipeline
+ * does not hold the cores for long. */
+#define EXEC_SPIN_S 2e-3
+/* EXEC_SPIN_S, or the environment's CLEAVE_SPIN_US (microseconds, >= 0) when
+ * set: a knob for measuring the runtime with other spins (0: sleep at
+ * once, as the runtime did before). */
+double exec_spin_default(void);
 
 /* One direction between two workers: a FIFO of messages. */
 typedef struct exec_chan {
@@ -144,8 +167,10 @@ struct exec_xport {
 };
 
 /* The threads backend for n workers; cap[src * n + dst] is the capacity of
- * each channel (copied). */
-exec_xport *exec_xport_threads(int n, const int *cap);
+ * each channel (copied).  A waiting worker spins spin_s seconds before it
+ * sleeps (exec_notify) when every worker has a core of its own, else it
+ * sleeps at once. */
+exec_xport *exec_xport_threads(int n, const int *cap, double spin_s);
 
 /* The MPI backend: MPI must be initialised (exec_pipe_mpi_world) with a
  * world of n ranks.  CL_EINPUT when the world size differs. */

@@ -104,6 +104,7 @@ void exec_link_opts_default(exec_link_opts *o)
     o->min_reps = 10;
     o->seconds_per_size = 0.05;
     o->warmup = 3;
+    o->spin_s = exec_spin_default();
 }
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
@@ -294,7 +295,7 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
     c.times = cl_malloc((size_t)n_sizes * MAX_REPS * sizeof *c.times);
     c.sends = cl_malloc((size_t)n_sizes * MAX_REPS * sizeof *c.sends);
     const int cap[4] = {2, 2, 2, 2};
-    c.x = exec_xport_threads(2, cap); /* its workers are pinned to separate cores */
+    c.x = exec_xport_threads(2, cap, o->spin_s); /* workers pinned to separate cores */
     c.x->ops->run(c.x, pp_worker, &c);
     c.x->ops->destroy(c.x);
     if (c.failed) {

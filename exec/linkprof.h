@@ -87,6 +87,10 @@ typedef struct exec_link_opts {
                               before each round trip, so the echo has been
                               asleep that long when the message comes, as a
                               pipeline stage waiting for its neighbour is (0) */
+    double spin_s;         /* threads: how long a waiting worker spins before
+                              it sleeps, as in the pipelined runtime
+                              (exec_pipe_opts.spin_s; default
+                              exec_spin_default())                            */
 } exec_link_opts;
 
 void exec_link_opts_default(exec_link_opts *o);

@@ -37,6 +37,7 @@ void exec_pipe_defaults(exec_pipe_opts *o)
     o->weight_decay = t.weight_decay;
     o->lr_schedule = t.schedule;
     o->seed = t.seed;
+    o->spin_s = exec_spin_default();
 }
 
 void exec_pipe_result_free(exec_pipe_result *r)
@@ -399,7 +400,7 @@ int exec_pipe_run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r, c
     if (o->backend == EXEC_PIPE_MPI)
         rc = exec_xport_mpi(&R->x, R->n_w, cap, file, e);
     else
-        R->x = exec_xport_threads(R->n_w, cap);
+        R->x = exec_xport_threads(R->n_w, cap, o->spin_s);
     free(cap);
     if (!rc && R->x->rank >= 0) r->rank = R->x->rank;
     if (!rc && o->trace_path) { /* fail on a bad path now, not after training */

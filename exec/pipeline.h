@@ -88,6 +88,10 @@ typedef struct exec_pipe_opts {
                               0: derived from the schedule (docs/executor.md) */
     double stall_s;        /* a worker blocked this long fails the run with a
                               report of where it waits; 0: 300 s             */
+    double spin_s;         /* threads backend: a waiting worker spins this
+                              long before it sleeps, when every worker has a
+                              core of its own (exec_notify, chan.h); 0: sleeps
+                              at once.  exec_pipe_defaults: exec_spin_default() */
     /* Checkpoints (exec/checkpoint.h, docs/testing.md "Reliability"), for
      * schedules that drain at iteration ends (not pipedream, fbp): */
     const char *ckpt_path; /* NULL: none; else written (rank 0) at the end of
