@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "kern.h"
 #include "layers.h"
 #include "tensor.h"
 #include "vec.h"
@@ -17,9 +18,20 @@
 #define LINEAR_THIN_OC 32   /* fewer output features than this: row blocks */
 #define LINEAR_ROW_BLOCK 64
 
+/* Few outputs on an AVX-512 CPU: the kernels of kern.h (measured 2 to 4x
+ * OpenBLAS on 64 x 128 x 10, docs/executor.md). */
+static int linear_small(int OC)
+{
+    return OC <= EXEC_KERN_LINEAR_MAX_OC && exec_kern_avx512();
+}
+
 void exec_linear_forward(float *out, const float *in, const float *w, const float *b,
                          int B, int IC, int OC)
 {
+    if (linear_small(OC)) {
+        exec_kern_linear_forward(out, in, w, b, B, IC, OC);
+        return;
+    }
     /* out (B,OC) = b broadcast, then += in (B,IC) . w^T (IC,OC) */
     if (b) {
         for (int r = 0; r < B; r++) memcpy(out + (int64_t)r * OC, b, (size_t)OC * sizeof *out);
@@ -40,6 +52,10 @@ void exec_linear_backward_input(float *din, const float *dout, const float *w,
                                 int B, int IC, int OC)
 {
     /* din (B,IC) = dout (B,OC) . w (OC,IC) */
+    if (linear_small(OC)) {
+        exec_kern_linear_backward_input(din, dout, w, B, IC, OC);
+        return;
+    }
     exec_gemm(0, 0, B, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, din, IC);
 }
 
@@ -47,6 +63,10 @@ void exec_linear_backward_weight(float *dw, float *db, const float *dout, const 
                                  int B, int IC, int OC)
 {
     /* dw (OC,IC) += dout^T (OC,B) . in (B,IC) */
+    if (linear_small(OC)) {
+        exec_kern_linear_backward_weight(dw, db, dout, in, B, IC, OC);
+        return;
+    }
     exec_gemm(1, 0, OC, IC, B, 1.0f, dout, OC, in, IC, 1.0f, dw, IC);
     if (db) {
         for (int r = 0; r < B; r++) exec_v_add(db, dout + (int64_t)r * OC, OC);
@@ -83,8 +103,36 @@ static int conv_shift(const exec_conv *g)
     return g->stride == 1 && g->C * g->k >= CONV_SHIFT_MIN_CK;
 }
 
-/* Scratch layout: col (full: K x Ho*Wo; shifts: C*k x Hp*Wo), pad (C, Hp,
- * Wp), wperm (k, O, C*k) (shifts only), dwT (K, O). */
+/* Shapes the direct kernels of kern.h take (on an AVX-512 CPU): few input
+ * channels (where im2col would be used) for the forward and weight
+ * gradient; output channels in 32s for the weight gradient otherwise. */
+static int conv_direct_shape(const exec_conv *g)
+{
+    return g->stride == 1 && g->C * g->k < CONV_SHIFT_MIN_CK;
+}
+static int conv_direct(const exec_conv *g)
+{
+    return conv_direct_shape(g) && exec_kern_avx512();
+}
+static int conv_chan_shape(const exec_conv *g)
+{
+    return g->stride == 1 && g->O % 32 == 0 && !conv_direct_shape(g);
+}
+static int conv_chan(const exec_conv *g)
+{
+    return conv_chan_shape(g) && exec_kern_avx512();
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Scratch layout: col (full: K x Ho*Wo; shifts: C*k x Hp*Wo; direct: that
+ * for EXEC_KERN_BWP_SAMPLES samples; channel kernel: also d transposed,
+ * Ho*Wo x O), pad (C, Hp, Wp), wperm (shifts: k, O, C*k; direct: K, O
+ * rounded up to 8), dwT (K, O; direct: K x O x 16 lane sums).  Sized for every path the shape allows, so turning
+ * the AVX-512 kernels off (tests) never needs more. */
 typedef struct conv_scratch {
     float *col, *pad, *wperm, *dwT;
 } conv_scratch;
@@ -92,10 +140,15 @@ typedef struct conv_scratch {
 static int64_t conv_scratch_at(const exec_conv *g, float *base, conv_scratch *sc)
 {
     const int64_t K = (int64_t)g->C * g->k * g->k, Hp = g->H + 2 * g->pad,
-                  Wp = g->W + 2 * g->pad;
-    const int sh = conv_shift(g);
-    int64_t sizes[4] = {sh ? (int64_t)g->C * g->k * Hp * g->Wo : K * g->Ho * g->Wo,
-                        (int64_t)g->C * Hp * Wp, sh ? K * g->O : 0, K * g->O};
+                  Wp = g->W + 2 * g->pad, HWo = (int64_t)g->Ho * g->Wo,
+                  colx = (int64_t)g->C * g->k * Hp * g->Wo;
+    const int sh = conv_shift(g), dir = conv_direct_shape(g), ch = conv_chan_shape(g);
+    int64_t col = sh ? colx : K * HWo;
+    if (dir) col = max64(col, colx * EXEC_KERN_BWP_SAMPLES);
+    if (ch) col = max64(col, HWo * g->O);
+    int64_t sizes[4] = {col, (int64_t)g->C * Hp * Wp,
+                        max64(sh ? K * g->O : 0, dir ? K * ((g->O + 7) / 8 * 8) : 0),
+                        K * g->O * (dir ? 16 : 1)};
     conv_scratch unused;
     if (!sc) sc = &unused;
     float **ptr[4] = {&sc->col, &sc->pad, &sc->wperm, &sc->dwT};
@@ -195,6 +248,14 @@ void exec_conv2d_forward(float *out, const float *in, const float *w, const floa
     const int64_t HWo = (int64_t)g->Ho * g->Wo, CHW = (int64_t)g->C * g->H * g->W;
     const int K = g->C * g->k * g->k, Ck = g->C * g->k, N = (int)HWo,
               ldx = (g->H + 2 * g->pad) * g->Wo, sh = conv_shift(g);
+    if (conv_direct(g)) {
+        exec_kern_conv_wt(sc.wperm, w, g);
+        for (int n = 0; n < B; n++) {
+            exec_kern_conv_shifts(sc.col, in + n * CHW, g);
+            exec_kern_conv_forward(out + (int64_t)n * g->O * HWo, sc.col, sc.wperm, b, g);
+        }
+        return;
+    }
     if (sh) permute_weights(sc.wperm, w, g);
     for (int n = 0; n < B; n++) {
         float *o = out + (int64_t)n * g->O * HWo; /* (O, Ho*Wo) */
@@ -244,6 +305,18 @@ void exec_conv2d_backward_input(float *din, const float *dout, const float *w,
     }
 }
 
+/* db (O) += the sums of one sample's output-gradient planes d (O, Ho Wo)
+ * (db may be NULL); run right after the sample's product, while d is in
+ * cache. */
+static void bias_grad(float *db, const float *d, const exec_conv *g)
+{
+    if (!db) return;
+    const int64_t HWo = (int64_t)g->Ho * g->Wo;
+    const int fast = exec_kern_avx512();
+    for (int c = 0; c < g->O; c++)
+        db[c] += fast ? exec_kern_sum(d + c * HWo, HWo) : exec_v_sum(d + c * HWo, HWo);
+}
+
 void exec_conv2d_backward_weight(float *dw, float *db, const float *dout, const float *in,
                                  float *col, const exec_conv *g, int B)
 {
@@ -251,14 +324,33 @@ void exec_conv2d_backward_weight(float *dw, float *db, const float *dout, const 
     conv_scratch_at(g, col, &sc);
     const int64_t HWo = (int64_t)g->Ho * g->Wo, CHW = (int64_t)g->C * g->H * g->W;
     const int k = g->k, K = g->C * k * k, Ck = g->C * k, N = (int)HWo,
-              ldx = (g->H + 2 * g->pad) * g->Wo, sh = conv_shift(g);
+              ldx = (g->H + 2 * g->pad) * g->Wo, dir = conv_direct(g), chan = conv_chan(g),
+              sh = conv_shift(g) && !chan;
+    if (dir) {
+        /* per-lane sums over every sample, then into dw */
+        const int64_t colx = (int64_t)g->C * k * (g->H + 2 * g->pad) * g->Wo;
+        zero(sc.dwT, (int64_t)g->O * K * 16);
+        for (int n0 = 0; n0 < B; n0 += EXEC_KERN_BWP_SAMPLES) {
+            const int ns = B - n0 < EXEC_KERN_BWP_SAMPLES ? B - n0 : EXEC_KERN_BWP_SAMPLES;
+            for (int n = 0; n < ns; n++) {
+                exec_kern_conv_shifts(sc.col + n * colx, in + (n0 + n) * CHW, g);
+            }
+            const float *next = n0 + ns < B ? dout + (int64_t)(n0 + ns) * g->O * HWo : NULL;
+            exec_kern_conv_bw_pixels(sc.dwT, dout + (int64_t)n0 * g->O * HWo, sc.col, g, ns, next);
+            for (int n = 0; n < ns; n++) bias_grad(db, dout + (int64_t)(n0 + n) * g->O * HWo, g);
+        }
+        exec_kern_conv_acc_finish(dw, sc.dwT, g);
+        return;
+    }
     /* dwT (K, O): the (K rows, O columns) orientation measured faster than
      * dw (O, K) += d . col^T */
     zero(sc.dwT, (int64_t)K * g->O);
     for (int n = 0; n < B; n++) {
         const float *d = dout + (int64_t)n * g->O * HWo;
         pad_input(sc.pad, in + n * CHW, g);
-        if (sh) {
+        if (chan) {
+            exec_kern_conv_bw_channels(sc.dwT, sc.col, d, sc.pad, g);
+        } else if (sh) {
             shifts(sc.col, sc.pad, g, 0);
             /* dwT_ki (Ck, O) += colX[:, ki*Wo ...] (Ck, HWo) . d^T (HWo, O) */
             for (int ki = 0; ki < k; ki++)
@@ -268,8 +360,7 @@ void exec_conv2d_backward_weight(float *dw, float *db, const float *dout, const 
             im2col(sc.col, sc.pad, g, 0);
             exec_gemm(0, 1, K, g->O, N, 1.0f, sc.col, N, d, N, 1.0f, sc.dwT, g->O);
         }
-        if (db)
-            for (int c = 0; c < g->O; c++) db[c] += exec_v_sum(d + c * HWo, HWo);
+        bias_grad(db, d, g);
     }
     /* back to (O, C, k, k): full rows are (c, ki, kj), shift rows (ki, c, kj) */
     for (int o = 0; o < g->O; o++)

@@ -1,0 +1,513 @@
+/* kern_avx512.c - AVX-512 kernels for the shapes OpenBLAS runs slowly
+ * (kern.h).  Each kernel's comment says what sits in registers; all sums
+ * run in a fixed order. */
+#include <assert.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "kern.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KERN_X86 1
+#include <immintrin.h>
+#define KERN __attribute__((target("avx512f,fma")))
+#define KERN_INLINE static inline __attribute__((always_inline, target("avx512f,fma")))
+#else
+#define KERN_X86 0
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* dispatch                                                                  */
+
+static int have_avx512;
+static int disabled;
+
+static void detect(void)
+{
+#if KERN_X86
+    __builtin_cpu_init();
+    /* GCC's check also requires the OS to save the ZMM state (XGETBV) */
+    have_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+#endif
+}
+
+int exec_kern_avx512(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, detect);
+    return have_avx512 && !disabled;
+}
+
+int exec_kern_disable(int off)
+{
+    int prev = disabled;
+    disabled = off != 0;
+    return prev;
+}
+
+#if KERN_X86
+
+/* mask of the first n (0..16) lanes */
+KERN_INLINE __mmask16 lanes(int n)
+{
+    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n > 0 ? n : 0)) - 1u);
+}
+
+/* ------------------------------------------------------------------------ */
+/* sums                                                                      */
+
+KERN float exec_kern_sum(const float *a, int64_t n)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        s0 = _mm512_add_ps(s0, _mm512_loadu_ps(a + i));
+        s1 = _mm512_add_ps(s1, _mm512_loadu_ps(a + i + 16));
+        s2 = _mm512_add_ps(s2, _mm512_loadu_ps(a + i + 32));
+        s3 = _mm512_add_ps(s3, _mm512_loadu_ps(a + i + 48));
+    }
+    for (; i < n; i += 16) s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(lanes((int)(n - i)), a + i));
+    s0 = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
+    return _mm512_reduce_add_ps(s0);
+}
+
+/* Sixteen vectors reduced to one holding their lane sums, in a fixed tree
+ * (pairs of 256-bit halves, of 128-bit blocks, of float pairs, of floats).
+ * Lane j of the result is the sum of v[perm[j]] (red16_perm). */
+KERN_INLINE __m512 red16(const __m512 *v)
+{
+    __m512 a[8], b[4], c[2];
+    for (int i = 0; i < 8; i++)
+        a[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+    for (int i = 0; i < 4; i++)
+        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xDD));
+    for (int i = 0; i < 2; i++)
+        c[i] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0x44),
+                             _mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0xEE));
+    return _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
+}
+
+/* The index vector that puts red16's lanes back in input order: found by
+ * reducing vectors whose lanes all hold their own index / 16. */
+KERN_INLINE __m512i red16_unperm(void)
+{
+    __m512 v[16];
+    for (int i = 0; i < 16; i++) v[i] = _mm512_set1_ps((float)i / 16.0f);
+    float src[16];
+    _mm512_storeu_ps(src, red16(v));
+    int32_t inv[16];
+    for (int j = 0; j < 16; j++) inv[(int)(src[j] + 0.5f)] = j;
+    return _mm512_loadu_si512(inv);
+}
+
+/* ------------------------------------------------------------------------ */
+/* linear, few outputs                                                       */
+
+/* Forward, OC outputs: two rows at a time hold 2 x OC accumulators of 16
+ * input features each; eight rows' accumulators are parked in S, then
+ * reduced sixteen at a time, which yields the 8 x OC outputs of those rows
+ * as consecutive floats of out. */
+KERN_INLINE void lin_fwd_oc(float *out, const float *in, const float *w, const float *bpat,
+                            int B, int IC, const int OC)
+{
+    const int nch = (IC + 15) / 16;
+    const __mmask16 mt = lanes(IC - 16 * (nch - 1));
+    const __m512i unperm = red16_unperm();
+    __m512 S[8 * EXEC_KERN_LINEAR_MAX_OC + 16];
+    for (int r0 = 0; r0 < B; r0 += 8) {
+        const int nr = B - r0 < 8 ? B - r0 : 8;
+        for (int rp = 0; rp < nr; rp += 2) {
+            const float *xa = in + (int64_t)(r0 + rp) * IC;
+            const float *xb = rp + 1 < nr ? xa + IC : xa;
+            __m512 a[EXEC_KERN_LINEAR_MAX_OC], c[EXEC_KERN_LINEAR_MAX_OC];
+#pragma GCC unroll 12
+            for (int o = 0; o < OC; o++) a[o] = c[o] = _mm512_setzero_ps();
+            for (int ch = 0; ch < nch; ch++) {
+                const __mmask16 m = ch == nch - 1 ? mt : (__mmask16)0xffff;
+                const __m512 va = _mm512_maskz_loadu_ps(m, xa + 16 * ch);
+                const __m512 vb = _mm512_maskz_loadu_ps(m, xb + 16 * ch);
+#pragma GCC unroll 12
+                for (int o = 0; o < OC; o++) {
+                    const __m512 wv = _mm512_maskz_loadu_ps(m, w + (int64_t)o * IC + 16 * ch);
+                    a[o] = _mm512_fmadd_ps(va, wv, a[o]);
+                    c[o] = _mm512_fmadd_ps(vb, wv, c[o]);
+                }
+            }
+#pragma GCC unroll 12
+            for (int o = 0; o < OC; o++) {
+                S[rp * OC + o] = a[o];
+                S[(rp + 1) * OC + o] = c[o]; /* past nr: ignored below */
+            }
+        }
+        const int np = nr * OC, ng = (np + 15) / 16;
+        for (int q = np; q < 16 * ng; q++) S[q] = _mm512_setzero_ps();
+        for (int gi = 0; gi < ng; gi++) {
+            __m512 s = _mm512_permutexvar_ps(unperm, red16(S + 16 * gi));
+            const __mmask16 m = lanes(np - 16 * gi);
+            s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, bpat + 16 * gi));
+            _mm512_mask_storeu_ps(out + (int64_t)r0 * OC + 16 * gi, m, s);
+        }
+    }
+}
+
+KERN void exec_kern_linear_forward(float *out, const float *in, const float *w, const float *b,
+                                   int B, int IC, int OC)
+{
+    assert(OC >= 1 && OC <= EXEC_KERN_LINEAR_MAX_OC && IC >= 1);
+    /* bias for the 8 x OC outputs of a row block, repeated */
+    float bpat[8 * EXEC_KERN_LINEAR_MAX_OC];
+    for (int q = 0; q < 8 * OC; q++) bpat[q] = b ? b[q % OC] : 0.0f;
+    switch (OC) {
+#define OCCASE(n) case n: lin_fwd_oc(out, in, w, bpat, B, IC, n); break;
+    OCCASE(1) OCCASE(2) OCCASE(3) OCCASE(4) OCCASE(5) OCCASE(6)
+    OCCASE(7) OCCASE(8) OCCASE(9) OCCASE(10) OCCASE(11) OCCASE(12)
+#undef OCCASE
+    default: assert(0);
+    }
+}
+
+/* Input gradient: 32 input features at a time, the OC x 32 weights in
+ * registers; each row is OC broadcasts and 2 OC FMAs. */
+KERN_INLINE void lin_bin_oc(float *din, const float *dout, const float *w, int B, int IC,
+                            const int OC)
+{
+    for (int c0 = 0; c0 < IC; c0 += 32) {
+        const __mmask16 m0 = lanes(IC - c0), m1 = lanes(IC - c0 - 16);
+        __m512 w0[EXEC_KERN_LINEAR_MAX_OC], w1[EXEC_KERN_LINEAR_MAX_OC];
+#pragma GCC unroll 12
+        for (int o = 0; o < OC; o++) {
+            w0[o] = _mm512_maskz_loadu_ps(m0, w + (int64_t)o * IC + c0);
+            w1[o] = _mm512_maskz_loadu_ps(m1, w + (int64_t)o * IC + c0 + 16);
+        }
+        for (int r = 0; r < B; r++) {
+            const float *d = dout + (int64_t)r * OC;
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+#pragma GCC unroll 12
+            for (int o = 0; o < OC; o++) {
+                const __m512 dv = _mm512_set1_ps(d[o]);
+                a0 = _mm512_fmadd_ps(dv, w0[o], a0);
+                a1 = _mm512_fmadd_ps(dv, w1[o], a1);
+            }
+            _mm512_mask_storeu_ps(din + (int64_t)r * IC + c0, m0, a0);
+            _mm512_mask_storeu_ps(din + (int64_t)r * IC + c0 + 16, m1, a1);
+        }
+    }
+}
+
+KERN void exec_kern_linear_backward_input(float *din, const float *dout, const float *w, int B,
+                                          int IC, int OC)
+{
+    assert(OC >= 1 && OC <= EXEC_KERN_LINEAR_MAX_OC);
+    switch (OC) {
+#define OCCASE(n) case n: lin_bin_oc(din, dout, w, B, IC, n); break;
+    OCCASE(1) OCCASE(2) OCCASE(3) OCCASE(4) OCCASE(5) OCCASE(6)
+    OCCASE(7) OCCASE(8) OCCASE(9) OCCASE(10) OCCASE(11) OCCASE(12)
+#undef OCCASE
+    default: assert(0);
+    }
+}
+
+/* Weight gradient: 32 input features at a time, OC x 32 accumulators over
+ * the rows, each row two loads and OC broadcasts. */
+KERN_INLINE void lin_bw_oc(float *dw, const float *dout, const float *in, int B, int IC,
+                           const int OC)
+{
+    for (int c0 = 0; c0 < IC; c0 += 32) {
+        const __mmask16 m0 = lanes(IC - c0), m1 = lanes(IC - c0 - 16);
+        __m512 a0[EXEC_KERN_LINEAR_MAX_OC], a1[EXEC_KERN_LINEAR_MAX_OC];
+#pragma GCC unroll 12
+        for (int o = 0; o < OC; o++) a0[o] = a1[o] = _mm512_setzero_ps();
+        for (int r = 0; r < B; r++) {
+            const __m512 x0 = _mm512_maskz_loadu_ps(m0, in + (int64_t)r * IC + c0);
+            const __m512 x1 = _mm512_maskz_loadu_ps(m1, in + (int64_t)r * IC + c0 + 16);
+            const float *d = dout + (int64_t)r * OC;
+#pragma GCC unroll 12
+            for (int o = 0; o < OC; o++) {
+                const __m512 dv = _mm512_set1_ps(d[o]);
+                a0[o] = _mm512_fmadd_ps(dv, x0, a0[o]);
+                a1[o] = _mm512_fmadd_ps(dv, x1, a1[o]);
+            }
+        }
+#pragma GCC unroll 12
+        for (int o = 0; o < OC; o++) {
+            float *p = dw + (int64_t)o * IC + c0;
+            _mm512_mask_storeu_ps(p, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, p), a0[o]));
+            _mm512_mask_storeu_ps(p + 16, m1,
+                                  _mm512_add_ps(_mm512_maskz_loadu_ps(m1, p + 16), a1[o]));
+        }
+    }
+}
+
+KERN void exec_kern_linear_backward_weight(float *dw, float *db, const float *dout,
+                                           const float *in, int B, int IC, int OC)
+{
+    assert(OC >= 1 && OC <= EXEC_KERN_LINEAR_MAX_OC);
+    switch (OC) {
+#define OCCASE(n) case n: lin_bw_oc(dw, dout, in, B, IC, n); break;
+    OCCASE(1) OCCASE(2) OCCASE(3) OCCASE(4) OCCASE(5) OCCASE(6)
+    OCCASE(7) OCCASE(8) OCCASE(9) OCCASE(10) OCCASE(11) OCCASE(12)
+#undef OCCASE
+    default: assert(0);
+    }
+    if (db) {
+        const __mmask16 m = lanes(OC);
+        __m512 s = _mm512_setzero_ps();
+        for (int r = 0; r < B; r++) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, dout + (int64_t)r * OC));
+        _mm512_mask_storeu_ps(db, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, db), s));
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* conv2d, direct                                                            */
+
+#define CONV_OB 8 /* output channels per register block (forward) */
+
+static int opad8(int O)
+{
+    return (O + CONV_OB - 1) / CONV_OB * CONV_OB;
+}
+
+void exec_kern_conv_wt(float *wt, const float *w, const exec_conv *g)
+{
+    const int K = g->C * g->k * g->k, Op = opad8(g->O);
+    for (int t = 0; t < K; t++) {
+        for (int o = 0; o < g->O; o++) wt[(int64_t)t * Op + o] = w[(int64_t)o * K + t];
+        for (int o = g->O; o < Op; o++) wt[(int64_t)t * Op + o] = 0.0f;
+    }
+}
+
+KERN void exec_kern_conv_shifts(float *colx, const float *in, const exec_conv *g)
+{
+    const int k = g->k, p = g->pad, H = g->H, W = g->W, Hp = H + 2 * p, Wo = g->Wo;
+    for (int c = 0; c < g->C; c++)
+        for (int kj = 0; kj < k; kj++) {
+            float *dst = colx + (int64_t)(c * k + kj) * Hp * Wo;
+            /* input columns ow + kj - p for ow in [lo, hi) lie inside */
+            const int lo = p - kj > 0 ? p - kj : 0, hi = W + p - kj < Wo ? W + p - kj : Wo;
+            for (int r = 0; r < Hp; r++, dst += Wo) {
+                const int h = r - p;
+                for (int ow0 = 0; ow0 < Wo; ow0 += 16) {
+                    const __mmask16 m = lanes(Wo - ow0);
+                    __m512 v = _mm512_setzero_ps();
+                    if (h >= 0 && h < H) {
+                        const int a = lo - ow0 > 0 ? lo - ow0 : 0, b = hi - ow0;
+                        const __mmask16 mi = (__mmask16)(lanes(b) & ~lanes(a));
+                        /* lanes outside mi are not read (masked loads do not fault) */
+                        v = _mm512_maskz_loadu_ps(mi, in + ((int64_t)c * H + h) * W + ow0 + kj - p);
+                    }
+                    _mm512_mask_storeu_ps(dst + ow0, m, v);
+                }
+            }
+        }
+}
+
+/* Output channels [ob, ob + 8) at flat output pixels [p0, p0 + 16 NV):
+ * 8 x NV accumulators; per tap NV input loads and 8 weight broadcasts. */
+KERN_INLINE void conv_fwd_block(float *out, const float *colx, const float *wt, const float *b,
+                                const exec_conv *g, int ob, int p0, const int NV,
+                                __mmask16 m0, __mmask16 m1)
+{
+    const int k = g->k, Hp = g->H + 2 * g->pad, Op = opad8(g->O), Wo = g->Wo;
+    const int64_t HWo = (int64_t)g->Ho * Wo, rowlen = (int64_t)Hp * Wo;
+    const int nob = g->O - ob < CONV_OB ? g->O - ob : CONV_OB;
+    __m512 acc[CONV_OB][2];
+#pragma GCC unroll 8
+    for (int j = 0; j < CONV_OB; j++) {
+        const __m512 bv = _mm512_set1_ps(b && j < nob ? b[ob + j] : 0.0f);
+        acc[j][0] = acc[j][1] = bv;
+    }
+    /* taps in (c, ki, kj) order, the order of wt's rows */
+    const float *wp = wt + ob;
+    for (int c = 0; c < g->C; c++)
+        for (int ki = 0; ki < k; ki++)
+            for (int kj = 0; kj < k; kj++, wp += Op) {
+                const float *x = colx + (int64_t)(c * k + kj) * rowlen + (int64_t)ki * Wo + p0;
+                const __m512 x0 = _mm512_maskz_loadu_ps(m0, x);
+                const __m512 x1 = NV > 1 ? _mm512_maskz_loadu_ps(m1, x + 16) : x0;
+#pragma GCC unroll 8
+                for (int j = 0; j < CONV_OB; j++) {
+                    const __m512 wv = _mm512_set1_ps(wp[j]);
+                    acc[j][0] = _mm512_fmadd_ps(wv, x0, acc[j][0]);
+                    if (NV > 1) acc[j][1] = _mm512_fmadd_ps(wv, x1, acc[j][1]);
+                }
+            }
+#pragma GCC unroll 8
+    for (int j = 0; j < CONV_OB; j++) {
+        if (j >= nob) break;
+        float *o = out + (ob + j) * HWo + p0;
+        _mm512_mask_storeu_ps(o, m0, acc[j][0]);
+        if (NV > 1) _mm512_mask_storeu_ps(o + 16, m1, acc[j][1]);
+    }
+}
+
+KERN void exec_kern_conv_forward(float *out, const float *colx, const float *wt, const float *b,
+                                 const exec_conv *g)
+{
+    assert(g->stride == 1);
+    const int P = g->Ho * g->Wo;
+    for (int p0 = 0; p0 < P; p0 += 32) {
+        const __mmask16 m0 = lanes(P - p0), m1 = lanes(P - p0 - 16);
+        for (int ob = 0; ob < g->O; ob += CONV_OB) {
+            if (m1) conv_fwd_block(out, colx, wt, b, g, ob, p0, 2, m0, m1);
+            else conv_fwd_block(out, colx, wt, b, g, ob, p0, 1, m0, m1);
+        }
+    }
+}
+
+/* Weight gradient, lanes over flat output pixels.  A block is 4 output
+ * channels x 5 taps of one kernel row (c, ki, kj0..kj0+4): 20 accumulators,
+ * per pixel vector 4 gradient loads and 5 input loads, over all `ns`
+ * samples.  Channels past O and taps past k repeat the last valid one and
+ * are not stored. */
+#define BWP_OB 4
+#define BWP_TJ 5
+KERN void exec_kern_conv_bw_pixels(float *acc, const float *d, const float *colx,
+                                   const exec_conv *g, int ns, const float *next)
+{
+    assert(g->stride == 1);
+    const int k = g->k, K = g->C * k * k, Hp = g->H + 2 * g->pad, Wo = g->Wo;
+    const int P = g->Ho * Wo, nfull = P / 16;
+    const __mmask16 mt = lanes(P - 16 * nfull);
+    const int64_t rowlen = (int64_t)Hp * Wo, dstride = (int64_t)g->O * P,
+                  xstride = (int64_t)g->C * k * rowlen;
+    /* the next gradients are pulled towards L2 a line per inner step, so
+     * they stream in while this sample computes */
+    const char *pf = (const char *)next, *pf_end = pf ? pf + dstride * (int64_t)sizeof *d : NULL;
+    for (int ob = 0; ob < g->O; ob += BWP_OB)
+        for (int c = 0; c < g->C; c++)
+            for (int ki = 0; ki < k; ki++)
+                for (int kj0 = 0; kj0 < k; kj0 += BWP_TJ) {
+                    int64_t doff[BWP_OB], xoff[BWP_TJ];
+                    __m512 s[BWP_OB][BWP_TJ];
+#pragma GCC unroll 4
+                    for (int j = 0; j < BWP_OB; j++) {
+                        const int o = ob + j < g->O ? ob + j : g->O - 1;
+                        doff[j] = (int64_t)o * P;
+#pragma GCC unroll 5
+                        for (int t = 0; t < BWP_TJ; t++) {
+                            const int kj = kj0 + t < k ? kj0 + t : k - 1;
+                            s[j][t] = _mm512_loadu_ps(acc + ((int64_t)o * K + (c * k + ki) * k + kj) * 16);
+                            if (j == 0) xoff[t] = (int64_t)(c * k + kj) * rowlen + (int64_t)ki * Wo;
+                        }
+                    }
+                    for (int n = 0; n < ns; n++) {
+                        const float *dn = d + n * dstride, *xn = colx + n * xstride;
+                        for (int v = 0; v <= nfull; v++) {
+                            const __mmask16 m = v < nfull ? (__mmask16)0xffff : mt;
+                            if (!m) break;
+                            if (pf < pf_end) {
+                                _mm_prefetch(pf, _MM_HINT_T1);
+                                pf += 64;
+                            }
+                            __m512 dv[BWP_OB];
+#pragma GCC unroll 4
+                            for (int j = 0; j < BWP_OB; j++)
+                                dv[j] = _mm512_maskz_loadu_ps(m, dn + doff[j] + 16 * v);
+#pragma GCC unroll 5
+                            for (int t = 0; t < BWP_TJ; t++) {
+                                const __m512 xv = _mm512_maskz_loadu_ps(m, xn + xoff[t] + 16 * v);
+#pragma GCC unroll 4
+                                for (int j = 0; j < BWP_OB; j++)
+                                    s[j][t] = _mm512_fmadd_ps(dv[j], xv, s[j][t]);
+                            }
+                        }
+                    }
+#pragma GCC unroll 4
+                    for (int j = 0; j < BWP_OB; j++)
+#pragma GCC unroll 5
+                        for (int t = 0; t < BWP_TJ; t++)
+                            if (ob + j < g->O && kj0 + t < k)
+                                _mm512_storeu_ps(acc + ((int64_t)(ob + j) * K + (c * k + ki) * k + kj0 + t) * 16,
+                                                 s[j][t]);
+                }
+}
+
+KERN void exec_kern_conv_acc_finish(float *dw, const float *acc, const exec_conv *g)
+{
+    const int64_t n = (int64_t)g->O * g->C * g->k * g->k;
+    for (int64_t i = 0; i < n; i++) dw[i] += _mm512_reduce_add_ps(_mm512_loadu_ps(acc + 16 * i));
+}
+
+/* Weight gradient, lanes over output channels: a block is 12 taps x 32
+ * channels (24 accumulators in registers, in dwT between samples); per
+ * pixel two gradient loads and 12 input broadcasts, read from the padded
+ * input in place.  Taps past K repeat the last one and are not stored. */
+#define BWC_T 12
+KERN void exec_kern_conv_bw_channels(float *dwT, float *dT, const float *d, const float *pad,
+                                     const exec_conv *g)
+{
+    assert(g->stride == 1 && g->O % 32 == 0);
+    const int k = g->k, K = g->C * k * k, O = g->O, Hp = g->H + 2 * g->pad,
+              Wp = g->W + 2 * g->pad, Ho = g->Ho, Wo = g->Wo, HWo = Ho * Wo;
+    for (int o = 0; o < O; o++)
+        for (int p = 0; p < HWo; p++) dT[(int64_t)p * O + o] = d[(int64_t)o * HWo + p];
+    for (int ob = 0; ob < O; ob += 32)
+        for (int t0 = 0; t0 < K; t0 += BWC_T) {
+            const float *xp[BWC_T];
+            __m512 s0[BWC_T], s1[BWC_T];
+#pragma GCC unroll 12
+            for (int t = 0; t < BWC_T; t++) {
+                const int tt = t0 + t < K ? t0 + t : K - 1;
+                const int c = tt / (k * k), ki = tt / k % k, kj = tt % k;
+                xp[t] = pad + ((int64_t)c * Hp + ki) * Wp + kj;
+                s0[t] = _mm512_loadu_ps(dwT + (int64_t)tt * O + ob);
+                s1[t] = _mm512_loadu_ps(dwT + (int64_t)tt * O + ob + 16);
+            }
+            for (int oh = 0; oh < Ho; oh++) {
+                const float *dr = dT + (int64_t)oh * Wo * O + ob;
+                const int64_t xo = (int64_t)oh * Wp;
+                for (int ow = 0; ow < Wo; ow++) {
+                    const __m512 d0 = _mm512_loadu_ps(dr + (int64_t)ow * O);
+                    const __m512 d1 = _mm512_loadu_ps(dr + (int64_t)ow * O + 16);
+#pragma GCC unroll 12
+                    for (int t = 0; t < BWC_T; t++) {
+                        const __m512 xv = _mm512_set1_ps(xp[t][xo + ow]);
+                        s0[t] = _mm512_fmadd_ps(xv, d0, s0[t]);
+                        s1[t] = _mm512_fmadd_ps(xv, d1, s1[t]);
+                    }
+                }
+            }
+#pragma GCC unroll 12
+            for (int t = 0; t < BWC_T; t++) {
+                if (t0 + t >= K) break;
+                _mm512_storeu_ps(dwT + (int64_t)(t0 + t) * O + ob, s0[t]);
+                _mm512_storeu_ps(dwT + (int64_t)(t0 + t) * O + ob + 16, s1[t]);
+            }
+        }
+}
+
+#else /* no AVX-512 build: exec_kern_avx512() is 0 and nothing below runs */
+
+static void unreachable(void)
+{
+    assert(0 && "AVX-512 kernel called without AVX-512");
+}
+float exec_kern_sum(const float *a, int64_t n) { (void)a; (void)n; unreachable(); return 0; }
+void exec_kern_linear_forward(float *out, const float *in, const float *w, const float *b,
+                              int B, int IC, int OC)
+{ (void)out; (void)in; (void)w; (void)b; (void)B; (void)IC; (void)OC; unreachable(); }
+void exec_kern_linear_backward_input(float *din, const float *dout, const float *w, int B,
+                                     int IC, int OC)
+{ (void)din; (void)dout; (void)w; (void)B; (void)IC; (void)OC; unreachable(); }
+void exec_kern_linear_backward_weight(float *dw, float *db, const float *dout,
+                                      const float *in, int B, int IC, int OC)
+{ (void)dw; (void)db; (void)dout; (void)in; (void)B; (void)IC; (void)OC; unreachable(); }
+void exec_kern_conv_shifts(float *colx, const float *in, const exec_conv *g)
+{ (void)colx; (void)in; (void)g; unreachable(); }
+void exec_kern_conv_wt(float *wt, const float *w, const exec_conv *g)
+{ (void)wt; (void)w; (void)g; unreachable(); }
+void exec_kern_conv_forward(float *out, const float *colx, const float *wt, const float *b,
+                            const exec_conv *g)
+{ (void)out; (void)colx; (void)wt; (void)b; (void)g; unreachable(); }
+void exec_kern_conv_bw_pixels(float *acc, const float *d, const float *colx,
+                              const exec_conv *g, int ns, const float *next)
+{ (void)acc; (void)d; (void)colx; (void)next; (void)g; (void)ns; unreachable(); }
+void exec_kern_conv_acc_finish(float *dw, const float *acc, const exec_conv *g)
+{ (void)dw; (void)acc; (void)g; unreachable(); }
+void exec_kern_conv_bw_channels(float *dwT, float *dT, const float *d, const float *pad,
+                                const exec_conv *g)
+{ (void)dwT; (void)dT; (void)d; (void)pad; (void)g; unreachable(); }
+
+#endif
