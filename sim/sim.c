@@ -99,11 +99,11 @@ static void record(sim *s, double t0, double t1, int track, int link, int64_t op
 
 /* ------------------------------------------------------- pipeline data -- */
 
-static void wake(sim *s, int w, double t, double ready_t, int iter)
+static void wake(sim *s, int w, double t, double ready_t)
 {
     sim_worker *W = &s->w[w];
     double from = W->block_t > ready_t ? W->block_t : ready_t;
-    s->comm_it[(int64_t)w * s->n_iter + iter] += t - from;
+    sim_acc(s, W, W->wait_iter)[1] += t - from;
     W->state = W_READY;
     enqueue(s, w);
 }
@@ -118,7 +118,7 @@ static void deliver_pipe(sim *s, int64_t slot, double t)
     if (sl->waiter >= 0) {
         int w = sl->waiter;
         sl->waiter = -1;
-        wake(s, w, t, sl->post_t, s->sc->ops[s->w[w].pc].iter);
+        wake(s, w, t, sl->post_t);
     }
 }
 
@@ -156,7 +156,7 @@ static void ar_member_done(sim *s, int64_t inst, int q, double t)
     int w = ar_member_worker(s, a, q);
     sim_worker *W = &s->w[w];
     if (W->state == W_WAIT_AR && W->wait_ref == inst)
-        wake(s, w, t, a->last_post_t, s->sc->ops[W->pc].iter);
+        wake(s, w, t, a->last_post_t);
 }
 
 static void ring_send(sim *s, int64_t inst, int q)
@@ -256,7 +256,7 @@ static void finish_compute(sim *s, int w, double t)
 {
     sim_worker *W = &s->w[w];
     const sched_op *op = &s->sc->ops[W->pc];
-    s->busy_it[(int64_t)w * s->n_iter + op->iter] += t - W->run_t0;
+    sim_acc(s, W, op->iter)[0] += t - W->run_t0;
     if (t > s->iter_end[op->iter]) s->iter_end[op->iter] = t;
     if ((op->kind == SCHED_B && (op->flags & SCHED_FUSED_W)) || op->kind == SCHED_W)
         sim_mem_stash_free(s, w, op);
@@ -301,6 +301,7 @@ static void advance(sim *s, int w)
             if (sl->arrive_t < 0) {
                 W->state = W_WAIT_RECV;
                 W->wait_ref = slot;
+                W->wait_iter = op->iter;
                 W->block_t = t;
                 sl->waiter = w;
                 __builtin_prefetch(op + 1); /* for when the data arrives */
@@ -325,6 +326,7 @@ static void advance(sim *s, int w)
             if (inst >= 0 && !s->ar_done[s->ar[inst].member_off + W->ar_q[li]]) {
                 W->state = W_WAIT_AR;
                 W->wait_ref = inst;
+                W->wait_iter = op->iter;
                 W->block_t = t;
                 return;
             }
@@ -487,7 +489,10 @@ static int setup_workers(sim *s, cl_err *e)
     for (int w = 0; w < s->n_w; w++)
         if (sc->off[w] > sc->off[w + 1] || sc->off[w] < 0 || sc->off[w + 1] > sc->n_ops)
             return cl_fail(e, CL_EINPUT, "schedule: worker %d: op list bounds out of range", w);
-    s->w = cl_calloc((size_t)s->n_w, sizeof *s->w);
+    /* 64-byte aligned, so a worker's hot fields share as few lines as can be */
+    s->w = aligned_alloc(64, (size_t)s->n_w * sizeof *s->w);
+    if (!s->w) abort();
+    memset(s->w, 0, (size_t)s->n_w * sizeof *s->w);
     int all = sc->kind == SCHED_SEQUENTIAL;
     for (int st = 0; st < s->S; st++)
         for (int q = 0; q < (all ? 0 : p->stages[st].n_replicas); q++) {
@@ -505,6 +510,7 @@ static int setup_workers(sim *s, cl_err *e)
         W->pc = sc->off[w];
         W->end = sc->off[w + 1];
         W->cpeer[0] = W->cpeer[1] = -1;
+        W->acc_iter = -1;
         W->n_local = 0;
     }
     for (int st = 0; st < s->S; st++) {
@@ -640,6 +646,12 @@ int sim_run(sim *s, sim_result *out, cl_err *e)
             return cl_fail(e, CL_EINPUT, "schedule: an all-reduce of stage %d never completed: %d of "
                            "%d replicas posted it (hint: every replica takes part in each)",
                            s->ar[i].stage, s->ar[i].posted, s->ar[i].r);
+    for (int w = 0; w < s->n_w; w++) { /* write back the workers' accumulators */
+        const sim_worker *W = &s->w[w];
+        if (W->acc_iter < 0) continue;
+        s->busy_it[(int64_t)w * s->n_iter + W->acc_iter] = W->acc[0];
+        s->comm_it[(int64_t)w * s->n_iter + W->acc_iter] = W->acc[1];
+    }
     sim_fill_result(s, out);
     return CL_OK;
 }

@@ -9,36 +9,47 @@
 
 enum { W_READY, W_RUN, W_WAIT_RECV, W_WAIT_AR, W_DONE };
 
-/* per worker: a device running one op list */
+/* per worker: a device running one op list.  The fields an event touches
+ * come first, in the struct's first three cache lines (it is 64-byte
+ * aligned): with hundreds of workers each event meets a worker whose state
+ * has left the cache, and every line saved is a miss saved. */
 typedef struct sim_worker {
-    int64_t pc, end;        /* next op, end of list                          */
-    int state;
+    _Alignas(64) int64_t pc; /* next op                                      */
+    int64_t end;            /* end of its list                               */
     int64_t wait_ref;       /* slot (W_WAIT_RECV) or instance (W_WAIT_AR)    */
     double block_t;         /* when it started waiting                       */
-    double t_last;          /* end of its last op                            */
+    double run_t0;          /* start of the compute op in progress           */
+    double held;            /* received data the next compute op reads: held
+                               from its RECV until that op ends, bytes      */
+    int state;
     int queued;             /* in the run queue                              */
+    int wait_iter;          /* iteration of the op it waits at               */
+    int stash_n;            /* stashed microbatches alive                    */
+    /* line 2: memory, bytes */
+    sim_mem mem;            /* current, by component                         */
+    double peak;
+    double sent;
+    /* line 3 */
+    int cpeer[2], cchan[2]; /* link cache: last two peers and their links    */
+    int **vref;             /* owned; NULL unless the schedule stashes weights:
+                               per local stage a refcount per version        */
+    double t_last;          /* end of its last op                            */
+    int peak_stash;
+    int acc_iter;           /* iteration whose busy and comm-wait times are
+                               accumulated in acc (-1: none; see sim_acc)   */
+    double acc[2];          /* busy, comm-wait seconds of iteration acc_iter */
+    int64_t last_sample;    /* its latest memory sample, -1                  */
+    /* the rest is touched rarely */
     int n_local;            /* stages held (distinct stages in its list)     */
     int *local;             /* owned: those stages, ascending                */
     int64_t *last_ar;       /* per local stage: last all-reduce instance posted, -1 */
     int64_t *ar_posted;     /* per local stage: all-reduces posted so far    */
     int *ar_q;              /* per local stage: replica index in its ring    */
-    double run_t0;          /* start of the compute op in progress           */
-    int cpeer[2], cchan[2]; /* link cache: last two peers and their links    */
-    /* memory, bytes */
-    double held;            /* received data the next compute op reads: held
-                               from its RECV until that op ends             */
     double mem_static;      /* weights + grads + optimiser state             */
-    sim_mem mem;            /* current, by component                         */
-    double peak;
     double peak_t;
     sim_mem at_peak;
-    int stash_n, peak_stash;
     int peak_versions;
-    /* weight versions (PipeDream): per local stage a refcount per version */
-    int **vref;             /* owned; NULL unless the schedule stashes weights */
     int *vcur, *vlive, *vcap;
-    double sent;
-    int64_t last_sample;    /* its latest memory sample, -1                  */
 } sim_worker;
 
 /* one pipeline transfer: activation or gradient of (edge, microbatch) */
@@ -198,6 +209,25 @@ static inline void sim_mem_buffers(sim *s, int w, double bytes)
     sim_worker *W = &s->w[w];
     W->mem.buffers += bytes;
     sim_mem_peak(s, W);
+}
+
+/* The (busy, comm-wait) accumulator of worker W for iteration it: held in
+ * the worker while it works on one iteration, written back to busy_it and
+ * comm_it when it turns to another (the same additions in the same order as
+ * adding to the arrays directly). */
+static inline double *sim_acc(sim *s, sim_worker *W, int it)
+{
+    if (W->acc_iter != it) {
+        int64_t w = W - s->w;
+        if (W->acc_iter >= 0) {
+            s->busy_it[w * s->n_iter + W->acc_iter] = W->acc[0];
+            s->comm_it[w * s->n_iter + W->acc_iter] = W->acc[1];
+        }
+        W->acc_iter = it;
+        W->acc[0] = s->busy_it[w * s->n_iter + it];
+        W->acc[1] = s->comm_it[w * s->n_iter + it];
+    }
+    return W->acc; /* [0] busy, [1] comm-wait */
 }
 
 /* stats.c */
