@@ -9,9 +9,9 @@
  * - conv2d weight gradient with O a multiple of 32 (stride 1): dW^T
  *   (K, O) accumulated over pixels with the input read in place (implicit
  *   im2col), lanes over output channels.
- * - linear layers with at most 12 outputs: forward (lanes over the input
- *   features, then a fixed reduction tree), input gradient and weight
- *   gradient (lanes over the input features).
+ * - linear layers with at most 12 outputs: forward (lanes over 4 outputs
+ *   x 4 input features, then a fixed reduction tree), input gradient and
+ *   weight gradient (lanes over the input features).
  *
  * Every kernel is compiled for AVX-512F + FMA only (function target
  * attributes; the rest of the build stays baseline x86-64) and runs only
@@ -39,10 +39,13 @@ int exec_kern_avx512(void);
  * setting.  Not for use while other threads run layers. */
 int exec_kern_disable(int off);
 
-/* Largest output count the small-linear kernels take. */
+/* Largest output count the small-linear kernels take, and largest input
+ * count for the forward one (its regrouped weights live on the stack). */
 #define EXEC_KERN_LINEAR_MAX_OC 12
+#define EXEC_KERN_LINEAR_FWD_MAX_IC 512
 
-/* linear with OC <= EXEC_KERN_LINEAR_MAX_OC, as in layers.h */
+/* linear with OC <= EXEC_KERN_LINEAR_MAX_OC (and for the forward IC <=
+ * EXEC_KERN_LINEAR_FWD_MAX_IC), as in layers.h */
 void exec_kern_linear_forward(float *out, const float *in, const float *w, const float *b,
                               int B, int IC, int OC);
 void exec_kern_linear_backward_input(float *din, const float *dout, const float *w, int B,

@@ -71,83 +71,103 @@ KERN float exec_kern_sum(const float *a, int64_t n)
     return _mm512_reduce_add_ps(s0);
 }
 
-/* Sixteen vectors reduced to one holding their lane sums, in a fixed tree
- * (pairs of 256-bit halves, of 128-bit blocks, of float pairs, of floats).
- * Lane j of the result is the sum of v[perm[j]] (red16_perm). */
-KERN_INLINE __m512 red16(const __m512 *v)
-{
-    __m512 a[8], b[4], c[2];
-    for (int i = 0; i < 8; i++)
-        a[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
-                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
-    for (int i = 0; i < 4; i++)
-        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x88),
-                             _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xDD));
-    for (int i = 0; i < 2; i++)
-        c[i] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0x44),
-                             _mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0xEE));
-    return _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
-}
-
-/* The index vector that puts red16's lanes back in input order: found by
- * reducing vectors whose lanes all hold their own index / 16. */
-KERN_INLINE __m512i red16_unperm(void)
-{
-    __m512 v[16];
-    for (int i = 0; i < 16; i++) v[i] = _mm512_set1_ps((float)i / 16.0f);
-    float src[16];
-    _mm512_storeu_ps(src, red16(v));
-    int32_t inv[16];
-    for (int j = 0; j < 16; j++) inv[(int)(src[j] + 0.5f)] = j;
-    return _mm512_loadu_si512(inv);
-}
-
 /* ------------------------------------------------------------------------ */
 /* linear, few outputs                                                       */
 
-/* Forward, OC outputs: two rows at a time hold 2 x OC accumulators of 16
- * input features each; eight rows' accumulators are parked in S, then
- * reduced sixteen at a time, which yields the 8 x OC outputs of those rows
- * as consecutive floats of out. */
-KERN_INLINE void lin_fwd_oc(float *out, const float *in, const float *w, const float *bpat,
-                            int B, int IC, const int OC)
+/* Forward.  Lanes hold 4 outputs x 4 consecutive input features: Wr
+ * (IC/4, NG, 16) is W regrouped once per call (4 x 4 transposes of
+ * 128-bit blocks), so each step of 4 features is one 128-bit broadcast of
+ * a row's inputs and NG loads of Wr for 4 rows x NG accumulators.  The
+ * four feature phases are then summed inside each 128-bit block (a fixed
+ * two-level tree that also interleaves the 4 rows), and a permutation puts
+ * the 4 rows' outputs in place.  NG = ceil(OC / 4); lanes of outputs past
+ * OC hold zero weights. */
+KERN_INLINE void lin_fwd_ng(float *out, const float *in, const float *w, const float *b,
+                            int B, int IC, int OC, const int NG)
 {
-    const int nch = (IC + 15) / 16;
-    const __mmask16 mt = lanes(IC - 16 * (nch - 1));
-    const __m512i unperm = red16_unperm();
-    __m512 S[8 * EXEC_KERN_LINEAR_MAX_OC + 16];
-    for (int r0 = 0; r0 < B; r0 += 8) {
-        const int nr = B - r0 < 8 ? B - r0 : 8;
-        for (int rp = 0; rp < nr; rp += 2) {
-            const float *xa = in + (int64_t)(r0 + rp) * IC;
-            const float *xb = rp + 1 < nr ? xa + IC : xa;
-            __m512 a[EXEC_KERN_LINEAR_MAX_OC], c[EXEC_KERN_LINEAR_MAX_OC];
-#pragma GCC unroll 12
-            for (int o = 0; o < OC; o++) a[o] = c[o] = _mm512_setzero_ps();
-            for (int ch = 0; ch < nch; ch++) {
-                const __mmask16 m = ch == nch - 1 ? mt : (__mmask16)0xffff;
-                const __m512 va = _mm512_maskz_loadu_ps(m, xa + 16 * ch);
-                const __m512 vb = _mm512_maskz_loadu_ps(m, xb + 16 * ch);
-#pragma GCC unroll 12
-                for (int o = 0; o < OC; o++) {
-                    const __m512 wv = _mm512_maskz_loadu_ps(m, w + (int64_t)o * IC + 16 * ch);
-                    a[o] = _mm512_fmadd_ps(va, wv, a[o]);
-                    c[o] = _mm512_fmadd_ps(vb, wv, c[o]);
+    const int nk4 = (IC + 3) / 4;
+    __m512 Wr[EXEC_KERN_LINEAR_FWD_MAX_IC / 4 * 3];
+    for (int c0 = 0; c0 < IC; c0 += 16) {
+        const __mmask16 m = lanes(IC - c0);
+        for (int og = 0; og < NG; og++) {
+            __m512 R[4];
+            for (int j = 0; j < 4; j++) {
+                const int o = og * 4 + j;
+                R[j] = o < OC ? _mm512_maskz_loadu_ps(m, w + (int64_t)o * IC + c0) : _mm512_setzero_ps();
+            }
+            const __m512 T0 = _mm512_shuffle_f32x4(R[0], R[1], 0x44),
+                         T1 = _mm512_shuffle_f32x4(R[0], R[1], 0xEE),
+                         T2 = _mm512_shuffle_f32x4(R[2], R[3], 0x44),
+                         T3 = _mm512_shuffle_f32x4(R[2], R[3], 0xEE);
+            const __m512 q[4] = {_mm512_shuffle_f32x4(T0, T2, 0x88), _mm512_shuffle_f32x4(T0, T2, 0xDD),
+                                 _mm512_shuffle_f32x4(T1, T3, 0x88), _mm512_shuffle_f32x4(T1, T3, 0xDD)};
+            for (int t = 0; t < 4 && c0 / 4 + t < nk4; t++) Wr[(c0 / 4 + t) * NG + og] = q[t];
+        }
+    }
+    /* bias by lane (j*4 + r of group og), and where each of a 4-row block's
+     * 4 OC outputs comes from in the groups' results laid end to end */
+    __m512 bias[3];
+    int32_t idx[48];
+    for (int og = 0; og < NG; og++) {
+        float bl[16];
+        for (int l = 0; l < 16; l++) {
+            const int o = og * 4 + l / 4;
+            bl[l] = b && o < OC ? b[o] : 0.0f;
+        }
+        bias[og] = _mm512_loadu_ps(bl);
+    }
+    for (int e = 0; e < 48; e++) {
+        const int r = e / OC, o = e % OC;
+        idx[e] = e < 4 * OC ? (o / 4) * 16 + (o % 4) * 4 + r : 0;
+    }
+    const int nout = (4 * OC + 15) / 16;
+    const __mmask16 mtail = lanes(IC - 4 * (nk4 - 1));
+    for (int r0 = 0; r0 < B; r0 += 4) {
+        const int nr = B - r0 < 4 ? B - r0 : 4;
+        const float *x[4];
+        for (int r = 0; r < 4; r++) x[r] = in + (int64_t)(r0 + (r < nr ? r : nr - 1)) * IC;
+        __m512 acc[4][3];
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++)
+#pragma GCC unroll 3
+            for (int og = 0; og < NG; og++) acc[r][og] = _mm512_setzero_ps();
+        for (int k4 = 0; k4 < nk4; k4++) {
+            __m512 xv[4];
+            if (k4 < nk4 - 1 || mtail == 0xf) {
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) xv[r] = _mm512_broadcast_f32x4(_mm_loadu_ps(x[r] + 4 * k4));
+            } else {
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) {
+                    const __m512 t = _mm512_maskz_loadu_ps(mtail, x[r] + 4 * k4);
+                    xv[r] = _mm512_shuffle_f32x4(t, t, 0);
                 }
             }
-#pragma GCC unroll 12
-            for (int o = 0; o < OC; o++) {
-                S[rp * OC + o] = a[o];
-                S[(rp + 1) * OC + o] = c[o]; /* past nr: ignored below */
+#pragma GCC unroll 3
+            for (int og = 0; og < NG; og++) {
+                const __m512 wv = Wr[k4 * NG + og];
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) acc[r][og] = _mm512_fmadd_ps(xv[r], wv, acc[r][og]);
             }
         }
-        const int np = nr * OC, ng = (np + 15) / 16;
-        for (int q = np; q < 16 * ng; q++) S[q] = _mm512_setzero_ps();
-        for (int gi = 0; gi < ng; gi++) {
-            __m512 s = _mm512_permutexvar_ps(unperm, red16(S + 16 * gi));
-            const __mmask16 m = lanes(np - 16 * gi);
-            s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, bpat + 16 * gi));
-            _mm512_mask_storeu_ps(out + (int64_t)r0 * OC + 16 * gi, m, s);
+        __m512 V[3];
+#pragma GCC unroll 3
+        for (int og = 0; og < NG; og++) {
+            const __m512 p = _mm512_add_ps(_mm512_shuffle_ps(acc[0][og], acc[1][og], 0x44),
+                                           _mm512_shuffle_ps(acc[0][og], acc[1][og], 0xEE));
+            const __m512 q = _mm512_add_ps(_mm512_shuffle_ps(acc[2][og], acc[3][og], 0x44),
+                                           _mm512_shuffle_ps(acc[2][og], acc[3][og], 0xEE));
+            V[og] = _mm512_add_ps(_mm512_add_ps(_mm512_shuffle_ps(p, q, 0x88), _mm512_shuffle_ps(p, q, 0xDD)),
+                                  bias[og]);
+        }
+        for (int og = NG; og < 3; og++) V[og] = V[0];
+        float *o = out + (int64_t)r0 * OC;
+        for (int v = 0; v < nout; v++) {
+            const __m512i iv = _mm512_loadu_si512(idx + 16 * v);
+            __m512 res = _mm512_permutex2var_ps(V[0], iv, V[1]);
+            const __mmask16 m2 = _mm512_cmpge_epi32_mask(iv, _mm512_set1_epi32(32));
+            res = _mm512_mask_permutexvar_ps(res, m2, iv, V[2]);
+            _mm512_mask_storeu_ps(o + 16 * v, lanes(nr * OC - 16 * v), res);
         }
     }
 }
@@ -155,16 +175,11 @@ KERN_INLINE void lin_fwd_oc(float *out, const float *in, const float *w, const f
 KERN void exec_kern_linear_forward(float *out, const float *in, const float *w, const float *b,
                                    int B, int IC, int OC)
 {
-    assert(OC >= 1 && OC <= EXEC_KERN_LINEAR_MAX_OC && IC >= 1);
-    /* bias for the 8 x OC outputs of a row block, repeated */
-    float bpat[8 * EXEC_KERN_LINEAR_MAX_OC];
-    for (int q = 0; q < 8 * OC; q++) bpat[q] = b ? b[q % OC] : 0.0f;
-    switch (OC) {
-#define OCCASE(n) case n: lin_fwd_oc(out, in, w, bpat, B, IC, n); break;
-    OCCASE(1) OCCASE(2) OCCASE(3) OCCASE(4) OCCASE(5) OCCASE(6)
-    OCCASE(7) OCCASE(8) OCCASE(9) OCCASE(10) OCCASE(11) OCCASE(12)
-#undef OCCASE
-    default: assert(0);
+    assert(OC >= 1 && OC <= EXEC_KERN_LINEAR_MAX_OC && IC >= 1 && IC <= EXEC_KERN_LINEAR_FWD_MAX_IC);
+    switch ((OC + 3) / 4) {
+    case 1: lin_fwd_ng(out, in, w, b, B, IC, OC, 1); break;
+    case 2: lin_fwd_ng(out, in, w, b, B, IC, OC, 2); break;
+    default: lin_fwd_ng(out, in, w, b, B, IC, OC, 3); break;
     }
 }
 

@@ -28,7 +28,7 @@ static int linear_small(int OC)
 void exec_linear_forward(float *out, const float *in, const float *w, const float *b,
                          int B, int IC, int OC)
 {
-    if (linear_small(OC)) {
+    if (linear_small(OC) && IC <= EXEC_KERN_LINEAR_FWD_MAX_IC) {
         exec_kern_linear_forward(out, in, w, b, B, IC, OC);
         return;
     }
