@@ -19,6 +19,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "../exec/gemm.h"
+#include "../exec/kern.h"
 #include "../exec/layers.h"
 #include "../tools/status.h"
 #include "../exec/tensor.h"
@@ -41,6 +42,9 @@ typedef struct layer_case {
     void (*bwd_w)(float *dw, const float *dy, const float *x, const float *w, void *ctx);
     /* inputs away from kinks: |x| >= margin (relu), distinct values (max) */
     int kinks;
+    /* 1: each call is repeated and must give the same bits (layers with no
+     * random state) */
+    int repeat;
 } layer_case;
 
 static double max_abs(const double *a, int64_t n)
@@ -122,8 +126,13 @@ static void check_layer(const layer_case *c)
     fill(w, wd, c->nw, rng, -0.5, 0.5, 0);
     fill(dy, r, c->ny, rng, -1, 1, 0);
 
-    /* forward agrees with the reference */
+    /* forward agrees with the reference, and a second call gives the same
+     * bits (the kernels sum in a fixed order) */
+    float *y1 = exec_falloc(c->ny);
+    c->fwd(y1, x, w, c->ctx);
     c->fwd(y, x, w, c->ctx);
+    CU_ASSERT(!c->repeat || memcmp(y1, y, (size_t)c->ny * sizeof *y) == 0);
+    free(y1);
     c->ref(yd, xd, wd, c->ctx);
     double fe = rel_err(y, yd, c->ny);
     if (fe >= c->fwd_tol) fprintf(stderr, "%s: forward error %.3g\n", c->name, fe);
@@ -132,6 +141,12 @@ static void check_layer(const layer_case *c)
     /* input gradient on its own */
     for (int64_t i = 0; i < c->nx; i++) dx[i] = NAN; /* must be overwritten */
     c->bwd_in(dx, dy, x, w, y, c->ctx);
+    if (c->repeat) {
+        float *again = exec_falloc(c->nx);
+        c->bwd_in(again, dy, x, w, y, c->ctx);
+        CU_ASSERT(memcmp(again, dx, (size_t)c->nx * sizeof *dx) == 0);
+        free(again);
+    }
     numeric_grad(gx, xd, c->nx, c, xd, wd, r, yd);
     double ex = rel_err(dx, gx, c->nx);
     if (!(ex < c->tol)) fprintf(stderr, "%s: input-gradient error %.3g\n", c->name, ex);
@@ -142,6 +157,13 @@ static void check_layer(const layer_case *c)
     if (c->nw) {
         for (int64_t i = 0; i < c->nw; i++) dw[i] = dw0[i] = (float)(0.25 * (double)(i % 3));
         c->bwd_w(dw, dy, x, w, c->ctx);
+        if (c->repeat) {
+            float *again = exec_falloc(nw);
+            memcpy(again, dw0, (size_t)c->nw * sizeof *dw0);
+            c->bwd_w(again, dy, x, w, c->ctx);
+            CU_ASSERT(memcmp(again, dw, (size_t)c->nw * sizeof *dw) == 0);
+            free(again);
+        }
         for (int64_t i = 0; i < c->nw; i++) dw[i] -= dw0[i];
         numeric_grad(gw, wd, c->nw, c, xd, wd, r, yd);
         double ew = rel_err(dw, gw, c->nw);
@@ -152,6 +174,17 @@ static void check_layer(const layer_case *c)
     free(x); free(w); free(y); free(dy); free(dx); free(dw); free(dw0);
     free(xd); free(wd); free(yd); free(r); free(gx); free(gw);
     gsl_rng_free(rng);
+}
+
+/* The case on the AVX-512 kernels (when this CPU has them) and on the
+ * portable OpenBLAS path. */
+static void check_paths(const layer_case *c)
+{
+    check_layer(c);
+    if (!exec_kern_avx512()) return;
+    int prev = exec_kern_disable(1);
+    check_layer(c);
+    exec_kern_disable(prev);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -188,20 +221,28 @@ static void lin_bw(float *dw, const float *dy, const float *x, const float *w, v
     exec_linear_backward_weight(dw, c->bias ? dw + c->O * c->IC : NULL, dy, x, c->B, c->IC, c->O);
 }
 
+static void lin_case(const char *name, int B, int IC, int O, int bias)
+{
+    lin_ctx c = {B, IC, O, bias};
+    layer_case lc = {name, (int64_t)B * IC, (int64_t)O * IC + (bias ? O : 0), (int64_t)B * O,
+                     1e-4, 1e-5, &c, lin_ref, lin_fwd, lin_bin, lin_bw, 0, 1};
+    check_paths(&lc);
+}
+
 static void test_linear(void)
 {
-    lin_ctx a = {3, 7, 5, 1}, b = {4, 6, 3, 0};
-    layer_case ca = {"linear", 3 * 7, 5 * 7 + 5, 3 * 5, 1e-4, 1e-5, &a, lin_ref, lin_fwd,
-                     lin_bin, lin_bw, 0};
-    check_layer(&ca);
-    layer_case cb = {"linear, no bias", 4 * 6, 3 * 6, 4 * 3, 1e-4, 1e-5, &b, lin_ref, lin_fwd,
-                     lin_bin, lin_bw, 0};
-    check_layer(&cb);
-    /* few outputs and a batch over 64: the row-block path */
-    lin_ctx c = {70, 5, 3, 1};
-    layer_case cc = {"linear, row blocks", 70 * 5, 3 * 5 + 3, 70 * 3, 1e-4, 1e-5, &c, lin_ref,
-                     lin_fwd, lin_bin, lin_bw, 0};
-    check_layer(&cc);
+    lin_case("linear", 3, 7, 5, 1);
+    lin_case("linear, no bias", 4, 6, 3, 0);
+    /* few outputs and a batch over 64: OpenBLAS's row blocks */
+    lin_case("linear, row blocks", 70, 5, 3, 1);
+    /* the small-output kernels (kern.h): 10 outputs with a ragged last row
+     * block and feature tail; 12 (three groups of 4), batch 1; 4 outputs
+     * with more features than the forward kernel takes (OpenBLAS forward,
+     * kernel backward); 13 outputs (OpenBLAS throughout) */
+    lin_case("linear 37-10, batch 7", 7, 37, 10, 1);
+    lin_case("linear 16-12, batch 1", 1, 16, 12, 1);
+    lin_case("linear 600-4, no bias", 3, 600, 4, 0);
+    lin_case("linear 33-13", 5, 33, 13, 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -261,8 +302,8 @@ static void conv_case(const char *name, int B, int C, int H, int W, int O, int k
     int64_t nwt = (int64_t)O * C * k * k;
     layer_case lc = {name, (int64_t)B * C * H * W, nwt + (bias ? O : 0),
                      (int64_t)B * O * c.g.Ho * c.g.Wo, 1e-4, 1e-5, &c, conv_ref, conv_fwd,
-                     conv_bin, conv_bw, 0};
-    check_layer(&lc);
+                     conv_bin, conv_bw, 0, 1};
+    check_paths(&lc);
     free(c.col);
 }
 
@@ -277,6 +318,15 @@ static void test_conv2d(void)
     conv_case("conv2d 5x5 s1 p2, row shifts", 2, 4, 6, 7, 3, 5, 1, 2, 1);
     conv_case("conv2d 3x3 s1 p0, row shifts", 2, 6, 5, 6, 2, 3, 1, 0, 1);
     conv_case("conv2d 3x3 s1 p1, row shifts, no bias", 3, 6, 4, 4, 2, 3, 1, 1, 0);
+    /* the direct kernels (C*k < 16, stride 1; kern.h): 16 channels at batch
+     * 1; 37 columns (three vectors, ragged); 7x7 (taps in 5s, ragged) with
+     * 9 output channels (blocks of 8 and 4, ragged) */
+    conv_case("conv2d 5x5 s1 p2, direct, batch 1", 1, 1, 12, 12, 16, 5, 1, 2, 1);
+    conv_case("conv2d 3x3 s1 p1, direct, 37 wide", 2, 1, 3, 37, 3, 3, 1, 1, 1);
+    conv_case("conv2d 7x7 s1 p3, direct, 9 outputs", 2, 2, 7, 7, 9, 7, 1, 3, 0);
+    /* the channel weight-gradient kernel (O % 32 == 0, row shifts): 54 taps
+     * (blocks of 12, ragged) */
+    conv_case("conv2d 3x3 s1 p1, 32 outputs", 2, 6, 4, 4, 32, 3, 1, 1, 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -327,7 +377,7 @@ static void pool_case(const char *name, int max, int B, int C, int H, int W, int
     int64_t ny = (int64_t)B * C * c.g.Ho * c.g.Wo;
     c.idx = exec_balloc(ny * (int64_t)sizeof(int32_t));
     layer_case lc = {name, (int64_t)B * C * H * W, 0, ny, 1e-4, 1e-6, &c, pool_ref, pool_fwd,
-                     pool_bin, NULL, max ? 2 : 0};
+                     pool_bin, NULL, max ? 2 : 0, 0};
     check_layer(&lc);
     free(c.idx);
 }
@@ -390,13 +440,13 @@ static void drop_bin(float *dx, const float *dy, const float *x, const float *w,
 static void test_elementwise(void)
 {
     ew_ctx r = {97, 0, NULL, NULL};
-    layer_case lr = {"relu", 97, 0, 97, 1e-6, 1e-7, &r, relu_ref, relu_fwd, relu_bin, NULL, 1};
+    layer_case lr = {"relu", 97, 0, 97, 1e-6, 1e-7, &r, relu_ref, relu_fwd, relu_bin, NULL, 1, 0};
     check_layer(&lr);
 
     ew_ctx d = {4000, 0.4, exec_balloc(4000), gsl_rng_alloc(gsl_rng_mt19937)};
     gsl_rng_set(d.rng, 7);
     layer_case ld = {"dropout", 4000, 0, 4000, 1e-6, 1e-6, &d, drop_ref, drop_fwd, drop_bin,
-                     NULL, 0};
+                     NULL, 0, 0};
     check_layer(&ld);
     /* the kept fraction is 1 - p: binomial sd is sqrt(4000 * .24) = 31, so
      * 5 sd is 155 elements */
@@ -463,7 +513,7 @@ static void bn_case(const char *name, int B, int C, int HW)
     int64_t n = (int64_t)B * C * HW;
     bn_ctx c = {B, C, HW, exec_falloc(n), exec_falloc(C), exec_falloc(C), exec_falloc(C)};
     for (int i = 0; i < C; i++) c.rv[i] = 1;
-    layer_case lc = {name, n, 2 * C, n, 1e-4, 1e-5, &c, bn_ref, bn_fwd, bn_bin, bn_bw, 0};
+    layer_case lc = {name, n, 2 * C, n, 1e-4, 1e-5, &c, bn_ref, bn_fwd, bn_bin, bn_bw, 0, 0};
     check_layer(&lc);
     free(c.xhat); free(c.invstd); free(c.rm); free(c.rv);
 }
@@ -538,7 +588,7 @@ static void test_softmax_xent(void)
 {
     int32_t labels[5] = {3, 0, 6, 6, 1};
     sx_ctx c = {5, 7, labels, exec_falloc(35), exec_falloc(5)};
-    layer_case lc = {"softmax_xent", 35, 0, 1, 1e-4, 1e-6, &c, sx_ref, sx_fwd, sx_bin, NULL, 0};
+    layer_case lc = {"softmax_xent", 35, 0, 1, 1e-4, 1e-6, &c, sx_ref, sx_fwd, sx_bin, NULL, 0, 0};
     check_layer(&lc);
     /* large logits: no overflow, loss is the exact margin */
     float big[3] = {1000, 0, -1000}, p[3], l[1];
@@ -577,8 +627,9 @@ static void test_blas_choice(void)
 TEST_SUITE(exec_layers)
 {
     test_add_suite("exec_layers");
-    test_add("linear: forward, input and weight gradients vs finite differences", test_linear);
-    test_add("conv2d: eight geometries, both lowerings, vs direct convolution and finite differences",
+    test_add("linear: forward, input and weight gradients vs finite differences, kernels and OpenBLAS",
+             test_linear);
+    test_add("conv2d: twelve geometries, every lowering and kernel, vs direct convolution and finite differences",
              test_conv2d);
     test_add("max and average pooling vs finite differences", test_pool);
     test_add("relu and dropout vs finite differences", test_elementwise);
