@@ -385,6 +385,9 @@ static void op_f(pw *W, const sched_op *op, int64_t k)
     const exec_data *d = R->o->train;
     const float *in;
     exec_msg *min = NULL;
+    /* the op's clock covers all its work: the first stage's gather of the
+     * microbatch too (the simulator's F includes it: docs/validation.md) */
+    double t0 = pipe_now(W);
     if (op->stage == 0) {
         exec_data_gather(d, cursor_idx(&W->cx, R, gi, op->micro), R->mb, W->xb, W->yb);
         in = W->xb;
@@ -409,7 +412,6 @@ static void op_f(pw *W, const sched_op *op, int64_t k)
         assert(op->wver == ps->cur_ver);
         ver_find(ps, ps->cur_ver, 1)->refs++;
     }
-    double t0 = pipe_now(W);
     exec_net_forward(ps->net, a, in, lab, R->mb, 1);
     exec_msg *out = NULL;
     if (op->stage < R->S - 1) {

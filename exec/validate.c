@@ -217,8 +217,162 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
     return CL_OK;
 }
 
-int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const char *file,
-                   cl_err *e)
+/* One stage of a worker being replayed (replay_passes). */
+typedef struct rstage {
+    exec_net *net;
+    exec_sgd sgd;
+    float *x, *dout, *din;
+    int32_t *y;
+    exec_acts **pool;        /* free acts                                    */
+    int n_pool;
+    exec_acts **slot_a;      /* in flight: acts of global microbatch slot_seq */
+    int64_t *slot_seq;
+    int n_slot, cap;
+    double *tf, *ti, *tw;    /* timed passes                                 */
+    int nf, ni, nw, cap_t;
+} rstage;
+
+static exec_acts *rs_take(rstage *r, int64_t seq, int mb, int remove)
+{
+    for (int i = 0; i < r->n_slot; i++)
+        if (r->slot_seq[i] == seq) {
+            exec_acts *a = r->slot_a[i];
+            if (remove) {
+                r->slot_a[i] = r->slot_a[--r->n_slot];
+                r->slot_seq[i] = r->slot_seq[r->n_slot];
+                r->pool[r->n_pool++] = a;
+            }
+            return a;
+        }
+    assert(!remove && "B or W of a microbatch with no F");
+    exec_acts *a = r->n_pool ? r->pool[--r->n_pool] : exec_acts_create(r->net, mb);
+    if (r->n_slot == r->cap) {
+        r->cap = r->cap * 2 + 8;
+        r->slot_a = cl_realloc(r->slot_a, (size_t)r->cap * sizeof *r->slot_a);
+        r->slot_seq = cl_realloc(r->slot_seq, (size_t)r->cap * sizeof *r->slot_seq);
+        r->pool = cl_realloc(r->pool, (size_t)r->cap * sizeof *r->pool);
+    }
+    r->slot_a[r->n_slot] = a;
+    r->slot_seq[r->n_slot++] = seq;
+    return a;
+}
+
+static float *rand_buf(int64_t n, int64_t salt)
+{
+    float *b = exec_falloc(n > 0 ? n : 1);
+    for (int64_t i = 0; i < n; i++) b[i] = (float)(((i + salt) * 7919) % 1000) * 1e-3f - 0.5f;
+    return b;
+}
+
+/* The stages' passes timed in the order the run executes them: every
+ * worker's op list of the plan's schedule (sched_build) replayed on this
+ * thread, one worker after the other, without the transfers: F, B, W and
+ * UPDATE on the worker's own nets, activations stashed from F to B/W as
+ * the run keeps them, so each pass finds the caches as the run leaves them
+ * (a stash deeper than the cache, an optimiser step between iterations).
+ * Iteration 0 is not timed; medians of the rest go to x[s].fwd_ctx_s,
+ * bwd_in_ctx_s, bwd_w_ctx_s (a fused B is timed in its two halves). */
+static int replay_passes(const plan *p, int reps, exec_val_extra *x, const char *file, cl_err *e)
+{
+    const int mb = p->microbatch > 0 ? p->microbatch : 1, m = p->n_micro > 0 ? p->n_micro : 1;
+    int iters = 1 + (reps + m - 1) / m;
+    if (iters < 3) iters = 3;
+    sched sc;
+    int rc = sched_build(p, (sched_kind)p->schedule, m, iters, &sc, e);
+    if (rc) return rc;
+    exec_pipe_opts d;
+    exec_pipe_defaults(&d);
+    int S = p->n_stages;
+    rstage *rs = cl_calloc((size_t)S, sizeof *rs);
+    for (int w = 0; w < sc.n_dev && !rc; w++) {
+        for (int64_t k = sc.off[w]; k < sc.off[w + 1] && !rc; k++) {
+            const sched_op *op = &sc.ops[k];
+            if (op->kind != SCHED_F && op->kind != SCHED_B && op->kind != SCHED_W &&
+                op->kind != SCHED_UPDATE)
+                continue;
+            rstage *r = &rs[op->stage];
+            if (!r->net) { /* first op of this stage on this worker */
+                const plan_stage *st = &p->stages[op->stage];
+                rc = exec_net_create(&r->net, &p->model, st->first, st->last + 1, mb, 1, 0, file, e);
+                if (rc) break;
+                exec_sgd_init(&r->sgd, r->net, 0, p->optimizer == OPTIM_MOMENTUM ? d.momentum : 0,
+                              d.weight_decay);
+                int64_t in_n = exec_net_in_elems(r->net) * mb, out_n = exec_net_out_elems(r->net) * mb;
+                r->x = rand_buf(in_n, op->stage);
+                if (exec_net_has_loss(r->net)) {
+                    r->y = cl_malloc((size_t)mb * sizeof *r->y);
+                    for (int b = 0; b < mb; b++) r->y[b] = b % exec_net_classes(r->net);
+                } else {
+                    r->dout = rand_buf(out_n, 17);
+                    for (int64_t i = 0; i < out_n; i++) r->dout[i] *= 1e-3f;
+                }
+                if (exec_net_needs_din(r->net)) r->din = exec_falloc(in_n);
+                r->cap_t = 4 * iters * m + 16;
+                r->tf = cl_malloc((size_t)r->cap_t * sizeof *r->tf);
+                r->ti = cl_malloc((size_t)r->cap_t * sizeof *r->ti);
+                r->tw = cl_malloc((size_t)r->cap_t * sizeof *r->tw);
+            }
+            int64_t seq = (int64_t)op->iter * m + op->micro;
+            int timed = op->iter >= 1;
+            double t0 = exec_now(), t1, t2;
+            switch (op->kind) {
+            case SCHED_F:
+                exec_net_forward(r->net, rs_take(r, seq, mb, 0), r->x, r->y, mb, 1);
+                if (timed && r->nf < r->cap_t) r->tf[r->nf++] = exec_now() - t0;
+                break;
+            case SCHED_B: {
+                exec_acts *a = rs_take(r, seq, mb, 0);
+                exec_net_backward_input(r->net, a, r->dout, r->din, 1.0f / (float)p->batch);
+                t1 = exec_now();
+                if (timed && r->ni < r->cap_t) r->ti[r->ni++] = t1 - t0;
+                if (op->flags & SCHED_FUSED_W) {
+                    exec_net_backward_weight(r->net, a);
+                    t2 = exec_now();
+                    if (timed && r->nw < r->cap_t) r->tw[r->nw++] = t2 - t1;
+                    rs_take(r, seq, mb, 1);
+                }
+                break;
+            }
+            case SCHED_W:
+                exec_net_backward_weight(r->net, rs_take(r, seq, mb, 0));
+                if (timed && r->nw < r->cap_t) r->tw[r->nw++] = exec_now() - t0;
+                rs_take(r, seq, mb, 1);
+                break;
+            default:
+                exec_sgd_step(&r->sgd, r->net);
+            }
+        }
+    }
+    for (int s = 0; s < S; s++) {
+        rstage *r = &rs[s];
+        if (!rc) {
+            x[s].fwd_ctx_s = r->nf ? median_of(r->tf, r->nf) : 0;
+            x[s].bwd_in_ctx_s = r->ni ? median_of(r->ti, r->ni) : 0;
+            x[s].bwd_w_ctx_s = r->nw ? median_of(r->tw, r->nw) : 0;
+        }
+        if (!r->net) continue;
+        for (int i = 0; i < r->n_slot; i++) exec_acts_destroy(r->slot_a[i]);
+        for (int i = 0; i < r->n_pool; i++) exec_acts_destroy(r->pool[i]);
+        free(r->slot_a);
+        free(r->slot_seq);
+        free(r->pool);
+        free(r->tf);
+        free(r->ti);
+        free(r->tw);
+        free(r->x);
+        free(r->y);
+        free(r->dout);
+        free(r->din);
+        exec_sgd_free(&r->sgd);
+        exec_net_destroy(r->net);
+    }
+    free(rs);
+    sched_free(&sc);
+    return rc;
+}
+
+int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x,
+                   const char *file, cl_err *e)
 {
     int rc = prof_check_model(pf, &p->model, file, e);
     if (rc) return rc;
@@ -251,7 +405,20 @@ int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const c
         rc = stage_extras(p, st, s + 1 < p->n_stages, s == 0, versions, reps, v, file, e);
         if (rc) return rc;
         v->fwd_layers_s = f;
+        v->bwd_in_layers_s = bi;
+        v->bwd_w_layers_s = bw;
         v->stash_layers_bytes = stash;
+    }
+    if (x && ctx) rc = replay_passes(p, reps, x, file, e);
+    if (!x || rc) return rc;
+    for (int s = 0; s < p->n_stages; s++) {
+        plan_stage *st = &p->stages[s];
+        exec_val_extra *v = &x[s];
+        if (ctx) {
+            st->fwd_s = v->fwd_ctx_s;
+            st->bwd_in_s = v->bwd_in_ctx_s;
+            st->bwd_w_s = v->bwd_w_ctx_s;
+        }
         st->fwd_s += v->copy_s + v->input_s;
         st->bwd_in_s += v->swap_s;
         st->stash_bytes = v->acts_bytes;
@@ -259,6 +426,18 @@ int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const c
         st->update_s = v->update_s + v->version_s;
     }
     return CL_OK;
+}
+
+void exec_val_layer_costs(plan *p, const exec_val_extra *x)
+{
+    for (int s = 0; s < p->n_stages; s++) {
+        plan_stage *st = &p->stages[s];
+        const exec_val_extra *v = &x[s];
+        if (!(v->fwd_ctx_s > 0)) continue;
+        st->fwd_s += v->fwd_layers_s - v->fwd_ctx_s;
+        st->bwd_in_s += v->bwd_in_layers_s - v->bwd_in_ctx_s;
+        st->bwd_w_s += v->bwd_w_layers_s - v->bwd_w_ctx_s;
+    }
 }
 
 int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err *e)
@@ -413,7 +592,7 @@ double exec_val_off_clock(const plan *p, const exec_val_extra *x, int device)
         for (int k = 0; k < st->n_replicas; k++) {
             if (st->devices[k] != device) continue;
             int r = st->n_replicas, c = (p->n_micro - k + r - 1) / r;
-            off += c * (x[s].input_s + x[s].post_f_s + x[s].post_b_s) +
+            off += c * (x[s].post_f_s + x[s].post_b_s) +
                    (async ? c : 1) * x[s].version_s;
         }
     }

@@ -59,9 +59,10 @@ typedef struct exec_val_extra {
     double swap_s;          /* PipeDream, every stage but the last: the two
                                exchanges of the parameters with the stashed
                                version around each B                         */
-    /* on the worker's stream but off the op clock */
     double input_s;         /* first stage: gathering the microbatch's samples
-                               from the data set before each F; else 0      */
+                               from the data set at the start of each F;
+                               else 0                                        */
+    /* on the worker's stream but off the op clock */
     double version_s;       /* PipeDream, every stage but the last: copying
                                the parameters into a new version before each
                                update                                        */
@@ -71,8 +72,11 @@ typedef struct exec_val_extra {
     double acts_bytes;      /* one microbatch's exec_acts: what the runtime
                                keeps per stashed microbatch                   */
     double param_bytes;     /* the padded parameter block                    */
-    /* the profile's sums before the extras */
-    double fwd_layers_s;
+    /* the stage's passes timed in the run's order (exec_val_costs with
+     * ctx): forward, input gradient, weight gradient; 0 without ctx */
+    double fwd_ctx_s, bwd_in_ctx_s, bwd_w_ctx_s;
+    /* the profile's sums over the stage's layers, before the extras */
+    double fwd_layers_s, bwd_in_layers_s, bwd_w_layers_s;
     double stash_layers_bytes;
 } exec_val_extra;
 
@@ -83,11 +87,25 @@ typedef struct exec_val_extra {
  * caller-allocated), also measure what the runtime does beyond the layers
  * (exec_val_extra, `reps` steps) and put it in: fwd_s += copy_s + input_s,
  * bwd_in_s += swap_s, update_s = update_s + version_s, stash_bytes =
- * acts_bytes, param_bytes = the padded block.  pf must
+ * acts_bytes, param_bytes = the padded block.  With x and ctx, the layer
+ * sums are replaced by the stage's passes timed in the run's order: every
+ * worker's op list of the plan's schedule replayed on one thread without
+ * its transfers (fwd_ctx_s, bwd_in_ctx_s, bwd_w_ctx_s, medians over
+ * iterations 1..), so each pass finds the caches as the run leaves them.
+ * The per-layer profile times each layer alone with its data in cache; a
+ * stash that outgrows the cache, or an optimiser step between iterations,
+ * makes the run's passes slower than the sums (12% on fmnist-cnn's 4-deep
+ * GPipe stash: docs/validation.md).  pf must
  * describe p's model (prof_check_model).  The plan's predictions
  * (compute_s, comm_s, mem_bytes, pred) are left as they were. */
-int exec_val_costs(plan *p, const prof *pf, int reps, exec_val_extra *x, const char *file,
-                   cl_err *e);
+int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x,
+                   const char *file, cl_err *e);
+
+/* The costs the planner's cost model gives (the layer sums, plus the
+ * runtime's extras of x) for a plan whose costs exec_val_costs set in
+ * context: swaps each stage's in-context passes back for the layer sums,
+ * for a second prediction that shows the layer sums' own error. */
+void exec_val_layer_costs(plan *p, const exec_val_extra *x);
 
 /* Profile p's model on this machine at the plan's microbatch size
  * (exec_profile with `reps` timed steps after 3 warm-up).  The caller frees
@@ -178,7 +196,7 @@ typedef struct exec_val_report {
 
 /* Seconds per iteration of `device`'s simulated busy time that the
  * runtime does not clock as compute: the extras of x that happen between
- * ops (input gathers, posts, weight-version copies) times how often the
+ * ops (posts, weight-version copies) times how often the
  * device does them.  0 when x is NULL. */
 double exec_val_off_clock(const plan *p, const exec_val_extra *x, int device);
 

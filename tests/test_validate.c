@@ -118,11 +118,17 @@ static void test_costs_from_profile(void)
     p.n_stages = 2;
     plan_stage st[2];
     memset(st, 0, sizeof st);
-    int l0[] = {0, 1, 2}, l1[] = {3, 4};
-    st[0] = (plan_stage){.first = 0, .last = 2, .n_layers = 3, .layers = l0};
-    st[1] = (plan_stage){.first = 3, .last = 4, .n_layers = 2, .layers = l1};
+    int l0[] = {0, 1, 2}, l1[] = {3, 4}, d0 = 0, d1 = 1;
+    st[0] = (plan_stage){.first = 0, .last = 2, .n_layers = 3, .layers = l0, .n_replicas = 1,
+                         .devices = &d0};
+    st[1] = (plan_stage){.first = 3, .last = 4, .n_layers = 2, .layers = l1, .n_replicas = 1,
+                         .devices = &d1};
     p.stages = st;
-    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, NULL, "t.json", &e), CL_OK);
+    cluster_devtype dt = {.name = "cpu-core", .peak_fp32_flops = 1e11, .mem_bytes = (uint64_t)1 << 30,
+                          .mem_bw_Bps = 1e10, .efficiency = 1};
+    CU_ASSERT_EQUAL_FATAL(cluster_uniform(&p.cluster, &dt, 2, 0, (cluster_link){1e10, 0},
+                                          (cluster_link){0, 0}, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, 0, NULL, "t.json", &e), CL_OK);
     /* batch 8 = twice the profiled batch: sums of 2 x (l + 1) x unit */
     CU_ASSERT_DOUBLE_EQUAL(st[0].fwd_s, 2 * 4e-6 * (1 + 2 + 3), 1e-18);
     CU_ASSERT_DOUBLE_EQUAL(st[1].fwd_s, 2 * 4e-6 * (4 + 5), 1e-18);
@@ -137,7 +143,7 @@ static void test_costs_from_profile(void)
      * one microbatch, padded parameters), the copy added to the forward of
      * the stage that sends, the update timed */
     exec_val_extra x[2];
-    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, x, "t.json", &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, 0, x, "t.json", &e), CL_OK);
     for (int s = 0; s < 2; s++) {
         exec_net *n;
         CU_ASSERT_EQUAL_FATAL(exec_net_create(&n, &m, st[s].first, st[s].last + 1, 8, 1, 0, "t", &e), CL_OK);
@@ -160,10 +166,24 @@ static void test_costs_from_profile(void)
     CU_ASSERT_EQUAL(x[1].input_s, 0);
     CU_ASSERT_DOUBLE_EQUAL(st[0].fwd_s, 2 * 4e-6 * 6 + x[0].copy_s + x[0].input_s, 1e-18);
     CU_ASSERT_DOUBLE_EQUAL(st[1].fwd_s, 2 * 4e-6 * 9, 1e-18);
+    CU_ASSERT_EQUAL(x[0].fwd_ctx_s, 0);
+    /* in context: the passes timed whole replace the layer sums, the
+     * extras stay on top; exec_val_layer_costs gives the sums back */
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, 1, x, "t.json", &e), CL_OK);
+    for (int s = 0; s < 2; s++) {
+        CU_ASSERT(x[s].fwd_ctx_s > 0 && x[s].bwd_in_ctx_s > 0 && x[s].bwd_w_ctx_s > 0);
+        CU_ASSERT_DOUBLE_EQUAL(st[s].fwd_s, x[s].fwd_ctx_s + x[s].copy_s + x[s].input_s, 1e-15);
+        CU_ASSERT_DOUBLE_EQUAL(st[s].bwd_in_s, x[s].bwd_in_ctx_s + x[s].swap_s, 1e-15);
+        CU_ASSERT_DOUBLE_EQUAL(st[s].bwd_w_s, x[s].bwd_w_ctx_s, 1e-15);
+    }
+    exec_val_layer_costs(&p, x);
+    CU_ASSERT_DOUBLE_EQUAL(st[0].fwd_s, 2 * 4e-6 * 6 + x[0].copy_s + x[0].input_s, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(st[1].bwd_w_s, 2 * 2e-6 * 9, 1e-15);
     /* a profile of another model is refused */
     snprintf(pf.layers[1].name, sizeof pf.layers[1].name, "other");
-    CU_ASSERT_EQUAL(exec_val_costs(&p, &pf, 3, x, "t.json", &e), CL_EINPUT);
+    CU_ASSERT_EQUAL(exec_val_costs(&p, &pf, 3, 1, x, "t.json", &e), CL_EINPUT);
     free(pf.layers);
+    cluster_free(&p.cluster);
     model_free(&m);
 }
 
@@ -211,7 +231,7 @@ static void test_update_closed_form(void)
 }
 
 /* Off-clock time per iteration, counted by hand: stage 0 on device 0 does
- * 4 F (gather 1 + post 2 each); stage 1 is replicated on devices 1 and 2,
+ * 4 F (post 2 each; its gather of 1 is on the op clock); stage 1 is replicated on devices 1 and 2,
  * which run microbatches {0, 2} and {1, 3}: 2 F and 2 B each (post 4 per
  * B), and a version copy of 8 once per iteration (flushing) or once per
  * round of its 2 replicas' microbatches (asynchronous: 2 per replica). */
@@ -236,9 +256,9 @@ static void test_off_clock(void)
     x[0].post_f_s = 2;
     x[1].post_b_s = 4;
     x[1].version_s = 8;
-    x[1].copy_s = 100; /* on the op clock: never subtracted */
+    x[1].copy_s = 100; /* on the op clock (with the input gather): never subtracted */
     x[1].swap_s = 100;
-    CU_ASSERT_DOUBLE_EQUAL(exec_val_off_clock(&p, x, 0), 4 * (1 + 2), 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(exec_val_off_clock(&p, x, 0), 4 * 2, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(exec_val_off_clock(&p, x, 1), 2 * 4 + 8, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(exec_val_off_clock(&p, x, 2), 2 * 4 + 8, 1e-12);
     p.schedule = SCHED_PIPEDREAM;

@@ -25,7 +25,7 @@ static void help(void)
 {
     printf("usage: cleave validate --plan PLAN.json [--profile P.json] [--links CLUSTER.json]\n"
            "                       [--iterations N] [--backend threads|mpi] [--json]\n"
-           "                       [--trace FILE] [--sim-trace FILE] [--reps N]\n\n"
+           "                       [--trace FILE] [--sim-trace FILE] [--reps N] [--layer-costs]\n\n"
            "Predicts the plan's iteration time, per-worker busy time and peak memory with the\n"
            "simulator, from costs of this machine, then trains the plan for N iterations with\n"
            "the pipelined runtime (synthetic data of the model's shape) and prints predicted\n"
@@ -41,14 +41,17 @@ static void help(void)
            "  --json             print {quantity: {predicted, measured, error}} as JSON\n"
            "  --trace FILE       write the measured timeline (Chrome trace)\n"
            "  --sim-trace FILE   write the predicted timeline (Chrome trace, same tracks)\n"
-           "  --reps N           timed steps per profiled pass and optimiser step (default %d)\n",
+           "  --reps N           timed steps per profiled pass and optimiser step (default %d)\n"
+           "  --layer-costs      predict from the profile's per-layer sums alone (the planner's\n"
+           "                     cost model) instead of each stage's passes timed whole in the\n"
+           "                     run's context (a stash deeper than the cache slows every pass)\n",
            DEFAULT_ITERS, DEFAULT_REPS);
 }
 
 typedef struct val_args {
     const char *plan, *profile, *links, *trace, *sim_trace;
     int64_t iters, reps;
-    int json;
+    int json, layer_costs;
     exec_pipe_backend backend;
 } val_args;
 
@@ -67,6 +70,10 @@ static int parse(int argc, char **argv, val_args *a)
         }
         if (!strcmp(o, "--json")) {
             a->json = 1;
+            continue;
+        }
+        if (!strcmp(o, "--layer-costs")) {
+            a->layer_costs = 1;
             continue;
         }
         if (o[0] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\" (hint: --plan FILE)", o);
@@ -147,16 +154,23 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
            r->n_workers, sched_kind_name(p->schedule), p->n_micro, p->microbatch);
     printf("run: %s backend, %d iterations; steady state over iterations %d..%d\n",
            exec_pipe_backend_name(c->a->backend), r->n_iter, r->first_iter, r->n_iter - 1);
-    printf("costs: layers from %s; the runtime's extras measured in context:\n", c->cost_source);
+    printf("costs: layers from %s; %sthe runtime's extras measured in context:\n", c->cost_source,
+           c->a->layer_costs ? "" : "each stage's passes and ");
     for (int s = 0; s < p->n_stages; s++) {
         const exec_val_extra *x = &c->extra[s];
-        char b3[32];
+        char b3[32], b4[32];
         printf("  stage %d: optimiser step %s, output copy %s, input gather %s", s,
                time_str(x->update_s, b1, sizeof b1), time_str(x->copy_s, b2, sizeof b2),
                time_str(x->input_s, b3, sizeof b3));
         if (x->version_s > 0 || x->swap_s > 0)
             printf(", weight version copy %s, swaps per B %s", time_str(x->version_s, b1, sizeof b1),
                    time_str(x->swap_s, b2, sizeof b2));
+        printf("\n           forward, input gradient, weight gradient: layer sums %s, %s, %s",
+               time_str(x->fwd_layers_s, b1, sizeof b1), time_str(x->bwd_in_layers_s, b2, sizeof b2),
+               time_str(x->bwd_w_layers_s, b3, sizeof b3));
+        if (x->fwd_ctx_s > 0)
+            printf("; in context %s, %s, %s (used)", time_str(x->fwd_ctx_s, b1, sizeof b1),
+                   time_str(x->bwd_in_ctx_s, b2, sizeof b2), time_str(x->bwd_w_ctx_s, b4, sizeof b4));
         printf("\n");
     }
     if (!c->link_used) printf("link: not used (one stage)\n");
@@ -313,7 +327,7 @@ int cmd_validate(int argc, char **argv)
             have_prof = !rc;
             c.cost_source = "a profile taken now at the plan's microbatch size";
         } else c.cost_source = a.profile;
-        if (!rc) rc = exec_val_costs(&p, &pf, (int)a.reps, extra, a.plan, &e);
+        if (!rc) rc = exec_val_costs(&p, &pf, (int)a.reps, !a.layer_costs, extra, a.plan, &e);
     }
     if (a.backend == EXEC_PIPE_MPI && size > 1) {
         /* every rank learns whether rank 0 failed, then they go on together */
