@@ -64,8 +64,44 @@ int plan_inst_is_chain(const plan_inst *I)
 /* Largest device count probed; every schedule's rule varies well before. */
 #define PROBE_D 48
 
+/* The probes below call the simulator's rules some 10^4 to 10^5 times and
+ * the searches ask the same questions again and again (every exact search,
+ * every pair of schedules, every microbatch count), so answers are kept in
+ * a small per-thread memo keyed by everything they depend on. */
+typedef struct mem_memo {
+    int used, what;         /* what: 0 dependence, 1 monotone               */
+    int sched, m, chunks, n_dev;
+    int answer;
+} mem_memo;
+#define MEMO_SLOTS 32
+static _Thread_local mem_memo memo[MEMO_SLOTS];
+static _Thread_local int memo_next;
+
+static int memo_get(int what, const plan_inst *I, int n_dev, int *answer)
+{
+    for (int k = 0; k < MEMO_SLOTS; k++) {
+        const mem_memo *q = &memo[k];
+        if (q->used && q->what == what && q->sched == (int)I->sched && q->m == I->m &&
+            q->chunks == I->chunks && q->n_dev == n_dev) {
+            *answer = q->answer;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int memo_put(int what, const plan_inst *I, int n_dev, int answer)
+{
+    memo[memo_next] = (mem_memo){.used = 1, .what = what, .sched = (int)I->sched, .m = I->m,
+                                 .chunks = I->chunks, .n_dev = n_dev, .answer = answer};
+    memo_next = (memo_next + 1) % MEMO_SLOTS;
+    return answer;
+}
+
 int plan_mem_dependence(const plan_inst *I)
 {
+    int known;
+    if (memo_get(0, I, 0, &known)) return known;
     int flat = 1, depth_only = 1;
     for (int D = 1; D <= PROBE_D; D++)
         for (int depth = 1; depth <= D; depth++)
@@ -77,19 +113,20 @@ int plan_mem_dependence(const plan_inst *I)
                     ve != sched_versions_rep(I->sched, r, r))
                     flat = 0;
             }
-    return flat ? PLAN_MEM_FLAT : depth_only ? PLAN_MEM_BY_DEPTH : PLAN_MEM_BY_TOTAL;
+    return memo_put(0, I, 0, flat ? PLAN_MEM_FLAT : depth_only ? PLAN_MEM_BY_DEPTH : PLAN_MEM_BY_TOTAL);
 }
 
 int plan_mem_depth_monotone(const plan_inst *I)
 {
-    int N = I->n_dev;
+    int N = I->n_dev, known;
+    if (memo_get(1, I, N, &known)) return known;
     for (int r = 1; r <= N && r <= PROBE_D; r++)
         for (int depth = r + 1; depth <= N; depth++)
             if (sched_inflight_rep(I->sched, N, depth, r, I->m, I->chunks) <
                     sched_inflight_rep(I->sched, N, depth - 1, r, I->m, I->chunks) ||
                 sched_versions_rep(I->sched, depth, r) < sched_versions_rep(I->sched, depth - 1, r))
-                return 0;
-    return 1;
+                return memo_put(1, I, N, 0);
+    return memo_put(1, I, N, 1);
 }
 
 /* -------------------------------------------------------------- lattice -- */
@@ -247,8 +284,7 @@ double plan_stage_mem(const plan_inst *I, double params, double stash, double in
     assert(r >= 1 && depth >= r && devices >= depth);
     int inflight = sched_inflight_rep(I->sched, devices, depth, r, I->m, I->chunks);
     int versions = sched_versions_rep(I->sched, depth, r);
-    return params * (2.0 + I->optim_mult) + (versions - 1) * params + stash * inflight +
-           2.0 * (in_bytes + out_bytes);
+    return plan_stage_mem_counts(I, params, stash, in_bytes, out_bytes, inflight, versions);
 }
 
 double plan_stage_mem_least(const plan_inst *I, double params, double stash, double in_bytes,

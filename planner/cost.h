@@ -190,6 +190,16 @@ double plan_boundary_s(const plan_inst *I, double bytes, int level);
  * cut bytes before and after it, per microbatch. */
 double plan_stage_mem(const plan_inst *I, double params, double stash, double in_bytes,
                       double out_bytes, int depth, int r, int devices);
+/* plan_stage_mem's sum for given in-flight microbatches and weight
+ * versions (one expression, so callers that tabulate the counts get the
+ * same bits). */
+static inline double plan_stage_mem_counts(const plan_inst *I, double params, double stash,
+                                           double in_bytes, double out_bytes, int inflight,
+                                           int versions)
+{
+    return params * (2.0 + I->optim_mult) + (versions - 1) * params + stash * inflight +
+           2.0 * (in_bytes + out_bytes);
+}
 /* The least memory any schedule needs for the stage (one microbatch in
  * flight, one weight version): a lower bound of plan_stage_mem. */
 double plan_stage_mem_least(const plan_inst *I, double params, double stash, double in_bytes,

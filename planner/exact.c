@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/schedule.h"
 #include "exact.h"
 
 enum { MODE_FLAT, MODE_PERIODIC, MODE_POSITIONS };
@@ -37,6 +38,8 @@ enum { EDGE_START, EDGE_STAGE, EDGE_GAP };
 
 #define DEFAULT_BUDGET ((int64_t)4000000000)
 #define MAX_POSITION_DEVICES 512
+/* entries of the tabulated memory counts (xdp.tab_in) at most */
+#define TAB_MAX 4e6
 
 typedef struct xent {
     double B, C, H;         /* bottleneck, communication, smallest headroom */
@@ -46,10 +49,18 @@ typedef struct xent {
     int edge, from, r;      /* EDGE_STAGE: stage = set `from` \ set t on r   */
 } xent;
 
+/* What dominance compares, kept beside the ids in each front so that the
+ * scans read contiguous memory. */
+typedef struct xkey {
+    double B, C, H;
+    int U, d;
+} xkey;
+
 typedef struct xfront {
     int k, next;            /* k of this front; next front of the same (t, c) */
     int n, cap;
     int *ids;
+    xkey *key;              /* key[i] of entry ids[i]                        */
 } xfront;
 
 typedef struct xdp {
@@ -84,11 +95,22 @@ typedef struct xdp {
                                depth U + r (memory grows with the depth, so
                                stages further up need at least as much)     */
     double pm_least, infl_least; /* the same for any depth and schedule      */
+    /* the simulator's counts per stage, tabulated (NULL when too large):
+     * in-flight microbatches and weight versions of a stage of r replicas
+     * at depth D, at [D x (rtab + 1) + r] (exact memory: pipeline devices
+     * dev_fixed or D), and at [r] for depth = devices = r (relaxed 1) */
+    int rtab;
+    int *tab_in, *tab_ver, *tab1_in, *tab1_ver;
+    /* plan_allreduce_s's factors per link level and r <= rtab: per byte
+     * and the latency term, the same operations in the same order */
+    double *ar_pb[CLUSTER_LEVELS], *ar_lat[CLUSTER_LEVELS];
     int64_t steps, budget;
     int over;
 } xdp;
 
 static inline double mind(double a, double b) { return a < b ? a : b; }
+/* fmax for the search's values (never NaN, never -0), without the call */
+static inline double maxd(double a, double b) { return a > b ? a : b; }
 
 /* ------------------------------------------------------------ entries -- */
 
@@ -105,7 +127,7 @@ static int new_entry(xdp *X, const xent *v)
 /* a is at least as good as b for every completion.  When memory grows with
  * the depth, an entry whose placed stages use fewer devices is no worse (the
  * stages still to come sit less deep), so U joins the comparison. */
-static int dominates(const xdp *X, const xent *a, const xent *b)
+static inline int dominates(const xdp *X, const xkey *a, const xkey *b)
 {
     if (a->d > b->d) return 0;
     if (X->track_u && a->U > b->U) return 0;
@@ -140,18 +162,24 @@ static void offer(xdp *X, const xent *v)
 {
     int fk = (X->p_fixed ? v->k : 0) * (X->N + 1) + (X->u_fronts ? v->U : 0);
     xfront *f = front_of(X, v->t, v->c, fk, 1);
+    xkey kv = {.B = v->B, .C = v->C, .H = v->H, .U = v->U, .d = v->d};
     for (int i = 0; i < f->n; i++)
-        if (dominates(X, &X->ent[f->ids[i]], v)) return;
+        if (dominates(X, &f->key[i], &kv)) return;
     int w = 0;
     for (int i = 0; i < f->n; i++)
-        if (!dominates(X, v, &X->ent[f->ids[i]])) f->ids[w++] = f->ids[i];
+        if (!dominates(X, &kv, &f->key[i])) {
+            f->ids[w] = f->ids[i];
+            f->key[w++] = f->key[i];
+        }
     f->n = w;
     if (f->n == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 2;
         f->ids = cl_realloc(f->ids, (size_t)f->cap * sizeof(int));
+        f->key = cl_realloc(f->key, (size_t)f->cap * sizeof(xkey));
     }
     int id = new_entry(X, v);
     f = front_of(X, v->t, v->c, fk, 0);
+    f->key[f->n] = kv;
     f->ids[f->n++] = id;
 }
 
@@ -232,16 +260,42 @@ static double need(const xdp *X, int t, int below)
     }
     double n_time = L->work[t] * X->need_coef;
     double n_mem = (L->params[t] * pm + L->stash[t] * infl) / X->cap_top * (1 - 1e-9);
-    return fmax(1.0, fmax(n_time, n_mem));
+    return maxd(1.0, maxd(n_time, n_mem));
+}
+
+/* With exactly dev_fixed devices required: can a layout whose placed
+ * stages use U devices, leaving set lo (needing at least need_lo devices),
+ * still end on exactly dev_fixed?  (Entries that cannot are dead; they
+ * share their front only with entries of the same U, equally dead.) */
+static int dev_fixed_ok(const xdp *X, int U, int lo, double need_lo)
+{
+    if (lo == 0) return U == X->dev_fixed;
+    return U + need_lo <= X->dev_fixed;
+}
+
+/* plan_allreduce_s, from the factors tabulated at setup. */
+static inline double allreduce_of(const xdp *X, double P, int r, int level)
+{
+    if (r <= 1 || !X->I->comm) return 0;
+    if (r > X->rtab) return plan_allreduce_s(X->I, P, r, level);
+    return X->ar_pb[level][r] * P + X->ar_lat[level][r];
 }
 
 /* Memory of one device of a stage of r replicas at `depth`. */
 static double mem_of(const xdp *X, double P, double st, double in, double out, int depth, int r)
 {
     if (X->relaxed == 2) return plan_stage_mem_least(X->I, P, st, in, out);
-    if (X->relaxed == 1) return plan_stage_mem(X->I, P, st, in, out, r, r, r);
+    if (X->relaxed == 1) {
+        if (X->tab1_in && r <= X->rtab)
+            return plan_stage_mem_counts(X->I, P, st, in, out, X->tab1_in[r], X->tab1_ver[r]);
+        return plan_stage_mem(X->I, P, st, in, out, r, r, r);
+    }
     int devices = X->dev_fixed ? X->dev_fixed : depth;
     if (depth > devices) return HUGE_VAL;
+    if (X->tab_in && r <= X->rtab && depth <= X->N) {
+        size_t k = (size_t)depth * (size_t)(X->rtab + 1) + (size_t)r;
+        return plan_stage_mem_counts(X->I, P, st, in, out, X->tab_in[k], X->tab_ver[k]);
+    }
     return plan_stage_mem(X->I, P, st, in, out, depth, r, devices);
 }
 
@@ -281,8 +335,16 @@ static int place(xdp *X, int xi, int lo, double bnd)
      * (one more allowed for rounding; the exact test follows) */
     int r_lo = 1;
     if (!X->feas && w > 0 && X->bound < HUGE_VAL) {
-        double qmax = floor(X->bound * X->spd_top / w) + 1;
-        if (qmax < I->m) r_lo = (int)ceil(I->m / qmax);
+        /* floor and ceil of non-negative values below 2^62 by casts */
+        double qv = X->bound * X->spd_top / w;
+        if (qv < 4e18) {
+            double qmax = (double)(long long)qv + 1;
+            if (qmax < I->m) {
+                double y = I->m / qmax;
+                long long c = (long long)y;
+                r_lo = (int)(c + ((double)c < y));
+            }
+        }
     }
 
     int n1s = X->nstart[e - 1], n1e = X->nend[e - 1];
@@ -298,12 +360,16 @@ static int place(xdp *X, int xi, int lo, double bnd)
         spd = mind(spd, I->speed[e - r]);
         cap = mind(cap, I->mem_cap[e - r]);
         if (need_lo > e - r) break; /* more replicas leave even less */
+        if (X->dev_fixed && !dev_fixed_ok(X, x.U + r, lo, need_lo)) {
+            if (x.U + r + need_lo > X->dev_fixed) break;
+            continue;
+        }
         if (r < r_lo) continue;
         int q = (I->m + r - 1) / r;
         if (X->mode == MODE_FLAT && q == prev_q) continue; /* fewer replicas do as well */
         prev_q = q;
         X->steps++;
-        double ar = plan_allreduce_s(I, P, r, CLUSTER_INTRA);
+        double ar = allreduce_of(X, P, r, CLUSTER_INTRA);
         double tm = plan_stage_time(I, w, r, spd, ar);
         if (tm > X->bound && !X->feas) continue;
         double mem = mem_of(X, P, st, in, out, x.U + r, r);
@@ -311,8 +377,8 @@ static int place(xdp *X, int xi, int lo, double bnd)
         int e2 = e - r;
         int bit = e2 > 0 && I->node[e2 - 1] == I->node[e2];
         double b2 = bnd;
-        xent v = {.B = X->feas ? 0 : fmax(fmax(x.B, bnd), tm), .C = x.C + ar + b2,
-                  .H = fmin(x.H, cap - mem), .U = x.U + r, .d = x.d + r,
+        xent v = {.B = X->feas ? 0 : maxd(maxd(x.B, bnd), tm), .C = x.C + ar + b2,
+                  .H = mind(x.H, cap - mem), .U = x.U + r, .d = x.d + r,
                   .t = lo, .c = class_of(X, e2, bit), .k = kk,
                   .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
         offer(X, &v);
@@ -338,14 +404,18 @@ static int place(xdp *X, int xi, int lo, double bnd)
             a = b;
             int r = e - a;
             if (r > rmax || need_lo > e - r) break;
+            if (X->dev_fixed && !dev_fixed_ok(X, x.U + r, lo, need_lo)) {
+                if (x.U + r + need_lo > X->dev_fixed) break;
+                continue;
+            }
             X->steps++;
-            double ar = plan_allreduce_s(I, P, r, CLUSTER_INTER);
+            double ar = allreduce_of(X, P, r, CLUSTER_INTER);
             double tm = plan_stage_time(I, w, r, nspd, ar);
             if (tm > X->bound && !X->feas) continue;
             double mem = mem_of(X, P, st, in, out, x.U + r, r);
             if (mem > ncap) continue;
-            xent v = {.B = X->feas ? 0 : fmax(fmax(x.B, bnd), tm), .C = x.C + ar + bnd,
-                      .H = fmin(x.H, ncap - mem), .U = x.U + r, .d = x.d + r,
+            xent v = {.B = X->feas ? 0 : maxd(maxd(x.B, bnd), tm), .C = x.C + ar + bnd,
+                      .H = mind(x.H, ncap - mem), .U = x.U + r, .d = x.d + r,
                       .t = lo, .c = class_of(X, a, 0), .k = kk,
                       .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
             offer(X, &v);
@@ -383,6 +453,9 @@ static void expand(xdp *X, int xi)
     }
     if (x.t == 0) return;
     if (need(X, x.t, x.U) > e) return;
+    /* exactly dev_fixed devices: the stages still to come lie within the
+     * e positions left */
+    if (X->dev_fixed && X->dev_fixed - x.U > e) return;
     /* the boundary between the stage placed next and the one after it; a
      * block inside a node shares it with the next stage only then */
     double bnd = 0;
@@ -413,7 +486,9 @@ static void free_fronts(xdp *X, int t)
     for (int c = 0; c < X->C; c++)
         for (int f = X->head[t][c]; f >= 0; f = X->fr[f].next) {
             free(X->fr[f].ids);
+            free(X->fr[f].key);
             X->fr[f].ids = NULL;
+            X->fr[f].key = NULL;
             X->fr[f].n = X->fr[f].cap = 0;
         }
     free(X->head[t]);
@@ -534,12 +609,52 @@ static int setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_e
     X->pm = cl_calloc((size_t)X->N + 1, sizeof(double));
     X->infl = cl_calloc((size_t)X->N + 1, sizeof(double));
     int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (rmax > X->N) rmax = X->N;
+    X->rtab = rmax;
+    for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
+        const cluster_link *l = &I->link[lv];
+        X->ar_pb[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
+        X->ar_lat[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
+        for (int r = 2; r <= rmax; r++) {
+            X->ar_pb[lv][r] = 2.0 * (r - 1) / r / l->bw_Bps;
+            X->ar_lat[lv][r] = 2.0 * (r - 1) * l->latency_s;
+        }
+    }
+    if ((double)(X->N + 1) * (rmax + 1) <= TAB_MAX) {
+        size_t n = (size_t)(X->N + 1) * (size_t)(rmax + 1);
+        X->tab_in = cl_calloc(n, sizeof(int));
+        X->tab_ver = cl_calloc(n, sizeof(int));
+        X->tab1_in = cl_calloc((size_t)rmax + 1, sizeof(int));
+        X->tab1_ver = cl_calloc((size_t)rmax + 1, sizeof(int));
+        for (int r = 1; r <= rmax; r++) {
+            X->tab1_in[r] = sched_inflight_rep(I->sched, r, r, r, I->m, I->chunks);
+            X->tab1_ver[r] = sched_versions_rep(I->sched, r, r);
+        }
+        for (int D = 1; D <= X->N; D++) {
+            int devs = X->dev_fixed ? X->dev_fixed : D;
+            if (D > devs) continue; /* mem_of refuses these */
+            for (int r = 1; r <= rmax && r <= D; r++) {
+                size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
+                X->tab_in[k] = sched_inflight_rep(I->sched, devs, D, r, I->m, I->chunks);
+                X->tab_ver[k] = sched_versions_rep(I->sched, D, r);
+            }
+        }
+    }
     for (int U = 0; U <= X->N; U++) {
         double pm = HUGE_VAL, infl = HUGE_VAL;
         for (int r = 1; r <= rmax && U + r <= X->N; r++) {
             int D = U + r, devs = X->dev_fixed > D ? X->dev_fixed : D;
-            pm = fmin(pm, plan_stage_mem(I, 1, 0, 0, 0, D, r, devs));
-            infl = fmin(infl, plan_stage_mem(I, 0, 1, 0, 0, D, r, devs));
+            int ci, cv;
+            if (X->tab_in && devs == (X->dev_fixed ? X->dev_fixed : D)) {
+                size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
+                ci = X->tab_in[k];
+                cv = X->tab_ver[k];
+            } else {
+                ci = sched_inflight_rep(I->sched, devs, D, r, I->m, I->chunks);
+                cv = sched_versions_rep(I->sched, D, r);
+            }
+            pm = fmin(pm, plan_stage_mem_counts(I, 1, 0, 0, 0, ci, cv));
+            infl = fmin(infl, plan_stage_mem_counts(I, 0, 1, 0, 0, ci, cv));
         }
         X->pm[U] = pm < HUGE_VAL ? pm : X->pm_least;
         X->infl[U] = infl < HUGE_VAL ? infl : X->infl_least;
@@ -554,13 +669,24 @@ static void teardown(xdp *X, plan_exact_stats *st)
         st->steps = X->steps;
     }
     free(X->ent);
-    for (int f = 0; f < X->n_fr; f++) free(X->fr[f].ids);
+    for (int f = 0; f < X->n_fr; f++) {
+        free(X->fr[f].ids);
+        free(X->fr[f].key);
+    }
     free(X->fr);
     free(X->head);
     free(X->nstart);
     free(X->nend);
     free(X->pm);
     free(X->infl);
+    free(X->tab_in);
+    free(X->tab_ver);
+    free(X->tab1_in);
+    free(X->tab1_ver);
+    for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
+        free(X->ar_pb[lv]);
+        free(X->ar_lat[lv]);
+    }
 }
 
 /* One pass; relaxed as in xdp.relaxed; pass2 at threshold `bound`. */
@@ -578,9 +704,22 @@ static int pass(xdp *X, int relaxed, int pass2, double bound, plan_exact_stats *
 }
 
 /* Does any layout fit in memory (with this relaxation)?  Cheap: with no
- * times to compare, fronts keep only span and devices. */
+ * times to compare, fronts keep only span and devices.  A witness first:
+ * the whole model as one stage on one device is a layout whenever the
+ * stage and device counts are free (or 1), and any position can hold it
+ * (positions mode reaches each through gaps; the other modes have one
+ * kind of device). */
 static int feasible(xdp *X, int relaxed, plan_exact_stats *st)
 {
+    const plan_lattice *L = X->L;
+    int all = L->n_sets - 1;
+    if (X->p_fixed <= 1 && X->dev_fixed <= 1 && all > 0) {
+        int keep = X->relaxed;
+        X->relaxed = relaxed;
+        double mem = mem_of(X, L->params[all], L->stash[all], L->cut[0], L->cut[all], 1, 1);
+        X->relaxed = keep;
+        if (mem <= X->cap_top) return 1;
+    }
     X->feas = 1;
     int b = pass(X, relaxed, 0, HUGE_VAL, st);
     X->feas = 0;
@@ -631,9 +770,10 @@ static double global_upper(const xdp *X)
  * bound, because partial layouts that cannot finish within g on the devices
  * left are cut early (need_coef).  Guesses grow from a lower bound until
  * they pass the caller's bound or one every layout meets. */
-static int pass1(xdp *X, int relaxed, double upper, double hint, plan_exact_stats *st)
+static int pass1(xdp *X, int relaxed, double upper, double hint, double known_lb,
+                 plan_exact_stats *st)
 {
-    double lb = global_lower(X), U = fmin(upper, global_upper(X));
+    double lb = fmax(global_lower(X), known_lb), U = fmin(upper, global_upper(X));
     if (hint > lb && hint < U) {
         /* a good guess ends the climb at once; a miss still proves the
          * optimum is above it */
@@ -660,7 +800,7 @@ int plan_exact_lower(const plan_inst *I, const plan_lattice *L, const plan_exact
     xdp X;
     *lb = HUGE_VAL;
     if (setup(&X, I, L, o, st, e)) return -1;
-    int best = pass1(&X, 2, o ? o->upper_s : HUGE_VAL, o ? o->hint_s : 0, st);
+    int best = pass1(&X, 2, o ? o->upper_s : HUGE_VAL, o ? o->hint_s : 0, 0, st);
     int over = X.over;
     if (!over && best >= 0) *lb = X.ent[best].B;
     teardown(&X, st);
@@ -692,7 +832,10 @@ int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts 
     for (int round = 0; round < 2 && best < 0 && !X.over; round++) {
         int relaxed = round == 0 && relax;
         if (round == 1 && !relax) break;
-        int b1 = pass1(&X, relaxed, upper, o ? o->hint_s : 0, st);
+        /* o->lower_s bounds this optimum from below (a relaxation of it):
+         * the climb starts there */
+        double known = o && o->lower_s > 0 && o->lower_s < HUGE_VAL ? o->lower_s : 0;
+        int b1 = pass1(&X, relaxed, upper, o ? o->hint_s : 0, known, st);
         if (X.over || b1 < 0) break; /* over budget, or nothing fits */
         best = pass(&X, 0, 1, X.ent[b1].B, st);
     }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cJSON.h>
 
@@ -13,6 +14,13 @@
 #include "exact.h"
 #include "merge.h"
 #include "search.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 #define DEFAULT_MAX_DOWNSETS 100000
 #define DEFAULT_MAX_PAIRS ((int64_t)20000000)
@@ -583,6 +591,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
         for (int mi = n_micro - 1; mi >= 0 && !rc; mi--) {
             int m = micro[mi]; /* largest first: it usually wins, and bounds the rest */
             plan_inst I;
+            double tq = now_s();
             build_inst(&c, m, &I);
             plan_lattice pre;
             plan_lattice_prefix(&pre, &I);
@@ -603,6 +612,8 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                 }
                 if (have_dag) XL = &dag;
             }
+            res->time_prep_s += now_s() - tq;
+            tq = now_s();
             res->cuts_dag = have_dag;
             res->lattice_sets = XL->n_sets;
             /* partition-and-merge for every schedule first: cheap, and the
@@ -623,10 +634,24 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                 if (ym[ki].p) plan_layout_eval(&I, &pre, &ym[ki], &evm[ki]);
                 if (okm[ki] && XL == &pre) upper = fmin(upper, evm[ki].bottleneck_s);
             }
+            res->time_merge_s += now_s() - tq;
+            tq = now_s();
             /* one lower bound for every schedule (least memory) */
             double lower = 0;
             if (rq->algo != PLAN_ALGO_MERGE) {
-                plan_exact_opts lo = {.upper_s = upper, .budget = rq->exact_budget, .hint_s = hint};
+                /* Past the best predicted iteration the bound only decides
+                 * skip_m below (nothing fits under it: HUGE_VAL, skipped
+                 * just the same), so the search need not climb beyond it.
+                 * First guess: the last microbatch count's bound, else the
+                 * best partition-and-merge bottleneck (on a DAG only a
+                 * guess: its prefix cuts need not be downsets there). */
+                double guess = hint;
+                if (!(guess > 0))
+                    for (int ki = 0; ki < n_kinds; ki++)
+                        if (okm[ki] && (!(guess > 0) || evm[ki].bottleneck_s < guess))
+                            guess = evm[ki].bottleneck_s;
+                plan_exact_opts lo = {.upper_s = B.have ? fmin(upper, B.pred.iteration_s) : upper,
+                                      .budget = rq->exact_budget, .hint_s = guess};
                 plan_exact_stats ls;
                 cl_err le = {0};
                 I.sched = kinds[0];
@@ -638,6 +663,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
              * even the least-memory bottleneck here is slower than the best
              * plan so far, no schedule at this microbatch count can win */
             int skip_m = B.have && lower > B.pred.iteration_s;
+            res->time_lower_s += now_s() - tq;
             /* schedules with the same memory share one exact search */
             plan_layout yk[SCHED_COUNT];
             int okk[SCHED_COUNT];
@@ -672,7 +698,9 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                         okx = okk[twin];
                         if (okx == 1) plan_layout_copy(&yx, &yk[twin]);
                     } else {
+                        double tx = now_s();
                         okx = plan_exact(&I, XL, &xo, &yx, &xs, &xe);
+                        res->time_exact_s += now_s() - tx;
                     }
                     okk[ki] = okx;
                     if (okx == 1) plan_layout_copy(&yk[ki], &yx);
@@ -689,6 +717,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                 }
                 double xs_b = okx == 1 ? evx.bottleneck_s : NAN;
                 double ms_b = okm[ki] ? evm[ki].bottleneck_s : NAN;
+                double tr = now_s();
                 if (!rc) {
                     if (okx == 1) {
                         consider(&c, &B, &I, XL, &yx, &evx, "exact", xs_b, ms_b);
@@ -700,6 +729,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                         consider_bad(&c, &B, &I, &pre, &ym[ki]);
                     }
                 }
+                res->time_rank_s += now_s() - tr;
                 if (yx.p) plan_layout_free(&yx);
             }
             for (int ki = 0; ki < n_kinds; ki++) {

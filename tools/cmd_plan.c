@@ -351,9 +351,11 @@ int cmd_plan(int argc, char **argv)
     if ((rc = plan_search(&rq, &res, &e))) goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     print_plan(&rq, &res, quick);
-    printf("planned in %.3f s (%d candidates, %lld exact-search steps)\n",
+    printf("planned in %.3f s (%d candidates, %lld exact-search steps; exact %.3f s, bounds %.3f s, "
+           "merge %.3f s, ranking %.3f s)\n",
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), res.candidates,
-           (long long)res.exact_steps);
+           (long long)res.exact_steps, res.time_exact_s, res.time_lower_s, res.time_merge_s,
+           res.time_rank_s);
     if (out) {
         rc = plan_save(&res.plan, out, &e);
         if (!rc) printf("wrote %s\n", out);
