@@ -72,6 +72,42 @@ KERN float exec_kern_sum(const float *a, int64_t n)
 }
 
 /* ------------------------------------------------------------------------ */
+/* elementwise: the same results as vec.h's loops, on 512-bit vectors      */
+
+KERN void exec_kern_relu(float *out, const float *in, int64_t n)
+{
+    const __m512 z = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = lanes((int)(n - i < 16 ? n - i : 16));
+        const __m512 x = _mm512_maskz_loadu_ps(m, in + i);
+        _mm512_mask_storeu_ps(out + i, m, _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, z, _CMP_GT_OQ), x));
+    }
+}
+
+KERN void exec_kern_pass_positive(float *out, const float *in, const float *sel, int64_t n)
+{
+    const __m512 z = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = lanes((int)(n - i < 16 ? n - i : 16));
+        const __m512 x = _mm512_maskz_loadu_ps(m, in + i), s = _mm512_maskz_loadu_ps(m, sel + i);
+        _mm512_mask_storeu_ps(out + i, m, _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(s, z, _CMP_GT_OQ), x));
+    }
+}
+
+KERN void exec_kern_mask_scale(float *out, const float *in, const uint8_t *mask, int64_t n,
+                               float scale)
+{
+    const __m512 sv = _mm512_set1_ps(scale);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512i mb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(mask + i)));
+        const __mmask16 keep = _mm512_test_epi32_mask(mb, mb);
+        _mm512_storeu_ps(out + i, _mm512_maskz_mul_ps(keep, _mm512_loadu_ps(in + i), sv));
+    }
+    for (; i < n; i++) out[i] = mask[i] ? in[i] * scale : 0.0f;
+}
+
+/* ------------------------------------------------------------------------ */
 /* linear, few outputs                                                       */
 
 /* Forward.  Lanes hold 4 outputs x 4 consecutive input features: Wr
@@ -499,6 +535,14 @@ static void unreachable(void)
 {
     assert(0 && "AVX-512 kernel called without AVX-512");
 }
+
+void exec_kern_relu(float *out, const float *in, int64_t n)
+{ (void)out; (void)in; (void)n; unreachable(); }
+void exec_kern_pass_positive(float *out, const float *in, const float *sel, int64_t n)
+{ (void)out; (void)in; (void)sel; (void)n; unreachable(); }
+void exec_kern_mask_scale(float *out, const float *in, const uint8_t *mask, int64_t n,
+                          float scale)
+{ (void)out; (void)in; (void)mask; (void)n; (void)scale; unreachable(); }
 float exec_kern_sum(const float *a, int64_t n) { (void)a; (void)n; unreachable(); return 0; }
 void exec_kern_linear_forward(float *out, const float *in, const float *w, const float *b,
                               int B, int IC, int OC)

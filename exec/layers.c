@@ -536,13 +536,20 @@ void exec_avgpool2d_backward_input(float *din, const float *dout, const exec_poo
 
 void exec_relu_forward(float *out, const float *in, int64_t n)
 {
-    exec_v_relu(out, in, n);
+    if (exec_kern_avx512()) exec_kern_relu(out, in, n);
+    else exec_v_relu(out, in, n);
 }
 
 void exec_relu_backward_input(float *din, const float *dout, const float *out, int64_t n)
 {
-    exec_v_pass_positive(din, dout, out, n);
+    if (exec_kern_avx512()) exec_kern_pass_positive(din, dout, out, n);
+    else exec_v_pass_positive(din, dout, out, n);
 }
+
+/* Dropout's mask is drawn in chunks, each applied right away, so on an
+ * AVX-512 CPU the scalar generator never runs long enough for the 512-bit
+ * units to power down before the next layer's product (kern.h). */
+#define DROPOUT_CHUNK 128
 
 void exec_dropout_forward(float *out, uint8_t *mask, const float *in, int64_t n, double p,
                           gsl_rng *rng)
@@ -553,9 +560,15 @@ void exec_dropout_forward(float *out, uint8_t *mask, const float *in, int64_t n,
         return;
     }
     const float scale = p < 1 ? (float)(1.0 / (1.0 - p)) : 0.0f;
-    for (int64_t i = 0; i < n; i++) {
-        mask[i] = gsl_rng_uniform(rng) >= p;
-        out[i] = mask[i] ? in[i] * scale : 0.0f;
+    const int fast = exec_kern_avx512();
+    for (int64_t i0 = 0; i0 < n; i0 += DROPOUT_CHUNK) {
+        const int64_t i1 = n - i0 < DROPOUT_CHUNK ? n : i0 + DROPOUT_CHUNK;
+        for (int64_t i = i0; i < i1; i++) mask[i] = gsl_rng_uniform(rng) >= p;
+        if (fast) {
+            exec_kern_mask_scale(out + i0, in + i0, mask + i0, i1 - i0, scale);
+        } else {
+            for (int64_t i = i0; i < i1; i++) out[i] = mask[i] ? in[i] * scale : 0.0f;
+        }
     }
 }
 
@@ -563,6 +576,10 @@ void exec_dropout_backward_input(float *din, const float *dout, const uint8_t *m
                                  int64_t n, double p)
 {
     const float scale = p <= 0 ? 1.0f : p < 1 ? (float)(1.0 / (1.0 - p)) : 0.0f;
+    if (exec_kern_avx512()) {
+        exec_kern_mask_scale(din, dout, mask, n, scale);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) din[i] = mask[i] ? dout[i] * scale : 0.0f;
 }
 

@@ -437,17 +437,63 @@ static void drop_bin(float *dx, const float *dy, const float *x, const float *w,
     exec_dropout_backward_input(dx, dy, c->mask, c->n, c->p);
 }
 
+/* The AVX-512 elementwise passes give the portable loops' bits: relu
+ * forward and backward, dropout's masks and outputs from the same seed
+ * (1001 elements: a ragged tail). */
+static void elementwise_paths_agree(void)
+{
+    enum { N = 1001 };
+    float *x = exec_falloc(N), *g = exec_falloc(N);
+    float *rf[2], *rb[2], *dout[2], *din[2]; /* relu fwd/bwd, dropout fwd/bwd */
+    uint8_t *mask[2];
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    for (int i = 0; i < N; i++) {
+        x[i] = (float)(gsl_rng_uniform(rng) - 0.5);
+        g[i] = (float)(gsl_rng_uniform(rng) - 0.5);
+    }
+    x[3] = -0.0f;
+    for (int path = 0; path < 2; path++) { /* 0: kernels, 1: portable */
+        int prev = exec_kern_disable(path);
+        rf[path] = exec_falloc(N);
+        rb[path] = exec_falloc(N);
+        dout[path] = exec_falloc(N);
+        din[path] = exec_falloc(N);
+        mask[path] = exec_balloc(N);
+        exec_relu_forward(rf[path], x, N);
+        exec_relu_backward_input(rb[path], g, rf[path], N);
+        gsl_rng_set(rng, 99);
+        exec_dropout_forward(dout[path], mask[path], x, N, 0.3, rng);
+        exec_dropout_backward_input(din[path], g, mask[path], N, 0.3);
+        exec_kern_disable(prev);
+    }
+    CU_ASSERT(memcmp(rf[0], rf[1], N * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(rb[0], rb[1], N * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(mask[0], mask[1], N) == 0);
+    CU_ASSERT(memcmp(dout[0], dout[1], N * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(din[0], din[1], N * sizeof(float)) == 0);
+    for (int path = 0; path < 2; path++) {
+        free(rf[path]);
+        free(rb[path]);
+        free(dout[path]);
+        free(din[path]);
+        free(mask[path]);
+    }
+    free(x);
+    free(g);
+    gsl_rng_free(rng);
+}
+
 static void test_elementwise(void)
 {
     ew_ctx r = {97, 0, NULL, NULL};
     layer_case lr = {"relu", 97, 0, 97, 1e-6, 1e-7, &r, relu_ref, relu_fwd, relu_bin, NULL, 1, 0};
-    check_layer(&lr);
+    check_paths(&lr);
 
     ew_ctx d = {4000, 0.4, exec_balloc(4000), gsl_rng_alloc(gsl_rng_mt19937)};
     gsl_rng_set(d.rng, 7);
     layer_case ld = {"dropout", 4000, 0, 4000, 1e-6, 1e-6, &d, drop_ref, drop_fwd, drop_bin,
                      NULL, 0, 0};
-    check_layer(&ld);
+    check_paths(&ld);
     /* the kept fraction is 1 - p: binomial sd is sqrt(4000 * .24) = 31, so
      * 5 sd is 155 elements */
     int kept = 0;
@@ -455,6 +501,7 @@ static void test_elementwise(void)
     CU_ASSERT(abs(kept - 2400) < 155);
     free(d.mask);
     gsl_rng_free(d.rng);
+    if (exec_kern_avx512()) elementwise_paths_agree();
 }
 
 /* ------------------------------------------------------------------------ */
