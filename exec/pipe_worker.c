@@ -52,6 +52,22 @@ static void mem_note(pw *W)
     W->last_mem = tot;
 }
 
+/* The peak inside an op, just before it lets go of anything: `held` bytes
+ * of messages the op holds outside the mailbox (the input it read, the
+ * output it made), on top of what mem_note counts; the stash the op reads
+ * is still counted.  The simulator holds them through the op too. */
+static void mem_note_in_op(pw *W, double held)
+{
+    sim_mem m = W->mem;
+    m.buffers = W->box_bytes + W->x->ops->out_bytes(W->x, W->w) + held;
+    double tot = sim_mem_total(&m);
+    if (tot > W->peak) {
+        W->peak = tot;
+        W->peak_t = pipe_now(W);
+        W->at_peak = m;
+    }
+}
+
 /* ----------------------------------------------------------- mailbox -- */
 
 static void box_put(pw *W, exec_msg *m)
@@ -413,6 +429,13 @@ static void op_f(pw *W, const sched_op *op, int64_t k)
         ver_find(ps, ps->cur_ver, 1)->refs++;
     }
     exec_net_forward(ps->net, a, in, lab, R->mb, 1);
+    /* the input is done with before the output's message exists, so the
+     * two are never held at once (the simulator counts the output from its
+     * SEND, the input until the end of the op that reads it) */
+    if (min) {
+        mem_note_in_op(W, (double)min->bytes);
+        exec_msg_free(min);
+    }
     exec_msg *out = NULL;
     if (op->stage < R->S - 1) {
         out = exec_msg_new(pipe_bnd_bytes(R, op->stage, R->mb));
@@ -420,7 +443,6 @@ static void op_f(pw *W, const sched_op *op, int64_t k)
         out->tag = exec_tag(EXEC_TAG_ACT, op->stage, seq);
     }
     compute_done(W, op, k, t0, pipe_now(W));
-    if (min) exec_msg_free(min);
     if (ps->has_loss) {
         W->loss_it[op->iter] += exec_acts_loss_sum(a);
         W->corr_it[op->iter] += exec_acts_correct(a);
@@ -476,6 +498,7 @@ static void op_b(pw *W, const sched_op *op, int64_t k)
     if (op->flags & SCHED_FUSED_W) exec_net_backward_weight(ps->net, sl->a);
     if (stash) swap_params(ps, stash);
     compute_done(W, op, k, t0, pipe_now(W));
+    mem_note_in_op(W, (mout ? (double)mout->bytes : 0) + (mdin ? (double)mdin->bytes : 0));
     if (mout) exec_msg_free(mout);
     if (op->flags & SCHED_FUSED_W) slot_release(W, ps, sl);
     if (mdin) box_put(W, mdin);
