@@ -57,8 +57,10 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
     float *x;
     int32_t *y;
     random_batch(m, batch, seed, &x, &y);
-    /* samples[(pass * L + layer) * reps + r], then the steps' three series */
-    double *v = cl_malloc((size_t)((3 * L + 3) * reps) * sizeof *v), *w = v + 3 * L * reps;
+    /* samples[(pass * L + layer) * reps + r], then the steps' three series,
+     * then the clocked steps' update times */
+    double *v = cl_malloc((size_t)((3 * L + 4) * reps) * sizeof *v), *w = v + 3 * L * reps,
+           *u = w + 3 * reps;
     exec_layer_clock *clk = cl_malloc((size_t)L * sizeof *clk);
     for (int r = -warmup; r < reps; r++) {
         memset(clk, 0, (size_t)L * sizeof *clk);
@@ -67,7 +69,9 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
         exec_net_backward_input(n, a, NULL, NULL, 1.0f / (float)batch);
         exec_net_backward_weight(n, a);
         exec_net_set_clock(n, NULL);
+        double tu = exec_now();
         exec_sgd_step(&sgd, n);
+        if (r >= 0) u[r] = exec_now() - tu;
         if (st) {
             double t0 = exec_now();
             exec_net_forward(n, a, x, y, batch, 1);
@@ -94,6 +98,17 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
         stats(v + (0 * L + l) * reps, reps, &lt->fwd_s, &lt->fwd_sd, &lt->fwd_min);
         stats(v + (1 * L + l) * reps, reps, &lt->bwd_in_s, &lt->bwd_in_sd, &lt->bwd_in_min);
         stats(v + (2 * L + l) * reps, reps, &lt->bwd_w_s, &lt->bwd_w_sd, &lt->bwd_w_min);
+    }
+    /* the update's median, shared out by parameter count */
+    double upd, upd_sd;
+    stats(u, reps, &upd, &upd_sd, NULL);
+    int64_t np_all = 0;
+    for (int k = 0; k < exec_net_n_tensors(n); k++) np_all += exec_net_tensor(n, k)->n;
+    for (int l = 0; l < L; l++) t[l].update_s = 0;
+    for (int k = 0; k < exec_net_n_tensors(n) && np_all > 0; k++) {
+        const exec_tensor *et = exec_net_tensor(n, k);
+        assert(et->layer >= 0 && et->layer < L);
+        t[et->layer].update_s += upd * (double)et->n / (double)np_all;
     }
     if (st) {
         double sd;
@@ -174,6 +189,7 @@ int exec_profile(const model *m, const char *file, const int64_t *batches, int n
             pl->bwd_in_s[k] = t[l].bwd_in_s;
             pl->bwd_w_s[k] = t[l].bwd_w_s;
             pl->fwd_sd[k] = t[l].fwd_sd;
+            pl->update_s += t[l].update_s / n_batches;
         }
     }
     free(t);

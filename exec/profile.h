@@ -12,6 +12,12 @@
  * as cold or warm as training has them.  A pass the executor never runs
  * (input gradient of a layer with no parameters before it, weight gradient
  * of a layer without weights) is 0 s.
+ *
+ * The SGD update (momentum and weight decay, one streaming pass over each
+ * tensor's parameters, gradients and velocities) is timed as a whole after
+ * each clocked step; each layer gets the median's share in proportion to
+ * its parameter count, which is what a memory-bound pass costs.  It does
+ * not depend on the batch size.
  */
 #ifndef CL_EXEC_PROFILE_H
 #define CL_EXEC_PROFILE_H
@@ -28,6 +34,7 @@ typedef struct exec_layer_time {
     double fwd_s, bwd_in_s, bwd_w_s;        /* medians */
     double fwd_sd, bwd_in_sd, bwd_w_sd;     /* standard deviations */
     double fwd_min, bwd_in_min, bwd_w_min;  /* fastest runs */
+    double update_s; /* its share of the SGD update's median (by parameter count) */
 } exec_layer_time;
 
 /* A sequential training step timed without the clocks: medians of its
@@ -50,7 +57,8 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
  * sizes (strictly increasing, at most PROF_MAX_POINTS); act_bytes are the
  * layer's output bytes per sample, stash_bytes what the executor keeps per
  * sample for its backward pass (exec_net_layer_bytes), param_bytes 4 per
- * parameter.  The caller frees *p with prof_free. */
+ * parameter, update_s the layer's update share (the mean over the batch
+ * sizes' medians).  The caller frees *p with prof_free. */
 int exec_profile(const model *m, const char *file, const int64_t *batches, int n_batches,
                  int warmup, int reps, uint64_t seed, prof *p, cl_err *e);
 

@@ -104,7 +104,8 @@ static int point_from_json(jx *j, const cJSON *o, const char *path, prof_layer *
 
 static int layer_from_json(jx *j, const cJSON *o, const char *path, prof_layer *l)
 {
-    static const char *const keys[] = {"name", "points", "act_bytes", "stash_bytes", "param_bytes", NULL};
+    static const char *const keys[] = {"name", "points", "act_bytes", "stash_bytes", "param_bytes",
+                                       "update_s", NULL};
     if (!cJSON_IsObject(o)) return jx_fail(j, path, "expected an object describing a layer");
     const cJSON *pts;
     int rc;
@@ -113,7 +114,8 @@ static int layer_from_json(jx *j, const cJSON *o, const char *path, prof_layer *
         (rc = jx_array(j, o, path, "points", 1, 1, PROF_MAX_POINTS, &pts)) ||
         (rc = jx_num(j, o, path, "act_bytes", 1, 0, HUGE_VAL, &l->act_bytes)) ||
         (rc = jx_num(j, o, path, "stash_bytes", 1, 0, HUGE_VAL, &l->stash_bytes)) ||
-        (rc = jx_num(j, o, path, "param_bytes", 1, 0, HUGE_VAL, &l->param_bytes)))
+        (rc = jx_num(j, o, path, "param_bytes", 1, 0, HUGE_VAL, &l->param_bytes)) ||
+        (rc = seconds(j, o, path, "update_s", 0, &l->update_s)))
         return rc;
     char pp[128];
     jx_join(pp, sizeof pp, path, "points");
@@ -238,6 +240,7 @@ cJSON *prof_to_json(const prof *p)
         cJSON_AddNumberToObject(o, "act_bytes", l->act_bytes);
         cJSON_AddNumberToObject(o, "stash_bytes", l->stash_bytes);
         cJSON_AddNumberToObject(o, "param_bytes", l->param_bytes);
+        if (l->update_s > 0) cJSON_AddNumberToObject(o, "update_s", l->update_s);
         cJSON_AddItemToArray(layers, o);
     }
     return root;

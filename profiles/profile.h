@@ -34,6 +34,8 @@ typedef struct prof_layer {
     double act_bytes;              /* output bytes per sample (what crosses a cut) */
     double stash_bytes;            /* bytes per sample the backward pass keeps */
     double param_bytes;            /* parameter bytes */
+    double update_s;               /* one optimiser step over its parameters, any batch
+                                      (0 when not measured; optional in files) */
 } prof_layer;
 
 typedef struct prof {

@@ -57,8 +57,23 @@ static void test_load_and_round_trip(void)
     CU_ASSERT_EQUAL(p.layers[0].fwd_sd[1], 0.00007);
     CU_ASSERT_EQUAL(p.layers[0].fwd_sd[2], 0);
     CU_ASSERT_EQUAL(p.layers[0].param_bytes, 803840);
+    /* written before update_s existed: loads with 0 */
+    CU_ASSERT_EQUAL(p.layers[0].update_s, 0);
+    CU_ASSERT_EQUAL(p.layers[1].update_s, 0);
+    round_trip(&p);
+    p.layers[1].update_s = 0.00025;
     round_trip(&p);
     prof_free(&p);
+
+    /* update_s is a time: negative is refused with its path */
+    cJSON *j = cJSON_Parse("{\"format\": \"cleave-profile\", \"version\": 1, \"model\": \"m\", "
+                           "\"device\": \"d\", \"source\": \"measured\", \"layers\": [{\"name\": \"a\", "
+                           "\"points\": [{\"batch\": 1, \"fwd_s\": 0, \"bwd_in_s\": 0, \"bwd_w_s\": 0}], "
+                           "\"act_bytes\": 0, \"stash_bytes\": 0, \"param_bytes\": 4, \"update_s\": -1e-6}]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(prof_from_json(&p, j, "mem.json", &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "mem.json: layers[0].update_s: negative time"));
+    cJSON_Delete(j);
 }
 
 /* Lookups against the straight-line formulas, written out here. */
@@ -267,7 +282,7 @@ static void test_cli(void)
 TEST_SUITE(profile)
 {
     test_add_suite("profile");
-    test_add("load and round trip", test_load_and_round_trip);
+    test_add("load and round trip (update_s optional, 0 when absent)", test_load_and_round_trip);
     test_add("interpolation: exact points, midpoints, extrapolation, one point", test_interpolation);
     test_add("roofline derivation on a hand-made model", test_roofline);
     test_add("profile must match the model's layers", test_check_model);
