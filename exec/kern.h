@@ -69,13 +69,15 @@ void exec_kern_conv_forward(float *out, const float *colx, const float *wt, cons
 
 /* Direct weight gradient, stride 1, lanes over flat pixels, `ns` samples:
  * acc (O, C k k, 16) += per-lane partial sums of d (ns, O, Ho, Wo) times
- * the taps of colx (ns, C k, Hp Wo), the samples' row-shift lowerings.
- * next (or NULL): the gradients the following call will read, (O, Ho, Wo),
- * prefetched meanwhile.
- * exec_kern_conv_acc_finish adds acc's lane sums into dw (O, C, k, k). */
-void exec_kern_conv_bw_pixels(float *acc, const float *d, const float *colx,
+ * the taps of colx (ns, C k, Hp Wo), the samples' row-shift lowerings;
+ * bacc (O, 16) += per-lane sums of d (the bias gradient; bacc may be
+ * NULL).  next (or NULL): the gradients the following call will read,
+ * (O, Ho, Wo), prefetched meanwhile.  exec_kern_conv_acc_finish adds the
+ * lane sums into dw (O, C, k, k) and db (O; NULL skips it). */
+void exec_kern_conv_bw_pixels(float *acc, float *bacc, const float *d, const float *colx,
                               const exec_conv *g, int ns, const float *next);
-void exec_kern_conv_acc_finish(float *dw, const float *acc, const exec_conv *g);
+void exec_kern_conv_acc_finish(float *dw, float *db, const float *acc, const float *bacc,
+                               const exec_conv *g);
 /* Samples exec_kern_conv_bw_pixels takes at a time (layers.c's scratch
  * holds this many lowerings for such shapes). */
 #define EXEC_KERN_BWP_SAMPLES 1

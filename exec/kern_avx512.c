@@ -329,8 +329,47 @@ void exec_kern_conv_wt(float *wt, const float *w, const exec_conv *g)
     }
 }
 
+/* Rows at most 32 wide: each input row is loaded once as two vectors and
+ * every shifted copy is one masked two-source permutation of them. */
+KERN_INLINE void conv_shifts_narrow(float *colx, const float *in, const exec_conv *g)
+{
+    const int k = g->k, p = g->pad, H = g->H, W = g->W, Hp = H + 2 * p, Wo = g->Wo;
+    const __mmask16 mw0 = lanes(W), mw1 = lanes(W - 16), mo0 = lanes(Wo), mo1 = lanes(Wo - 16);
+    for (int kj = 0; kj < k; kj++) {
+        /* output lane l of chunk v reads input column 16 v + l + kj - p */
+        int32_t ix[2][16];
+        __mmask16 valid[2] = {0, 0};
+        for (int v = 0; v < 2; v++)
+            for (int l = 0; l < 16; l++) {
+                const int col = 16 * v + l + kj - p;
+                ix[v][l] = col >= 0 && col < 32 ? col : 0;
+                if (col >= 0 && col < W && 16 * v + l < Wo) valid[v] |= (__mmask16)(1u << l);
+            }
+        const __m512i i0 = _mm512_loadu_si512(ix[0]), i1 = _mm512_loadu_si512(ix[1]);
+        for (int c = 0; c < g->C; c++) {
+            float *dst = colx + (int64_t)(c * k + kj) * Hp * Wo;
+            for (int r = 0; r < Hp; r++, dst += Wo) {
+                const int h = r - p;
+                __m512 o0 = _mm512_setzero_ps(), o1 = o0;
+                if (h >= 0 && h < H) {
+                    const float *row = in + ((int64_t)c * H + h) * W;
+                    const __m512 r0 = _mm512_maskz_loadu_ps(mw0, row), r1 = _mm512_maskz_loadu_ps(mw1, row + 16);
+                    o0 = _mm512_maskz_permutex2var_ps(valid[0], r0, i0, r1);
+                    o1 = _mm512_maskz_permutex2var_ps(valid[1], r0, i1, r1);
+                }
+                _mm512_mask_storeu_ps(dst, mo0, o0);
+                if (mo1) _mm512_mask_storeu_ps(dst + 16, mo1, o1);
+            }
+        }
+    }
+}
+
 KERN void exec_kern_conv_shifts(float *colx, const float *in, const exec_conv *g)
 {
+    if (g->W <= 32 && g->Wo <= 32) {
+        conv_shifts_narrow(colx, in, g);
+        return;
+    }
     const int k = g->k, p = g->pad, H = g->H, W = g->W, Hp = H + 2 * p, Wo = g->Wo;
     for (int c = 0; c < g->C; c++)
         for (int kj = 0; kj < k; kj++) {
@@ -400,6 +439,14 @@ KERN void exec_kern_conv_forward(float *out, const float *colx, const float *wt,
     const int P = g->Ho * g->Wo;
     for (int p0 = 0; p0 < P; p0 += 32) {
         const __mmask16 m0 = lanes(P - p0), m1 = lanes(P - p0 - 16);
+        /* ask for the output lines two chunks ahead now, so their
+         * read-for-ownership overlaps the arithmetic */
+        if (p0 + 64 < P)
+            for (int o = 0; o < g->O; o++) {
+                const float *q = out + (int64_t)o * P + p0 + 64;
+                __builtin_prefetch(q, 1, 3);
+                __builtin_prefetch(q + 16, 1, 3);
+            }
         for (int ob = 0; ob < g->O; ob += CONV_OB) {
             if (m1) conv_fwd_block(out, colx, wt, b, g, ob, p0, 2, m0, m1);
             else conv_fwd_block(out, colx, wt, b, g, ob, p0, 1, m0, m1);
@@ -410,75 +457,95 @@ KERN void exec_kern_conv_forward(float *out, const float *colx, const float *wt,
 /* Weight gradient, lanes over flat output pixels.  A block is 4 output
  * channels x 5 taps of one kernel row (c, ki, kj0..kj0+4): 20 accumulators,
  * per pixel vector 4 gradient loads and 5 input loads, over all `ns`
- * samples.  Channels past O and taps past k repeat the last valid one and
- * are not stored. */
+ * samples; with WB, also the 4 channels' gradient sums (bias).  Channels
+ * past O and taps past k repeat the last valid one and are not stored. */
 #define BWP_OB 4
 #define BWP_TJ 5
-KERN void exec_kern_conv_bw_pixels(float *acc, const float *d, const float *colx,
-                                   const exec_conv *g, int ns, const float *next)
+KERN_INLINE void bwp_block(float *acc, float *bacc, const float *d, const float *colx,
+                           const exec_conv *g, int ns, const char **pf, const char *pf_end,
+                           int ob, int c, int ki, int kj0, const int WB)
 {
-    assert(g->stride == 1);
     const int k = g->k, K = g->C * k * k, Hp = g->H + 2 * g->pad, Wo = g->Wo;
     const int P = g->Ho * Wo, nfull = P / 16;
     const __mmask16 mt = lanes(P - 16 * nfull);
     const int64_t rowlen = (int64_t)Hp * Wo, dstride = (int64_t)g->O * P,
                   xstride = (int64_t)g->C * k * rowlen;
+    int64_t doff[BWP_OB], xoff[BWP_TJ];
+    __m512 s[BWP_OB][BWP_TJ], bs[BWP_OB];
+#pragma GCC unroll 4
+    for (int j = 0; j < BWP_OB; j++) {
+        const int o = ob + j < g->O ? ob + j : g->O - 1;
+        doff[j] = (int64_t)o * P;
+        if (WB) bs[j] = _mm512_loadu_ps(bacc + (int64_t)o * 16);
+#pragma GCC unroll 5
+        for (int t = 0; t < BWP_TJ; t++) {
+            const int kj = kj0 + t < k ? kj0 + t : k - 1;
+            s[j][t] = _mm512_loadu_ps(acc + ((int64_t)o * K + (c * k + ki) * k + kj) * 16);
+            if (j == 0) xoff[t] = (int64_t)(c * k + kj) * rowlen + (int64_t)ki * Wo;
+        }
+    }
+    for (int n = 0; n < ns; n++) {
+        const float *dn = d + n * dstride, *xn = colx + n * xstride;
+        for (int v = 0; v <= nfull; v++) {
+            const __mmask16 m = v < nfull ? (__mmask16)0xffff : mt;
+            if (!m) break;
+            if (*pf < pf_end) {
+                _mm_prefetch(*pf, _MM_HINT_T1);
+                *pf += 64;
+            }
+            __m512 dv[BWP_OB];
+#pragma GCC unroll 4
+            for (int j = 0; j < BWP_OB; j++) {
+                dv[j] = _mm512_maskz_loadu_ps(m, dn + doff[j] + 16 * v);
+                if (WB) bs[j] = _mm512_add_ps(bs[j], dv[j]);
+            }
+#pragma GCC unroll 5
+            for (int t = 0; t < BWP_TJ; t++) {
+                const __m512 xv = _mm512_maskz_loadu_ps(m, xn + xoff[t] + 16 * v);
+#pragma GCC unroll 4
+                for (int j = 0; j < BWP_OB; j++) s[j][t] = _mm512_fmadd_ps(dv[j], xv, s[j][t]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < BWP_OB; j++) {
+        if (ob + j >= g->O) break;
+        if (WB) _mm512_storeu_ps(bacc + (int64_t)(ob + j) * 16, bs[j]);
+#pragma GCC unroll 5
+        for (int t = 0; t < BWP_TJ; t++)
+            if (kj0 + t < k)
+                _mm512_storeu_ps(acc + ((int64_t)(ob + j) * K + (c * k + ki) * k + kj0 + t) * 16,
+                                 s[j][t]);
+    }
+}
+
+KERN void exec_kern_conv_bw_pixels(float *acc, float *bacc, const float *d, const float *colx,
+                                   const exec_conv *g, int ns, const float *next)
+{
+    assert(g->stride == 1);
+    const int k = g->k;
     /* the next gradients are pulled towards L2 a line per inner step, so
      * they stream in while this sample computes */
-    const char *pf = (const char *)next, *pf_end = pf ? pf + dstride * (int64_t)sizeof *d : NULL;
+    const char *pf = (const char *)next,
+               *pf_end = pf ? pf + (int64_t)g->O * g->Ho * g->Wo * (int64_t)sizeof *d : NULL;
     for (int ob = 0; ob < g->O; ob += BWP_OB)
         for (int c = 0; c < g->C; c++)
             for (int ki = 0; ki < k; ki++)
                 for (int kj0 = 0; kj0 < k; kj0 += BWP_TJ) {
-                    int64_t doff[BWP_OB], xoff[BWP_TJ];
-                    __m512 s[BWP_OB][BWP_TJ];
-#pragma GCC unroll 4
-                    for (int j = 0; j < BWP_OB; j++) {
-                        const int o = ob + j < g->O ? ob + j : g->O - 1;
-                        doff[j] = (int64_t)o * P;
-#pragma GCC unroll 5
-                        for (int t = 0; t < BWP_TJ; t++) {
-                            const int kj = kj0 + t < k ? kj0 + t : k - 1;
-                            s[j][t] = _mm512_loadu_ps(acc + ((int64_t)o * K + (c * k + ki) * k + kj) * 16);
-                            if (j == 0) xoff[t] = (int64_t)(c * k + kj) * rowlen + (int64_t)ki * Wo;
-                        }
-                    }
-                    for (int n = 0; n < ns; n++) {
-                        const float *dn = d + n * dstride, *xn = colx + n * xstride;
-                        for (int v = 0; v <= nfull; v++) {
-                            const __mmask16 m = v < nfull ? (__mmask16)0xffff : mt;
-                            if (!m) break;
-                            if (pf < pf_end) {
-                                _mm_prefetch(pf, _MM_HINT_T1);
-                                pf += 64;
-                            }
-                            __m512 dv[BWP_OB];
-#pragma GCC unroll 4
-                            for (int j = 0; j < BWP_OB; j++)
-                                dv[j] = _mm512_maskz_loadu_ps(m, dn + doff[j] + 16 * v);
-#pragma GCC unroll 5
-                            for (int t = 0; t < BWP_TJ; t++) {
-                                const __m512 xv = _mm512_maskz_loadu_ps(m, xn + xoff[t] + 16 * v);
-#pragma GCC unroll 4
-                                for (int j = 0; j < BWP_OB; j++)
-                                    s[j][t] = _mm512_fmadd_ps(dv[j], xv, s[j][t]);
-                            }
-                        }
-                    }
-#pragma GCC unroll 4
-                    for (int j = 0; j < BWP_OB; j++)
-#pragma GCC unroll 5
-                        for (int t = 0; t < BWP_TJ; t++)
-                            if (ob + j < g->O && kj0 + t < k)
-                                _mm512_storeu_ps(acc + ((int64_t)(ob + j) * K + (c * k + ki) * k + kj0 + t) * 16,
-                                                 s[j][t]);
+                    if (bacc && c == 0 && ki == 0 && kj0 == 0)
+                        bwp_block(acc, bacc, d, colx, g, ns, &pf, pf_end, ob, c, ki, kj0, 1);
+                    else
+                        bwp_block(acc, bacc, d, colx, g, ns, &pf, pf_end, ob, c, ki, kj0, 0);
                 }
 }
 
-KERN void exec_kern_conv_acc_finish(float *dw, const float *acc, const exec_conv *g)
+KERN void exec_kern_conv_acc_finish(float *dw, float *db, const float *acc, const float *bacc,
+                                    const exec_conv *g)
 {
     const int64_t n = (int64_t)g->O * g->C * g->k * g->k;
     for (int64_t i = 0; i < n; i++) dw[i] += _mm512_reduce_add_ps(_mm512_loadu_ps(acc + 16 * i));
+    if (db)
+        for (int o = 0; o < g->O; o++) db[o] += _mm512_reduce_add_ps(_mm512_loadu_ps(bacc + 16 * o));
 }
 
 /* Weight gradient, lanes over output channels: a block is 12 taps x 32
@@ -560,11 +627,12 @@ void exec_kern_conv_wt(float *wt, const float *w, const exec_conv *g)
 void exec_kern_conv_forward(float *out, const float *colx, const float *wt, const float *b,
                             const exec_conv *g)
 { (void)out; (void)colx; (void)wt; (void)b; (void)g; unreachable(); }
-void exec_kern_conv_bw_pixels(float *acc, const float *d, const float *colx,
+void exec_kern_conv_bw_pixels(float *acc, float *bacc, const float *d, const float *colx,
                               const exec_conv *g, int ns, const float *next)
-{ (void)acc; (void)d; (void)colx; (void)next; (void)g; (void)ns; unreachable(); }
-void exec_kern_conv_acc_finish(float *dw, const float *acc, const exec_conv *g)
-{ (void)dw; (void)acc; (void)g; unreachable(); }
+{ (void)acc; (void)bacc; (void)d; (void)colx; (void)g; (void)ns; (void)next; unreachable(); }
+void exec_kern_conv_acc_finish(float *dw, float *db, const float *acc, const float *bacc,
+                               const exec_conv *g)
+{ (void)dw; (void)db; (void)acc; (void)bacc; (void)g; unreachable(); }
 void exec_kern_conv_bw_channels(float *dwT, float *dT, const float *d, const float *pad,
                                 const exec_conv *g)
 { (void)dwT; (void)dT; (void)d; (void)pad; (void)g; unreachable(); }

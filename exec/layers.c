@@ -131,7 +131,8 @@ static int64_t max64(int64_t a, int64_t b)
 /* Scratch layout: col (full: K x Ho*Wo; shifts: C*k x Hp*Wo; direct: that
  * for EXEC_KERN_BWP_SAMPLES samples; channel kernel: also d transposed,
  * Ho*Wo x O), pad (C, Hp, Wp), wperm (shifts: k, O, C*k; direct: K, O
- * rounded up to 8), dwT (K, O; direct: K x O x 16 lane sums).  Sized for every path the shape allows, so turning
+ * rounded up to 8), dwT (K, O; direct: K x O x 16 lane sums, then O x 16
+ * for the bias).  Sized for every path the shape allows, so turning
  * the AVX-512 kernels off (tests) never needs more. */
 typedef struct conv_scratch {
     float *col, *pad, *wperm, *dwT;
@@ -148,7 +149,7 @@ static int64_t conv_scratch_at(const exec_conv *g, float *base, conv_scratch *sc
     if (ch) col = max64(col, HWo * g->O);
     int64_t sizes[4] = {col, (int64_t)g->C * Hp * Wp,
                         max64(sh ? K * g->O : 0, dir ? K * ((g->O + 7) / 8 * 8) : 0),
-                        K * g->O * (dir ? 16 : 1)};
+                        dir ? (K + 1) * g->O * 16 : K * g->O};
     conv_scratch unused;
     if (!sc) sc = &unused;
     float **ptr[4] = {&sc->col, &sc->pad, &sc->wperm, &sc->dwT};
@@ -327,19 +328,21 @@ void exec_conv2d_backward_weight(float *dw, float *db, const float *dout, const 
               ldx = (g->H + 2 * g->pad) * g->Wo, dir = conv_direct(g), chan = conv_chan(g),
               sh = conv_shift(g) && !chan;
     if (dir) {
-        /* per-lane sums over every sample, then into dw */
-        const int64_t colx = (int64_t)g->C * k * (g->H + 2 * g->pad) * g->Wo;
-        zero(sc.dwT, (int64_t)g->O * K * 16);
+        /* per-lane sums over every sample, then into dw and db; the bias
+         * lanes follow the weight lanes in dwT */
+        const int64_t colx = (int64_t)g->C * k * (g->H + 2 * g->pad) * g->Wo,
+                      nacc = (int64_t)g->O * K * 16;
+        float *bacc = db ? sc.dwT + nacc : NULL;
+        zero(sc.dwT, nacc + g->O * 16);
         for (int n0 = 0; n0 < B; n0 += EXEC_KERN_BWP_SAMPLES) {
             const int ns = B - n0 < EXEC_KERN_BWP_SAMPLES ? B - n0 : EXEC_KERN_BWP_SAMPLES;
-            for (int n = 0; n < ns; n++) {
+            for (int n = 0; n < ns; n++)
                 exec_kern_conv_shifts(sc.col + n * colx, in + (n0 + n) * CHW, g);
-            }
             const float *next = n0 + ns < B ? dout + (int64_t)(n0 + ns) * g->O * HWo : NULL;
-            exec_kern_conv_bw_pixels(sc.dwT, dout + (int64_t)n0 * g->O * HWo, sc.col, g, ns, next);
-            for (int n = 0; n < ns; n++) bias_grad(db, dout + (int64_t)(n0 + n) * g->O * HWo, g);
+            exec_kern_conv_bw_pixels(sc.dwT, bacc, dout + (int64_t)n0 * g->O * HWo, sc.col, g, ns,
+                                     next);
         }
-        exec_kern_conv_acc_finish(dw, sc.dwT, g);
+        exec_kern_conv_acc_finish(dw, db, sc.dwT, bacc, g);
         return;
     }
     /* dwT (K, O): the (K rows, O columns) orientation measured faster than
