@@ -42,13 +42,19 @@ int sim_link_lookup(sim *s, int src, int dst)
         if (s->ch_hash[h] == key) return s->ch_hval[h];
         h = (h + 1) & (s->ch_hcap - 1);
     }
-    if (s->n_ch == s->cap_ch) {
-        s->cap_ch = s->cap_ch * 2 + 16;
-        s->ch = cl_realloc(s->ch, (size_t)s->cap_ch * sizeof *s->ch);
+    if (s->n_ch == s->cap_ch) { /* grown by hand: it is 64-byte aligned */
+        int cap = s->cap_ch * 2 + 16;
+        sim_chan *grown = aligned_alloc(64, (size_t)cap * sizeof *grown);
+        if (!grown) abort();
+        if (s->n_ch) memcpy(grown, s->ch, (size_t)s->n_ch * sizeof *grown);
+        free(s->ch);
+        s->ch = grown;
+        s->cap_ch = cap;
     }
     int c = s->n_ch++;
     sim_chan *ch = &s->ch[c];
     memset(ch, 0, sizeof *ch);
+    ch->cap_active = SIM_CHAN_INLINE;
     ch->src = src;
     ch->dst = dst;
     const cluster *cl = &s->pl->cluster;
@@ -91,17 +97,22 @@ static int32_t xf_alloc(sim *s)
 static void chan_add(sim_chan *ch, int32_t x)
 {
     if (ch->n_active == ch->cap_active) {
-        ch->cap_active = ch->cap_active * 2 + 4;
-        ch->active = cl_realloc(ch->active, (size_t)ch->cap_active * sizeof *ch->active);
+        int cap = ch->cap_active * 2;
+        int32_t *grown = cl_malloc((size_t)cap * sizeof *grown);
+        memcpy(grown, sim_chan_act(ch), (size_t)ch->n_active * sizeof *grown);
+        free(ch->active);
+        ch->active = grown;
+        ch->cap_active = cap;
     }
-    ch->active[ch->n_active++] = x;
+    sim_chan_act(ch)[ch->n_active++] = x;
 }
 
 /* Shared mode: advance every active transfer to time t. */
 static void chan_progress(sim *s, sim_chan *ch, double t)
 {
     double delta = (t - ch->last_t) * ch->bw / ch->n_active;
-    for (int i = 0; i < ch->n_active; i++) s->xf[ch->active[i]].remaining -= delta;
+    const int32_t *act = sim_chan_act(ch);
+    for (int i = 0; i < ch->n_active; i++) s->xf[act[i]].remaining -= delta;
     ch->last_t = t;
 }
 
@@ -114,8 +125,9 @@ static void chan_schedule_shared(sim *s, int c)
     sim_chan *ch = &s->ch[c];
     if (ch->ev) ev_cancel(s->k, ch->ev);
     double best = HUGE_VAL;
+    const int32_t *act = sim_chan_act(ch);
     for (int i = 0; i < ch->n_active; i++)
-        if (s->xf[ch->active[i]].remaining < best) best = s->xf[ch->active[i]].remaining;
+        if (s->xf[act[i]].remaining < best) best = s->xf[act[i]].remaining;
     if (best < 0) best = 0;
     ch->ev = ev_at(s->k, ch->last_t + best * ch->n_active / ch->bw, on_chan, s, (uint64_t)c);
 }
@@ -146,7 +158,7 @@ void sim_link_start(sim *s, int c, int kind, int64_t ref, int64_t op, double byt
     X->ev = 0;
     sim_chan *ch = &s->ch[c];
     s->sent_level[ch->level] += bytes;
-    if (ch->n_active == 1 && s->xf[ch->active[0]].finish_t <= t)
+    if (ch->n_active == 1 && s->xf[sim_chan_act(ch)[0]].finish_t <= t)
         ch->n_active = 0; /* the solo transfer is past its last byte */
     if (ch->n_active == 0) {
         chan_add(ch, x);
@@ -154,7 +166,7 @@ void sim_link_start(sim *s, int c, int kind, int64_t ref, int64_t op, double byt
         return;
     }
     if (ch->n_active == 1) { /* a solo transfer becomes shared */
-        sim_xfer *Y = &s->xf[ch->active[0]];
+        sim_xfer *Y = &s->xf[sim_chan_act(ch)[0]];
         ev_cancel(s->k, Y->ev);
         Y->ev = 0;
         Y->remaining = (Y->finish_t - t) * ch->bw;
@@ -174,15 +186,15 @@ static void on_chan(ev_kernel *k, void *ctx, uint64_t c)
     ch->ev = 0;
     chan_progress(s, ch, t);
     int best = 0;
+    int32_t *act = sim_chan_act(ch);
     for (int i = 1; i < ch->n_active; i++)
-        if (s->xf[ch->active[i]].remaining < s->xf[ch->active[best]].remaining) best = i;
-    int32_t x = ch->active[best];
-    memmove(ch->active + best, ch->active + best + 1,
-            (size_t)(ch->n_active - best - 1) * sizeof *ch->active);
+        if (s->xf[act[i]].remaining < s->xf[act[best]].remaining) best = i;
+    int32_t x = act[best];
+    memmove(act + best, act + best + 1, (size_t)(ch->n_active - best - 1) * sizeof *act);
     ch->n_active--;
     s->xf[x].finish_t = t;
     if (ch->n_active == 1) {
-        int32_t y = ch->active[0];
+        int32_t y = act[0];
         make_solo(s, ch, y, t, s->xf[y].remaining);
     } else if (ch->n_active > 1) {
         chan_schedule_shared(s, (int)c);
@@ -198,7 +210,7 @@ static void on_solo_arrive(ev_kernel *k, void *ctx, uint64_t x)
 {
     sim *s = ctx;
     sim_chan *ch = &s->ch[s->xf[x].chan];
-    if (ch->n_active == 1 && ch->active[0] == (int32_t)x) ch->n_active = 0;
+    if (ch->n_active == 1 && sim_chan_act(ch)[0] == (int32_t)x) ch->n_active = 0;
     sim_arrive(s, (int32_t)x, s->now = ev_now(k));
     sim_drain(s);
 }

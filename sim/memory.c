@@ -105,10 +105,10 @@ static void vref_add(sim *s, int w, int j, int ver, int delta)
     if (delta > 0 && (*r)++ == 0) {
         W->vlive[j]++;
         if (W->vlive[j] > W->peak_versions) W->peak_versions = W->vlive[j];
-        W->mem.versions += s->pl->stages[W->local[j]].param_bytes;
+        W->mem.versions += s->stg[W->local[j]].param_bytes;
     } else if (delta < 0 && --(*r) == 0) {
         W->vlive[j]--;
-        W->mem.versions -= s->pl->stages[W->local[j]].param_bytes;
+        W->mem.versions -= s->stg[W->local[j]].param_bytes;
     }
     assert(*r >= 0);
 }
@@ -116,7 +116,7 @@ static void vref_add(sim *s, int w, int j, int ver, int delta)
 void sim_mem_f_start(sim *s, int w, const sched_op *op)
 {
     sim_worker *W = &s->w[w];
-    W->mem.stash += s->pl->stages[op->stage].stash_bytes;
+    W->mem.stash += s->stg[op->stage].stash_bytes;
     if (++W->stash_n > W->peak_stash) W->peak_stash = W->stash_n;
     if (W->vref && op->wver >= 0) vref_add(s, w, sim_local_index(W, op->stage), op->wver, +1);
     check_peak(s, w);
@@ -125,7 +125,7 @@ void sim_mem_f_start(sim *s, int w, const sched_op *op)
 void sim_mem_stash_free(sim *s, int w, const sched_op *op)
 {
     sim_worker *W = &s->w[w];
-    W->mem.stash -= s->pl->stages[op->stage].stash_bytes;
+    W->mem.stash -= s->stg[op->stage].stash_bytes;
     W->stash_n--;
     assert(W->stash_n >= 0);
     if (W->vref && op->wver >= 0) vref_add(s, w, sim_local_index(W, op->stage), op->wver, -1);

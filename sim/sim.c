@@ -33,13 +33,12 @@ static inline int64_t slot_of(const sim *s, const sched_op *op)
 
 static inline double op_dur(const sim *s, const sched_op *op)
 {
+    const sim_stage *st = &s->stg[op->stage];
     switch (op->kind) {
-    case SCHED_F: return s->dur_f[op->stage];
-    case SCHED_B:
-        return (op->flags & SCHED_FUSED_W) ? s->dur_bin[op->stage] + s->dur_bw[op->stage]
-                                           : s->dur_bin[op->stage];
-    case SCHED_W: return s->dur_bw[op->stage];
-    case SCHED_UPDATE: return s->dur_up[op->stage]; /* the plan's update_s (0: not modelled) */
+    case SCHED_F: return st->fwd;
+    case SCHED_B: return (op->flags & SCHED_FUSED_W) ? st->bfused : st->bin;
+    case SCHED_W: return st->bw;
+    case SCHED_UPDATE: return st->up; /* the plan's update_s (0: not modelled) */
     default: return 0;
     }
 }
@@ -345,6 +344,8 @@ static void advance(sim *s, int w)
                  * interleaving, its next ops would otherwise miss the cache */
                 __builtin_prefetch(op + 1);
                 __builtin_prefetch(op + 3);
+                __builtin_prefetch(op + 5);
+                __builtin_prefetch(op + 7);
                 return;
             }
             finish_compute(s, w, t);
@@ -441,15 +442,14 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
     s->n_iter = sc->n_iter;
     s->G = G;
     s->n_w = sc->n_dev;
-    s->dur_f = cl_malloc((size_t)s->S * sizeof(double));
-    s->dur_bin = cl_malloc((size_t)s->S * sizeof(double));
-    s->dur_bw = cl_malloc((size_t)s->S * sizeof(double));
-    s->dur_up = cl_malloc((size_t)s->S * sizeof(double));
+    s->stg = aligned_alloc(64, (size_t)s->S * sizeof *s->stg);
+    if (!s->stg) abort();
     for (int i = 0; i < s->S; i++) {
-        s->dur_f[i] = p->stages[i].fwd_s;
-        s->dur_bin[i] = p->stages[i].bwd_in_s;
-        s->dur_bw[i] = p->stages[i].bwd_w_s;
-        s->dur_up[i] = p->stages[i].update_s;
+        const plan_stage *st = &p->stages[i];
+        s->stg[i] = (sim_stage){.fwd = st->fwd_s, .bin = st->bwd_in_s,
+                                .bfused = st->bwd_in_s + st->bwd_w_s, .bw = st->bwd_w_s,
+                                .up = st->update_s, .stash_bytes = st->stash_bytes,
+                                .param_bytes = st->param_bytes};
     }
     s->n_slots = s->S > 1 ? G * (s->S - 1) * 2 : 0;
     s->slots = cl_malloc((size_t)(s->n_slots ? s->n_slots : 1) * sizeof *s->slots);
@@ -560,10 +560,7 @@ void sim_destroy(sim *s)
     free(s->ch_hval);
     free(s->w);
     free(s->worker_of_dev);
-    free(s->dur_f);
-    free(s->dur_bin);
-    free(s->dur_bw);
-    free(s->dur_up);
+    free(s->stg);
     free(s->slots);
     free(s->xf);
     free(s->ar);

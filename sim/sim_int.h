@@ -52,6 +52,17 @@ typedef struct sim_worker {
     int *vcur, *vlive, *vcap;
 } sim_worker;
 
+/* What the replay reads of a plan stage per op, in one cache line (a
+ * plan_stage is two, and the durations were four arrays). */
+typedef struct sim_stage {
+    _Alignas(64) double fwd;  /* F: fwd_s                                   */
+    double bin;             /* B split from W: bwd_in_s                      */
+    double bfused;          /* B with W fused: bwd_in_s + bwd_w_s            */
+    double bw;              /* W: bwd_w_s                                    */
+    double up;              /* UPDATE: update_s (0: not modelled)            */
+    double stash_bytes, param_bytes;
+} sim_stage;
+
 /* one pipeline transfer: activation or gradient of (edge, microbatch) */
 typedef struct sim_slot {
     double post_t;          /* SEND posted; < 0 before                       */
@@ -74,15 +85,23 @@ typedef struct sim_xfer {
     int32_t next_free;
 } sim_xfer;
 
+/* A link; what a transfer touches is in the first cache line (64-byte
+ * aligned), with room for a few active transfers in place. */
+#define SIM_CHAN_INLINE 4
 typedef struct sim_chan {
-    int32_t src, dst;       /* workers                                       */
-    int level;              /* CLUSTER_INTRA / CLUSTER_INTER                 */
+    _Alignas(64) int n_active; /* transfers in their bandwidth phase         */
+    int cap_active;
     double bw, lat;
-    int n_active, cap_active;
-    int32_t *active;        /* owned: transfers in their bandwidth phase     */
     double last_t;          /* shared mode: progress computed up to here     */
     ev_handle ev;           /* shared mode: next completion                  */
+    int32_t *active;        /* owned, once more than SIM_CHAN_INLINE are
+                               active; NULL: they are in inl (sim_chan_act) */
+    int32_t inl[SIM_CHAN_INLINE];
+    int32_t src, dst;       /* workers                                       */
+    int level;              /* CLUSTER_INTRA / CLUSTER_INTER                 */
 } sim_chan;
+
+static inline int32_t *sim_chan_act(sim_chan *ch) { return ch->active ? ch->active : ch->inl; }
 
 /* one ring all-reduce among the replicas of a stage */
 typedef struct sim_ar {
@@ -114,7 +133,7 @@ struct sim {
     double now;             /* time of the event being handled              */
     int S, m, n_iter, n_w;
     int64_t G;              /* microbatches over all iterations              */
-    double *dur_f, *dur_bin, *dur_bw, *dur_up; /* per stage                 */
+    sim_stage *stg;         /* per stage: durations and sizes, one line each */
     sim_worker *w;
     int *worker_of_dev;     /* cluster device -> worker, -1                  */
     /* pipeline transfers */
