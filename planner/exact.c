@@ -43,6 +43,7 @@ enum { EDGE_START, EDGE_STAGE, EDGE_GAP };
 
 typedef struct xent {
     double B, C, H;         /* bottleneck, communication, smallest headroom */
+    double Hs[PLAN_EXACT_SHADOWS]; /* the headroom under each shadow schedule */
     int U, d;               /* devices used, positions spanned from the right */
     int t, c, k;            /* the state it belongs to                       */
     int parent;             /* entry it extends, -1 for the start            */
@@ -54,6 +55,7 @@ typedef struct xent {
 typedef struct xkey {
     double B, C, H;
     int U, d;
+    double Hs[PLAN_EXACT_SHADOWS];
 } xkey;
 
 typedef struct xfront {
@@ -79,6 +81,11 @@ typedef struct xdp {
     int pass2, relaxed;     /* relaxed: 1 = least memory of this schedule,
                                2 = least memory of any schedule            */
     double bound;           /* pass 1: prune above; pass 2: the threshold B* */
+    /* shadow schedules (plan_exact_shadowed), during the pass at lower_s */
+    int n_sh;
+    int *sh_in[PLAN_EXACT_SHADOWS], *sh_ver[PLAN_EXACT_SHADOWS]; /* as tab_in */
+    int sh_div[PLAN_EXACT_SHADOWS];  /* a comparison went otherwise for it */
+    int sh_best[PLAN_EXACT_SHADOWS]; /* its best final entry, or -1         */
     xent *ent;
     int64_t n_ent, cap_ent;
     xfront *fr;
@@ -89,6 +96,8 @@ typedef struct xdp {
     double need_coef;       /* m / (fastest speed x bound) x (1 - 1e-9): a
                                set of work W needs >= W x need_coef devices */
     double cap_top;         /* the largest device memory                     */
+    double inv_cap;         /* (1 - 1e-9) / cap_top                          */
+    int *qtab;              /* ceil(m / r) for r = 0..rtab (qtab[0] unused)  */
     double *pm, *infl;      /* per devices U already below (0..N): the least,
                                over replica counts r, of bytes per parameter
                                byte and in-flight microbatches of a stage at
@@ -127,14 +136,19 @@ static int new_entry(xdp *X, const xent *v)
 /* a is at least as good as b for every completion.  When memory grows with
  * the depth, an entry whose placed stages use fewer devices is no worse (the
  * stages still to come sit less deep), so U joins the comparison. */
-static inline int dominates(const xdp *X, const xkey *a, const xkey *b)
+static inline int dominates(xdp *X, const xkey *a, const xkey *b)
 {
     if (a->d > b->d) return 0;
     if (X->track_u && a->U > b->U) return 0;
     if (!X->pass2) return a->B <= b->B;
     if (a->C != b->C) return a->C < b->C;
-    if (a->H != b->H) return a->H > b->H;
-    return a->U <= b->U;
+    /* equal communication: the headroom decides, which depends on the
+     * schedule; a shadow schedule that would decide otherwise diverges */
+    int res = a->H != b->H ? a->H > b->H : a->U <= b->U;
+    for (int j = 0; j < X->n_sh; j++)
+        if (!X->sh_div[j] && (a->Hs[j] != b->Hs[j] ? a->Hs[j] > b->Hs[j] : a->U <= b->U) != res)
+            X->sh_div[j] = 1;
+    return res;
 }
 
 static xfront *front_of(xdp *X, int t, int c, int k, int create)
@@ -163,6 +177,7 @@ static void offer(xdp *X, const xent *v)
     int fk = (X->p_fixed ? v->k : 0) * (X->N + 1) + (X->u_fronts ? v->U : 0);
     xfront *f = front_of(X, v->t, v->c, fk, 1);
     xkey kv = {.B = v->B, .C = v->C, .H = v->H, .U = v->U, .d = v->d};
+    for (int j = 0; j < X->n_sh; j++) kv.Hs[j] = v->Hs[j];
     for (int i = 0; i < f->n; i++)
         if (dominates(X, &f->key[i], &kv)) return;
     int w = 0;
@@ -248,7 +263,7 @@ static void classify_positions(xdp *X)
  * sit at places k and further from the end: within the bound (work spread
  * perfectly) and within memory (each stage keeps its parameters and at
  * least place-k in-flight stash on one device of at most cap_top). */
-static double need(const xdp *X, int t, int below)
+static inline double need(const xdp *X, int t, int below)
 {
     if (t == 0) return 0;
     const plan_lattice *L = X->L;
@@ -259,7 +274,8 @@ static double need(const xdp *X, int t, int below)
         infl = X->infl[below];
     }
     double n_time = L->work[t] * X->need_coef;
-    double n_mem = (L->params[t] * pm + L->stash[t] * infl) / X->cap_top * (1 - 1e-9);
+    /* inv_cap carries the same 1e-9 slack, far above the rounding here */
+    double n_mem = (L->params[t] * pm + L->stash[t] * infl) * X->inv_cap;
     return maxd(1.0, maxd(n_time, n_mem));
 }
 
@@ -299,13 +315,25 @@ static double mem_of(const xdp *X, double P, double st, double in, double out, i
     return plan_stage_mem(X->I, P, st, in, out, depth, r, devices);
 }
 
+/* Headrooms of v (x plus a stage of r replicas) under the shadow
+ * schedules: their memory never exceeds a device (plan_exact_mem_free). */
+static inline void shadow_h(const xdp *X, xent *v, const xent *x, double P, double st,
+                            double in, double out, int r, double cap)
+{
+    for (int j = 0; j < X->n_sh; j++) {
+        size_t k = (size_t)v->U * (size_t)(X->rtab + 1) + (size_t)r;
+        double mem = plan_stage_mem_counts(X->I, P, st, in, out, X->sh_in[j][k], X->sh_ver[j][k]);
+        v->Hs[j] = mind(x->Hs[j], cap - mem);
+    }
+}
+
 /* Place the stage set `hi` \ `lo` ... for entry `xi` on every allowed block
  * ending at e.  Returns 0 when the loop over smaller sets may stop. */
-static int place(xdp *X, int xi, int lo, double bnd)
+static int place(xdp *X, int xi, const xent *xp, int lo, double bnd)
 {
     const plan_inst *I = X->I;
     const plan_lattice *L = X->L;
-    xent x = X->ent[xi];
+    const xent x = *xp; /* X->ent moves when offers add entries */
     int hi = x.t, e = X->N - x.d;
     double w = L->work[hi] - L->work[lo];
     int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
@@ -353,11 +381,13 @@ static int place(xdp *X, int xi, int lo, double bnd)
      * that stays out of reach for every larger stage too */
     int r_cap = e == n1e && X->mode != MODE_FLAT ? rmax : room < rmax ? room : rmax;
     if (r_lo > r_cap) return 0;
-    double spd = HUGE_VAL, cap = HUGE_VAL;
+    double spd = HUGE_VAL, cap = HUGE_VAL, wspd = 0;
     int prev_q = -1;
     /* blocks inside the node of position e - 1 */
     for (int r = 1; r <= room && r <= rmax; r++) {
-        spd = mind(spd, I->speed[e - r]);
+        double s2 = mind(spd, I->speed[e - r]);
+        if (s2 != spd || r == 1) wspd = w / s2; /* plan_stage_time's w / spd */
+        spd = s2;
         cap = mind(cap, I->mem_cap[e - r]);
         if (need_lo > e - r) break; /* more replicas leave even less */
         if (X->dev_fixed && !dev_fixed_ok(X, x.U + r, lo, need_lo)) {
@@ -365,12 +395,12 @@ static int place(xdp *X, int xi, int lo, double bnd)
             continue;
         }
         if (r < r_lo) continue;
-        int q = (I->m + r - 1) / r;
+        int q = X->qtab[r];
         if (X->mode == MODE_FLAT && q == prev_q) continue; /* fewer replicas do as well */
         prev_q = q;
         X->steps++;
         double ar = allreduce_of(X, P, r, CLUSTER_INTRA);
-        double tm = plan_stage_time(I, w, r, spd, ar);
+        double tm = (double)q * wspd + ar; /* plan_stage_time, same operations */
         if (tm > X->bound && !X->feas) continue;
         double mem = mem_of(X, P, st, in, out, x.U + r, r);
         if (mem > cap) continue;
@@ -381,6 +411,7 @@ static int place(xdp *X, int xi, int lo, double bnd)
                   .H = mind(x.H, cap - mem), .U = x.U + r, .d = x.d + r,
                   .t = lo, .c = class_of(X, e2, bit), .k = kk,
                   .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
+        shadow_h(X, &v, &x, P, st, in, out, r, cap);
         offer(X, &v);
     }
     /* blocks of whole nodes ending at e (a node's end) */
@@ -418,6 +449,7 @@ static int place(xdp *X, int xi, int lo, double bnd)
                       .H = mind(x.H, ncap - mem), .U = x.U + r, .d = x.d + r,
                       .t = lo, .c = class_of(X, a, 0), .k = kk,
                       .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
+            shadow_h(X, &v, &x, P, st, in, out, r, ncap);
             offer(X, &v);
         }
     }
@@ -470,10 +502,10 @@ static void expand(xdp *X, int xi)
     if (bnd > X->bound && !X->feas) return;
     if (L->chain) {
         for (int lo = x.t - 1; lo >= 0 && !X->over; lo--)
-            if (!place(X, xi, lo, bnd)) break;
+            if (!place(X, xi, &x, lo, bnd)) break;
     } else {
         for (int64_t j = L->sub_off[x.t]; j < L->sub_off[x.t + 1] && !X->over; j++)
-            if (!place(X, xi, L->sub[j], bnd)) break;
+            if (!place(X, xi, &x, L->sub[j], bnd)) break;
     }
     if (X->steps > X->budget) X->over = 1;
 }
@@ -505,6 +537,7 @@ static int run_pass(xdp *X)
     for (int t = 0; t < S; t++) X->head[t] = NULL;
     xent s0 = {.B = 0, .C = 0, .H = HUGE_VAL, .U = 0, .d = 0, .t = S - 1,
                .c = class_of(X, X->N, 0), .k = 0, .parent = -1, .edge = EDGE_START};
+    for (int j = 0; j < PLAN_EXACT_SHADOWS; j++) s0.Hs[j] = HUGE_VAL, X->sh_best[j] = -1;
     offer(X, &s0);
     int *order = cl_malloc((size_t)X->C * sizeof(int));
     int no = 0;
@@ -541,13 +574,21 @@ static int run_pass(xdp *X)
                     if (a->k == 0 || (X->p_fixed && a->k != X->p_fixed) ||
                         (X->dev_fixed && a->U != X->dev_fixed))
                         continue;
+                    /* each shadow schedule picks by its own headroom, in
+                     * the same order, as its own run would */
+                    for (int j = 0; j < X->n_sh; j++) {
+                        int q = X->sh_best[j];
+                        const xent *b = q >= 0 ? &X->ent[q] : NULL;
+                        if (!b || a->C < b->C ||
+                            (a->C == b->C && (a->Hs[j] != b->Hs[j] ? a->Hs[j] > b->Hs[j] : a->U < b->U)))
+                            X->sh_best[j] = id;
+                    }
                     if (best < 0) { best = id; continue; }
                     const xent *b = &X->ent[best];
                     int better;
                     if (!X->pass2) better = a->B < b->B;
                     else if (a->C != b->C) better = a->C < b->C;
-                    else if (a->H != b->H) better = a->H > b->H;
-                    else better = a->U < b->U;
+                    else better = a->H != b->H ? a->H > b->H : a->U < b->U;
                     if (better) best = id;
                 }
             }
@@ -603,6 +644,7 @@ static int setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_e
     X->monotone = plan_mem_depth_monotone(I);
     X->cap_top = 0;
     for (int d = 0; d < X->N; d++) X->cap_top = fmax(X->cap_top, I->mem_cap[d]);
+    X->inv_cap = (1 - 1e-9) / X->cap_top;
     /* memory multipliers per depth, least over the replica counts allowed */
     X->pm_least = plan_stage_mem_least(I, 1, 0, 0, 0);
     X->infl_least = plan_stage_mem_least(I, 0, 1, 0, 0);
@@ -611,6 +653,8 @@ static int setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_e
     int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
     if (rmax > X->N) rmax = X->N;
     X->rtab = rmax;
+    X->qtab = cl_calloc((size_t)rmax + 1, sizeof(int));
+    for (int r = 1; r <= rmax; r++) X->qtab[r] = (I->m + r - 1) / r;
     for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
         const cluster_link *l = &I->link[lv];
         X->ar_pb[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
@@ -679,10 +723,15 @@ static void teardown(xdp *X, plan_exact_stats *st)
     free(X->nend);
     free(X->pm);
     free(X->infl);
+    free(X->qtab);
     free(X->tab_in);
     free(X->tab_ver);
     free(X->tab1_in);
     free(X->tab1_ver);
+    for (int j = 0; j < PLAN_EXACT_SHADOWS; j++) {
+        free(X->sh_in[j]);
+        free(X->sh_ver[j]);
+    }
     for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
         free(X->ar_pb[lv]);
         free(X->ar_lat[lv]);
@@ -811,10 +860,41 @@ int plan_exact_lower(const plan_inst *I, const plan_lattice *L, const plan_exact
     return 1;
 }
 
+/* Tabulate the shadow schedules' memory counts (like tab_in, exact
+ * memory, devices = depth); 0 when the tables are too large. */
+static int shadows_setup(xdp *X, int n_sh, const sched_kind *sh)
+{
+    const plan_inst *I = X->I;
+    if (!X->tab_in) return 0;
+    size_t n = (size_t)(X->N + 1) * (size_t)(X->rtab + 1);
+    for (int j = 0; j < n_sh; j++) {
+        X->sh_in[j] = cl_calloc(n, sizeof(int));
+        X->sh_ver[j] = cl_calloc(n, sizeof(int));
+        for (int D = 1; D <= X->N; D++)
+            for (int r = 1; r <= X->rtab && r <= D; r++) {
+                size_t k = (size_t)D * (size_t)(X->rtab + 1) + (size_t)r;
+                X->sh_in[j][k] = sched_inflight_rep(sh[j], D, D, r, I->m, I->chunks);
+                X->sh_ver[j][k] = sched_versions_rep(sh[j], D, r);
+            }
+        X->sh_div[j] = 0;
+    }
+    X->n_sh = n_sh;
+    return 1;
+}
+
 int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
                plan_layout *out, plan_exact_stats *st, cl_err *e)
 {
-    memset(out, 0, sizeof *out);
+    return plan_exact_shadowed(I, L, o, 0, NULL, out, NULL, st, e);
+}
+
+int plan_exact_shadowed(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+                        int n_sh, const sched_kind *sh, plan_layout *out, int *sh_ok,
+                        plan_exact_stats *st, cl_err *e)
+{
+    assert(n_sh >= 0 && n_sh <= PLAN_EXACT_SHADOWS);
+    for (int j = 0; j <= n_sh; j++) memset(&out[j], 0, sizeof out[j]);
+    for (int j = 0; j < n_sh; j++) sh_ok[j] = 0;
     xdp X;
     if (setup(&X, I, L, o, st, e)) return -1;
     int dep = X.dep;
@@ -823,7 +903,14 @@ int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts 
     int best = -1;
     /* a known lower bound first: reaching it proves optimality */
     if (o && o->lower_s > 0 && o->lower_s < HUGE_VAL && o->lower_s <= upper) {
+        int ok_sh = n_sh > 0 && !X.dev_fixed && shadows_setup(&X, n_sh, sh);
         best = pass(&X, 0, 1, o->lower_s, st);
+        for (int j = 0; ok_sh && j < n_sh; j++)
+            if (best >= 0 && !X.over && !X.sh_div[j] && X.sh_best[j] >= 0) {
+                rebuild(&X, X.sh_best[j], &out[1 + j]);
+                sh_ok[j] = 1;
+            }
+        X.n_sh = 0;
     }
     /* pass 1 with this schedule's least memory when its memory depends on
      * the stage's place (a relaxation), then pass 2 at that bottleneck; if
@@ -847,4 +934,25 @@ int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts 
                        (long long)X.steps),
                -1;
     return best >= 0;
+}
+
+int plan_exact_mem_free(const plan_inst *I, const plan_lattice *L)
+{
+    int N = I->n_dev, rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (rmax > N) rmax = N;
+    if ((double)N * rmax > TAB_MAX) return 0; /* not worth proving */
+    int in_max = 0, ver_max = 0;
+    for (int D = 1; D <= N; D++)
+        for (int r = 1; r <= rmax && r <= D; r++) {
+            int a = sched_inflight_rep(I->sched, D, D, r, I->m, I->chunks);
+            int b = sched_versions_rep(I->sched, D, r);
+            if (a > in_max) in_max = a;
+            if (b > ver_max) ver_max = b;
+        }
+    double cut_max = 0, cap_min = HUGE_VAL;
+    for (int t = 0; t < L->n_sets; t++) cut_max = fmax(cut_max, L->cut[t]);
+    for (int d = 0; d < N; d++) cap_min = fmin(cap_min, I->mem_cap[d]);
+    int all = L->n_sets - 1;
+    double M = plan_stage_mem_counts(I, L->params[all], L->stash[all], cut_max, cut_max, in_max, ver_max);
+    return M <= cap_min;
 }

@@ -15,6 +15,8 @@
 
 #include "cost.h"
 
+#define PLAN_EXACT_SHADOWS 3
+
 typedef struct plan_exact_opts {
     int p_fixed;            /* 0: any stage count; else exactly this many   */
     int devices_fixed;      /* 0: any; else exactly this many devices (needed
@@ -45,6 +47,30 @@ typedef struct plan_exact_stats {
  * instead).  st may be NULL. */
 int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
                plan_layout *out, plan_exact_stats *st, cl_err *e);
+
+/* plan_exact for I and, alongside, for n_sh <= PLAN_EXACT_SHADOWS "shadow"
+ * schedules sh[j] (I with sched = sh[j]): out[0] is plan_exact's result;
+ * when sh_ok[j] is 1, out[1 + j] (plan_layout_free) is exactly the layout
+ * plan_exact with the same options would return for sh[j].  The shadows
+ * follow the pass at o->lower_s, carrying their own memory headroom; one
+ * is ok when that pass found a layout and every comparison it made went
+ * the same way under the shadow's headroom.  The caller guarantees what
+ * makes the runs otherwise identical: plan_exact_mem_free for I and every
+ * shadow, the same plan_mem_dependence (not BY_TOTAL) and, for BY_DEPTH,
+ * the same plan_mem_depth_monotone, no devices_fixed, and o->lower_s <=
+ * the upper_s the shadow's own run would get.  out has 1 + n_sh entries. */
+int plan_exact_shadowed(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+                        int n_sh, const sched_kind *sh, plan_layout *out, int *sh_ok,
+                        plan_exact_stats *st, cl_err *e);
+
+/* 1 when no stage of any layout can overflow a device on this instance:
+ * the whole model as one stage, with the most in-flight microbatches and
+ * weight versions any depth and replica count gives and the largest cut
+ * on both sides, fits the smallest device (depth = pipeline devices, so
+ * for schedules whose memory is not BY_TOTAL).  Then memory enters the
+ * exact search only through the headroom, which only breaks ties of
+ * communication (see plan_exact_shadowed). */
+int plan_exact_mem_free(const plan_inst *I, const plan_lattice *L);
 
 /* The optimal bottleneck when every stage needs only its least memory (one
  * microbatch in flight, one weight version): a lower bound for every

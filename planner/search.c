@@ -132,6 +132,14 @@ static int same_memory(const plan_inst *I, sched_kind a, sched_kind b)
     return 1;
 }
 
+/* The bottleneck bound the exact search of schedule ki gets: merge's, on
+ * chains (a prefix layout is also a DAG layout only when inert layers sit
+ * where the rules put them). */
+static double upper_of(const int *okm, const plan_eval *evm, int chain, int ki)
+{
+    return okm[ki] && chain ? evm[ki].bottleneck_s : HUGE_VAL;
+}
+
 /* --------------------------------------------------------------- plans -- */
 
 /* Turn a layout into plan stages; model and cluster are shared (shallow),
@@ -665,14 +673,23 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             int skip_m = B.have && lower > B.pred.iteration_s;
             res->time_lower_s += now_s() - tq;
             /* schedules with the same memory share one exact search */
-            plan_layout yk[SCHED_COUNT];
-            int okk[SCHED_COUNT];
+            plan_layout yk[SCHED_COUNT], ysh[SCHED_COUNT];
+            int okk[SCHED_COUNT], dep_of[SCHED_COUNT], mono_of[SCHED_COUNT], free_of[SCHED_COUNT],
+                sh_have[SCHED_COUNT];
             memset(yk, 0, sizeof yk);
-            for (int ki = 0; ki < n_kinds; ki++) okk[ki] = -1;
+            memset(ysh, 0, sizeof ysh);
+            for (int ki = 0; ki < n_kinds; ki++) {
+                okk[ki] = -1;
+                sh_have[ki] = 0;
+                free_of[ki] = -1;
+                I.sched = kinds[ki];
+                dep_of[ki] = plan_mem_dependence(&I);
+                mono_of[ki] = plan_mem_depth_monotone(&I);
+            }
             for (int ki = 0; ki < n_kinds && !rc && !skip_m; ki++) {
                 I.sched = kinds[ki];
                 int p_fixed = pfix[ki], dev_fixed = 0;
-                if (plan_mem_dependence(&I) == PLAN_MEM_BY_TOTAL) {
+                if (dep_of[ki] == PLAN_MEM_BY_TOTAL) {
                     /* zb-h1's memory depends on the pipeline's device count:
                      * search at the count the schedules before it chose */
                     dev_fixed = u_seen ? u_seen : okm[ki] ? evm[ki].devices : N;
@@ -685,7 +702,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                      * layout only when inert layers sit where the rules put
                      * them, so its bound is used only on chains */
                     plan_exact_opts xo = {.p_fixed = p_fixed, .devices_fixed = dev_fixed,
-                                          .upper_s = okm[ki] && XL == &pre ? evm[ki].bottleneck_s : HUGE_VAL,
+                                          .upper_s = upper_of(okm, evm, XL == &pre, ki),
                                           .budget = rq->exact_budget,
                                           .lower_s = lower};
                     plan_exact_stats xs = {0};
@@ -697,10 +714,48 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                     if (twin >= 0) {
                         okx = okk[twin];
                         if (okx == 1) plan_layout_copy(&yx, &yk[twin]);
+                    } else if (sh_have[ki]) {
+                        okx = 1; /* found alongside an earlier schedule */
+                        plan_layout_copy(&yx, &ysh[ki]);
                     } else {
+                        /* later schedules whose memory never binds here and
+                         * that depend on memory as this one does ride along
+                         * as shadows (plan_exact_shadowed): exactly their
+                         * own search's layout whenever only the communication
+                         * decided */
+                        int shk[PLAN_EXACT_SHADOWS], n_sh = 0;
+                        int at_lower = lower > 0 && lower < HUGE_VAL && lower <= xo.upper_s &&
+                                       !dev_fixed && dep_of[ki] != PLAN_MEM_BY_TOTAL;
+                        for (int kl = ki + 1; kl < n_kinds && at_lower && n_sh < PLAN_EXACT_SHADOWS; kl++) {
+                            if (pfix[kl] != p_fixed || dep_of[kl] != dep_of[ki] ||
+                                (dep_of[ki] != PLAN_MEM_FLAT && mono_of[kl] != mono_of[ki]) ||
+                                !(lower <= upper_of(okm, evm, XL == &pre, kl)) ||
+                                same_memory(&I, kinds[ki], kinds[kl]))
+                                continue;
+                            if (free_of[ki] < 0) free_of[ki] = plan_exact_mem_free(&I, XL);
+                            if (!free_of[ki]) break;
+                            if (free_of[kl] < 0) {
+                                I.sched = kinds[kl];
+                                free_of[kl] = plan_exact_mem_free(&I, XL);
+                                I.sched = kinds[ki];
+                            }
+                            if (free_of[kl]) shk[n_sh++] = kl;
+                        }
+                        sched_kind shs[PLAN_EXACT_SHADOWS];
+                        plan_layout outs[1 + PLAN_EXACT_SHADOWS];
+                        int sh_ok[PLAN_EXACT_SHADOWS];
+                        for (int j = 0; j < n_sh; j++) shs[j] = kinds[shk[j]];
                         double tx = now_s();
-                        okx = plan_exact(&I, XL, &xo, &yx, &xs, &xe);
+                        okx = plan_exact_shadowed(&I, XL, &xo, n_sh, shs, outs, sh_ok, &xs, &xe);
                         res->time_exact_s += now_s() - tx;
+                        yx = outs[0];
+                        for (int j = 0; j < n_sh; j++)
+                            if (okx == 1 && sh_ok[j]) {
+                                ysh[shk[j]] = outs[1 + j];
+                                sh_have[shk[j]] = 1;
+                            } else if (sh_ok[j]) {
+                                plan_layout_free(&outs[1 + j]);
+                            }
                     }
                     okk[ki] = okx;
                     if (okx == 1) plan_layout_copy(&yk[ki], &yx);
@@ -735,6 +790,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             for (int ki = 0; ki < n_kinds; ki++) {
                 if (ym[ki].p) plan_layout_free(&ym[ki]);
                 if (yk[ki].p) plan_layout_free(&yk[ki]);
+                if (ysh[ki].p) plan_layout_free(&ysh[ki]);
             }
             plan_lattice_free(&pre);
             plan_inst_free(&I);
