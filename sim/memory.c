@@ -113,24 +113,11 @@ static void vref_add(sim *s, int w, int j, int ver, int delta)
     assert(*r >= 0);
 }
 
-void sim_mem_f_start(sim *s, int w, const sched_op *op)
+void sim_mem_version(sim *s, int w, const sched_op *op, int delta)
 {
-    sim_worker *W = &s->w[w];
-    W->mem.stash += s->stg[op->stage].stash_bytes;
-    if (++W->stash_n > W->peak_stash) W->peak_stash = W->stash_n;
-    if (W->vref && op->wver >= 0) vref_add(s, w, sim_local_index(W, op->stage), op->wver, +1);
-    check_peak(s, w);
+    vref_add(s, w, sim_local_index(&s->w[w], op->stage), op->wver, delta);
 }
 
-void sim_mem_stash_free(sim *s, int w, const sched_op *op)
-{
-    sim_worker *W = &s->w[w];
-    W->mem.stash -= s->stg[op->stage].stash_bytes;
-    W->stash_n--;
-    assert(W->stash_n >= 0);
-    if (W->vref && op->wver >= 0) vref_add(s, w, sim_local_index(W, op->stage), op->wver, -1);
-    if (s->o.record) check_peak(s, w);
-}
 
 void sim_mem_update(sim *s, int w, const sched_op *op)
 {

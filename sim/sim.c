@@ -68,8 +68,10 @@ static void run_fail(sim *s, int w, const char *what)
 /* Fields of an op within range (explicit schedules may be unchecked). */
 static inline int op_ok(const sim *s, int w, const sched_op *op)
 {
-    if (op->kind >= SCHED_OP_COUNT || (unsigned)op->stage >= (unsigned)s->S ||
-        (unsigned)op->iter >= (unsigned)s->n_iter || op->micro < -1 || op->micro >= s->m)
+    /* one test for the fields every op has (negatives wrap to large) */
+    if ((op->kind >= SCHED_OP_COUNT) | ((unsigned)op->stage >= (unsigned)s->S) |
+        ((unsigned)op->iter >= (unsigned)s->n_iter) |
+        ((uint64_t)((int64_t)op->micro + 1) > (uint64_t)s->m))
         return 0;
     if (op->kind <= SCHED_RECV && op->micro < 0) return 0;
     if (op->kind == SCHED_SEND || op->kind == SCHED_RECV)
@@ -138,6 +140,11 @@ static void post_send(sim *s, int w, const sched_op *op, int64_t pc)
         deliver_pipe(s, slot, t);
         return;
     }
+    /* the receiver is likely woken when this arrives, a few events from now:
+     * start loading its state and its next op */
+    const sim_worker *R = &s->w[op->peer];
+    __builtin_prefetch(R);
+    __builtin_prefetch(&s->sc->ops[R->pc]);
     sim_link_start(s, sim_link_get(s, w, op->peer), XF_PIPE, slot, pc, op->bytes, w, op->peer, 0);
 }
 

@@ -4,6 +4,8 @@
 #ifndef CL_SIM_INT_H
 #define CL_SIM_INT_H
 
+#include <assert.h>
+
 #include "event.h"
 #include "sim.h"
 
@@ -203,9 +205,10 @@ static inline int sim_link_get(sim *s, int src, int dst)
 /* memory.c */
 void sim_mem_init(sim *s);
 void sim_mem_free(sim *s);
-void sim_mem_f_start(sim *s, int w, const sched_op *op);
-void sim_mem_stash_free(sim *s, int w, const sched_op *op);
 void sim_mem_update(sim *s, int w, const sched_op *op);
+/* PipeDream's weight versions: the version op->wver gains (delta 1) or loses
+ * (-1) a stashed microbatch */
+void sim_mem_version(sim *s, int w, const sched_op *op, int delta);
 
 void sim_mem_sample(sim *s, sim_worker *W, double tot);
 
@@ -247,6 +250,27 @@ static inline double *sim_acc(sim *s, sim_worker *W, int it)
         W->acc[1] = s->comm_it[w * s->n_iter + it];
     }
     return W->acc; /* [0] busy, [1] comm-wait */
+}
+
+/* An F starts: its stash is kept (and, stashing weights, its version). */
+static inline void sim_mem_f_start(sim *s, int w, const sched_op *op)
+{
+    sim_worker *W = &s->w[w];
+    W->mem.stash += s->stg[op->stage].stash_bytes;
+    if (++W->stash_n > W->peak_stash) W->peak_stash = W->stash_n;
+    if (W->vref && op->wver >= 0) sim_mem_version(s, w, op, +1);
+    sim_mem_peak(s, W);
+}
+
+/* The op that last reads a stash (a fused B, or W) has ended. */
+static inline void sim_mem_stash_free(sim *s, int w, const sched_op *op)
+{
+    sim_worker *W = &s->w[w];
+    W->mem.stash -= s->stg[op->stage].stash_bytes;
+    W->stash_n--;
+    assert(W->stash_n >= 0);
+    if (W->vref && op->wver >= 0) sim_mem_version(s, w, op, -1);
+    if (s->o.record) sim_mem_peak(s, W);
 }
 
 /* stats.c */
