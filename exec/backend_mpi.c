@@ -11,12 +11,18 @@
  * matching is exact; the receiver checks the full tag in the header.
  *
  * Waiting polls (MPI_Test) and yields the core between polls: a rank has
- * its own core, and the polls drive MPI's progress. */
+ * its own core, and the polls drive MPI's progress (Open MPI's shared-memory
+ * transport has no interrupt-driven progress; its own blocking calls poll
+ * too).  While other processes compete for the rank's core, polling makes
+ * the rank lose it for whole time slices (exec_preempt, chan.h): then a
+ * waiting rank sleeps EXEC_MPI_NAP_S between polls instead. */
 #include <assert.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 
 #include "chan.h"
 #include "gemm.h"
@@ -73,7 +79,21 @@ typedef struct mx {
     int *nb;             /* [n]: bounded sends outstanding to it            */
     double out;          /* their payload bytes                             */
     int stop;
+    exec_preempt pre;    /* whether this rank holds its core                */
 } mx;
+
+#define EXEC_MPI_NAP_S 20e-6
+
+/* Between two polls: yield while the rank holds its core, else sleep. */
+static void mx_pause(mx *t)
+{
+    if (exec_preempt_spin_ok(&t->pre)) {
+        sched_yield();
+        return;
+    }
+    struct timespec ts = {0, (long)(EXEC_MPI_NAP_S * 1e9)};
+    nanosleep(&ts, NULL);
+}
 
 static int mpi_tag(const mx *t, uint64_t tag)
 {
@@ -181,7 +201,7 @@ static void mx_wait(exec_xport *x, int w, uint64_t seen, double max_s)
     (void)seen;
     (void)max_s;
     progress_sends((mx *)x);
-    sched_yield();
+    mx_pause((mx *)x);
 }
 
 static double mx_out_bytes(exec_xport *x, int w)
@@ -203,7 +223,7 @@ static int mx_sync(exec_xport *x, int w, double max_s, double *tnow)
         MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
         if (done) break;
         if (t->stop || exec_now() > end) return 1; /* the request leaks: we abort */
-        sched_yield();
+        mx_pause(t);
     }
     *tnow = exec_now();
     return 0;
@@ -212,6 +232,7 @@ static int mx_sync(exec_xport *x, int w, double max_s, double *tnow)
 static int mx_run(exec_xport *x, exec_worker_fn fn, void *ctx)
 {
     exec_blas_init();
+    prctl(PR_SET_TIMERSLACK, 1000UL); /* naps of EXEC_MPI_NAP_S, not + 50 us */
     return fn(ctx, x->rank);
 }
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "chan.h"
@@ -23,6 +24,25 @@ void exec_msg_free(exec_msg *m) { free(m); }
 
 /* -------------------------------------------------------------- notify -- */
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int exec_preempt_spin_ok(exec_preempt *p)
+{
+    struct rusage ru;
+    double now = mono_s();
+    if (getrusage(RUSAGE_THREAD, &ru) == 0 && ru.ru_nivcsw != p->nivcsw) {
+        if (p->started) p->quiet_from = now + EXEC_PREEMPT_BACKOFF_S;
+        p->nivcsw = ru.ru_nivcsw;
+        p->started = 1;
+    }
+    return now >= p->quiet_from;
+}
+
 void exec_notify_init(exec_notify *n, double spin_s)
 {
     pthread_mutex_init(&n->mu, NULL);
@@ -34,6 +54,7 @@ void exec_notify_init(exec_notify *n, double spin_s)
     atomic_init(&n->events, 0);
     atomic_init(&n->sleepers, 0);
     n->spin_s = spin_s > 0 ? spin_s : 0;
+    memset(&n->pre, 0, sizeof n->pre);
 }
 
 double exec_spin_default(void)
@@ -70,13 +91,6 @@ void exec_notify_bump(exec_notify *n)
 
 uint64_t exec_notify_events(exec_notify *n) { return atomic_load(&n->events); }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -87,7 +101,7 @@ static inline void cpu_relax(void)
 void exec_notify_wait(exec_notify *n, uint64_t seen, double max_s)
 {
     double start = mono_s(), spin = n->spin_s < max_s ? n->spin_s : max_s;
-    if (spin > 0)
+    if (spin > 0 && exec_preempt_spin_ok(&n->pre))
         for (int i = 0;; i++) {
             if (atomic_load_explicit(&n->events, memory_order_acquire) != seen) return;
             cpu_relax();

@@ -64,6 +64,23 @@ enum { EXEC_TAG_MAX_BOUNDARY = 8191 };
 
 /* ------------------------------------------------- channels (threads) -- */
 
+/* Whether the calling thread holds its core.  A worker that spins (or
+ * polls) while another process wants its core is charged the core's time
+ * and loses it to that process for whole time slices (milliseconds), where
+ * a sleeping waiter is woken ahead of it: under load, spinning made the
+ * waits 10-20x longer (docs/validation.md).  exec_preempt_spin_ok counts
+ * the thread's involuntary context switches (getrusage RUSAGE_THREAD): after
+ * one, it says no for EXEC_PREEMPT_BACKOFF_S, so waits sleep while other
+ * processes compete, and spin again once they have stopped.  State of one
+ * thread; zero-initialised is ready. */
+typedef struct exec_preempt {
+    long nivcsw;           /* last count seen                                */
+    int started;           /* nivcsw holds a reading                         */
+    double quiet_from;     /* exec_now() from which spinning is allowed      */
+} exec_preempt;
+#define EXEC_PREEMPT_BACKOFF_S 0.2
+int exec_preempt_spin_ok(exec_preempt *p);
+
 /* Wake-ups of one worker: a counter bumped whenever something it may be
  * waiting for happens (a message for it arrived, a slot in one of its
  * outgoing channels freed), so a wait cannot miss an event that happened
@@ -81,6 +98,8 @@ typedef struct exec_notify {
     _Atomic uint64_t events;
     _Atomic int sleepers;  /* waits inside pthread_cond_timedwait            */
     double spin_s;         /* how long a wait spins before sleeping; 0: none */
+    exec_preempt pre;      /* the waiting worker's: spin only when it holds
+                              its core (exec_preempt_spin_ok)                */
 } exec_notify;
 
 /* spin_s: see above (0 when the worker shares its core with others). */
