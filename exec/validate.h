@@ -114,7 +114,9 @@ int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err
 
 /* Step 2.  Sending.  A SEND is not free for the worker that posts it: on
  * the threads backend posting wakes the receiver when it sleeps, a system
- * call that costs the poster ~15-20 us on this VM; MPI_Isend costs little.
+ * call that costs the poster ~15-20 us on this VM (~1 us when the receiver
+ * spins, as a waiting worker with a core of its own does: chan.h);
+ * MPI_Isend costs little.
  * exec_val_post_s measures it: a short ping-pong of small messages (8 B to
  * 4 KiB, where the copy is negligible) on `backend`, the sender computing
  * EXEC_VAL_POST_GAP_S before each (so the receiver has gone to sleep, as a

@@ -31,6 +31,7 @@
  */
 #include <assert.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,6 +380,12 @@ int exec_val_bench(const char *outdir, int quick)
     if (!rc) rc = cl_out_open(&out, path, &e);
     vres *v = cl_calloc((size_t)n, sizeof *v);
     if (!rc) {
+        int pol = sched_getscheduler(0);
+        printf("  scheduling: %s%s\n",
+               pol == SCHED_FIFO ? "SCHED_FIFO" : pol == SCHED_RR ? "SCHED_RR" : "SCHED_OTHER",
+               pol == SCHED_FIFO || pol == SCHED_RR
+                   ? " (other processes cannot take the workers' cores)"
+                   : " (other processes can take the workers' cores mid-iteration; on a shared machine run it as chrt -f 1 cleave bench validate)");
         printf("  link (threads): latency %.2f us, bandwidth %.2f GB/s, R^2 %.4f; a send costs its sender %.2f us (added to F/B), the rest is a %.2f us hand-off (the copy is in F)\n",
                fit.latency_s * 1e6, fit.bw_Bps * 1e-9, fit.r2, post_s * 1e6, link.latency_s * 1e6);
         printf("  %-4s %-10s %-12s %3s %3s %3s %11s %11s %8s %8s %8s %8s %8s %5s\n", "case", "model",
