@@ -139,6 +139,21 @@ static void test_bad_input(void)
     CU_ASSERT_EQUAL(test_run_cli("sim " PLAN2 " --comm sideways", &out, &err), 2);
     free(out);
     free(err);
+    /* the builder's and simulator's messages name the plan file, not a
+     * placeholder */
+    CU_ASSERT_EQUAL(test_run_cli("sim " PLAN2 " --microbatches 16777216", &out, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "cleave: " PLAN2 ": schedule: 16777216 microbatches"));
+    free(out);
+    free(err);
+    /* the real-time budget covers building the op lists: a million
+     * microbatches take longer than a millisecond to list */
+    snprintf(args, sizeof args, "sim " PLAN2 " --microbatches 1000000 --max-seconds 0.001 --trace %s", tr);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "cleave: " PLAN2 ": building the op lists took"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "wall-time budget exhausted"));
+    CU_ASSERT_NOT_EQUAL(access(tr, F_OK), 0);
+    free(out);
+    free(err);
     rmdir(dir);
     free(dir);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../sim/schedule.h"
 #include "../sim/sim.h"
@@ -211,6 +212,34 @@ static int print_json(const sim_args *a, const plan *p, const sched *sc, const s
 
 /* ------------------------------------------------------------------ run -- */
 
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The schedule builder and the simulator do not know the files: their
+ * messages begin with what they are about ("plan: ", "cluster: ",
+ * "schedule: ").  Put the file in front: the plan's for the plan and its
+ * cluster (and for op lists built from it), the schedule file's for the op
+ * lists of an explicit schedule. */
+static void name_file(cl_err *e, const char *plan_file, const char *sched_file)
+{
+    const char *file = NULL;
+    size_t skip = 0;
+    if (!strncmp(e->msg, "plan: ", 6)) file = plan_file, skip = 6;
+    else if (!strncmp(e->msg, "cluster: ", 9)) file = plan_file;
+    else if (!strncmp(e->msg, "schedule: ", 10)) {
+        file = sched_file ? sched_file : plan_file;
+        skip = sched_file ? 10 : 0;
+    }
+    if (!file) return;
+    char buf[sizeof e->msg];
+    snprintf(buf, sizeof buf, "%s: %s", file, e->msg + skip);
+    memcpy(e->msg, buf, sizeof buf);
+}
+
 /* Build or load the op lists the options ask for. */
 static int get_schedule(const sim_args *a, plan *p, sched *sc, cl_err *e)
 {
@@ -245,6 +274,8 @@ int cmd_sim(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
     cl_err e = {0};
+    /* the real-time budget covers building the op lists as well as the run */
+    double budget = a.max_wall > 0 ? a.max_wall : SIM_MAX_WALL_S, t0 = wall_now();
     plan p;
     if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
     if (a.comm_off < 0) a.comm_off = p.comm_off;
@@ -252,9 +283,14 @@ int cmd_sim(int argc, char **argv)
     sim *s = NULL;
     sim_result r = {0};
     rc = get_schedule(&a, &p, &sc, &e);
+    double left = budget - (wall_now() - t0);
+    if (!rc && !(left > 0))
+        rc = cl_fail(&e, CL_EINPUT, "%s: building the op lists took %.3g s: wall-time budget "
+                     "exhausted (hint: raise --max-seconds, or simulate fewer microbatches or "
+                     "iterations)", a.plan, wall_now() - t0);
     if (!rc) {
         sim_opts o = {.comm_off = a.comm_off, .record = a.trace != NULL,
-                      .max_events = (uint64_t)a.max_events, .max_wall_s = a.max_wall};
+                      .max_events = (uint64_t)a.max_events, .max_wall_s = left};
         s = sim_create(&p, &sc, &o, &e);
         if (!s) rc = e.code ? e.code : CL_EINPUT;
     }
@@ -262,7 +298,11 @@ int cmd_sim(int argc, char **argv)
     if (!rc && a.trace) rc = sim_write_trace(s, a.trace, &e);
     if (!rc && a.dump) rc = sched_save(&sc, a.dump, &e);
     if (!rc) rc = a.json ? print_json(&a, &p, &sc, &r) : (print_table(&a, &p, &sc, &r), CL_OK);
-    if (rc && e.code) cli_report(&e);
+    if (rc && e.code) {
+        int explicit = a.schedule && sched_kind_from_name(a.schedule) < 0;
+        name_file(&e, a.plan, explicit ? a.schedule : NULL);
+        cli_report(&e);
+    }
     else if (rc) fprintf(stderr, "cleave: out of memory printing the results\n");
     sim_result_free(&r);
     sim_destroy(s);
