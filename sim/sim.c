@@ -115,12 +115,9 @@ static void wake(sim *s, int w, double t, double ready_t)
 static void deliver_pipe(sim *s, int64_t slot, double t)
 {
     sim_slot *sl = &s->slots[slot];
+    int w = sl->arrive_t < 0 ? (int)-sl->arrive_t - 2 : -1; /* the waiter (see sim_slot) */
     sl->arrive_t = t;
-    if (sl->waiter >= 0) {
-        int w = sl->waiter;
-        sl->waiter = -1;
-        wake(s, w, t, sl->post_t);
-    }
+    if (w >= 0) wake(s, w, t, sl->post_t);
 }
 
 static void post_send(sim *s, int w, const sched_op *op, int64_t pc)
@@ -309,7 +306,7 @@ static void advance(sim *s, int w)
                 W->wait_ref = slot;
                 W->wait_iter = op->iter;
                 W->block_t = t;
-                sl->waiter = w;
+                sl->arrive_t = -2.0 - w;
                 __builtin_prefetch(op + 1); /* for when the data arrives */
                 __builtin_prefetch(op + 3);
                 return;
@@ -460,7 +457,7 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
     }
     s->n_slots = s->S > 1 ? G * (s->S - 1) * 2 : 0;
     s->slots = cl_malloc((size_t)(s->n_slots ? s->n_slots : 1) * sizeof *s->slots);
-    for (int64_t i = 0; i < s->n_slots; i++) s->slots[i] = (sim_slot){-1, -1, -1};
+    for (int64_t i = 0; i < s->n_slots; i++) s->slots[i] = (sim_slot){-1, -1};
     s->xf_free = -1;
     s->runq = cl_malloc((size_t)s->n_w * sizeof *s->runq);
     s->iter_end = cl_calloc((size_t)s->n_iter, sizeof(double));

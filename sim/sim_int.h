@@ -68,8 +68,9 @@ typedef struct sim_stage {
 /* one pipeline transfer: activation or gradient of (edge, microbatch) */
 typedef struct sim_slot {
     double post_t;          /* SEND posted; < 0 before                       */
-    double arrive_t;        /* arrived; < 0 before                           */
-    int32_t waiter;         /* worker blocked in RECV on it, or -1           */
+    double arrive_t;        /* arrived; before that -1 - (waiter + 1): -1, or
+                               -2 - w while worker w is blocked in RECV on it
+                               (16 bytes a slot: four to a cache line)      */
 } sim_slot;
 
 enum { XF_PIPE, XF_RING };
