@@ -85,6 +85,7 @@ typedef struct xdp {
     int n_sh;
     int *sh_in[PLAN_EXACT_SHADOWS], *sh_ver[PLAN_EXACT_SHADOWS]; /* as tab_in */
     int sh_div[PLAN_EXACT_SHADOWS];  /* a comparison went otherwise for it */
+    int sh_track[PLAN_EXACT_SHADOWS]; /* its track_u                        */
     int sh_best[PLAN_EXACT_SHADOWS]; /* its best final entry, or -1         */
     xent *ent;
     int64_t n_ent, cap_ent;
@@ -136,17 +137,24 @@ static int new_entry(xdp *X, const xent *v)
 /* a is at least as good as b for every completion.  When memory grows with
  * the depth, an entry whose placed stages use fewer devices is no worse (the
  * stages still to come sit less deep), so U joins the comparison. */
-static inline int dominates(xdp *X, const xkey *a, const xkey *b)
+static inline int dominates_by(int track_u, int pass2, const xkey *a, const xkey *b, double ha,
+                               double hb)
 {
     if (a->d > b->d) return 0;
-    if (X->track_u && a->U > b->U) return 0;
-    if (!X->pass2) return a->B <= b->B;
+    if (track_u && a->U > b->U) return 0;
+    if (!pass2) return a->B <= b->B;
     if (a->C != b->C) return a->C < b->C;
-    /* equal communication: the headroom decides, which depends on the
-     * schedule; a shadow schedule that would decide otherwise diverges */
-    int res = a->H != b->H ? a->H > b->H : a->U <= b->U;
+    if (ha != hb) return ha > hb;
+    return a->U <= b->U;
+}
+
+static inline int dominates(xdp *X, const xkey *a, const xkey *b)
+{
+    int res = dominates_by(X->track_u, X->pass2, a, b, a->H, b->H);
+    /* a shadow schedule that would decide otherwise (its own headroom, its
+     * own use of the devices below) diverges */
     for (int j = 0; j < X->n_sh; j++)
-        if (!X->sh_div[j] && (a->Hs[j] != b->Hs[j] ? a->Hs[j] > b->Hs[j] : a->U <= b->U) != res)
+        if (!X->sh_div[j] && dominates_by(X->sh_track[j], 1, a, b, a->Hs[j], b->Hs[j]) != res)
             X->sh_div[j] = 1;
     return res;
 }
@@ -877,7 +885,15 @@ static int shadows_setup(xdp *X, int n_sh, const sched_kind *sh)
                 X->sh_ver[j][k] = sched_versions_rep(sh[j], D, r);
             }
         X->sh_div[j] = 0;
+        plan_inst y = *I;
+        y.sched = sh[j];
+        int dep = plan_mem_dependence(&y);
+        if (dep == PLAN_MEM_BY_TOTAL) return 0;
+        /* as pass() sets track_u (and u_fronts, which must be 0 like ours) */
+        X->sh_track[j] = dep != PLAN_MEM_FLAT && plan_mem_depth_monotone(&y);
+        if (dep != PLAN_MEM_FLAT && !X->sh_track[j]) return 0;
     }
+    if (X->dep != PLAN_MEM_FLAT && !X->monotone) return 0; /* u_fronts */
     X->n_sh = n_sh;
     return 1;
 }

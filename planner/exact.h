@@ -56,9 +56,10 @@ int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts 
  * is ok when that pass found a layout and every comparison it made went
  * the same way under the shadow's headroom.  The caller guarantees what
  * makes the runs otherwise identical: plan_exact_mem_free for I and every
- * shadow, the same plan_mem_dependence (not BY_TOTAL) and, for BY_DEPTH,
- * the same plan_mem_depth_monotone, no devices_fixed, and o->lower_s <=
- * the upper_s the shadow's own run would get.  out has 1 + n_sh entries. */
+ * shadow, no devices_fixed, and o->lower_s <= the upper_s the shadow's own
+ * run would get.  A schedule whose memory is BY_TOTAL, or BY_DEPTH but not
+ * monotone, is never ok (nor are shadows of such an I).  out has 1 + n_sh
+ * entries. */
 int plan_exact_shadowed(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
                         int n_sh, const sched_kind *sh, plan_layout *out, int *sh_ok,
                         plan_exact_stats *st, cl_err *e);

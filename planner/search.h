@@ -41,6 +41,10 @@ typedef struct plan_request {
     int replication;        /* 0: never replicate a stage                     */
     int64_t max_downsets;   /* cap on listed cuts of a branching model (0: default) */
     int64_t exact_budget;   /* exact-search steps per candidate (0: default)  */
+    int no_prune;           /* 1 (tests): search and rank every candidate on its
+                               own: no candidate skipped by a bound, no exact
+                               search shared between schedules; the chosen
+                               plan must not change                            */
 } plan_request;
 
 #define PLAN_NOTES 8

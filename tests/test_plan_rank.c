@@ -1,0 +1,143 @@
+/* test_plan_rank.c - the pruned search chooses the plan the exhaustive one
+ * chooses.
+ *
+ * plan_search skips candidates by bounds (a microbatch count whose least
+ * bottleneck is slower than the best plan so far; flushing schedules whose
+ * one-microbatch critical path is) and lets schedules share exact searches
+ * (identical memory, or memory that never binds: plan_exact_shadowed).  The
+ * independent comparison is the same request with no_prune set: every
+ * candidate searched on its own and ranked by the simulator.  Both must
+ * return the same plan (schedule, microbatches, stages, layers, devices)
+ * with the same predicted iteration, to the bit, on PipeDream's profiles
+ * over clusters with unlimited and with binding memory, with and without
+ * communication and replication.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../planner/search.h"
+#include "../profiles/pipedream.h"
+#include "test.h"
+
+static int import(const char *name, model *m, prof *pf)
+{
+    char rel[128], buf[512];
+    snprintf(rel, sizeof rel, "pipedream/%s.txt", name);
+    const char *path = test_shared(rel, buf, sizeof buf);
+    if (!path) return -1;
+    cl_err e = {0};
+    int rc = pipedream_import(path, 0, m, pf, NULL, &e);
+    if (rc) fprintf(stderr, "%s\n", e.msg);
+    return rc;
+}
+
+/* n devices, k per node, `cleave plan --devices`'s default links; memory
+ * in bytes (2^53: unlimited, as for a profile's own device). */
+static void cluster_of(cluster *c, int n, int k, double mem_bytes)
+{
+    cluster_devtype t = {.name = "gpu", .peak_fp32_flops = 1e13, .mem_bytes = (uint64_t)mem_bytes,
+                         .mem_bw_Bps = 1e12, .efficiency = 0.5};
+    cl_err e = {0};
+    int rc = cluster_uniform(c, &t, n, k, (cluster_link){10e9, 10e-6}, (cluster_link){1.25e9, 50e-6}, &e);
+    CU_ASSERT_EQUAL_FATAL(rc, CL_OK);
+}
+
+static int same_plan(const plan *a, const plan *b)
+{
+    if (a->schedule != b->schedule || a->n_micro != b->n_micro || a->n_stages != b->n_stages ||
+        a->pred.iteration_s != b->pred.iteration_s)
+        return 0;
+    for (int s = 0; s < a->n_stages; s++) {
+        const plan_stage *x = &a->stages[s], *y = &b->stages[s];
+        if (x->n_layers != y->n_layers || x->n_replicas != y->n_replicas) return 0;
+        if (memcmp(x->layers, y->layers, (size_t)x->n_layers * sizeof(int)) ||
+            memcmp(x->devices, y->devices, (size_t)x->n_replicas * sizeof(int)))
+            return 0;
+    }
+    return 1;
+}
+
+typedef struct rcase {
+    const char *model;
+    int devices, per_node;
+    double mem_bytes;
+    int comm, replication, batch, schedule, microbatches;
+} rcase;
+
+static void check(const rcase *k)
+{
+    model m;
+    prof pf;
+    if (import(k->model, &m, &pf)) {
+        CU_FAIL("PipeDream profile missing");
+        return;
+    }
+    cluster c;
+    cluster_of(&c, k->devices, k->per_node, k->mem_bytes);
+    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c,
+                       .batch = k->batch ? k->batch : (int)pf.layers[0].batch[0],
+                       .schedule = k->schedule, .microbatches = k->microbatches,
+                       .algo = PLAN_ALGO_AUTO, .comm = k->comm, .replication = k->replication};
+    plan_result fast, full;
+    cl_err e1 = {0}, e2 = {0};
+    int rc1 = plan_search(&rq, &fast, &e1);
+    rq.no_prune = 1;
+    int rc2 = plan_search(&rq, &full, &e2);
+    CU_ASSERT_EQUAL(rc1, rc2);
+    if (rc1 == CL_OK && rc2 == CL_OK) {
+        int same = same_plan(&fast.plan, &full.plan);
+        if (!same)
+            fprintf(stderr, "\n  %s on %d: pruned %s m=%d %.9g s, exhaustive %s m=%d %.9g s\n", k->model,
+                    k->devices, sched_kind_name(fast.plan.schedule), fast.plan.n_micro,
+                    fast.plan.pred.iteration_s, sched_kind_name(full.plan.schedule), full.plan.n_micro,
+                    full.plan.pred.iteration_s);
+        CU_ASSERT(same);
+        /* the exhaustive run ranks at least as many candidates */
+        CU_ASSERT(full.candidates >= fast.candidates);
+        plan_result_free(&fast);
+        plan_result_free(&full);
+    } else {
+        CU_ASSERT_STRING_EQUAL(e1.msg, e2.msg);
+        if (rc1 == CL_OK) plan_result_free(&fast);
+        if (rc2 == CL_OK) plan_result_free(&full);
+    }
+    cluster_free(&c);
+    model_free(&m);
+    prof_free(&pf);
+}
+
+#define UNLIMITED 9007199254740992.0 /* 2^53 */
+
+static void test_unlimited_memory(void)
+{
+    static const rcase cases[] = {
+        {"alexnet", 32, 8, UNLIMITED, 1, 1, 0, -1, 0},
+        {"vgg16", 32, 8, UNLIMITED, 1, 1, 0, -1, 0},
+        {"resnet18", 32, 8, UNLIMITED, 1, 1, 0, -1, 0},
+        {"resnet50", 32, 8, UNLIMITED, 1, 1, 0, -1, 0},
+        {"gnmt", 16, 4, UNLIMITED, 1, 1, 32, -1, 0},
+        {"resnet18", 16, 8, UNLIMITED, 0, 1, 0, -1, 0},   /* communication off: ties everywhere */
+        {"vgg16", 8, 8, UNLIMITED, 1, 0, 0, -1, 0},       /* no replication */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
+}
+
+static void test_binding_memory(void)
+{
+    static const rcase cases[] = {
+        {"vgg16", 16, 4, 2.0e9, 1, 1, 0, -1, 0},
+        {"resnet50", 12, 4, 3.0e9, 1, 1, 0, -1, 0},
+        {"alexnet", 8, 8, 1.0e9, 0, 1, 0, -1, 0},
+        {"resnet18", 32, 8, 1.5e9, 1, 1, 0, SCHED_1F1B, 32},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
+}
+
+TEST_SUITE(plan_rank)
+{
+    test_add_suite("plan_rank");
+    test_add("pruned ranking = every candidate simulated, unlimited memory", test_unlimited_memory);
+    test_add("pruned ranking = every candidate simulated, binding memory", test_binding_memory);
+}
