@@ -361,7 +361,8 @@ KERN_INLINE void conv_shifts_narrow(float *colx, const float *in, const exec_con
                 __m512 o0 = _mm512_setzero_ps(), o1 = o0;
                 if (h >= 0 && h < H) {
                     const float *row = in + ((int64_t)c * H + h) * W;
-                    const __m512 r0 = _mm512_maskz_loadu_ps(mw0, row), r1 = _mm512_maskz_loadu_ps(mw1, row + 16);
+                    const __m512 r0 = W >= 16 ? _mm512_loadu_ps(row) : _mm512_maskz_loadu_ps(mw0, row);
+                    const __m512 r1 = _mm512_maskz_loadu_ps(mw1, row + 16);
                     o0 = _mm512_maskz_permutex2var_ps(valid[0], r0, i0, r1);
                     o1 = _mm512_maskz_permutex2var_ps(valid[1], r0, i1, r1);
                 }
@@ -405,7 +406,7 @@ KERN void exec_kern_conv_shifts(float *colx, const float *in, const exec_conv *g
  * 8 x NV accumulators; per tap NV input loads and 8 weight broadcasts. */
 KERN_INLINE void conv_fwd_block(float *out, const float *colx, const float *wt, const float *b,
                                 const exec_conv *g, int ob, int p0, const int NV,
-                                __mmask16 m0, __mmask16 m1)
+                                __mmask16 m0, __mmask16 m1, const int FULL)
 {
     const int k = g->k, Hp = g->H + 2 * g->pad, Op = opad8(g->O), Wo = g->Wo;
     const int64_t HWo = (int64_t)g->Ho * Wo, rowlen = (int64_t)Hp * Wo;
@@ -422,8 +423,11 @@ KERN_INLINE void conv_fwd_block(float *out, const float *colx, const float *wt, 
         for (int ki = 0; ki < k; ki++)
             for (int kj = 0; kj < k; kj++, wp += Op) {
                 const float *x = colx + (int64_t)(c * k + kj) * rowlen + (int64_t)ki * Wo + p0;
-                const __m512 x0 = _mm512_maskz_loadu_ps(m0, x);
-                const __m512 x1 = NV > 1 ? _mm512_maskz_loadu_ps(m1, x + 16) : x0;
+                /* plain loads where every lane is valid: masked loads
+                 * that cross a cache line measured much slower */
+                const __m512 x0 = FULL ? _mm512_loadu_ps(x) : _mm512_maskz_loadu_ps(m0, x);
+                const __m512 x1 = NV < 2 ? x0 : FULL ? _mm512_loadu_ps(x + 16)
+                                                     : _mm512_maskz_loadu_ps(m1, x + 16);
 #pragma GCC unroll 8
                 for (int j = 0; j < CONV_OB; j++) {
                     const __m512 wv = _mm512_set1_ps(wp[j]);
@@ -456,8 +460,9 @@ KERN void exec_kern_conv_forward(float *out, const float *colx, const float *wt,
                 __builtin_prefetch(q + 16, 1, 3);
             }
         for (int ob = 0; ob < g->O; ob += CONV_OB) {
-            if (m1) conv_fwd_block(out, colx, wt, b, g, ob, p0, 2, m0, m1);
-            else conv_fwd_block(out, colx, wt, b, g, ob, p0, 1, m0, m1);
+            if (m1 == 0xffff) conv_fwd_block(out, colx, wt, b, g, ob, p0, 2, m0, m1, 1);
+            else if (m1) conv_fwd_block(out, colx, wt, b, g, ob, p0, 2, m0, m1, 0);
+            else conv_fwd_block(out, colx, wt, b, g, ob, p0, 1, m0, m1, 0);
         }
     }
 }
@@ -494,8 +499,11 @@ KERN_INLINE void bwp_block(float *acc, float *bacc, const float *d, const float 
     }
     for (int n = 0; n < ns; n++) {
         const float *dn = d + n * dstride, *xn = colx + n * xstride;
+        /* full vectors with plain loads (masked loads that cross a cache
+         * line measured much slower), then the masked tail */
         for (int v = 0; v <= nfull; v++) {
-            const __mmask16 m = v < nfull ? (__mmask16)0xffff : mt;
+            const int full = v < nfull;
+            const __mmask16 m = full ? (__mmask16)0xffff : mt;
             if (!m) break;
             if (*pf < pf_end) {
                 _mm_prefetch(*pf, _MM_HINT_T1);
@@ -504,12 +512,14 @@ KERN_INLINE void bwp_block(float *acc, float *bacc, const float *d, const float 
             __m512 dv[BWP_OB];
 #pragma GCC unroll 4
             for (int j = 0; j < BWP_OB; j++) {
-                dv[j] = _mm512_maskz_loadu_ps(m, dn + doff[j] + 16 * v);
+                const float *q = dn + doff[j] + 16 * v;
+                dv[j] = full ? _mm512_loadu_ps(q) : _mm512_maskz_loadu_ps(m, q);
                 if (WB) bs[j] = _mm512_add_ps(bs[j], dv[j]);
             }
 #pragma GCC unroll 5
             for (int t = 0; t < BWP_TJ; t++) {
-                const __m512 xv = _mm512_maskz_loadu_ps(m, xn + xoff[t] + 16 * v);
+                const float *q = xn + xoff[t] + 16 * v;
+                const __m512 xv = full ? _mm512_loadu_ps(q) : _mm512_maskz_loadu_ps(m, q);
 #pragma GCC unroll 4
                 for (int j = 0; j < BWP_OB; j++) s[j][t] = _mm512_fmadd_ps(dv[j], xv, s[j][t]);
             }
