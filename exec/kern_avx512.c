@@ -153,9 +153,14 @@ KERN_INLINE void lin_fwd_ng(float *out, const float *in, const float *w, const f
         }
         bias[og] = _mm512_loadu_ps(bl);
     }
-    for (int e = 0; e < 48; e++) {
-        const int r = e / OC, o = e % OC;
-        idx[e] = e < 4 * OC ? (o / 4) * 16 + (o % 4) * 4 + r : 0;
+    /* element e = r OC + o of a 4-row block comes from lane 16 (o / 4) +
+     * 4 (o % 4) + r (counters, not divisions: this runs every call) */
+    for (int e = 0, r = 0, o = 0; e < 48; e++) {
+        idx[e] = e < 4 * OC ? (o >> 2) * 16 + (o & 3) * 4 + r : 0;
+        if (++o == OC) {
+            o = 0;
+            r++;
+        }
     }
     const int nout = (4 * OC + 15) / 16;
     const __mmask16 mtail = lanes(IC - 4 * (nk4 - 1));
