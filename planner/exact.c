@@ -857,7 +857,9 @@ int plan_exact_lower(const plan_inst *I, const plan_lattice *L, const plan_exact
     xdp X;
     *lb = HUGE_VAL;
     if (setup(&X, I, L, o, st, e)) return -1;
-    int best = pass1(&X, 2, o ? o->upper_s : HUGE_VAL, o ? o->hint_s : 0, 0, st);
+    /* o->lower_s: known to be below the optimum, the climb starts there */
+    double known = o && o->lower_s > 0 && o->lower_s < HUGE_VAL ? o->lower_s : 0;
+    int best = pass1(&X, 2, o ? o->upper_s : HUGE_VAL, o ? o->hint_s : 0, known, st);
     int over = X.over;
     if (!over && best >= 0) *lb = X.ent[best].B;
     teardown(&X, st);

@@ -29,8 +29,9 @@ typedef struct plan_exact_opts {
                                similar instance) tried first; any value is
                                safe, a close one saves passes              */
     double lower_s;         /* > 0: a bottleneck no layout beats (from
-                               plan_exact_lower); the search first tries to
-                               reach it, which is cheap when it can        */
+                               plan_exact_lower); plan_exact first tries to
+                               reach it, which is cheap when it can;
+                               plan_exact_lower starts its search there    */
 } plan_exact_opts;
 
 typedef struct plan_exact_stats {

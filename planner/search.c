@@ -700,8 +700,10 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                     skip_m = lb_c * (1 - 1e-9) > B.pred.iteration_s;
                 }
                 if (!skip_m && lower == HUGE_VAL) {
-                    /* the bound stopped climbing at the best iteration */
-                    plan_exact_opts lo = {.upper_s = upper, .budget = rq->exact_budget, .hint_s = hint};
+                    /* the bound stopped climbing at the best iteration,
+                     * which it is known to exceed */
+                    plan_exact_opts lo = {.upper_s = upper, .budget = rq->exact_budget,
+                                          .lower_s = B.pred.iteration_s};
                     plan_exact_stats ls;
                     cl_err le = {0};
                     I.sched = kinds[0];
