@@ -139,6 +139,8 @@ struct sim {
     sim_stage *stg;         /* per stage: durations and sizes, one line each */
     sim_worker *w;
     int *worker_of_dev;     /* cluster device -> worker, -1                  */
+    int *pool_i;            /* the workers' local and ar_q arrays            */
+    int64_t *pool_l;        /* the workers' last_ar and ar_posted arrays     */
     /* pipeline transfers */
     sim_slot *slots;
     int64_t n_slots;
