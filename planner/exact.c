@@ -86,6 +86,8 @@ typedef struct xdp {
     int *sh_in[PLAN_EXACT_SHADOWS], *sh_ver[PLAN_EXACT_SHADOWS]; /* as tab_in */
     int sh_div[PLAN_EXACT_SHADOWS];  /* a comparison went otherwise for it */
     int sh_track[PLAN_EXACT_SHADOWS]; /* its track_u                        */
+    int nob;                /* pass 1 for feasibility within the bound only:
+                               entries compare by span (and devices below)  */
     int sh_best[PLAN_EXACT_SHADOWS]; /* its best final entry, or -1         */
     xent *ent;
     int64_t n_ent, cap_ent;
@@ -150,6 +152,8 @@ static inline int dominates_by(int track_u, int pass2, const xkey *a, const xkey
 
 static inline int dominates(xdp *X, const xkey *a, const xkey *b)
 {
+    /* feasibility within the bound only (any_below): the least span wins */
+    if (X->nob) return a->d <= b->d && (!X->track_u || a->U <= b->U);
     int res = dominates_by(X->track_u, X->pass2, a, b, a->H, b->H);
     /* a shadow schedule that would decide otherwise (its own headroom, its
      * own use of the devices below) diverges */
@@ -929,6 +933,10 @@ int plan_exact_shadowed(const plan_inst *I, const plan_lattice *L, const plan_ex
                 sh_ok[j] = 1;
             }
         X.n_sh = 0;
+        if (best < 0 && !X.over && o->probe) {
+            teardown(&X, st);
+            return 2;
+        }
     }
     /* pass 1 with this schedule's least memory when its memory depends on
      * the stage's place (a relaxation), then pass 2 at that bottleneck; if
@@ -973,4 +981,22 @@ int plan_exact_mem_free(const plan_inst *I, const plan_lattice *L)
     int all = L->n_sets - 1;
     double M = plan_stage_mem_counts(I, L->params[all], L->stash[all], cut_max, cut_max, in_max, ver_max);
     return M <= cap_min;
+}
+
+int plan_exact_any_below(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+                         double g, int *any, plan_exact_stats *st, cl_err *e)
+{
+    xdp X;
+    *any = 1;
+    if (setup(&X, I, L, o, st, e)) return -1;
+    X.nob = 1;
+    int b = pass(&X, 2, 0, nextafter(g, 0), st);
+    int over = X.over;
+    teardown(&X, st);
+    if (over)
+        return cl_fail(e, CL_ERUN, "exact search stopped after %lld steps (its budget)",
+                       (long long)X.steps),
+               -1;
+    *any = b >= 0;
+    return 1;
 }

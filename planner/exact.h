@@ -32,6 +32,9 @@ typedef struct plan_exact_opts {
                                plan_exact_lower); plan_exact first tries to
                                reach it, which is cheap when it can;
                                plan_exact_lower starts its search there    */
+    int probe;              /* plan_exact only: when the pass at lower_s finds
+                               nothing, return 2 at once (the caller then
+                               learns a better lower bound)                */
 } plan_exact_opts;
 
 typedef struct plan_exact_stats {
@@ -48,6 +51,14 @@ typedef struct plan_exact_stats {
  * instead).  st may be NULL. */
 int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
                plan_layout *out, plan_exact_stats *st, cl_err *e);
+
+/* Is there a layout whose bottleneck is strictly below g when every stage
+ * needs only its least memory?  *any = 0 proves g <= the optimum of
+ * plan_exact_lower, so g may serve as o->lower_s (probe first: a pass at g
+ * that finds a layout also proves g is that optimum).  A feasibility pass:
+ * far cheaper than plan_exact_lower.  Returns 1, or -1 over budget. */
+int plan_exact_any_below(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+                         double g, int *any, plan_exact_stats *st, cl_err *e);
 
 /* plan_exact for I and, alongside, for n_sh <= PLAN_EXACT_SHADOWS "shadow"
  * schedules sh[j] (I with sched = sh[j]): out[0] is plan_exact's result;

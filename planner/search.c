@@ -408,6 +408,64 @@ static void gib(char *buf, size_t cap, double bytes)
     else snprintf(buf, cap, "%.1f MiB", bytes / (double)(1 << 20));
 }
 
+/* The least-memory bound at this m (plan_exact_lower): first guess
+ * `guess`, climbing from `known` (below the optimum) when > 0.  Past the
+ * best predicted iteration the bound only decides skip_count (nothing fits
+ * under it: HUGE_VAL), so the climb stops there. */
+static double lower_bound(ctx *c, plan_inst *I, const plan_lattice *XL, sched_kind k0, double upper,
+                          double guess, double known, const best *B)
+{
+    plan_exact_opts lo = {.upper_s = B->have && !c->rq->no_prune ? fmin(upper, B->pred.iteration_s) : upper,
+                          .budget = c->rq->exact_budget, .hint_s = guess, .lower_s = known};
+    plan_exact_stats ls = {0};
+    cl_err le = {0};
+    double lower;
+    I->sched = k0;
+    if (plan_exact_lower(I, XL, &lo, &lower, &ls, &le) < 0) lower = 0;
+    c->res->exact_steps += ls.steps;
+    return lower;
+}
+
+/* Skip this microbatch count?  Only when no iteration here can beat the
+ * best plan so far.  The least-memory bottleneck does not prove that: it
+ * counts each boundary's transfers both ways on one link and the
+ * all-reduce after the compute, where the simulator overlaps them (vgg16
+ * on 8 devices: 0.2356 s bottleneck at m = 1, 0.2041 s simulated).  What
+ * does: no device computes faster than its stage's work, so the least
+ * compute-only bottleneck bounds every schedule's iteration (a stage's
+ * time counts its slowest device, so only when all devices are alike).
+ * When the bound's climb stopped at the best iteration (*lower HUGE_VAL)
+ * and the count stays, *lower is found from there. */
+static int skip_count(ctx *c, plan_inst *I, const plan_lattice *XL, sched_kind k0, double upper,
+                      double *lower, const best *B)
+{
+    const plan_request *rq = c->rq;
+    if (!B->have || !(*lower > B->pred.iteration_s) || rq->no_prune) return 0;
+    int skip = 0, alike = 1;
+    for (int q = 1; q < I->n_dev; q++) alike &= I->speed[q] == I->speed[0];
+    if (alike) {
+        plan_inst Ic = *I;
+        Ic.comm = 0;
+        plan_exact_opts lc = {.upper_s = B->pred.iteration_s, .budget = rq->exact_budget};
+        plan_exact_stats cs = {0};
+        cl_err ce = {0};
+        double lb_c = 0;
+        if (plan_exact_lower(&Ic, XL, &lc, &lb_c, &cs, &ce) < 0) lb_c = 0;
+        c->res->exact_steps += cs.steps;
+        skip = lb_c * (1 - 1e-9) > B->pred.iteration_s;
+    }
+    if (!skip && *lower == HUGE_VAL) {
+        plan_exact_opts lo = {.upper_s = upper, .budget = rq->exact_budget,
+                              .lower_s = B->pred.iteration_s};
+        plan_exact_stats ls = {0};
+        cl_err le = {0};
+        I->sched = k0;
+        if (plan_exact_lower(I, XL, &lo, lower, &ls, &le) < 0) *lower = 0;
+        c->res->exact_steps += ls.steps;
+    }
+    return skip;
+}
+
 /* Interleaved 1F1B: for each device count p (microbatches a multiple of p,
  * as the schedule needs) split the chain view into p x v chunks with
  * plan_chunks_minmax, chunk k on the k mod p-th device of the order, no
@@ -653,7 +711,24 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             tq = now_s();
             /* one lower bound for every schedule (least memory) */
             double lower = 0;
-            if (rq->algo != PLAN_ALGO_MERGE) {
+            /* tentative: lower is the last m's bound, proved <= this m's
+             * optimum by one feasibility pass (nothing strictly below it);
+             * the first exact search then probes it, and finding a layout
+             * there proves it is the optimum (plan_exact_any_below) */
+            int tentative = 0;
+            if (rq->algo != PLAN_ALGO_MERGE && hint > 0 && !rq->no_prune) {
+                plan_exact_opts lo = {.budget = rq->exact_budget};
+                plan_exact_stats ls = {0};
+                cl_err le = {0};
+                int any = 1;
+                I.sched = kinds[0];
+                if (plan_exact_any_below(&I, XL, &lo, hint, &any, &ls, &le) == 1 && !any) {
+                    lower = hint;
+                    tentative = 1;
+                }
+                res->exact_steps += ls.steps;
+            }
+            if (rq->algo != PLAN_ALGO_MERGE && !tentative) {
                 /* Past the best predicted iteration the bound only decides
                  * skip_m below (nothing fits under it: HUGE_VAL, skipped
                  * just the same), so the search need not climb beyond it.
@@ -665,52 +740,10 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                     for (int ki = 0; ki < n_kinds; ki++)
                         if (okm[ki] && (!(guess > 0) || evm[ki].bottleneck_s < guess))
                             guess = evm[ki].bottleneck_s;
-                plan_exact_opts lo = {.upper_s = B.have && !rq->no_prune ? fmin(upper, B.pred.iteration_s) : upper,
-                                      .budget = rq->exact_budget, .hint_s = guess};
-                plan_exact_stats ls;
-                cl_err le = {0};
-                I.sched = kinds[0];
-                if (plan_exact_lower(&I, XL, &lo, &lower, &ls, &le) < 0) lower = 0;
-                res->exact_steps += ls.steps;
+                lower = lower_bound(&c, &I, XL, kinds[0], upper, guess, 0, &B);
                 if (lower > 0 && lower < HUGE_VAL) hint = lower;
             }
-            /* Skip this microbatch count only when no iteration here can
-             * beat the best plan so far.  The bottleneck above does not
-             * prove that: it counts each boundary's transfers both ways on
-             * one link and the all-reduce after the compute, where the
-             * simulator overlaps them (vgg16 on 8 devices: 0.2356 s
-             * bottleneck at m = 1, 0.2041 s simulated).  What does: no
-             * device computes faster than its stage's work, so the least
-             * compute-only bottleneck bounds every schedule's iteration
-             * (a stage's time counts its slowest device, so only when all
-             * devices are alike). */
-            int skip_m = 0;
-            if (B.have && lower > B.pred.iteration_s && !rq->no_prune) {
-                int alike = 1;
-                for (int q = 1; q < N; q++) alike &= I.speed[q] == I.speed[0];
-                if (alike) {
-                    plan_inst Ic = I;
-                    Ic.comm = 0;
-                    plan_exact_opts lc = {.upper_s = B.pred.iteration_s, .budget = rq->exact_budget};
-                    plan_exact_stats cs;
-                    cl_err ce = {0};
-                    double lb_c = 0;
-                    if (plan_exact_lower(&Ic, XL, &lc, &lb_c, &cs, &ce) < 0) lb_c = 0;
-                    res->exact_steps += cs.steps;
-                    skip_m = lb_c * (1 - 1e-9) > B.pred.iteration_s;
-                }
-                if (!skip_m && lower == HUGE_VAL) {
-                    /* the bound stopped climbing at the best iteration,
-                     * which it is known to exceed */
-                    plan_exact_opts lo = {.upper_s = upper, .budget = rq->exact_budget,
-                                          .lower_s = B.pred.iteration_s};
-                    plan_exact_stats ls;
-                    cl_err le = {0};
-                    I.sched = kinds[0];
-                    if (plan_exact_lower(&I, XL, &lo, &lower, &ls, &le) < 0) lower = 0;
-                    res->exact_steps += ls.steps;
-                }
-            }
+            int skip_m = skip_count(&c, &I, XL, kinds[0], upper, &lower, &B);
             res->time_lower_s += now_s() - tq;
             /* schedules with the same memory share one exact search */
             plan_layout yk[SCHED_COUNT], ysh[SCHED_COUNT];
@@ -795,8 +828,27 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                         int sh_ok[PLAN_EXACT_SHADOWS];
                         for (int j = 0; j < n_sh; j++) shs[j] = kinds[shk[j]];
                         double tx = now_s();
+                        xo.probe = tentative;
                         okx = plan_exact_shadowed(&I, XL, &xo, n_sh, shs, outs, sh_ok, &xs, &xe);
                         res->time_exact_s += now_s() - tx;
+                        if (okx == 2) {
+                            /* the tentative bound is below this m's optimum:
+                             * find the optimum (from there), decide the skip
+                             * as without it, and search again */
+                            tentative = 0;
+                            res->exact_steps += xs.steps;
+                            lower = lower_bound(&c, &I, XL, kinds[0], upper, 0, hint, &B);
+                            if (lower > 0 && lower < HUGE_VAL) hint = lower;
+                            if (skip_count(&c, &I, XL, kinds[0], upper, &lower, &B)) break;
+                            I.sched = kinds[ki];
+                            xo.lower_s = lower;
+                            xo.probe = 0;
+                            memset(&xs, 0, sizeof xs);
+                            tx = now_s();
+                            okx = plan_exact_shadowed(&I, XL, &xo, n_sh, shs, outs, sh_ok, &xs, &xe);
+                            res->time_exact_s += now_s() - tx;
+                        }
+                        tentative = 0; /* found at it: it is the optimum */
                         yx = outs[0];
                         for (int j = 0; j < n_sh; j++)
                             if (okx == 1 && sh_ok[j]) {
