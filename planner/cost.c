@@ -273,7 +273,7 @@ double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level)
 
 double plan_boundary_s(const plan_inst *I, double bytes, int level)
 {
-    if (!I->comm) return 0;
+    if (!I->comm || I->bnd_off) return 0;
     const cluster_link *l = &I->link[level];
     return 2.0 * I->m * (l->latency_s + bytes / l->bw_Bps);
 }

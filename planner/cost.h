@@ -63,6 +63,9 @@ typedef struct plan_inst {
     int chunks;             /* v for interleaved, else 1                   */
     int optim_mult;         /* optimiser state in parameter sizes: 0, 1, 2 */
     int comm;               /* 1: price communication; 0: leave it out     */
+    int bnd_off;            /* 1: stage boundaries cost nothing (all-reduces
+                               still do): a bound the simulator cannot beat
+                               (search.c, skip_count)                      */
     int max_replicas;       /* 1 forbids replication                       */
 } plan_inst;
 

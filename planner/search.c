@@ -428,11 +428,14 @@ static double lower_bound(ctx *c, plan_inst *I, const plan_lattice *XL, sched_ki
 
 /* Skip this microbatch count?  Only when no iteration here can beat the
  * best plan so far.  The least-memory bottleneck does not prove that: it
- * counts each boundary's transfers both ways on one link and the
- * all-reduce after the compute, where the simulator overlaps them (vgg16
- * on 8 devices: 0.2356 s bottleneck at m = 1, 0.2041 s simulated).  What
- * does: no device computes faster than its stage's work, so the least
- * compute-only bottleneck bounds every schedule's iteration (a stage's
+ * counts each boundary's transfers both ways on one link, where the
+ * simulator gives each direction (and each pair of replicas) its own link
+ * and overlaps them (vgg16 on 8 devices: 0.2356 s bottleneck at m = 1,
+ * 0.2041 s simulated).  What does: a device computes its stage's work and,
+ * replicated, waits for the ring all-reduce before its update (once per
+ * iteration, or per round of r microbatches for the asynchronous kinds),
+ * which takes at least the cost model's time; so the least bottleneck
+ * with boundaries left out bounds every schedule's iteration (a stage's
  * time counts its slowest device, so only when all devices are alike).
  * When the bound's climb stopped at the best iteration (*lower HUGE_VAL)
  * and the count stays, *lower is found from there. */
@@ -445,7 +448,7 @@ static int skip_count(ctx *c, plan_inst *I, const plan_lattice *XL, sched_kind k
     for (int q = 1; q < I->n_dev; q++) alike &= I->speed[q] == I->speed[0];
     if (alike) {
         plan_inst Ic = *I;
-        Ic.comm = 0;
+        Ic.bnd_off = 1;
         plan_exact_opts lc = {.upper_s = B->pred.iteration_s, .budget = rq->exact_budget};
         plan_exact_stats cs = {0};
         cl_err ce = {0};
