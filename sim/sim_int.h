@@ -13,7 +13,7 @@ enum { W_READY, W_RUN, W_WAIT_RECV, W_WAIT_AR, W_DONE };
 
 /* per worker: a device running one op list.  The fields an event touches
  * come first, in the struct's first three cache lines (it is 64-byte
- * aligned): with hundreds of workers each event meets a worker whose state
+ * aligned; a new peak writes the fourth): with hundreds of workers each event meets a worker whose state
  * has left the cache, and every line saved is a miss saved. */
 typedef struct sim_worker {
     _Alignas(64) int64_t pc; /* next op                                      */
@@ -41,16 +41,17 @@ typedef struct sim_worker {
                                accumulated in acc (-1: none; see sim_acc)   */
     double acc[2];          /* busy, comm-wait seconds of iteration acc_iter */
     int64_t last_sample;    /* its latest memory sample, -1                  */
+    /* line 4: written at each new peak (at every F while memory grows) */
+    _Alignas(64) double peak_t;
+    sim_mem at_peak;
+    int peak_versions;
     /* the rest is touched rarely */
     int n_local;            /* stages held (distinct stages in its list)     */
-    int *local;             /* owned: those stages, ascending                */
+    int *local;             /* those stages, ascending (in sim's pool_i)     */
     int64_t *last_ar;       /* per local stage: last all-reduce instance posted, -1 */
     int64_t *ar_posted;     /* per local stage: all-reduces posted so far    */
     int *ar_q;              /* per local stage: replica index in its ring    */
     double mem_static;      /* weights + grads + optimiser state             */
-    double peak_t;
-    sim_mem at_peak;
-    int peak_versions;
     int *vcur, *vlive, *vcap;
 } sim_worker;
 
