@@ -324,6 +324,7 @@ static void test_conv2d(void)
     conv_case("conv2d 5x5 s1 p2, direct, batch 1", 1, 1, 12, 12, 16, 5, 1, 2, 1);
     conv_case("conv2d 3x3 s1 p1, direct, 37 wide", 2, 1, 3, 37, 3, 3, 1, 1, 1);
     conv_case("conv2d 7x7 s1 p3, direct, 9 outputs", 2, 2, 7, 7, 9, 7, 1, 3, 0);
+    conv_case("conv2d 2x2 s1 p1, direct, even kernel", 2, 3, 4, 5, 5, 2, 1, 1, 1);
     /* the channel weight-gradient kernel (O % 32 == 0, row shifts): 54 taps
      * (blocks of 12, ragged) */
     conv_case("conv2d 3x3 s1 p1, 32 outputs", 2, 6, 4, 4, 32, 3, 1, 1, 1);
@@ -676,7 +677,7 @@ TEST_SUITE(exec_layers)
     test_add_suite("exec_layers");
     test_add("linear: forward, input and weight gradients vs finite differences, kernels and OpenBLAS",
              test_linear);
-    test_add("conv2d: twelve geometries, every lowering and kernel, vs direct convolution and finite differences",
+    test_add("conv2d: thirteen geometries, every lowering and kernel, vs direct convolution and finite differences",
              test_conv2d);
     test_add("max and average pooling vs finite differences", test_pool);
     test_add("relu and dropout vs finite differences", test_elementwise);
