@@ -44,6 +44,7 @@ enum { EDGE_START, EDGE_STAGE, EDGE_GAP };
 typedef struct xent {
     double B, C, H;         /* bottleneck, communication, smallest headroom */
     double Hs[PLAN_EXACT_SHADOWS]; /* the headroom under each shadow schedule */
+    int alive;              /* bit j: in shadow j's own run too            */
     int U, d;               /* devices used, positions spanned from the right */
     int t, c, k;            /* the state it belongs to                       */
     int parent;             /* entry it extends, -1 for the start            */
@@ -55,6 +56,7 @@ typedef struct xent {
 typedef struct xkey {
     double B, C, H;
     int U, d;
+    int alive;              /* as xent.alive                                */
     double Hs[PLAN_EXACT_SHADOWS];
 } xkey;
 
@@ -154,13 +156,13 @@ static inline int dominates(xdp *X, const xkey *a, const xkey *b)
 {
     /* feasibility within the bound only (any_below): the least span wins */
     if (X->nob) return a->d <= b->d && (!X->track_u || a->U <= b->U);
-    int res = dominates_by(X->track_u, X->pass2, a, b, a->H, b->H);
-    /* a shadow schedule that would decide otherwise (its own headroom, its
-     * own use of the devices below) diverges */
-    for (int j = 0; j < X->n_sh; j++)
-        if (!X->sh_div[j] && dominates_by(X->sh_track[j], 1, a, b, a->Hs[j], b->Hs[j]) != res)
-            X->sh_div[j] = 1;
-    return res;
+    return dominates_by(X->track_u, X->pass2, a, b, a->H, b->H);
+}
+
+/* Under shadow j's own rule (its headroom, its use of the devices below). */
+static inline int dominates_sh(const xdp *X, int j, const xkey *a, const xkey *b)
+{
+    return dominates_by(X->sh_track[j], 1, a, b, a->Hs[j], b->Hs[j]);
 }
 
 static xfront *front_of(xdp *X, int t, int c, int k, int create)
@@ -188,16 +190,52 @@ static void offer(xdp *X, const xent *v)
 {
     int fk = (X->p_fixed ? v->k : 0) * (X->N + 1) + (X->u_fronts ? v->U : 0);
     xfront *f = front_of(X, v->t, v->c, fk, 1);
-    xkey kv = {.B = v->B, .C = v->C, .H = v->H, .U = v->U, .d = v->d};
+    xkey kv = {.B = v->B, .C = v->C, .H = v->H, .U = v->U, .d = v->d, .alive = v->alive};
     for (int j = 0; j < X->n_sh; j++) kv.Hs[j] = v->Hs[j];
-    for (int i = 0; i < f->n; i++)
-        if (dominates(X, &f->key[i], &kv)) return;
+    if (!X->n_sh) {
+        for (int i = 0; i < f->n; i++)
+            if (dominates(X, &f->key[i], &kv)) return;
+    } else {
+        /* Shadow j's own front is this front's entries alive for j (as
+         * long as it has not diverged): it rejects v when one of them
+         * dominates v by its rule.  Where we drop an entry it keeps, its
+         * run would differ: it diverges.  Where it drops one we keep, the
+         * entry just stops being alive for it (and so do its extensions). */
+        int rej = 0, rej_sh = 0;
+        for (int i = 0; i < f->n; i++) {
+            if (!rej && dominates(X, &f->key[i], &kv)) rej = 1;
+            for (int j = 0; j < X->n_sh; j++) {
+                int bit = 1 << j;
+                if ((kv.alive & bit) && (f->key[i].alive & bit) && !(rej_sh & bit) &&
+                    dominates_sh(X, j, &f->key[i], &kv))
+                    rej_sh |= bit;
+            }
+        }
+        if (rej) {
+            for (int j = 0; j < X->n_sh; j++)
+                if ((kv.alive & (1 << j)) && !(rej_sh & (1 << j))) X->sh_div[j] = 1;
+            return;
+        }
+        kv.alive &= ~rej_sh;
+    }
     int w = 0;
-    for (int i = 0; i < f->n; i++)
-        if (!dominates(X, &kv, &f->key[i])) {
+    for (int i = 0; i < f->n; i++) {
+        int drop = dominates(X, &kv, &f->key[i]);
+        for (int j = 0; j < X->n_sh; j++) {
+            int bit = 1 << j;
+            if (!(f->key[i].alive & bit)) continue;
+            int sh_drop = (kv.alive & bit) && dominates_sh(X, j, &kv, &f->key[i]);
+            if (drop && !sh_drop) X->sh_div[j] = 1;
+            else if (!drop && sh_drop) {
+                f->key[i].alive &= ~bit;
+                X->ent[f->ids[i]].alive &= ~bit;
+            }
+        }
+        if (!drop) {
             f->ids[w] = f->ids[i];
             f->key[w++] = f->key[i];
         }
+    }
     f->n = w;
     if (f->n == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 2;
@@ -205,6 +243,7 @@ static void offer(xdp *X, const xent *v)
         f->key = cl_realloc(f->key, (size_t)f->cap * sizeof(xkey));
     }
     int id = new_entry(X, v);
+    X->ent[id].alive = kv.alive;
     f = front_of(X, v->t, v->c, fk, 0);
     f->key[f->n] = kv;
     f->ids[f->n++] = id;
@@ -422,7 +461,7 @@ static int place(xdp *X, int xi, const xent *xp, int lo, double bnd)
         xent v = {.B = X->feas ? 0 : maxd(maxd(x.B, bnd), tm), .C = x.C + ar + b2,
                   .H = mind(x.H, cap - mem), .U = x.U + r, .d = x.d + r,
                   .t = lo, .c = class_of(X, e2, bit), .k = kk,
-                  .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
+                  .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r, .alive = x.alive};
         shadow_h(X, &v, &x, P, st, in, out, r, cap);
         offer(X, &v);
     }
@@ -460,7 +499,7 @@ static int place(xdp *X, int xi, const xent *xp, int lo, double bnd)
             xent v = {.B = X->feas ? 0 : maxd(maxd(x.B, bnd), tm), .C = x.C + ar + bnd,
                       .H = mind(x.H, ncap - mem), .U = x.U + r, .d = x.d + r,
                       .t = lo, .c = class_of(X, a, 0), .k = kk,
-                      .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r};
+                      .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r, .alive = x.alive};
             shadow_h(X, &v, &x, P, st, in, out, r, ncap);
             offer(X, &v);
         }
@@ -550,6 +589,7 @@ static int run_pass(xdp *X)
     xent s0 = {.B = 0, .C = 0, .H = HUGE_VAL, .U = 0, .d = 0, .t = S - 1,
                .c = class_of(X, X->N, 0), .k = 0, .parent = -1, .edge = EDGE_START};
     for (int j = 0; j < PLAN_EXACT_SHADOWS; j++) s0.Hs[j] = HUGE_VAL, X->sh_best[j] = -1;
+    s0.alive = (1 << PLAN_EXACT_SHADOWS) - 1;
     offer(X, &s0);
     int *order = cl_malloc((size_t)X->C * sizeof(int));
     int no = 0;
@@ -589,6 +629,7 @@ static int run_pass(xdp *X)
                     /* each shadow schedule picks by its own headroom, in
                      * the same order, as its own run would */
                     for (int j = 0; j < X->n_sh; j++) {
+                        if (!(a->alive & (1 << j))) continue;
                         int q = X->sh_best[j];
                         const xent *b = q >= 0 ? &X->ent[q] : NULL;
                         if (!b || a->C < b->C ||
