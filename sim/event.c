@@ -45,9 +45,9 @@ typedef struct ev_slot {
 
 typedef unsigned __int128 ev_entry; /* time bits << 64 | sequence << SLOT_BITS | slot */
 /* Dispatch leaves the hole only above this many entries: in a heap of three
- * levels or fewer, removing the top first measured faster (an 8-device
- * pipeline: 28 against 25 M events/s), above it the hole is (16 devices: 26
- * against 25, 64: 23 against 20). */
+ * levels or fewer, removing the top first measured faster (replaying an
+ * 8-device 1F1B pipeline: 28 against 25 M events/s); above, the hole is
+ * faster (16 devices: 26 against 25; 64: 23 against 20). */
 #define HOLE_MIN 8
 #define NO_ENTRY (~(ev_entry)0) /* above every key: its time bits are a NaN's */
 
@@ -69,10 +69,9 @@ static inline double entry_time(ev_entry e)
 
 static inline uint32_t entry_slot(ev_entry e) { return (uint32_t)e & SLOT_MASK; }
 
-/* `dispatched` and `live` are kept apart: side by side, the compiler updates
- * both at dispatch with one 16-byte load and store, and the 8-byte store of
- * the next ev_at to `live` then cannot be forwarded to that load (a stall of
- * some 15 cycles per event). */
+/* `dispatched` and `live` are kept apart: side by side, gcc updated both at
+ * dispatch with one 16-byte load and store, which the 8-byte store to `live`
+ * in the next ev_at cannot be forwarded to. */
 struct ev_kernel {
     double now;
     uint64_t seq;
