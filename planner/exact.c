@@ -86,7 +86,7 @@ typedef struct xdp {
     /* shadow schedules (plan_exact_shadowed), during the pass at lower_s */
     int n_sh;
     int *sh_in[PLAN_EXACT_SHADOWS], *sh_ver[PLAN_EXACT_SHADOWS]; /* as tab_in */
-    int sh_div[PLAN_EXACT_SHADOWS];  /* a comparison went otherwise for it */
+    int sh_div[PLAN_EXACT_SHADOWS];  /* we dropped an entry it would keep */
     int sh_track[PLAN_EXACT_SHADOWS]; /* its track_u                        */
     int nob;                /* pass 1 for feasibility within the bound only:
                                entries compare by span (and devices below)  */

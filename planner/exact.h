@@ -64,9 +64,9 @@ int plan_exact_any_below(const plan_inst *I, const plan_lattice *L, const plan_e
  * schedules sh[j] (I with sched = sh[j]): out[0] is plan_exact's result;
  * when sh_ok[j] is 1, out[1 + j] (plan_layout_free) is exactly the layout
  * plan_exact with the same options would return for sh[j].  The shadows
- * follow the pass at o->lower_s, carrying their own memory headroom; one
- * is ok when that pass found a layout and every comparison it made went
- * the same way under the shadow's headroom.  The caller guarantees what
+ * follow the pass at o->lower_s, carrying their own memory headroom and
+ * marking which entries their own run would keep; one is ok when that
+ * pass found a layout and never dropped an entry the shadow would keep.  The caller guarantees what
  * makes the runs otherwise identical: plan_exact_mem_free for I and every
  * shadow, no devices_fixed, and o->lower_s <= the upper_s the shadow's own
  * run would get.  A schedule whose memory is BY_TOTAL, or BY_DEPTH but not
