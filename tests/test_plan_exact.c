@@ -322,10 +322,89 @@ static void test_merge_and_lower_bound(void)
     CU_ASSERT_TRUE(worse > 0); /* the heuristic is not always optimal */
 }
 
+/* Schedules riding along one search (plan_exact_shadowed) get exactly the
+ * layout their own search returns, on random chains and DAGs whose memory
+ * never binds; and the mechanism is not idle (some shadows succeed). */
+static int same_layout(const plan_layout *a, const plan_layout *b)
+{
+    if (a->p != b->p) return 0;
+    return !memcmp(a->cut, b->cut, (size_t)(a->p + 1) * sizeof(int)) &&
+           !memcmp(a->pos, b->pos, (size_t)a->p * sizeof(int)) &&
+           !memcmp(a->r, b->r, (size_t)a->p * sizeof(int));
+}
+
+static void test_shadows(void)
+{
+    static const sched_kind kinds[] = {SCHED_FBP, SCHED_1F1B, SCHED_GPIPE, SCHED_PIPEDREAM};
+    rng_state = 4242;
+    int ok_count = 0, bad = 0;
+    for (int it = 0; it < 300; it++) {
+        gen_opts g = {.max_layers = 10, .dag = it % 2, .max_dev = 4};
+        plan_inst I;
+        int dev_fixed;
+        int p_fixed = gen_instance(&I, &g, &dev_fixed);
+        for (int d = 0; d < I.n_dev; d++) I.mem_cap[d] = 1e300; /* memory never binds */
+        plan_lattice L;
+        cl_err e = {0};
+        if (g.dag) {
+            CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, 10000000, &e), CL_OK);
+        } else {
+            plan_lattice_prefix(&L, &I);
+        }
+        /* lead: a random one of the kinds; shadows: the others */
+        int lead = irand(0, 3), n_sh = 0;
+        sched_kind sh[PLAN_EXACT_SHADOWS];
+        for (int k = 0; k < 4; k++)
+            if (k != lead) sh[n_sh++] = kinds[k];
+        I.sched = kinds[lead];
+        plan_exact_opts lo = {.upper_s = HUGE_VAL};
+        double lower = 0;
+        CU_ASSERT_EQUAL(plan_exact_lower(&I, &L, &lo, &lower, NULL, &e), 1);
+        int usable = lower < HUGE_VAL && plan_exact_mem_free(&I, &L);
+        for (int j = 0; j < n_sh && usable; j++) {
+            plan_inst y = I;
+            y.sched = sh[j];
+            usable = plan_exact_mem_free(&y, &L);
+        }
+        if (usable) {
+            plan_exact_opts o = {.p_fixed = p_fixed, .upper_s = HUGE_VAL, .lower_s = lower};
+            plan_layout out[1 + PLAN_EXACT_SHADOWS];
+            int sh_ok[PLAN_EXACT_SHADOWS];
+            int got = plan_exact_shadowed(&I, &L, &o, n_sh, sh, out, sh_ok, NULL, &e);
+            plan_layout own;
+            CU_ASSERT_EQUAL(plan_exact(&I, &L, &o, &own, NULL, &e), got);
+            if (got == 1) {
+                CU_ASSERT(same_layout(&out[0], &own));
+                plan_layout_free(&own);
+            }
+            for (int j = 0; j < n_sh; j++) {
+                if (!sh_ok[j]) continue;
+                ok_count++;
+                plan_inst y = I;
+                y.sched = sh[j];
+                int want = plan_exact(&y, &L, &o, &own, NULL, &e);
+                if (want != 1 || !same_layout(&out[1 + j], &own)) {
+                    bad++;
+                    fprintf(stderr, "\n  shadow %s of %s differs from its own search (instance %d)\n",
+                            sched_kind_name(sh[j]), sched_kind_name(I.sched), it);
+                }
+                if (want == 1) plan_layout_free(&own);
+                plan_layout_free(&out[1 + j]);
+            }
+            if (got == 1) plan_layout_free(&out[0]);
+        }
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(ok_count > 50); /* the comparison is not vacuous */
+}
+
 TEST_SUITE(plan_exact)
 {
     test_add_suite("plan_exact");
     test_add("exact equals brute force on 400 random chains", test_chain_vs_brute);
     test_add("exact equals brute force on 200 random DAGs", test_dag_vs_brute);
     test_add("merge never beats exact; lower bounds keep the optimum", test_merge_and_lower_bound);
+    test_add("shadow schedules get their own search's layout", test_shadows);
 }
