@@ -19,8 +19,8 @@
 /* ------------------------------------------------------------------------ */
 /* dispatch                                                                  */
 
-static int have_avx512;
-static int disabled;
+static int have_avx512;       /* set once, under pthread_once */
+static _Atomic int disabled;  /* tests only; atomic so a read never races */
 
 static void detect(void)
 {
