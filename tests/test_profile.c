@@ -11,6 +11,7 @@
 #include "../models/model.h"
 #include "../profiles/cluster.h"
 #include "../profiles/profile.h"
+#include "../exec/profile.h"
 #include "test.h"
 
 /* Loaders and prof_derive zero every buffer, so whole-struct memcmp
@@ -74,6 +75,33 @@ static void test_load_and_round_trip(void)
     CU_ASSERT_EQUAL(prof_from_json(&p, j, "mem.json", &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "mem.json: layers[0].update_s: negative time"));
     cJSON_Delete(j);
+}
+
+/* cleave profile's update_s: the measured SGD update shared by parameter
+ * count, so zero exactly where a layer has no parameters and the same
+ * seconds per parameter byte everywhere else; it survives a round trip. */
+static void test_measured_update(void)
+{
+    model m;
+    prof p;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(model_load(&m, "models/fmnist-mlp.json", &e), CL_OK);
+    const int64_t batches[1] = {8};
+    CU_ASSERT_EQUAL_FATAL(exec_profile(&m, "models/fmnist-mlp.json", batches, 1, 1, 3, 1, &p, &e),
+                          CL_OK);
+    double per_byte = -1, total = 0;
+    for (int l = 0; l < p.n_layers; l++) {
+        const prof_layer *pl = &p.layers[l];
+        CU_ASSERT((pl->param_bytes > 0) == (pl->update_s > 0));
+        total += pl->update_s;
+        if (pl->param_bytes <= 0) continue;
+        if (per_byte < 0) per_byte = pl->update_s / pl->param_bytes;
+        CU_ASSERT(test_rel(pl->update_s / pl->param_bytes, per_byte) < 1e-9);
+    }
+    CU_ASSERT(total > 0 && total < 1.0);
+    round_trip(&p);
+    prof_free(&p);
+    model_free(&m);
 }
 
 /* Lookups against the straight-line formulas, written out here. */
@@ -284,6 +312,7 @@ TEST_SUITE(profile)
     test_add_suite("profile");
     test_add("load and round trip (update_s optional, 0 when absent)", test_load_and_round_trip);
     test_add("interpolation: exact points, midpoints, extrapolation, one point", test_interpolation);
+    test_add("cleave profile: update_s shared by parameter count", test_measured_update);
     test_add("roofline derivation on a hand-made model", test_roofline);
     test_add("profile must match the model's layers", test_check_model);
     test_add("bad profile files name file and JSON path", test_bad_files);
