@@ -162,12 +162,12 @@ int plan_validate(const plan *p, const char *file, cl_err *e)
                                  s, s % pipe);
             }
         }
-        const double v[] = {st->fwd_s, st->bwd_in_s, st->bwd_w_s, st->act_out_bytes,
-                            st->stash_bytes, st->param_bytes, st->compute_s, st->comm_s,
-                            st->mem_bytes};
-        static const char *const vn[] = {"fwd_s", "bwd_in_s", "bwd_w_s", "act_out_bytes",
-                                         "stash_bytes", "param_bytes", "compute_s", "comm_s",
-                                         "mem_bytes"};
+        const double v[] = {st->fwd_s, st->bwd_in_s, st->bwd_w_s, st->update_s,
+                            st->act_out_bytes, st->stash_bytes, st->param_bytes, st->compute_s,
+                            st->comm_s, st->mem_bytes};
+        static const char *const vn[] = {"fwd_s", "bwd_in_s", "bwd_w_s", "update_s",
+                                         "act_out_bytes", "stash_bytes", "param_bytes",
+                                         "compute_s", "comm_s", "mem_bytes"};
         for (size_t k = 0; k < sizeof v / sizeof v[0] && !rc; k++)
             if (!(v[k] >= 0) || !isfinite(v[k])) {
                 snprintf(path, sizeof path, "stages[%d].%s", s, vn[k]);
@@ -207,7 +207,7 @@ static int read_stage(jx *j, const cJSON *sj, const char *sp, const model *m, pl
 {
     static const char *const members[] = {
         "first", "last", "first_name", "last_name", "layers", "devices", "replicas", "fwd_s",
-        "bwd_in_s", "bwd_w_s", "act_out_bytes", "stash_bytes", "param_bytes", "compute_s",
+        "bwd_in_s", "bwd_w_s", "update_s", "act_out_bytes", "stash_bytes", "param_bytes", "compute_s",
         "comm_s", "mem_bytes", NULL};
     char p[128];
     int rc;
@@ -293,7 +293,8 @@ static int read_stage(jx *j, const cJSON *sj, const char *sp, const model *m, pl
     }
     struct { const char *k; double *v; int req; } nums[] = {
         {"fwd_s", &st->fwd_s, 1},           {"bwd_in_s", &st->bwd_in_s, 1},
-        {"bwd_w_s", &st->bwd_w_s, 1},       {"act_out_bytes", &st->act_out_bytes, 1},
+        {"bwd_w_s", &st->bwd_w_s, 1},       {"update_s", &st->update_s, 0},
+        {"act_out_bytes", &st->act_out_bytes, 1},
         {"stash_bytes", &st->stash_bytes, 1}, {"param_bytes", &st->param_bytes, 1},
         {"compute_s", &st->compute_s, 0},   {"comm_s", &st->comm_s, 0},
         {"mem_bytes", &st->mem_bytes, 0}};
@@ -417,6 +418,7 @@ cJSON *plan_to_json(const plan *p)
         cJSON_AddNumberToObject(o, "fwd_s", st->fwd_s);
         cJSON_AddNumberToObject(o, "bwd_in_s", st->bwd_in_s);
         cJSON_AddNumberToObject(o, "bwd_w_s", st->bwd_w_s);
+        if (st->update_s > 0) cJSON_AddNumberToObject(o, "update_s", st->update_s);
         cJSON_AddNumberToObject(o, "act_out_bytes", st->act_out_bytes);
         cJSON_AddNumberToObject(o, "stash_bytes", st->stash_bytes);
         cJSON_AddNumberToObject(o, "param_bytes", st->param_bytes);

@@ -66,10 +66,10 @@ static int same_plan(const plan *a, const plan *b)
         if (memcmp(x->layers, y->layers, (size_t)x->n_layers * sizeof(int)) ||
             memcmp(x->devices, y->devices, (size_t)x->n_replicas * sizeof(int)))
             return 0;
-        const double u[] = {x->fwd_s, x->bwd_in_s, x->bwd_w_s, x->act_out_bytes, x->stash_bytes,
-                            x->param_bytes, x->compute_s, x->comm_s, x->mem_bytes};
-        const double v[] = {y->fwd_s, y->bwd_in_s, y->bwd_w_s, y->act_out_bytes, y->stash_bytes,
-                            y->param_bytes, y->compute_s, y->comm_s, y->mem_bytes};
+        const double u[] = {x->fwd_s, x->bwd_in_s, x->bwd_w_s, x->update_s, x->act_out_bytes,
+                            x->stash_bytes, x->param_bytes, x->compute_s, x->comm_s, x->mem_bytes};
+        const double v[] = {y->fwd_s, y->bwd_in_s, y->bwd_w_s, y->update_s, y->act_out_bytes,
+                            y->stash_bytes, y->param_bytes, y->compute_s, y->comm_s, y->mem_bytes};
         if (memcmp(u, v, sizeof u) != 0) return 0;
     }
     if (a->model.n_layers != b->model.n_layers || strcmp(a->model.name, b->model.name) ||
@@ -83,6 +83,8 @@ static void test_round_trip(void)
     plan p;
     CU_ASSERT_EQUAL_FATAL(make_plan(&p), 0);
     CU_ASSERT_TRUE(p.n_stages >= 2);
+    p.stages[0].update_s = 0.1 + 0.2; /* not a short decimal: must come back exactly */
+    p.stages[1].update_s = 0;
     char *dir = test_tmpdir(), a[600], b[600];
     snprintf(a, sizeof a, "%s/a.json", dir);
     snprintf(b, sizeof b, "%s/b.json", dir);
@@ -105,6 +107,12 @@ static void test_round_trip(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(ta, "\"iteration_s\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(ta, "\"cleave-model\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(ta, "\"cleave-cluster\""));
+    /* update_s is optional: written for the stage that has one only */
+    const char *u = strstr(ta, "\"update_s\"");
+    CU_ASSERT_PTR_NOT_NULL(u);
+    CU_ASSERT_PTR_NULL(u ? strstr(u + 1, "\"update_s\"") : NULL);
+    CU_ASSERT_EQUAL(q.stages[0].update_s, 0.1 + 0.2);
+    CU_ASSERT_EQUAL(q.stages[1].update_s, 0.0);
     free(ta);
     free(tb);
     plan_free(&p);
@@ -168,6 +176,8 @@ static void test_validate_shared(void) { expect_invalid(shared_device, "stages[1
 static void test_validate_batch(void) { expect_invalid(bad_batch, "batch"); }
 static void test_validate_missing(void) { expect_invalid(missing_layer, "is in no stage"); }
 static void test_validate_order(void) { expect_invalid(backwards, "later stages"); }
+static void negative_update(plan *p) { p->stages[1].update_s = -1e-6; }
+static void test_validate_update(void) { expect_invalid(negative_update, "stages[1].update_s"); }
 
 /* The loader names the file and path for a broken file, too. */
 static void test_load_errors(void)
@@ -209,5 +219,6 @@ TEST_SUITE(plan_io)
     test_add("validate: batch != microbatch x microbatches", test_validate_batch);
     test_add("validate: a layer in no stage", test_validate_missing);
     test_add("validate: data flowing backwards", test_validate_order);
+    test_add("validate: negative update_s", test_validate_update);
     test_add("load: file and JSON path in messages", test_load_errors);
 }
