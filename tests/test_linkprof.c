@@ -9,6 +9,11 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+#include <pthread.h>
+#include <time.h>
+
+#include "../exec/chan.h"
+#include "../exec/gemm.h"
 #include "../exec/linkprof.h"
 #include "../profiles/cluster.h"
 #include "test.h"
@@ -113,6 +118,100 @@ static void test_measure_threads(void)
     CU_ASSERT_EQUAL(exec_link_measure(&o, s, &n, &e), CL_EINPUT);
 }
 
+/* Wake-ups (exec_notify) are never lost, whether the waiter spins or
+ * sleeps when the bump comes: every wait below would last its full max_s
+ * (5 s) if the bump were missed, so a return well before that is the
+ * check; then a ping-pong of 2000 rounds between two threads on the
+ * sleeping path and on the spinning path, where one lost wake-up would
+ * cost 1 s. */
+typedef struct nt_arg {
+    exec_notify *a, *b;
+    double delay_s;
+    int rounds;
+} nt_arg;
+
+static void nap(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static void *bump_later(void *p)
+{
+    nt_arg *a = p;
+    nap(a->delay_s);
+    exec_notify_bump(a->a);
+    return NULL;
+}
+
+static void *pong(void *p)
+{
+    nt_arg *a = p;
+    for (int r = 0; r < a->rounds; r++) {
+        uint64_t seen = (uint64_t)r; /* a's counter before round r's ping */
+        while (exec_notify_events(a->a) == seen) exec_notify_wait(a->a, seen, 1.0);
+        exec_notify_bump(a->b);
+    }
+    return NULL;
+}
+
+static double wait_for_bump(double spin_s, double delay_s)
+{
+    exec_notify n;
+    exec_notify_init(&n, spin_s);
+    nt_arg a = {&n, NULL, delay_s, 0};
+    pthread_t th;
+    uint64_t seen = exec_notify_events(&n);
+    double t0 = exec_now();
+    pthread_create(&th, NULL, bump_later, &a);
+    while (exec_notify_events(&n) == seen && exec_now() - t0 < 5) exec_notify_wait(&n, seen, 5.0);
+    double t = exec_now() - t0;
+    pthread_join(th, NULL);
+    exec_notify_destroy(&n);
+    return t;
+}
+
+static void test_notify(void)
+{
+    exec_notify n;
+    exec_notify_init(&n, 0);
+    uint64_t seen = exec_notify_events(&n);
+    exec_notify_bump(&n);
+    double t0 = exec_now();
+    exec_notify_wait(&n, seen, 5.0); /* already moved: returns at once */
+    CU_ASSERT(exec_now() - t0 < 1.0);
+    CU_ASSERT_EQUAL(exec_notify_events(&n), seen + 1);
+    exec_notify_destroy(&n);
+    CU_ASSERT(wait_for_bump(0, 0.02) < 2.0);      /* asleep when bumped        */
+    CU_ASSERT(wait_for_bump(2e-3, 0.05) < 2.0);   /* spun 2 ms, then asleep    */
+    CU_ASSERT(wait_for_bump(1.0, 0.01) < 0.9);    /* still spinning: never slept */
+    for (int spin = 0; spin < 2; spin++) {
+        exec_notify a, b;
+        exec_notify_init(&a, spin ? 1e-3 : 0);
+        exec_notify_init(&b, spin ? 1e-3 : 0);
+        nt_arg arg = {&a, &b, 0, 2000};
+        pthread_t th;
+        t0 = exec_now();
+        pthread_create(&th, NULL, pong, &arg);
+        for (int r = 0; r < arg.rounds; r++) {
+            exec_notify_bump(&a);
+            uint64_t s = (uint64_t)r;
+            while (exec_notify_events(&b) == s) exec_notify_wait(&b, s, 1.0);
+        }
+        pthread_join(th, NULL);
+        CU_ASSERT(exec_now() - t0 < 5.0);
+        CU_ASSERT_EQUAL(exec_notify_events(&a), 2000);
+        CU_ASSERT_EQUAL(exec_notify_events(&b), 2000);
+        exec_notify_destroy(&a);
+        exec_notify_destroy(&b);
+    }
+    /* a thread that has not been preempted may spin; the first reading
+     * never forbids it */
+    exec_preempt pr;
+    memset(&pr, 0, sizeof pr);
+    CU_ASSERT(exec_preempt_spin_ok(&pr) == 1);
+}
+
 /* The cluster file: one node of `cores` devices with the fit as its link,
  * and it survives a save/load round trip. */
 static void test_cluster_file(void)
@@ -156,4 +255,5 @@ TEST_SUITE(linkprof)
     test_add("fit refuses degenerate input", test_fit_bad);
     test_add("threads ping-pong measures every size", test_measure_threads);
     test_add("cluster file for this machine", test_cluster_file);
+    test_add("wake-ups are never lost, spinning or asleep", test_notify);
 }
