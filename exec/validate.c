@@ -1,6 +1,9 @@
 /* validate.c - costs from a profile, prediction, measurement and their
  * comparison for one plan (validate.h). */
 #include <assert.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +225,8 @@ typedef struct rstage {
     exec_net *net;
     exec_sgd sgd;
     float *x, *dout, *din;
+    float *x0, *dout0;       /* their contents, for the cross-core writer    */
+    int64_t in_n, out_n;
     int32_t *y;
     exec_acts **pool;        /* free acts                                    */
     int n_pool;
@@ -257,6 +262,53 @@ static exec_acts *rs_take(rstage *r, int64_t seq, int mb, int remove)
     return a;
 }
 
+/* A thread on another core that rewrites a replayed op's input just before
+ * the op reads it, as the neighbour that sent it did in the run (its cache
+ * lines then come from the other core). */
+typedef struct xwriter {
+    pthread_t th;
+    atomic_int req;          /* 0 idle, 1 write requested, 2 quit           */
+    float *dst;
+    const float *src;
+    int64_t n;
+    int cpu;
+} xwriter;
+
+static void pin_to(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
+}
+
+static void *xw_main(void *arg)
+{
+    xwriter *w = arg;
+    pin_to(w->cpu);
+    for (;;) {
+        int r = atomic_load(&w->req);
+        if (r == 2) break;
+        if (r == 1) {
+            memcpy(w->dst, w->src, (size_t)w->n * sizeof *w->dst);
+            atomic_store(&w->req, 0);
+        } else {
+            sched_yield();
+        }
+    }
+    return NULL;
+}
+
+static void xw_write(xwriter *w, float *dst, const float *src, int64_t n)
+{
+    if (!w) return;
+    w->dst = dst;
+    w->src = src;
+    w->n = n;
+    atomic_store(&w->req, 1);
+    while (atomic_load(&w->req) == 1) sched_yield();
+}
+
 static float *rand_buf(int64_t n, int64_t salt)
 {
     float *b = exec_falloc(n > 0 ? n : 1);
@@ -272,7 +324,8 @@ static float *rand_buf(int64_t n, int64_t salt)
  * (a stash deeper than the cache, an optimiser step between iterations).
  * Iteration 0 is not timed; medians of the rest go to x[s].fwd_ctx_s,
  * bwd_in_ctx_s, bwd_w_ctx_s (a fused B is timed in its two halves). */
-static int replay_passes(const plan *p, int reps, exec_val_extra *x, const char *file, cl_err *e)
+static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, const char *file,
+                       cl_err *e)
 {
     const int mb = p->microbatch > 0 ? p->microbatch : 1, m = p->n_micro > 0 ? p->n_micro : 1;
     int iters = 1 + (reps + m - 1) / m;
@@ -299,12 +352,17 @@ static int replay_passes(const plan *p, int reps, exec_val_extra *x, const char 
                               d.weight_decay);
                 int64_t in_n = exec_net_in_elems(r->net) * mb, out_n = exec_net_out_elems(r->net) * mb;
                 r->x = rand_buf(in_n, op->stage);
+                r->x0 = rand_buf(in_n, op->stage);
+                r->in_n = in_n;
+                r->out_n = out_n;
                 if (exec_net_has_loss(r->net)) {
                     r->y = cl_malloc((size_t)mb * sizeof *r->y);
                     for (int b = 0; b < mb; b++) r->y[b] = b % exec_net_classes(r->net);
                 } else {
                     r->dout = rand_buf(out_n, 17);
                     for (int64_t i = 0; i < out_n; i++) r->dout[i] *= 1e-3f;
+                    r->dout0 = exec_falloc(out_n);
+                    memcpy(r->dout0, r->dout, (size_t)out_n * sizeof *r->dout);
                 }
                 if (exec_net_needs_din(r->net)) r->din = exec_falloc(in_n);
                 r->cap_t = 4 * iters * m + 16;
@@ -315,6 +373,13 @@ static int replay_passes(const plan *p, int reps, exec_val_extra *x, const char 
             int64_t seq = (int64_t)op->iter * m + op->micro;
             int timed = op->iter >= 1;
             double t0 = exec_now(), t1, t2;
+            /* an input that came from another worker was written by its core */
+            int dev = p->stages[op->stage].devices[0];
+            if (op->kind == SCHED_F && op->stage > 0 && p->stages[op->stage - 1].devices[0] != dev)
+                xw_write(xw, r->x, r->x0, r->in_n);
+            if (op->kind == SCHED_B && r->dout0 && p->stages[op->stage + 1].devices[0] != dev)
+                xw_write(xw, r->dout, r->dout0, r->out_n);
+            t0 = exec_now();
             switch (op->kind) {
             case SCHED_F:
                 exec_net_forward(r->net, rs_take(r, seq, mb, 0), r->x, r->y, mb, 1);
@@ -360,6 +425,8 @@ static int replay_passes(const plan *p, int reps, exec_val_extra *x, const char 
         free(r->ti);
         free(r->tw);
         free(r->x);
+        free(r->x0);
+        free(r->dout0);
         free(r->y);
         free(r->dout);
         free(r->din);
@@ -369,6 +436,52 @@ static int replay_passes(const plan *p, int reps, exec_val_extra *x, const char 
     free(rs);
     sched_free(&sc);
     return rc;
+}
+
+typedef struct replay_job {
+    const plan *p;
+    int reps;
+    exec_val_extra *x;
+    xwriter *xw;
+    const char *file;
+    cl_err *e;
+    int cpu, rc;
+} replay_job;
+
+static void *replay_main(void *arg)
+{
+    replay_job *j = arg;
+    pin_to(j->cpu);
+    exec_blas_init();
+    j->rc = replay_body(j->p, j->reps, j->x, j->xw, j->file, j->e);
+    return NULL;
+}
+
+/* replay_body on this thread, or (xcore, with two cores to use) on a thread
+ * pinned to one core while an xwriter on another rewrites every input that
+ * came from another worker just before the op that reads it. */
+static int replay_passes(const plan *p, int reps, int xcore, exec_val_extra *x, const char *file,
+                         cl_err *e)
+{
+    cpu_set_t set;
+    int cpus[2], n = 0;
+    CPU_ZERO(&set);
+    if (xcore && sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+            if (CPU_ISSET(c, &set)) cpus[n++] = c;
+    if (n < 2) return replay_body(p, reps, x, NULL, file, e);
+    xwriter xw;
+    memset(&xw, 0, sizeof xw);
+    atomic_init(&xw.req, 0);
+    xw.cpu = cpus[1];
+    replay_job j = {p, reps, x, &xw, file, e, cpus[0], CL_OK};
+    pthread_t th;
+    if (pthread_create(&xw.th, NULL, xw_main, &xw)) abort();
+    if (pthread_create(&th, NULL, replay_main, &j)) abort();
+    pthread_join(th, NULL);
+    atomic_store(&xw.req, 2);
+    pthread_join(xw.th, NULL);
+    return j.rc;
 }
 
 int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x,
@@ -409,7 +522,7 @@ int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x
         v->bwd_w_layers_s = bw;
         v->stash_layers_bytes = stash;
     }
-    if (x && ctx) rc = replay_passes(p, reps, x, file, e);
+    if (x && ctx) rc = replay_passes(p, reps, (ctx & EXEC_VAL_CTX_XCORE) != 0, x, file, e);
     if (!x || rc) return rc;
     for (int s = 0; s < p->n_stages; s++) {
         plan_stage *st = &p->stages[s];

@@ -95,9 +95,20 @@ typedef struct exec_val_extra {
  * The per-layer profile times each layer alone with its data in cache; a
  * stash that outgrows the cache, or an optimiser step between iterations,
  * makes the run's passes slower than the sums (12% on fmnist-cnn's 4-deep
- * GPipe stash: docs/validation.md).  pf must
+ * GPipe stash: docs/validation.md).  With EXEC_VAL_CTX_XCORE in ctx as
+ * well, the replay runs on one core while a thread on another rewrites
+ * every input that another worker would have sent just before the op that
+ * reads it, so the op reads it from the other core's cache as in a
+ * threads-backend run (+2 us on fmnist-mlp's second-stage forward).  pf must
  * describe p's model (prof_check_model).  The plan's predictions
  * (compute_s, comm_s, mem_bytes, pred) are left as they were. */
+enum {
+    EXEC_VAL_CTX_REPLAY = 1, /* ctx: the stages' passes replayed in the run's order */
+    EXEC_VAL_CTX_XCORE = 2   /* ... on one core, with every input that another
+                                worker sends written by another core just before
+                                the op reads it (threads backend: the run reads
+                                the sender's cache lines) */
+};
 int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x,
                    const char *file, cl_err *e);
 

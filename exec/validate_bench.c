@@ -227,7 +227,8 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
         return rc;
     }
     exec_val_extra *ex = cl_calloc((size_t)p.n_stages, sizeof *ex);
-    rc = exec_val_costs(&p, &now, reps, 1, ex, "bench plan", e);
+    rc = exec_val_costs(&p, &now, reps, EXEC_VAL_CTX_REPLAY | EXEC_VAL_CTX_XCORE, ex, "bench plan",
+                        e);
     prof_free(&now);
     exec_val_add_posts(&p, ex, post_s);
     exec_val_set_link(&p, link);

@@ -179,6 +179,13 @@ static void test_costs_from_profile(void)
     exec_val_layer_costs(&p, x);
     CU_ASSERT_DOUBLE_EQUAL(st[0].fwd_s, 2 * 4e-6 * 6 + x[0].copy_s + x[0].input_s, 1e-15);
     CU_ASSERT_DOUBLE_EQUAL(st[1].bwd_w_s, 2 * 2e-6 * 9, 1e-15);
+    /* the same with the inputs written by another core */
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, EXEC_VAL_CTX_REPLAY | EXEC_VAL_CTX_XCORE, x,
+                                         "t.json", &e), CL_OK);
+    for (int s = 0; s < 2; s++) {
+        CU_ASSERT(x[s].fwd_ctx_s > 0 && x[s].bwd_in_ctx_s > 0 && x[s].bwd_w_ctx_s > 0);
+        CU_ASSERT_DOUBLE_EQUAL(st[s].fwd_s, x[s].fwd_ctx_s + x[s].copy_s + x[s].input_s, 1e-15);
+    }
     /* a profile of another model is refused */
     snprintf(pf.layers[1].name, sizeof pf.layers[1].name, "other");
     CU_ASSERT_EQUAL(exec_val_costs(&p, &pf, 3, 1, x, "t.json", &e), CL_EINPUT);

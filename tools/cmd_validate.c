@@ -327,7 +327,12 @@ int cmd_validate(int argc, char **argv)
             have_prof = !rc;
             c.cost_source = "a profile taken now at the plan's microbatch size";
         } else c.cost_source = a.profile;
-        if (!rc) rc = exec_val_costs(&p, &pf, (int)a.reps, !a.layer_costs, extra, a.plan, &e);
+        if (!rc) rc = exec_val_costs(&p, &pf, (int)a.reps,
+                                      a.layer_costs ? 0
+                                      : a.backend == EXEC_PIPE_THREADS
+                                          ? EXEC_VAL_CTX_REPLAY | EXEC_VAL_CTX_XCORE
+                                          : EXEC_VAL_CTX_REPLAY,
+                                      extra, a.plan, &e);
     }
     if (a.backend == EXEC_PIPE_MPI && size > 1) {
         /* every rank learns whether rank 0 failed, then they go on together */
