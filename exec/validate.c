@@ -292,8 +292,10 @@ static void *xw_main(void *arg)
         if (r == 1) {
             memcpy(w->dst, w->src, (size_t)w->n * sizeof *w->dst);
             atomic_store(&w->req, 0);
-        } else {
-            sched_yield();
+        } else { /* between writes, spin as a waiting worker does (exec_notify) */
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
         }
     }
     return NULL;
@@ -306,7 +308,11 @@ static void xw_write(xwriter *w, float *dst, const float *src, int64_t n)
     w->src = src;
     w->n = n;
     atomic_store(&w->req, 1);
-    while (atomic_load(&w->req) == 1) sched_yield();
+    while (atomic_load(&w->req) == 1) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
 }
 
 static float *rand_buf(int64_t n, int64_t salt)
