@@ -127,7 +127,17 @@ int sched_warmup_iters(sched_kind kind, int p, int m)
 
 int sched_default_iters(sched_kind kind, int p, int m)
 {
-    return sched_is_async(kind) ? sched_warmup_iters(kind, p, m) + 4 : 1;
+    return sched_is_async(kind) ? 2 * sched_warmup_iters(kind, p, m) + 4 : 1;
+}
+
+void sched_steady_window(sched_kind kind, int p, int m, int n_iter, int *first, int *last)
+{
+    int w = sched_warmup_iters(kind, p, m);
+    *first = 0;
+    *last = n_iter - 1;
+    if (w <= 0 || w >= n_iter) return;
+    *first = w;
+    if (n_iter - 2 * w >= 1) *last = n_iter - 1 - w;
 }
 
 /* ---------------------------------------------------------- orders -- */

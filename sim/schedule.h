@@ -169,8 +169,19 @@ int sched_op_kind_from_name(const char *name);
 
 /* Default iterations to simulate, and the first iteration counted in the
  * steady state: sync kinds simulate 1 and measure all; async kinds skip
- * w = ceil(p / m) warm-up iterations and measure 4 more (docs/simulator.md). */
+ * w = ceil(p / m) warm-up iterations, measure 4, and leave out w more at the
+ * end (docs/simulator.md). */
 int sched_warmup_iters(sched_kind kind, int p, int m);
 int sched_default_iters(sched_kind kind, int p, int m);
+
+/* The steady-state window of a run of n_iter iterations: iterations
+ * [*first, *last] are measured.  Sync kinds: all of them (each iteration
+ * flushes, so they are alike).  Async kinds never flush: the first
+ * w = sched_warmup_iters() fill the pipeline, and the last w drain it -
+ * they lack the next iteration's forwards, so they run short and a slope
+ * through them reads below the busiest device's work per iteration.  Both
+ * are left out when at least one iteration remains (else only the warm-up,
+ * else nothing: a run too short for a steady state). */
+void sched_steady_window(sched_kind kind, int p, int m, int n_iter, int *first, int *last);
 
 #endif

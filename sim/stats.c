@@ -2,10 +2,11 @@
  *
  * Iteration time: flushing kinds (and explicit schedules) run n_iter
  * identical iterations, so iteration_s = makespan / n_iter.  Asynchronous
- * kinds never flush: the first w = sched_warmup_iters() iterations fill the
- * pipeline and are left out, and iteration_s is the slope between iteration
- * ends, (T[n-1] - T[w-1]) / (n - w), where T[k] is the end of the last compute
- * op of iteration k on any device.
+ * kinds never flush: iterations [k0, k1] of sched_steady_window() are
+ * measured (the w warm-up iterations that fill the pipeline and the w that
+ * drain it are left out), and iteration_s is the slope between iteration
+ * ends, (T[k1] - T[k0-1]) / (k1 - k0 + 1), where T[k] is the end of the last
+ * compute op of iteration k on any device.
  *
  * Per device, per iteration of the measured window: busy is its compute
  * time, comm_wait the time it sat in a RECV or an UPDATE after the data or
@@ -40,15 +41,14 @@ void sim_fill_result(const sim *s, sim_result *out)
         if (s->w[w].t_last > makespan) makespan = s->w[w].t_last;
     out->makespan_s = makespan;
 
-    int warm = 0;
+    int k0 = 0, k1 = s->n_iter - 1;
     if (sc->kind >= 0) {
         int P = s->S / (sc->chunks > 1 ? sc->chunks : 1);
-        warm = sched_warmup_iters((sched_kind)sc->kind, P, s->m);
-        if (warm >= s->n_iter) warm = 0; /* too few iterations for a steady state */
+        sched_steady_window((sched_kind)sc->kind, P, s->m, s->n_iter, &k0, &k1);
     }
+    int warm = k0, nk = k1 - k0 + 1;
     out->warmup_iters = warm;
-    int k0 = warm, nk = s->n_iter - warm;
-    out->iteration_s = warm ? (s->iter_end[s->n_iter - 1] - s->iter_end[warm - 1]) / nk
+    out->iteration_s = warm ? (s->iter_end[k1] - s->iter_end[warm - 1]) / nk
                             : makespan / s->n_iter;
     out->throughput = out->iteration_s > 0 ? out->samples / out->iteration_s : 0;
 
@@ -69,7 +69,7 @@ void sim_fill_result(const sim *s, sim_result *out)
         d->stage = W->n_local ? W->local[0] : -1;
         d->n_stages = W->n_local;
         double busy = 0, comm = 0;
-        for (int k = k0; k < s->n_iter; k++) {
+        for (int k = k0; k <= k1; k++) {
             busy += s->busy_it[(int64_t)w * s->n_iter + k];
             comm += s->comm_it[(int64_t)w * s->n_iter + k];
         }
