@@ -73,7 +73,7 @@ typedef struct mem_memo {
     int sched, m, chunks, n_dev;
     int answer;
 } mem_memo;
-#define MEMO_SLOTS 32
+#define MEMO_SLOTS 128
 static _Thread_local mem_memo memo[MEMO_SLOTS];
 static _Thread_local int memo_next;
 
@@ -102,16 +102,27 @@ int plan_mem_dependence(const plan_inst *I)
 {
     int known;
     if (memo_get(0, I, 0, &known)) return known;
+    /* the counts that do not vary with D, once: at [depth][r], and at
+     * depth = D = r */
+    int in_d[PROBE_D + 1][PROBE_D + 1], ve_d[PROBE_D + 1][PROBE_D + 1];
+    int in_r[PROBE_D + 1], ve_r[PROBE_D + 1];
+    for (int depth = 1; depth <= PROBE_D; depth++)
+        for (int r = 1; r <= depth; r++) {
+            in_d[depth][r] = sched_inflight_rep(I->sched, depth, depth, r, I->m, I->chunks);
+            ve_d[depth][r] = sched_versions_rep(I->sched, depth, r);
+        }
+    for (int r = 1; r <= PROBE_D; r++) {
+        in_r[r] = in_d[r][r];
+        ve_r[r] = ve_d[r][r];
+    }
     int flat = 1, depth_only = 1;
-    for (int D = 1; D <= PROBE_D; D++)
+    for (int D = 1; D <= PROBE_D && (flat || depth_only); D++)
         for (int depth = 1; depth <= D; depth++)
             for (int r = 1; r <= depth; r++) {
-                int in = sched_inflight_rep(I->sched, D, depth, r, I->m, I->chunks);
-                int ve = sched_versions_rep(I->sched, depth, r);
-                if (in != sched_inflight_rep(I->sched, depth, depth, r, I->m, I->chunks)) depth_only = 0;
-                if (in != sched_inflight_rep(I->sched, r, r, r, I->m, I->chunks) ||
-                    ve != sched_versions_rep(I->sched, r, r))
-                    flat = 0;
+                int in = D == depth ? in_d[depth][r]
+                                    : sched_inflight_rep(I->sched, D, depth, r, I->m, I->chunks);
+                if (in != in_d[depth][r]) depth_only = 0;
+                if (in != in_r[r] || ve_d[depth][r] != ve_r[r]) flat = 0;
             }
     return memo_put(0, I, 0, flat ? PLAN_MEM_FLAT : depth_only ? PLAN_MEM_BY_DEPTH : PLAN_MEM_BY_TOTAL);
 }

@@ -196,12 +196,22 @@ double plan_stage_mem(const plan_inst *I, double params, double stash, double in
 /* plan_stage_mem's sum for given in-flight microbatches and weight
  * versions (one expression, so callers that tabulate the counts get the
  * same bits). */
+static inline double plan_stage_mem_parts(double fixed, double params, double stash, double io,
+                                          int inflight, int versions);
 static inline double plan_stage_mem_counts(const plan_inst *I, double params, double stash,
                                            double in_bytes, double out_bytes, int inflight,
                                            int versions)
 {
-    return params * (2.0 + I->optim_mult) + (versions - 1) * params + stash * inflight +
-           2.0 * (in_bytes + out_bytes);
+    return plan_stage_mem_parts(params * (2.0 + I->optim_mult), params, stash,
+                                2.0 * (in_bytes + out_bytes), inflight, versions);
+}
+/* The same sum from its parts that do not depend on the counts: fixed =
+ * params x (2 + optim_mult), io = 2 x (in + out) (so a caller pricing one
+ * stage under many counts computes them once and gets the same bits). */
+static inline double plan_stage_mem_parts(double fixed, double params, double stash, double io,
+                                          int inflight, int versions)
+{
+    return fixed + (versions - 1) * params + stash * inflight + io;
 }
 /* The least memory any schedule needs for the stage (one microbatch in
  * flight, one weight version): a lower bound of plan_stage_mem. */

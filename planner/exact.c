@@ -44,7 +44,8 @@ enum { EDGE_START, EDGE_STAGE, EDGE_GAP };
 typedef struct xent {
     double B, C, H;         /* bottleneck, communication, smallest headroom */
     double Hs[PLAN_EXACT_SHADOWS]; /* the headroom under each shadow schedule */
-    int alive;              /* bit j: in shadow j's own run too            */
+    int alive;              /* with shadows: bit j, in shadow j's own run;
+                               LEAD_BIT, in the lead schedule's own run     */
     int U, d;               /* devices used, positions spanned from the right */
     int t, c, k;            /* the state it belongs to                       */
     int parent;             /* entry it extends, -1 for the start            */
@@ -86,13 +87,15 @@ typedef struct xdp {
     /* shadow schedules (plan_exact_shadowed), during the pass at lower_s */
     int n_sh;
     int *sh_in[PLAN_EXACT_SHADOWS], *sh_ver[PLAN_EXACT_SHADOWS]; /* as tab_in */
-    int sh_div[PLAN_EXACT_SHADOWS];  /* we dropped an entry it would keep */
     int sh_track[PLAN_EXACT_SHADOWS]; /* its track_u                        */
     int nob;                /* pass 1 for feasibility within the bound only:
                                entries compare by span (and devices below)  */
     int sh_best[PLAN_EXACT_SHADOWS]; /* its best final entry, or -1         */
     xent *ent;
     int64_t n_ent, cap_ent;
+    int64_t created;        /* entries offered and kept (stats)              */
+    int *scratch;           /* run_pass: the ids of the front it expands     */
+    int cap_scratch;
     xfront *fr;
     int n_fr, cap_fr;
     int **head;             /* per set: C front-list heads, or NULL          */
@@ -122,19 +125,22 @@ typedef struct xdp {
     int over;
 } xdp;
 
+/* xent.alive's bit for the lead schedule (the shadows use bits 0..n_sh-1) */
+#define LEAD_BIT (1 << PLAN_EXACT_SHADOWS)
+
 static inline double mind(double a, double b) { return a < b ? a : b; }
 /* fmax for the search's values (never NaN, never -0), without the call */
 static inline double maxd(double a, double b) { return a > b ? a : b; }
 
 /* ------------------------------------------------------------ entries -- */
 
-static int new_entry(xdp *X, const xent *v)
+/* A fresh entry slot. */
+static int new_entry(xdp *X)
 {
     if (X->n_ent == X->cap_ent) {
         X->cap_ent = X->cap_ent ? X->cap_ent * 2 : 4096;
         X->ent = cl_realloc(X->ent, (size_t)X->cap_ent * sizeof *X->ent);
     }
-    X->ent[X->n_ent] = *v;
     return (int)X->n_ent++;
 }
 
@@ -152,7 +158,7 @@ static inline int dominates_by(int track_u, int pass2, const xkey *a, const xkey
     return a->U <= b->U;
 }
 
-static inline int dominates(xdp *X, const xkey *a, const xkey *b)
+static inline int dominates(const xdp *X, const xkey *a, const xkey *b)
 {
     /* feasibility within the bound only (any_below): the least span wins */
     if (X->nob) return a->d <= b->d && (!X->track_u || a->U <= b->U);
@@ -185,68 +191,135 @@ static xfront *front_of(xdp *X, int t, int c, int k, int create)
     return f;
 }
 
-/* Offer entry v to its state's front. */
-static void offer(xdp *X, const xent *v)
+/* Store entry (kv; t, c, k, parent, edge, from, r as in offer) in front f,
+ * in slot `reuse` when >= 0 (an entry just dropped from f), else a new one. */
+static inline void keep_entry(xdp *X, xfront *f, const xkey *kv, int reuse, int t, int c, int k,
+                              int parent, int edge, int from, int r)
 {
-    int fk = (X->p_fixed ? v->k : 0) * (X->N + 1) + (X->u_fronts ? v->U : 0);
-    xfront *f = front_of(X, v->t, v->c, fk, 1);
-    xkey kv = {.B = v->B, .C = v->C, .H = v->H, .U = v->U, .d = v->d, .alive = v->alive};
-    for (int j = 0; j < X->n_sh; j++) kv.Hs[j] = v->Hs[j];
-    if (!X->n_sh) {
-        for (int i = 0; i < f->n; i++)
-            if (dominates(X, &f->key[i], &kv)) return;
-    } else {
-        /* Shadow j's own front is this front's entries alive for j (as
-         * long as it has not diverged): it rejects v when one of them
-         * dominates v by its rule.  Where we drop an entry it keeps, its
-         * run would differ: it diverges.  Where it drops one we keep, the
-         * entry just stops being alive for it (and so do its extensions). */
-        int rej = 0, rej_sh = 0;
-        for (int i = 0; i < f->n; i++) {
-            if (!rej && dominates(X, &f->key[i], &kv)) rej = 1;
-            for (int j = 0; j < X->n_sh; j++) {
-                int bit = 1 << j;
-                if ((kv.alive & bit) && (f->key[i].alive & bit) && !(rej_sh & bit) &&
-                    dominates_sh(X, j, &f->key[i], &kv))
-                    rej_sh |= bit;
-            }
-        }
-        if (rej) {
-            for (int j = 0; j < X->n_sh; j++)
-                if ((kv.alive & (1 << j)) && !(rej_sh & (1 << j))) X->sh_div[j] = 1;
-            return;
-        }
-        kv.alive &= ~rej_sh;
-    }
-    int w = 0;
-    for (int i = 0; i < f->n; i++) {
-        int drop = dominates(X, &kv, &f->key[i]);
-        for (int j = 0; j < X->n_sh; j++) {
-            int bit = 1 << j;
-            if (!(f->key[i].alive & bit)) continue;
-            int sh_drop = (kv.alive & bit) && dominates_sh(X, j, &kv, &f->key[i]);
-            if (drop && !sh_drop) X->sh_div[j] = 1;
-            else if (!drop && sh_drop) {
-                f->key[i].alive &= ~bit;
-                X->ent[f->ids[i]].alive &= ~bit;
-            }
-        }
-        if (!drop) {
-            f->ids[w] = f->ids[i];
-            f->key[w++] = f->key[i];
-        }
-    }
-    f->n = w;
     if (f->n == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 2;
         f->ids = cl_realloc(f->ids, (size_t)f->cap * sizeof(int));
         f->key = cl_realloc(f->key, (size_t)f->cap * sizeof(xkey));
     }
-    int id = new_entry(X, v);
-    X->ent[id].alive = kv.alive;
-    f = front_of(X, v->t, v->c, fk, 0);
-    f->key[f->n] = kv;
+    int id = reuse >= 0 ? reuse : new_entry(X);
+    X->created++;
+    xent *e = &X->ent[id];
+    e->B = kv->B;
+    e->C = kv->C;
+    e->H = kv->H;
+    for (int j = 0; j < X->n_sh; j++) e->Hs[j] = kv->Hs[j];
+    e->alive = kv->alive;
+    e->U = kv->U;
+    e->d = kv->d;
+    e->t = t;
+    e->c = c;
+    e->k = k;
+    e->parent = parent;
+    e->edge = edge;
+    e->from = from;
+    e->r = r;
+    f->key[f->n] = *kv;
     f->ids[f->n++] = id;
+}
+
+/* Dominance for schedule j: shadow j, or the lead when j == n_sh. */
+static inline int dominates_j(const xdp *X, int j, const xkey *a, const xkey *b)
+{
+    return j == X->n_sh ? dominates(X, a, b) : dominates_sh(X, j, a, b);
+}
+
+static inline int bit_of(const xdp *X, int j) { return j == X->n_sh ? LEAD_BIT : 1 << j; }
+
+/* offer with shadow schedules (X->n_sh > 0).  The front is the union of
+ * the lead's and every shadow's own front: an entry's bit for schedule j
+ * says it is in j's own front, where j's own run would have put it (by
+ * induction: j's run offers exactly the extensions of the entries alive
+ * for j, in the same order, and compares them by its own rule).  An
+ * entry stays while it is alive for one of them. */
+static void offer_sh(xdp *X, xfront *f, const xkey *kvp, int t, int c, int k, int parent,
+                     int edge, int from, int r)
+{
+    xkey kv = *kvp;
+    xkey *fkey = f->key;
+    int n = f->n;
+    /* rejected by schedule j when an entry of its front dominates v */
+    for (int j = 0; j <= X->n_sh; j++) {
+        int bit = bit_of(X, j);
+        if (!(kv.alive & bit)) continue;
+        for (int i = 0; i < n; i++)
+            if ((fkey[i].alive & bit) && dominates_j(X, j, &fkey[i], &kv)) {
+                kv.alive &= ~bit;
+                break;
+            }
+    }
+    if (!kv.alive) return;
+    /* v then drops from j's front the entries it dominates by j's rule */
+    int w = 0, reuse = -1;
+    for (int i = 0; i < n; i++) {
+        int a = fkey[i].alive, both = a & kv.alive;
+        for (int j = 0; j <= X->n_sh && both; j++) {
+            int bit = bit_of(X, j);
+            if ((both & bit) && dominates_j(X, j, &kv, &fkey[i])) a &= ~bit;
+        }
+        if (a != fkey[i].alive) {
+            fkey[i].alive = a;
+            X->ent[f->ids[i]].alive = a;
+        }
+        if (a) {
+            f->ids[w] = f->ids[i];
+            fkey[w++] = fkey[i];
+        } else if (reuse < 0) {
+            reuse = f->ids[i];
+        }
+    }
+    f->n = w;
+    keep_entry(X, f, &kv, reuse, t, c, k, parent, edge, from, r);
+}
+
+/* Offer a new entry to the front of state (t, c, k): key kv, and how it
+ * extends entry `parent` (edge; EDGE_STAGE: the stage set `from` \ t on r
+ * replicas).  It is stored only when no entry of the front dominates it.
+ *
+ * Every offer to a front comes before the front is expanded (offers go to
+ * smaller sets, or through gaps to classes expanded later), so an entry
+ * dropped from its front has no extensions: its slot is reused.  Inlined
+ * into the callers, so the key stays in registers. */
+static inline __attribute__((always_inline)) void offer(xdp *X, const xkey *kv, int t, int c,
+                                                        int k, int parent, int edge, int from,
+                                                        int r)
+{
+    int fk = (X->p_fixed ? k : 0) * (X->N + 1) + (X->u_fronts ? kv->U : 0);
+    xfront *f = front_of(X, t, c, fk, 1);
+    if (X->n_sh) {
+        offer_sh(X, f, kv, t, c, k, parent, edge, from, r);
+        return;
+    }
+    xkey *fkey = f->key;
+    int n = f->n;
+    for (int i = 0; i < n; i++)
+        if (dominates(X, &fkey[i], kv)) return;
+    int w = 0, reuse = -1;
+    for (int i = 0; i < n; i++) {
+        if (!dominates(X, kv, &fkey[i])) {
+            if (w != i) {
+                f->ids[w] = f->ids[i];
+                fkey[w] = fkey[i];
+            }
+            w++;
+        } else if (reuse < 0) {
+            reuse = f->ids[i];
+        }
+    }
+    f->n = w;
+    keep_entry(X, f, kv, reuse, t, c, k, parent, edge, from, r);
+}
+
+/* The key of entry x (the parts dominance compares). */
+static inline xkey key_of(const xdp *X, const xent *x)
+{
+    xkey kv = {.B = x->B, .C = x->C, .H = x->H, .U = x->U, .d = x->d, .alive = x->alive};
+    for (int j = 0; j < X->n_sh; j++) kv.Hs[j] = x->Hs[j];
+    return kv;
 }
 
 /* ---------------------------------------------------------- positions -- */
@@ -348,44 +421,65 @@ static inline double allreduce_of(const xdp *X, double P, int r, int level)
     return X->ar_pb[level][r] * P + X->ar_lat[level][r];
 }
 
-/* Memory of one device of a stage of r replicas at `depth`. */
-static double mem_of(const xdp *X, double P, double st, double in, double out, int depth, int r)
+/* One stage's set sums, priced once for every block that may hold it. */
+typedef struct xstage {
+    double P, st, in, out;  /* parameters, stash, cut bytes before and after */
+    double fixed, io;       /* plan_stage_mem_parts's count-free parts      */
+    double least;           /* plan_stage_mem_least (relaxed 2)             */
+} xstage;
+
+static inline void stage_sums(const xdp *X, xstage *g, double P, double st, double in,
+                              double out)
 {
-    if (X->relaxed == 2) return plan_stage_mem_least(X->I, P, st, in, out);
+    g->P = P;
+    g->st = st;
+    g->in = in;
+    g->out = out;
+    g->fixed = P * (2.0 + X->I->optim_mult);
+    g->io = 2.0 * (in + out);
+    g->least = X->relaxed == 2 ? plan_stage_mem_least(X->I, P, st, in, out) : 0;
+}
+
+/* Memory of one device of stage g on r replicas at `depth` (the bits of
+ * plan_stage_mem, plan_stage_mem_least or plan_stage_mem_counts). */
+static inline double mem_of(const xdp *X, const xstage *g, int depth, int r)
+{
+    if (X->relaxed == 2) return g->least;
     if (X->relaxed == 1) {
         if (X->tab1_in && r <= X->rtab)
-            return plan_stage_mem_counts(X->I, P, st, in, out, X->tab1_in[r], X->tab1_ver[r]);
-        return plan_stage_mem(X->I, P, st, in, out, r, r, r);
+            return plan_stage_mem_parts(g->fixed, g->P, g->st, g->io, X->tab1_in[r], X->tab1_ver[r]);
+        return plan_stage_mem(X->I, g->P, g->st, g->in, g->out, r, r, r);
     }
     int devices = X->dev_fixed ? X->dev_fixed : depth;
     if (depth > devices) return HUGE_VAL;
     if (X->tab_in && r <= X->rtab && depth <= X->N) {
         size_t k = (size_t)depth * (size_t)(X->rtab + 1) + (size_t)r;
-        return plan_stage_mem_counts(X->I, P, st, in, out, X->tab_in[k], X->tab_ver[k]);
+        return plan_stage_mem_parts(g->fixed, g->P, g->st, g->io, X->tab_in[k], X->tab_ver[k]);
     }
-    return plan_stage_mem(X->I, P, st, in, out, depth, r, devices);
+    return plan_stage_mem(X->I, g->P, g->st, g->in, g->out, depth, r, devices);
 }
 
-/* Headrooms of v (x plus a stage of r replicas) under the shadow
+/* Headrooms of v (x plus stage g on r replicas) under the shadow
  * schedules: their memory never exceeds a device (plan_exact_mem_free). */
-static inline void shadow_h(const xdp *X, xent *v, const xent *x, double P, double st,
-                            double in, double out, int r, double cap)
+static inline void shadow_h(const xdp *X, xkey *v, const xent *x, const xstage *g, int r,
+                            double cap)
 {
     for (int j = 0; j < X->n_sh; j++) {
         size_t k = (size_t)v->U * (size_t)(X->rtab + 1) + (size_t)r;
-        double mem = plan_stage_mem_counts(X->I, P, st, in, out, X->sh_in[j][k], X->sh_ver[j][k]);
+        double mem = plan_stage_mem_parts(g->fixed, g->P, g->st, g->io, X->sh_in[j][k], X->sh_ver[j][k]);
         v->Hs[j] = mind(x->Hs[j], cap - mem);
     }
 }
 
 /* Place the stage set `hi` \ `lo` ... for entry `xi` on every allowed block
  * ending at e.  Returns 0 when the loop over smaller sets may stop. */
-static int place(xdp *X, int xi, const xent *xp, int lo, double bnd)
+static int place(xdp *X, int xi, const xent *restrict xp, int lo, double bnd)
 {
     const plan_inst *I = X->I;
     const plan_lattice *L = X->L;
-    const xent x = *xp; /* X->ent moves when offers add entries */
-    int hi = x.t, e = X->N - x.d;
+    /* xp is the caller's copy (X->ent moves when offers add entries) */
+    const xent *restrict x = xp;
+    int hi = x->t, e = X->N - x->d;
     double w = L->work[hi] - L->work[lo];
     int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
     if (rmax > e) rmax = e;
@@ -394,19 +488,18 @@ static int place(xdp *X, int xi, const xent *xp, int lo, double bnd)
     int qmin = (I->m + rmax - 1) / rmax;
     if ((double)qmin * (w / X->spd_top) > X->bound) return 0;
     double P = L->params[hi] - L->params[lo], st = L->stash[hi] - L->stash[lo];
-    double in = L->cut[lo], out = L->cut[hi];
-    int kk = x.k + 1;
+    int kk = x->k + 1;
     if (X->p_fixed && kk > X->p_fixed) return 1;
     /* the layers left in `lo` need at least need(lo) devices within the
      * bound; a block that leaves fewer cannot lead anywhere (the stages
-     * holding them sit on at least x.U + 1 devices) */
-    double need_lo = need(X, lo, x.U + 1);
+     * holding them sit on at least x->U + 1 devices) */
+    double need_lo = need(X, lo, x->U + 1);
     if (need_lo > e - 1) return 1;
     /* parameters and stash only grow with the stage: once they alone
      * overflow the largest device at the least depth, so does every larger
      * stage of a chain */
-    double pm0 = X->relaxed ? X->pm_least : X->pm[x.U];
-    double in0 = X->relaxed ? X->infl_least : X->infl[x.U];
+    double pm0 = X->relaxed ? X->pm_least : X->pm[x->U];
+    double in0 = X->relaxed ? X->infl_least : X->infl[x->U];
     if (P * pm0 + st * in0 > X->cap_top) return !L->chain;
 
     /* fewer replicas than r_lo cannot meet the bound even on the fastest
@@ -432,6 +525,9 @@ static int place(xdp *X, int xi, const xent *xp, int lo, double bnd)
      * that stays out of reach for every larger stage too */
     int r_cap = e == n1e && X->mode != MODE_FLAT ? rmax : room < rmax ? room : rmax;
     if (r_lo > r_cap) return 0;
+    xstage g;
+    stage_sums(X, &g, P, st, L->cut[lo], L->cut[hi]);
+    double B0 = maxd(x->B, bnd);
     double spd = HUGE_VAL, cap = HUGE_VAL, wspd = 0;
     int prev_q = -1;
     /* blocks inside the node of position e - 1 */
@@ -441,8 +537,8 @@ static int place(xdp *X, int xi, const xent *xp, int lo, double bnd)
         spd = s2;
         cap = mind(cap, I->mem_cap[e - r]);
         if (need_lo > e - r) break; /* more replicas leave even less */
-        if (X->dev_fixed && !dev_fixed_ok(X, x.U + r, lo, need_lo)) {
-            if (x.U + r + need_lo > X->dev_fixed) break;
+        if (X->dev_fixed && !dev_fixed_ok(X, x->U + r, lo, need_lo)) {
+            if (x->U + r + need_lo > X->dev_fixed) break;
             continue;
         }
         if (r < r_lo) continue;
@@ -453,17 +549,14 @@ static int place(xdp *X, int xi, const xent *xp, int lo, double bnd)
         double ar = allreduce_of(X, P, r, CLUSTER_INTRA);
         double tm = (double)q * wspd + ar; /* plan_stage_time, same operations */
         if (tm > X->bound && !X->feas) continue;
-        double mem = mem_of(X, P, st, in, out, x.U + r, r);
+        double mem = mem_of(X, &g, x->U + r, r);
         if (mem > cap) continue;
         int e2 = e - r;
         int bit = e2 > 0 && I->node[e2 - 1] == I->node[e2];
-        double b2 = bnd;
-        xent v = {.B = X->feas ? 0 : maxd(maxd(x.B, bnd), tm), .C = x.C + ar + b2,
-                  .H = mind(x.H, cap - mem), .U = x.U + r, .d = x.d + r,
-                  .t = lo, .c = class_of(X, e2, bit), .k = kk,
-                  .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r, .alive = x.alive};
-        shadow_h(X, &v, &x, P, st, in, out, r, cap);
-        offer(X, &v);
+        xkey v = {.B = X->feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
+                  .H = mind(x->H, cap - mem), .U = x->U + r, .d = x->d + r, .alive = x->alive};
+        shadow_h(X, &v, x, &g, r, cap);
+        offer(X, &v, lo, class_of(X, e2, bit), kk, xi, EDGE_STAGE, hi, r);
     }
     /* blocks of whole nodes ending at e (a node's end) */
     if (e == n1e && X->mode != MODE_FLAT) {
@@ -486,22 +579,21 @@ static int place(xdp *X, int xi, const xent *xp, int lo, double bnd)
             a = b;
             int r = e - a;
             if (r > rmax || need_lo > e - r) break;
-            if (X->dev_fixed && !dev_fixed_ok(X, x.U + r, lo, need_lo)) {
-                if (x.U + r + need_lo > X->dev_fixed) break;
+            if (X->dev_fixed && !dev_fixed_ok(X, x->U + r, lo, need_lo)) {
+                if (x->U + r + need_lo > X->dev_fixed) break;
                 continue;
             }
             X->steps++;
             double ar = allreduce_of(X, P, r, CLUSTER_INTER);
             double tm = plan_stage_time(I, w, r, nspd, ar);
             if (tm > X->bound && !X->feas) continue;
-            double mem = mem_of(X, P, st, in, out, x.U + r, r);
+            double mem = mem_of(X, &g, x->U + r, r);
             if (mem > ncap) continue;
-            xent v = {.B = X->feas ? 0 : maxd(maxd(x.B, bnd), tm), .C = x.C + ar + bnd,
-                      .H = mind(x.H, ncap - mem), .U = x.U + r, .d = x.d + r,
-                      .t = lo, .c = class_of(X, a, 0), .k = kk,
-                      .parent = xi, .edge = EDGE_STAGE, .from = hi, .r = r, .alive = x.alive};
-            shadow_h(X, &v, &x, P, st, in, out, r, ncap);
-            offer(X, &v);
+            xkey v = {.B = X->feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
+                      .H = mind(x->H, ncap - mem), .U = x->U + r, .d = x->d + r,
+                      .alive = x->alive};
+            shadow_h(X, &v, x, &g, r, ncap);
+            offer(X, &v, lo, class_of(X, a, 0), kk, xi, EDGE_STAGE, hi, r);
         }
     }
     return 1;
@@ -518,21 +610,13 @@ static void expand(xdp *X, int xi)
      * start (periodic; any other gap can slide away without changing a cost) */
     if (X->mode == MODE_POSITIONS) {
         int bit = (x.c & 1) && e - 2 >= 0 && I->node[e - 2] == I->node[e - 1];
-        xent v = x;
+        xkey v = key_of(X, &x);
         v.d = x.d + 1;
-        v.c = class_of(X, e - 1, bit);
-        v.parent = xi;
-        v.edge = EDGE_GAP;
-        v.r = 0;
-        offer(X, &v);
+        offer(X, &v, x.t, class_of(X, e - 1, bit), x.k, xi, EDGE_GAP, x.from, 0);
     } else if (X->mode == MODE_PERIODIC && e % X->K != 0) {
-        xent v = x;
+        xkey v = key_of(X, &x);
         v.d = x.d + e % X->K;
-        v.c = 0;
-        v.parent = xi;
-        v.edge = EDGE_GAP;
-        v.r = 0;
-        offer(X, &v);
+        offer(X, &v, x.t, 0, x.k, xi, EDGE_GAP, x.from, 0);
     }
     if (x.t == 0) return;
     if (need(X, x.t, x.U) > e) return;
@@ -586,11 +670,10 @@ static int run_pass(xdp *X)
     X->n_ent = 0;
     X->n_fr = 0;
     for (int t = 0; t < S; t++) X->head[t] = NULL;
-    xent s0 = {.B = 0, .C = 0, .H = HUGE_VAL, .U = 0, .d = 0, .t = S - 1,
-               .c = class_of(X, X->N, 0), .k = 0, .parent = -1, .edge = EDGE_START};
+    xkey s0 = {.B = 0, .C = 0, .H = HUGE_VAL, .U = 0, .d = 0};
     for (int j = 0; j < PLAN_EXACT_SHADOWS; j++) s0.Hs[j] = HUGE_VAL, X->sh_best[j] = -1;
-    s0.alive = (1 << PLAN_EXACT_SHADOWS) - 1;
-    offer(X, &s0);
+    s0.alive = LEAD_BIT | ((1 << X->n_sh) - 1);
+    offer(X, &s0, S - 1, class_of(X, X->N, 0), 0, -1, EDGE_START, 0, 0);
     int *order = cl_malloc((size_t)X->C * sizeof(int));
     int no = 0;
     if (X->mode == MODE_PERIODIC) {
@@ -607,10 +690,12 @@ static int run_pass(xdp *X)
                 /* expansions never add to this front (gaps move to other
                  * classes), so iterate over a stable copy of the ids */
                 int n = X->fr[f].n;
-                int *ids = cl_malloc((size_t)(n ? n : 1) * sizeof(int));
-                memcpy(ids, X->fr[f].ids, (size_t)n * sizeof(int));
-                for (int i = 0; i < n && !X->over; i++) expand(X, ids[i]);
-                free(ids);
+                if (n > X->cap_scratch) {
+                    X->cap_scratch = 2 * n;
+                    X->scratch = cl_realloc(X->scratch, (size_t)X->cap_scratch * sizeof(int));
+                }
+                if (n) memcpy(X->scratch, X->fr[f].ids, (size_t)n * sizeof(int));
+                for (int i = 0; i < n && !X->over; i++) expand(X, X->scratch[i]);
             }
         }
         if (t > 0) free_fronts(X, t);
@@ -636,6 +721,7 @@ static int run_pass(xdp *X)
                             (a->C == b->C && (a->Hs[j] != b->Hs[j] ? a->Hs[j] > b->Hs[j] : a->U < b->U)))
                             X->sh_best[j] = id;
                     }
+                    if (X->n_sh && !(a->alive & LEAD_BIT)) continue; /* not in the lead's run */
                     if (best < 0) { best = id; continue; }
                     const xent *b = &X->ent[best];
                     int better;
@@ -762,10 +848,11 @@ static int setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_e
 static void teardown(xdp *X, plan_exact_stats *st)
 {
     if (st) {
-        st->entries += X->n_ent;
+        st->entries += X->created;
         st->steps = X->steps;
     }
     free(X->ent);
+    free(X->scratch);
     for (int f = 0; f < X->n_fr; f++) {
         free(X->fr[f].ids);
         free(X->fr[f].key);
@@ -818,7 +905,9 @@ static int feasible(xdp *X, int relaxed, plan_exact_stats *st)
     if (X->p_fixed <= 1 && X->dev_fixed <= 1 && all > 0) {
         int keep = X->relaxed;
         X->relaxed = relaxed;
-        double mem = mem_of(X, L->params[all], L->stash[all], L->cut[0], L->cut[all], 1, 1);
+        xstage g;
+        stage_sums(X, &g, L->params[all], L->stash[all], L->cut[0], L->cut[all]);
+        double mem = mem_of(X, &g, 1, 1);
         X->relaxed = keep;
         if (mem <= X->cap_top) return 1;
     }
@@ -931,7 +1020,6 @@ static int shadows_setup(xdp *X, int n_sh, const sched_kind *sh)
                 X->sh_in[j][k] = sched_inflight_rep(sh[j], D, D, r, I->m, I->chunks);
                 X->sh_ver[j][k] = sched_versions_rep(sh[j], D, r);
             }
-        X->sh_div[j] = 0;
         plan_inst y = *I;
         y.sched = sh[j];
         int dep = plan_mem_dependence(&y);
@@ -969,7 +1057,7 @@ int plan_exact_shadowed(const plan_inst *I, const plan_lattice *L, const plan_ex
         int ok_sh = n_sh > 0 && !X.dev_fixed && shadows_setup(&X, n_sh, sh);
         best = pass(&X, 0, 1, o->lower_s, st);
         for (int j = 0; ok_sh && j < n_sh; j++)
-            if (best >= 0 && !X.over && !X.sh_div[j] && X.sh_best[j] >= 0) {
+            if (best >= 0 && !X.over && X.sh_best[j] >= 0) {
                 rebuild(&X, X.sh_best[j], &out[1 + j]);
                 sh_ok[j] = 1;
             }

@@ -65,8 +65,9 @@ int plan_exact_any_below(const plan_inst *I, const plan_lattice *L, const plan_e
  * when sh_ok[j] is 1, out[1 + j] (plan_layout_free) is exactly the layout
  * plan_exact with the same options would return for sh[j].  The shadows
  * follow the pass at o->lower_s, carrying their own memory headroom and
- * marking which entries their own run would keep; one is ok when that
- * pass found a layout and never dropped an entry the shadow would keep.  The caller guarantees what
+ * marking which entries their own run would keep (the pass keeps an entry
+ * while the lead's or any shadow's own run would); one is ok when that
+ * pass found a layout.  The caller guarantees what
  * makes the runs otherwise identical: plan_exact_mem_free for I and every
  * shadow, no devices_fixed, and o->lower_s <= the upper_s the shadow's own
  * run would get.  A schedule whose memory is BY_TOTAL, or BY_DEPTH but not
