@@ -36,27 +36,9 @@
 #include "exact.h"
 #include "merge.h"
 #include "search.h"
+#include "../tools/measure.h"
 
 int plan_bench(const char *outdir, int quick);
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* Wall time of one `cleave plan ARGS` run of this very binary, output
  * discarded; NAN when it cannot run or fails. */
@@ -78,14 +60,14 @@ static double question_ms(const char *const *args)
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     extern char **environ;
     pid_t pid;
-    double t0 = now_s();
+    double t0 = cl_now_s();
     int rc = posix_spawn(&pid, self, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) return NAN;
     int st = 0;
     while (waitpid(pid, &st, 0) < 0) {
     }
-    double ms = 1e3 * (now_s() - t0);
+    double ms = 1e3 * (cl_now_s() - t0);
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? ms : NAN;
 }
 
@@ -101,7 +83,7 @@ static double question_median_ms(const char *file, int explicit_form, int batch1
         t[r] = question_ms(explicit_form ? x_args : auto_args);
         if (isnan(t[r])) return NAN;
     }
-    return median(t, reps);
+    return cl_median(t, reps);
 }
 
 /* ------------------------------------------------------------ inputs -- */
@@ -177,19 +159,19 @@ static int time_case(const model *m, const prof *pf, const cluster *c, int reps,
     double tx[16], tm[16], ts[16];
     for (int r = 0; r < reps; r++) {
         plan_result res;
-        double t0 = now_s();
+        double t0 = cl_now_s();
         rq.algo = PLAN_ALGO_EXACT;
         int rc = plan_search(&rq, &res, e);
-        tx[r] = 1e3 * (now_s() - t0);
+        tx[r] = 1e3 * (cl_now_s() - t0);
         if (rc) return rc;
         out->exact_b = res.bottleneck_s;
         out->p = res.plan.n_stages;
         out->devices_used = plan_device_count(&res.plan);
         plan_result_free(&res);
-        t0 = now_s();
+        t0 = cl_now_s();
         rq.algo = PLAN_ALGO_MERGE;
         rc = plan_search(&rq, &res, e);
-        tm[r] = 1e3 * (now_s() - t0);
+        tm[r] = 1e3 * (cl_now_s() - t0);
         if (rc) return rc;
         out->merge_b = res.bottleneck_s;
         plan_result_free(&res);
@@ -198,16 +180,16 @@ static int time_case(const model *m, const prof *pf, const cluster *c, int reps,
             full.schedule = -1;
             full.microbatches = 0;
             full.algo = PLAN_ALGO_AUTO;
-            t0 = now_s();
+            t0 = cl_now_s();
             rc = plan_search(&full, &res, e);
-            ts[r] = 1e3 * (now_s() - t0);
+            ts[r] = 1e3 * (cl_now_s() - t0);
             if (rc) return rc;
             plan_result_free(&res);
         }
     }
-    out->exact_ms = median(tx, reps);
-    out->merge_ms = median(tm, reps);
-    out->search_ms = do_search ? median(ts, reps) : NAN;
+    out->exact_ms = cl_median(tx, reps);
+    out->merge_ms = cl_median(tm, reps);
+    out->search_ms = do_search ? cl_median(ts, reps) : NAN;
     return CL_OK;
 }
 

@@ -22,27 +22,9 @@
 #include "../tools/fileio.h"
 #include "event.h"
 #include "sim.h"
+#include "../tools/measure.h"
 
 int sim_bench(const char *outdir, int quick);
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* ------------------------------------------------------ kernel alone -- */
 
@@ -61,9 +43,9 @@ static double kernel_rate(int pending, uint64_t n_events)
     ev_kernel *k = ev_create();
     hold h = {42};
     for (int i = 0; i < pending; i++) ev_at(k, i * 1e-9, on_hold, &h, n_events);
-    double t0 = now_s();
+    double t0 = cl_thread_cpu_s();
     ev_run(k, 0, 0);
-    double dt = now_s() - t0;
+    double dt = cl_thread_cpu_s() - t0;
     double rate = (double)ev_dispatched(k) / dt;
     ev_destroy(k);
     return rate;
@@ -93,15 +75,15 @@ static int run_case(int stages, int micro, int reps, bcase *out, cl_err *e)
     out->micro = micro;
     for (int i = -1; i < reps && !rc; i++) { /* i = -1: warm-up, not timed */
         sched sc;
-        double t0 = now_s();
+        double t0 = cl_thread_cpu_s();
         rc = sched_build(&p, SCHED_1F1B, micro, 1, &sc, e);
         if (rc) break;
-        double t1 = now_s();
+        double t1 = cl_thread_cpu_s();
         sim_opts o = {0};
         sim *sm = sim_create(&p, &sc, &o, e);
         sim_result res;
         rc = sm ? sim_run(sm, &res, e) : e->code;
-        double t2 = now_s();
+        double t2 = cl_thread_cpu_s();
         if (!rc) {
             out->ops = sc.n_ops;
             out->events = res.events;
@@ -116,10 +98,10 @@ static int run_case(int stages, int micro, int reps, bcase *out, cl_err *e)
         r[i] = (double)out->events / (t2 - t1);
     }
     if (!rc) {
-        out->build_ms = median(b, reps);
-        out->sim_ms = median(s, reps);
-        out->total_ms = median(t, reps);
-        out->rate = median(r, reps);
+        out->build_ms = cl_median(b, reps);
+        out->sim_ms = cl_median(s, reps);
+        out->total_ms = cl_median(t, reps);
+        out->rate = cl_median(r, reps);
     }
     free(b);
     free(s);
@@ -149,7 +131,7 @@ int sim_bench(const char *outdir, int quick)
         double v[5];
         int reps = quick ? 1 : 5;
         for (int j = 0; j < reps; j++) v[j] = kernel_rate(pend[i], kev);
-        krate[i] = median(v, reps);
+        krate[i] = cl_median(v, reps);
         fprintf(o.f, "kernel,-,%d,0,0,%llu,0,0,0,%.0f\n", pend[i], (unsigned long long)kev, krate[i]);
     }
     printf("kernel alone: %.1f M events/s (16 pending), %.1f M (256), %.1f M (4096)\n",

@@ -12,15 +12,9 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "../tools/measure.h"
 
 #define HANG_S 30.0 /* guard against runs that never end */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct acase {
     const char *args;  /* after "cleave"; OUT is replaced by an output path */
@@ -42,9 +36,9 @@ static void run_cases(const acase *c, int n)
         else
             snprintf(args, sizeof args, "%s", c[i].args);
         char *out = NULL, *err = NULL;
-        double t0 = now_s();
+        double t0 = cl_now_s();
         int st = test_run_cli(args, &out, &err);
-        double dt = now_s() - t0;
+        double dt = cl_now_s() - t0;
         int nl = 0;
         for (const char *p = err; *p; p++) nl += *p == '\n';
         int ok = st == c[i].status && dt < HANG_S && nl == (c[i].status ? 1 : 0) &&
@@ -110,9 +104,9 @@ static void test_plan(void)
     char *dir = test_tmpdir(), args[1024], path[600];
     snprintf(path, sizeof path, "%s/p.json", dir);
     snprintf(args, sizeof args, "plan --profile " ABS "pipedream-trillion.txt --devices 2 -o %s", path);
-    double t0 = now_s();
+    double t0 = cl_now_s();
     CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
-    CU_ASSERT(now_s() - t0 < HANG_S);
+    CU_ASSERT(cl_now_s() - t0 < HANG_S);
     CU_ASSERT_EQUAL(access(path, F_OK), 0);
     remove(path);
     rmdir(dir);

@@ -23,6 +23,7 @@
 #include "fileio.h"
 #include "progress.h"
 #include "study.h"
+#include "measure.h"
 
 #define DEMO_CLUSTER "profiles/clusters/v100-8-pcie.json"
 #define DEMO_MAX_FILES 48
@@ -230,13 +231,6 @@ done_reported:
     return rc;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int cmd_demo(int argc, char **argv)
 {
     demo d = {.dir = "demo"};
@@ -249,7 +243,7 @@ int cmd_demo(int argc, char **argv)
             d.dir = argv[++i];
         } else return cli_usage_error("demo", "unknown option %s", a);
     }
-    double t0 = now_s();
+    double t0 = cl_now_s();
     cl_err e = {0};
     int rc, interrupted = 0;
     char cpath[4200];
@@ -326,6 +320,6 @@ int cmd_demo(int argc, char **argv)
     }
     printf("\nfiles (%d):\n", d.n_files);
     for (int i = 0; i < d.n_files; i++) printf("  %-36s %s\n", d.files[i].path, d.files[i].what);
-    if (!rc) printf("\ndone in %.1f s; docs/plots.md explains how to read each picture\n", now_s() - t0);
+    if (!rc) printf("\ndone in %.1f s; docs/plots.md explains how to read each picture\n", cl_now_s() - t0);
     return rc;
 }

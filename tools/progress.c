@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "measure.h"
 
 static volatile sig_atomic_t interrupted;
 static int handler_installed;
@@ -44,13 +45,6 @@ int prog_interrupted(void)
     return interrupted != 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int term_width(void)
 {
     struct winsize ws;
@@ -64,7 +58,7 @@ static void draw(prog *p, const char *label)
 {
     int width = term_width() - 1;
     char tail[160], eta[32] = "";
-    double el = now_s() - p->t0_s;
+    double el = cl_now_s() - p->t0_s;
     if (p->done > 0 && p->done < p->total && el > 1.0)
         snprintf(eta, sizeof eta, "  ~%.0f s left", el / p->done * (p->total - p->done));
     snprintf(tail, sizeof tail, " %d/%d  %s%s%s%s", p->done, p->total, p->what, label ? "  " : "",
@@ -86,7 +80,7 @@ static void draw(prog *p, const char *label)
     fputs("\033[K", stderr); /* clear what a longer previous line left */
     fflush(stderr);
     p->drawn = 1;
-    p->last_s = now_s();
+    p->last_s = cl_now_s();
 }
 
 void prog_begin(prog *p, const char *what, int total)
@@ -95,7 +89,7 @@ void prog_begin(prog *p, const char *what, int total)
     snprintf(p->what, sizeof p->what, "%s", what);
     p->total = total;
     p->tty = cli_stderr_tty();
-    p->t0_s = now_s();
+    p->t0_s = cl_now_s();
     const char *hook = getenv("CLEAVE_TEST_INTERRUPT_AFTER");
     if (hook && *hook) p->interrupt_after = atoi(hook);
     if (p->tty) draw(p, NULL);
@@ -104,7 +98,7 @@ void prog_begin(prog *p, const char *what, int total)
 void prog_step(prog *p, const char *label)
 {
     p->done++;
-    if (p->tty && (p->done == p->total || now_s() - p->last_s >= 0.1)) draw(p, label);
+    if (p->tty && (p->done == p->total || cl_now_s() - p->last_s >= 0.1)) draw(p, label);
     if (p->interrupt_after > 0 && p->done == p->interrupt_after) raise(SIGINT);
 }
 

@@ -11,17 +11,11 @@
 
 #include "cli.h"
 #include "fileio.h"
+#include "measure.h"
 
 int study_bench(const char *outdir, int quick); /* listed in tools/cmd_bench.c */
 
 #define DEMO_TARGET_S 60.0
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Run a command with stdout silenced; its wall time in seconds, or -1 when
  * it failed. */
@@ -30,9 +24,9 @@ static double timed(int (*cmd)(int, char **), int argc, char **argv)
     fflush(stdout);
     int saved = dup(STDOUT_FILENO), null = open("/dev/null", O_WRONLY);
     if (saved >= 0 && null >= 0) dup2(null, STDOUT_FILENO);
-    double t0 = now_s();
+    double t0 = cl_now_s();
     int rc = cmd(argc, argv);
-    double dt = now_s() - t0;
+    double dt = cl_now_s() - t0;
     fflush(stdout);
     if (saved >= 0) {
         dup2(saved, STDOUT_FILENO);
