@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "chan.h"
@@ -79,14 +80,25 @@ typedef struct mx {
     int *nb;             /* [n]: bounded sends outstanding to it            */
     double out;          /* their payload bytes                             */
     int stop;
-    exec_preempt pre;    /* whether this rank holds its core                */
+    exec_preempt pre;    /* whether this rank holds its core (quiet_from)    */
+    long nivcsw;         /* involuntary switches seen; -1 before the first  */
 } mx;
 
 #define EXEC_MPI_NAP_S 20e-6
 
 /* Between two polls: yield while the rank holds its core, else sleep. */
+/* Between two polls: yield while the rank holds its core, else nap.  A
+ * rank polls in MPI calls, where a competing process takes the core from it
+ * at the end of its time slice, so the sign is an involuntary context
+ * switch (getrusage RUSAGE_THREAD) since the previous pause: then it naps
+ * for EXEC_PREEMPT_BACKOFF_S. */
 static void mx_pause(mx *t)
 {
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0 && ru.ru_nivcsw != t->nivcsw) {
+        if (t->nivcsw >= 0) t->pre.quiet_from = exec_now() + EXEC_PREEMPT_BACKOFF_S;
+        t->nivcsw = ru.ru_nivcsw;
+    }
     if (exec_preempt_spin_ok(&t->pre)) {
         sched_yield();
         return;
@@ -292,6 +304,7 @@ int exec_xport_mpi(exec_xport **out, int n, const int *cap, const char *file, cl
     t->x.rank = rank;
     t->x.cores = 0;
     t->mod = mod;
+    t->nivcsw = -1;
     MPI_Comm_dup(MPI_COMM_WORLD, &t->comm);
     t->cap = cl_calloc((size_t)n, sizeof *t->cap);
     t->nb = cl_calloc((size_t)n, sizeof *t->nb);

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include "chan.h"
@@ -31,16 +30,22 @@ static double mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int exec_preempt_spin_ok(exec_preempt *p)
+double exec_thread_cpu_s(void)
 {
-    struct rusage ru;
-    double now = mono_s();
-    if (getrusage(RUSAGE_THREAD, &ru) == 0 && ru.ru_nivcsw != p->nivcsw) {
-        if (p->started) p->quiet_from = now + EXEC_PREEMPT_BACKOFF_S;
-        p->nivcsw = ru.ru_nivcsw;
-        p->started = 1;
-    }
-    return now >= p->quiet_from;
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int exec_preempt_spin_ok(const exec_preempt *p) { return mono_s() >= p->quiet_from; }
+
+void exec_preempt_note(exec_preempt *p, double wall_s, double cpu_s)
+{
+    p->wall += wall_s;
+    p->cpu += cpu_s;
+    if (p->wall < EXEC_PREEMPT_WINDOW_S) return;
+    if (p->cpu < EXEC_PREEMPT_SHARE * p->wall) p->quiet_from = mono_s() + EXEC_PREEMPT_BACKOFF_S;
+    p->wall = p->cpu = 0;
 }
 
 void exec_notify_init(exec_notify *n, double spin_s)
@@ -101,12 +106,20 @@ static inline void cpu_relax(void)
 void exec_notify_wait(exec_notify *n, uint64_t seen, double max_s)
 {
     double start = mono_s(), spin = n->spin_s < max_s ? n->spin_s : max_s;
-    if (spin > 0 && exec_preempt_spin_ok(&n->pre))
+    if (spin > 0 && exec_preempt_spin_ok(&n->pre)) {
+        double c0 = exec_thread_cpu_s();
+        int moved = 0;
         for (int i = 0;; i++) {
-            if (atomic_load_explicit(&n->events, memory_order_acquire) != seen) return;
+            if (atomic_load_explicit(&n->events, memory_order_acquire) != seen) {
+                moved = 1;
+                break;
+            }
             cpu_relax();
             if ((i & 63) == 63 && mono_s() - start >= spin) break;
         }
+        exec_preempt_note(&n->pre, mono_s() - start, exec_thread_cpu_s() - c0);
+        if (moved) return;
+    }
     double s = start + max_s;
     struct timespec ts;
     ts.tv_sec = (time_t)s;

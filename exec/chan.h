@@ -64,22 +64,28 @@ enum { EXEC_TAG_MAX_BOUNDARY = 8191 };
 
 /* ------------------------------------------------- channels (threads) -- */
 
-/* Whether the calling thread holds its core.  A worker that spins (or
- * polls) while another process wants its core is charged the core's time
- * and loses it to that process for whole time slices (milliseconds), where
- * a sleeping waiter is woken ahead of it: under load, spinning made the
- * waits 10-20x longer (docs/validation.md).  exec_preempt_spin_ok counts
- * the thread's involuntary context switches (getrusage RUSAGE_THREAD): after
- * one, it says no for EXEC_PREEMPT_BACKOFF_S, so waits sleep while other
- * processes compete, and spin again once they have stopped.  State of one
- * thread; zero-initialised is ready. */
+/* Whether a thread holds its core.  A worker that spins (or polls) while
+ * another process wants its core is charged the core's time and loses it
+ * to that process for whole time slices (milliseconds), where a sleeping
+ * waiter is woken ahead of it: under load, spinning made the waits 10-20x
+ * longer (docs/validation.md).  The spinner reports each stretch of
+ * spinning with exec_preempt_note (wall and thread CPU seconds); once
+ * EXEC_PREEMPT_WINDOW_S of spinning has been reported, if the thread ran
+ * less than EXEC_PREEMPT_SHARE of it, exec_preempt_spin_ok says no for
+ * EXEC_PREEMPT_BACKOFF_S: waits sleep while other processes compete, and
+ * spin again once they have stopped.  A short preemption by a kernel thread
+ * does not trip it.  State of one thread; zero-initialised is ready. */
 typedef struct exec_preempt {
-    long nivcsw;           /* last count seen                                */
-    int started;           /* nivcsw holds a reading                         */
-    double quiet_from;     /* exec_now() from which spinning is allowed      */
+    double wall, cpu;      /* spinning reported in the current window, s     */
+    double quiet_from;     /* monotonic seconds from which spinning is allowed */
 } exec_preempt;
+#define EXEC_PREEMPT_WINDOW_S 2e-3
+#define EXEC_PREEMPT_SHARE 0.5
 #define EXEC_PREEMPT_BACKOFF_S 0.2
-int exec_preempt_spin_ok(exec_preempt *p);
+int exec_preempt_spin_ok(const exec_preempt *p);
+void exec_preempt_note(exec_preempt *p, double wall_s, double cpu_s);
+/* The calling thread's CPU time, seconds (CLOCK_THREAD_CPUTIME_ID). */
+double exec_thread_cpu_s(void);
 
 /* Wake-ups of one worker: a counter bumped whenever something it may be
  * waiting for happens (a message for it arrived, a slot in one of its

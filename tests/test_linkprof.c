@@ -205,11 +205,18 @@ static void test_notify(void)
         exec_notify_destroy(&a);
         exec_notify_destroy(&b);
     }
-    /* a thread that has not been preempted may spin; the first reading
-     * never forbids it */
+    /* spinning is allowed until a window of spinning ran less than half
+     * of its wall time, then not for the back-off */
     exec_preempt pr;
     memset(&pr, 0, sizeof pr);
-    CU_ASSERT(exec_preempt_spin_ok(&pr) == 1);
+    CU_ASSERT(exec_preempt_spin_ok(&pr));
+    exec_preempt_note(&pr, 1e-3, 1e-3);
+    exec_preempt_note(&pr, 1e-3, 0.9e-3); /* a window, 95% on the core */
+    CU_ASSERT(exec_preempt_spin_ok(&pr));
+    exec_preempt_note(&pr, 1.5e-3, 0.2e-3);
+    CU_ASSERT(exec_preempt_spin_ok(&pr)); /* window not full yet */
+    exec_preempt_note(&pr, 1e-3, 0.2e-3); /* 2.5 ms, 16% on the core */
+    CU_ASSERT(!exec_preempt_spin_ok(&pr));
 }
 
 /* The cluster file: one node of `cores` devices with the fit as its link,
