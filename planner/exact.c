@@ -471,9 +471,32 @@ static inline void shadow_h(const xdp *X, xkey *v, const xent *x, const xstage *
     }
 }
 
+/* What place() needs of the entry it extends, the same for every set. */
+typedef struct xrow {
+    int rmax, qmin;         /* replicas at most here; ceil(m / rmax)          */
+    double w_lo, w_hi;      /* qmin x (w / spd_top) > bound is false for work
+                               w < w_lo and true for w > w_hi (rounding
+                               margins far above the few ulps of the test)  */
+    double bs;              /* bound x spd_top                               */
+} xrow;
+
+static inline void row_of(const xdp *X, const xent *x, xrow *R)
+{
+    const plan_inst *I = X->I;
+    int e = X->N - x->d;
+    R->rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (R->rmax > e) R->rmax = e;
+    R->qmin = (I->m + R->rmax - 1) / R->rmax;
+    double lim = X->bound * X->spd_top / R->qmin;
+    R->w_lo = lim * (1 - 1e-12);
+    R->w_hi = lim * (1 + 1e-12);
+    R->bs = X->bound * X->spd_top;
+}
+
 /* Place the stage set `hi` \ `lo` ... for entry `xi` on every allowed block
  * ending at e.  Returns 0 when the loop over smaller sets may stop. */
-static int place(xdp *X, int xi, const xent *restrict xp, int lo, double bnd)
+static int place(xdp *X, int xi, const xent *restrict xp, const xrow *restrict R, int lo,
+                 double bnd)
 {
     const plan_inst *I = X->I;
     const plan_lattice *L = X->L;
@@ -481,12 +504,10 @@ static int place(xdp *X, int xi, const xent *restrict xp, int lo, double bnd)
     const xent *restrict x = xp;
     int hi = x->t, e = X->N - x->d;
     double w = L->work[hi] - L->work[lo];
-    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
-    if (rmax > e) rmax = e;
+    int rmax = R->rmax;
     /* the least time any block could give (all-reduce >= 0): stop when even
      * that is over the bound, since later sets only add work */
-    int qmin = (I->m + rmax - 1) / rmax;
-    if ((double)qmin * (w / X->spd_top) > X->bound) return 0;
+    if (!(w < R->w_lo) && (w > R->w_hi || (double)R->qmin * (w / X->spd_top) > X->bound)) return 0;
     double P = L->params[hi] - L->params[lo], st = L->stash[hi] - L->stash[lo];
     int kk = x->k + 1;
     if (X->p_fixed && kk > X->p_fixed) return 1;
@@ -502,21 +523,14 @@ static int place(xdp *X, int xi, const xent *restrict xp, int lo, double bnd)
     double in0 = X->relaxed ? X->infl_least : X->infl[x->U];
     if (P * pm0 + st * in0 > X->cap_top) return !L->chain;
 
-    /* fewer replicas than r_lo cannot meet the bound even on the fastest
-     * device: ceil(m / r) x w / speed <= bound needs ceil(m / r) <= qmax
-     * (one more allowed for rounding; the exact test follows) */
-    int r_lo = 1;
+    /* fewer replicas than ceil(m / qmax) cannot meet the bound even on
+     * the fastest device: ceil(m / r) x w / speed <= bound needs ceil(m / r)
+     * <= qmax (one more allowed for rounding; the exact test follows) */
+    double qmax = HUGE_VAL;
     if (!X->feas && w > 0 && X->bound < HUGE_VAL) {
-        /* floor and ceil of non-negative values below 2^62 by casts */
-        double qv = X->bound * X->spd_top / w;
-        if (qv < 4e18) {
-            double qmax = (double)(long long)qv + 1;
-            if (qmax < I->m) {
-                double y = I->m / qmax;
-                long long c = (long long)y;
-                r_lo = (int)(c + ((double)c < y));
-            }
-        }
+        /* floor of a non-negative value below 2^62 by a cast */
+        double qv = R->bs / w;
+        if (qv < 4e18) qmax = (double)(long long)qv + 1;
     }
 
     int n1s = X->nstart[e - 1], n1e = X->nend[e - 1];
@@ -524,7 +538,7 @@ static int place(xdp *X, int xi, const xent *restrict xp, int lo, double bnd)
     /* the widest block possible here; a stage needing more replicas than
      * that stays out of reach for every larger stage too */
     int r_cap = e == n1e && X->mode != MODE_FLAT ? rmax : room < rmax ? room : rmax;
-    if (r_lo > r_cap) return 0;
+    if (X->qtab[r_cap] > qmax) return 0;
     xstage g;
     stage_sums(X, &g, P, st, L->cut[lo], L->cut[hi]);
     double B0 = maxd(x->B, bnd);
@@ -541,8 +555,8 @@ static int place(xdp *X, int xi, const xent *restrict xp, int lo, double bnd)
             if (x->U + r + need_lo > X->dev_fixed) break;
             continue;
         }
-        if (r < r_lo) continue;
         int q = X->qtab[r];
+        if (q > qmax) continue;
         if (X->mode == MODE_FLAT && q == prev_q) continue; /* fewer replicas do as well */
         prev_q = q;
         X->steps++;
@@ -635,12 +649,14 @@ static void expand(xdp *X, int xi)
     /* (a whole-node block ending at e shares nothing: when it is chosen, e
      * is a node end, where shares is already 0 in every mode) */
     if (bnd > X->bound && !X->feas) return;
+    xrow R;
+    row_of(X, &x, &R);
     if (L->chain) {
         for (int lo = x.t - 1; lo >= 0 && !X->over; lo--)
-            if (!place(X, xi, &x, lo, bnd)) break;
+            if (!place(X, xi, &x, &R, lo, bnd)) break;
     } else {
         for (int64_t j = L->sub_off[x.t]; j < L->sub_off[x.t + 1] && !X->over; j++)
-            if (!place(X, xi, &x, L->sub[j], bnd)) break;
+            if (!place(X, xi, &x, &R, L->sub[j], bnd)) break;
     }
     if (X->steps > X->budget) X->over = 1;
 }
