@@ -289,7 +289,9 @@ static inline __attribute__((always_inline)) void offer(xdp *X, const xkey *kv, 
                                                         int r)
 {
     int fk = (X->p_fixed ? k : 0) * (X->N + 1) + (X->u_fronts ? kv->U : 0);
-    xfront *f = front_of(X, t, c, fk, 1);
+    /* the state's first front is usually the one (a single k) */
+    int f0 = X->head[t] ? X->head[t][c] : -1;
+    xfront *f = f0 >= 0 && X->fr[f0].k == fk ? &X->fr[f0] : front_of(X, t, c, fk, 1);
     if (X->n_sh) {
         offer_sh(X, f, kv, t, c, k, parent, edge, from, r);
         return;
@@ -442,7 +444,8 @@ static inline void stage_sums(const xdp *X, xstage *g, double P, double st, doub
 
 /* Memory of one device of stage g on r replicas at `depth` (the bits of
  * plan_stage_mem, plan_stage_mem_least or plan_stage_mem_counts). */
-static inline double mem_of(const xdp *X, const xstage *g, int depth, int r)
+static inline __attribute__((always_inline)) double mem_of(const xdp *X, const xstage *g,
+                                                            int depth, int r)
 {
     if (X->relaxed == 2) return g->least;
     if (X->relaxed == 1) {
