@@ -100,6 +100,7 @@ typedef struct xdp {
     int n_fr, cap_fr;
     int **head;             /* per set: C front-list heads, or NULL          */
     int *nstart, *nend;     /* per position: first and one-past-last of its node */
+    int *pcls;              /* per end position 0..N: class_of without the bit */
     double spd_top;
     double need_coef;       /* m / (fastest speed x bound) x (1 - 1e-9): a
                                set of work W needs >= W x need_coef devices */
@@ -326,13 +327,11 @@ static inline xkey key_of(const xdp *X, const xent *x)
 
 /* ---------------------------------------------------------- positions -- */
 
-static int class_of(const xdp *X, int e, int bit)
+/* The class of a state whose next stage ends at e (bit: positions mode's
+ * node bit, ignored otherwise); pcls[e] holds the part without the bit. */
+static inline int class_of(const xdp *X, int e, int bit)
 {
-    switch (X->mode) {
-    case MODE_FLAT: return 0;
-    case MODE_PERIODIC: return e % X->K;
-    default: return 2 * e + bit;
-    }
+    return X->pcls[e] + (X->mode == MODE_POSITIONS ? bit : 0);
 }
 
 /* Does the next stage, ending at e, share the node of the stage after it?
@@ -381,6 +380,9 @@ static void classify_positions(xdp *X)
         X->mode = MODE_POSITIONS;
         X->C = 2 * (N + 1);
     }
+    X->pcls = cl_malloc((size_t)(N + 1) * sizeof(int));
+    for (int e = 0; e <= N; e++)
+        X->pcls[e] = X->mode == MODE_FLAT ? 0 : X->mode == MODE_PERIODIC ? e % X->K : 2 * e;
 }
 
 /* ---------------------------------------------------------- expansion -- */
@@ -569,7 +571,7 @@ static int place(xdp *X, int xi, const xent *restrict xp, const xrow *restrict R
         double mem = mem_of(X, &g, x->U + r, r);
         if (mem > cap) continue;
         int e2 = e - r;
-        int bit = e2 > 0 && I->node[e2 - 1] == I->node[e2];
+        int bit = X->mode == MODE_POSITIONS && e2 > 0 && I->node[e2 - 1] == I->node[e2];
         xkey v = {.B = X->feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
                   .H = mind(x->H, cap - mem), .U = x->U + r, .d = x->d + r, .alive = x->alive};
         shadow_h(X, &v, x, &g, r, cap);
@@ -794,6 +796,9 @@ static int setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_e
         cl_fail(e, CL_ERUN,
                 "exact search over %d devices of different kinds or in uneven nodes: more than %d positions",
                 X->N, MAX_POSITION_DEVICES);
+        free(X->nstart);
+        free(X->nend);
+        free(X->pcls);
         return -1;
     }
     X->head = cl_calloc((size_t)L->n_sets, sizeof(int *));
@@ -879,6 +884,7 @@ static void teardown(xdp *X, plan_exact_stats *st)
     free(X->fr);
     free(X->head);
     free(X->nstart);
+    free(X->pcls);
     free(X->nend);
     free(X->pm);
     free(X->infl);
