@@ -149,7 +149,9 @@ static int wait_until(pw *W, try_fn f, void *arg, int64_t k)
         }
         X->wait(W->x, W->w, seen, 0.05);
     }
-    W->waited += exec_now() - t0;
+    if (k >= 0) /* waits of the op lists only (exec_pipe_worker.wait_s), not
+                   of the evaluation or the final report after them */
+        W->waited += exec_now() - t0;
     return CL_OK;
 }
 
