@@ -237,9 +237,13 @@ void plan_lattice_sums(plan_lattice *L, const plan_inst *I)
     /* subsets of each set, most work first (the smallest stages first), so
      * the search can stop at the first stage over its bound */
     if (L->sub)
-        for (int t = 0; t < L->n_sets; t++)
-            qsort_r(L->sub + L->sub_off[t], (size_t)(L->sub_off[t + 1] - L->sub_off[t]),
-                    sizeof(int), cmp_more_work, L);
+        for (int t = 0; t < L->n_sets; t++) {
+            /* the order is total, and usually the last instance's already */
+            int *a = L->sub + L->sub_off[t];
+            int64_t na = L->sub_off[t + 1] - L->sub_off[t], k = 1;
+            while (k < na && cmp_more_work(&a[k - 1], &a[k], L) < 0) k++;
+            if (k < na) qsort_r(a, (size_t)na, sizeof(int), cmp_more_work, L);
+        }
 }
 
 void plan_lattice_prefix(plan_lattice *L, const plan_inst *I)
