@@ -166,12 +166,6 @@ static inline int dominates(const xdp *X, const xkey *a, const xkey *b)
     return dominates_by(X->track_u, X->pass2, a, b, a->H, b->H);
 }
 
-/* Under shadow j's own rule (its headroom, its use of the devices below). */
-static inline int dominates_sh(const xdp *X, int j, const xkey *a, const xkey *b)
-{
-    return dominates_by(X->sh_track[j], 1, a, b, a->Hs[j], b->Hs[j]);
-}
-
 static xfront *front_of(xdp *X, int t, int c, int k, int create)
 {
     if (!X->head[t]) {
@@ -223,13 +217,27 @@ static inline void keep_entry(xdp *X, xfront *f, const xkey *kv, int reuse, int 
     f->ids[f->n++] = id;
 }
 
-/* Dominance for schedule j: shadow j, or the lead when j == n_sh. */
-static inline int dominates_j(const xdp *X, int j, const xkey *a, const xkey *b)
+/* The schedules among `mask` (LEAD_BIT and shadow bits) for which a
+ * dominates b: dominates() for the lead, and for shadow j dominates_by()
+ * under its own rule (headroom Hs[j], track_u sh_track[j]); the pass with
+ * shadows is a pass 2 with nob 0; the shared comparisons once. */
+static inline int dom_mask(const xdp *X, int track_mask, const xkey *a, const xkey *b, int mask)
 {
-    return j == X->n_sh ? dominates(X, a, b) : dominates_sh(X, j, a, b);
+    if (a->d > b->d) return 0;
+    int ule = a->U <= b->U;
+    if (!ule) mask &= ~track_mask;
+    if (!mask) return 0;
+    if (a->C != b->C) return a->C < b->C ? mask : 0;
+    int out = 0;
+    if (mask & LEAD_BIT) {
+        if (a->H != b->H ? a->H > b->H : ule) out |= LEAD_BIT;
+    }
+    for (int j = 0; j < X->n_sh; j++)
+        if (mask & (1 << j)) {
+            if (a->Hs[j] != b->Hs[j] ? a->Hs[j] > b->Hs[j] : ule) out |= 1 << j;
+        }
+    return out;
 }
-
-static inline int bit_of(const xdp *X, int j) { return j == X->n_sh ? LEAD_BIT : 1 << j; }
 
 /* offer with shadow schedules (X->n_sh > 0).  The front is the union of
  * the lead's and every shadow's own front: an entry's bit for schedule j
@@ -240,28 +248,26 @@ static inline int bit_of(const xdp *X, int j) { return j == X->n_sh ? LEAD_BIT :
 static void offer_sh(xdp *X, xfront *f, const xkey *kvp, int t, int c, int k, int parent,
                      int edge, int from, int r)
 {
+    assert(X->pass2 && !X->nob);
     xkey kv = *kvp;
     xkey *fkey = f->key;
     int n = f->n;
+    int track_mask = X->track_u ? LEAD_BIT : 0;
+    for (int j = 0; j < X->n_sh; j++)
+        if (X->sh_track[j]) track_mask |= 1 << j;
     /* rejected by schedule j when an entry of its front dominates v */
-    for (int j = 0; j <= X->n_sh; j++) {
-        int bit = bit_of(X, j);
-        if (!(kv.alive & bit)) continue;
-        for (int i = 0; i < n; i++)
-            if ((fkey[i].alive & bit) && dominates_j(X, j, &fkey[i], &kv)) {
-                kv.alive &= ~bit;
-                break;
-            }
+    int rej = 0;
+    for (int i = 0; i < n; i++) {
+        int m = fkey[i].alive & kv.alive & ~rej;
+        if (m) rej |= dom_mask(X, track_mask, &fkey[i], &kv, m);
     }
+    kv.alive &= ~rej;
     if (!kv.alive) return;
     /* v then drops from j's front the entries it dominates by j's rule */
     int w = 0, reuse = -1;
     for (int i = 0; i < n; i++) {
         int a = fkey[i].alive, both = a & kv.alive;
-        for (int j = 0; j <= X->n_sh && both; j++) {
-            int bit = bit_of(X, j);
-            if ((both & bit) && dominates_j(X, j, &kv, &fkey[i])) a &= ~bit;
-        }
+        if (both) a &= ~dom_mask(X, track_mask, &kv, &fkey[i], both);
         if (a != fkey[i].alive) {
             fkey[i].alive = a;
             X->ent[f->ids[i]].alive = a;
