@@ -186,10 +186,11 @@ static xfront *front_of(xdp *X, int t, int c, int k, int create)
     return f;
 }
 
-/* Store entry (kv; t, c, k, parent, edge, from, r as in offer) in front f,
- * in slot `reuse` when >= 0 (an entry just dropped from f), else a new one. */
-static inline void keep_entry(xdp *X, xfront *f, const xkey *kv, int reuse, int t, int c, int k,
-                              int parent, int edge, int from, int r)
+/* Store entry (kv but alive `alive`; t, c, k, parent, edge, from, r as in
+ * offer) in front f, in slot `reuse` when >= 0 (an entry just dropped from
+ * f), else a new one. */
+static inline void keep_entry(xdp *X, xfront *f, const xkey *kv, int alive, int reuse, int t,
+                              int c, int k, int parent, int edge, int from, int r)
 {
     if (f->n == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 2;
@@ -203,7 +204,7 @@ static inline void keep_entry(xdp *X, xfront *f, const xkey *kv, int reuse, int 
     e->C = kv->C;
     e->H = kv->H;
     for (int j = 0; j < X->n_sh; j++) e->Hs[j] = kv->Hs[j];
-    e->alive = kv->alive;
+    e->alive = alive;
     e->U = kv->U;
     e->d = kv->d;
     e->t = t;
@@ -213,7 +214,14 @@ static inline void keep_entry(xdp *X, xfront *f, const xkey *kv, int reuse, int 
     e->edge = edge;
     e->from = from;
     e->r = r;
-    f->key[f->n] = *kv;
+    xkey *nk = &f->key[f->n];
+    nk->B = kv->B;
+    nk->C = kv->C;
+    nk->H = kv->H;
+    nk->U = kv->U;
+    nk->d = kv->d;
+    nk->alive = alive;
+    for (int j = 0; j < X->n_sh; j++) nk->Hs[j] = kv->Hs[j];
     f->ids[f->n++] = id;
 }
 
@@ -249,7 +257,8 @@ static void offer_sh(xdp *X, xfront *f, const xkey *kvp, int t, int c, int k, in
                      int edge, int from, int r)
 {
     assert(X->pass2 && !X->nob);
-    xkey kv = *kvp;
+    const xkey *kv = kvp; /* read field by field: it was just stored */
+    int alive = kv->alive;
     xkey *fkey = f->key;
     int n = f->n;
     int track_mask = X->track_u ? LEAD_BIT : 0;
@@ -258,16 +267,16 @@ static void offer_sh(xdp *X, xfront *f, const xkey *kvp, int t, int c, int k, in
     /* rejected by schedule j when an entry of its front dominates v */
     int rej = 0;
     for (int i = 0; i < n; i++) {
-        int m = fkey[i].alive & kv.alive & ~rej;
-        if (m) rej |= dom_mask(X, track_mask, &fkey[i], &kv, m);
+        int m = fkey[i].alive & alive & ~rej;
+        if (m) rej |= dom_mask(X, track_mask, &fkey[i], kv, m);
     }
-    kv.alive &= ~rej;
-    if (!kv.alive) return;
+    alive &= ~rej;
+    if (!alive) return;
     /* v then drops from j's front the entries it dominates by j's rule */
     int w = 0, reuse = -1;
     for (int i = 0; i < n; i++) {
-        int a = fkey[i].alive, both = a & kv.alive;
-        if (both) a &= ~dom_mask(X, track_mask, &kv, &fkey[i], both);
+        int a = fkey[i].alive, both = a & alive;
+        if (both) a &= ~dom_mask(X, track_mask, kv, &fkey[i], both);
         if (a != fkey[i].alive) {
             fkey[i].alive = a;
             X->ent[f->ids[i]].alive = a;
@@ -280,7 +289,7 @@ static void offer_sh(xdp *X, xfront *f, const xkey *kvp, int t, int c, int k, in
         }
     }
     f->n = w;
-    keep_entry(X, f, &kv, reuse, t, c, k, parent, edge, from, r);
+    keep_entry(X, f, kv, alive, reuse, t, c, k, parent, edge, from, r);
 }
 
 /* Offer a new entry to the front of state (t, c, k): key kv, and how it
@@ -320,7 +329,7 @@ static inline __attribute__((always_inline)) void offer(xdp *X, const xkey *kv, 
         }
     }
     f->n = w;
-    keep_entry(X, f, kv, reuse, t, c, k, parent, edge, from, r);
+    keep_entry(X, f, kv, kv->alive, reuse, t, c, k, parent, edge, from, r);
 }
 
 /* The key of entry x (the parts dominance compares). */
