@@ -701,32 +701,36 @@ int exec_val_measure(const plan *p, exec_pipe_backend backend, int n_iter, const
     return rc;
 }
 
-double exec_val_measured_iteration(const plan *p, const exec_pipe_result *r, int *first)
+double exec_val_measured_iteration(const plan *p, const exec_pipe_result *r, int *first,
+                                   int *last)
 {
     int n = r->n_iter, P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
-    int w = sched_is_async(p->schedule) ? sched_warmup_iters(p->schedule, P, p->n_micro) : 1;
-    if (w >= n) w = 0;
-    *first = w;
+    int f = 1, l = n - 1; /* flushing: all but the cold first iteration */
+    if (sched_is_async(p->schedule)) sched_steady_window(p->schedule, P, p->n_micro, n, &f, &l);
+    if (f >= n) f = 0;
+    *first = f;
+    *last = l;
     if (n <= 0) return 0;
-    return w ? (r->iter_end_s[n - 1] - r->iter_end_s[w - 1]) / (n - w) : r->iter_end_s[n - 1] / n;
+    return f ? (r->iter_end_s[l] - r->iter_end_s[f - 1]) / (l - f + 1) : r->iter_end_s[l] / (l + 1);
 }
 
-/* Median of v[first .. n) (copied; v is left alone); 0 for an empty window. */
-static double window_median(const double *v, int first, int n)
+/* Median of v[first .. last] (copied; v is left alone); 0 for an empty window. */
+static double window_median(const double *v, int first, int last)
 {
-    if (n - first <= 0) return 0;
-    double *c = cl_malloc((size_t)(n - first) * sizeof *c);
-    memcpy(c, v + first, (size_t)(n - first) * sizeof *c);
-    double m = median_of(c, n - first);
+    int n = last - first + 1;
+    if (n <= 0) return 0;
+    double *c = cl_malloc((size_t)n * sizeof *c);
+    memcpy(c, v + first, (size_t)n * sizeof *c);
+    double m = median_of(c, n);
     free(c);
     return m;
 }
 
 double exec_val_measured_iteration_median(const plan *p, const exec_pipe_result *r)
 {
-    int first;
-    exec_val_measured_iteration(p, r, &first);
-    return window_median(r->iter_s, first, r->n_iter);
+    int first, last;
+    exec_val_measured_iteration(p, r, &first, &last);
+    return window_median(r->iter_s, first, last);
 }
 
 /* ----------------------------------------------------------- compare -- */
@@ -754,10 +758,11 @@ int exec_val_compare(const plan *p, const exec_val_extra *x, const sim_result *p
     if (pred->n_dev != meas->n_workers)
         return cl_fail(e, CL_ERUN, "the simulator has %d workers, the run %d", pred->n_dev,
                        meas->n_workers);
-    int first;
-    out->iteration_mean_s = exec_val_measured_iteration(p, meas, &first);
+    int first, last;
+    out->iteration_mean_s = exec_val_measured_iteration(p, meas, &first, &last);
     double it = exec_val_measured_iteration_median(p, meas);
     out->first_iter = first;
+    out->last_iter = last;
     out->n_iter = meas->n_iter;
     exec_val_qty_set(&out->iteration_s, pred->iteration_s, it);
     double samples = (double)p->microbatch * p->n_micro;
@@ -777,7 +782,7 @@ int exec_val_compare(const plan *p, const exec_val_extra *x, const sim_result *p
         v->stage = d->stage;
         v->n_stages = d->n_stages;
         exec_val_qty_set(&v->busy_s, d->busy_s - exec_val_off_clock(p, x, d->device),
-                         window_median(w->iter_busy_s, first, meas->n_iter));
+                         window_median(w->iter_busy_s, first, last));
         exec_val_qty_set(&v->peak_mem, d->peak_mem_bytes, w->peak_mem_bytes);
         if (fabs(v->busy_s.error) > out->max_busy_error) out->max_busy_error = fabs(v->busy_s.error);
         if (fabs(v->peak_mem.error) > out->max_mem_error) out->max_mem_error = fabs(v->peak_mem.error);

@@ -178,13 +178,15 @@ int exec_val_measure(const plan *p, exec_pipe_backend backend, int n_iter, const
 
 /* The measured steady state, over the same window the simulator uses:
  * flushing kinds leave out the first iteration (cold caches, first-touch
- * page faults) when there are at least 2; asynchronous kinds leave out
- * sched_warmup_iters().  *first receives the first iteration counted.
+ * page faults) when there are at least 2; asynchronous kinds measure
+ * sched_steady_window() (warm-up and drain left out).  *first and *last
+ * receive the window's iterations (inclusive).
  * exec_val_measured_iteration is the mean over the window (the slope of
  * the iteration ends, as the simulator computes it); _median the median
  * of the window's iteration times, which a neighbour's process stealing
  * the core for one iteration does not move (the comparison uses it). */
-double exec_val_measured_iteration(const plan *p, const exec_pipe_result *r, int *first);
+double exec_val_measured_iteration(const plan *p, const exec_pipe_result *r, int *first,
+                                   int *last);
 double exec_val_measured_iteration_median(const plan *p, const exec_pipe_result *r);
 
 /* Step 5: everything compared. */
@@ -200,7 +202,8 @@ typedef struct exec_val_report {
     exec_val_qty iteration_s;   /* measured: median over the window          */
     double iteration_mean_s;    /* measured: mean over the window            */
     exec_val_qty throughput;    /* samples per second                       */
-    int first_iter, n_iter;     /* measured window: iterations first..n-1   */
+    int first_iter, last_iter, n_iter; /* measured window: iterations
+                                   first..last of n                        */
     int n_workers;
     exec_val_worker *w;         /* owned                                    */
     double max_busy_error;      /* largest |error| over the workers          */

@@ -193,7 +193,7 @@ static void explain(const plan *p, const exec_val_report *r, const exec_pipe_res
     int wb = 0;
     for (int i = 1; i < r->n_workers; i++)
         if (fabs(r->w[i].busy_s.error) > fabs(r->w[wb].busy_s.error)) wb = i;
-    int first = r->first_iter, k = m->n_iter - first;
+    int k = r->last_iter - r->first_iter + 1;
     double wait = k > 0 ? m->w[wb].wait_s / m->n_iter : 0;
     snprintf(v->notes, sizeof v->notes,
              "iteration %+.1f%%: worker %d (stage %d) busy %+.1f%% (predicted %.3g ms, measured %.3g ms per iteration), it waited %.3g ms per iteration; %s",
@@ -243,9 +243,9 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
         rc = exec_val_measure(&p, EXEC_PIPE_THREADS, iters, "bench plan", NULL, &meas[r], e);
         if (rc) break;
         its[r] = exec_val_measured_iteration_median(&p, &meas[r]);
-        int first;
-        exec_val_measured_iteration(&p, &meas[r], &first);
-        for (int k = first; k < meas[r].n_iter; k++) all[n_all++] = meas[r].iter_s[k];
+        int first, last;
+        exec_val_measured_iteration(&p, &meas[r], &first, &last);
+        for (int k = first; k <= last; k++) all[n_all++] = meas[r].iter_s[k];
     }
     if (!rc && n_all > 0) {
         qsort(all, (size_t)n_all, sizeof *all, cmp_dbl);

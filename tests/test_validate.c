@@ -60,6 +60,7 @@ static void test_compare(void)
     cl_err e = {0};
     CU_ASSERT_EQUAL_FATAL(exec_val_compare(&p, NULL, &pred, &meas, &r, &e), CL_OK);
     CU_ASSERT_EQUAL(r.first_iter, 1);
+    CU_ASSERT_EQUAL(r.last_iter, 3);
     CU_ASSERT_DOUBLE_EQUAL(r.iteration_s.measured, 3e-3, 1e-15); /* median of 3, 4.5, 2.5 ms */
     CU_ASSERT_DOUBLE_EQUAL(r.iteration_mean_s, 10e-3 / 3, 1e-15); /* (15 - 5) / 3 ms */
     CU_ASSERT_DOUBLE_EQUAL(r.iteration_s.error, 0, 1e-12);
@@ -73,11 +74,13 @@ static void test_compare(void)
     CU_ASSERT_DOUBLE_EQUAL(r.max_mem_error, 0.25, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(r.max_busy_error, 1 - 1e-3 / 1.1e-3, 1e-12);
     exec_val_report_free(&r);
-    /* an asynchronous kind: 2 stages, 4 microbatches, warm-up ceil(2/4) = 1 */
+    /* an asynchronous kind: 2 stages, 4 microbatches, warm-up ceil(2/4) = 1
+     * iteration and as many draining at the end: iterations 1..2 */
     p.schedule = SCHED_FBP;
-    int first;
-    CU_ASSERT_DOUBLE_EQUAL(exec_val_measured_iteration(&p, &meas, &first), 10e-3 / 3, 1e-15);
+    int first, last;
+    CU_ASSERT_DOUBLE_EQUAL(exec_val_measured_iteration(&p, &meas, &first, &last), 7.5e-3 / 2, 1e-15);
     CU_ASSERT_EQUAL(first, 1);
+    CU_ASSERT_EQUAL(last, 2);
     /* workers that do not line up are a bug in the caller */
     w[1].device = 5;
     CU_ASSERT_EQUAL(exec_val_compare(&p, NULL, &pred, &meas, &r, &e), CL_ERUN);

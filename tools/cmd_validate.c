@@ -153,7 +153,7 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
            c->a->plan, p->model.name, P, P > 1 ? "s" : "", p->chunks, p->chunks > 1 ? "s" : "",
            r->n_workers, sched_kind_name(p->schedule), p->n_micro, p->microbatch);
     printf("run: %s backend, %d iterations; steady state over iterations %d..%d\n",
-           exec_pipe_backend_name(c->a->backend), r->n_iter, r->first_iter, r->n_iter - 1);
+           exec_pipe_backend_name(c->a->backend), r->n_iter, r->first_iter, r->last_iter);
     printf("costs: layers from %s; %sthe runtime's extras measured in context:\n", c->cost_source,
            c->a->layer_costs ? "" : "each stage's passes and ");
     for (int s = 0; s < p->n_stages; s++) {
