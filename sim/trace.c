@@ -110,23 +110,61 @@ void trace_abort(trace_w *t)
     free(t);
 }
 
-/* ------------------------------------------------- simulator timeline -- */
-
-typedef struct link_span {
-    const sim_span *sp;
-    int lane;
-} link_span;
+/* ------------------------------------------------ shared layout -- */
 
 static int cmp_link(const void *a, const void *b)
 {
-    const sim_span *x = ((const link_span *)a)->sp, *y = ((const link_span *)b)->sp;
+    const trace_link_span *x = a, *y = b;
     if (x->track != y->track) return x->track < y->track ? -1 : 1;
     if (x->t0 != y->t0) return x->t0 < y->t0 ? -1 : 1;
     if (x->t1 != y->t1) return x->t1 < y->t1 ? -1 : 1;
-    return x->op < y->op ? -1 : x->op > y->op;
+    return (x->op > y->op) - (x->op < y->op);
 }
 
-static const char *level_name(int level) { return level == CLUSTER_INTRA ? "intra" : "inter"; }
+int *trace_link_lanes(trace_link_span *s, int64_t n, int n_tracks)
+{
+    qsort(s, (size_t)n, sizeof *s, cmp_link);
+    int *tid_base = cl_calloc((size_t)n_tracks + 1, sizeof *tid_base);
+    double *lane_end = NULL;
+    int cap_lane = 0;
+    for (int64_t i = 0; i < n;) {
+        int c = s[i].track, n_lanes = 0;
+        int64_t j = i;
+        for (; j < n && s[j].track == c; j++) {
+            int l = 0;
+            while (l < n_lanes && lane_end[l] > s[j].t0) l++;
+            if (l == n_lanes) {
+                if (n_lanes == cap_lane) {
+                    cap_lane = cap_lane * 2 + 4;
+                    lane_end = cl_realloc(lane_end, (size_t)cap_lane * sizeof *lane_end);
+                }
+                n_lanes++;
+            }
+            lane_end[l] = s[j].t1;
+            s[j].lane = l;
+        }
+        tid_base[c + 1] = n_lanes; /* counts first, prefix sums below */
+        i = j;
+    }
+    free(lane_end);
+    for (int c = 0; c < n_tracks; c++) tid_base[c + 1] += tid_base[c];
+    return tid_base;
+}
+
+void trace_device_name(char *buf, size_t cap, int dev, const char *id, int n_stages, int stage)
+{
+    if (n_stages == 1) snprintf(buf, cap, "dev %d %s (stage %d)", dev, id, stage);
+    else snprintf(buf, cap, "dev %d %s (%d stages)", dev, id, n_stages);
+}
+
+void trace_link_name(char *buf, size_t cap, const char *from, const char *to, int inter,
+                     int lane)
+{
+    int n = snprintf(buf, cap, "%s -> %s (%s)", from, to, inter ? "inter" : "intra");
+    if (lane > 0 && n >= 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, " #%d", lane + 1);
+}
+
+/* ------------------------------------------------- simulator timeline -- */
 
 int sim_write_trace(const sim *s, const char *path, cl_err *e)
 {
@@ -138,41 +176,19 @@ int sim_write_trace(const sim *s, const char *path, cl_err *e)
     /* link spans: per link in start order, each into the lowest free lane */
     int64_t nl = 0;
     for (int64_t i = 0; i < s->n_spans; i++) nl += s->spans[i].link;
-    link_span *ls = cl_malloc((size_t)(nl ? nl : 1) * sizeof *ls);
-    for (int64_t i = 0, j = 0; i < s->n_spans; i++)
-        if (s->spans[i].link) ls[j++].sp = &s->spans[i];
-    qsort(ls, (size_t)nl, sizeof *ls, cmp_link);
-    int *lanes_of = cl_calloc((size_t)(s->n_ch ? s->n_ch : 1), sizeof(int));
-    double *lane_end = NULL;
-    int cap_lane = 0;
-    for (int64_t i = 0; i < nl;) {
-        int c = ls[i].sp->track, n_lanes = 0;
-        int64_t j = i;
-        for (; j < nl && ls[j].sp->track == c; j++) {
-            int l = 0;
-            while (l < n_lanes && lane_end[l] > ls[j].sp->t0) l++;
-            if (l == n_lanes) {
-                if (n_lanes == cap_lane) {
-                    cap_lane = cap_lane * 2 + 4;
-                    lane_end = cl_realloc(lane_end, (size_t)cap_lane * sizeof *lane_end);
-                }
-                n_lanes++;
-            }
-            lane_end[l] = ls[j].sp->t1;
-            ls[j].lane = l;
-        }
-        lanes_of[c] = n_lanes;
-        i = j;
+    trace_link_span *ls = cl_malloc((size_t)(nl ? nl : 1) * sizeof *ls);
+    for (int64_t i = 0, j = 0; i < s->n_spans; i++) {
+        const sim_span *sp = &s->spans[i];
+        if (sp->link)
+            ls[j++] = (trace_link_span){.track = sp->track, .t0 = sp->t0, .t1 = sp->t1,
+                                        .op = sp->op, .ref = sp};
     }
-    free(lane_end);
-    int *tid_base = cl_calloc((size_t)s->n_ch + 1, sizeof(int));
-    for (int c = 0; c < s->n_ch; c++) tid_base[c + 1] = tid_base[c] + lanes_of[c];
+    int *tid_base = trace_link_lanes(ls, nl, s->n_ch);
 
     trace_w *t;
     int rc = trace_open(&t, path, e);
     if (rc) {
         free(ls);
-        free(lanes_of);
         free(tid_base);
         return rc;
     }
@@ -180,21 +196,16 @@ int sim_write_trace(const sim *s, const char *path, cl_err *e)
     trace_process(t, TRACE_PID_DEVICES, "devices", 0);
     for (int w = 0; w < s->n_w; w++) {
         const sim_worker *W = &s->w[w];
-        if (W->n_local == 1)
-            snprintf(name, sizeof name, "dev %d %s (stage %d)", sc->dev[w], cl->devices[sc->dev[w]].id,
-                     W->local[0]);
-        else
-            snprintf(name, sizeof name, "dev %d %s (%d stages)", sc->dev[w], cl->devices[sc->dev[w]].id,
-                     W->n_local);
+        trace_device_name(name, sizeof name, sc->dev[w], cl->devices[sc->dev[w]].id, W->n_local,
+                          W->n_local ? W->local[0] : -1);
         trace_thread(t, TRACE_PID_DEVICES, w, name, w);
     }
     if (nl) trace_process(t, TRACE_PID_LINKS, "links", 1);
     for (int c = 0; c < s->n_ch; c++)
-        for (int l = 0; l < lanes_of[c]; l++) {
+        for (int l = 0; l < tid_base[c + 1] - tid_base[c]; l++) {
             const sim_chan *ch = &s->ch[c];
-            int n = snprintf(name, sizeof name, "%s -> %s (%s)", cl->devices[sc->dev[ch->src]].id,
-                             cl->devices[sc->dev[ch->dst]].id, level_name(ch->level));
-            if (l) snprintf(name + n, sizeof name - (size_t)n, " #%d", l + 1);
+            trace_link_name(name, sizeof name, cl->devices[sc->dev[ch->src]].id,
+                            cl->devices[sc->dev[ch->dst]].id, ch->level != CLUSTER_INTRA, l);
             trace_thread(t, TRACE_PID_LINKS, tid_base[c] + l, name, tid_base[c] + l);
         }
     for (int64_t i = 0; i < s->n_spans; i++) {
@@ -211,7 +222,7 @@ int sim_write_trace(const sim *s, const char *path, cl_err *e)
                     "compute", sp->t0, sp->t1 - sp->t0, args);
     }
     for (int64_t i = 0; i < nl; i++) {
-        const sim_span *sp = ls[i].sp;
+        const sim_span *sp = ls[i].ref;
         const sched_op *op = &sc->ops[sp->op];
         const sim_chan *ch = &s->ch[sp->track];
         double bytes = op->kind == SCHED_ALLREDUCE ? op->bytes / s->pl->stages[op->stage].n_replicas
@@ -230,7 +241,6 @@ int sim_write_trace(const sim *s, const char *path, cl_err *e)
         trace_counter(t, TRACE_PID_DEVICES, name, ms->t, args);
     }
     free(ls);
-    free(lanes_of);
     free(tid_base);
     return trace_close(t, e);
 }

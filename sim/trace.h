@@ -39,6 +39,26 @@ void trace_slice(trace_w *t, int pid, int tid, const char *name, const char *cat
 /* A counter sample ("ph": "C") at t_s: args_json holds the values, e.g.
  * "{\"bytes\": 1024}" for the memory tracks ("memory dev 3"). */
 void trace_counter(trace_w *t, int pid, const char *name, double t_s, const char *args_json);
+/* Link spans laid out for the links process: Perfetto draws one slice at a
+ * time per thread, so transfers that overlap on one link go to lanes side by
+ * side, each into the lowest lane free at its start. */
+typedef struct trace_link_span {
+    int track;              /* the link, 0 <= track < n_tracks            */
+    double t0, t1;          /* seconds                                    */
+    int64_t op;             /* tie-break for equal times (the op index)   */
+    const void *ref;        /* the caller's span                          */
+    int lane;               /* out                                        */
+} trace_link_span;
+/* Sort s[0..n) by (track, t0, t1, op) and fill their lanes.  Returns
+ * tid_base (n_tracks + 1 entries; the caller frees it): track c's lanes are
+ * threads tid_base[c] .. tid_base[c + 1] - 1 of TRACE_PID_LINKS. */
+int *trace_link_lanes(trace_link_span *s, int64_t n, int n_tracks);
+/* Thread names both writers use: "dev 3 node0.3 (stage 1)" (or "(2
+ * stages)" for a device holding several), and "node0.0 -> node0.1 (intra)"
+ * with " #2", " #3" for a link's lanes after the first. */
+void trace_device_name(char *buf, size_t cap, int dev, const char *id, int n_stages, int stage);
+void trace_link_name(char *buf, size_t cap, const char *from, const char *to, int inter,
+                     int lane);
 /* Finish and commit the file; frees t.  trace_abort drops it instead. */
 int trace_close(trace_w *t, cl_err *e);
 void trace_abort(trace_w *t);
