@@ -144,12 +144,7 @@ static int print_json(const links_args *a, const exec_link_sample *s, int n, con
     }
     cJSON_AddItemToObject(o, "fit", fit_json(f));
     cJSON_AddItemToObject(o, "send_fit", fit_json(fs));
-    char *t = jx_print(o, 1);
-    cJSON_Delete(o);
-    if (!t) return CL_ERUN;
-    puts(t);
-    free(t);
-    return CL_OK;
+    return jx_puts(o);
 }
 
 static int write_csv(const char *path, const exec_link_sample *s, int n, const exec_link_fit *f,

@@ -202,12 +202,7 @@ static int print_json(const sim_args *a, const plan *p, const sched *sc, const s
         cJSON_AddNumberToObject(x, "sent_bytes", d->sent_bytes);
         cJSON_AddItemToArray(devs, x);
     }
-    char *text = jx_print(o, 1);
-    cJSON_Delete(o);
-    if (!text) return CL_ERUN;
-    puts(text);
-    free(text);
-    return CL_OK;
+    return jx_puts(o);
 }
 
 /* ------------------------------------------------------------------ run -- */

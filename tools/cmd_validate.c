@@ -235,12 +235,7 @@ static int print_json(const exec_val_report *r)
         snprintf(name, sizeof name, "worker%d.peak_mem_bytes", i);
         cJSON_AddItemToObject(o, name, qty_json(&r->w[i].peak_mem));
     }
-    char *t = jx_print(o, 1);
-    cJSON_Delete(o);
-    if (!t) return CL_ERUN;
-    puts(t);
-    free(t);
-    return CL_OK;
+    return jx_puts(o);
 }
 
 /* ---------------------------------------------------------------- run -- */
