@@ -42,16 +42,23 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
     for (int d = 0; d < p->cluster.n_devices; d++)
         fastest = fmax(fastest, cluster_flops(&p->cluster.types[p->cluster.devices[d].type],
                                               model_dtype_bytes(p->model.dtype)));
+    /* updates: after every backward for the asynchronous kinds, once per
+     * iteration (all devices at the end, in parallel) for the others */
+    int async = p->schedule == SCHED_PIPEDREAM || p->schedule == SCHED_FBP;
+    double upd_max = 0;
     double *dev_busy = cl_calloc((size_t)pipe, sizeof(double));
     for (int s = 0; s < S; s++) {
         const plan_stage *st = &p->stages[s];
         int r = st->n_replicas, q = (m + r - 1) / r;
-        double t = st->fwd_s + st->bwd_in_s + st->bwd_w_s;
+        double u = st->update_s;
+        double t = st->fwd_s + st->bwd_in_s + st->bwd_w_s + (async ? u : 0);
         double busy = (double)q * t;
         dev_busy[s % pipe] += busy;
         fill += t;
-        work += (double)m * t;
-        seq += (double)m * t * (stage_flops(p, st) / fastest);
+        work += (double)m * t + (async ? 0 : u);
+        upd_max = fmax(upd_max, async ? 0 : u);
+        seq += ((double)m * (st->fwd_s + st->bwd_in_s + st->bwd_w_s) + u) *
+               (stage_flops(p, st) / fastest);
         w_min = fmin(w_min, st->bwd_w_s);
         if (comm) {
             const cluster_link *l = &p->cluster.links[one_node(p, st, NULL) ? CLUSTER_INTRA : CLUSTER_INTER];
@@ -83,6 +90,7 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
     }
     default: T = (m - 1) * period + fill + ar_max; break;
     }
+    T += upd_max;
     if (!(T > 0)) T = 0;
     int D = plan_device_count(p);
     memset(out, 0, sizeof *out);

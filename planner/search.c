@@ -63,6 +63,17 @@ static void note(plan_result *res, const char *fmt, ...)
 
 /* ------------------------------------------------------------ instance -- */
 
+/* One optimiser step over a stage's parameters on a device of relative
+ * speed spd: the profile's per-layer update_s (measured on the reference
+ * device, the same at any batch size; 0 when the profile has none), scaled
+ * like compute. */
+static double stage_update_s(const prof *pf, const plan_stage *st, double spd)
+{
+    double u = 0;
+    for (int k = 0; k < st->n_layers; k++) u += pf->layers[st->layers[k]].update_s;
+    return u / spd;
+}
+
 typedef struct ctx {
     const plan_request *rq;
     plan_result *res;
@@ -191,6 +202,7 @@ static void layout_plan(const ctx *c, const plan_inst *I, const plan_lattice *L,
         st->fwd_s = (L->fwd[hi] - L->fwd[lo]) / spd;
         st->bwd_in_s = (L->bwd_in[hi] - L->bwd_in[lo]) / spd;
         st->bwd_w_s = (L->bwd_w[hi] - L->bwd_w[lo]) / spd;
+        st->update_s = stage_update_s(c->rq->prof, st, spd);
         st->act_out_bytes = s + 1 < y->p ? L->cut[hi] : 0;
         st->stash_bytes = L->stash[hi] - L->stash[lo];
         st->param_bytes = L->params[hi] - L->params[lo];
@@ -525,6 +537,7 @@ static void search_interleaved(ctx *c, best *B, const int *micro, int n_micro)
                 st->fwd_s = (L.fwd[b] - L.fwd[a]) / spd;
                 st->bwd_in_s = (L.bwd_in[b] - L.bwd_in[a]) / spd;
                 st->bwd_w_s = (L.bwd_w[b] - L.bwd_w[a]) / spd;
+                st->update_s = stage_update_s(rq->prof, st, spd);
                 st->act_out_bytes = k + 1 < n ? L.cut[b] : 0;
                 st->stash_bytes = L.stash[b] - L.stash[a];
                 st->param_bytes = L.params[b] - L.params[a];

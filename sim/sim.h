@@ -68,7 +68,9 @@ typedef struct sim_dev_result {
 typedef struct sim_result {
     int kind;              /* sched_kind, or -1 for an explicit schedule      */
     int n_micro, n_iter;   /* per iteration, simulated                        */
-    int warmup_iters;      /* iterations left out of the steady state         */
+    int warmup_iters;      /* iterations left out of the steady state at the
+                              start (async kinds: as many drain at the end)  */
+    int measured_iters;    /* iterations in the steady-state window          */
     double samples;        /* samples per iteration                           */
     double iteration_s;    /* time per iteration (steady state for async)     */
     double throughput;     /* samples per second                              */

@@ -48,14 +48,18 @@ void sim_fill_result(const sim *s, sim_result *out)
     }
     int warm = k0, nk = k1 - k0 + 1;
     out->warmup_iters = warm;
+    out->measured_iters = nk;
     out->iteration_s = warm ? (s->iter_end[k1] - s->iter_end[warm - 1]) / nk
                             : makespan / s->n_iter;
     out->throughput = out->iteration_s > 0 ? out->samples / out->iteration_s : 0;
 
     double seq = 0;
-    for (int i = 0; i < s->S; i++)
+    double upd = 0; /* one device: one optimiser step per iteration */
+    for (int i = 0; i < s->S; i++) {
         seq += p->stages[i].fwd_s + p->stages[i].bwd_in_s + p->stages[i].bwd_w_s;
-    out->sequential_s = seq * s->m;
+        upd += p->stages[i].update_s;
+    }
+    out->sequential_s = seq * s->m + upd;
     out->speedup = out->iteration_s > 0 ? out->sequential_s / out->iteration_s : 0;
     for (int l = 0; l < CLUSTER_LEVELS; l++) out->sent_bytes[l] = s->sent_level[l];
 

@@ -17,6 +17,7 @@
 #include "../planner/exact.h"
 #include "../planner/search.h"
 #include "../profiles/pipedream.h"
+#include "../sim/sim.h"
 #include "test.h"
 
 static int import(const char *name, model *m, prof *pf)
@@ -207,6 +208,61 @@ static void test_heterogeneous(void)
     prof_free(&pf);
 }
 
+/* A profile's optimiser step per layer reaches the plan: each stage's
+ * update_s is the sum over its layers, scaled by the device's speed, and an
+ * FBP pipeline (an update after every backward, no flush) then runs at its
+ * slowest stage's pace, m x (F + B + W + update), in the simulator. */
+static void test_update_time(void)
+{
+    model m;
+    prof pf;
+    uniform_chain(&m, &pf, 30, 0);
+    for (int i = 0; i < 30; i++) pf.layers[i].update_s = 1e-5 * (i + 1);
+    const char *js =
+        "{\"format\": \"cleave-cluster\", \"version\": 1, \"name\": \"mixed\","
+        " \"device_types\": ["
+        "  {\"name\": \"slow\", \"peak_fp32_flops\": 1e12, \"memory_bytes\": 1000000000000,"
+        "   \"memory_bw_Bps\": 1e12, \"efficiency\": 1},"
+        "  {\"name\": \"fast\", \"peak_fp32_flops\": 2e12, \"memory_bytes\": 1000000000000,"
+        "   \"memory_bw_Bps\": 1e12, \"efficiency\": 1}],"
+        " \"nodes\": [{\"name\": \"n\", \"devices\": [{\"id\": \"a\", \"type\": \"slow\"},"
+        "   {\"id\": \"b\", \"type\": \"fast\"}]}],"
+        " \"links\": {\"intra_node\": {\"bandwidth_Bps\": 1e10, \"latency_s\": 0}}}";
+    cJSON *root = cJSON_Parse(js);
+    cluster c;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(cluster_from_json(&c, root, "mixed", &e), CL_OK);
+    cJSON_Delete(root);
+    const int mb = 8;
+    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &c.types[0], .batch = 8,
+                       .schedule = SCHED_FBP, .microbatches = mb, .algo = PLAN_ALGO_EXACT,
+                       .comm = 0, .replication = 0};
+    plan_result res;
+    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    double slowest = 0;
+    for (int s = 0; s < res.plan.n_stages; s++) {
+        const plan_stage *st = &res.plan.stages[s];
+        double speed = st->devices[0] == 1 ? 2.0 : 1.0, u = 0;
+        for (int k = 0; k < st->n_layers; k++) u += 1e-5 * (st->layers[k] + 1);
+        CU_ASSERT_TRUE(test_rel(st->update_s, u / speed) < 1e-12);
+        slowest = fmax(slowest, mb * (st->fwd_s + st->bwd_in_s + st->bwd_w_s + st->update_s));
+    }
+    sim_result r;
+    CU_ASSERT_EQUAL_FATAL(sim_predict(&res.plan, &r, &e), CL_OK);
+    CU_ASSERT_TRUE(test_rel(r.iteration_s, slowest) < 1e-9);
+    /* and the updates are not free: the same plan without them is faster */
+    for (int s = 0; s < res.plan.n_stages; s++) res.plan.stages[s].update_s = 0;
+    sim_result r0;
+    CU_ASSERT_EQUAL_FATAL(sim_predict(&res.plan, &r0, &e), CL_OK);
+    CU_ASSERT_TRUE(r0.iteration_s < r.iteration_s);
+    sim_result_free(&r);
+    sim_result_free(&r0);
+    plan_result_free(&res);
+    cluster_free(&c);
+    model_free(&m);
+    prof_free(&pf);
+}
+
 /* Memory: with 1f1b, stage 0 of 2 keeps 2 microbatches of stash, stage 1
  * one; a cap between the two needs moves layers off stage 0. */
 static void test_memory_cap(void)
@@ -304,5 +360,6 @@ TEST_SUITE(plan_search)
     test_add("resnet50 on 8 devices: DAG cuts beat one order", test_resnet50_dag_cuts);
     test_add("a device twice as fast gets twice the layers", test_heterogeneous);
     test_add("a memory cap moves layers off the full stage", test_memory_cap);
+    test_add("per-layer update times reach the plan and the simulator", test_update_time);
     test_add("interleaved: chunks cycle over the devices, balanced", test_interleaved);
 }

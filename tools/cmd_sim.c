@@ -116,8 +116,9 @@ static void print_table(const sim_args *a, const plan *p, const sched *sc, const
            a->plan, p->n_stages, r->n_dev, kind_str(r->kind), r->n_micro,
            p->microbatch > 0 ? p->microbatch : 1);
     if (r->warmup_iters)
-        printf("simulated %d iterations; steady state measured over the last %d (after %d of warm-up)\n",
-               r->n_iter, r->n_iter - r->warmup_iters, r->warmup_iters);
+        printf("simulated %d iterations; steady state measured over %d (after %d of warm-up%s)\n",
+               r->n_iter, r->measured_iters, r->warmup_iters,
+               r->n_iter - r->warmup_iters > r->measured_iters ? ", before the drain" : "");
     else
         printf("simulated %d iteration%s%s\n", r->n_iter, r->n_iter > 1 ? "s" : "",
                a->comm_off ? ", communication off" : "");
@@ -163,6 +164,7 @@ static int print_json(const sim_args *a, const plan *p, const sched *sc, const s
     cJSON_AddNumberToObject(o, "microbatches", r->n_micro);
     cJSON_AddNumberToObject(o, "iterations", r->n_iter);
     cJSON_AddNumberToObject(o, "warmup_iterations", r->warmup_iters);
+    cJSON_AddNumberToObject(o, "measured_iterations", r->measured_iters);
     cJSON_AddBoolToObject(o, "comm", !a->comm_off);
     cJSON_AddNumberToObject(o, "samples_per_iteration", r->samples);
     cJSON_AddNumberToObject(o, "iteration_s", r->iteration_s);
