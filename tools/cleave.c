@@ -1,5 +1,6 @@
 /* cleave.c - the command line: a table of subcommands and a dispatcher.
  * Every subcommand is a function in tools/cmd_<name>.c (see cli.h). */
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,6 +38,15 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     exec_blas_setup(argc, argv); /* may re-execute with the fast OpenBLAS kernel */
+    /* Keep freed memory in the process: the planner simulates candidate
+     * after candidate, sweeps plan point after point, and glibc would
+     * otherwise hand each run's large arrays back to the kernel (mmap and
+     * trim) and fault them in again, zeroed, on the next run.  Measured
+     * (docs/simulator.md): 64-512-stage replays ran 14-16 M events/s, a
+     * third of their CPU time in first-touch page faults; 22 M with this.
+     * 32 MiB is glibc's largest mmap threshold. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
     if (argc < 2) {
         usage(stderr);
         return 2;
