@@ -740,6 +740,34 @@ void exec_net_backward_weight(exec_net *n, exec_acts *a)
     }
 }
 
+void exec_net_backward(exec_net *n, exec_acts *a, const float *dout, float *din,
+                       float loss_scale)
+{
+    assert(a->net == n && a->batch >= 1 && a->train);
+    const int L = n->L;
+    assert(exec_net_has_loss(n) || dout);
+    assert(!n->ly[0].need_din || din || (n->flags & EXEC_NET_KEEP_ALL));
+    if (dout && n->ly[L - 1].keep_dout)
+        memcpy(a->dout[L - 1], dout, (size_t)a->batch * n->ly[L - 1].out_elems * sizeof *dout);
+    int input_grads = 1; /* the layers needing din are the top ones, contiguous */
+    for (int k = L - 1; k >= 0; k--) {
+        input_grads = input_grads && n->ly[k].need_din;
+        double t0 = n->clock ? exec_now() : 0;
+        if (input_grads) {
+            bwd_in_layer(n, a, k, dout_of(n, a, k, dout), din_of(n, a, k, din), loss_scale);
+            if (n->clock) {
+                double t1 = exec_now();
+                n->clock[k].bwd_in_s += t1 - t0;
+                t0 = t1;
+            }
+        }
+        if (n->ly[k].has_w) {
+            bwd_w_layer(n, a, k);
+            if (n->clock) n->clock[k].bwd_w_s += exec_now() - t0;
+        }
+    }
+}
+
 void exec_net_set_clock(exec_net *n, exec_layer_clock *clock)
 {
     n->clock = clock;

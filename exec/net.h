@@ -124,6 +124,14 @@ void exec_net_backward_input(exec_net *n, exec_acts *a, const float *dout, float
 /* Weight-gradient pass: adds this microbatch's dL/dW into the gradient
  * block.  Needs backward_input on a first (any time before). */
 void exec_net_backward_weight(exec_net *n, exec_acts *a);
+/* Both at once, layer by layer from the top: each layer's weight gradient
+ * right after its input gradient, while the layer's output gradient and
+ * input are still in cache (all input gradients first left a small top
+ * layer's operands to be fetched back after the whole stage's backward).
+ * The same arithmetic in the same per-layer order: results are identical
+ * to exec_net_backward_input followed by exec_net_backward_weight. */
+void exec_net_backward(exec_net *n, exec_acts *a, const float *dout, float *din,
+                       float loss_scale);
 
 /* Per-layer clocks, for profiling in context: while set, every forward,
  * input- and weight-gradient call adds each layer's wall seconds into

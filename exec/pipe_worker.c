@@ -496,8 +496,10 @@ static void op_b(pw *W, const sched_op *op, int64_t k)
     }
     double t0 = pipe_now(W);
     if (stash) swap_params(ps, stash);
-    exec_net_backward_input(ps->net, sl->a, dout, din, 1.0f / (float)R->batch);
-    if (op->flags & SCHED_FUSED_W) exec_net_backward_weight(ps->net, sl->a);
+    if (op->flags & SCHED_FUSED_W) /* layer by layer: each W while its operands are hot */
+        exec_net_backward(ps->net, sl->a, dout, din, 1.0f / (float)R->batch);
+    else
+        exec_net_backward_input(ps->net, sl->a, dout, din, 1.0f / (float)R->batch);
     if (stash) swap_params(ps, stash);
     compute_done(W, op, k, t0, pipe_now(W));
     mem_note_in_op(W, (mout ? (double)mout->bytes : 0) + (mdin ? (double)mdin->bytes : 0));

@@ -66,8 +66,7 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
         memset(clk, 0, (size_t)L * sizeof *clk);
         exec_net_set_clock(n, clk);
         exec_net_forward(n, a, x, y, batch, 1);
-        exec_net_backward_input(n, a, NULL, NULL, 1.0f / (float)batch);
-        exec_net_backward_weight(n, a);
+        exec_net_backward(n, a, NULL, NULL, 1.0f / (float)batch);
         exec_net_set_clock(n, NULL);
         double tu = exec_now();
         exec_sgd_step(&sgd, n);
@@ -75,8 +74,7 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
         if (st) {
             double t0 = exec_now();
             exec_net_forward(n, a, x, y, batch, 1);
-            exec_net_backward_input(n, a, NULL, NULL, 1.0f / (float)batch);
-            exec_net_backward_weight(n, a);
+            exec_net_backward(n, a, NULL, NULL, 1.0f / (float)batch);
             double t1 = exec_now();
             exec_sgd_step(&sgd, n);
             double t2 = exec_now();

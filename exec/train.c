@@ -115,8 +115,7 @@ double exec_trainer_step(exec_trainer *t, const float *x, const int32_t *y, int 
 {
     assert(B >= 1 && B <= t->o.batch);
     exec_net_forward(t->net, t->acts, x, y, B, 1);
-    exec_net_backward_input(t->net, t->acts, NULL, NULL, 1.0f / (float)B);
-    exec_net_backward_weight(t->net, t->acts);
+    exec_net_backward(t->net, t->acts, NULL, NULL, 1.0f / (float)B);
     t->sgd.lr = current_lr(t);
     exec_sgd_step(&t->sgd, t->net);
     t->step++;

@@ -174,8 +174,7 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
             double t0 = exec_now();
             if (stashed) swap_block(params, stashed, n_par);
             double t1 = exec_now();
-            exec_net_backward_input(n, acts[j], dout, din, 1.0f / (float)p->batch);
-            exec_net_backward_weight(n, acts[j]);
+            exec_net_backward(n, acts[j], dout, din, 1.0f / (float)p->batch);
             double t2 = exec_now();
             if (stashed) swap_block(params, stashed, n_par);
             if (r >= 0) ts[(size_t)r * (size_t)k + (size_t)j] = (t1 - t0) + (exec_now() - t2);
@@ -378,7 +377,7 @@ static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, 
             }
             int64_t seq = (int64_t)op->iter * m + op->micro;
             int timed = op->iter >= 1;
-            double t0 = exec_now(), t1, t2;
+            double t0 = exec_now(), t1;
             /* an input that came from another worker was written by its core */
             int dev = p->stages[op->stage].devices[0];
             if (op->kind == SCHED_F && op->stage > 0 && p->stages[op->stage - 1].devices[0] != dev)
@@ -393,14 +392,27 @@ static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, 
                 break;
             case SCHED_B: {
                 exec_acts *a = rs_take(r, seq, mb, 0);
-                exec_net_backward_input(r->net, a, r->dout, r->din, 1.0f / (float)p->batch);
-                t1 = exec_now();
-                if (timed && r->ni < r->cap_t) r->ti[r->ni++] = t1 - t0;
                 if (op->flags & SCHED_FUSED_W) {
-                    exec_net_backward_weight(r->net, a);
-                    t2 = exec_now();
-                    if (timed && r->nw < r->cap_t) r->tw[r->nw++] = t2 - t1;
+                    /* as the run does it, layer by layer (exec_net_backward);
+                     * the whole call is timed and the per-layer clock
+                     * splits it into its two halves */
+                    int L = p->stages[op->stage].last - p->stages[op->stage].first + 1;
+                    exec_layer_clock *clk = cl_calloc((size_t)L, sizeof *clk);
+                    exec_net_set_clock(r->net, clk);
+                    exec_net_backward(r->net, a, r->dout, r->din, 1.0f / (float)p->batch);
+                    t1 = exec_now();
+                    exec_net_set_clock(r->net, NULL);
+                    double bi = 0, bw = 0;
+                    for (int l = 0; l < L; l++) bi += clk[l].bwd_in_s, bw += clk[l].bwd_w_s;
+                    free(clk);
+                    double in_share = bi + bw > 0 ? bi / (bi + bw) : 1;
+                    if (timed && r->ni < r->cap_t) r->ti[r->ni++] = (t1 - t0) * in_share;
+                    if (timed && r->nw < r->cap_t) r->tw[r->nw++] = (t1 - t0) * (1 - in_share);
                     rs_take(r, seq, mb, 1);
+                } else {
+                    exec_net_backward_input(r->net, a, r->dout, r->din, 1.0f / (float)p->batch);
+                    t1 = exec_now();
+                    if (timed && r->ni < r->cap_t) r->ti[r->ni++] = t1 - t0;
                 }
                 break;
             }

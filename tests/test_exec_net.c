@@ -172,6 +172,21 @@ static void test_stages_match_whole(void)
     exec_net_forward(whole, wa, d.x, d.y, B, 1);
     exec_net_backward_input(whole, wa, NULL, NULL, 1.0f / B);
     exec_net_backward_weight(whole, wa);
+    { /* the fused backward (each layer's W right after its B) gives the same bits */
+        exec_net *f;
+        CU_ASSERT_EQUAL_FATAL(exec_net_create(&f, &m, 0, m.n_layers, B, 9, 0, "t", &e), CL_OK);
+        exec_acts *fa = exec_acts_create(f, B);
+        exec_net_forward(f, fa, d.x, d.y, B, 1);
+        exec_net_backward(f, fa, NULL, NULL, 1.0f / B);
+        CU_ASSERT_EQUAL(exec_net_n_tensors(f), exec_net_n_tensors(whole));
+        for (int k = 0; k < exec_net_n_tensors(whole); k++) {
+            const exec_tensor *t = exec_net_tensor(whole, k), *u = exec_net_tensor(f, k);
+            CU_ASSERT_EQUAL_FATAL(u->n, t->n);
+            CU_ASSERT(memcmp(u->grad, t->grad, (size_t)t->n * sizeof(float)) == 0);
+        }
+        exec_acts_destroy(fa);
+        exec_net_destroy(f);
+    }
 
     for (int cut = 1; cut < m.n_layers; cut++) {
         exec_net *s1, *s2;
@@ -184,10 +199,15 @@ static void test_stages_match_whole(void)
         CU_ASSERT_EQUAL(exec_acts_loss_sum(a2), exec_acts_loss_sum(wa));
         float *g = cl_malloc((size_t)(B * exec_net_in_elems(s2)) * sizeof *g);
         exec_net_backward_input(s2, a2, NULL, exec_net_needs_din(s2) ? g : NULL, 1.0f / B);
-        /* zero-bubble order: stage 2's weight gradient after stage 1's input gradient */
-        exec_net_backward_input(s1, a1, g, NULL, 0);
-        exec_net_backward_weight(s2, a2);
-        exec_net_backward_weight(s1, a1);
+        if (cut % 2) {
+            /* zero-bubble order: stage 2's weight gradient after stage 1's input gradient */
+            exec_net_backward_input(s1, a1, g, NULL, 0);
+            exec_net_backward_weight(s2, a2);
+            exec_net_backward_weight(s1, a1);
+        } else { /* stage 1 fused, layer by layer (exec_net_backward), from a given dout */
+            exec_net_backward_weight(s2, a2);
+            exec_net_backward(s1, a1, g, NULL, 0);
+        }
         int compared = 0;
         for (int k = 0; k < exec_net_n_tensors(whole); k++) {
             const exec_tensor *t = exec_net_tensor(whole, k);
