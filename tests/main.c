@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <math.h>
 
+#include "../profiles/pipedream.h"
 #include "../tools/fileio.h"
 #include "test.h"
 
@@ -85,6 +86,21 @@ const char *test_shared(const char *rel, char *buf, size_t cap)
 {
     snprintf(buf, cap, "../shared/data/%s", rel);
     return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+int test_pipedream(const char *name, struct model *m, struct prof *pf)
+{
+    char rel[128], buf[512];
+    snprintf(rel, sizeof rel, "pipedream/%s.txt", name);
+    const char *path = test_shared(rel, buf, sizeof buf);
+    if (!path) {
+        fprintf(stderr, "\n  %s: missing (../shared beside the repository?)\n", rel);
+        return -1;
+    }
+    cl_err e = {0};
+    int rc = pipedream_import(path, 0, m, pf, NULL, &e);
+    if (rc) fprintf(stderr, "\n  %s\n", e.msg);
+    return rc;
 }
 
 double test_rel(double a, double b)

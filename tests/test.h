@@ -29,6 +29,11 @@ char *test_tmpdir(void);
 /* Path to a file in the shared data folder (../shared/data/...), or NULL if
  * that folder is absent (tests using it then report it as a failure). */
 const char *test_shared(const char *rel, char *buf, size_t cap);
+/* Import ../shared/data/pipedream/<name>.txt (batch from the file) into
+ * m and pf; nonzero, with the message on stderr, when it fails. */
+struct model;
+struct prof;
+int test_pipedream(const char *name, struct model *m, struct prof *pf);
 
 /* Relative difference |a - b| / max(|a|, |b|, tiny). */
 double test_rel(double a, double b);

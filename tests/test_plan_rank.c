@@ -21,18 +21,6 @@
 #include "../profiles/pipedream.h"
 #include "test.h"
 
-static int import(const char *name, model *m, prof *pf)
-{
-    char rel[128], buf[512];
-    snprintf(rel, sizeof rel, "pipedream/%s.txt", name);
-    const char *path = test_shared(rel, buf, sizeof buf);
-    if (!path) return -1;
-    cl_err e = {0};
-    int rc = pipedream_import(path, 0, m, pf, NULL, &e);
-    if (rc) fprintf(stderr, "%s\n", e.msg);
-    return rc;
-}
-
 /* n devices, k per node, `cleave plan --devices`'s default links; memory
  * in bytes (2^53: unlimited, as for a profile's own device). */
 static void cluster_of(cluster *c, int n, int k, double mem_bytes)
@@ -70,7 +58,7 @@ static void check(const rcase *k)
 {
     model m;
     prof pf;
-    if (import(k->model, &m, &pf)) {
+    if (test_pipedream(k->model, &m, &pf)) {
         CU_FAIL("PipeDream profile missing");
         return;
     }

@@ -20,18 +20,6 @@
 #include "../sim/sim.h"
 #include "test.h"
 
-static int import(const char *name, model *m, prof *pf)
-{
-    char rel[128], buf[512];
-    snprintf(rel, sizeof rel, "pipedream/%s.txt", name);
-    const char *path = test_shared(rel, buf, sizeof buf);
-    if (!path) return -1;
-    cl_err e = {0};
-    int rc = pipedream_import(path, 0, m, pf, NULL, &e);
-    if (rc) fprintf(stderr, "%s\n", e.msg);
-    return rc;
-}
-
 /* A uniform cluster of n devices of one type with unlimited memory. */
 static void uniform(cluster *c, int n, int per_node)
 {
@@ -46,7 +34,7 @@ static double plan_bottleneck(const char *name, int devices, int schedule, int a
 {
     model m;
     prof pf;
-    if (import(name, &m, &pf)) return NAN;
+    if (test_pipedream(name, &m, &pf)) return NAN;
     cluster c;
     uniform(&c, devices, 0);
     plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .batch = (int)pf.layers[0].batch[0],
@@ -83,7 +71,7 @@ static void test_resnet50_dag_cuts(void)
     /* the cuts of one topological order do worse */
     model m;
     prof pf;
-    CU_ASSERT_EQUAL_FATAL(import("resnet50", &m, &pf), 0);
+    CU_ASSERT_EQUAL_FATAL(test_pipedream("resnet50", &m, &pf), 0);
     plan_inst I;
     int n_in = 0;
     for (int i = 0; i < m.n_layers; i++) n_in += m.layers[i].n_inputs;
@@ -166,11 +154,10 @@ static void uniform_chain(model *m, prof *pf, int n, double stash)
     }
 }
 
-static void test_heterogeneous(void)
+/* Two devices in one node: "a" of type slow (1 TFLOP/s, the reference)
+ * and "b" of type fast (2 TFLOP/s). */
+static void mixed_cluster(cluster *c)
 {
-    model m;
-    prof pf;
-    uniform_chain(&m, &pf, 30, 0);
     const char *js =
         "{\"format\": \"cleave-cluster\", \"version\": 1, \"name\": \"mixed\","
         " \"device_types\": ["
@@ -182,10 +169,19 @@ static void test_heterogeneous(void)
         "   {\"id\": \"b\", \"type\": \"fast\"}]}],"
         " \"links\": {\"intra_node\": {\"bandwidth_Bps\": 1e10, \"latency_s\": 0}}}";
     cJSON *root = cJSON_Parse(js);
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(cluster_from_json(c, root, "mixed", &e), CL_OK);
+    cJSON_Delete(root);
+}
+
+static void test_heterogeneous(void)
+{
+    model m;
+    prof pf;
+    uniform_chain(&m, &pf, 30, 0);
     cluster c;
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(cluster_from_json(&c, root, "mixed", &e), CL_OK);
-    cJSON_Delete(root);
+    mixed_cluster(&c);
     plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &c.types[0], .batch = 8,
                        .schedule = SCHED_1F1B, .microbatches = 8, .algo = PLAN_ALGO_EXACT,
                        .comm = 0, .replication = 0};
@@ -218,21 +214,9 @@ static void test_update_time(void)
     prof pf;
     uniform_chain(&m, &pf, 30, 0);
     for (int i = 0; i < 30; i++) pf.layers[i].update_s = 1e-5 * (i + 1);
-    const char *js =
-        "{\"format\": \"cleave-cluster\", \"version\": 1, \"name\": \"mixed\","
-        " \"device_types\": ["
-        "  {\"name\": \"slow\", \"peak_fp32_flops\": 1e12, \"memory_bytes\": 1000000000000,"
-        "   \"memory_bw_Bps\": 1e12, \"efficiency\": 1},"
-        "  {\"name\": \"fast\", \"peak_fp32_flops\": 2e12, \"memory_bytes\": 1000000000000,"
-        "   \"memory_bw_Bps\": 1e12, \"efficiency\": 1}],"
-        " \"nodes\": [{\"name\": \"n\", \"devices\": [{\"id\": \"a\", \"type\": \"slow\"},"
-        "   {\"id\": \"b\", \"type\": \"fast\"}]}],"
-        " \"links\": {\"intra_node\": {\"bandwidth_Bps\": 1e10, \"latency_s\": 0}}}";
-    cJSON *root = cJSON_Parse(js);
     cluster c;
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(cluster_from_json(&c, root, "mixed", &e), CL_OK);
-    cJSON_Delete(root);
+    mixed_cluster(&c);
     const int mb = 8;
     plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &c.types[0], .batch = 8,
                        .schedule = SCHED_FBP, .microbatches = mb, .algo = PLAN_ALGO_EXACT,
