@@ -687,6 +687,14 @@ static void bwd_w_layer(exec_net *n, exec_acts *a, int k)
     }
 }
 
+/* Add the time since t0 to *acc; returns now (the next piece's start). */
+static double charge(double *acc, double t0)
+{
+    double t1 = exec_now();
+    *acc += t1 - t0;
+    return t1;
+}
+
 void exec_net_forward(exec_net *n, exec_acts *a, const float *in, const int32_t *labels,
                       int batch, int train)
 {
@@ -701,10 +709,36 @@ void exec_net_forward(exec_net *n, exec_acts *a, const float *in, const int32_t 
     }
     for (int k = 0; k < n->L; k++) {
         fwd_layer(n, a, k, in_of(n, a, k, in), out_of(n, a, k), train);
-        if (n->clock) {
-            double t1 = exec_now();
-            n->clock[k].fwd_s += t1 - t0;
-            t0 = t1;
+        if (n->clock) t0 = charge(&n->clock[k].fwd_s, t0);
+    }
+}
+
+/* The backward pass from the top: input gradients while layers need them
+ * (the top ones, contiguous), and with `weights` each layer's weight
+ * gradient right after its input gradient.  The clock charges each piece
+ * from the end of the one before (the copy of dout goes to the top layer's
+ * input gradient). */
+static void backward(exec_net *n, exec_acts *a, const float *dout, float *din, float loss_scale,
+                     int weights)
+{
+    assert(a->net == n && a->batch >= 1 && a->train);
+    const int L = n->L;
+    assert(exec_net_has_loss(n) || dout);
+    assert(!n->ly[0].need_din || din || (n->flags & EXEC_NET_KEEP_ALL));
+    double t = n->clock ? exec_now() : 0;
+    if (dout && n->ly[L - 1].keep_dout)
+        memcpy(a->dout[L - 1], dout, (size_t)a->batch * n->ly[L - 1].out_elems * sizeof *dout);
+    int input_grads = 1;
+    for (int k = L - 1; k >= 0; k--) {
+        input_grads = input_grads && n->ly[k].need_din;
+        if (!input_grads && !weights) break;
+        if (input_grads) {
+            bwd_in_layer(n, a, k, dout_of(n, a, k, dout), din_of(n, a, k, din), loss_scale);
+            if (n->clock) t = charge(&n->clock[k].bwd_in_s, t);
+        }
+        if (weights && n->ly[k].has_w) {
+            bwd_w_layer(n, a, k);
+            if (n->clock) t = charge(&n->clock[k].bwd_w_s, t);
         }
     }
 }
@@ -712,21 +746,13 @@ void exec_net_forward(exec_net *n, exec_acts *a, const float *in, const int32_t 
 void exec_net_backward_input(exec_net *n, exec_acts *a, const float *dout, float *din,
                              float loss_scale)
 {
-    assert(a->net == n && a->batch >= 1 && a->train);
-    const int L = n->L;
-    assert(exec_net_has_loss(n) || dout);
-    assert(!n->ly[0].need_din || din || (n->flags & EXEC_NET_KEEP_ALL));
-    double t0 = n->clock ? exec_now() : 0;
-    if (dout && n->ly[L - 1].keep_dout)
-        memcpy(a->dout[L - 1], dout, (size_t)a->batch * n->ly[L - 1].out_elems * sizeof *dout);
-    for (int k = L - 1; k >= 0 && n->ly[k].need_din; k--) {
-        bwd_in_layer(n, a, k, dout_of(n, a, k, dout), din_of(n, a, k, din), loss_scale);
-        if (n->clock) {
-            double t1 = exec_now();
-            n->clock[k].bwd_in_s += t1 - t0;
-            t0 = t1;
-        }
-    }
+    backward(n, a, dout, din, loss_scale, 0);
+}
+
+void exec_net_backward(exec_net *n, exec_acts *a, const float *dout, float *din,
+                       float loss_scale)
+{
+    backward(n, a, dout, din, loss_scale, 1);
 }
 
 void exec_net_backward_weight(exec_net *n, exec_acts *a)
@@ -736,35 +762,7 @@ void exec_net_backward_weight(exec_net *n, exec_acts *a)
         if (!n->ly[k].has_w) continue;
         double t0 = n->clock ? exec_now() : 0;
         bwd_w_layer(n, a, k);
-        if (n->clock) n->clock[k].bwd_w_s += exec_now() - t0;
-    }
-}
-
-void exec_net_backward(exec_net *n, exec_acts *a, const float *dout, float *din,
-                       float loss_scale)
-{
-    assert(a->net == n && a->batch >= 1 && a->train);
-    const int L = n->L;
-    assert(exec_net_has_loss(n) || dout);
-    assert(!n->ly[0].need_din || din || (n->flags & EXEC_NET_KEEP_ALL));
-    if (dout && n->ly[L - 1].keep_dout)
-        memcpy(a->dout[L - 1], dout, (size_t)a->batch * n->ly[L - 1].out_elems * sizeof *dout);
-    int input_grads = 1; /* the layers needing din are the top ones, contiguous */
-    for (int k = L - 1; k >= 0; k--) {
-        input_grads = input_grads && n->ly[k].need_din;
-        double t0 = n->clock ? exec_now() : 0;
-        if (input_grads) {
-            bwd_in_layer(n, a, k, dout_of(n, a, k, dout), din_of(n, a, k, din), loss_scale);
-            if (n->clock) {
-                double t1 = exec_now();
-                n->clock[k].bwd_in_s += t1 - t0;
-                t0 = t1;
-            }
-        }
-        if (n->ly[k].has_w) {
-            bwd_w_layer(n, a, k);
-            if (n->clock) n->clock[k].bwd_w_s += exec_now() - t0;
-        }
+        if (n->clock) charge(&n->clock[k].bwd_w_s, t0);
     }
 }
 
