@@ -234,6 +234,8 @@ typedef struct rstage {
     int n_slot, cap;
     double *tf, *ti, *tw;    /* timed passes                                 */
     int nf, ni, nw, cap_t;
+    exec_layer_clock *clk;   /* per layer, to split a fused backward         */
+    int n_layers;
 } rstage;
 
 static exec_acts *rs_take(rstage *r, int64_t seq, int mb, int remove)
@@ -374,6 +376,8 @@ static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, 
                 r->tf = cl_malloc((size_t)r->cap_t * sizeof *r->tf);
                 r->ti = cl_malloc((size_t)r->cap_t * sizeof *r->ti);
                 r->tw = cl_malloc((size_t)r->cap_t * sizeof *r->tw);
+                r->n_layers = st->last - st->first + 1;
+                r->clk = cl_malloc((size_t)r->n_layers * sizeof *r->clk);
             }
             int64_t seq = (int64_t)op->iter * m + op->micro;
             int timed = op->iter >= 1;
@@ -396,15 +400,14 @@ static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, 
                     /* as the run does it, layer by layer (exec_net_backward);
                      * the whole call is timed and the per-layer clock
                      * splits it into its two halves */
-                    int L = p->stages[op->stage].last - p->stages[op->stage].first + 1;
-                    exec_layer_clock *clk = cl_calloc((size_t)L, sizeof *clk);
-                    exec_net_set_clock(r->net, clk);
+                    memset(r->clk, 0, (size_t)r->n_layers * sizeof *r->clk);
+                    exec_net_set_clock(r->net, r->clk);
                     exec_net_backward(r->net, a, r->dout, r->din, 1.0f / (float)p->batch);
                     t1 = exec_now();
                     exec_net_set_clock(r->net, NULL);
                     double bi = 0, bw = 0;
-                    for (int l = 0; l < L; l++) bi += clk[l].bwd_in_s, bw += clk[l].bwd_w_s;
-                    free(clk);
+                    for (int l = 0; l < r->n_layers; l++)
+                        bi += r->clk[l].bwd_in_s, bw += r->clk[l].bwd_w_s;
                     double in_share = bi + bw > 0 ? bi / (bi + bw) : 1;
                     if (timed && r->ni < r->cap_t) r->ti[r->ni++] = (t1 - t0) * in_share;
                     if (timed && r->nw < r->cap_t) r->tw[r->nw++] = (t1 - t0) * (1 - in_share);
@@ -442,6 +445,7 @@ static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, 
         free(r->tf);
         free(r->ti);
         free(r->tw);
+        free(r->clk);
         free(r->x);
         free(r->x0);
         free(r->dout0);
