@@ -44,7 +44,7 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
                                               model_dtype_bytes(p->model.dtype)));
     /* updates: after every backward for the asynchronous kinds, once per
      * iteration (all devices at the end, in parallel) for the others */
-    int async = p->schedule == SCHED_PIPEDREAM || p->schedule == SCHED_FBP;
+    int async = sched_is_async(p->schedule);
     double upd_max = 0;
     double *dev_busy = cl_calloc((size_t)pipe, sizeof(double));
     for (int s = 0; s < S; s++) {

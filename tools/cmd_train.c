@@ -141,7 +141,6 @@ int cmd_train(int argc, char **argv)
     const char *cmd = "train", *model_path = NULL;
     train_args a;
     train_args_defaults(&a);
-    exec_train_opts o = a.opt;
     int64_t v;
     int rc;
     for (int i = 1; i < argc; i++) {
@@ -161,17 +160,15 @@ int cmd_train(int argc, char **argv)
         if (!strcmp(opt, "--model")) model_path = val;
         else if (!strcmp(opt, "--epochs")) {
             if ((rc = cli_int(cmd, opt, val, 1, 100000, &v))) return rc;
-            o.epochs = (int)v;
+            a.opt.epochs = (int)v;
         } else if (!strcmp(opt, "--batch")) {
             if ((rc = cli_int(cmd, opt, val, 1, 65536, &v))) return rc;
-            o.batch = (int)v;
+            a.opt.batch = (int)v;
         } else return cli_usage_error(cmd, "unknown option %s", opt);
     }
     if (!model_path) return cli_usage_error(cmd, "--model is required");
     if ((rc = train_args_check(&a, cmd))) return rc;
-    a.opt.epochs = o.epochs; /* the identity and the trainer see one set */
-    a.opt.batch = o.batch;
-    o = a.opt;
+    const exec_train_opts o = a.opt;
 
     cl_err e = {0};
     model m;
