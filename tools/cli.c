@@ -82,3 +82,19 @@ int cli_stderr_tty(void)
 {
     return isatty(STDERR_FILENO);
 }
+
+int cli_opt_take(const cli_opt *t, int n, void *base, const char *cmd, const char *opt,
+                 const char *val)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcmp(opt, t[i].name)) continue;
+        if (!val) return cli_usage_error(cmd, "%s needs a value", opt);
+        void *field = (char *)base + t[i].off;
+        switch (t[i].kind) {
+        case CLI_STR: *(const char **)field = val; return 0;
+        case CLI_INT: return cli_int(cmd, opt, val, t[i].ilo, t[i].ihi, (int64_t *)field);
+        case CLI_NUM: return cli_num(cmd, opt, val, t[i].lo, t[i].hi, (double *)field);
+        }
+    }
+    return -1;
+}

@@ -8,6 +8,7 @@
 #ifndef CL_CLI_H
 #define CL_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -42,6 +43,23 @@ int cli_num(const char *cmd, const char *opt, const char *s, double lo, double h
 /* Comma-separated integers ("1,2,4,8") into a caller-freed array. */
 int cli_int_list(const char *cmd, const char *opt, const char *s, int64_t lo,
                  int64_t hi, int64_t **out, int *n);
+
+/* Options that take a value, described by a table: a string is stored as
+ * given, an integer (int64_t) or a real (double) parsed within [lo, hi].
+ * The fields live at `off` bytes into the caller's struct. */
+typedef enum { CLI_STR, CLI_INT, CLI_NUM } cli_opt_kind;
+typedef struct cli_opt {
+    const char *name;       /* "--lr"                                        */
+    cli_opt_kind kind;
+    size_t off;             /* offsetof(the struct, its field)                */
+    int64_t ilo, ihi;       /* CLI_INT range                                 */
+    double lo, hi;          /* CLI_NUM range                                 */
+} cli_opt;
+/* Take option `opt` with value `val` (NULL when it was the last argument)
+ * into base if the table t[0..n) has it: -1 when it does not, 0 when
+ * taken, else the usage-error status (missing or bad value). */
+int cli_opt_take(const cli_opt *t, int n, void *base, const char *cmd, const char *opt,
+                 const char *val);
 
 /* True when stderr is a terminal (progress bars go there and only then). */
 int cli_stderr_tty(void);

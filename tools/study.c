@@ -309,35 +309,32 @@ int study_mkdir(const char *dir, cl_err *e)
     return rc;
 }
 
+#define SA(field) offsetof(study_args, field)
+static const cli_opt study_opts[] = {
+    {"--model", CLI_STR, SA(model), 0, 0, 0, 0},
+    {"--profile", CLI_STR, SA(profile), 0, 0, 0, 0},
+    {"--profiled-on", CLI_STR, SA(profiled_on), 0, 0, 0, 0},
+    {"-o", CLI_STR, SA(out_dir), 0, 0, 0, 0},
+    {"--out", CLI_STR, SA(out_dir), 0, 0, 0, 0},
+    {"--csv", CLI_STR, SA(csv), 0, 0, 0, 0},
+    {"--png", CLI_STR, SA(png), 0, 0, 0, 0},
+    {"--svg", CLI_STR, SA(svg), 0, 0, 0, 0},
+    {"--title", CLI_STR, SA(title), 0, 0, 0, 0},
+    {"--save-plans", CLI_STR, SA(save_plans), 0, 0, 0, 0},
+    {"--schedules", CLI_STR, SA(schedules), 0, 0, 0, 0},
+    {"--batch", CLI_INT, SA(batch), 1, 1 << 30, 0, 0},
+};
+
 int study_args_option(study_args *a, const char *cmd, const char *opt, const char *val,
                       int *used_val)
 {
     *used_val = 0;
     if (!strcmp(opt, "--no-replication")) return a->no_replication = 1, 0;
     if (!strcmp(opt, "--quiet")) return a->quiet = 1, 0;
-    static const struct { const char *name; size_t off; } strs[] = {
-        {"--model", offsetof(study_args, model)},
-        {"--profile", offsetof(study_args, profile)},
-        {"--profiled-on", offsetof(study_args, profiled_on)},
-        {"-o", offsetof(study_args, out_dir)},
-        {"--out", offsetof(study_args, out_dir)},
-        {"--csv", offsetof(study_args, csv)},
-        {"--png", offsetof(study_args, png)},
-        {"--svg", offsetof(study_args, svg)},
-        {"--title", offsetof(study_args, title)},
-        {"--save-plans", offsetof(study_args, save_plans)},
-        {"--schedules", offsetof(study_args, schedules)},
-        {"--batch", 0},
-    };
-    for (size_t k = 0; k < sizeof strs / sizeof *strs; k++) {
-        if (strcmp(opt, strs[k].name)) continue;
-        if (!val) return cli_usage_error(cmd, "%s needs a value", opt);
-        *used_val = 1;
-        if (!strcmp(opt, "--batch")) return cli_int(cmd, opt, val, 1, 1 << 30, &a->batch);
-        *(const char **)((char *)a + strs[k].off) = val;
-        return 0;
-    }
-    return -1;
+    int rc = cli_opt_take(study_opts, (int)(sizeof study_opts / sizeof *study_opts), a, cmd, opt,
+                          val);
+    *used_val = rc == 0;
+    return rc;
 }
 
 int study_args_check(const study_args *a, const char *cmd)

@@ -2,6 +2,7 @@
  * share (train_args.h). */
 #include "train_args.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,35 +15,36 @@ void train_args_defaults(train_args *a)
     exec_train_defaults(&a->opt);
 }
 
+#define TA(field) offsetof(train_args, field)
+static const cli_opt train_opts[] = {
+    {"--log", CLI_STR, TA(log), 0, 0, 0, 0},
+    {"--data", CLI_STR, TA(data), 0, 0, 0, 0},
+    {"--checkpoint", CLI_STR, TA(ckpt), 0, 0, 0, 0},
+    {"--resume", CLI_STR, TA(resume), 0, 0, 0, 0},
+    {"--save-weights", CLI_STR, TA(weights), 0, 0, 0, 0},
+    {"--checkpoint-every", CLI_INT, TA(every), 1, INT64_MAX, 0, 0},
+    {"--limit", CLI_INT, TA(limit), 1, INT64_MAX, 0, 0},
+    {"--synthetic", CLI_INT, TA(synthetic), 4, 10000000, 0, 0},
+    /* the seed is a uint64_t, stored as an int64_t in [0, INT64_MAX]: the
+     * same bits (a signed and unsigned pair may alias) */
+    {"--seed", CLI_INT, TA(opt.seed), 0, INT64_MAX, 0, 0},
+    {"--lr", CLI_NUM, TA(opt.lr), 0, 0, 1e-12, 100},
+    {"--momentum", CLI_NUM, TA(opt.momentum), 0, 0, 0, 0.999999},
+    {"--weight-decay", CLI_NUM, TA(opt.weight_decay), 0, 0, 0, 1},
+};
+
 int train_args_option(train_args *a, const char *cmd, const char *opt, const char *val)
 {
-    static const char *const known[] = {
-        "--log", "--data", "--checkpoint", "--resume", "--save-weights", "--checkpoint-every",
-        "--seed", "--limit", "--synthetic", "--lr", "--momentum", "--weight-decay", "--schedule"};
-    int mine = 0;
-    for (size_t k = 0; k < sizeof known / sizeof *known; k++) mine |= !strcmp(opt, known[k]);
-    if (!mine) return -1;
-    if (!val) return cli_usage_error(cmd, "%s needs a value", opt);
-    int64_t v;
-    int rc = 0;
-    if (!strcmp(opt, "--log")) a->log = val;
-    else if (!strcmp(opt, "--data")) a->data = val;
-    else if (!strcmp(opt, "--checkpoint")) a->ckpt = val;
-    else if (!strcmp(opt, "--resume")) a->resume = val;
-    else if (!strcmp(opt, "--save-weights")) a->weights = val;
-    else if (!strcmp(opt, "--checkpoint-every")) rc = cli_int(cmd, opt, val, 1, INT64_MAX, &a->every);
-    else if (!strcmp(opt, "--limit")) rc = cli_int(cmd, opt, val, 1, INT64_MAX, &a->limit);
-    else if (!strcmp(opt, "--synthetic")) rc = cli_int(cmd, opt, val, 4, 10000000, &a->synthetic);
-    else if (!strcmp(opt, "--seed")) {
-        if (!(rc = cli_int(cmd, opt, val, 0, INT64_MAX, &v))) a->opt.seed = (uint64_t)v;
-    } else if (!strcmp(opt, "--lr")) rc = cli_num(cmd, opt, val, 1e-12, 100, &a->opt.lr);
-    else if (!strcmp(opt, "--momentum")) {
-        rc = cli_num(cmd, opt, val, 0, 0.999999, &a->opt.momentum);
-        a->momentum_set = 1;
-    } else if (!strcmp(opt, "--weight-decay")) rc = cli_num(cmd, opt, val, 0, 1, &a->opt.weight_decay);
-    else if (!strcmp(val, "constant")) a->opt.schedule = EXEC_LR_CONSTANT; /* --schedule */
-    else if (!strcmp(val, "cosine")) a->opt.schedule = EXEC_LR_COSINE;
-    else rc = cli_usage_error(cmd, "--schedule: expected constant or cosine, got \"%s\"", val);
+    if (!strcmp(opt, "--schedule")) {
+        if (!val) return cli_usage_error(cmd, "%s needs a value", opt);
+        if (!strcmp(val, "constant")) a->opt.schedule = EXEC_LR_CONSTANT;
+        else if (!strcmp(val, "cosine")) a->opt.schedule = EXEC_LR_COSINE;
+        else return cli_usage_error(cmd, "--schedule: expected constant or cosine, got \"%s\"", val);
+        return 0;
+    }
+    int rc = cli_opt_take(train_opts, (int)(sizeof train_opts / sizeof *train_opts), a, cmd, opt,
+                          val);
+    if (rc == 0 && !strcmp(opt, "--momentum")) a->momentum_set = 1;
     return rc;
 }
 
