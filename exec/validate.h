@@ -111,6 +111,15 @@ enum {
 };
 int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x,
                    const char *file, cl_err *e);
+/* The context part of exec_val_costs (validate_replay.c): the stages'
+ * passes timed as the run executes them, every worker's op list of the
+ * plan's schedule replayed on this thread without the transfers (xcore: a
+ * thread on another core writes each input another worker would send just
+ * before it is read), three times; each stage's fwd_ctx_s,
+ * bwd_in_ctx_s and bwd_w_ctx_s in x are the medians of the replays'
+ * medians. */
+int exec_val_replay(const plan *p, int reps, int xcore, exec_val_extra *x, const char *file,
+                    cl_err *e);
 
 /* The costs the planner's cost model gives (the layer sums, plus the
  * runtime's extras of x) for a plan whose costs exec_val_costs set in
