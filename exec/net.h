@@ -18,9 +18,8 @@
  * Output gradients of layers with weights are kept in the acts from the
  * input-gradient pass to the weight-gradient pass.
  *
- * Concurrency: calls on one net are made by one thread at a time, except
- * that one forward and one backward call (on different acts) may overlap,
- * since they use separate scratch; weights must not change meanwhile.
+ * Concurrency: calls on one net are made by one thread at a time (forward
+ * and backward calls share the net's scratch).
  * Weight-gradient calls add into the gradient block; exec_sgd (optim.h)
  * consumes and zeroes it.
  */
