@@ -9,11 +9,11 @@
  * - conv2d weight gradient with O a multiple of 32 (stride 1): dW^T
  *   (K, O) accumulated over pixels with the input read in place (implicit
  *   im2col), lanes over output channels.
- * - linear layers with at most 12 outputs: forward (lanes over 4 outputs
- *   x 4 input features, then a fixed reduction tree), input gradient and
+ * - linear layers with at most 12 outputs: forward (lanes over 2 outputs
+ *   x 8 input features, then a fixed reduction tree), input gradient and
  *   weight gradient (lanes over the input features).
  *
- * Every kernel is compiled for AVX-512F + FMA only (function target
+ * Every kernel is compiled for AVX-512F, AVX-512DQ and FMA only (function target
  * attributes; the rest of the build stays baseline x86-64) and runs only
  * when exec_kern_avx512() says the CPU and OS support it, so the binary
  * still runs anywhere: elsewhere layers.c keeps its OpenBLAS path.  The

@@ -10,8 +10,8 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define KERN_X86 1
 #include <immintrin.h>
-#define KERN __attribute__((target("avx512f,fma")))
-#define KERN_INLINE static inline __attribute__((always_inline, target("avx512f,fma")))
+#define KERN __attribute__((target("avx512f,avx512dq,fma")))
+#define KERN_INLINE static inline __attribute__((always_inline, target("avx512f,avx512dq,fma")))
 #else
 #define KERN_X86 0
 #endif
@@ -27,7 +27,8 @@ static void detect(void)
 #if KERN_X86
     __builtin_cpu_init();
     /* GCC's check also requires the OS to save the ZMM state (XGETBV) */
-    have_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    have_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("fma");
 #endif
 }
 
@@ -110,113 +111,110 @@ KERN void exec_kern_mask_scale(float *out, const float *in, const uint8_t *mask,
 /* ------------------------------------------------------------------------ */
 /* linear, few outputs                                                       */
 
-/* Forward.  Lanes hold 4 outputs x 4 consecutive input features: Wr
- * (IC/4, NG, 16) is W regrouped once per call (4 x 4 transposes of
- * 128-bit blocks), so each step of 4 features is NG loads of Wr and, per
- * row, one 128-bit broadcast of its inputs, for 8 rows x NG accumulators.
- * The four feature phases are then summed inside each 128-bit block (a
- * fixed two-level tree that also interleaves 4 rows), and a permutation
- * puts those rows' outputs in place.  NG = ceil(OC / 4); lanes of outputs
- * past OC hold zero weights (10 outputs use 10 of 12 lanes).  Measured
- * 22 ns per row at 128 features, 10 outputs, plus 0.27 us a call. */
+/* Forward.  Lanes hold 2 outputs x 8 consecutive input features (output
+ * 2g in the low half, 2g + 1 in the high half): Wr (IC/8, NG, 16) is W
+ * regrouped once per call, so each step of 8 features is NG loads of Wr
+ * and, per row, one 256-bit broadcast of its inputs, for 4 rows x NG
+ * accumulators.  NG = ceil(OC / 2), so every lane does useful work unless
+ * OC is odd (10 outputs: 80 multiply-adds per row at 128 features, where 4
+ * outputs x 4 features wasted 2 of 12 lanes for 96).  A fixed tree then
+ * sums the 8 partials of each output across the 4 rows' accumulators: pairs
+ * of accumulators meet in 128-bit blocks (each block one output, 4
+ * partials), fours of those in 4 x 4 transposes (each lane one output),
+ * and permutations put the rows' outputs in place. */
 KERN_INLINE void lin_fwd_ng(float *out, const float *in, const float *w, const float *b,
                             int B, int IC, int OC, const int NG)
 {
-    const int nk4 = (IC + 3) / 4;
-    __m512 Wr[EXEC_KERN_LINEAR_FWD_MAX_IC / 4 * 3];
-    for (int c0 = 0; c0 < IC; c0 += 16) {
-        const __mmask16 m = lanes(IC - c0);
-        for (int og = 0; og < NG; og++) {
-            __m512 R[4];
-            for (int j = 0; j < 4; j++) {
-                const int o = og * 4 + j;
-                R[j] = o < OC ? _mm512_maskz_loadu_ps(m, w + (int64_t)o * IC + c0) : _mm512_setzero_ps();
-            }
-            const __m512 T0 = _mm512_shuffle_f32x4(R[0], R[1], 0x44),
-                         T1 = _mm512_shuffle_f32x4(R[0], R[1], 0xEE),
-                         T2 = _mm512_shuffle_f32x4(R[2], R[3], 0x44),
-                         T3 = _mm512_shuffle_f32x4(R[2], R[3], 0xEE);
-            const __m512 q[4] = {_mm512_shuffle_f32x4(T0, T2, 0x88), _mm512_shuffle_f32x4(T0, T2, 0xDD),
-                                 _mm512_shuffle_f32x4(T1, T3, 0x88), _mm512_shuffle_f32x4(T1, T3, 0xDD)};
-            for (int t = 0; t < 4 && c0 / 4 + t < nk4; t++) Wr[(c0 / 4 + t) * NG + og] = q[t];
+    enum { R = 4 };                     /* rows per block */
+    const int nk8 = (IC + 7) / 8;
+    const int NA = R * NG, NV = NA / 2, NF = (NV + 3) / 4; /* accumulators, pairs, results */
+    __m512 Wr[EXEC_KERN_LINEAR_FWD_MAX_IC / 8 * 6];
+    for (int k8 = 0; k8 < nk8; k8++) {
+        const __mmask16 m = lanes(IC - 8 * k8) & 0xff;
+        for (int g = 0; g < NG; g++) {
+            const int o0 = 2 * g, o1 = 2 * g + 1;
+            const __m512 lo = _mm512_maskz_loadu_ps(m, w + (int64_t)o0 * IC + 8 * k8);
+            const __m512 hi = o1 < OC ? _mm512_maskz_loadu_ps(m, w + (int64_t)o1 * IC + 8 * k8)
+                                      : _mm512_setzero_ps();
+            Wr[k8 * NG + g] = _mm512_shuffle_f32x4(lo, hi, 0x44);
         }
     }
-    /* bias by lane (j*4 + r of group og), and where each of a 4-row block's
-     * 4 OC outputs comes from in the groups' results laid end to end */
-    __m512 bias[3];
+    /* Output e = r OC + o of a block comes from result lane 16 q + 4 L + t,
+     * where accumulator j = r NG + o / 2 went into pair v = j / 2 (q = v / 4,
+     * t = v % 4) and block L = 2 (j % 2) + o % 2 of it; the bias by element. */
     int32_t idx[48];
-    for (int og = 0; og < NG; og++) {
-        float bl[16];
-        for (int l = 0; l < 16; l++) {
-            const int o = og * 4 + l / 4;
-            bl[l] = b && o < OC ? b[o] : 0.0f;
-        }
-        bias[og] = _mm512_loadu_ps(bl);
+    float bias[48];
+    for (int e = 0; e < 48; e++) {
+        idx[e] = 0;
+        bias[e] = 0;
     }
-    /* element e = r OC + o of a 4-row block comes from lane 16 (o / 4) +
-     * 4 (o % 4) + r (counters, not divisions: this runs every call) */
-    for (int e = 0, r = 0, o = 0; e < 48; e++) {
-        idx[e] = e < 4 * OC ? (o >> 2) * 16 + (o & 3) * 4 + r : 0;
-        if (++o == OC) {
-            o = 0;
-            r++;
+    for (int r = 0; r < R; r++) {
+        for (int o = 0; o < OC; o++) {
+            const int j = r * NG + o / 2, v = j / 2;
+            idx[r * OC + o] = 16 * (v / 4) + 4 * (2 * (j % 2) + o % 2) + v % 4;
+            bias[r * OC + o] = b ? b[o] : 0.0f;
         }
     }
-    const int nout = (4 * OC + 15) / 16;
-    const __mmask16 mtail = lanes(IC - 4 * (nk4 - 1));
-    /* eight rows per pass over Wr (24 accumulators at most), reduced and
-     * stored as two blocks of four */
-    for (int r0 = 0; r0 < B; r0 += 8) {
-        const int nr = B - r0 < 8 ? B - r0 : 8;
-        const float *x[8];
-        for (int r = 0; r < 8; r++) x[r] = in + (int64_t)(r0 + (r < nr ? r : nr - 1)) * IC;
-        __m512 acc[8][3];
-#pragma GCC unroll 8
-        for (int r = 0; r < 8; r++)
-#pragma GCC unroll 3
-            for (int og = 0; og < NG; og++) acc[r][og] = _mm512_setzero_ps();
-        for (int k4 = 0; k4 < nk4; k4++) {
-            __m512 wv[3];
-#pragma GCC unroll 3
-            for (int og = 0; og < NG; og++) wv[og] = Wr[k4 * NG + og];
-            const int tail = k4 == nk4 - 1 && mtail != 0xf;
-#pragma GCC unroll 8
-            for (int r = 0; r < 8; r++) {
-                __m512 xv;
-                if (!tail) {
-                    xv = _mm512_broadcast_f32x4(_mm_loadu_ps(x[r] + 4 * k4));
-                } else {
-                    const __m512 t = _mm512_maskz_loadu_ps(mtail, x[r] + 4 * k4);
-                    xv = _mm512_shuffle_f32x4(t, t, 0);
-                }
-#pragma GCC unroll 3
-                for (int og = 0; og < NG; og++) acc[r][og] = _mm512_fmadd_ps(xv, wv[og], acc[r][og]);
+    const int nout = (R * OC + 15) / 16;
+    const int tail = IC % 8 != 0;
+    const __mmask16 mtail = lanes(IC % 8);
+    for (int r0 = 0; r0 < B; r0 += R) {
+        const int nr = B - r0 < R ? B - r0 : R;
+        const float *x[R];
+        for (int r = 0; r < R; r++) x[r] = in + (int64_t)(r0 + (r < nr ? r : nr - 1)) * IC;
+        __m512 acc[R][6];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+#pragma GCC unroll 6
+            for (int g = 0; g < NG; g++) acc[r][g] = _mm512_setzero_ps();
+        for (int k8 = 0; k8 < nk8 - tail; k8++) {
+            __m512 wv[6];
+#pragma GCC unroll 6
+            for (int g = 0; g < NG; g++) wv[g] = Wr[k8 * NG + g];
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(x[r] + 8 * k8));
+#pragma GCC unroll 6
+                for (int g = 0; g < NG; g++) acc[r][g] = _mm512_fmadd_ps(xv, wv[g], acc[r][g]);
             }
         }
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            const int hr = nr - 4 * h; /* rows of this half to store */
-            if (hr <= 0) break;
-            __m512 V[3];
+        if (tail) {
+            const int k8 = nk8 - 1;
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const __m512 t = _mm512_maskz_loadu_ps(mtail, x[r] + 8 * k8);
+                const __m512 xv = _mm512_shuffle_f32x4(t, t, 0x44);
+#pragma GCC unroll 6
+                for (int g = 0; g < NG; g++)
+                    acc[r][g] = _mm512_fmadd_ps(xv, Wr[k8 * NG + g], acc[r][g]);
+            }
+        }
+        /* pairs: block L of pair v = 128-bit blocks (0, 2) + (1, 3) of
+         * accumulators 2v (L = 0, 1) and 2v + 1 (L = 2, 3) */
+        __m512 V[12], F[3];
+#pragma GCC unroll 12
+        for (int v = 0; v < NV; v++) {
+            const __m512 a0 = acc[(2 * v) / NG][(2 * v) % NG], a1 = acc[(2 * v + 1) / NG][(2 * v + 1) % NG];
+            V[v] = _mm512_add_ps(_mm512_shuffle_f32x4(a0, a1, 0x88), _mm512_shuffle_f32x4(a0, a1, 0xDD));
+        }
+        for (int v = NV; v < 4 * NF; v++) V[v] = _mm512_setzero_ps();
+        /* fours: lane 4 L + t of result q sums block L of pair 4 q + t */
 #pragma GCC unroll 3
-            for (int og = 0; og < NG; og++) {
-                const __m512 a0 = acc[4 * h][og], a1 = acc[4 * h + 1][og], a2 = acc[4 * h + 2][og],
-                             a3 = acc[4 * h + 3][og];
-                const __m512 p = _mm512_add_ps(_mm512_shuffle_ps(a0, a1, 0x44), _mm512_shuffle_ps(a0, a1, 0xEE));
-                const __m512 q = _mm512_add_ps(_mm512_shuffle_ps(a2, a3, 0x44), _mm512_shuffle_ps(a2, a3, 0xEE));
-                V[og] = _mm512_add_ps(_mm512_add_ps(_mm512_shuffle_ps(p, q, 0x88), _mm512_shuffle_ps(p, q, 0xDD)),
-                                      bias[og]);
-            }
-            for (int og = NG; og < 3; og++) V[og] = V[0];
-            float *o = out + (int64_t)(r0 + 4 * h) * OC;
-            const int nst = hr < 4 ? hr : 4;
-            for (int v = 0; v < nout; v++) {
-                const __m512i iv = _mm512_loadu_si512(idx + 16 * v);
-                __m512 res = _mm512_permutex2var_ps(V[0], iv, V[1]);
-                const __mmask16 m2 = _mm512_cmpge_epi32_mask(iv, _mm512_set1_epi32(32));
-                res = _mm512_mask_permutexvar_ps(res, m2, iv, V[2]);
-                _mm512_mask_storeu_ps(o + 16 * v, lanes(nst * OC - 16 * v), res);
-            }
+        for (int q = 0; q < NF; q++) {
+            const __m512 v0 = V[4 * q], v1 = V[4 * q + 1], v2 = V[4 * q + 2], v3 = V[4 * q + 3];
+            const __m512 p = _mm512_add_ps(_mm512_shuffle_ps(v0, v1, 0x44), _mm512_shuffle_ps(v0, v1, 0xEE));
+            const __m512 u = _mm512_add_ps(_mm512_shuffle_ps(v2, v3, 0x44), _mm512_shuffle_ps(v2, v3, 0xEE));
+            F[q] = _mm512_add_ps(_mm512_shuffle_ps(p, u, 0x88), _mm512_shuffle_ps(p, u, 0xDD));
+        }
+        for (int q = NF; q < 3; q++) F[q] = F[0];
+        float *o = out + (int64_t)r0 * OC;
+        for (int v = 0; v < nout; v++) {
+            const __m512i iv = _mm512_loadu_si512(idx + 16 * v);
+            __m512 res = _mm512_permutex2var_ps(F[0], iv, F[1]);
+            const __mmask16 m2 = _mm512_cmpge_epi32_mask(iv, _mm512_set1_epi32(32));
+            res = _mm512_mask_permutexvar_ps(res, m2, iv, F[2]);
+            _mm512_mask_storeu_ps(o + 16 * v, lanes(nr * OC - 16 * v),
+                                  _mm512_add_ps(res, _mm512_loadu_ps(bias + 16 * v)));
         }
     }
 }
@@ -225,10 +223,13 @@ KERN void exec_kern_linear_forward(float *out, const float *in, const float *w, 
                                    int B, int IC, int OC)
 {
     assert(OC >= 1 && OC <= EXEC_KERN_LINEAR_MAX_OC && IC >= 1 && IC <= EXEC_KERN_LINEAR_FWD_MAX_IC);
-    switch ((OC + 3) / 4) {
+    switch ((OC + 1) / 2) {
     case 1: lin_fwd_ng(out, in, w, b, B, IC, OC, 1); break;
     case 2: lin_fwd_ng(out, in, w, b, B, IC, OC, 2); break;
-    default: lin_fwd_ng(out, in, w, b, B, IC, OC, 3); break;
+    case 3: lin_fwd_ng(out, in, w, b, B, IC, OC, 3); break;
+    case 4: lin_fwd_ng(out, in, w, b, B, IC, OC, 4); break;
+    case 5: lin_fwd_ng(out, in, w, b, B, IC, OC, 5); break;
+    default: lin_fwd_ng(out, in, w, b, B, IC, OC, 6); break;
     }
 }
 

@@ -236,11 +236,16 @@ static void test_linear(void)
     /* few outputs and a batch over 64: OpenBLAS's row blocks */
     lin_case("linear, row blocks", 70, 5, 3, 1);
     /* the small-output kernels (kern.h): 10 outputs with a ragged last row
-     * block and feature tail; 12 (three groups of 4), batch 1; 4 outputs
-     * with more features than the forward kernel takes (OpenBLAS forward,
-     * kernel backward); 13 outputs (OpenBLAS throughout) */
+     * block and feature tail; 12 (six pairs of outputs, the most), batch 1;
+     * 1 and 8 outputs (one and four pairs), 7 (an odd last pair) with whole
+     * blocks of 8 features; 4 outputs with more features than the forward
+     * kernel takes (OpenBLAS forward, kernel backward); 13 outputs
+     * (OpenBLAS throughout) */
     lin_case("linear 37-10, batch 7", 7, 37, 10, 1);
     lin_case("linear 16-12, batch 1", 1, 16, 12, 1);
+    lin_case("linear 9-1, batch 6", 6, 9, 1, 1);
+    lin_case("linear 24-8, batch 9", 9, 24, 8, 0);
+    lin_case("linear 64-7, batch 4", 4, 64, 7, 1);
     lin_case("linear 600-4, no bias", 3, 600, 4, 0);
     lin_case("linear 33-13", 5, 33, 13, 1);
 }
