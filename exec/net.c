@@ -765,6 +765,23 @@ void exec_net_backward_weight(exec_net *n, exec_acts *a)
     }
 }
 
+void exec_net_run_pass(exec_net *n, exec_acts *a, int layer, int pass)
+{
+    const int k = layer - n->first;
+    assert(k >= 0 && k < n->L && a->net == n && a->batch >= 1 && a->train);
+    switch (pass) {
+    case 0:
+        assert(in_of(n, a, k, NULL));
+        fwd_layer(n, a, k, in_of(n, a, k, NULL), out_of(n, a, k), 1);
+        break;
+    case 1:
+        assert(n->ly[k].need_din && (k < n->L - 1 || exec_net_has_loss(n)));
+        bwd_in_layer(n, a, k, dout_of(n, a, k, NULL), din_of(n, a, k, NULL), 1.0f / (float)a->batch);
+        break;
+    default: bwd_w_layer(n, a, k); break;
+    }
+}
+
 void exec_net_set_clock(exec_net *n, exec_layer_clock *clock)
 {
     n->clock = clock;

@@ -132,6 +132,14 @@ void exec_net_backward_weight(exec_net *n, exec_acts *a);
 void exec_net_backward(exec_net *n, exec_acts *a, const float *dout, float *din,
                        float loss_scale);
 
+/* One pass of one layer (model index `layer` of this stage) on a's
+ * operands, as the stage passes run it: 0 forward (training mode), 1 input
+ * gradient, 2 weight gradient (adds into the gradient block).  For
+ * measuring a kernel on its own (exec_profile_isolated): a must hold a
+ * forward and a backward of the stage, and a forward pass of a dropout
+ * layer draws from its stream. */
+void exec_net_run_pass(exec_net *n, exec_acts *a, int layer, int pass);
+
 /* Per-layer clocks, for profiling in context: while set, every forward,
  * input- and weight-gradient call adds each layer's wall seconds into
  * clock[layer - first] (the copy of the stage input counts as the first

@@ -124,6 +124,54 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
     return CL_OK;
 }
 
+int exec_profile_isolated(const model *m, const char *file, int batch, int warmup, int reps,
+                          uint64_t seed, exec_layer_time *t, cl_err *e)
+{
+    assert(reps >= 1 && warmup >= 0);
+    exec_net *n;
+    int rc = exec_net_create(&n, m, 0, m->n_layers, batch, seed, 0, file, e);
+    if (rc) return rc;
+    if (!exec_net_has_loss(n)) {
+        exec_net_destroy(n);
+        return cl_fail(e, CL_EINPUT, "%s: layers: profiling runs training steps, which need a model ending in softmax_xent (hint: add the loss layer)",
+                       file);
+    }
+    exec_acts *a = exec_acts_create(n, batch);
+    float *x;
+    int32_t *y;
+    random_batch(m, batch, seed, &x, &y);
+    for (int s = 0; s < 2; s++) {
+        exec_net_forward(n, a, x, y, batch, 1);
+        exec_net_backward(n, a, NULL, NULL, 1.0f / (float)batch);
+    }
+    double *v = cl_malloc((size_t)reps * sizeof *v);
+    for (int l = 0; l < m->n_layers; l++) {
+        const int prod = m->layers[l].kind == MODEL_CONV2D || m->layers[l].kind == MODEL_LINEAR;
+        const int runs[3] = {prod, prod && exec_net_layer_needs_din(n, l),
+                             prod && exec_net_layer_has_weights(n, l)};
+        double *med[3] = {&t[l].fwd_s, &t[l].bwd_in_s, &t[l].bwd_w_s},
+               *sd[3] = {&t[l].fwd_sd, &t[l].bwd_in_sd, &t[l].bwd_w_sd},
+               *min[3] = {&t[l].fwd_min, &t[l].bwd_in_min, &t[l].bwd_w_min};
+        t[l].update_s = 0;
+        for (int p = 0; p < 3; p++) {
+            *med[p] = *sd[p] = *min[p] = 0;
+            if (!runs[p]) continue;
+            for (int r = -warmup; r < reps; r++) {
+                double t0 = exec_now();
+                exec_net_run_pass(n, a, l, p);
+                if (r >= 0) v[r] = exec_now() - t0;
+            }
+            stats(v, reps, med[p], sd[p], min[p]);
+        }
+    }
+    free(v);
+    free(x);
+    free(y);
+    exec_acts_destroy(a);
+    exec_net_destroy(n);
+    return CL_OK;
+}
+
 void exec_cpu_name(char *buf, size_t cap)
 {
     snprintf(buf, cap, "cpu");

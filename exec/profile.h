@@ -53,6 +53,18 @@ typedef struct exec_step_time {
 int exec_profile_batch(const model *m, const char *file, int batch, int warmup, int reps,
                        uint64_t seed, exec_layer_time *t, exec_step_time *st, cl_err *e);
 
+/* The conv2d and linear layers' passes at batch size `batch` measured on
+ * their own: after two training steps on a random batch fill the operands,
+ * each pass the step runs is called back to back, `warmup` untimed then `reps` timed
+ * (exec_net_run_pass); t gets medians, spreads and fastest runs (0 for
+ * other layers, and update_s 0).  This is a kernel's own speed, with its operands and code as its
+ * previous repetition leaves them; exec_profile_batch's in-step times add
+ * what the rest of a step costs it (cold code and operands, the vector
+ * units' wake-up), and only they predict a step.  CL_EINPUT as
+ * exec_profile_batch. */
+int exec_profile_isolated(const model *m, const char *file, int batch, int warmup, int reps,
+                          uint64_t seed, exec_layer_time *t, cl_err *e);
+
 /* A profile of m (source "measured", device "cpu-core") at the given batch
  * sizes (strictly increasing, at most PROF_MAX_POINTS); act_bytes are the
  * layer's output bytes per sample, stash_bytes what the executor keeps per

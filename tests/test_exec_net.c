@@ -268,6 +268,49 @@ static void test_memory_plan(void)
     model_free(&m);
 }
 
+/* exec_net_run_pass, layer by layer, redoes what the stage calls did: a
+ * forward made of single passes gives the same loss, and a backward made of
+ * them the same gradients, bit for bit. */
+static void test_run_pass(void)
+{
+    model m;
+    all_kinds(&m);
+    for (int k = 0; k < m.n_layers; k++)
+        if (m.layers[k].kind == MODEL_DROPOUT) m.layers[k].dropout_p = 0; /* no draws */
+    const int B = 4;
+    exec_data d;
+    exec_data_synthetic(&d, B, 2, 8, 8, 3, 5, 0);
+    cl_err e = {0};
+    exec_net *n;
+    CU_ASSERT_EQUAL_FATAL(exec_net_create(&n, &m, 0, m.n_layers, B, 3, 0, "t", &e), CL_OK);
+    exec_acts *a = exec_acts_create(n, B);
+    exec_net_forward(n, a, d.x, d.y, B, 1);
+    exec_net_backward(n, a, NULL, NULL, 1.0f / B);
+    const double loss = exec_acts_loss_sum(a);
+    int64_t np;
+    float *g = exec_net_grads(n, &np), *g1 = malloc((size_t)np * sizeof *g1);
+    memcpy(g1, g, (size_t)np * sizeof *g1);
+    for (int k = 0; k < m.n_layers; k++) exec_net_run_pass(n, a, k, 0);
+    CU_ASSERT_EQUAL(exec_acts_loss_sum(a), loss);
+    exec_net_zero_grads(n);
+    for (int k = m.n_layers - 1; k >= 0; k--) {
+        if (exec_net_layer_needs_din(n, k)) exec_net_run_pass(n, a, k, 1);
+        if (exec_net_layer_has_weights(n, k)) exec_net_run_pass(n, a, k, 2);
+    }
+    int nonzero = 0, same = 1;
+    for (int64_t i = 0; i < np; i++) {
+        same &= g[i] == g1[i];
+        nonzero += g1[i] != 0;
+    }
+    CU_ASSERT(same);
+    CU_ASSERT(nonzero > np / 2);
+    free(g1);
+    exec_acts_destroy(a);
+    exec_net_destroy(n);
+    exec_data_free(&d);
+    model_free(&m);
+}
+
 /* ------------------------------------------------------------------------ */
 /* training                                                                  */
 
@@ -380,6 +423,8 @@ TEST_SUITE(exec_net)
     test_add("memory plan equals keep-everything with two microbatches in flight",
              test_memory_plan);
     test_add("loss decreases; same seed gives identical weights", test_loss_decreases_and_reproducible);
+    test_add("single layer passes (for kernel timing) redo the stage's forward and backward",
+             test_run_pass);
     test_add("He and Glorot initial bounds", test_init_bounds);
     test_add("block layers are refused with the layer named", test_refusals);
 }
