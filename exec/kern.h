@@ -98,6 +98,16 @@ void exec_kern_pass_positive(float *out, const float *in, const float *sel, int6
 void exec_kern_mask_scale(float *out, const float *in, const uint8_t *mask, int64_t n,
                           float scale);
 
+/* softmax cross-entropy, as in layers.h: lanes over a row's classes, e^x
+ * by a polynomial (within 2 ulp of expf, so probabilities and losses differ
+ * from the portable path's by rounding); the backward gives the portable
+ * loop's bits.  Run on 512-bit vectors, the loss also keeps the wide units
+ * awake between the classifier's forward and its input gradient. */
+double exec_kern_softmax_xent_forward(float *probs, float *loss, const float *logits,
+                                      const int32_t *labels, int B, int K);
+void exec_kern_softmax_xent_backward_input(float *dlogits, const float *probs,
+                                           const int32_t *labels, int B, int K, float scale);
+
 /* Sum of n floats in a fixed order (16 lanes x 4 accumulators, then a
  * tree), for bias gradients. */
 float exec_kern_sum(const float *a, int64_t n);

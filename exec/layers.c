@@ -690,11 +690,12 @@ void exec_batchnorm2d_backward_weight(float *dgamma, float *dbeta, const float *
 double exec_softmax_xent_forward(float *probs, float *loss, const float *logits,
                                  const int32_t *labels, int B, int K)
 {
+    for (int n = 0; n < B; n++) assert(labels[n] >= 0 && labels[n] < K);
+    if (exec_kern_avx512()) return exec_kern_softmax_xent_forward(probs, loss, logits, labels, B, K);
     double total = 0;
     for (int n = 0; n < B; n++) {
         const float *x = logits + (int64_t)n * K;
         float *p = probs + (int64_t)n * K;
-        assert(labels[n] >= 0 && labels[n] < K);
         float m = x[0];
         for (int j = 1; j < K; j++) m = x[j] > m ? x[j] : m;
         double s = 0;
@@ -716,6 +717,10 @@ double exec_softmax_xent_forward(float *probs, float *loss, const float *logits,
 void exec_softmax_xent_backward_input(float *dlogits, const float *probs,
                                       const int32_t *labels, int B, int K, float scale)
 {
+    if (exec_kern_avx512()) {
+        exec_kern_softmax_xent_backward_input(dlogits, probs, labels, B, K, scale);
+        return;
+    }
     for (int n = 0; n < B; n++) {
         const float *p = probs + (int64_t)n * K;
         float *d = dlogits + (int64_t)n * K;

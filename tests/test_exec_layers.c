@@ -642,15 +642,45 @@ static void test_softmax_xent(void)
     int32_t labels[5] = {3, 0, 6, 6, 1};
     sx_ctx c = {5, 7, labels, exec_falloc(35), exec_falloc(5)};
     layer_case lc = {"softmax_xent", 35, 0, 1, 1e-4, 1e-6, &c, sx_ref, sx_fwd, sx_bin, NULL, 0, 0};
-    check_layer(&lc);
-    /* large logits: no overflow, loss is the exact margin */
-    float big[3] = {1000, 0, -1000}, p[3], l[1];
-    int32_t y0[1] = {1};
-    double L = exec_softmax_xent_forward(p, l, big, y0, 1, 3);
-    CU_ASSERT(test_rel(L, 1000) < 1e-9);
-    CU_ASSERT_EQUAL(exec_count_correct(big, y0, 1, 3), 0);
+    check_paths(&lc);
     free(c.probs);
     free(c.loss);
+    /* large logits: no overflow, loss is the exact margin (both paths) */
+    for (int path = 0; path < 2; path++) {
+        int prev = exec_kern_disable(path);
+        float big[3] = {1000, 0, -1000}, p[3], l[1];
+        int32_t y0[1] = {1};
+        double L = exec_softmax_xent_forward(p, l, big, y0, 1, 3);
+        CU_ASSERT(test_rel(L, 1000) < 1e-9);
+        CU_ASSERT_EQUAL(exec_count_correct(big, y0, 1, 3), 0);
+        exec_kern_disable(prev);
+    }
+    /* the AVX-512 path's e^x against expf: probabilities, losses and their
+     * sum over rows of 10, 16 and 37 classes spanning e^-80 to 1 (losses
+     * near 0 compared absolutely: the float sum of the exponentials, 1 +
+     * tiny, rounds differently from the portable double one) */
+    if (!exec_kern_avx512()) return;
+    enum { B = 9, KMAX = 37 };
+    static const int Ks[3] = {10, 16, 37};
+    for (int t = 0; t < 3; t++) {
+        const int K = Ks[t];
+        float x[B * KMAX], p[2][B * KMAX], l[2][B];
+        int32_t y[B];
+        for (int i = 0; i < B * K; i++) x[i] = (float)(((i * 7919) % 1601) * 0.05 - 40);
+        for (int n = 0; n < B; n++) y[n] = (n * 5) % K;
+        double L[2];
+        for (int path = 0; path < 2; path++) {
+            int prev = exec_kern_disable(path);
+            L[path] = exec_softmax_xent_forward(p[path], l[path], x, y, B, K);
+            exec_kern_disable(prev);
+        }
+        double worst = 0;
+        for (int i = 0; i < B * K; i++)
+            if (p[1][i] > 1e-30f) worst = fmax(worst, test_rel(p[0][i], p[1][i]));
+        for (int n = 0; n < B; n++) worst = fmax(worst, fabs(l[0][n] - l[1][n]) / fmax(1.0, fabs(l[1][n])));
+        CU_ASSERT(worst < 1e-6);
+        CU_ASSERT(test_rel(L[0], L[1]) < 1e-6);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
