@@ -38,25 +38,53 @@ static void random_batch(const model *m, int B, uint64_t seed, float **x, int32_
     gsl_rng_free(r);
 }
 
+/* What the measurements run on: the whole model as one stage, an acts for
+ * `batch` samples and a random batch.  CL_EINPUT (nothing to free) when the
+ * executor cannot run m or m has no loss to train against. */
+typedef struct timed_net {
+    exec_net *n;
+    exec_acts *a;
+    float *x;
+    int32_t *y;
+} timed_net;
+
+static int timed_net_create(timed_net *b, const model *m, const char *file, int batch,
+                            uint64_t seed, cl_err *e)
+{
+    int rc = exec_net_create(&b->n, m, 0, m->n_layers, batch, seed, 0, file, e);
+    if (rc) return rc;
+    if (!exec_net_has_loss(b->n)) {
+        exec_net_destroy(b->n);
+        return cl_fail(e, CL_EINPUT, "%s: layers: profiling runs training steps, which need a model ending in softmax_xent (hint: add the loss layer)",
+                       file);
+    }
+    b->a = exec_acts_create(b->n, batch);
+    random_batch(m, batch, seed, &b->x, &b->y);
+    return CL_OK;
+}
+
+static void timed_net_destroy(timed_net *b)
+{
+    free(b->x);
+    free(b->y);
+    exec_acts_destroy(b->a);
+    exec_net_destroy(b->n);
+}
+
 int exec_profile_batch(const model *m, const char *file, int batch, int warmup, int reps,
                        uint64_t seed, exec_layer_time *t, exec_step_time *st, cl_err *e)
 {
     assert(reps >= 1 && warmup >= 0);
-    exec_net *n;
-    int rc = exec_net_create(&n, m, 0, m->n_layers, batch, seed, 0, file, e);
+    timed_net b;
+    int rc = timed_net_create(&b, m, file, batch, seed, e);
     if (rc) return rc;
-    if (!exec_net_has_loss(n)) {
-        exec_net_destroy(n);
-        return cl_fail(e, CL_EINPUT, "%s: layers: profiling runs training steps, which need a model ending in softmax_xent (hint: add the loss layer)",
-                       file);
-    }
+    exec_net *n = b.n;
+    exec_acts *a = b.a;
+    const float *x = b.x;
+    const int32_t *y = b.y;
     const int L = m->n_layers;
-    exec_acts *a = exec_acts_create(n, batch);
     exec_sgd sgd;
     exec_sgd_init(&sgd, n, 0, 0.9, 5e-4); /* rate 0: the weights, and so the work, stay put */
-    float *x;
-    int32_t *y;
-    random_batch(m, batch, seed, &x, &y);
     /* samples[(pass * L + layer) * reps + r], then the steps' three series,
      * then the clocked steps' update times */
     double *v = cl_malloc((size_t)((3 * L + 4) * reps) * sizeof *v), *w = v + 3 * L * reps,
@@ -116,11 +144,8 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
     }
     free(v);
     free(clk);
-    free(x);
-    free(y);
     exec_sgd_free(&sgd);
-    exec_acts_destroy(a);
-    exec_net_destroy(n);
+    timed_net_destroy(&b);
     return CL_OK;
 }
 
@@ -128,18 +153,13 @@ int exec_profile_isolated(const model *m, const char *file, int batch, int warmu
                           uint64_t seed, exec_layer_time *t, cl_err *e)
 {
     assert(reps >= 1 && warmup >= 0);
-    exec_net *n;
-    int rc = exec_net_create(&n, m, 0, m->n_layers, batch, seed, 0, file, e);
+    timed_net b;
+    int rc = timed_net_create(&b, m, file, batch, seed, e);
     if (rc) return rc;
-    if (!exec_net_has_loss(n)) {
-        exec_net_destroy(n);
-        return cl_fail(e, CL_EINPUT, "%s: layers: profiling runs training steps, which need a model ending in softmax_xent (hint: add the loss layer)",
-                       file);
-    }
-    exec_acts *a = exec_acts_create(n, batch);
-    float *x;
-    int32_t *y;
-    random_batch(m, batch, seed, &x, &y);
+    exec_net *n = b.n;
+    exec_acts *a = b.a;
+    const float *x = b.x;
+    const int32_t *y = b.y;
     for (int s = 0; s < 2; s++) {
         exec_net_forward(n, a, x, y, batch, 1);
         exec_net_backward(n, a, NULL, NULL, 1.0f / (float)batch);
@@ -165,10 +185,7 @@ int exec_profile_isolated(const model *m, const char *file, int batch, int warmu
         }
     }
     free(v);
-    free(x);
-    free(y);
-    exec_acts_destroy(a);
-    exec_net_destroy(n);
+    timed_net_destroy(&b);
     return CL_OK;
 }
 
