@@ -3,7 +3,7 @@
  *
  * The model is tests/data/pipe/cnn-even.json, a CNN whose layers the planner
  * can cut into two stages of nearly equal time.  It is profiled here
- * (exec_profile), planned on profiles/clusters/cpu-2cores.json for two
+ * (exec_profile, batches 1 to 64), planned on profiles/clusters/cpu-2cores.json for two
  * stages at batch 64 (plan_search), and trained on the first samples of
  * Fashion-MNIST (a synthetic set of the same shape when it is absent):
  *   sequential      exec_trainer steps on one thread (the baseline);
@@ -235,8 +235,10 @@ int exec_pipe_bench(const char *outdir, int quick)
     const char *source;
     load_data(&tr, &te, n, &source);
     prof pf;
-    const int64_t batches[] = {16, 64};
-    int rc = exec_profile(&m, MODEL, batches, 2, 2, quick ? 3 : 8, 1, &pf, &e);
+    /* every microbatch size the plans may run, so the simulator
+     * interpolates (1F1B's planner picks one-sample microbatches) */
+    const int64_t batches[] = {1, 4, 16, 64};
+    int rc = exec_profile(&m, MODEL, batches, 4, 2, quick ? 3 : 8, 1, &pf, &e);
     if (rc) {
         fprintf(stderr, "bench pipe: %s\n", e.msg);
         goto out0;
