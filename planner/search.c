@@ -13,6 +13,7 @@
 #include "cost.h"
 #include "exact.h"
 #include "merge.h"
+#include "instance.h"
 #include "search.h"
 
 static double now_s(void)
@@ -24,7 +25,6 @@ static double now_s(void)
 
 #define DEFAULT_MAX_DOWNSETS 100000
 #define DEFAULT_MAX_PAIRS ((int64_t)20000000)
-#define MAX_MICRO_CANDIDATES 5
 
 static const char *const algo_names[] = {"auto", "exact", "merge"};
 _Static_assert(sizeof algo_names / sizeof algo_names[0] == PLAN_ALGO_COUNT, "algo names");
@@ -61,67 +61,7 @@ static void note(plan_result *res, const char *fmt, ...)
     if (res->n_notes < PLAN_NOTES) snprintf(res->notes[res->n_notes++], sizeof res->notes[0], "%s", buf);
 }
 
-/* ------------------------------------------------------------ instance -- */
-
-/* One optimiser step over a stage's parameters on a device of relative
- * speed spd: the profile's per-layer update_s (measured on the reference
- * device, the same at any batch size; 0 when the profile has none), scaled
- * like compute. */
-static double stage_update_s(const prof *pf, const plan_stage *st, double spd)
-{
-    double u = 0;
-    for (int k = 0; k < st->n_layers; k++) u += pf->layers[st->layers[k]].update_s;
-    return u / spd;
-}
-
-typedef struct ctx {
-    const plan_request *rq;
-    plan_result *res;
-    int n_dev;
-    double *speed;          /* per cluster device */
-    int *order;             /* current device order (positions -> devices) */
-} ctx;
-
-/* Build the instance for `m` microbatches over the devices in ctx->order. */
-static void build_inst(const ctx *c, int m, plan_inst *I)
-{
-    const model *md = c->rq->model;
-    const prof *pf = c->rq->prof;
-    const cluster *cl = c->rq->cluster;
-    int n = md->n_layers, n_in = 0;
-    for (int i = 0; i < n; i++) n_in += md->layers[i].n_inputs;
-    plan_inst_alloc(I, n, n_in, cl->n_devices);
-    double b = (double)c->rq->batch / m;
-    int at = 0;
-    for (int i = 0; i < n; i++) {
-        const prof_layer *pl = &pf->layers[i];
-        I->fwd_s[i] = prof_fwd_s(pl, b);
-        I->bwd_in_s[i] = prof_bwd_in_s(pl, b);
-        I->bwd_w_s[i] = prof_bwd_w_s(pl, b);
-        I->out_bytes[i] = pl->act_bytes * b;
-        I->stash_bytes[i] = pl->stash_bytes * b;
-        I->param_bytes[i] = pl->param_bytes;
-        I->in_off[i] = at;
-        for (int k = 0; k < md->layers[i].n_inputs; k++) I->in_idx[at++] = md->layers[i].inputs[k];
-    }
-    I->in_off[n] = at;
-    I->input_bytes = (double)model_shape_elems(&md->input) * model_dtype_bytes(md->dtype) * b;
-    for (int q = 0; q < cl->n_devices; q++) {
-        int d = c->order[q];
-        I->dev[q] = d;
-        I->speed[q] = c->speed[d];
-        I->mem_cap[q] = (double)cl->types[cl->devices[d].type].mem_bytes;
-        I->node[q] = cl->devices[d].node;
-    }
-    I->link[CLUSTER_INTRA] = cl->links[CLUSTER_INTRA];
-    I->link[CLUSTER_INTER] = cl->links[CLUSTER_INTER].bw_Bps > 0 ? cl->links[CLUSTER_INTER]
-                                                                 : cl->links[CLUSTER_INTRA];
-    I->m = m;
-    I->optim_mult = plan_optim_state_mult(c->rq->optimizer);
-    I->comm = c->rq->comm;
-    I->max_replicas = c->rq->replication ? cl->n_devices : 1;
-    I->chunks = 1;
-}
+/* ------------------------------------------------------------- memory -- */
 
 /* Do schedules a and b keep the same memory at every depth and replica
  * count on this instance (then one exact search serves both)? */
@@ -158,179 +98,6 @@ static int shadow_kind(int dep, int monotone)
     return dep == PLAN_MEM_FLAT || (dep == PLAN_MEM_BY_DEPTH && monotone);
 }
 
-/* --------------------------------------------------------------- plans -- */
-
-/* Turn a layout into plan stages; model and cluster are shared (shallow),
- * so free with free_stages only. */
-static void layout_plan(const ctx *c, const plan_inst *I, const plan_lattice *L,
-                        const plan_layout *y, plan *pl)
-{
-    memset(pl, 0, sizeof *pl);
-    pl->schedule = I->sched;
-    pl->chunks = 1;
-    pl->optimizer = c->rq->optimizer;
-    pl->comm_off = !c->rq->comm;
-    pl->batch = c->rq->batch;
-    pl->n_micro = I->m;
-    pl->microbatch = c->rq->batch / I->m;
-    pl->n_stages = y->p;
-    pl->stages = cl_calloc((size_t)y->p, sizeof *pl->stages);
-    pl->model = *c->rq->model;
-    pl->cluster = *c->rq->cluster;
-    int total = 0, depth = 0;
-    for (int s = 0; s < y->p; s++) total += y->r[s];
-    for (int s = 0; s < y->p; s++) depth += y->r[s];
-    for (int s = 0; s < y->p; s++) {
-        plan_stage *st = &pl->stages[s];
-        int lo = y->cut[s], hi = y->cut[s + 1], pos = y->pos[s], r = y->r[s];
-        int cnt = L->size[hi] - L->size[lo];
-        st->layers = cl_malloc((size_t)cnt * sizeof(int));
-        for (int i = 0; i < I->n; i++)
-            if (plan_lattice_has(L, hi, i) && !plan_lattice_has(L, lo, i)) st->layers[st->n_layers++] = i;
-        assert(st->n_layers == cnt);
-        st->first = st->layers[0];
-        st->last = st->layers[cnt - 1];
-        st->n_replicas = r;
-        st->devices = cl_malloc((size_t)r * sizeof(int));
-        double spd = HUGE_VAL, cap = HUGE_VAL;
-        for (int k = 0; k < r; k++) {
-            st->devices[k] = I->dev[pos + k];
-            spd = fmin(spd, I->speed[pos + k]);
-            cap = fmin(cap, I->mem_cap[pos + k]);
-        }
-        (void)cap;
-        st->fwd_s = (L->fwd[hi] - L->fwd[lo]) / spd;
-        st->bwd_in_s = (L->bwd_in[hi] - L->bwd_in[lo]) / spd;
-        st->bwd_w_s = (L->bwd_w[hi] - L->bwd_w[lo]) / spd;
-        st->update_s = stage_update_s(c->rq->prof, st, spd);
-        st->act_out_bytes = s + 1 < y->p ? L->cut[hi] : 0;
-        st->stash_bytes = L->stash[hi] - L->stash[lo];
-        st->param_bytes = L->params[hi] - L->params[lo];
-        int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
-        double ar = plan_allreduce_s(I, st->param_bytes, r, level);
-        st->compute_s = plan_stage_time(I, L->work[hi] - L->work[lo], r, spd, 0);
-        double bnd = 0;
-        if (s + 1 < y->p) {
-            int lv = plan_link_level(I, pos, r, y->pos[s + 1], y->r[s + 1]);
-            bnd = plan_boundary_s(I, L->cut[hi], lv);
-        }
-        st->comm_s = ar + bnd;
-        st->mem_bytes = plan_stage_mem(I, st->param_bytes, st->stash_bytes, L->cut[lo], L->cut[hi],
-                                       depth, r, total);
-        depth -= r;
-    }
-}
-
-static void free_stages(plan *pl)
-{
-    for (int s = 0; s < pl->n_stages; s++) {
-        free(pl->stages[s].layers);
-        free(pl->stages[s].devices);
-    }
-    free(pl->stages);
-    pl->stages = NULL;
-    pl->n_stages = 0;
-}
-
-/* Deep-copy a model and a cluster into the final plan (JSON round trip,
- * which their modules guarantee is exact). */
-static int own_copies(plan *pl, const plan_request *rq, cl_err *e)
-{
-    cJSON *mj = model_to_json(rq->model), *cj = cluster_to_json(rq->cluster);
-    int rc = model_from_json(&pl->model, mj, "model", e);
-    if (!rc) rc = cluster_from_json(&pl->cluster, cj, "cluster", e);
-    cJSON_Delete(mj);
-    cJSON_Delete(cj);
-    return rc;
-}
-
-/* ------------------------------------------------------------ choices -- */
-
-static int micro_candidates(const plan_request *rq, int *out)
-{
-    if (rq->microbatches > 0) {
-        out[0] = rq->microbatches;
-        return 1;
-    }
-    int all[4096], n = 0;
-    for (int d = 1; d <= rq->batch && n < 4096; d++)
-        if (rq->batch % d == 0) all[n++] = d;
-    if (n <= MAX_MICRO_CANDIDATES) {
-        memcpy(out, all, (size_t)n * sizeof(int));
-        return n;
-    }
-    /* thin geometrically, keeping 1 and the largest */
-    int k = 0;
-    for (int i = 0; i < MAX_MICRO_CANDIDATES; i++) {
-        int at = (int)lround((double)i * (n - 1) / (MAX_MICRO_CANDIDATES - 1));
-        double x = log((double)all[n - 1]) * i / (MAX_MICRO_CANDIDATES - 1);
-        int want = (int)lround(exp(x)), best = at;
-        for (int j = 0; j < n; j++)
-            if (fabs(log((double)all[j]) - log((double)want)) < fabs(log((double)all[best]) - log((double)want)))
-                best = j;
-        if (k == 0 || out[k - 1] != all[best]) out[k++] = all[best];
-    }
-    return k;
-}
-
-static int cmp_speed_ctx_asc(const void *a, const void *b, void *cx)
-{
-    const double *sp = cx;
-    double x = sp[*(const int *)a], y = sp[*(const int *)b];
-    if (x != y) return x < y ? -1 : 1;
-    return *(const int *)a - *(const int *)b;
-}
-
-/* Device orders to try: the cluster's, and for mixed clusters the nodes
- * sorted by their slowest device, both ways (unused devices end up first). */
-static int device_orders(const ctx *c, int **out)
-{
-    const cluster *cl = c->rq->cluster;
-    int N = cl->n_devices, mixed = 0;
-    for (int d = 1; d < N; d++) mixed |= c->speed[d] != c->speed[0];
-    int k = 0;
-    out[k] = cl_malloc((size_t)N * sizeof(int));
-    /* cluster order, grouped by node */
-    int at = 0;
-    for (int nd = 0; nd < cl->n_nodes; nd++)
-        for (int d = 0; d < N; d++)
-            if (cl->devices[d].node == nd) out[k][at++] = d;
-    k++;
-    if (!mixed) return k;
-    double *nspeed = cl_malloc((size_t)cl->n_nodes * sizeof(double));
-    for (int nd = 0; nd < cl->n_nodes; nd++) nspeed[nd] = HUGE_VAL;
-    for (int d = 0; d < N; d++)
-        nspeed[cl->devices[d].node] = fmin(nspeed[cl->devices[d].node], c->speed[d]);
-    int *nodes = cl_malloc((size_t)cl->n_nodes * sizeof(int));
-    for (int nd = 0; nd < cl->n_nodes; nd++) nodes[nd] = nd;
-    qsort_r(nodes, (size_t)cl->n_nodes, sizeof(int), cmp_speed_ctx_asc, nspeed);
-    for (int dir = 0; dir < 2; dir++) {
-        int *o = cl_malloc((size_t)N * sizeof(int));
-        at = 0;
-        for (int i = 0; i < cl->n_nodes; i++) {
-            int nd = nodes[dir == 0 ? i : cl->n_nodes - 1 - i];
-            /* inside a node, slower devices first too */
-            int start = at;
-            for (int d = 0; d < N; d++)
-                if (cl->devices[d].node == nd) o[at++] = d;
-            qsort_r(o + start, (size_t)(at - start), sizeof(int), cmp_speed_ctx_asc, c->speed);
-            if (dir == 1) /* fastest first */
-                for (int a = start, b = at - 1; a < b; a++, b--) {
-                    int t = o[a];
-                    o[a] = o[b];
-                    o[b] = t;
-                }
-        }
-        int dup = 0;
-        for (int j = 0; j < k && !dup; j++) dup = memcmp(o, out[j], (size_t)N * sizeof(int)) == 0;
-        if (dup) free(o);
-        else out[k++] = o;
-    }
-    free(nspeed);
-    free(nodes);
-    return k;
-}
-
 /* ------------------------------------------------------------- search -- */
 
 typedef struct best {
@@ -353,12 +120,12 @@ static int better(const plan_pred *a, const plan_eval *ea, const plan_pred *b, c
     return plan_eval_cmp(ea, eb) < 0;
 }
 
-static void consider(ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
+static void consider(search_ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
                      const plan_layout *y, const plan_eval *ev, const char *algo, double exact_s,
                      double merge_s)
 {
     plan pl;
-    layout_plan(c, I, L, y, &pl);
+    search_layout_plan(c, I, L, y, &pl);
     /* Asynchronous schedules all-reduce a replicated stage once per round of
      * its r replicas (docs/simulator.md), so the simulator and the executor
      * need r to divide the microbatch count; such a layout is not a plan. */
@@ -367,7 +134,7 @@ static void consider(ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
             if (pl.n_micro % pl.stages[s].n_replicas != 0) {
                 note(c->res, "%s: left out layouts whose replica counts do not divide the %d microbatches",
                      sched_kind_name(pl.schedule), pl.n_micro);
-                free_stages(&pl);
+                search_free_stages(&pl);
                 return;
             }
     plan_pred pr;
@@ -379,13 +146,13 @@ static void consider(ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
     (void)rc;
     if (plan_predict_sim(&pl, &pr) != CL_OK) {
         note(c->res, "%s: left out layouts the simulator cannot replay", sched_kind_name(pl.schedule));
-        free_stages(&pl);
+        search_free_stages(&pl);
         return;
     }
     pl.pred = pr;
     c->res->candidates++;
     if (!B->have || better(&pr, ev, &B->pred, &B->ev)) {
-        if (B->have) free_stages(&B->pl);
+        if (B->have) search_free_stages(&B->pl);
         B->pl = pl;
         B->pred = pr;
         B->tm = tm;
@@ -395,11 +162,11 @@ static void consider(ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
         B->merge_s = merge_s;
         B->have = 1;
     } else {
-        free_stages(&pl);
+        search_free_stages(&pl);
     }
 }
 
-static void consider_bad(ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
+static void consider_bad(search_ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
                          const plan_layout *y)
 {
     plan_eval ev;
@@ -407,8 +174,8 @@ static void consider_bad(ctx *c, best *B, const plan_inst *I, const plan_lattice
     if (!ev.valid) return;
     double over = ev.worst_need_bytes - ev.worst_cap_bytes;
     if (B->have_bad && over >= B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes) return;
-    if (B->have_bad) free_stages(&B->bad_pl);
-    layout_plan(c, I, L, y, &B->bad_pl);
+    if (B->have_bad) search_free_stages(&B->bad_pl);
+    search_layout_plan(c, I, L, y, &B->bad_pl);
     B->bad_ev = ev;
     B->have_bad = 1;
 }
@@ -424,7 +191,7 @@ static void gib(char *buf, size_t cap, double bytes)
  * `guess`, climbing from `known` (below the optimum) when > 0.  Past the
  * best predicted iteration the bound only decides skip_count (nothing fits
  * under it: HUGE_VAL), so the climb stops there. */
-static double lower_bound(ctx *c, plan_inst *I, const plan_lattice *XL, sched_kind k0, double upper,
+static double lower_bound(search_ctx *c, plan_inst *I, const plan_lattice *XL, sched_kind k0, double upper,
                           double guess, double known, const best *B)
 {
     plan_exact_opts lo = {.upper_s = B->have && !c->rq->no_prune ? fmin(upper, B->pred.iteration_s) : upper,
@@ -451,7 +218,7 @@ static double lower_bound(ctx *c, plan_inst *I, const plan_lattice *XL, sched_ki
  * time counts its slowest device, so only when all devices are alike).
  * When the bound's climb stopped at the best iteration (*lower HUGE_VAL)
  * and the count stays, *lower is found from there. */
-static int skip_count(ctx *c, plan_inst *I, const plan_lattice *XL, sched_kind k0, double upper,
+static int skip_count(search_ctx *c, plan_inst *I, const plan_lattice *XL, sched_kind k0, double upper,
                       double *lower, const best *B)
 {
     const plan_request *rq = c->rq;
@@ -486,14 +253,14 @@ static int skip_count(ctx *c, plan_inst *I, const plan_lattice *XL, sched_kind k
  * plan_chunks_minmax, chunk k on the k mod p-th device of the order, no
  * replication; memory per device adds its chunks (stash: its largest
  * chunk's times the chunk-microbatches in flight). */
-static void search_interleaved(ctx *c, best *B, const int *micro, int n_micro)
+static void search_interleaved(search_ctx *c, best *B, const int *micro, int n_micro)
 {
     const plan_request *rq = c->rq;
     int v = rq->chunks > 0 ? rq->chunks : 2, N = c->n_dev;
     for (int mi = n_micro - 1; mi >= 0; mi--) {
         int m = micro[mi];
         plan_inst I;
-        build_inst(c, m, &I);
+        search_inst_build(c, m, &I);
         I.sched = SCHED_INTERLEAVED;
         I.chunks = v;
         plan_lattice L;
@@ -537,7 +304,7 @@ static void search_interleaved(ctx *c, best *B, const int *micro, int n_micro)
                 st->fwd_s = (L.fwd[b] - L.fwd[a]) / spd;
                 st->bwd_in_s = (L.bwd_in[b] - L.bwd_in[a]) / spd;
                 st->bwd_w_s = (L.bwd_w[b] - L.bwd_w[a]) / spd;
-                st->update_s = stage_update_s(rq->prof, st, spd);
+                st->update_s = search_stage_update_s(rq->prof, st, spd);
                 st->act_out_bytes = k + 1 < n ? L.cut[b] : 0;
                 st->stash_bytes = L.stash[b] - L.stash[a];
                 st->param_bytes = L.params[b] - L.params[a];
@@ -576,19 +343,19 @@ static void search_interleaved(ctx *c, best *B, const int *micro, int n_micro)
             if (!ev.feasible || plan_predict(&pl, &po, &pr, &tm, &pe) != CL_OK) {
                 if (!ev.feasible && (!B->have_bad || ev.worst_need_bytes - ev.worst_cap_bytes <
                                                          B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes)) {
-                    if (B->have_bad) free_stages(&B->bad_pl);
+                    if (B->have_bad) search_free_stages(&B->bad_pl);
                     B->bad_pl = pl;
                     B->bad_ev = ev;
                     B->have_bad = 1;
                 } else {
-                    free_stages(&pl);
+                    search_free_stages(&pl);
                 }
                 continue;
             }
             pl.pred = pr;
             c->res->candidates++;
             if (!B->have || better(&pr, &ev, &B->pred, &B->ev)) {
-                if (B->have) free_stages(&B->pl);
+                if (B->have) search_free_stages(&B->pl);
                 B->pl = pl;
                 B->pred = pr;
                 B->tm = tm;
@@ -598,7 +365,7 @@ static void search_interleaved(ctx *c, best *B, const int *micro, int n_micro)
                 B->merge_s = NAN;
                 B->have = 1;
             } else {
-                free_stages(&pl);
+                search_free_stages(&pl);
             }
         }
         plan_lattice_free(&L);
@@ -632,7 +399,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     if (rq->schedule == SCHED_SEQUENTIAL && rq->stages > 1)
         return cl_fail(e, CL_EINPUT, "--schedule sequential runs one stage, not %d", rq->stages);
 
-    ctx c = {.rq = rq, .res = res, .n_dev = N};
+    search_ctx c = {.rq = rq, .res = res, .n_dev = N};
     c.speed = cl_malloc((size_t)N * sizeof(double));
     double ref = rq->ref_type ? cluster_flops(rq->ref_type, eb) : 0;
     int mixed = 0;
@@ -648,8 +415,8 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                        rq->prof->device);
     }
 
-    int micro[MAX_MICRO_CANDIDATES + 1];
-    int n_micro = micro_candidates(rq, micro);
+    int micro[SEARCH_MAX_MICRO + 1];
+    int n_micro = search_micro_candidates(rq, micro);
     sched_kind kinds[SCHED_COUNT];
     int n_kinds = 0;
     if (rq->schedule >= 0) kinds[n_kinds++] = (sched_kind)rq->schedule;
@@ -662,7 +429,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     }
 
     int *orders[3];
-    int n_orders = device_orders(&c, orders);
+    int n_orders = search_device_orders(&c, orders);
     best B = {0};
     int rc = CL_OK;
     /* the cut lattice of a branching model is the same for every
@@ -681,7 +448,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             int m = micro[mi]; /* largest first: it usually wins, and bounds the rest */
             plan_inst I;
             double tq = now_s();
-            build_inst(&c, m, &I);
+            search_inst_build(&c, m, &I);
             plan_lattice pre;
             plan_lattice_prefix(&pre, &I);
             const plan_lattice *XL = &pre;
@@ -932,9 +699,9 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             rc = cl_fail(e, CL_EINPUT, "no plan fits the cluster (hint: more devices, or allow replication)");
         }
     }
-    if (B.have_bad) free_stages(&B.bad_pl);
+    if (B.have_bad) search_free_stages(&B.bad_pl);
     if (rc) {
-        if (B.have) free_stages(&B.pl);
+        if (B.have) search_free_stages(&B.pl);
         return rc;
     }
     /* the final plan owns its model and cluster */
@@ -942,7 +709,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     *pl = B.pl;
     memset(&pl->model, 0, sizeof pl->model);
     memset(&pl->cluster, 0, sizeof pl->cluster);
-    if ((rc = own_copies(pl, rq, e))) {
+    if ((rc = search_own_copies(pl, rq, e))) {
         plan_free(pl);
         return rc;
     }

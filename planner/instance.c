@@ -1,0 +1,237 @@
+/* instance.c - the search's instances and plans (instance.h). */
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "instance.h"
+
+/* ------------------------------------------------------------ instance -- */
+
+/* One optimiser step over a stage's parameters on a device of relative
+ * speed spd: the profile's per-layer update_s (measured on the reference
+ * device, the same at any batch size; 0 when the profile has none), scaled
+ * like compute. */
+double search_stage_update_s(const prof *pf, const plan_stage *st, double spd)
+{
+    double u = 0;
+    for (int k = 0; k < st->n_layers; k++) u += pf->layers[st->layers[k]].update_s;
+    return u / spd;
+}
+
+/* Build the instance for `m` microbatches over the devices in c->order. */
+void search_inst_build(const search_ctx *c, int m, plan_inst *I)
+{
+    const model *md = c->rq->model;
+    const prof *pf = c->rq->prof;
+    const cluster *cl = c->rq->cluster;
+    int n = md->n_layers, n_in = 0;
+    for (int i = 0; i < n; i++) n_in += md->layers[i].n_inputs;
+    plan_inst_alloc(I, n, n_in, cl->n_devices);
+    double b = (double)c->rq->batch / m;
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+        const prof_layer *pl = &pf->layers[i];
+        I->fwd_s[i] = prof_fwd_s(pl, b);
+        I->bwd_in_s[i] = prof_bwd_in_s(pl, b);
+        I->bwd_w_s[i] = prof_bwd_w_s(pl, b);
+        I->out_bytes[i] = pl->act_bytes * b;
+        I->stash_bytes[i] = pl->stash_bytes * b;
+        I->param_bytes[i] = pl->param_bytes;
+        I->in_off[i] = at;
+        for (int k = 0; k < md->layers[i].n_inputs; k++) I->in_idx[at++] = md->layers[i].inputs[k];
+    }
+    I->in_off[n] = at;
+    I->input_bytes = (double)model_shape_elems(&md->input) * model_dtype_bytes(md->dtype) * b;
+    for (int q = 0; q < cl->n_devices; q++) {
+        int d = c->order[q];
+        I->dev[q] = d;
+        I->speed[q] = c->speed[d];
+        I->mem_cap[q] = (double)cl->types[cl->devices[d].type].mem_bytes;
+        I->node[q] = cl->devices[d].node;
+    }
+    I->link[CLUSTER_INTRA] = cl->links[CLUSTER_INTRA];
+    I->link[CLUSTER_INTER] = cl->links[CLUSTER_INTER].bw_Bps > 0 ? cl->links[CLUSTER_INTER]
+                                                                 : cl->links[CLUSTER_INTRA];
+    I->m = m;
+    I->optim_mult = plan_optim_state_mult(c->rq->optimizer);
+    I->comm = c->rq->comm;
+    I->max_replicas = c->rq->replication ? cl->n_devices : 1;
+    I->chunks = 1;
+}
+
+/* --------------------------------------------------------------- plans -- */
+
+/* Turn a layout into plan stages; model and cluster are shared (shallow),
+ * so free with free_stages only. */
+void search_layout_plan(const search_ctx *c, const plan_inst *I, const plan_lattice *L,
+                        const plan_layout *y, plan *pl)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->schedule = I->sched;
+    pl->chunks = 1;
+    pl->optimizer = c->rq->optimizer;
+    pl->comm_off = !c->rq->comm;
+    pl->batch = c->rq->batch;
+    pl->n_micro = I->m;
+    pl->microbatch = c->rq->batch / I->m;
+    pl->n_stages = y->p;
+    pl->stages = cl_calloc((size_t)y->p, sizeof *pl->stages);
+    pl->model = *c->rq->model;
+    pl->cluster = *c->rq->cluster;
+    int total = 0, depth = 0;
+    for (int s = 0; s < y->p; s++) total += y->r[s];
+    for (int s = 0; s < y->p; s++) depth += y->r[s];
+    for (int s = 0; s < y->p; s++) {
+        plan_stage *st = &pl->stages[s];
+        int lo = y->cut[s], hi = y->cut[s + 1], pos = y->pos[s], r = y->r[s];
+        int cnt = L->size[hi] - L->size[lo];
+        st->layers = cl_malloc((size_t)cnt * sizeof(int));
+        for (int i = 0; i < I->n; i++)
+            if (plan_lattice_has(L, hi, i) && !plan_lattice_has(L, lo, i)) st->layers[st->n_layers++] = i;
+        assert(st->n_layers == cnt);
+        st->first = st->layers[0];
+        st->last = st->layers[cnt - 1];
+        st->n_replicas = r;
+        st->devices = cl_malloc((size_t)r * sizeof(int));
+        double spd = HUGE_VAL, cap = HUGE_VAL;
+        for (int k = 0; k < r; k++) {
+            st->devices[k] = I->dev[pos + k];
+            spd = fmin(spd, I->speed[pos + k]);
+            cap = fmin(cap, I->mem_cap[pos + k]);
+        }
+        (void)cap;
+        st->fwd_s = (L->fwd[hi] - L->fwd[lo]) / spd;
+        st->bwd_in_s = (L->bwd_in[hi] - L->bwd_in[lo]) / spd;
+        st->bwd_w_s = (L->bwd_w[hi] - L->bwd_w[lo]) / spd;
+        st->update_s = search_stage_update_s(c->rq->prof, st, spd);
+        st->act_out_bytes = s + 1 < y->p ? L->cut[hi] : 0;
+        st->stash_bytes = L->stash[hi] - L->stash[lo];
+        st->param_bytes = L->params[hi] - L->params[lo];
+        int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
+        double ar = plan_allreduce_s(I, st->param_bytes, r, level);
+        st->compute_s = plan_stage_time(I, L->work[hi] - L->work[lo], r, spd, 0);
+        double bnd = 0;
+        if (s + 1 < y->p) {
+            int lv = plan_link_level(I, pos, r, y->pos[s + 1], y->r[s + 1]);
+            bnd = plan_boundary_s(I, L->cut[hi], lv);
+        }
+        st->comm_s = ar + bnd;
+        st->mem_bytes = plan_stage_mem(I, st->param_bytes, st->stash_bytes, L->cut[lo], L->cut[hi],
+                                       depth, r, total);
+        depth -= r;
+    }
+}
+
+void search_free_stages(plan *pl)
+{
+    for (int s = 0; s < pl->n_stages; s++) {
+        free(pl->stages[s].layers);
+        free(pl->stages[s].devices);
+    }
+    free(pl->stages);
+    pl->stages = NULL;
+    pl->n_stages = 0;
+}
+
+/* Deep-copy a model and a cluster into the final plan (JSON round trip,
+ * which their modules guarantee is exact). */
+int search_own_copies(plan *pl, const plan_request *rq, cl_err *e)
+{
+    cJSON *mj = model_to_json(rq->model), *cj = cluster_to_json(rq->cluster);
+    int rc = model_from_json(&pl->model, mj, "model", e);
+    if (!rc) rc = cluster_from_json(&pl->cluster, cj, "cluster", e);
+    cJSON_Delete(mj);
+    cJSON_Delete(cj);
+    return rc;
+}
+
+/* ------------------------------------------------------------ choices -- */
+
+int search_micro_candidates(const plan_request *rq, int *out)
+{
+    if (rq->microbatches > 0) {
+        out[0] = rq->microbatches;
+        return 1;
+    }
+    int all[4096], n = 0;
+    for (int d = 1; d <= rq->batch && n < 4096; d++)
+        if (rq->batch % d == 0) all[n++] = d;
+    if (n <= SEARCH_MAX_MICRO) {
+        memcpy(out, all, (size_t)n * sizeof(int));
+        return n;
+    }
+    /* thin geometrically, keeping 1 and the largest */
+    int k = 0;
+    for (int i = 0; i < SEARCH_MAX_MICRO; i++) {
+        int at = (int)lround((double)i * (n - 1) / (SEARCH_MAX_MICRO - 1));
+        double x = log((double)all[n - 1]) * i / (SEARCH_MAX_MICRO - 1);
+        int want = (int)lround(exp(x)), best = at;
+        for (int j = 0; j < n; j++)
+            if (fabs(log((double)all[j]) - log((double)want)) < fabs(log((double)all[best]) - log((double)want)))
+                best = j;
+        if (k == 0 || out[k - 1] != all[best]) out[k++] = all[best];
+    }
+    return k;
+}
+
+static int cmp_speed_ctx_asc(const void *a, const void *b, void *cx)
+{
+    const double *sp = cx;
+    double x = sp[*(const int *)a], y = sp[*(const int *)b];
+    if (x != y) return x < y ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* Device orders to try: the cluster's, and for mixed clusters the nodes
+ * sorted by their slowest device, both ways (unused devices end up first). */
+int search_device_orders(const search_ctx *c, int **out)
+{
+    const cluster *cl = c->rq->cluster;
+    int N = cl->n_devices, mixed = 0;
+    for (int d = 1; d < N; d++) mixed |= c->speed[d] != c->speed[0];
+    int k = 0;
+    out[k] = cl_malloc((size_t)N * sizeof(int));
+    /* cluster order, grouped by node */
+    int at = 0;
+    for (int nd = 0; nd < cl->n_nodes; nd++)
+        for (int d = 0; d < N; d++)
+            if (cl->devices[d].node == nd) out[k][at++] = d;
+    k++;
+    if (!mixed) return k;
+    double *nspeed = cl_malloc((size_t)cl->n_nodes * sizeof(double));
+    for (int nd = 0; nd < cl->n_nodes; nd++) nspeed[nd] = HUGE_VAL;
+    for (int d = 0; d < N; d++)
+        nspeed[cl->devices[d].node] = fmin(nspeed[cl->devices[d].node], c->speed[d]);
+    int *nodes = cl_malloc((size_t)cl->n_nodes * sizeof(int));
+    for (int nd = 0; nd < cl->n_nodes; nd++) nodes[nd] = nd;
+    qsort_r(nodes, (size_t)cl->n_nodes, sizeof(int), cmp_speed_ctx_asc, nspeed);
+    for (int dir = 0; dir < 2; dir++) {
+        int *o = cl_malloc((size_t)N * sizeof(int));
+        at = 0;
+        for (int i = 0; i < cl->n_nodes; i++) {
+            int nd = nodes[dir == 0 ? i : cl->n_nodes - 1 - i];
+            /* inside a node, slower devices first too */
+            int start = at;
+            for (int d = 0; d < N; d++)
+                if (cl->devices[d].node == nd) o[at++] = d;
+            qsort_r(o + start, (size_t)(at - start), sizeof(int), cmp_speed_ctx_asc, c->speed);
+            if (dir == 1) /* fastest first */
+                for (int a = start, b = at - 1; a < b; a++, b--) {
+                    int t = o[a];
+                    o[a] = o[b];
+                    o[b] = t;
+                }
+        }
+        int dup = 0;
+        for (int j = 0; j < k && !dup; j++) dup = memcmp(o, out[j], (size_t)N * sizeof(int)) == 0;
+        if (dup) free(o);
+        else out[k++] = o;
+    }
+    free(nspeed);
+    free(nodes);
+    return k;
+}
+
