@@ -12,6 +12,8 @@
  * the ones the backward writes first: they are still in the caches.  The
  * CNN's 128 x 10 classifier writes its 32-128 KB input gradient 1.5 to 2.3
  * times faster into them than into buffers of its own (docs/executor.md).
+ * The convolutions' lowering scratch is one buffer for the same reason:
+ * calls on a net come one at a time, and none keeps it past its return.
  */
 #include <assert.h>
 #include <limits.h>
@@ -57,7 +59,7 @@ struct exec_net {
     int n_tensors;
     int keep_x0;
     float *slot[2]; /* scratch for outputs and gradients not kept */
-    float *col_f, *col_bi, *col_bw;
+    float *col;     /* conv lowering scratch, for one call at a time */
     exec_layer_clock *clock; /* per-layer timing, or NULL */
 };
 
@@ -326,18 +328,16 @@ static void plan_memory(exec_net *n)
 
 static void alloc_scratch(exec_net *n)
 {
-    int64_t f[2] = {0, 0}, b[2] = {0, 0}, cf = 0;
+    int64_t sz[2] = {0, 0}, cf = 0; /* per sample: what each slot holds at most */
     for (int k = 0; k < n->L; k++) {
         const xlayer *x = &n->ly[k];
-        if (!x->keep_out && x->out_elems > f[x->out_slot]) f[x->out_slot] = x->out_elems;
-        if (!x->keep_dout && x->out_elems > b[x->dout_slot]) b[x->dout_slot] = x->out_elems;
+        if (!x->keep_out && x->out_elems > sz[x->out_slot]) sz[x->out_slot] = x->out_elems;
+        if (!x->keep_dout && x->out_elems > sz[x->dout_slot]) sz[x->dout_slot] = x->out_elems;
         if (x->kind == MODEL_CONV2D && exec_conv_col_floats(&x->conv) > cf)
             cf = exec_conv_col_floats(&x->conv);
     }
-    for (int s = 0; s < 2; s++) n->slot[s] = exec_falloc((f[s] > b[s] ? f[s] : b[s]) * n->max_batch);
-    n->col_f = exec_falloc(cf);
-    n->col_bi = exec_falloc(cf);
-    n->col_bw = exec_falloc(cf);
+    for (int s = 0; s < 2; s++) n->slot[s] = exec_falloc(sz[s] * n->max_batch);
+    n->col = exec_falloc(cf);
 }
 
 int exec_net_create(exec_net **out, const model *m, int first, int last, int max_batch,
@@ -395,9 +395,7 @@ void exec_net_destroy(exec_net *n)
     free(n->bufs);
     free(n->tensors);
     for (int s = 0; s < 2; s++) free(n->slot[s]);
-    free(n->col_f);
-    free(n->col_bi);
-    free(n->col_bw);
+    free(n->col);
     free(n);
 }
 
@@ -581,7 +579,7 @@ static void fwd_layer(exec_net *n, exec_acts *a, int k, const float *x, float *y
         exec_linear_forward(y, x, l->w, l->b, B, l->IC, l->O);
         break;
     case MODEL_CONV2D:
-        exec_conv2d_forward(y, x, l->w, l->b, n->col_f, &l->conv, B);
+        exec_conv2d_forward(y, x, l->w, l->b, n->col, &l->conv, B);
         break;
     case MODEL_MAXPOOL2D:
         exec_maxpool2d_forward(y, a->aux[k], x, &l->pool, B);
@@ -633,7 +631,7 @@ static void bwd_in_layer(exec_net *n, exec_acts *a, int k, const float *dy, floa
         exec_linear_backward_input(dx, dy, l->w, B, l->IC, l->O);
         break;
     case MODEL_CONV2D:
-        exec_conv2d_backward_input(dx, dy, l->w, n->col_bi, &l->conv, B);
+        exec_conv2d_backward_input(dx, dy, l->w, n->col, &l->conv, B);
         break;
     case MODEL_MAXPOOL2D:
         exec_maxpool2d_backward_input(dx, dy, a->aux[k], &l->pool, B);
@@ -675,7 +673,7 @@ static void bwd_w_layer(exec_net *n, exec_acts *a, int k)
         exec_linear_backward_weight(l->dw, l->db, dy, in_of(n, a, k, NULL), B, l->IC, l->O);
         break;
     case MODEL_CONV2D:
-        exec_conv2d_backward_weight(l->dw, l->db, dy, in_of(n, a, k, NULL), n->col_bw, &l->conv,
+        exec_conv2d_backward_weight(l->dw, l->db, dy, in_of(n, a, k, NULL), n->col, &l->conv,
                                     B);
         break;
     case MODEL_BATCHNORM2D:

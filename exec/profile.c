@@ -156,19 +156,15 @@ int exec_profile_isolated(const model *m, const char *file, int batch, int warmu
     timed_net b;
     int rc = timed_net_create(&b, m, file, batch, seed, e);
     if (rc) return rc;
-    exec_net *n = b.n;
-    exec_acts *a = b.a;
-    const float *x = b.x;
-    const int32_t *y = b.y;
     for (int s = 0; s < 2; s++) {
-        exec_net_forward(n, a, x, y, batch, 1);
-        exec_net_backward(n, a, NULL, NULL, 1.0f / (float)batch);
+        exec_net_forward(b.n, b.a, b.x, b.y, batch, 1);
+        exec_net_backward(b.n, b.a, NULL, NULL, 1.0f / (float)batch);
     }
     double *v = cl_malloc((size_t)reps * sizeof *v);
     for (int l = 0; l < m->n_layers; l++) {
         const int prod = m->layers[l].kind == MODEL_CONV2D || m->layers[l].kind == MODEL_LINEAR;
-        const int runs[3] = {prod, prod && exec_net_layer_needs_din(n, l),
-                             prod && exec_net_layer_has_weights(n, l)};
+        const int runs[3] = {prod, prod && exec_net_layer_needs_din(b.n, l),
+                             prod && exec_net_layer_has_weights(b.n, l)};
         double *med[3] = {&t[l].fwd_s, &t[l].bwd_in_s, &t[l].bwd_w_s},
                *sd[3] = {&t[l].fwd_sd, &t[l].bwd_in_sd, &t[l].bwd_w_sd},
                *min[3] = {&t[l].fwd_min, &t[l].bwd_in_min, &t[l].bwd_w_min};
@@ -178,7 +174,7 @@ int exec_profile_isolated(const model *m, const char *file, int batch, int warmu
             if (!runs[p]) continue;
             for (int r = -warmup; r < reps; r++) {
                 double t0 = exec_now();
-                exec_net_run_pass(n, a, l, p);
+                exec_net_run_pass(b.n, b.a, l, p);
                 if (r >= 0) v[r] = exec_now() - t0;
             }
             stats(v, reps, med[p], sd[p], min[p]);
