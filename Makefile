@@ -39,7 +39,10 @@ Q = $(if $(V),,@)
 SAY = $(if $(V),@true,@echo)
 
 SRC_DIRS = tools models profiles planner sim exec
-LIB_SRC  = $(filter-out tools/cleave.c,$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))
+# tools/asan_defaults.c goes into each program rather than the library: a
+# static library's member is linked only when something refers to it.
+MAIN_SRC = tools/cleave.c tools/asan_defaults.c
+LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))
 GP_TMPL  = $(wildcard tools/gnuplot/*.gp)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/gp_templates.o
 TEST_SRC = $(wildcard tests/*.c)
@@ -80,7 +83,7 @@ $(BUILD)/%.o: %.c
 	$(SAY) "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-$(BUILD)/cleave: $(BUILD)/tools/cleave.o $(BUILD)/libcleave.a
+$(BUILD)/cleave: $(BUILD)/tools/cleave.o $(BUILD)/tools/asan_defaults.o $(BUILD)/libcleave.a
 	$(SAY) "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
@@ -94,7 +97,7 @@ $(BUILD)/tests/suites.h: $(TEST_SRC)
 $(BUILD)/tests/main.o: $(BUILD)/tests/suites.h
 $(BUILD)/tests/main.o: CFLAGS_ALL += -I$(BUILD)/tests
 
-$(BUILD)/cleave_tests: $(TEST_OBJ) $(BUILD)/libcleave.a
+$(BUILD)/cleave_tests: $(TEST_OBJ) $(BUILD)/tools/asan_defaults.o $(BUILD)/libcleave.a
 	$(SAY) "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
@@ -107,9 +110,11 @@ test-run: $(BUILD)/cleave $(BUILD)/cleave_tests
 	CLEAVE_BIN=$(CURDIR)/$(BUILD)/cleave ./$(BUILD)/cleave_tests $(SUITE)
 
 SAN_COMMON = -fno-omit-frame-pointer -fno-sanitize-recover=all
+# asan also checks LeakSanitizer in MPI ranks (tools/asan_defaults.c).
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SANFLAGS="-fsanitize=address,leak $(SAN_COMMON)" test-run
+	sh tools/asan_tls_check.sh build-asan
 ubsan: deps
 	@$(MAKE) --no-print-directory BUILD=build-ubsan OPT=-O1 \
 	  SANFLAGS="-fsanitize=undefined,float-cast-overflow $(SAN_COMMON)" test-run
