@@ -1,5 +1,6 @@
 /* trace.c - the Chrome trace writer (trace.h) and the simulator's timeline
  * export (sim_write_trace). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,17 @@ static void put_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* A time of ns nanoseconds in microseconds with three decimals, printed from
+ * the integer so that equal nanoseconds always print equal. */
+static void put_us(FILE *f, long long ns)
+{
+    if (ns < 0) {
+        fputc('-', f);
+        ns = -ns;
+    }
+    fprintf(f, "%lld.%03lld", ns / 1000, ns % 1000);
+}
+
 static void sep(trace_w *t)
 {
     if (t->n++) fputs(",\n", t->out.f);
@@ -80,8 +92,15 @@ void trace_slice(trace_w *t, int pid, int tid, const char *name, const char *cat
     put_str(f, name);
     fputs(", \"cat\": ", f);
     put_str(f, cat);
-    fprintf(f, ", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f", pid, tid, t0_s * 1e6,
-            dur_s * 1e6);
+    /* Round the end points to the nanosecond, then take the duration between
+     * them: rounding start and duration apart made back-to-back slices on one
+     * track overlap by 1 ns, which Perfetto does not accept. */
+    long long ns0 = llround(t0_s * 1e9), ns1 = llround((t0_s + dur_s) * 1e9);
+    if (ns1 < ns0) ns1 = ns0;
+    fprintf(f, ", \"pid\": %d, \"tid\": %d, \"ts\": ", pid, tid);
+    put_us(f, ns0);
+    fputs(", \"dur\": ", f);
+    put_us(f, ns1 - ns0);
     if (args_json) fprintf(f, ", \"args\": %s", args_json);
     fputc('}', f);
 }
@@ -92,7 +111,9 @@ void trace_counter(trace_w *t, int pid, const char *name, double t_s, const char
     sep(t);
     fputs("{\"ph\": \"C\", \"name\": ", f);
     put_str(f, name);
-    fprintf(f, ", \"pid\": %d, \"ts\": %.3f, \"args\": %s}", pid, t_s * 1e6, args_json);
+    fprintf(f, ", \"pid\": %d, \"ts\": ", pid);
+    put_us(f, llround(t_s * 1e9));
+    fprintf(f, ", \"args\": %s}", args_json);
 }
 
 int trace_close(trace_w *t, cl_err *e)

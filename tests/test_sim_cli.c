@@ -105,6 +105,75 @@ static void test_trace_dump_and_reload(void)
     free(dir);
 }
 
+/* Number of pairs of complete events ("ph": "X") on one track (pid, tid) that
+ * overlap, in the integer nanoseconds a trace viewer reads them as; -1 when
+ * the file does not parse. */
+typedef struct { long long pid, tid, t0, t1; } slice;
+
+static int cmp_slice(const void *a, const void *b)
+{
+    const slice *x = a, *y = b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+    return (x->t0 > y->t0) - (x->t0 < y->t0);
+}
+
+static int overlapping_slices(const char *path, int *n_slices)
+{
+    cl_err e = {0};
+    cJSON *t;
+    if (jx_parse_file(path, &t, &e)) return -1;
+    const cJSON *ev = cJSON_GetObjectItem(t, "traceEvents"), *x;
+    slice *s = calloc((size_t)cJSON_GetArraySize(ev) + 1, sizeof *s);
+    int n = 0, bad = 0;
+    cJSON_ArrayForEach(x, ev) {
+        const cJSON *ph = cJSON_GetObjectItem(x, "ph");
+        if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X")) continue;
+        s[n].pid = llround(num(x, "pid"));
+        s[n].tid = llround(num(x, "tid"));
+        s[n].t0 = llround(num(x, "ts") * 1e3);
+        s[n].t1 = s[n].t0 + llround(num(x, "dur") * 1e3);
+        n++;
+    }
+    qsort(s, (size_t)n, sizeof *s, cmp_slice);
+    for (int i = 1; i < n; i++)
+        if (s[i].pid == s[i - 1].pid && s[i].tid == s[i - 1].tid && s[i].t0 < s[i - 1].t1) bad++;
+    free(s);
+    cJSON_Delete(t);
+    *n_slices = n;
+    return bad;
+}
+
+/* Back-to-back slices on a track share an end point to the nanosecond: the
+ * README's VGG-16 plan on PCIe cards (1F1B, communication on) and a
+ * replicated fixture plan, every op and transfer of their traces. */
+static void test_trace_slices_never_overlap(void)
+{
+    char *dir = test_tmpdir(), args[1400], pl[512], tr[512];
+    snprintf(pl, sizeof pl, "%s/p.json", dir);
+    snprintf(tr, sizeof tr, "%s/t.json", dir);
+    char *out, *err;
+    snprintf(args, sizeof args, "plan --model models/vgg16.json --cluster "
+             "profiles/clusters/v100-8-pcie.json --schedule 1f1b -o %s", pl);
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &out, &err), 0);
+    free(out);
+    free(err);
+    const char *plans[] = {pl, PLANR};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "sim %s --iterations 3 --trace %s", plans[i], tr);
+        CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+        free(out);
+        free(err);
+        int n = 0, bad = overlapping_slices(tr, &n);
+        CU_ASSERT_EQUAL(bad, 0);
+        CU_ASSERT(n > 50);
+        remove(tr);
+    }
+    remove(pl);
+    rmdir(dir);
+    free(dir);
+}
+
 static void test_bad_input(void)
 {
     char *dir = test_tmpdir(), args[1400], tr[512];
@@ -356,6 +425,7 @@ TEST_SUITE(sim_cli)
     test_add_suite("sim_cli");
     test_add("table and --json on planner-written plans", test_table_and_json);
     test_add("--trace and --dump-schedule; the dump reloads to the same time", test_trace_dump_and_reload);
+    test_add("trace: slices on one track never overlap, to the nanosecond", test_trace_slices_never_overlap);
     test_add("bad input: deadlock, incomplete file, budgets, exit 2, no output left", test_bad_input);
     test_add("replay = longest path through the op lists (fixture plans)", test_replay_equals_longest_path);
     test_add("replay = longest path on random replicated plans, every kind", test_random_plans_longest_path);
