@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "fileio.h"
 #include "gnuplot.h"
 
@@ -43,16 +44,14 @@ static void end_block(gp_plot *g)
     g->in_block = 0;
 }
 
-/* gnuplot string literal in double quotes: escape backslash and quote. */
+/* Every string reaches the script as a single-quoted literal (esc_gnuplot):
+ * gnuplot expands backticks and escapes only in double quotes, and the
+ * templates read these variables, never eval them. */
 static void put_quoted(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        if (*s == '\n') { fputs("\\n", f); continue; }
-        fputc(*s, f);
-    }
-    fputc('"', f);
+    char *q = esc_gnuplot(s);
+    fputs(q, f);
+    free(q);
 }
 
 void gp_str(gp_plot *g, const char *name, const char *value)
@@ -61,6 +60,13 @@ void gp_str(gp_plot *g, const char *name, const char *value)
     fprintf(g->f, "%s = ", name);
     put_quoted(g->f, value);
     fputc('\n', g->f);
+}
+
+void gp_stri(gp_plot *g, const char *prefix, int i, const char *value)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s_%d", prefix, i);
+    gp_str(g, key, value);
 }
 
 void gp_num(gp_plot *g, const char *name, double value)
@@ -90,8 +96,10 @@ int gp_render(gp_plot *g, const char *tmpl, const char *out, int width, int heig
     if (!text) return cl_fail(e, CL_EINPUT, "internal: no gnuplot template \"%s\"", tmpl);
     const char *ext = ext_of(out);
     const char *term;
-    if (!strcmp(ext, "png")) term = "pngcairo enhanced font \"sans,11\"";
-    else if (!strcmp(ext, "svg")) term = "svg enhanced dynamic font \"sans,11\"";
+    /* noenhanced: names are text, not markup (an _ or ^ in a layer name would
+     * otherwise turn what follows into a subscript or superscript) */
+    if (!strcmp(ext, "png")) term = "pngcairo noenhanced font \"sans,11\"";
+    else if (!strcmp(ext, "svg")) term = "svg noenhanced dynamic font \"sans,11\"";
     else
         return cl_fail(e, CL_EINPUT, "%s: unknown image type \".%s\" (hint: use .png or .svg)", out, ext);
     end_block(g);
