@@ -107,7 +107,7 @@ char *esc_gnuplot(const char *s)
     sb_putc(&b, '\'');
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '\'') sb_puts(&b, "''");
+        if (c == '\'') sb_puts(&b, "'.\"'\".'"); /* '' fails at a literal's start */
         else if (c == '\n') sb_puts(&b, "'.\"\\n\".'");
         else if (c < 0x20 || c == 0x7f) sb_putc(&b, '?');
         else sb_putc(&b, (char)c);

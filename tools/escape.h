@@ -42,9 +42,10 @@ const char *esc_name_problem(const char *s);
 void esc_name_fix(char *s);
 
 /* A gnuplot string literal the script never evaluates: in single quotes
- * (no backslash escapes, no backtick command substitution), ' doubled,
- * a newline as '."\n".' (a line break in titles), any other control byte
- * as '?'.  Passed to gnuplot only as the value of a variable. */
+ * (no backslash escapes, no backtick command substitution); a ' as '."'".'
+ * and a newline as '."\n".' (concatenations with constant double-quoted
+ * strings: gnuplot's '' misparses at a literal's start), any other control
+ * byte as '?'.  Passed to gnuplot only as the value of a variable. */
 char *esc_gnuplot(const char *s);
 
 /* A Python 3 str literal in double quotes: \\ \" \n \r \t, every other byte
