@@ -77,6 +77,14 @@ static void test_failures_leave_nothing(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "gnuplot failed"));
     gp_free(g);
     CU_ASSERT_NOT_EQUAL(access(png, F_OK), 0);
+    /* text in a data block (a line "EOD" would end it early) is refused */
+    cl_err_clear(&e);
+    g = speedup_plot();
+    fprintf(gp_data(g, "extra"), "1 2\nEOD\nprint `touch %s/PWN`\n", dir);
+    CU_ASSERT_EQUAL(gp_render(g, "speedup", png, 640, 360, &e), CL_ERUN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "text in a gnuplot data block"));
+    gp_free(g);
+    CU_ASSERT_NOT_EQUAL(access(png, F_OK), 0);
     /* unknown extension */
     cl_err_clear(&e);
     g = speedup_plot();

@@ -96,7 +96,7 @@ typedef struct site {
     int cmd;                                   /* which command reads it */
 } site;
 
-enum { C_PLAN_MODEL, C_PLAN_CLUSTER, C_SWEEP, C_COMPARE, C_EXPORT, C_INSPECT };
+enum { C_PLAN_MODEL, C_PLAN_CLUSTER, C_SWEEP, C_COMPARE, C_EXPORT, C_INSPECT, C_SIM };
 
 static void test_names_refused(void)
 {
@@ -118,6 +118,7 @@ static void test_names_refused(void)
         {"device type", "profiles/clusters/cpu-2cores.json", "name", "cpu-core", "device_types[0].name", C_INSPECT},
         {"layer in a plan", plan, "name", "relu1", "model: layers[2].name", C_EXPORT},
         {"model in a plan", plan, "name", "fmnist-mlp", "model: name", C_EXPORT},
+        {"device id in a plan", plan, "id", "core1", "cluster: nodes[0].devices[1].id", C_SIM},
     };
     for (size_t s = 0; s < sizeof sites / sizeof sites[0]; s++) {
         const site *x = &sites[s];
@@ -132,7 +133,8 @@ static void test_names_refused(void)
             char *compare[] = {"compare", "--model", "models/fmnist-mlp.json", "--clusters", in, "--csv", out, NULL};
             char *export[] = {"export", in, "--to", "torch", "-o", out, NULL};
             char *inspect[] = {"inspect", in, NULL};
-            char **argv[] = {plan_m, plan_c, sweep, compare, export, inspect};
+            char *sim[] = {"sim", in, "--trace", out, NULL};
+            char **argv[] = {plan_m, plan_c, sweep, compare, export, inspect, sim};
             char *err = NULL;
             int st = run(argv[x->cmd], dir, NULL, &err);
             int ok = refused_well(st, err, in, x->path);

@@ -20,6 +20,8 @@ struct gp_plot {
     size_t len;
     FILE *f;        /* open_memstream over buf */
     int in_block;   /* a data block is open and needs its EOD */
+    size_t block_at; /* where the open block's rows start in buf */
+    int text_in_block; /* a block held more than numbers (gnuplot.h) */
 };
 
 gp_plot *gp_new(void)
@@ -38,9 +40,15 @@ void gp_free(gp_plot *g)
     free(g);
 }
 
+/* Blocks carry numbers only (NaN and inf included): no quote, backtick or
+ * line "EOD" can be formed from these characters, whatever a caller wrote. */
 static void end_block(gp_plot *g)
 {
-    if (g->in_block) fputs("EOD\n", g->f);
+    if (!g->in_block) return;
+    fflush(g->f);
+    for (size_t i = g->block_at; i < g->len; i++)
+        if (!strchr("0123456789.+-eE naNiIfF\t\n", g->buf[i])) g->text_in_block = 1;
+    fputs("EOD\n", g->f);
     g->in_block = 0;
 }
 
@@ -79,6 +87,8 @@ FILE *gp_data(gp_plot *g, const char *name)
 {
     end_block(g);
     fprintf(g->f, "$%s << EOD\n", name);
+    fflush(g->f);
+    g->block_at = g->len;
     g->in_block = 1;
     return g->f;
 }
@@ -104,6 +114,8 @@ int gp_render(gp_plot *g, const char *tmpl, const char *out, int width, int heig
         return cl_fail(e, CL_EINPUT, "%s: unknown image type \".%s\" (hint: use .png or .svg)", out, ext);
     end_block(g);
     fflush(g->f);
+    if (g->text_in_block)
+        return cl_fail(e, CL_ERUN, "%s: internal: text in a gnuplot data block (labels go in gp_stri variables)", out);
 
     char *img_tmp = cl_tmp_name(out);
     size_t n = strlen(img_tmp) + 16;
