@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "../models/model.h"
+#include "../tools/escape.h"
 #include "../tools/fileio.h"
 #include "gemm.h"
 #include "profile.h"
@@ -71,8 +72,11 @@ static void layer_rows(bench_ctx *c, const model *m, int B, const exec_layer_tim
             if (!strcmp(row, "layer")) c->below += low;
             else c->below_kernel += low;
             printf("  %-6s %5.1f %5.1f %4.0f%%%s", names[p], gf, gf_med, pct, low ? "<" : " ");
-            fprintf(c->out.f, "%s,%s,%s,%s,%d,%s,%.9f,%.3f,%.2f,,,,%.3f\n", row, m->name, ml->name,
+            char *mn = esc_csv(m->name), *ln = esc_csv(ml->name);
+            fprintf(c->out.f, "%s,%s,%s,%s,%d,%s,%.9f,%.3f,%.2f,,,,%.3f\n", row, mn, ln,
                     model_kind_name(ml->kind), B, names[p], med[p], gf, pct, gf_med);
+            free(mn);
+            free(ln);
         }
         printf("\n");
     }

@@ -19,6 +19,7 @@
 #include "linkprof.h"
 #include "profile.h"
 #include "tensor.h"
+#include "../tools/spawn.h"
 
 static const char *const backend_names[] = {"threads", "mpi"};
 _Static_assert(sizeof backend_names / sizeof backend_names[0] == EXEC_LINK_BACKEND_COUNT,
@@ -351,23 +352,26 @@ void exec_link_mpi_finalize(void)
 
 int exec_link_mpirun(int np, const char *sub, int argc, char **argv)
 {
-    size_t cap = 256 + strlen(sub);
-    for (int i = 0; i < argc; i++) cap += 4 * strlen(argv[i]) + 8;
-    char *cmd = cl_malloc(cap);
+    /* an argv array, no shell: the arguments (paths, names) pass as they are */
+    char nps[16], self[64];
+    snprintf(nps, sizeof nps, "%d", np);
     /* /proc/<pid>/exe of this process stays valid while it waits for mpirun */
-    size_t n = (size_t)snprintf(cmd, cap, "mpirun -np %d --oversubscribe%s /proc/%d/exe %s", np,
-                                getuid() == 0 ? " --allow-run-as-root" : "", (int)getpid(), sub);
-    for (int i = 1; i < argc; i++) {
-        n += (size_t)snprintf(cmd + n, cap - n, " '");
-        for (const char *p = argv[i]; *p; p++)
-            n += (size_t)(*p == '\'' ? snprintf(cmd + n, cap - n, "'\\''")
-                                     : snprintf(cmd + n, cap - n, "%c", *p));
-        n += (size_t)snprintf(cmd + n, cap - n, "'");
-    }
+    snprintf(self, sizeof self, "/proc/%d/exe", (int)getpid());
+    char **av = cl_calloc((size_t)argc + 8, sizeof *av);
+    int n = 0;
+    av[n++] = "mpirun";
+    av[n++] = "-np";
+    av[n++] = nps;
+    av[n++] = "--oversubscribe";
+    if (getuid() == 0) av[n++] = "--allow-run-as-root";
+    av[n++] = self;
+    av[n++] = (char *)sub;
+    for (int i = 1; i < argc; i++) av[n++] = argv[i];
+    av[n] = NULL;
     fflush(stdout);
     fflush(stderr);
-    int st = system(cmd);
-    free(cmd);
+    int st = cl_spawn_wait(av, NULL);
+    free(av);
     if (st == -1 || !WIFEXITED(st)) {
         fprintf(stderr, "cleave: cannot run mpirun (hint: install openmpi-bin, or start the job with mpirun -np %d)\n", np);
         return 1;

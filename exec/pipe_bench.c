@@ -26,16 +26,19 @@
  * Targets (issue 6): a 2-stage pipeline >= 1.8x sequential; MPI within 10%
  * of threads.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../planner/search.h"
 #include "../sim/sim.h"
 #include "../tools/fileio.h"
+#include "../tools/spawn.h"
 #include "gemm.h"
 #include "pipeline.h"
 #include "profile.h"
@@ -172,21 +175,32 @@ static double run_threads(const plan *p, const exec_data *d, int iters, double l
  * prints for the run. */
 static double run_cli(const char *plan_path, const char *backend, int iters, int64_t n)
 {
-    char cmd[2048], out[512];
+    char out[4096], self[1024], its[32], lim[32];
     snprintf(out, sizeof out, "%s.out", plan_path);
-    int mpi = !strcmp(backend, "mpi");
-    snprintf(cmd, sizeof cmd,
-             "%s/proc/self/exe train --plan %s --iterations %d --limit %lld --lr 0.005 --schedule constant --momentum 0.9 --backend %s > %s 2>&1",
-             mpi ? "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 --bind-to core --mca btl self,vader " : "",
-             plan_path, iters, (long long)n, backend, out);
-    char self[1024];
-    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1); /* mpirun needs the real path */
     if (k <= 0) return NAN;
     self[k] = 0;
-    char *at = strstr(cmd, "/proc/self/exe"); /* mpirun needs the real path */
-    char fixed[4096];
-    snprintf(fixed, sizeof fixed, "%.*s%s%s", (int)(at - cmd), cmd, self, at + strlen("/proc/self/exe"));
-    if (system(fixed) != 0) return NAN;
+    snprintf(its, sizeof its, "%d", iters);
+    snprintf(lim, sizeof lim, "%lld", (long long)n);
+    /* an argv array, no shell: --out DIR may hold spaces, ; or backticks */
+    char *av[32];
+    int na = 0;
+    if (!strcmp(backend, "mpi")) {
+        char *const mpi[] = {"mpirun", "-np", "2", "--bind-to", "core", "--mca", "btl", "self,vader"};
+        for (size_t i = 0; i < sizeof mpi / sizeof mpi[0]; i++) av[na++] = mpi[i];
+        if (getuid() == 0) av[na++] = "--allow-run-as-root";
+    }
+    char *const args[] = {self, "train", "--plan", (char *)plan_path, "--iterations", its, "--limit", lim,
+                          "--lr", "0.005", "--schedule", "constant", "--momentum", "0.9",
+                          "--backend", (char *)backend, NULL};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) av[na++] = args[i];
+    int st = cl_spawn_wait(av, out);
+    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) { /* said, not a silent NaN */
+        if (st == -1) fprintf(stderr, "bench pipe: cannot run %s: %s\n", av[0], strerror(errno));
+        else fprintf(stderr, "bench pipe: cleave train --backend %s failed (status %d); its output is in %s\n",
+                     backend, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out);
+        return NAN;
+    }
     char *text;
     size_t len;
     cl_err e = {0};

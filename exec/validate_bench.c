@@ -42,6 +42,7 @@
 #include <cJSON.h>
 
 #include "../models/model.h"
+#include "../tools/escape.h"
 #include "../tools/fileio.h"
 #include "gemm.h"
 #include "linkprof.h"
@@ -306,12 +307,9 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
 
 static void csv_text(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
+    char *q = esc_csv(s);
+    fputs(q, f);
+    free(q);
 }
 
 /* which: 0 the iteration error, 1 against the 10th percentile, 2 from the

@@ -180,7 +180,7 @@ static int read_layer(jx *j, const cJSON *lj, const char *p, int i, model_layer 
     const char *kind = kind_names[k];
     if ((rc = jx_only(j, lj, p, kind_members(l->kind)))) return rc;
 
-    if ((rc = jx_str(j, lj, p, "name", 0, l->name, sizeof l->name))) return rc;
+    if ((rc = jx_name(j, lj, p, "name", 0, l->name, sizeof l->name))) return rc;
     if (!l->name[0]) snprintf(l->name, sizeof l->name, "%s_%d", kind, i);
     if ((rc = jx_array(j, lj, p, "inputs", 0, 1, MODEL_MAX_INPUTS, inputs))) return rc;
 
@@ -333,7 +333,7 @@ int model_from_json(model *m, const cJSON *root, const char *file, cl_err *e)
     int rc, version = 0;
     if ((rc = jx_header(&j, root, FORMAT, VERSION, &version)) ||
         (rc = jx_only(&j, root, "", top)) ||
-        (rc = jx_str(&j, root, "", "name", 1, m->name, sizeof m->name)))
+        (rc = jx_name(&j, root, "", "name", 1, m->name, sizeof m->name)))
         return rc;
     const cJSON *in, *layers;
     if ((rc = jx_object(&j, root, "", "input", 1, &in)) ||

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tools/escape.h"
 #include "export.h"
 
 static const char *const target_names[] = {"torch", "deepspeed", "megatron"};
@@ -82,8 +83,9 @@ static int uniform_replicas(const plan *p, plan_target t, const char *file, cl_e
 
 static void header(sbuf *b, const plan *p, const char *what)
 {
-    put(b, "# %s for model \"%s\": %d stage%s", what, p->model.name, p->n_stages,
-        p->n_stages == 1 ? "" : "s");
+    char *name = esc_python(p->model.name); /* no line break survives, so the comment stays one */
+    put(b, "# %s for model %s: %d stage%s", what, name, p->n_stages, p->n_stages == 1 ? "" : "s");
+    free(name);
     if (p->chunks > 1) put(b, " (%d devices x %d chunks)", p->n_stages / p->chunks, p->chunks);
     put(b, "\n# from a cleave plan: schedule %s, batch %d = %d microbatches of %d\n",
         sched_kind_name(p->schedule), p->batch, p->n_micro, p->microbatch);
@@ -113,8 +115,11 @@ static int to_torch(const plan *p, const char *file, sbuf *b, cl_err *e)
            "# of your torch model, as they are for the zoo's torchvision-named models.\n");
     put(b, "from torch.distributed.pipelining import SplitPoint\n\n");
     put(b, "split_spec = {\n");
-    for (int s = 1; s < p->n_stages; s++)
-        put(b, "    \"%s\": SplitPoint.BEGINNING,\n", p->model.layers[p->stages[s].first].name);
+    for (int s = 1; s < p->n_stages; s++) {
+        char *key = esc_python(p->model.layers[p->stages[s].first].name);
+        put(b, "    %s: SplitPoint.BEGINNING,\n", key);
+        free(key);
+    }
     put(b, "}\n");
     put(b, "n_stages = %d\n", p->n_stages);
     put(b, "n_microbatches = %d\n", p->n_micro);

@@ -264,7 +264,7 @@ static int read_stage(jx *j, const cJSON *sj, const char *sp, const model *m, pl
     for (int k = 0; k < 2; k++) {
         char name[MODEL_NAME_MAX];
         name[0] = '\0';
-        if ((rc = jx_str(j, sj, sp, nk[k], 0, name, sizeof name))) return rc;
+        if ((rc = jx_name(j, sj, sp, nk[k], 0, name, sizeof name))) return rc;
         int at = k == 0 ? st->first : st->last;
         if (name[0] && at >= 0 && at < m->n_layers && strcmp(name, m->layers[at].name) != 0) {
             jx_join(p, sizeof p, sp, nk[k]);

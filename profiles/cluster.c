@@ -96,14 +96,14 @@ static int devtype_from_json(jx *j, const cJSON *o, const char *path, cluster_de
     double eff = 0;
     int rc;
     if ((rc = jx_only(j, o, path, allowed)) ||
-        (rc = jx_str(j, o, path, "name", 1, t->name, sizeof t->name)) ||
+        (rc = jx_name(j, o, path, "name", 1, t->name, sizeof t->name)) ||
         (rc = jx_pos(j, o, path, "peak_fp32_flops", 1, &t->peak_fp32_flops)) ||
         (rc = jx_pos(j, o, path, "peak_fp16_flops", 0, &t->peak_fp16_flops)) ||
         (rc = jx_int(j, o, path, "memory_bytes", 1, 1, (int64_t)1 << 53, &mem)) ||
         (rc = jx_pos(j, o, path, "memory_bw_Bps", 1, &t->mem_bw_Bps)) ||
         (rc = jx_num(j, o, path, "efficiency", 1, -HUGE_VAL, HUGE_VAL, &eff)) ||
         (rc = jx_num(j, o, path, "price_per_hour", 0, 0, HUGE_VAL, &t->price_per_hour)) ||
-        (rc = jx_str(j, o, path, "note", 0, t->note, sizeof t->note)))
+        (rc = jx_text(j, o, path, "note", 0, t->note, sizeof t->note)))
         return rc;
     if (!(eff > 0 && eff <= 1)) {
         char p[256];
@@ -254,7 +254,7 @@ static int nodes_from_json(jx *j, const cJSON *root, cluster *c, dev_origin **or
         jx_index(np, sizeof np, "nodes", ni);
         if (!cJSON_IsObject(nd)) { rc = jx_fail(j, np, "expected an object {\"name\", \"devices\"}"); break; }
         if ((rc = jx_only(j, nd, np, node_keys)) ||
-            (rc = jx_str(j, nd, np, "name", 1, c->node_names[ni], CLUSTER_NAME_MAX)))
+            (rc = jx_name(j, nd, np, "name", 1, c->node_names[ni], CLUSTER_NAME_MAX)))
             break;
         const cJSON *devs;
         if ((rc = jx_member(j, nd, np, "devices", 1, &devs))) break;
@@ -275,8 +275,8 @@ static int nodes_from_json(jx *j, const cJSON *root, cluster *c, dev_origin **or
                 if (!cJSON_IsObject(dv)) { rc = jx_fail(j, dp, "expected an object {\"id\", \"type\"}"); break; }
                 memset(&d[k], 0, sizeof d[k]);
                 if ((rc = jx_only(j, dv, dp, dev_keys)) ||
-                    (rc = jx_str(j, dv, dp, "id", 1, d[k].id, sizeof d[k].id)) ||
-                    (rc = jx_str(j, dv, dp, "type", 1, tname, sizeof tname)))
+                    (rc = jx_name(j, dv, dp, "id", 1, d[k].id, sizeof d[k].id)) ||
+                    (rc = jx_name(j, dv, dp, "type", 1, tname, sizeof tname)))
                     break;
                 jx_join(tp, sizeof tp, dp, "type");
                 if ((d[k].type = type_index(tix, c->n_types, tname)) < 0) { rc = unknown_type(j, c, tp, tname); break; }
@@ -289,7 +289,7 @@ static int nodes_from_json(jx *j, const cJSON *root, cluster *c, dev_origin **or
             char tname[CLUSTER_NAME_MAX] = "", tp[200];
             int64_t count = 0;
             if ((rc = jx_only(j, devs, p, count_keys)) ||
-                (rc = jx_str(j, devs, p, "type", 1, tname, sizeof tname)) ||
+                (rc = jx_name(j, devs, p, "type", 1, tname, sizeof tname)) ||
                 (rc = jx_int(j, devs, p, "count", 1, 1, CLUSTER_MAX_DEVICES, &count)))
                 break;
             jx_join(tp, sizeof tp, p, "type");
@@ -353,8 +353,8 @@ int cluster_from_json(cluster *c, const cJSON *root, const char *file, cl_err *e
     int rc, a = -1, b = -1, has_intra = 0, has_inter = 0;
     if ((rc = jx_header(&j, root, "cleave-cluster", 1, NULL)) ||
         (rc = jx_only(&j, root, "", top)) ||
-        (rc = jx_str(&j, root, "", "name", 1, c->name, sizeof c->name)) ||
-        (rc = jx_str(&j, root, "", "note", 0, c->note, sizeof c->note)) ||
+        (rc = jx_name(&j, root, "", "name", 1, c->name, sizeof c->name)) ||
+        (rc = jx_text(&j, root, "", "note", 0, c->note, sizeof c->note)) ||
         (rc = devtypes_from_json(&j, root, &c->types, &c->n_types)) ||
         (rc = nodes_from_json(&j, root, c, &origin)))
         goto fail;
@@ -380,7 +380,7 @@ int cluster_from_json(cluster *c, const cJSON *root, const char *file, cl_err *e
         (rc = jx_only(&j, links, "links", link_keys)) ||
         (rc = link_from_json(&j, links, "intra_node", 1, &c->links[CLUSTER_INTRA], &has_intra)) ||
         (rc = link_from_json(&j, links, "inter_node", 0, &c->links[CLUSTER_INTER], &has_inter)) ||
-        (rc = jx_str(&j, links, "links", "note", 0, c->links_note, sizeof c->links_note)))
+        (rc = jx_text(&j, links, "links", "note", 0, c->links_note, sizeof c->links_note)))
         goto fail;
     if (!has_inter && c->n_nodes > 1) {
         rc = jx_fail(&j, "links.inter_node", "missing, and the cluster has %d nodes (hint: add {\"bandwidth_Bps\": ..., \"latency_s\": ...} for links between nodes)",

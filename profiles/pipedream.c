@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "../models/model.h"
+#include "../tools/escape.h"
 #include "../tools/fileio.h"
+#include "../tools/jsonx.h"
 #include "pipedream.h"
 #include "profile.h"
 
@@ -172,6 +174,8 @@ static int parse_node(pd_graph *g, int line, const char *s)
     n->line = line;
     if (copy_trim(n->id, sizeof n->id, s, first) < 0 || !valid_id(n->id))
         return fail_at(g, line, "node id '%.40s' must be one word of at most %d characters", s, PD_ID_MAX - 1);
+    const char *bad = esc_name_problem(n->id); /* it names a layer */
+    if (bad) return fail_at(g, line, "node id '%.40s' %s (hint: %s)", n->id, bad, JX_NAME_HINT);
     /* module class: the description up to its first '(' or blank */
     const char *d = first + strlen(SEP);
     while (*d == ' ') d++;
@@ -484,6 +488,7 @@ static int build(pd_graph *g, const int *order, double batch, int inferred, mode
     for (int k = 0; k < n; k++) pos[order[k]] = k;
 
     base_name(g->file, m->name, sizeof m->name);
+    esc_name_fix(m->name); /* a file name may hold anything a name may not */
     m->dtype = MODEL_F32;
     m->n_layers = n;
     m->layers = cl_calloc((size_t)n, sizeof *m->layers);

@@ -110,7 +110,7 @@ static int layer_from_json(jx *j, const cJSON *o, const char *path, prof_layer *
     const cJSON *pts;
     int rc;
     if ((rc = jx_only(j, o, path, keys)) ||
-        (rc = jx_str(j, o, path, "name", 1, l->name, sizeof l->name)) ||
+        (rc = jx_name(j, o, path, "name", 1, l->name, sizeof l->name)) ||
         (rc = jx_array(j, o, path, "points", 1, 1, PROF_MAX_POINTS, &pts)) ||
         (rc = jx_num(j, o, path, "act_bytes", 1, 0, HUGE_VAL, &l->act_bytes)) ||
         (rc = jx_num(j, o, path, "stash_bytes", 1, 0, HUGE_VAL, &l->stash_bytes)) ||
@@ -174,10 +174,10 @@ int prof_from_json(prof *p, const cJSON *root, const char *file, cl_err *e)
     int src = 0, rc;
     if ((rc = jx_header(&j, root, "cleave-profile", 1, NULL)) ||
         (rc = jx_only(&j, root, "", top)) ||
-        (rc = jx_str(&j, root, "", "model", 1, p->model, sizeof p->model)) ||
-        (rc = jx_str(&j, root, "", "device", 1, p->device, sizeof p->device)) ||
+        (rc = jx_name(&j, root, "", "model", 1, p->model, sizeof p->model)) ||
+        (rc = jx_name(&j, root, "", "device", 1, p->device, sizeof p->device)) ||
         (rc = jx_enum(&j, root, "", "source", 1, source_names, PROF_SOURCE_COUNT, &src)) ||
-        (rc = jx_str(&j, root, "", "note", 0, p->note, sizeof p->note)) ||
+        (rc = jx_text(&j, root, "", "note", 0, p->note, sizeof p->note)) ||
         (rc = jx_array(&j, root, "", "layers", 1, 1, MODEL_MAX_LAYERS, &arr)))
         return rc;
     p->source = (prof_source)src;

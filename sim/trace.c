@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tools/escape.h"
 #include "../tools/fileio.h"
 #include "sim_int.h"
 #include "trace.h"
@@ -28,20 +29,12 @@ int trace_open(trace_w **t, const char *path, cl_err *e)
     return CL_OK;
 }
 
-/* A JSON string literal of s (quotes and control characters escaped). */
+/* A JSON string literal of s (esc_json). */
 static void put_str(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    char *q = esc_json(s);
+    fputs(q, f);
+    free(q);
 }
 
 /* A time of ns nanoseconds in microseconds with three decimals, printed from

@@ -14,10 +14,12 @@ static gp_plot *speedup_plot(void)
     gp_str(g, "title", "test \"quoted\" title");
     gp_num(g, "ncols", 3);
     gp_str(g, "mem_unit", "GiB");
+    gp_stri(g, "col", 2, "gpipe");
+    gp_stri(g, "col", 3, "fbp");
     FILE *d = gp_data(g, "speedup");
-    fprintf(d, "devices gpipe fbp\n1 1 1\n2 1.8 1.9\n4 3.2 3.7\n");
+    fprintf(d, "1 1 1\n2 1.8 1.9\n4 3.2 3.7\n");
     d = gp_data(g, "memory");
-    fprintf(d, "devices gpipe fbp\n1 10 10\n2 6 5\n4 4 3\n");
+    fprintf(d, "1 10 10\n2 6 5\n4 4 3\n");
     return g;
 }
 
@@ -67,10 +69,20 @@ static void test_failures_leave_nothing(void)
     gp_str(g, "title", "t");
     gp_str(g, "mem_unit", "GiB");
     gp_num(g, "ncols", 3);
-    fprintf(gp_data(g, "speedup"), "devices a b\n");  /* no rows: nothing to plot */
-    fprintf(gp_data(g, "memory"), "devices a b\n");
+    gp_stri(g, "col", 2, "a");
+    gp_stri(g, "col", 3, "b");
+    gp_data(g, "speedup");  /* no rows: nothing to plot */
+    gp_data(g, "memory");
     CU_ASSERT_EQUAL(gp_render(g, "speedup", png, 640, 360, &e), CL_ERUN);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "gnuplot failed"));
+    gp_free(g);
+    CU_ASSERT_NOT_EQUAL(access(png, F_OK), 0);
+    /* text in a data block (a line "EOD" would end it early) is refused */
+    cl_err_clear(&e);
+    g = speedup_plot();
+    fprintf(gp_data(g, "extra"), "1 2\nEOD\nprint `touch %s/PWN`\n", dir);
+    CU_ASSERT_EQUAL(gp_render(g, "speedup", png, 640, 360, &e), CL_ERUN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "text in a gnuplot data block"));
     gp_free(g);
     CU_ASSERT_NOT_EQUAL(access(png, F_OK), 0);
     /* unknown extension */

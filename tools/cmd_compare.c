@@ -235,22 +235,25 @@ static int write_plot(const char *path, const char *title, const compare_row *ro
     gp_num(g, "logy_cost", cmax > 30 * cmin);
     gp_num(g, "tmin", isfinite(tmin) ? tmin : 1);
     gp_num(g, "cmin", isfinite(cmin) ? cmin : 1);
+    /* names and labels: values, not data (gnuplot.h); the block holds numbers */
+    for (int i = 0; i < n; i++) {
+        const compare_row *r = &rows[i];
+        char cost[32] = "no plan fits", tlab[32] = "no plan fits";
+        if (r->ok) {
+            if (isfinite(r->cost)) snprintf(cost, sizeof cost, "$%.2f", r->cost);
+            else snprintf(cost, sizeof cost, "n/a");
+            double t = r->epoch_s / div;
+            snprintf(tlab, sizeof tlab, t < 1000 ? "%.3g %s" : "%.0f %s", t, abbr);
+        }
+        gp_stri(g, "name", i + 1, r->name);
+        gp_stri(g, "tlab", i + 1, tlab);
+        gp_stri(g, "clab", i + 1, cost);
+    }
     FILE *f = gp_data(g, "bars");
     for (int i = 0; i < n; i++) {
         const compare_row *r = &rows[i];
-        char name[80];
-        snprintf(name, sizeof name, "%s", r->name);
-        for (char *c = name; *c; c++) if (*c == '"' || *c == '\\') *c = '\'';
-        if (!r->ok) {
-            fprintf(f, "\"%s\" -1 -1 \"no plan fits\" \"no plan fits\"\n", name);
-            continue;
-        }
-        char cost[32], tlab[32];
-        if (isfinite(r->cost)) snprintf(cost, sizeof cost, "$%.2f", r->cost);
-        else snprintf(cost, sizeof cost, "n/a");
-        double t = r->epoch_s / div;
-        snprintf(tlab, sizeof tlab, t < 1000 ? "%.3g %s" : "%.0f %s", t, abbr);
-        fprintf(f, "\"%s\" %.9g %.9g \"%s\" \"%s\"\n", name, t, isfinite(r->cost) ? r->cost : -1.0, tlab, cost);
+        if (!r->ok) fputs("-1 -1\n", f);
+        else fprintf(f, "%.9g %.9g\n", r->epoch_s / div, isfinite(r->cost) ? r->cost : -1.0);
     }
     int rc = gp_render(g, "compare", path, 1280, 720, e);
     gp_free(g);

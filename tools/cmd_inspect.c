@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "escape.h"
 #include "fileio.h"
 #include "inspect.h"
 #include "jsonx.h"
@@ -56,8 +57,10 @@ int cmd_inspect(int argc, char **argv)
     if (!strcmp(kind, "cleave-cluster")) return inspect_cluster(path, as_json);
     if (!strcmp(kind, "cleave-profile")) return inspect_profile(path, as_json);
     if (!strcmp(kind, "cleave-plan")) return inspect_plan(path, as_json);
+    char *shown = esc_term(kind); /* from the file: no control byte to the terminal */
     fprintf(stderr, "cleave: %s: format: expected \"cleave-model\", \"cleave-cluster\", "
                     "\"cleave-profile\" or \"cleave-plan\"%s%s%s (hint: see docs/formats.md)\n",
-            path, kind[0] ? ", got \"" : "", kind, kind[0] ? "\"" : "");
+            path, kind[0] ? ", got \"" : "", shown, kind[0] ? "\"" : "");
+    free(shown);
     return 2;
 }

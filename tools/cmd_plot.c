@@ -138,8 +138,14 @@ static int read_trace(const char *path, trace_data *d, cl_err *e)
             int r = find_row(d, pid, tid);
             if (r < 0) continue;
             if (!strcmp(name, "thread_name")) {
+                /* a row label ("dev 0 n0.g0 (stage 0)"): free text without
+                 * control characters; gnuplot gets it only as a value */
                 const cJSON *n = cJSON_GetObjectItemCaseSensitive(args, "name");
-                if (cJSON_IsString(n)) snprintf(d->rows[r].name, sizeof d->rows[r].name, "%s", n->valuestring);
+                char ap[80];
+                jx_join(ap, sizeof ap, p, "args");
+                if (cJSON_IsString(n) && n->valuestring[0] &&
+                    (rc = jx_text(&j, args, ap, "name", 1, d->rows[r].name, sizeof d->rows[r].name)))
+                    break;
             } else {
                 const cJSON *s = cJSON_GetObjectItemCaseSensitive(args, "sort_index");
                 if (cJSON_IsNumber(s)) d->rows[r].sort = (int)s->valuedouble;
@@ -166,7 +172,8 @@ static int read_trace(const char *path, trace_data *d, cl_err *e)
         } else if (!strcmp(ph, "C")) {
             double ts = 0, bytes = 0;
             const cJSON *args;
-            if ((rc = jx_num(&j, ev, p, "ts", 1, -1e18, 1e18, &ts)) ||
+            if ((cJSON_IsString(nm) && nm->valuestring[0] && (rc = jx_text(&j, ev, p, "name", 1, name, sizeof name))) ||
+                (rc = jx_num(&j, ev, p, "ts", 1, -1e18, 1e18, &ts)) ||
                 (rc = jx_object(&j, ev, p, "args", 1, &args)))
                 break;
             char ap[80];
@@ -260,26 +267,22 @@ static int gantt(const char *trace, trace_data *d, const char *out, const char *
     gp_str(g, "title", title);
     gp_num(g, "nrows", n_used);
     gp_num(g, "xmax_ms", span_ms);
-    /* y tick labels: every row when they fit, else every k-th */
-    size_t cap = 64 + (size_t)n_used * 180;
-    char *ytics = cl_malloc(cap);
-    size_t len = (size_t)snprintf(ytics, cap, "set ytics %s(", n_used > 40 ? "font \",7\" " : "");
-    int every = n_used > 80 ? (n_used + 79) / 80 : 1;
+    /* y tick labels: every row when they fit, else every k-th; names from
+     * the trace reach gnuplot only as string values (gp_stri) */
+    int every = n_used > 80 ? (n_used + 79) / 80 : 1, nticks = 0;
     k = 0;
     for (int i = 0; i < d->n_rows; i++) {
         if (!sorted[i].used) continue;
         if (k % every == 0) {
-            char clean[160];
-            snprintf(clean, sizeof clean, "%s", sorted[i].name);
-            for (char *c = clean; *c; c++) if (*c == '"' || *c == '\\') *c = '\'';
-            len += (size_t)snprintf(ytics + len, cap - len, "%s\"%s\" %d", len > 20 ? ", " : "", clean,
-                                    n_used - 1 - k);
+            nticks++;
+            gp_stri(g, "ytl", nticks, sorted[i].name);
+            char key[32];
+            snprintf(key, sizeof key, "ytp_%d", nticks);
+            gp_num(g, key, n_used - 1 - k);
         }
         k++;
     }
-    snprintf(ytics + len, cap - len, ")");
-    gp_str(g, "ytics_cmd", ytics);
-    free(ytics);
+    gp_num(g, "nticks", nticks);
 
     int present[CAT_COUNT] = {0};
     present[CAT_IDLE] = 1;
@@ -351,15 +354,9 @@ static int memory(const char *trace, trace_data *d, const char *out, const char 
     gp_str(g, "title", title);
     gp_str(g, "mem_unit", unit);
     gp_num(g, "ncols", kept + 1);
+    for (int i = 0, col = 2; i < n; i++) /* column names: values, not data (gnuplot.h) */
+        if (keep[i]) gp_stri(g, "line", col++, d->lines[i]);
     FILE *f = gp_data(g, "memory");
-    fprintf(f, "time_ms");
-    for (int i = 0; i < n; i++)
-        if (keep[i]) {
-            fputs(" \"", f);
-            for (const char *c = d->lines[i]; *c; c++) fputc(*c == '"' ? '\'' : *c, f);
-            fputc('"', f);
-        }
-    fputc('\n', f);
     double *cur = cl_calloc((size_t)n, sizeof *cur);
     /* samples arrive in time order per track; emit one row per sample with
      * every kept track's latest value (a step function per track) */

@@ -243,12 +243,10 @@ static int write_plot(const char *path, const char *title, const sweep_row *rows
     gp_num(g, "logx", hi >= 4 * lo && counts <= log2((double)hi / lo) + 2);
     gp_str(g, "speedup_label", use_seq ? "speed-up over the same microbatches on one device"
                                        : "speed-up over the best one-device plan");
+    for (int k = 0, c = 2; k < n_kinds; k++) /* column names: values, not data (gnuplot.h) */
+        if (col[k]) gp_stri(g, "col", c++, sched_kind_name((sched_kind)kinds[k]));
     for (int which = 0; which < 2; which++) {
         FILE *f = gp_data(g, which ? "memory" : "speedup");
-        fputs("devices", f);
-        for (int k = 0; k < n_kinds; k++)
-            if (col[k]) fprintf(f, " %s", sched_kind_name((sched_kind)kinds[k]));
-        fputc('\n', f);
         for (int i = 0; i < n; i++) {
             if (i > 0 && rows[i].devices == rows[i - 1].devices) continue;
             fprintf(f, "%d", rows[i].devices);

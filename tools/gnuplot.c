@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "fileio.h"
 #include "gnuplot.h"
 
@@ -19,6 +20,8 @@ struct gp_plot {
     size_t len;
     FILE *f;        /* open_memstream over buf */
     int in_block;   /* a data block is open and needs its EOD */
+    size_t block_at; /* where the open block's rows start in buf */
+    int text_in_block; /* a block held more than numbers (gnuplot.h) */
 };
 
 gp_plot *gp_new(void)
@@ -37,22 +40,26 @@ void gp_free(gp_plot *g)
     free(g);
 }
 
+/* Blocks carry numbers only (NaN and inf included): no quote, backtick or
+ * line "EOD" can be formed from these characters, whatever a caller wrote. */
 static void end_block(gp_plot *g)
 {
-    if (g->in_block) fputs("EOD\n", g->f);
+    if (!g->in_block) return;
+    fflush(g->f);
+    for (size_t i = g->block_at; i < g->len; i++)
+        if (!strchr("0123456789.+-eE naNiIfF\t\n", g->buf[i])) g->text_in_block = 1;
+    fputs("EOD\n", g->f);
     g->in_block = 0;
 }
 
-/* gnuplot string literal in double quotes: escape backslash and quote. */
+/* Every string reaches the script as a single-quoted literal (esc_gnuplot):
+ * gnuplot expands backticks and escapes only in double quotes, and the
+ * templates read these variables, never eval them. */
 static void put_quoted(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        if (*s == '\n') { fputs("\\n", f); continue; }
-        fputc(*s, f);
-    }
-    fputc('"', f);
+    char *q = esc_gnuplot(s);
+    fputs(q, f);
+    free(q);
 }
 
 void gp_str(gp_plot *g, const char *name, const char *value)
@@ -61,6 +68,13 @@ void gp_str(gp_plot *g, const char *name, const char *value)
     fprintf(g->f, "%s = ", name);
     put_quoted(g->f, value);
     fputc('\n', g->f);
+}
+
+void gp_stri(gp_plot *g, const char *prefix, int i, const char *value)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s_%d", prefix, i);
+    gp_str(g, key, value);
 }
 
 void gp_num(gp_plot *g, const char *name, double value)
@@ -73,6 +87,8 @@ FILE *gp_data(gp_plot *g, const char *name)
 {
     end_block(g);
     fprintf(g->f, "$%s << EOD\n", name);
+    fflush(g->f);
+    g->block_at = g->len;
     g->in_block = 1;
     return g->f;
 }
@@ -90,12 +106,16 @@ int gp_render(gp_plot *g, const char *tmpl, const char *out, int width, int heig
     if (!text) return cl_fail(e, CL_EINPUT, "internal: no gnuplot template \"%s\"", tmpl);
     const char *ext = ext_of(out);
     const char *term;
-    if (!strcmp(ext, "png")) term = "pngcairo enhanced font \"sans,11\"";
-    else if (!strcmp(ext, "svg")) term = "svg enhanced dynamic font \"sans,11\"";
+    /* noenhanced: names are text, not markup (an _ or ^ in a layer name would
+     * otherwise turn what follows into a subscript or superscript) */
+    if (!strcmp(ext, "png")) term = "pngcairo noenhanced font \"sans,11\"";
+    else if (!strcmp(ext, "svg")) term = "svg noenhanced dynamic font \"sans,11\"";
     else
         return cl_fail(e, CL_EINPUT, "%s: unknown image type \".%s\" (hint: use .png or .svg)", out, ext);
     end_block(g);
     fflush(g->f);
+    if (g->text_in_block)
+        return cl_fail(e, CL_ERUN, "%s: internal: text in a gnuplot data block (labels go in gp_stri variables)", out);
 
     char *img_tmp = cl_tmp_name(out);
     size_t n = strlen(img_tmp) + 16;

@@ -19,11 +19,19 @@ typedef struct gp_plot gp_plot;
 gp_plot *gp_new(void);                 /* free with gp_free */
 void gp_free(gp_plot *g);
 
-/* Define a gnuplot string or number variable for the template. */
+/* Define a gnuplot string or number variable for the template.  A string
+ * may hold anything (a name, a title, a path): it is written as a literal
+ * the script never evaluates (esc_gnuplot in escape.h), and templates use
+ * it only as a value (title t, value(sprintf('name_%d', i)), never eval). */
 void gp_str(gp_plot *g, const char *name, const char *value);
 void gp_num(gp_plot *g, const char *name, double value);
-/* Start an inline data block `$name`; write whitespace-separated rows to the
- * returned stream until the next gp_* call (the block ends there). */
+/* gp_str of the variable prefix_i: per-row and per-column labels, read by
+ * templates as value(sprintf('prefix_%d', i)). */
+void gp_stri(gp_plot *g, const char *prefix, int i, const char *value);
+/* Start an inline data block `$name`; write whitespace-separated rows of
+ * NUMBERS to the returned stream until the next gp_* call (the block ends
+ * there).  No text goes into a block (a name holding a line "EOD" would end
+ * it): labels go in gp_stri variables. */
 FILE *gp_data(gp_plot *g, const char *name);
 
 /* Render template `tmpl` (e.g. "speedup") to `out` (.png or .svg), at

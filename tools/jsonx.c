@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "escape.h"
 #include "jsonx.h"
 
 static void where(const char *text, const char *at, int *line, int *col)
@@ -256,6 +257,36 @@ int jx_str(jx *j, const cJSON *obj, const char *path, const char *key,
     if (n >= cap)
         return jx_fail(j, p, "string longer than %zu characters", cap - 1);
     memcpy(buf, v->valuestring, n + 1);
+    return CL_OK;
+}
+
+int jx_name(jx *j, const cJSON *obj, const char *path, const char *key,
+            int required, char *buf, size_t cap)
+{
+    int rc = jx_str(j, obj, path, key, required, buf, cap);
+    if (rc || !buf[0]) return rc;
+    const char *bad = esc_name_problem(buf);
+    if (!bad) return CL_OK;
+    char p[256];
+    jx_join(p, sizeof p, path, key);
+    return jx_fail(j, p, "the name \"%.40s%s\" %s (hint: %s)", buf, strlen(buf) > 40 ? "..." : "", bad,
+                   JX_NAME_HINT);
+}
+
+int jx_text(jx *j, const cJSON *obj, const char *path, const char *key,
+            int required, char *buf, size_t cap)
+{
+    int rc = jx_str(j, obj, path, key, required, buf, cap);
+    if (rc || !buf[0]) return rc;
+    for (size_t i = 0; buf[i]; i++) {
+        unsigned char c = (unsigned char)buf[i], d = (unsigned char)buf[i + 1];
+        if (c < 0x20 || c == 0x7f || (c == 0xc2 && d >= 0x80 && d <= 0x9f)) {
+            char p[256];
+            jx_join(p, sizeof p, path, key);
+            return jx_fail(j, p, "control character 0x%02x at byte %zu (hint: one line of printable text)",
+                           c == 0xc2 ? d : c, i + 1);
+        }
+    }
     return CL_OK;
 }
 

@@ -67,6 +67,16 @@ int jx_bool(jx *j, const cJSON *obj, const char *path, const char *key,
 /* String copied into buf; must be non-empty and fit in cap-1 bytes. */
 int jx_str(jx *j, const cJSON *obj, const char *path, const char *key,
            int required, char *buf, size_t cap);
+/* A name (of a model, layer, cluster, node, device, device type): jx_str,
+ * and the characters escape.h allows (esc_name_problem), else an error
+ * quoting the rule. */
+int jx_name(jx *j, const cJSON *obj, const char *path, const char *key,
+            int required, char *buf, size_t cap);
+#define JX_NAME_HINT "a name is 1 to 63 ASCII letters, digits, spaces and _-.+:/@#%()[]=, starting with a letter, a digit or _; see docs/formats.md, Names"
+/* Free text (notes): jx_str without control characters, so it prints as
+ * one line on a terminal. */
+int jx_text(jx *j, const cJSON *obj, const char *path, const char *key,
+            int required, char *buf, size_t cap);
 /* String that must be one of names[0..n-1]; *out is its index. */
 int jx_enum(jx *j, const cJSON *obj, const char *path, const char *key,
             int required, const char *const *names, int n, int *out);

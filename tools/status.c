@@ -4,17 +4,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "status.h"
 
 int cl_fail(cl_err *e, int code, const char *fmt, ...)
 {
     if (e && e->code == CL_OK) {
+        char raw[sizeof e->msg];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
-        for (char *p = e->msg; *p; p++)  /* one line, whatever the input held */
+        /* one line, whatever the input held (line breaks become spaces), and
+         * no control byte reaches the terminal: an ESC from a file could
+         * rewrite the screen (esc_term writes them as \xNN) */
+        for (char *p = raw; *p; p++)
             if (*p == '\n' || *p == '\r') *p = ' ';
+        char *safe = esc_term(raw);
+        snprintf(e->msg, sizeof e->msg, "%s", safe);
+        free(safe);
         e->code = code;
     }
     return e ? e->code : code;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "escape.h"
 #include "study.h"
 
 /* Device memory at or above this is "unknown" (quick clusters built from a
@@ -261,16 +262,9 @@ int64_t study_dataset_size(const model *m, const char **name)
 
 void study_csv_field(FILE *f, const char *s)
 {
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
-    }
-    fputc('"', f);
+    char *q = esc_csv(s);
+    fputs(q, f);
+    free(q);
 }
 
 void study_devices_str(const cluster *c, char *buf, size_t cap)

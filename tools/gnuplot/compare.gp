@@ -3,10 +3,10 @@
 # Set by the caller: title, time_unit ("hours", "minutes" or "seconds"),
 # currency (e.g. "USD"), cost_note (appended to the cost panel's title), nrows, tmin and cmin (smallest positive time and
 # cost, for log axes), logy_time and logy_cost (1: log y axis, for
-# values spanning orders of magnitude), and $bars with one row per cluster:
-#   "name" time cost time_label cost_label
-# (index order = row order; a negative time or cost draws no bar; the labels
-# are printed above the bars, e.g. "1.79 h", "$45.10", "n/a", "no plan fits").
+# values spanning orders of magnitude), per cluster i (1-based, in row
+# order) name_i, tlab_i and clab_i (the labels printed above the bars, e.g.
+# "1.79 h", "$45.10", "n/a", "no plan fits"), and $bars with one row per
+# cluster: "time cost" (a negative time or cost draws no bar).
 set multiplot layout 1,2 title title font ",13"
 set style fill solid 0.85 border rgb "gray30"
 set boxwidth 0.6
@@ -22,11 +22,11 @@ set ylabel sprintf("time per epoch (%s)", time_unit)
 set title "time per epoch (lower is faster)" font ",11"
 # on a log axis bars start at the axis' bottom, and absent ones sit there
 if (logy_time) { set logscale y; set yrange [*:*]; base = tmin / 2 } else { unset logscale y; set yrange [0:*]; base = 0 }
-plot $bars using 0:($2 >= 0 ? $2 : base):xtic(1) with boxes lc rgb "#1f77b4" title "time per epoch", \
-     $bars using 0:($2 >= 0 ? $2 : base):4 with labels offset 0,0.8 font ",10" notitle
+plot $bars using 0:($1 >= 0 ? $1 : base):xtic(value(sprintf('name_%d', $0 + 1))) with boxes lc rgb "#1f77b4" title "time per epoch", \
+     $bars using 0:($1 >= 0 ? $1 : base):(value(sprintf('tlab_%d', $0 + 1))) with labels offset 0,0.8 font ",10" notitle
 set ylabel sprintf("cost per epoch (%s)", currency)
 set title "cost per epoch (lower is cheaper)".cost_note font ",11"
 if (logy_cost) { set logscale y; set yrange [*:*]; base = cmin / 2 } else { unset logscale y; set yrange [0:*]; base = 0 }
-plot $bars using 0:($3 >= 0 ? $3 : base):xtic(1) with boxes lc rgb "#2ca02c" title sprintf("cost per epoch (%s)", currency), \
-     $bars using 0:($3 >= 0 ? $3 : base):5 with labels offset 0,0.8 font ",10" notitle
+plot $bars using 0:($2 >= 0 ? $2 : base):xtic(value(sprintf('name_%d', $0 + 1))) with boxes lc rgb "#2ca02c" title sprintf("cost per epoch (%s)", currency), \
+     $bars using 0:($2 >= 0 ? $2 : base):(value(sprintf('clab_%d', $0 + 1))) with labels offset 0,0.8 font ",10" notitle
 unset multiplot
