@@ -273,6 +273,23 @@ static void test_plot_incomplete(void)
         expect("ulimit -f 16; trap '' XFSZ;", a, 1, "image is incomplete");
         CU_ASSERT(same_file_text(img, good));
     }
+    /* sweep and compare draw through the same gp_render */
+#define SWEEP_PNG "sweep --model models/fmnist-mlp.json --device A100-80GB --devices 1,2 --schedules gpipe --quiet --csv %s/s.csv --png %s"
+#define COMPARE_PNG "compare --model models/fmnist-mlp.json --clusters profiles/clusters/cpu-2cores.json " \
+                    "profiles/clusters/dgx-a100-1node.json --csv %s/c.csv --png %s"
+    for (int i = 0; i < 2; i++) {
+        char img[600], good[700];
+        snprintf(img, sizeof img, "%s/o%d.png", d, i);
+        snprintf(good, sizeof good, "%s.good", img);
+        if (i == 0) snprintf(a, sizeof a, SWEEP_PNG, d, img);
+        else snprintf(a, sizeof a, COMPARE_PNG, d, img);
+        expect("", a, 0, NULL);
+        char cp[1400];
+        snprintf(cp, sizeof cp, "cp %s %s", img, good);
+        CU_ASSERT_EQUAL(system(cp), 0);
+        expect("ulimit -f 16; trap '' XFSZ;", a, 1, "image is incomplete");
+        CU_ASSERT(same_file_text(img, good));
+    }
     snprintf(a, sizeof a, "plot %s -o %s/g", tr, d);
     expect("", a, 2, "no image type in the name (hint: end it in .png or .svg)");
     snprintf(a, sizeof a, "plot %s -o %s/g.", tr, d);
