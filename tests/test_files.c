@@ -29,6 +29,14 @@
 /* Only a guard against a run that blocks (a FIFO opened for reading); a
  * refusal takes milliseconds.  Not a speed target. */
 #define GUARD "timeout 120 "
+/* A memory limit that keeps a regression reading /dev/zero or a 3 GiB file
+ * from taking the machine; not under ASan or TSan, which reserve terabytes
+ * of address space at start. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define VM_LIMIT ""
+#else
+#define VM_LIMIT "ulimit -v 2000000;"
+#endif
 
 /* Run `prefix cleave args` through sh (prefix: ulimit, env, timeout);
  * stderr into *err (caller frees, may be NULL). The exit status. */
@@ -326,12 +334,7 @@ static void test_inputs_not_regular(void)
         snprintf(a, sizeof a, "%s %s %s", cmds[i][0], f, cmds[i][1]);
         expect(GUARD, a, 2, "fifo: is a pipe (FIFO), not a regular file");
         snprintf(a, sizeof a, "%s /dev/zero %s", cmds[i][0], cmds[i][1]);
-        /* the memory limit keeps a reader of /dev/zero from taking the machine */
-#ifndef __SANITIZE_ADDRESS__
-        expect("ulimit -v 2000000;" GUARD, a, 2, "/dev/zero: is a character device, not a regular file");
-#else
-        expect(GUARD, a, 2, "/dev/zero: is a character device, not a regular file");
-#endif
+        expect(VM_LIMIT GUARD, a, 2, "/dev/zero: is a character device, not a regular file");
     }
     /* the IDX loader too: a --data folder whose files are FIFOs */
     const char *idx[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
@@ -362,12 +365,7 @@ static void test_sizes_before_reading(void)
     expect("", a, 0, NULL);
     snprintf(a, sizeof a, "truncate -s 3G %s", ck);
     CU_ASSERT_EQUAL(system(a), 0);
-#ifndef __SANITIZE_ADDRESS__
-    /* reading either whole needs more than the 2 GB allowed here */
-    const char *lim = "ulimit -v 2000000;";
-#else
-    const char *lim = ""; /* ASan reserves terabytes of address space */
-#endif
+    const char *lim = VM_LIMIT; /* reading either whole needs more than that */
     snprintf(a, sizeof a, TINY "--resume %s", z);
     expect(lim, a, 2, "zero.ckpt: not a cleave checkpoint");
     snprintf(a, sizeof a, TINY "--resume %s", ck);
