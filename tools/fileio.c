@@ -344,7 +344,7 @@ static int out_start(cl_out *o, const char *path, int open_it, cl_err *e)
         return cl_fail(e, CL_EINPUT, "%s: cannot write: %s (hint: does the folder exist, may you write there?)",
                        path, strerror(err));
     }
-    if (have) fchmod(fd, st.st_mode & 07777); /* the replacement keeps the mode */
+    if (have) fchmod(fd, st.st_mode & 0777); /* the replacement keeps the permissions (not set-id bits) */
     if (!open_it) {
         close(fd);
         unlink(tmp);
