@@ -278,11 +278,17 @@ static int same_as_input(cl_err *e, const char *path, const char *in)
                    path, same ? "" : " (read as ", same ? "" : in, same ? "" : ")");
 }
 
-/* Names of descriptors already open: write to them, never replace them. */
-static int is_fd_name(const char *p)
+/* The descriptor a name stands for (/dev/stdout, /dev/stderr, /dev/fd/N,
+ * /proc/self/fd/N), or -1: such outputs are written, never replaced. */
+static int fd_of_name(const char *p)
 {
-    return !strcmp(p, "/dev/stdout") || !strcmp(p, "/dev/stderr") ||
-           !strncmp(p, "/dev/fd/", 8) || !strncmp(p, "/proc/self/fd/", 14);
+    if (!strcmp(p, "/dev/stdout")) return 1;
+    if (!strcmp(p, "/dev/stderr")) return 2;
+    const char *n = !strncmp(p, "/dev/fd/", 8) ? p + 8 : !strncmp(p, "/proc/self/fd/", 14) ? p + 14 : NULL;
+    if (!n || *n < '0' || *n > '9') return -1;
+    char *end;
+    long v = strtol(n, &end, 10);
+    return *end || v > INT_MAX ? -1 : (int)v;
 }
 
 /* cl_out_open and cl_out_check: open_it = 0 checks without opening a
@@ -303,14 +309,20 @@ static int out_start(cl_out *o, const char *path, int open_it, cl_err *e)
         return cl_fail(e, CL_EINPUT, "%s: is a directory (hint: name a file in it)", path);
     if (have && S_ISREG(st.st_mode) && is_input(&st, in, sizeof in))
         return same_as_input(e, path, in);
-    if (is_fd_name(path) || (have && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))) {
+    int dn = fd_of_name(path);
+    if (dn >= 0 || (have && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))) {
+        if (dn >= 0 && !have) { /* a system without /dev/fd: the descriptor itself */
+            have = fstat(dn, &st) == 0;
+            serr = errno;
+        }
         if (!have)
             return cl_fail(e, CL_EINPUT, "%s: cannot write: %s", path, strerror(serr));
         if (!open_it) return CL_OK;
         fflush(stdout); /* keep the order when this is stdout under another name */
-        /* O_APPEND: /dev/stdout redirected to a file continues after what
-         * is there, as a shell's >> or > expects; devices ignore it. */
-        int fd = open(path, O_WRONLY | O_NOCTTY | O_APPEND | O_CLOEXEC);
+        /* a descriptor is duplicated (same file offset, works for sockets
+         * too); a device or FIFO is opened by name */
+        int fd = dn >= 0 ? fcntl(dn, F_DUPFD_CLOEXEC, 0)
+                         : open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
             return cl_fail(e, CL_EINPUT, "%s: cannot write: %s", path, strerror(errno));
         o->path = cl_strdup(path);
