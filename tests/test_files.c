@@ -174,6 +174,11 @@ static void test_output_devices(void)
      * to a file); /dev/fd/1 rather than /dev/stdout, whose link a
      * regression would replace on the machine running the tests */
     expect("", "export " PLAN " --to torch -o /dev/fd/1", 0, NULL);
+    char seven[600];
+    snprintf(seven, sizeof seven, "%s/seven", d);
+    snprintf(a, sizeof a, "export " PLAN " --to torch -o /dev/fd/7 7>%s", seven);
+    expect("", a, 0, NULL);
+    CU_ASSERT(same_file_text(seven, ref));
     rm_dir(d);
 }
 
