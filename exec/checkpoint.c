@@ -1,11 +1,14 @@
 /* checkpoint.c - checkpoint files, identity checks, weights files and the
  * stop-at-a-boundary signal flag (checkpoint.h). */
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <zlib.h>
@@ -167,10 +170,11 @@ int exec_ckpt_write(const exec_ckpt *c, const char *path, cl_err *e)
     return rc;
 }
 
-int exec_ckpt_decode(exec_ckpt **out, const unsigned char *buf, size_t len, const char *file,
-                     cl_err *e)
+/* Parse the header line at the start of buf (len bytes, the whole file or
+ * its first bytes): *eol is the offset of its newline. */
+static int ckpt_header(const unsigned char *buf, size_t len, const char *file, size_t *eol_out,
+                       unsigned long long *pay_out, unsigned int *crc_out, cl_err *e)
 {
-    *out = NULL;
     const size_t tl = strlen(EXEC_CKPT_TAG);
     if (len < tl + 1 || memcmp(buf, EXEC_CKPT_TAG, tl) != 0 || buf[tl] != ' ')
         return cl_fail(e, CL_EINPUT, "%s: not a cleave checkpoint (it does not start with \"%s\") (hint: name a file written by cleave train --checkpoint)",
@@ -192,14 +196,36 @@ int exec_ckpt_decode(exec_ckpt **out, const unsigned char *buf, size_t len, cons
     if (ver != EXEC_CKPT_VERSION)
         return cl_fail(e, CL_EINPUT, "%s: checkpoint version %d, this cleave reads version %d (hint: resume with the cleave that wrote it)",
                        file, ver, EXEC_CKPT_VERSION);
-    const unsigned char *p = buf + eol + 1;
-    size_t have = len - eol - 1;
+    *eol_out = eol;
+    *pay_out = pay;
+    *crc_out = crc;
+    return CL_OK;
+}
+
+/* The payload after the header has `have` bytes; the header says pay. */
+static int ckpt_sizes(const char *file, unsigned long long have, unsigned long long pay, cl_err *e)
+{
     if (have < pay)
-        return cl_fail(e, CL_EINPUT, "%s: truncated checkpoint: %zu of %llu payload bytes (hint: the file is damaged; use an older checkpoint or start afresh)",
+        return cl_fail(e, CL_EINPUT, "%s: truncated checkpoint: %llu of %llu payload bytes (hint: the file is damaged; use an older checkpoint or start afresh)",
                        file, have, pay);
     if (have > pay)
-        return cl_fail(e, CL_EINPUT, "%s: %zu bytes after the checkpoint's %llu payload bytes (hint: the file is damaged; use an older checkpoint or start afresh)",
-                       file, have - (size_t)pay, pay);
+        return cl_fail(e, CL_EINPUT, "%s: %llu bytes after the checkpoint's %llu payload bytes (hint: the file is damaged; use an older checkpoint or start afresh)",
+                       file, have - pay, pay);
+    return CL_OK;
+}
+
+int exec_ckpt_decode(exec_ckpt **out, const unsigned char *buf, size_t len, const char *file,
+                     cl_err *e)
+{
+    *out = NULL;
+    size_t eol;
+    unsigned long long pay;
+    unsigned int crc;
+    int rc = ckpt_header(buf, len, file, &eol, &pay, &crc, e);
+    if (rc) return rc;
+    const unsigned char *p = buf + eol + 1;
+    size_t have = len - eol - 1;
+    if ((rc = ckpt_sizes(file, have, pay, e))) return rc;
     if (crc_of(p, have) != crc)
         return cl_fail(e, CL_EINPUT, "%s: corrupt checkpoint: checksum %08" PRIx32 ", header says %08x (hint: the file is damaged; use an older checkpoint or start afresh)",
                        file, crc_of(p, have), crc);
@@ -237,14 +263,50 @@ int exec_ckpt_decode(exec_ckpt **out, const unsigned char *buf, size_t len, cons
     return CL_OK;
 }
 
+/* Read n bytes at off of fd; the count read (short at the end of file). */
+static size_t pread_full(int fd, unsigned char *buf, size_t n, off_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, off + (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    return got;
+}
+
 int exec_ckpt_read(exec_ckpt **out, const char *path, cl_err *e)
 {
     *out = NULL;
-    char *buf;
-    size_t n;
-    int rc = cl_read_file(path, CKPT_MAX_BYTES, &buf, &n, e);
+    int fd;
+    struct stat st;
+    /* replaceable: --resume run.ckpt --checkpoint run.ckpt is the usual way */
+    int rc = cl_in_open(path, CL_IN_REPLACEABLE, &fd, &st, e);
     if (rc) return rc;
-    rc = exec_ckpt_decode(out, (const unsigned char *)buf, n, path, e);
+    /* The header first: a file that is not a checkpoint, or whose size
+     * disagrees with its header, is refused before the rest is read. */
+    unsigned char head[100];
+    size_t nh = pread_full(fd, head, sizeof head, 0);
+    size_t eol;
+    unsigned long long pay;
+    unsigned int crc;
+    rc = ckpt_header(head, nh, path, &eol, &pay, &crc, e);
+    unsigned long long size = (unsigned long long)st.st_size;
+    if (!rc) rc = ckpt_sizes(path, size - eol - 1, pay, e);
+    size_t limit = cl_in_limit(CKPT_MAX_BYTES);
+    if (!rc && size > limit) rc = cl_in_too_big(e, path, size, limit);
+    unsigned char *buf = NULL;
+    size_t n = 0;
+    if (!rc) {
+        buf = cl_malloc((size_t)size + 1);
+        errno = 0;
+        n = pread_full(fd, buf, (size_t)size, 0);
+        if (n < size && errno) /* a shorter file is reported by the decoder */
+            rc = cl_fail(e, CL_EINPUT, "%s: read error: %s", path, strerror(errno));
+    }
+    close(fd);
+    if (!rc) rc = exec_ckpt_decode(out, buf, n, path, e);
     free(buf);
     return rc;
 }

@@ -5,10 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <gsl/gsl_randist.h>
 #include <zlib.h>
 
+#include "../tools/fileio.h"
 #include "data.h"
 #include "tensor.h"
 
@@ -119,10 +122,17 @@ static int idx_open(const char *path, uint32_t magic, int ndim, uint32_t *dims, 
                     cl_err *e)
 {
     *out = NULL;
-    gzFile g = gzopen(path, "rb");
-    if (!g)
-        return cl_fail(e, CL_EINPUT, "%s: cannot open: %s (%s)", path,
-                       errno ? strerror(errno) : "out of memory", INSTALL_HINT);
+    int fd;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return cl_fail(e, CL_EINPUT, "%s: cannot open: %s (%s)", path, strerror(errno), INSTALL_HINT);
+    int orc = cl_in_open(path, 0, &fd, &st, e); /* a regular file: no FIFO, no device */
+    if (orc) return orc;
+    gzFile g = gzdopen(fd, "rb");
+    if (!g) {
+        close(fd);
+        return cl_fail(e, CL_EINPUT, "%s: cannot open: out of memory (%s)", path, INSTALL_HINT);
+    }
     unsigned char h[16];
     int rc = gz_exact(g, path, h, 4, "the IDX magic number", e);
     if (!rc && be32(h) == magic) rc = gz_exact(g, path, h + 4, 4 * (uint64_t)ndim, "the IDX header", e);

@@ -404,12 +404,10 @@ int exec_pipe_run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r, c
     free(cap);
     if (!rc && R->x->rank >= 0) r->rank = R->x->rank;
     if (!rc && o->trace_path) { /* fail on a bad path now, not after training */
-        cl_out probe;
-        if (!(rc = cl_out_open(&probe, o->trace_path, e))) cl_out_abort(&probe);
+        rc = cl_out_check(o->trace_path, e);
     }
     if (!rc && o->ckpt_path && r->rank == 0) {
-        cl_out probe;
-        if (!(rc = cl_out_open(&probe, o->ckpt_path, e))) cl_out_abort(&probe);
+        rc = cl_out_check(o->ckpt_path, e);
     }
     if (!rc && o->on_epoch && r->rank == 0) /* the epochs a resumed run did before */
         for (int i = 0; i < R->n_epochs_done; i++) o->on_epoch(o->ctx, &R->epochs[i]);

@@ -6,6 +6,7 @@
 
 #include "../exec/gemm.h"
 #include "cli.h"
+#include "fileio.h"
 
 typedef struct command {
     const char *name;
@@ -55,6 +56,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    cl_inputs_track(1); /* no output may replace a file the command read */
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);

@@ -249,7 +249,7 @@ int cmd_train(int argc, char **argv)
         if ((k.sig = exec_ckpt_signal())) break; /* arrived during the evaluation */
     }
     exec_ckpt_signals_restore();
-    if (!rc && k.rc) {
+    if (k.rc && !e.code) { /* a checkpoint write failed: its message */
         e = k.err;
         rc = k.rc;
     }

@@ -2,10 +2,13 @@
  *
  * A plot is a gnuplot template (embedded into the binary at build time from
  * tools/gnuplot/NAME.gp) preceded by the variables and inline data blocks the
- * caller defines.  Rendering runs the `gnuplot` program (or $GNUPLOT) into a
- * temporary file beside the destination and renames it into place only when
- * gnuplot succeeded, so a failed or interrupted plot never leaves a partial
- * image.  The terminal follows the extension: .png (pngcairo) or .svg.
+ * caller defines.  Rendering runs the `gnuplot` program (or $GNUPLOT) on
+ * unlinked scratch files in $TMPDIR (or /tmp) passed as descriptors (script
+ * /dev/fd/4, image /dev/fd/3, messages fd 2).  The image is checked complete
+ * (PNG signature and end chunk, SVG closing tag: gnuplot exits 0 even when
+ * its writes failed) before it goes to the destination through cl_out, so a
+ * failed or interrupted plot never leaves a partial image.  The terminal
+ * follows the extension: .png (pngcairo) or .svg.
  */
 #ifndef CL_GNUPLOT_H
 #define CL_GNUPLOT_H

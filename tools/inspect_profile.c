@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
@@ -13,6 +15,7 @@
 #include "../profiles/pipedream.h"
 #include "../profiles/profile.h"
 #include "cli.h"
+#include "fileio.h"
 #include "inspect.h"
 #include "jsonx.h"
 
@@ -171,8 +174,16 @@ static int inspect_pipedream(const char *path, int as_json)
  * (cmd_inspect sends both kinds here). */
 static int is_json(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return 1;  /* the JSON loader reports the missing file */
+    int fd;
+    struct stat st;
+    cl_err ignore = {0};
+    /* not a regular file, missing: the JSON loader reports it */
+    if (cl_in_open(path, CL_IN_INTERNAL, &fd, &st, &ignore)) return 1;
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return 1;
+    }
     int ch;
     while ((ch = fgetc(f)) == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {}
     fclose(f);

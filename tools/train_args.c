@@ -59,11 +59,9 @@ int train_args_probe(const train_args *a, cl_err *e)
 {
     const char *outs[3] = {a->log, a->ckpt, a->weights};
     for (int i = 0; i < 3; i++) {
-        cl_out probe;
         if (!outs[i]) continue;
-        int rc = cl_out_open(&probe, outs[i], e);
+        int rc = cl_out_check(outs[i], e);
         if (rc) return rc;
-        cl_out_abort(&probe);
     }
     return CL_OK;
 }
