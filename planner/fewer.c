@@ -10,6 +10,18 @@
 
 #include "instance.h"
 
+/* On up to this many devices the searches on fewer cover every count;
+ * beyond, they get the work of the search on all (search_fewer). */
+#define FEWER_ALL_DEVICES 16
+/* A candidate built and simulated, in exact-search steps (a replay of a
+ * few thousand ops against transitions at 15 to 25 ns each). */
+#define FEWER_CANDIDATE_STEPS ((int64_t)20000)
+
+static int64_t work_done(const plan_result *res)
+{
+    return res->exact_steps + FEWER_CANDIDATE_STEPS * res->candidates;
+}
+
 fewer_memo *search_memo_new(const search_ctx *c, int mixed)
 {
     fewer_memo *fm = cl_malloc(sizeof *fm);
@@ -77,22 +89,41 @@ int search_memo_covers(const fewer_memo *fm, int mi, int N, const sched_kind *ki
  * speeds of the first k devices, is slower than the best plan, no k or
  * fewer devices can beat it and the search stops. */
 int search_fewer(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, const int *micro, int n_micro,
-                        const sched_kind *kinds, int n_kinds, cl_err *e)
+                 const sched_kind *kinds, int n_kinds, int *stopped, cl_err *e)
 {
     const plan_request *rq = c->rq;
     int N = rq->cluster->n_devices, rc = CL_OK;
+    /* beyond FEWER_ALL_DEVICES, as much work as the search on all N
+     * devices took, so the planning time at most about doubles */
+    int64_t start = work_done(c->res), budget = N <= FEWER_ALL_DEVICES ? INT64_MAX : start, last = 0;
+    *stopped = 0;
     double spd = 0, wmin = HUGE_VAL;
     for (int d = 0; d < N; d++) spd += c->speed[d];
     for (int mi = 0; mi < n_micro; mi++) wmin = fmin(wmin, search_work_s(rq, micro[mi]));
     cluster view = *rq->cluster;
+    int last_k = N;
     int lo = rq->floor ? rq->floor->plan.cluster.n_devices + 1 : 1;
     for (int k = N - 1; k >= lo && !rc && B->have && k >= rq->stages; k--) {
         spd -= c->speed[k];
         if (wmin / spd * (1 - 1e-9) > B->pred.iteration_s) break;
+        /* beyond FEWER_ALL_DEVICES, on several nodes: whole nodes only (a
+         * count ending inside a node makes the nodes unequal, and the exact
+         * search then prices every position on its own: far dearer) */
+        if (N > FEWER_ALL_DEVICES && rq->cluster->devices[k - 1].node == rq->cluster->devices[k].node &&
+            rq->cluster->n_nodes > 1)
+            continue;
+        /* stop before a search the last one says would pass the budget */
+        if (work_done(c->res) - start + last > budget) {
+            *stopped = last_k;
+            break;
+        }
         view.n_devices = k;
         c->view = &view;
         c->n_dev = k;
+        int64_t w0 = work_done(c->res);
         rc = search_view(c, B, lt, fm, micro, n_micro, kinds, n_kinds + (k == 1 && rq->schedule < 0), e);
+        last = work_done(c->res) - w0;
+        last_k = k;
     }
     c->view = rq->cluster;
     c->n_dev = N;
@@ -178,7 +209,8 @@ int search_counts(search_ctx *c, search_best *B, int mixed, const int *micro, in
     int full_sched = B->pl.schedule, full_stages = B->pl.n_stages, full_notes = res->n_notes;
     int cuts_dag = res->cuts_dag, lattice_sets = res->lattice_sets;
     B->strict = 1;
-    rc = rc ? rc : search_fewer(c, B, &lt, fm, micro, n_micro, kinds, n_kinds, e);
+    int stopped = 0;
+    rc = rc ? rc : search_fewer(c, B, &lt, fm, micro, n_micro, kinds, n_kinds, &stopped, e);
     free(fm);
     if (!rc && rq->floor) search_consider_floor(c, B);
     if (lt.have) plan_lattice_free(&lt.dag);
@@ -192,6 +224,9 @@ int search_counts(search_ctx *c, search_best *B, int mixed, const int *micro, in
         res->cuts_dag = cuts_dag;
         res->lattice_sets = lattice_sets;
     }
+    if (stopped)
+        search_note(res, "the searches on fewer devices stopped at %d of the %d (work budget): a plan on fewer devices might predict a faster iteration",
+                    stopped, N);
     int used = B->have ? plan_device_count(&B->pl) : N;
     B->why[0] = '\0';
     if (used < N) {

@@ -41,6 +41,9 @@ void search_layout_plan(const search_ctx *c, const plan_inst *I, const plan_latt
                         const plan_layout *y, plan *pl);
 void search_free_stages(plan *pl);
 
+/* Tell the user (one line, kept once, PLAN_NOTES at most). */
+void search_note(plan_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Deep copies of the request's model and cluster into the final plan. */
 int search_own_copies(plan *pl, const plan_request *rq, cl_err *e);
 
@@ -113,7 +116,7 @@ int search_layout_need(const plan_inst *I, const plan_layout *y, int K);
 int search_memo_covers(const fewer_memo *fm, int mi, int N, const sched_kind *kinds, int n_kinds,
                        double crit, const search_best *B, const plan_request *rq);
 int search_fewer(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, const int *micro, int n_micro,
-                 const sched_kind *kinds, int n_kinds, cl_err *e);
+                 const sched_kind *kinds, int n_kinds, int *stopped, cl_err *e);
 void search_consider_floor(search_ctx *c, search_best *B);
 int search_floor_ok(const plan_request *rq);
 int search_counts(search_ctx *c, search_best *B, int mixed, const int *micro, int n_micro, const sched_kind *kinds,

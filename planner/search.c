@@ -49,8 +49,7 @@ void plan_result_free(plan_result *res)
     memset(res, 0, sizeof *res);
 }
 
-static void note(plan_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(plan_result *res, const char *fmt, ...)
+void search_note(plan_result *res, const char *fmt, ...)
 {
     char buf[320];
     va_list ap;
@@ -122,7 +121,7 @@ static void consider(search_ctx *c, search_best *B, const plan_inst *I, const pl
     if (sched_is_async(pl.schedule))
         for (int s = 0; s < pl.n_stages; s++)
             if (pl.n_micro % pl.stages[s].n_replicas != 0) {
-                note(c->res, "%s: left out layouts whose replica counts do not divide the %d microbatches",
+                search_note(c->res, "%s: left out layouts whose replica counts do not divide the %d microbatches",
                      sched_kind_name(pl.schedule), pl.n_micro);
                 search_free_stages(&pl);
                 return;
@@ -135,7 +134,7 @@ static void consider(search_ctx *c, search_best *B, const plan_inst *I, const pl
     assert(rc == CL_OK); /* layouts are valid plans by construction */
     (void)rc;
     if (plan_predict_sim(&pl, &pr) != CL_OK) {
-        note(c->res, "%s: left out layouts the simulator cannot replay", sched_kind_name(pl.schedule));
+        search_note(c->res, "%s: left out layouts the simulator cannot replay", sched_kind_name(pl.schedule));
         search_free_stages(&pl);
         return;
     }
@@ -363,7 +362,7 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
         plan_lattice_free(&L);
         plan_inst_free(&I);
     }
-    note(c->res, "interleaved plans balance the slowest chunk by a greedy split, without replication (not the exact search)");
+    search_note(c->res, "interleaved plans balance the slowest chunk by a greedy split, without replication (not the exact search)");
 }
 
 
@@ -425,7 +424,7 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
                         lt->have = 1;
                     } else {
                         lt->failed = 1;
-                        note(res, "WARNING: %s; the exact search falls back to the cuts of one topological order (it may miss better cuts; raise --max-cuts)",
+                        search_note(res, "WARNING: %s; the exact search falls back to the cuts of one topological order (it may miss better cuts; raise --max-cuts)",
                              de.msg);
                     }
                 } else {
@@ -630,7 +629,7 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
                         if (rq->algo == PLAN_ALGO_EXACT)
                             rc = cl_fail(e, CL_EINPUT, "%s (hint: --algo merge plans large problems quickly)", xe.msg);
                         else
-                            note(res, "WARNING: %s; this candidate uses partition-and-merge instead (gap to the optimum unknown)", xe.msg);
+                            search_note(res, "WARNING: %s; this candidate uses partition-and-merge instead (gap to the optimum unknown)", xe.msg);
                         okx = 0;
                     } else if (okx == 1) {
                         plan_layout_eval(&I, XL, &yx, &evx);
@@ -767,7 +766,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     }
     pl->pred = B.pred;
     if (pl->schedule == SCHED_ZBH1)
-        note(res, "zb-h1 was searched on as many devices as the schedules before it chose (its memory depends on the device count)");
+        search_note(res, "zb-h1 was searched on as many devices as the schedules before it chose (its memory depends on the device count)");
     res->timing = B.tm;
     res->bottleneck_s = B.ev.bottleneck_s;
     res->bottleneck_stage = B.ev.bottleneck_stage;

@@ -49,7 +49,9 @@ typedef struct plan_request {
     int no_prune;           /* 1 (tests): search and rank every candidate on its
                                own: no candidate skipped by a bound, no exact
                                search shared between schedules; the chosen
-                               plan must not change                            */
+                               plan must not change (the searches on fewer
+                               devices still stop at the work bound and carry
+                               layouts over: fewer.c)                          */
 } plan_request;
 
 #define PLAN_NOTES 8

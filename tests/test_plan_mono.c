@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cJSON.h>
+
 #include "../planner/search.h"
 #include "../tools/study.h"
 #include "test.h"
@@ -211,11 +213,12 @@ static void test_random_monotone(void)
 static void test_sweep_monotone(void)
 {
     char *dir = test_tmpdir();
-    char args[1200], csv[700];
+    char args[1600], csv[700], plans[700];
     snprintf(csv, sizeof csv, "%s/s.csv", dir);
+    snprintf(plans, sizeof plans, "%s/plans", dir);
     snprintf(args, sizeof args,
              "sweep --model models/vgg16.json --cluster profiles/clusters/v100-8-pcie.json "
-             "--devices 4,5,6,7,8 --schedules 1f1b,zb-h1,fbp --csv %s --quiet", csv);
+             "--devices 4,5,6,7,8 --schedules 1f1b,zb-h1,fbp --csv %s --save-plans %s --quiet", csv, plans);
     char *out = NULL, *err = NULL;
     int rc = test_run_cli(args, &out, &err);
     CU_ASSERT_EQUAL(rc, 0);
@@ -237,6 +240,26 @@ static void test_sweep_monotone(void)
     for (int r = 1; r <= t.n_rows; r++) {
         const char *const *row = (const char *const *)&t.cell[r * t.n_cols];
         CU_ASSERT(atoi(row[c_used]) <= atoi(row[c_dev]));
+        /* the saved plan says why it leaves devices idle, and only then;
+         * a wrong count in that member is refused, naming it */
+        char path[900];
+        snprintf(path, sizeof path, "%s/%sdev-%s.json", plans, row[c_dev], row[c_sch]);
+        plan pl;
+        cl_err e = {0};
+        CU_ASSERT_EQUAL_FATAL(plan_load(&pl, path, &e), CL_OK);
+        CU_ASSERT_EQUAL(pl.idle_why[0] != '\0', atoi(row[c_used]) < atoi(row[c_dev]));
+        if (pl.idle_why[0]) {
+            cJSON *root = plan_to_json(&pl);
+            cJSON *du = cJSON_GetObjectItemCaseSensitive(root, "devices_used");
+            CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(du, "used")->valueint, atoi(row[c_used]));
+            cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(du, "used"), atoi(row[c_dev]));
+            plan bad;
+            cl_err be = {0};
+            CU_ASSERT_NOT_EQUAL(plan_from_json(&bad, root, "p.json", &be), CL_OK);
+            CU_ASSERT_PTR_NOT_NULL(strstr(be.msg, "p.json: devices_used.used"));
+            cJSON_Delete(root);
+        }
+        plan_free(&pl);
         for (int q = 1; q < r; q++) {
             const char *const *pr = (const char *const *)&t.cell[q * t.n_cols];
             if (strcmp(pr[c_sch], row[c_sch]) || atoi(pr[c_dev]) >= atoi(row[c_dev])) continue;
