@@ -73,7 +73,7 @@ int search_memo_covers(const fewer_memo *fm, int mi, int N, const sched_kind *ki
     for (int ki = 0; ki < n_kinds; ki++) {
         if (B->have && !sched_is_async(kinds[ki]) && crit > B->pred.iteration_s && !rq->no_prune)
             continue; /* as the critical-path bound leaves it out */
-        if (fm->need[mi][ki] > N || fm->devfix[mi][ki] != (fm->devfix[mi][ki] ? u : 0)) return 0;
+        if (fm->need[mi][ki] > N || (fm->devfix[mi][ki] && fm->devfix[mi][ki] != u)) return 0;
         if (!u && fm->need[mi][ki] > 0) u = fm->used[mi][ki];
     }
     return 1;
