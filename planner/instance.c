@@ -21,12 +21,22 @@ double search_stage_update_s(const prof *pf, const plan_stage *st, double spd)
     return u / spd;
 }
 
+double search_work_s(const plan_request *rq, int m)
+{
+    double b = (double)rq->batch / m, w = 0;
+    for (int i = 0; i < rq->prof->n_layers; i++) {
+        const prof_layer *pl = &rq->prof->layers[i];
+        w += prof_fwd_s(pl, b) + prof_bwd_in_s(pl, b) + prof_bwd_w_s(pl, b);
+    }
+    return m * w;
+}
+
 /* Build the instance for `m` microbatches over the devices in c->order. */
 void search_inst_build(const search_ctx *c, int m, plan_inst *I)
 {
     const model *md = c->rq->model;
     const prof *pf = c->rq->prof;
-    const cluster *cl = c->rq->cluster;
+    const cluster *cl = c->view;
     int n = md->n_layers, n_in = 0;
     for (int i = 0; i < n; i++) n_in += md->layers[i].n_inputs;
     plan_inst_alloc(I, n, n_in, cl->n_devices);
@@ -189,7 +199,7 @@ static int cmp_speed_ctx_asc(const void *a, const void *b, void *cx)
  * sorted by their slowest device, both ways (unused devices end up first). */
 int search_device_orders(const search_ctx *c, int **out)
 {
-    const cluster *cl = c->rq->cluster;
+    const cluster *cl = c->view;
     int N = cl->n_devices, mixed = 0;
     for (int d = 1; d < N; d++) mixed |= c->speed[d] != c->speed[0];
     int k = 0;

@@ -7,6 +7,7 @@
 
 #include "cost.h"
 #include "search.h"
+#include "predict.h"
 
 /* Most microbatch counts the automatic choice tries. */
 #define SEARCH_MAX_MICRO 5
@@ -15,6 +16,9 @@
 typedef struct search_ctx {
     const plan_request *rq;
     plan_result *res;
+    /* the devices searched: rq->cluster, or its first n_dev devices (a
+     * shallow copy; plans still name rq->cluster and its device indices) */
+    const cluster *view;
     int n_dev;
     double *speed;          /* per cluster device */
     int *order;             /* current device order (positions -> devices) */
@@ -22,6 +26,10 @@ typedef struct search_ctx {
 
 /* The instance for `m` microbatches over the devices in c->order. */
 void search_inst_build(const search_ctx *c, int m, plan_inst *I);
+
+/* The work of one iteration at m microbatches, forward and backward over
+ * every layer, in seconds on the profiled device (speed 1). */
+double search_work_s(const plan_request *rq, int m);
 
 /* One optimiser step over a stage's parameters on a device of relative
  * speed spd (the profile's per-layer update_s, scaled like compute). */
@@ -33,6 +41,9 @@ void search_layout_plan(const search_ctx *c, const plan_inst *I, const plan_latt
                         const plan_layout *y, plan *pl);
 void search_free_stages(plan *pl);
 
+/* Tell the user (one line, kept once, PLAN_NOTES at most). */
+void search_note(plan_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Deep copies of the request's model and cluster into the final plan. */
 int search_own_copies(plan *pl, const plan_request *rq, cl_err *e);
 
@@ -42,5 +53,73 @@ int search_micro_candidates(const plan_request *rq, int *out);
 
 /* Device orders to try, each allocated into out[k]; returns how many. */
 int search_device_orders(const search_ctx *c, int **out);
+
+typedef struct search_best {
+    int have;
+    plan pl;                /* stages owned, model/cluster shallow          */
+    plan_pred pred;
+    plan_timing tm;
+    plan_eval ev;
+    double exact_s, merge_s;
+    const char *algo;
+    int view_n;             /* devices offered to the search that found it */
+    char why[320];          /* why the plan leaves devices idle ("": it does not) */
+    int strict;             /* 1: a later candidate must be strictly faster
+                               (searches on fewer devices: on a tie the plan
+                               found on more devices stays)                 */
+    /* the least bad infeasible layout, for the message */
+    int have_bad;
+    plan_eval bad_ev;
+    plan bad_pl;
+} search_best;
+
+/* What the search on more devices found, per microbatch count and schedule,
+ * for the searches on fewer (search_fewer).  On devices all alike, a
+ * layout the exact search chose on k + 1 devices that has a copy on the
+ * first k (the same blocks shifted: anywhere in one node, by whole nodes
+ * when the nodes are equal) is optimal there too and simulates the same, so
+ * that candidate need not be searched again. */
+typedef struct fewer_memo {
+    int on;                 /* devices all alike: layouts carry over          */
+    int K;                  /* > 0: equal nodes of K devices; 0: one node;
+                               -1: no shift (unequal nodes)                  */
+    /* the fewest first devices holding a copy of the layout (0: nothing
+     * fits; INT_MAX: not known, search), its devices and the device count
+     * zb-h1 was held to */
+    int need[SEARCH_MAX_MICRO + 1][SCHED_COUNT];
+    int used[SEARCH_MAX_MICRO + 1][SCHED_COUNT];
+    int devfix[SEARCH_MAX_MICRO + 1][SCHED_COUNT];
+    /* 1: skip_count proved no layout at this microbatch count beats the
+     * best plan; on fewer devices its bound only grows */
+    int dead[SEARCH_MAX_MICRO + 1];
+} fewer_memo;
+
+/* The cut lattice of a branching model is the same for every microbatch
+ * count and device count: listed once, re-summed per instance. */
+typedef struct dag_state {
+    plan_lattice dag;
+    int have, failed;
+} dag_state;
+
+/* Search the devices of c->view (every device order, microbatch count and
+ * schedule), ranking every candidate into *B (search.c). */
+int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, const int *micro, int n_micro,
+                const sched_kind *kinds, int n_kinds, cl_err *e);
+
+/* fewer.c: the memo for c's devices (all alike unless mixed; free()), the
+ * fewest first devices holding a copy of layout y (equal nodes of K, 0: one
+ * node, -1: no shift), whether microbatch count mi can be left out on N
+ * devices, the searches on fewer devices, and the floor plan as a
+ * candidate. */
+fewer_memo *search_memo_new(const search_ctx *c, int mixed);
+int search_layout_need(const plan_inst *I, const plan_layout *y, int K);
+int search_memo_covers(const fewer_memo *fm, int mi, int N, const sched_kind *kinds, int n_kinds,
+                       double crit, const search_best *B, const plan_request *rq);
+int search_fewer(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, const int *micro, int n_micro,
+                 const sched_kind *kinds, int n_kinds, int *stopped, cl_err *e);
+void search_consider_floor(search_ctx *c, search_best *B);
+int search_floor_ok(const plan_request *rq);
+int search_counts(search_ctx *c, search_best *B, int mixed, const int *micro, int n_micro, const sched_kind *kinds,
+                  int n_kinds, cl_err *e);
 
 #endif

@@ -307,7 +307,8 @@ int plan_from_json(plan *p, const cJSON *root, const char *file, cl_err *e)
 {
     static const char *const top[] = {"format", "version", "schedule", "chunks", "optimizer",
                                       "batch", "microbatch", "microbatches", "stages",
-                                      "predictions", "model", "cluster", "communication", NULL};
+                                      "predictions", "model", "cluster", "communication",
+                                      "devices_used", NULL};
     static const char *const pred_members[] = {"iteration_s", "throughput", "bubble", "speedup",
                                                NULL};
     static const char *sched_names[SCHED_COUNT];
@@ -362,7 +363,28 @@ int plan_from_json(plan *p, const cJSON *root, const char *file, cl_err *e)
             (rc = jx_num(&j, pred, "predictions", "speedup", 1, 0, HUGE_VAL, &p->pred.speedup)))
             goto fail;
     }
+    const cJSON *du;
+    int64_t du_used = 0, du_of = 0;
+    if ((rc = jx_object(&j, root, "", "devices_used", 0, &du))) goto fail;
+    if (du) {
+        static const char *const du_members[] = {"used", "of", "why", NULL};
+        if ((rc = jx_only(&j, du, "devices_used", du_members)) ||
+            (rc = jx_int(&j, du, "devices_used", "used", 1, 1, INT32_MAX, &du_used)) ||
+            (rc = jx_int(&j, du, "devices_used", "of", 1, 1, INT32_MAX, &du_of)) ||
+            (rc = jx_str(&j, du, "devices_used", "why", 1, p->idle_why, sizeof p->idle_why)))
+            goto fail;
+    }
     if ((rc = plan_validate(p, file, e))) goto fail;
+    if (du && du_used != plan_device_count(p)) {
+        rc = jx_fail(&j, "devices_used.used", "%lld, but the stages use %d devices (hint: drop devices_used, or correct it)",
+                     (long long)du_used, plan_device_count(p));
+        goto fail;
+    }
+    if (du && du_of != p->cluster.n_devices) {
+        rc = jx_fail(&j, "devices_used.of", "%lld, but the cluster has %d devices (hint: drop devices_used, or correct it)",
+                     (long long)du_of, p->cluster.n_devices);
+        goto fail;
+    }
     return CL_OK;
 fail:
     plan_free(p);
@@ -432,6 +454,12 @@ cJSON *plan_to_json(const plan *p)
     cJSON_AddNumberToObject(pr, "throughput", p->pred.throughput);
     cJSON_AddNumberToObject(pr, "bubble", p->pred.bubble);
     cJSON_AddNumberToObject(pr, "speedup", p->pred.speedup);
+    if (p->idle_why[0]) {
+        cJSON *du = cJSON_AddObjectToObject(root, "devices_used");
+        cJSON_AddNumberToObject(du, "used", plan_device_count(p));
+        cJSON_AddNumberToObject(du, "of", p->cluster.n_devices);
+        cJSON_AddStringToObject(du, "why", p->idle_why);
+    }
     cJSON_AddItemToObject(root, "model", model_to_json(&p->model));
     cJSON_AddItemToObject(root, "cluster", cluster_to_json(&p->cluster));
     return root;

@@ -92,6 +92,9 @@ typedef struct plan {
     int n_stages;
     plan_stage *stages;       /* owned */
     plan_pred pred;
+    /* when the plan leaves devices of its cluster idle, why, one line ("":
+     * not said; the planner always says); "devices_used" in the file */
+    char idle_why[320];
     model model;              /* owned: the model the plan partitions         */
     cluster cluster;          /* owned: the cluster it runs on                */
 } plan;

@@ -161,7 +161,9 @@ int plan_predict_sim(const plan *pl, plan_pred *pr)
     double seq = pr->speedup > 0 ? pr->iteration_s * pr->speedup : 0;
     pr->iteration_s = r.iteration_s;
     pr->throughput = r.throughput;
-    pr->bubble = r.bubble;
+    /* 1 - mean busy fraction rounds to -2e-16 when every device is busy
+     * throughout; a plan's bubble lies in [0, 1] (plan_validate) */
+    pr->bubble = r.bubble < 0 ? 0 : r.bubble > 1 ? 1 : r.bubble;
     pr->speedup = seq > 0 ? seq / r.iteration_s : r.speedup;
     sim_result_free(&r);
     return CL_OK;

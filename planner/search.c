@@ -1,5 +1,6 @@
 /* search.c - candidates, their partitions, their ranking (see search.h). */
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,8 +49,7 @@ void plan_result_free(plan_result *res)
     memset(res, 0, sizeof *res);
 }
 
-static void note(plan_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(plan_result *res, const char *fmt, ...)
+void search_note(plan_result *res, const char *fmt, ...)
 {
     char buf[320];
     va_list ap;
@@ -100,27 +100,16 @@ static int shadow_kind(int dep, int monotone)
 
 /* ------------------------------------------------------------- search -- */
 
-typedef struct best {
-    int have;
-    plan pl;                /* stages owned, model/cluster shallow          */
-    plan_pred pred;
-    plan_timing tm;
-    plan_eval ev;
-    double exact_s, merge_s;
-    const char *algo;
-    /* the least bad infeasible layout, for the message */
-    int have_bad;
-    plan_eval bad_ev;
-    plan bad_pl;
-} best;
 
-static int better(const plan_pred *a, const plan_eval *ea, const plan_pred *b, const plan_eval *eb)
+static int better(const search_best *B, const plan_pred *a, const plan_eval *ea)
 {
+    if (!B->have) return 1;
+    const plan_pred *b = &B->pred;
     if (a->iteration_s != b->iteration_s) return a->iteration_s < b->iteration_s;
-    return plan_eval_cmp(ea, eb) < 0;
+    return !B->strict && plan_eval_cmp(ea, &B->ev) < 0;
 }
 
-static void consider(search_ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
+static void consider(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
                      const plan_layout *y, const plan_eval *ev, const char *algo, double exact_s,
                      double merge_s)
 {
@@ -132,7 +121,7 @@ static void consider(search_ctx *c, best *B, const plan_inst *I, const plan_latt
     if (sched_is_async(pl.schedule))
         for (int s = 0; s < pl.n_stages; s++)
             if (pl.n_micro % pl.stages[s].n_replicas != 0) {
-                note(c->res, "%s: left out layouts whose replica counts do not divide the %d microbatches",
+                search_note(c->res, "%s: left out layouts whose replica counts do not divide the %d microbatches",
                      sched_kind_name(pl.schedule), pl.n_micro);
                 search_free_stages(&pl);
                 return;
@@ -145,13 +134,13 @@ static void consider(search_ctx *c, best *B, const plan_inst *I, const plan_latt
     assert(rc == CL_OK); /* layouts are valid plans by construction */
     (void)rc;
     if (plan_predict_sim(&pl, &pr) != CL_OK) {
-        note(c->res, "%s: left out layouts the simulator cannot replay", sched_kind_name(pl.schedule));
+        search_note(c->res, "%s: left out layouts the simulator cannot replay", sched_kind_name(pl.schedule));
         search_free_stages(&pl);
         return;
     }
     pl.pred = pr;
     c->res->candidates++;
-    if (!B->have || better(&pr, ev, &B->pred, &B->ev)) {
+    if (better(B, &pr, ev)) {
         if (B->have) search_free_stages(&B->pl);
         B->pl = pl;
         B->pred = pr;
@@ -160,13 +149,14 @@ static void consider(search_ctx *c, best *B, const plan_inst *I, const plan_latt
         B->algo = algo;
         B->exact_s = exact_s;
         B->merge_s = merge_s;
+        B->view_n = c->n_dev;
         B->have = 1;
     } else {
         search_free_stages(&pl);
     }
 }
 
-static void consider_bad(search_ctx *c, best *B, const plan_inst *I, const plan_lattice *L,
+static void consider_bad(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
                          const plan_layout *y)
 {
     plan_eval ev;
@@ -192,7 +182,7 @@ static void gib(char *buf, size_t cap, double bytes)
  * best predicted iteration the bound only decides skip_count (nothing fits
  * under it: HUGE_VAL), so the climb stops there. */
 static double lower_bound(search_ctx *c, plan_inst *I, const plan_lattice *XL, sched_kind k0, double upper,
-                          double guess, double known, const best *B)
+                          double guess, double known, const search_best *B)
 {
     plan_exact_opts lo = {.upper_s = B->have && !c->rq->no_prune ? fmin(upper, B->pred.iteration_s) : upper,
                           .budget = c->rq->exact_budget, .hint_s = guess, .lower_s = known};
@@ -219,7 +209,7 @@ static double lower_bound(search_ctx *c, plan_inst *I, const plan_lattice *XL, s
  * When the bound's climb stopped at the best iteration (*lower HUGE_VAL)
  * and the count stays, *lower is found from there. */
 static int skip_count(search_ctx *c, plan_inst *I, const plan_lattice *XL, sched_kind k0, double upper,
-                      double *lower, const best *B)
+                      double *lower, const search_best *B)
 {
     const plan_request *rq = c->rq;
     if (!B->have || !(*lower > B->pred.iteration_s) || rq->no_prune) return 0;
@@ -253,7 +243,7 @@ static int skip_count(search_ctx *c, plan_inst *I, const plan_lattice *XL, sched
  * plan_chunks_minmax, chunk k on the k mod p-th device of the order, no
  * replication; memory per device adds its chunks (stash: its largest
  * chunk's times the chunk-microbatches in flight). */
-static void search_interleaved(search_ctx *c, best *B, const int *micro, int n_micro)
+static void search_interleaved(search_ctx *c, search_best *B, const int *micro, int n_micro)
 {
     const plan_request *rq = c->rq;
     int v = rq->chunks > 0 ? rq->chunks : 2, N = c->n_dev;
@@ -354,7 +344,7 @@ static void search_interleaved(search_ctx *c, best *B, const int *micro, int n_m
             }
             pl.pred = pr;
             c->res->candidates++;
-            if (!B->have || better(&pr, &ev, &B->pred, &B->ev)) {
+            if (better(B, &pr, &ev)) {
                 if (B->have) search_free_stages(&B->pl);
                 B->pl = pl;
                 B->pred = pr;
@@ -363,6 +353,7 @@ static void search_interleaved(search_ctx *c, best *B, const int *micro, int n_m
                 B->algo = "chunk split";
                 B->exact_s = NAN;
                 B->merge_s = NAN;
+                B->view_n = c->n_dev;
                 B->have = 1;
             } else {
                 search_free_stages(&pl);
@@ -371,106 +362,79 @@ static void search_interleaved(search_ctx *c, best *B, const int *micro, int n_m
         plan_lattice_free(&L);
         plan_inst_free(&I);
     }
-    note(c->res, "interleaved plans balance the slowest chunk by a greedy split, without replication (not the exact search)");
+    search_note(c->res, "interleaved plans balance the slowest chunk by a greedy split, without replication (not the exact search)");
 }
 
-int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
+
+
+
+
+/* Search the devices of c->view (every device order, microbatch count and
+ * schedule), ranking every candidate into *B. */
+int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, const int *micro, int n_micro,
+                       const sched_kind *kinds, int n_kinds, cl_err *e)
 {
-    memset(res, 0, sizeof *res);
-    res->exact_s = res->merge_s = NAN;
+    const plan_request *rq = c->rq;
+    plan_result *res = c->res;
     const model *md = rq->model;
-    const cluster *cl = rq->cluster;
-    if (rq->batch < 1) return cl_fail(e, CL_EINPUT, "batch %d: expected a positive sample count", rq->batch);
-    if (rq->microbatches > 0 && rq->batch % rq->microbatches != 0)
-        return cl_fail(e, CL_EINPUT,
-                       "--microbatches %d does not divide the batch of %d (hint: pick a divisor, or auto)",
-                       rq->microbatches, rq->batch);
-    if (rq->prof->n_layers != md->n_layers)
-        return cl_fail(e, CL_EINPUT, "the profile has %d layers, the model %d (hint: profile this model)",
-                       rq->prof->n_layers, md->n_layers);
-    int N = cl->n_devices, eb = model_dtype_bytes(md->dtype);
-    if (rq->stages > 0 && rq->stages > N)
-        return cl_fail(e, CL_EINPUT, "--stages %d: the cluster has only %d devices", rq->stages, N);
-    if (rq->stages > 0 && rq->stages > md->n_layers)
-        return cl_fail(e, CL_EINPUT, "--stages %d: the model has only %d layers", rq->stages, md->n_layers);
-    if (rq->schedule == SCHED_INTERLEAVED && rq->algo == PLAN_ALGO_EXACT)
-        return cl_fail(e, CL_EINPUT,
-                       "interleaved plans come from a balanced chunk split, not the exact search (hint: --algo auto or merge)");
-    if (rq->schedule == SCHED_SEQUENTIAL && rq->stages > 1)
-        return cl_fail(e, CL_EINPUT, "--schedule sequential runs one stage, not %d", rq->stages);
-
-    search_ctx c = {.rq = rq, .res = res, .n_dev = N};
-    c.speed = cl_malloc((size_t)N * sizeof(double));
-    double ref = rq->ref_type ? cluster_flops(rq->ref_type, eb) : 0;
-    int mixed = 0;
-    for (int d = 0; d < N; d++) {
-        double f = cluster_flops(&cl->types[cl->devices[d].type], eb);
-        c.speed[d] = ref > 0 ? f / ref : 1.0;
-        if (cl->devices[d].type != cl->devices[0].type) mixed = 1;
-    }
-    if (!ref && mixed) {
-        free(c.speed);
-        return cl_fail(e, CL_EINPUT,
-                       "the cluster mixes device types but the profile's device (\"%s\") is not one of them or a preset, so its times cannot be scaled (hint: name the profiled device with --profiled-on TYPE)",
-                       rq->prof->device);
-    }
-
-    int micro[SEARCH_MAX_MICRO + 1];
-    int n_micro = search_micro_candidates(rq, micro);
-    sched_kind kinds[SCHED_COUNT];
-    int n_kinds = 0;
-    if (rq->schedule >= 0) kinds[n_kinds++] = (sched_kind)rq->schedule;
-    else {
-        /* the method's schedule first: it wins ties */
-        static const sched_kind auto_kinds[] = {SCHED_FBP, SCHED_1F1B, SCHED_GPIPE, SCHED_ZBH1,
-                                                SCHED_PIPEDREAM};
-        for (size_t k = 0; k < sizeof auto_kinds / sizeof auto_kinds[0]; k++) kinds[n_kinds++] = auto_kinds[k];
-        if (N == 1) kinds[n_kinds++] = SCHED_SEQUENTIAL;
-    }
-
+    int N = c->n_dev;
     int *orders[3];
-    int n_orders = search_device_orders(&c, orders);
-    best B = {0};
+    int n_orders = search_device_orders(c, orders);
     int rc = CL_OK;
-    /* the cut lattice of a branching model is the same for every
-     * microbatch count: list it once, re-sum it per instance */
-    plan_lattice dag = {0};
-    int have_dag = 0, dag_failed = 0;
     double hint = 0; /* the last least-memory bottleneck: a first guess for the next */
+    /* On fewer devices than offered, a microbatch count whose work spread
+     * evenly over these devices already takes longer than the best plan
+     * so far cannot win (any schedule's iteration holds each device's
+     * share of the work at its speed: sum of work <= iteration x sum of
+     * speeds). */
+    int fewer = N < rq->cluster->n_devices;
+    double spd_sum = 0;
+    for (int q = 0; q < N; q++) spd_sum += c->speed[q]; /* the view is a prefix */
     if (rq->schedule == SCHED_INTERLEAVED)
         for (int oi = 0; oi < n_orders; oi++) {
-            c.order = orders[oi];
-            search_interleaved(&c, &B, micro, n_micro);
+            c->order = orders[oi];
+            search_interleaved(c, B, micro, n_micro);
         }
     for (int oi = 0; oi < n_orders && !rc && rq->schedule != SCHED_INTERLEAVED; oi++) {
-        c.order = orders[oi];
+        c->order = orders[oi];
         for (int mi = n_micro - 1; mi >= 0 && !rc; mi--) {
             int m = micro[mi]; /* largest first: it usually wins, and bounds the rest */
+            if (fewer && B->have && !rq->no_prune &&
+                search_work_s(rq, m) / spd_sum * (1 - 1e-9) > B->pred.iteration_s)
+                continue;
+            if (fewer && fm->dead[mi]) continue;
+            int carry = fewer && fm->on;
+            if (carry) {
+                double cr = 0, b = (double)rq->batch / m;
+                for (int i = 0; i < md->n_layers; i++)
+                    cr += prof_fwd_s(&rq->prof->layers[i], b) + prof_bwd_in_s(&rq->prof->layers[i], b);
+                if (search_memo_covers(fm, mi, N, kinds, n_kinds, cr / c->speed[0] * (1 - 1e-9), B, rq)) continue;
+            }
             plan_inst I;
             double tq = now_s();
-            search_inst_build(&c, m, &I);
+            search_inst_build(c, m, &I);
             plan_lattice pre;
             plan_lattice_prefix(&pre, &I);
             const plan_lattice *XL = &pre;
-            if (md->is_dag && rq->algo != PLAN_ALGO_MERGE && !dag_failed) {
-                if (!have_dag) {
+            if (md->is_dag && rq->algo != PLAN_ALGO_MERGE && !lt->failed) {
+                if (!lt->have) {
                     cl_err de = {0};
                     int64_t cap = rq->max_downsets > 0 ? rq->max_downsets : DEFAULT_MAX_DOWNSETS;
-                    if (plan_lattice_downsets(&dag, &I, cap, DEFAULT_MAX_PAIRS, &de) == CL_OK) {
-                        have_dag = 1;
+                    if (plan_lattice_downsets(&lt->dag, &I, cap, DEFAULT_MAX_PAIRS, &de) == CL_OK) {
+                        lt->have = 1;
                     } else {
-                        dag_failed = 1;
-                        note(res, "WARNING: %s; the exact search falls back to the cuts of one topological order (it may miss better cuts; raise --max-cuts)",
+                        lt->failed = 1;
+                        search_note(res, "WARNING: %s; the exact search falls back to the cuts of one topological order (it may miss better cuts; raise --max-cuts)",
                              de.msg);
                     }
                 } else {
-                    plan_lattice_sums(&dag, &I);
+                    plan_lattice_sums(&lt->dag, &I);
                 }
-                if (have_dag) XL = &dag;
+                if (lt->have) XL = &lt->dag;
             }
             res->time_prep_s += now_s() - tq;
             tq = now_s();
-            res->cuts_dag = have_dag;
+            res->cuts_dag = lt->have;
             res->lattice_sets = XL->n_sets;
             /* partition-and-merge for every schedule first: cheap, and the
              * best of them bounds the exact search */
@@ -492,42 +456,6 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             }
             res->time_merge_s += now_s() - tq;
             tq = now_s();
-            /* one lower bound for every schedule (least memory) */
-            double lower = 0;
-            /* tentative: lower is the last m's bound, proved <= this m's
-             * optimum by one feasibility pass (nothing strictly below it);
-             * the first exact search then probes it, and finding a layout
-             * there proves it is the optimum (plan_exact_any_below) */
-            int tentative = 0;
-            if (rq->algo != PLAN_ALGO_MERGE && hint > 0 && !rq->no_prune) {
-                plan_exact_opts lo = {.budget = rq->exact_budget};
-                plan_exact_stats ls = {0};
-                cl_err le = {0};
-                int any = 1;
-                I.sched = kinds[0];
-                if (plan_exact_any_below(&I, XL, &lo, hint, &any, &ls, &le) == 1 && !any) {
-                    lower = hint;
-                    tentative = 1;
-                }
-                res->exact_steps += ls.steps;
-            }
-            if (rq->algo != PLAN_ALGO_MERGE && !tentative) {
-                /* Past the best predicted iteration the bound only decides
-                 * skip_m below (nothing fits under it: HUGE_VAL, skipped
-                 * just the same), so the search need not climb beyond it.
-                 * First guess: the last microbatch count's bound, else the
-                 * best partition-and-merge bottleneck (on a DAG only a
-                 * guess: its prefix cuts need not be downsets there). */
-                double guess = hint;
-                if (!(guess > 0))
-                    for (int ki = 0; ki < n_kinds; ki++)
-                        if (okm[ki] && (!(guess > 0) || evm[ki].bottleneck_s < guess))
-                            guess = evm[ki].bottleneck_s;
-                lower = lower_bound(&c, &I, XL, kinds[0], upper, guess, 0, &B);
-                if (lower > 0 && lower < HUGE_VAL) hint = lower;
-            }
-            int skip_m = skip_count(&c, &I, XL, kinds[0], upper, &lower, &B);
-            res->time_lower_s += now_s() - tq;
             /* schedules with the same memory share one exact search */
             plan_layout yk[SCHED_COUNT], ysh[SCHED_COUNT];
             int okk[SCHED_COUNT], dep_of[SCHED_COUNT], mono_of[SCHED_COUNT], free_of[SCHED_COUNT],
@@ -550,9 +478,56 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             for (int i = 0; i < I.n; i++) crit += I.fwd_s[i] + I.bwd_in_s[i];
             for (int q = 0; q < N; q++) spd_top = fmax(spd_top, I.speed[q]);
             crit = crit / spd_top * (1 - 1e-9); /* below any rounding of the sums */
+            /* On fewer devices, the bounds below serve only the schedules
+             * whose layout has no copy from the search on more devices */
+            int need_search = !carry;
+            for (int ki = 0, u = 0; ki < n_kinds && !need_search; ki++) {
+                if (B->have && !sched_is_async(kinds[ki]) && crit > B->pred.iteration_s && !rq->no_prune)
+                    continue;
+                int df = dep_of[ki] != PLAN_MEM_BY_TOTAL ? 0 : u ? u : okm[ki] ? evm[ki].devices : N;
+                if (fm->need[mi][ki] > N || fm->devfix[mi][ki] != df) need_search = 1;
+                else if (!u && fm->need[mi][ki] > 0) u = fm->used[mi][ki];
+            }
+            /* one lower bound for every schedule (least memory) */
+            double lower = 0;
+            /* tentative: lower is the last m's bound, proved <= this m's
+             * optimum by one feasibility pass (nothing strictly below it);
+             * the first exact search then probes it, and finding a layout
+             * there proves it is the optimum (plan_exact_any_below) */
+            int tentative = 0;
+            if (rq->algo != PLAN_ALGO_MERGE && hint > 0 && !rq->no_prune && need_search) {
+                plan_exact_opts lo = {.budget = rq->exact_budget};
+                plan_exact_stats ls = {0};
+                cl_err le = {0};
+                int any = 1;
+                I.sched = kinds[0];
+                if (plan_exact_any_below(&I, XL, &lo, hint, &any, &ls, &le) == 1 && !any) {
+                    lower = hint;
+                    tentative = 1;
+                }
+                res->exact_steps += ls.steps;
+            }
+            if (rq->algo != PLAN_ALGO_MERGE && !tentative && need_search) {
+                /* Past the best predicted iteration the bound only decides
+                 * skip_m below (nothing fits under it: HUGE_VAL, skipped
+                 * just the same), so the search need not climb beyond it.
+                 * First guess: the last microbatch count's bound, else the
+                 * best partition-and-merge bottleneck (on a DAG only a
+                 * guess: its prefix cuts need not be downsets there). */
+                double guess = hint;
+                if (!(guess > 0))
+                    for (int ki = 0; ki < n_kinds; ki++)
+                        if (okm[ki] && (!(guess > 0) || evm[ki].bottleneck_s < guess))
+                            guess = evm[ki].bottleneck_s;
+                lower = lower_bound(c, &I, XL, kinds[0], upper, guess, 0, B);
+                if (lower > 0 && lower < HUGE_VAL) hint = lower;
+            }
+            int skip_m = need_search && skip_count(c, &I, XL, kinds[0], upper, &lower, B);
+            fm->dead[mi] |= skip_m;
+            res->time_lower_s += now_s() - tq;
             for (int ki = 0; ki < n_kinds && !rc && !skip_m; ki++) {
                 I.sched = kinds[ki];
-                if (B.have && !sched_is_async(kinds[ki]) && crit > B.pred.iteration_s && !rq->no_prune)
+                if (B->have && !sched_is_async(kinds[ki]) && crit > B->pred.iteration_s && !rq->no_prune)
                     continue;
                 int p_fixed = pfix[ki], dev_fixed = 0;
                 if (dep_of[ki] == PLAN_MEM_BY_TOTAL) {
@@ -560,6 +535,11 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                      * search at the count the schedules before it chose */
                     dev_fixed = u_seen ? u_seen : okm[ki] ? evm[ki].devices : N;
                 }
+                if (carry && fm->need[mi][ki] <= N && fm->devfix[mi][ki] == dev_fixed) {
+                    if (!u_seen && fm->need[mi][ki] > 0) u_seen = fm->used[mi][ki];
+                    continue; /* a copy of the layout found on more devices */
+                }
+                int exact_none = 0;
                 plan_layout yx = {0};
                 plan_eval evx = {0};
                 int okx = 0;
@@ -620,9 +600,9 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                              * as without it, and search again */
                             tentative = 0;
                             res->exact_steps += xs.steps;
-                            lower = lower_bound(&c, &I, XL, kinds[0], upper, 0, hint, &B);
+                            lower = lower_bound(c, &I, XL, kinds[0], upper, 0, hint, B);
                             if (lower > 0 && lower < HUGE_VAL) hint = lower;
-                            if (skip_count(&c, &I, XL, kinds[0], upper, &lower, &B)) break;
+                            if (skip_count(c, &I, XL, kinds[0], upper, &lower, B)) break;
                             I.sched = kinds[ki];
                             xo.lower_s = lower;
                             xo.probe = 0;
@@ -642,13 +622,14 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                             }
                     }
                     okk[ki] = okx;
+                    exact_none = okx == 0;
                     if (okx == 1) plan_layout_copy(&yk[ki], &yx);
                     res->exact_steps += xs.steps;
                     if (okx < 0) {
                         if (rq->algo == PLAN_ALGO_EXACT)
                             rc = cl_fail(e, CL_EINPUT, "%s (hint: --algo merge plans large problems quickly)", xe.msg);
                         else
-                            note(res, "WARNING: %s; this candidate uses partition-and-merge instead (gap to the optimum unknown)", xe.msg);
+                            search_note(res, "WARNING: %s; this candidate uses partition-and-merge instead (gap to the optimum unknown)", xe.msg);
                         okx = 0;
                     } else if (okx == 1) {
                         plan_layout_eval(&I, XL, &yx, &evx);
@@ -659,16 +640,21 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                 double tr = now_s();
                 if (!rc) {
                     if (okx == 1) {
-                        consider(&c, &B, &I, XL, &yx, &evx, "exact", xs_b, ms_b);
+                        consider(c, B, &I, XL, &yx, &evx, "exact", xs_b, ms_b);
                         if (!u_seen) u_seen = evx.devices;
                     } else if (okm[ki]) {
-                        consider(&c, &B, &I, &pre, &ym[ki], &evm[ki], "merge", xs_b, ms_b);
+                        consider(c, B, &I, &pre, &ym[ki], &evm[ki], "merge", xs_b, ms_b);
                         if (!u_seen) u_seen = evm[ki].devices;
                     } else if (ym[ki].p) {
-                        consider_bad(&c, &B, &I, &pre, &ym[ki]);
+                        consider_bad(c, B, &I, &pre, &ym[ki]);
                     }
                 }
                 res->time_rank_s += now_s() - tr;
+                if (fm->on && !rc) {
+                    fm->devfix[mi][ki] = dev_fixed;
+                    fm->need[mi][ki] = exact_none ? 0 : okx == 1 ? search_layout_need(&I, &yx, fm->K) : INT_MAX;
+                    fm->used[mi][ki] = okx == 1 ? evx.devices : 0;
+                }
                 if (yx.p) plan_layout_free(&yx);
             }
             for (int ki = 0; ki < n_kinds; ki++) {
@@ -680,8 +666,73 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             plan_inst_free(&I);
         }
     }
-    if (have_dag) plan_lattice_free(&dag);
     for (int k = 0; k < n_orders; k++) free(orders[k]);
+    return rc;
+}
+
+
+
+
+
+int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
+{
+    memset(res, 0, sizeof *res);
+    res->exact_s = res->merge_s = NAN;
+    const model *md = rq->model;
+    const cluster *cl = rq->cluster;
+    if (rq->batch < 1) return cl_fail(e, CL_EINPUT, "batch %d: expected a positive sample count", rq->batch);
+    if (rq->microbatches > 0 && rq->batch % rq->microbatches != 0)
+        return cl_fail(e, CL_EINPUT,
+                       "--microbatches %d does not divide the batch of %d (hint: pick a divisor, or auto)",
+                       rq->microbatches, rq->batch);
+    if (rq->prof->n_layers != md->n_layers)
+        return cl_fail(e, CL_EINPUT, "the profile has %d layers, the model %d (hint: profile this model)",
+                       rq->prof->n_layers, md->n_layers);
+    int N = cl->n_devices, eb = model_dtype_bytes(md->dtype);
+    if (rq->stages > 0 && rq->stages > N)
+        return cl_fail(e, CL_EINPUT, "--stages %d: the cluster has only %d devices", rq->stages, N);
+    if (rq->stages > 0 && rq->stages > md->n_layers)
+        return cl_fail(e, CL_EINPUT, "--stages %d: the model has only %d layers", rq->stages, md->n_layers);
+    if (rq->schedule == SCHED_INTERLEAVED && rq->algo == PLAN_ALGO_EXACT)
+        return cl_fail(e, CL_EINPUT,
+                       "interleaved plans come from a balanced chunk split, not the exact search (hint: --algo auto or merge)");
+    if (rq->schedule == SCHED_SEQUENTIAL && rq->stages > 1)
+        return cl_fail(e, CL_EINPUT, "--schedule sequential runs one stage, not %d", rq->stages);
+    if (rq->floor && !search_floor_ok(rq))
+        return cl_fail(e, CL_EINPUT, "plan_search: the floor plan does not answer the same question on fewer devices");
+
+    search_ctx c = {.rq = rq, .res = res, .n_dev = N};
+    c.speed = cl_malloc((size_t)N * sizeof(double));
+    double ref = rq->ref_type ? cluster_flops(rq->ref_type, eb) : 0;
+    int mixed = 0;
+    for (int d = 0; d < N; d++) {
+        double f = cluster_flops(&cl->types[cl->devices[d].type], eb);
+        c.speed[d] = ref > 0 ? f / ref : 1.0;
+        if (cl->devices[d].type != cl->devices[0].type) mixed = 1;
+    }
+    if (!ref && mixed) {
+        free(c.speed);
+        return cl_fail(e, CL_EINPUT,
+                       "the cluster mixes device types but the profile's device (\"%s\") is not one of them or a preset, so its times cannot be scaled (hint: name the profiled device with --profiled-on TYPE)",
+                       rq->prof->device);
+    }
+
+    int micro[SEARCH_MAX_MICRO + 1];
+    int n_micro = search_micro_candidates(rq, micro);
+    sched_kind kinds[SCHED_COUNT];
+    int n_kinds = 0;
+    if (rq->schedule >= 0) kinds[n_kinds++] = (sched_kind)rq->schedule;
+    else {
+        /* the method's schedule first: it wins ties */
+        static const sched_kind auto_kinds[] = {SCHED_FBP, SCHED_1F1B, SCHED_GPIPE, SCHED_ZBH1,
+                                                SCHED_PIPEDREAM};
+        for (size_t k = 0; k < sizeof auto_kinds / sizeof auto_kinds[0]; k++) kinds[n_kinds++] = auto_kinds[k];
+        kinds[n_kinds] = SCHED_SEQUENTIAL; /* tried on one device only */
+    }
+
+    /* All N devices first, then fewer (docs/planner.md, "Fewer devices"). */
+    search_best B = {0};
+    int rc = search_counts(&c, &B, mixed, micro, n_micro, kinds, n_kinds, e);
     free(c.speed);
     if (!rc && !B.have) {
         if (B.have_bad) {
@@ -715,7 +766,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     }
     pl->pred = B.pred;
     if (pl->schedule == SCHED_ZBH1)
-        note(res, "zb-h1 was searched on as many devices as the schedules before it chose (its memory depends on the device count)");
+        search_note(res, "zb-h1 was searched on as many devices as the schedules before it chose (its memory depends on the device count)");
     res->timing = B.tm;
     res->bottleneck_s = B.ev.bottleneck_s;
     res->bottleneck_stage = B.ev.bottleneck_stage;
@@ -723,6 +774,8 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     res->exact_s = B.exact_s;
     res->merge_s = B.merge_s;
     res->algo = B.algo;
+    res->devices_used = plan_device_count(pl);
+    snprintf(pl->idle_why, sizeof pl->idle_why, "%s", B.why);
     rc = plan_validate(pl, "plan", e);
     assert(rc == CL_OK);
     return rc;

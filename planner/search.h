@@ -41,10 +41,17 @@ typedef struct plan_request {
     int replication;        /* 0: never replicate a stage                     */
     int64_t max_downsets;   /* cap on listed cuts of a branching model (0: default) */
     int64_t exact_budget;   /* exact-search steps per candidate (0: default)  */
+    /* optional: the plan found for the first floor->plan.cluster.n_devices
+     * devices of this cluster with the same request (the previous point of
+     * a sweep).  The plan returned is at least as fast, and the searches on
+     * fewer devices stop above that count instead of searching it again */
+    const struct plan_result *floor;
     int no_prune;           /* 1 (tests): search and rank every candidate on its
                                own: no candidate skipped by a bound, no exact
                                search shared between schedules; the chosen
-                               plan must not change                            */
+                               plan must not change (the searches on fewer
+                               devices still stop at the work bound and carry
+                               layouts over: fewer.c)                          */
 } plan_request;
 
 #define PLAN_NOTES 8
@@ -59,6 +66,8 @@ typedef struct plan_result {
                                or nothing fitted)                             */
     const char *algo;       /* "exact" or "merge": where the plan came from   */
     int candidates;         /* candidates ranked                              */
+    int devices_used;       /* devices the plan uses (plan.idle_why says why,
+                               when fewer than the cluster's)                 */
     int cuts_dag;           /* 1: exact search saw every cut of the DAG       */
     int lattice_sets;       /* cuts (downsets or prefixes) searched           */
     int64_t exact_steps;    /* transitions priced by the exact search, in all */

@@ -139,6 +139,8 @@ static void print_plan(const plan_request *rq, const plan_result *res, const cha
            res->bottleneck_is_boundary ? "boundary after stage" : "stage", res->bottleneck_stage);
     printf("predicted: iteration %.6f s, throughput %.1f samples/s, bubble %.1f%%, speed-up %.2fx over one device\n",
            p->pred.iteration_s, p->pred.throughput, 100 * p->pred.bubble, p->pred.speedup);
+    if (p->idle_why[0])
+        printf("devices: uses %d of %d: %s\n", res->devices_used, c->n_devices, p->idle_why);
     if (!isnan(res->exact_s) && !isnan(res->merge_s))
         printf("exact search: slowest stage %.6f s; partition-and-merge: %.6f s (gap %+.2f%%)\n",
                res->exact_s, res->merge_s, 100 * (res->merge_s - res->exact_s) / res->exact_s);

@@ -302,12 +302,15 @@ static int run_points(const sweep_args *a, const study *st, const cluster *full,
     int total = a->n_devices * n_kinds, rc = CL_OK;
     prog_begin(&pg, "sweep", total);
     *n_done = 0;
+    /* each kind's point at the previous device count: the planner starts
+     * from it (study_run_after), so a curve never falls */
+    study_point *prev = cl_calloc((size_t)n_kinds, sizeof *prev);
     for (int i = 0; i < a->n_devices && !rc && !prog_interrupted(); i++) {
         cluster c;
         if ((rc = point_cluster(a, full, type, (int)a->devices[i], &c, e))) break;
         for (int k = 0; k < n_kinds && !rc; k++) {
             study_point pt;
-            rc = study_run(st, &c, kinds[k], &pt, e);
+            rc = study_run_after(st, &c, kinds[k], &prev[k], &pt, e);
             sweep_row *r = &rows[*n_done];
             memset(r, 0, sizeof *r);
             r->devices = (int)a->devices[i];
@@ -318,7 +321,8 @@ static int run_points(const sweep_args *a, const study *st, const cluster *full,
                 snprintf(name, sizeof name, "%ddev-%s", r->devices, sched_kind_name((sched_kind)kinds[k]));
                 rc = save_plan(a->s.save_plans, name, &pt.res.plan, e);
             }
-            study_point_free(&pt);
+            study_point_free(&prev[k]);
+            prev[k] = pt;
             if (rc) break;
             (*n_done)++;
             if (!a->s.quiet) print_row(r);
@@ -330,6 +334,8 @@ static int run_points(const sweep_args *a, const study *st, const cluster *full,
         }
         cluster_free(&c);
     }
+    for (int k = 0; k < n_kinds; k++) study_point_free(&prev[k]);
+    free(prev);
     prog_end(&pg);
     return rc;
 }

@@ -85,6 +85,12 @@ static void memory_figures(study_point *pt)
 
 int study_run(const study *s, const cluster *c, int kind, study_point *pt, cl_err *e)
 {
+    return study_run_after(s, c, kind, NULL, pt, e);
+}
+
+int study_run_after(const study *s, const cluster *c, int kind, const study_point *prev, study_point *pt,
+                    cl_err *e)
+{
     memset(pt, 0, sizeof *pt);
     prof derived = {0};
     const prof *pf = &s->pf;
@@ -110,7 +116,8 @@ int study_run(const study *s, const cluster *c, int kind, study_point *pt, cl_er
     plan_request rq = {.model = &s->md, .prof = pf, .cluster = c, .ref_type = have_ref ? &ref : NULL,
                        .batch = s->batch, .schedule = kind, .microbatches = s->microbatches,
                        .algo = PLAN_ALGO_AUTO, .optimizer = s->optimizer, .comm = 1,
-                       .replication = s->replication};
+                       .replication = s->replication,
+                       .floor = prev && prev->planned ? &prev->res : NULL};
     if ((rc = plan_search(&rq, &pt->res, &pe))) {
         plan_result_free(&pt->res); /* whatever a failed search left */
         goto infeasible;

@@ -66,6 +66,12 @@ typedef struct study_point {
  * ok = 0 and the reason; only machine failures return an error.  Free the
  * point with study_point_free (also after a failure). */
 int study_run(const study *s, const cluster *c, int kind, study_point *pt, cl_err *e);
+/* The same, given the point planned on the first devices of c before (a
+ * sweep's previous device count, same kind; NULL or not planned: none):
+ * its plan is a candidate, and the planner does not search those devices
+ * again (plan_request.floor), so the iteration time never rises. */
+int study_run_after(const study *s, const cluster *c, int kind, const study_point *prev, study_point *pt,
+                    cl_err *e);
 void study_point_free(study_point *pt);
 
 /* The best plan for s on c: every schedule in kinds[0..n_kinds-1] is

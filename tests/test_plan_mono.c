@@ -1,0 +1,282 @@
+/* test_plan_mono.c - one more device never predicts a slower iteration.
+ *
+ * A plan for N + 1 devices may leave a device idle, so the best plan for
+ * N + 1 is at least as fast as the best for N (docs/planner.md, "Fewer
+ * devices").  The property, on random models (chains and DAGs), random
+ * multi-point profiles (small microbatches run less efficiently, as on real
+ * devices) and random clusters (one or several nodes, equal or mixed
+ * devices, slow or fast links, memory that binds or not), with and without
+ * replication, for every schedule and the automatic choice: plan_search on
+ * the first N devices (study_subcluster, what `cleave sweep` plans on) and
+ * on the first N + 1; the second predicts no slower an iteration, and finds
+ * a plan whenever the first does.  The reference is the planner itself on
+ * the smaller cluster: no figure is hard-coded.
+ *
+ * The sweep test checks the same on the CLI: `cleave sweep` over VGG-16 on
+ * the demo cluster (whose curve fell at 6 devices, issue 21).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "../planner/search.h"
+#include "../tools/study.h"
+#include "test.h"
+#include "test_csv.h"
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static int irand(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
+
+/* A random model of block layers (a chain, or a DAG with skips and joins)
+ * and its profile at batch sizes 1, 2, 4, ..., 16: time = a + c x batch, so
+ * a small microbatch pays the fixed part a more often. */
+static void gen_model(model *m, prof *pf, int dag)
+{
+    int n = irand(2, 9);
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "rand%d", n);
+    m->input = (model_shape){1, {64, 0, 0}};
+    m->n_layers = n;
+    m->layers = cl_calloc((size_t)n, sizeof *m->layers);
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "l%d", i);
+        model_block_init(&m->layers[i], name, 1e6, irand(0, 3) ? floor(urand() * 1e6) : 0, floor(256 + urand() * 4e5),
+                         floor(urand() * 4e5));
+        if (dag && i >= 2 && irand(0, 2) == 0) {
+            int src = irand(-1, i - 2);
+            m->layers[i].n_inputs = 2;
+            m->layers[i].inputs[0] = src;
+            m->layers[i].inputs[1] = i - 1;
+        }
+    }
+    cl_err e = {0};
+    int rc = model_derive(m, "rand", &e);
+    if (rc) fprintf(stderr, "\n  %s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, CL_OK);
+    memset(pf, 0, sizeof *pf);
+    snprintf(pf->model, sizeof pf->model, "%s", m->name);
+    snprintf(pf->device, sizeof pf->device, "ref");
+    pf->n_layers = n;
+    pf->layers = cl_calloc((size_t)n, sizeof *pf->layers);
+    for (int i = 0; i < n; i++) {
+        prof_layer *l = &pf->layers[i];
+        snprintf(l->name, sizeof l->name, "l%d", i);
+        double a = urand() * 2e-3, c = 1e-4 + urand() * 1e-3, bi = 0.5 + urand(), bw = urand();
+        l->n_points = 5;
+        for (int k = 0; k < 5; k++) {
+            double b = (double)(1 << k);
+            l->batch[k] = b;
+            l->fwd_s[k] = a + c * b;
+            l->bwd_in_s[k] = bi * (a + c * b);
+            l->bwd_w_s[k] = bw * (a + c * b);
+        }
+        l->act_bytes = 256 + urand() * 4e5;
+        l->stash_bytes = urand() * 4e5;
+        l->param_bytes = irand(0, 3) ? urand() * 4e6 : 0;
+        l->update_s = irand(0, 2) == 0 ? urand() * 1e-3 : 0;
+    }
+}
+
+/* n devices, k per node (0: one node), of type "ref" or, mixed, also
+ * "fast" (1.5x to 3x); memory unlimited or about what the model needs. */
+static void gen_cluster(cluster *c, int n, const prof *pf, int batch)
+{
+    double need = 0;
+    for (int i = 0; i < pf->n_layers; i++)
+        need += 3 * pf->layers[i].param_bytes + batch * (pf->layers[i].stash_bytes + 2 * pf->layers[i].act_bytes);
+    double mem = irand(0, 2) == 0 ? need * (0.3 + urand()) : 1e15;
+    cluster_devtype t = {.name = "ref", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)mem,
+                         .mem_bw_Bps = 1e12, .efficiency = 1};
+    static const int per_node[] = {0, 2, 3, 4};
+    cluster_link in = {1e8 * pow(100, urand()), urand() * 1e-4};
+    cluster_link out = {in.bw_Bps * (0.05 + 0.5 * urand()), urand() * 5e-4};
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(cluster_uniform(c, &t, n, per_node[irand(0, 3)], in, out, &e), CL_OK);
+    if (irand(0, 2) == 0) {
+        c->types = realloc(c->types, 2 * sizeof *c->types);
+        c->types[1] = c->types[0];
+        snprintf(c->types[1].name, sizeof c->types[1].name, "fast");
+        c->types[1].peak_fp32_flops *= 1.5 + 1.5 * urand();
+        c->n_types = 2;
+        for (int d = 0; d < n; d++) c->devices[d].type = irand(0, 1);
+    }
+}
+
+typedef struct point {
+    int rc;
+    double t;
+    char desc[160];
+} point;
+
+/* plan_search on the first n devices of full (floor: the result on fewer,
+ * as a sweep passes it); *keep (when not NULL and planned) gets the result */
+static point plan_on(const plan_request *rq0, const cluster *full, int n, const plan_result *floor,
+                     plan_result *keep)
+{
+    point p = {0};
+    cluster sub;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(study_subcluster(full, n, &sub, &e), CL_OK);
+    plan_request rq = *rq0;
+    rq.cluster = &sub;
+    rq.ref_type = &sub.types[0];
+    rq.floor = floor;
+    plan_result res;
+    p.rc = plan_search(&rq, &res, &e);
+    if (p.rc == CL_OK) {
+        p.t = res.plan.pred.iteration_s;
+        snprintf(p.desc, sizeof p.desc, "%s m=%d, %d stages on %d devices", sched_kind_name(res.plan.schedule),
+                 res.plan.n_micro, res.plan.n_stages, plan_device_count(&res.plan));
+        /* the plan says why it leaves devices idle, and only then */
+        CU_ASSERT_EQUAL(res.plan.idle_why[0] != '\0', plan_device_count(&res.plan) < n);
+        if (keep) *keep = res;
+        else plan_result_free(&res);
+    } else {
+        snprintf(p.desc, sizeof p.desc, "%.150s", e.msg);
+    }
+    cluster_free(&sub);
+    return p;
+}
+
+static void test_random_monotone(void)
+{
+    static const int scheds[] = {-1, SCHED_GPIPE, SCHED_1F1B, SCHED_ZBH1, SCHED_PIPEDREAM, SCHED_FBP,
+                                 SCHED_INTERLEAVED};
+    static const int batches[] = {4, 6, 8, 12, 16};
+    int n_sch = (int)(sizeof scheds / sizeof scheds[0]), checked = 0, bad = 0;
+    rng_state = 0x9e3779b97f4a7c15ull;
+    for (int inst = 0; inst < 150; inst++) {
+        model m;
+        prof pf;
+        gen_model(&m, &pf, inst % 2);
+        int batch = batches[irand(0, 4)], nmax = irand(3, 8);
+        cluster c;
+        gen_cluster(&c, nmax, &pf, batch);
+        plan_request rq = {.model = &m, .prof = &pf, .batch = batch, .algo = PLAN_ALGO_AUTO,
+                           .comm = irand(0, 4) != 0, .replication = irand(0, 2) != 0};
+        for (int k = 0; k < n_sch; k++) {
+            rq.schedule = scheds[k];
+            point prev = plan_on(&rq, &c, 1, NULL, NULL);
+            /* the sweep's way: each count starts from the last one's plan */
+            plan_result fl;
+            point fprev = plan_on(&rq, &c, 1, NULL, &fl);
+            for (int n = 2; n <= nmax; n++) {
+                point cur = plan_on(&rq, &c, n, NULL, NULL);
+                if (fprev.rc == CL_OK) {
+                    plan_result next;
+                    point fcur = plan_on(&rq, &c, n, &fl, &next);
+                    if (!(fcur.rc == CL_OK && fcur.t <= fprev.t)) fprintf(stderr, "\n  floor chain, %d devices: %d %.12g (%s) after %.12g (%s)", n, fcur.rc, fcur.t, fcur.desc, fprev.t, fprev.desc);
+                    CU_ASSERT(fcur.rc == CL_OK && fcur.t <= fprev.t);
+                    plan_result_free(&fl);
+                    if (fcur.rc == CL_OK) fl = next;
+                    fprev = fcur;
+                } else {
+                    fprev = plan_on(&rq, &c, n, NULL, &fl);
+                }
+                if (prev.rc == CL_OK) {
+                    checked++;
+                    int ok = cur.rc == CL_OK && cur.t <= prev.t;
+                    if (!ok && bad++ < 5)
+                        fprintf(stderr, "\n  instance %d (%s, %d layers), schedule %s: %d devices %.9g s (%s), %d devices %s%.9g s (%s)",
+                                inst, inst % 2 ? "dag" : "chain", m.n_layers,
+                                scheds[k] < 0 ? "auto" : sched_kind_name((sched_kind)scheds[k]), n - 1,
+                                prev.t, prev.desc, n, cur.rc ? "no plan " : "", cur.t, cur.desc);
+                    CU_ASSERT(ok);
+                }
+                prev = cur;
+            }
+            if (fprev.rc == CL_OK) plan_result_free(&fl);
+        }
+        cluster_free(&c);
+        model_free(&m);
+        prof_free(&pf);
+    }
+    if (bad) fprintf(stderr, "\n  %d of %d device-count steps predicted a slower iteration\n", bad, checked);
+    CU_ASSERT(checked > 500); /* most points find a plan */
+}
+
+/* `cleave sweep` on the demo's question: per schedule, the iteration time
+ * never rises with the device count, and a point on fewer devices than
+ * offered says so in devices_used. */
+static void test_sweep_monotone(void)
+{
+    char *dir = test_tmpdir();
+    char args[1600], csv[700], plans[700];
+    snprintf(csv, sizeof csv, "%s/s.csv", dir);
+    snprintf(plans, sizeof plans, "%s/plans", dir);
+    snprintf(args, sizeof args,
+             "sweep --model models/vgg16.json --cluster profiles/clusters/v100-8-pcie.json "
+             "--devices 4,5,6,7,8 --schedules 1f1b,zb-h1,fbp --csv %s --save-plans %s --quiet", csv, plans);
+    char *out = NULL, *err = NULL;
+    int rc = test_run_cli(args, &out, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc) fprintf(stderr, "sweep failed: %s\n", err);
+    free(out);
+    free(err);
+    test_csv t;
+    CU_ASSERT_FATAL(test_csv_read(csv, &t) == 0);
+    CU_ASSERT_EQUAL_FATAL(t.n_rows, 5 * 3);
+    int c_dev = -1, c_sch = -1, c_it = -1, c_used = -1;
+    for (int j = 0; j < t.n_cols; j++) {
+        const char *h = t.cell[j];
+        if (!strcmp(h, "devices")) c_dev = j;
+        if (!strcmp(h, "schedule")) c_sch = j;
+        if (!strcmp(h, "iteration_s")) c_it = j;
+        if (!strcmp(h, "devices_used")) c_used = j;
+    }
+    CU_ASSERT_FATAL(c_dev >= 0 && c_sch >= 0 && c_it >= 0 && c_used >= 0);
+    for (int r = 1; r <= t.n_rows; r++) {
+        const char *const *row = (const char *const *)&t.cell[r * t.n_cols];
+        CU_ASSERT(atoi(row[c_used]) <= atoi(row[c_dev]));
+        /* the saved plan says why it leaves devices idle, and only then;
+         * a wrong count in that member is refused, naming it */
+        char path[900];
+        snprintf(path, sizeof path, "%s/%sdev-%s.json", plans, row[c_dev], row[c_sch]);
+        plan pl;
+        cl_err e = {0};
+        CU_ASSERT_EQUAL_FATAL(plan_load(&pl, path, &e), CL_OK);
+        CU_ASSERT_EQUAL(pl.idle_why[0] != '\0', atoi(row[c_used]) < atoi(row[c_dev]));
+        if (pl.idle_why[0]) {
+            cJSON *root = plan_to_json(&pl);
+            cJSON *du = cJSON_GetObjectItemCaseSensitive(root, "devices_used");
+            CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(du, "used")->valueint, atoi(row[c_used]));
+            cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(du, "used"), atoi(row[c_dev]));
+            plan bad;
+            cl_err be = {0};
+            CU_ASSERT_NOT_EQUAL(plan_from_json(&bad, root, "p.json", &be), CL_OK);
+            CU_ASSERT_PTR_NOT_NULL(strstr(be.msg, "p.json: devices_used.used"));
+            cJSON_Delete(root);
+        }
+        plan_free(&pl);
+        for (int q = 1; q < r; q++) {
+            const char *const *pr = (const char *const *)&t.cell[q * t.n_cols];
+            if (strcmp(pr[c_sch], row[c_sch]) || atoi(pr[c_dev]) >= atoi(row[c_dev])) continue;
+            double a = atof(pr[c_it]), b = atof(row[c_it]);
+            if (!(b <= a))
+                fprintf(stderr, "\n  %s: %s devices %.9g s, %s devices %.9g s", row[c_sch], pr[c_dev], a,
+                        row[c_dev], b);
+            CU_ASSERT(b <= a);
+        }
+    }
+    test_csv_free(&t);
+    free(dir);
+}
+
+TEST_SUITE(plan_mono)
+{
+    test_add_suite("plan_mono");
+    test_add("random models and clusters: N + 1 devices never predict slower than N", test_random_monotone);
+    test_add("cleave sweep: the iteration time never rises with the device count", test_sweep_monotone);
+}
