@@ -10,6 +10,7 @@
 #include <cJSON.h>
 
 #include "../sim/schedule.h"
+#include "../tools/budget.h"
 #include "cost.h"
 #include "exact.h"
 #include "merge.h"
@@ -96,6 +97,17 @@ static double upper_of(const int *okm, const plan_eval *evm, int chain, int ki)
 static int shadow_kind(int dep, int monotone)
 {
     return dep == PLAN_MEM_FLAT || (dep == PLAN_MEM_BY_DEPTH && monotone);
+}
+
+/* The command's wall-clock budget (budget.h): polled before each candidate
+ * and after each search that may have stopped for it (an exact search or a
+ * cut listing over it returns "over budget", which must not turn into a
+ * fallback). */
+static int budget_out(cl_err *e)
+{
+    return cl_budget_over() ? cl_budget_fail(e, "searching plans",
+                                             "fix --schedule and --microbatches, or --algo merge, to search less")
+                            : CL_OK;
 }
 
 /* ------------------------------------------------------------- search -- */
@@ -265,7 +277,7 @@ static void search_interleaved(search_ctx *c, best *B, const int *micro, int n_m
         I.chunks = v;
         plan_lattice L;
         plan_lattice_prefix(&L, &I);
-        for (int p = 1; p <= N && p * v <= I.n; p++) {
+        for (int p = 1; p <= N && p * v <= I.n && !cl_budget_over(); p++) {
             if (m % p != 0 || (rq->stages > 0 && p != rq->stages)) continue;
             int n = p * v;
             int *cut = cl_malloc((size_t)(n + 1) * sizeof(int));
@@ -437,15 +449,18 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     plan_lattice dag = {0};
     int have_dag = 0, dag_failed = 0;
     double hint = 0; /* the last least-memory bottleneck: a first guess for the next */
-    if (rq->schedule == SCHED_INTERLEAVED)
+    if (rq->schedule == SCHED_INTERLEAVED) {
         for (int oi = 0; oi < n_orders; oi++) {
             c.order = orders[oi];
             search_interleaved(&c, &B, micro, n_micro);
         }
+        rc = budget_out(e);
+    }
     for (int oi = 0; oi < n_orders && !rc && rq->schedule != SCHED_INTERLEAVED; oi++) {
         c.order = orders[oi];
         for (int mi = n_micro - 1; mi >= 0 && !rc; mi--) {
             int m = micro[mi]; /* largest first: it usually wins, and bounds the rest */
+            if ((rc = budget_out(e))) break;
             plan_inst I;
             double tq = now_s();
             search_inst_build(&c, m, &I);
@@ -458,6 +473,10 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                     int64_t cap = rq->max_downsets > 0 ? rq->max_downsets : DEFAULT_MAX_DOWNSETS;
                     if (plan_lattice_downsets(&dag, &I, cap, DEFAULT_MAX_PAIRS, &de) == CL_OK) {
                         have_dag = 1;
+                    } else if ((rc = budget_out(e))) {
+                        plan_lattice_free(&pre);
+                        plan_inst_free(&I);
+                        break;
                     } else {
                         dag_failed = 1;
                         note(res, "WARNING: %s; the exact search falls back to the cuts of one topological order (it may miss better cuts; raise --max-cuts)",
@@ -551,6 +570,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
             for (int q = 0; q < N; q++) spd_top = fmax(spd_top, I.speed[q]);
             crit = crit / spd_top * (1 - 1e-9); /* below any rounding of the sums */
             for (int ki = 0; ki < n_kinds && !rc && !skip_m; ki++) {
+                if ((rc = budget_out(e))) break;
                 I.sched = kinds[ki];
                 if (B.have && !sched_is_async(kinds[ki]) && crit > B.pred.iteration_s && !rq->no_prune)
                     continue;
@@ -644,7 +664,9 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
                     okk[ki] = okx;
                     if (okx == 1) plan_layout_copy(&yk[ki], &yx);
                     res->exact_steps += xs.steps;
-                    if (okx < 0) {
+                    if (okx < 0 && (rc = budget_out(e))) {
+                        okx = 0;
+                    } else if (okx < 0) {
                         if (rq->algo == PLAN_ALGO_EXACT)
                             rc = cl_fail(e, CL_EINPUT, "%s (hint: --algo merge plans large problems quickly)", xe.msg);
                         else

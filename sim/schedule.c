@@ -562,7 +562,9 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     free(depth);
     if (over || cl_budget_over()) {
         sched_free(s);
-        return cl_budget_fail(e, "building the op lists", "simulate fewer microbatches or iterations");
+        cl_err be = {0};
+        cl_budget_fail(&be, "building the op lists", "simulate fewer microbatches or iterations");
+        return cl_fail(e, CL_EINPUT, "schedule: %s", be.msg);
     }
     return CL_OK;
 }

@@ -35,6 +35,6 @@ double cl_budget_left(void)
 
 int cl_budget_fail(cl_err *e, const char *doing, const char *hint)
 {
-    return cl_fail(e, CL_EINPUT, "wall-time budget of %g s exhausted while %s (hint: raise %s%s%s)",
-                   limit_s, doing, raise_opt, hint ? ", or " : "", hint ? hint : "");
+    return cl_fail(e, CL_EINPUT, "wall-time budget exhausted: %g s (%s) ran out while %s (hint: raise %s%s%s)",
+                   limit_s, raise_opt, doing, raise_opt, hint ? ", or " : "", hint ? hint : "");
 }

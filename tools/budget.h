@@ -32,8 +32,9 @@ int cl_budget_over(void);
 /* Seconds left (HUGE_VAL when none was started; <= 0 when spent). */
 double cl_budget_left(void);
 
-/* Record "wall-time budget of S s exhausted while <doing> (hint: raise
- * <option>, or <hint>)" into e; returns CL_EINPUT.  hint may be NULL. */
+/* Record "wall-time budget exhausted: S s (<option>) ran out while <doing>
+ * (hint: raise <option>, or <hint>)" into e; returns CL_EINPUT.  hint may
+ * be NULL. */
 int cl_budget_fail(cl_err *e, const char *doing, const char *hint);
 
 #endif
