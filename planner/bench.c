@@ -98,8 +98,7 @@ static void synth(int n, model *m, prof *pf)
     m->input = (model_shape){1, {1024, 0, 0}};
     m->n_layers = n;
     m->layers = cl_calloc((size_t)n, sizeof *m->layers);
-    pf->n_layers = n;
-    pf->layers = cl_calloc((size_t)n, sizeof *pf->layers);
+    prof_alloc(pf, n, 1);
     snprintf(pf->model, sizeof pf->model, "%s", m->name);
     snprintf(pf->device, sizeof pf->device, "A100-80GB");
     uint64_t x = 88172645463325252ull;
@@ -116,7 +115,6 @@ static void synth(int n, model *m, prof *pf)
         model_block_init(&m->layers[i], name, 1e9 * (0.5 + u), params / 4, act, 2 * act);
         prof_layer *l = &pf->layers[i];
         snprintf(l->name, sizeof l->name, "%s", name);
-        l->n_points = 1;
         l->batch[0] = BATCH;
         l->fwd_s[0] = 2e-3 * k * (0.5 + u);
         l->bwd_in_s[0] = 2e-3 * k * (0.5 + u);
