@@ -411,6 +411,18 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     if (rq->schedule == SCHED_SEQUENTIAL && rq->stages > 1)
         return cl_fail(e, CL_EINPUT, "--schedule sequential runs one stage, not %d", rq->stages);
 
+    /* The exact search on a chain tries every stage start for every stage
+     * end: quadratic in the layers (10,000 cheap layers: 2 s; 30,000: 100 s).
+     * Past PLAN_EXACT_AUTO_MAX_LAYERS, --algo auto keeps to partition-and-
+     * merge (n log n) and says so; --algo exact still runs it. */
+    plan_request rq_merge;
+    if (rq->algo == PLAN_ALGO_AUTO && md->n_layers > PLAN_EXACT_AUTO_MAX_LAYERS) {
+        rq_merge = *rq;
+        rq_merge.algo = PLAN_ALGO_MERGE;
+        rq = &rq_merge;
+        note(res, "the exact search was skipped: %d layers, more than the %d --algo auto searches exactly (hint: --algo exact runs it, within --max-seconds)",
+             md->n_layers, PLAN_EXACT_AUTO_MAX_LAYERS);
+    }
     search_ctx c = {.rq = rq, .res = res, .n_dev = N};
     c.speed = cl_malloc((size_t)N * sizeof(double));
     double ref = rq->ref_type ? cluster_flops(rq->ref_type, eb) : 0;
