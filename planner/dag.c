@@ -37,11 +37,11 @@ enum { RULE_NONE = 0, RULE_EAGER = 1, RULE_LAZY = 2 };
  * DAG_WORK_PER_SET steps per allowed set (2 x 10^9 at the default 100,000
  * sets, a few seconds here). */
 #define DAG_WORK_PER_SET ((int64_t)20000)
-/* Likewise memory: a set is a row of n / 8 bytes, held twice (the listing
- * and the lattice), so 100,000 sets of a million-layer graph would take
- * 25 GB.  DAG_BYTES_PER_SET bytes of rows per allowed set (1 GB at the
- * default 100,000 sets). */
-#define DAG_BYTES_PER_SET 10240.0
+/* The same limit bounds memory: a set is a row of n / 8 bytes, held twice
+ * (the listing and the lattice), and every new set costs at least n steps
+ * (close_eager tries every layer), so at most DAG_WORK_PER_SET x max_sets
+ * / n sets, 5,000 bytes per allowed set (500 MB at the default), are held
+ * whatever the graph (100,000 sets of a million-layer graph would be 25 GB). */
 
 typedef struct enumr {
     const plan_inst *I;
@@ -221,12 +221,7 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
                 rc = cl_fail(e, CL_ERUN,
                              "the layer graph has more than %lld downsets (cuts); listing stopped",
                              (long long)max_sets);
-            else if (fresh && 2.0 * 8 * W * (double)E.n_rows > DAG_BYTES_PER_SET * (double)max_sets)
-                rc = cl_fail(e, CL_ERUN,
-                             "the cuts of a layer graph of %d layers take %d bytes each: %lld of them pass the %.0f MB allowed (%.0f bytes per allowed cut x --max-cuts %lld); listing stopped",
-                             n, 2 * 8 * W, (long long)E.n_rows, DAG_BYTES_PER_SET * (double)max_sets / 1e6,
-                             DAG_BYTES_PER_SET, (long long)max_sets);
-            else if (work > work_cap)
+            else if (work > work_cap) /* checked per new set: see DAG_WORK_PER_SET */
                 rc = work_fail(e, work, max_sets, E.n_rows);
         }
         if (!rc && work > work_cap)
