@@ -16,6 +16,10 @@
  * `cleave plan` command itself (this binary, spawned; loading, searching,
  * printing), with the default options and with --schedule 1f1b
  * --microbatches 32 (gnmt's profile has a batch of 1: --batch 32).
+ * Rows `one_per_node` time `cleave plan --model models/resnet50.json
+ * --device A100-80GB --devices N --per-node 1` (spawned) for N up to
+ * 262,144 (issue 13: the device orders were O(nodes x devices), 100 s at
+ * 262,144; now near linear).
  * Targets (issue 3): 1,000 layers x 1,024 devices under 1 s; every
  * PipeDream profile on 32 devices (8 per node x 4 nodes) with replication
  * under 0.1 s.
@@ -237,6 +241,17 @@ int plan_bench(const char *outdir, int quick)
             model_free(&m);
             prof_free(&pf);
         }
+    }
+    /* one device per node (issue 13): the whole command, once each */
+    static const char *const one_per_node[] = {"4096", "16384", "65536", "262144"};
+    for (int k = 0; k < 4 && !rc && !(quick && k > 0); k++) {
+        const char *args[] = {"--model", "models/resnet50.json", "--device", "A100-80GB", "--devices",
+                              one_per_node[k], "--per-node", "1", NULL};
+        double ms = question_ms(args);
+        fprintf(o.f, "one_per_node,resnet50,,%s,1,,,,,,,,%.3f,\n", one_per_node[k], ms);
+        printf("%-12s %-10s %7s devices, one per node: `cleave plan` %.1f ms\n", "one_per_node", "resnet50",
+               one_per_node[k], ms);
+        fflush(stdout);
     }
     /* every PipeDream profile on 32 devices, 8 per node, with replication */
     static const char *const pd[] = {"alexnet", "vgg16", "resnet18", "resnet50", "gnmt"};
