@@ -106,7 +106,7 @@ static int shadow_kind(int dep, int monotone)
 static int budget_out(cl_err *e)
 {
     return cl_budget_over() ? cl_budget_fail(e, "searching plans",
-                                             "fix --schedule and --microbatches, or --algo merge, to search less")
+                                             "narrow the search: one --schedule, one --microbatches count, or --algo merge in cleave plan")
                             : CL_OK;
 }
 

@@ -434,8 +434,8 @@ static int run_rss(char *const argv[], long *maxrss_kib)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* --max-seconds 0 on every long command: exit 2, the one line names the
- * limit and the option, no output file; sim stops before building a
+/* --max-seconds 0 on every long command (plan, sim, plot, sweep, compare):
+ * exit 2, the one line names the limit and the option, no output file; sim stops before building a
  * million iterations of op lists (those take over a gigabyte). */
 static void test_cli_budget(void)
 {
@@ -443,23 +443,30 @@ static void test_cli_budget(void)
     snprintf(path, sizeof path, "%s/out.json", dir);
     snprintf(args, sizeof args, "sim " PLAN2 " --trace %s/t.json", dir); /* a trace to plot */
     CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
-    const char *phase[] = {"while searching plans", "while building the op lists", "while reading"};
-    for (int i = 0; i < 3; i++) {
+    const char *phase[] = {"while searching plans", "while building the op lists", "while reading",
+                           "while searching plans", "while searching plans"};
+    for (int i = 0; i < 5; i++) {
+        char made[700];
+        snprintf(made, sizeof made, "%s", path);
         if (i == 0)
             snprintf(args, sizeof args, "plan --model models/vgg16.json --device A100-80GB --devices 8 --max-seconds 0 -o %s", path);
         else if (i == 1)
             snprintf(args, sizeof args, "sim " PLAN2 " --microbatches 4 --iterations 1000000 --max-seconds 0 --trace %s", path);
+        else if (i == 2) {
+            snprintf(made, sizeof made, "%s.png", path);
+            snprintf(args, sizeof args, "plot %s/t.json --max-seconds 0 -o %s", dir, made);
+        }
+        else if (i == 3)
+            snprintf(args, sizeof args, "sweep --model models/vgg16.json --device A100-80GB --devices 1,2 --max-seconds 0 --csv %s", path);
         else
-            snprintf(args, sizeof args, "plot %s/t.json --max-seconds 0 -o %s.png", dir, path);
+            snprintf(args, sizeof args, "compare --model models/vgg16.json --clusters profiles/clusters/dgx-a100-1node.json --max-seconds 0 --csv %s", path);
         char *out = NULL, *err = NULL;
         CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
         CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "wall-time budget exhausted: 0 s (--max-seconds) ran out"));
         CU_ASSERT_PTR_NOT_NULL(err && strstr(err, phase[i]));
         CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "(hint: raise --max-seconds"));
-        if (err && !strstr(err, phase[i])) fprintf(stderr, "\n  %s", err);
-        CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
-        snprintf(args, sizeof args, "%s.png", path);
-        CU_ASSERT_NOT_EQUAL(access(args, F_OK), 0);
+        if (err && !strstr(err, phase[i])) fprintf(stderr, "\n  %s: %s", args, err);
+        CU_ASSERT_NOT_EQUAL(access(made, F_OK), 0);
         free(out);
         free(err);
     }
@@ -484,5 +491,5 @@ TEST_SUITE(bounds)
     test_add("a profile layer holds its points only", test_profile_bytes);
     test_add("plot: boxes rasterised to columns", test_plot_raster);
     test_add("plot: memory rows fold to columns, peaks kept", test_plot_memory_rows);
-    test_add("--max-seconds 0 on plan, sim, plot", test_cli_budget);
+    test_add("--max-seconds 0 on plan, sim, plot, sweep, compare", test_cli_budget);
 }
