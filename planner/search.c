@@ -717,6 +717,9 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     if (have_dag) plan_lattice_free(&dag);
     for (int k = 0; k < n_orders; k++) free(orders[k]);
     free(c.speed);
+    /* a budget spent during the last candidate (its simulation left it out)
+     * must not pass for a complete search */
+    if (!rc) rc = budget_out(e);
     if (!rc && !B.have) {
         if (B.have_bad) {
             const plan_stage *st = &B.bad_pl.stages[B.bad_ev.worst_stage];
