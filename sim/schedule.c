@@ -401,12 +401,21 @@ static int check_plan(const plan *pl, sched_kind kind, int m, int n_iter, int *P
     return CL_OK;
 }
 
+/* The command's wall-clock budget ran out (budget.h). */
+static int budget_fail(cl_err *e)
+{
+    cl_err be = {0};
+    cl_budget_fail(&be, "building the op lists", "simulate fewer microbatches or iterations");
+    return cl_fail(e, CL_EINPUT, "schedule: %s", be.msg);
+}
+
 int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl_err *e)
 {
     memset(s, 0, sizeof *s);
     int P = 0;
     int rc = check_plan(pl, kind, m, n_iter, &P, e);
     if (rc) return rc;
+    if (cl_budget_over()) return budget_fail(e); /* spent: allocate nothing */
     int S = pl->n_stages, v = S / P, G = m * n_iter;
     int seq = kind == SCHED_SEQUENTIAL;
     int split = kind == SCHED_ZBH1;
@@ -471,9 +480,9 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     b.cap = (int64_t)G * S * (split ? 7 : 6) + (sched_is_async(kind) ? (int64_t)G : n_iter) * S * 2 + 64;
     s->ops = cl_malloc((size_t)b.cap * sizeof *s->ops);
 
-    /* the command's wall-clock budget (budget.h), polled every few thousand
-     * ops: the lists of a long run take seconds and gigabytes to build */
-    int over = cl_budget_over();
+    /* the budget, polled every few thousand ops: the lists of a long run
+     * take seconds and gigabytes to build */
+    int over = 0;
     for (int j = 0; j < (seq ? 1 : P) && !over; j++) {
       int r = seq ? 1 : pl->stages[j].n_replicas;
       /* per replica: its own microbatches q, q + r, ... (interleaved keeps
@@ -562,9 +571,7 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     free(depth);
     if (over || cl_budget_over()) {
         sched_free(s);
-        cl_err be = {0};
-        cl_budget_fail(&be, "building the op lists", "simulate fewer microbatches or iterations");
-        return cl_fail(e, CL_EINPUT, "schedule: %s", be.msg);
+        return budget_fail(e);
     }
     return CL_OK;
 }
