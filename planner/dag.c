@@ -177,12 +177,12 @@ static int popcount_row(const uint64_t *r, int words)
     return c;
 }
 
-static int work_fail(cl_err *e, int64_t work, int64_t max_sets, int64_t sets)
+static int work_fail(cl_err *e, const char *doing, int64_t work, int64_t max_sets, int64_t sets)
 {
     return cl_fail(e, CL_ERUN,
-                   "listing the cuts of the layer graph took more than %lld steps "
-                   "(%lld per allowed cut x --max-cuts %lld) after %lld cuts; listing stopped",
-                   (long long)work, (long long)DAG_WORK_PER_SET, (long long)max_sets, (long long)sets);
+                   "%s the cuts of the layer graph took more than %lld steps "
+                   "(%lld per allowed cut x --max-cuts %lld) after %lld cuts; stopped",
+                   doing, (long long)work, (long long)DAG_WORK_PER_SET, (long long)max_sets, (long long)sets);
 }
 
 int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
@@ -222,10 +222,10 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
                              "the layer graph has more than %lld downsets (cuts); listing stopped",
                              (long long)max_sets);
             else if (work > work_cap) /* checked per new set: see DAG_WORK_PER_SET */
-                rc = work_fail(e, work, max_sets, E.n_rows);
+                rc = work_fail(e, "listing", work, max_sets, E.n_rows);
         }
         if (!rc && work > work_cap)
-            rc = work_fail(e, work, max_sets, E.n_rows);
+            rc = work_fail(e, "listing", work, max_sets, E.n_rows);
         if (!rc && work >= next_poll) {
             next_poll = work + ((int64_t)1 << 22);
             if (cl_budget_over()) rc = cl_budget_fail(e, "listing the cuts of the layer graph", "--algo merge");
@@ -285,7 +285,7 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
             L->sub[pairs++] = (int)u;
         }
         if (!rc && work > work_cap)
-            rc = work_fail(e, work, max_sets, S);
+            rc = work_fail(e, "nesting", work, max_sets, S);
         if (!rc && work >= next_poll) {
             next_poll = work + ((int64_t)1 << 22);
             if (cl_budget_over()) rc = cl_budget_fail(e, "nesting the cuts of the layer graph", "--algo merge");
