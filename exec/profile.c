@@ -218,8 +218,7 @@ int exec_profile(const model *m, const char *file, const int64_t *batches, int n
     int rc = exec_net_create(&plan, m, 0, m->n_layers, 1, seed, 0, file, e);
     if (rc) return rc;
     exec_layer_time *t = cl_calloc((size_t)m->n_layers, sizeof *t);
-    p->layers = cl_calloc((size_t)m->n_layers, sizeof *p->layers);
-    p->n_layers = m->n_layers;
+    prof_alloc(p, m->n_layers, n_batches);
     p->source = PROF_MEASURED;
     snprintf(p->model, sizeof p->model, "%s", m->name);
     snprintf(p->device, sizeof p->device, "cpu-core");
@@ -236,7 +235,6 @@ int exec_profile(const model *m, const char *file, const int64_t *batches, int n
         pl->act_bytes = (double)m->layers[l].out_elems * 4;
         pl->stash_bytes = (double)stash;
         pl->param_bytes = (double)m->layers[l].params * 4;
-        pl->n_points = n_batches;
     }
     exec_net_destroy(plan);
     for (int k = 0; k < n_batches && !rc; k++) {

@@ -16,6 +16,13 @@
  * `cleave plan` command itself (this binary, spawned; loading, searching,
  * printing), with the default options and with --schedule 1f1b
  * --microbatches 32 (gnmt's profile has a batch of 1: --batch 32).
+ * Rows `one_per_node` time `cleave plan --model models/resnet50.json
+ * --device A100-80GB --devices N --per-node 1` (spawned) for N up to
+ * 262,144 (issue 13: the device orders were O(nodes x devices), 100 s at
+ * 262,144; now near linear), and rows `long_chain` the whole search
+ * (--algo auto, 64 devices) on chains of 30,000 and 100,000 layers, past
+ * the 10,000 the exact search takes (it is quadratic there: 30,000 cheap
+ * layers took 100 s).
  * Targets (issue 3): 1,000 layers x 1,024 devices under 1 s; every
  * PipeDream profile on 32 devices (8 per node x 4 nodes) with replication
  * under 0.1 s.
@@ -98,8 +105,7 @@ static void synth(int n, model *m, prof *pf)
     m->input = (model_shape){1, {1024, 0, 0}};
     m->n_layers = n;
     m->layers = cl_calloc((size_t)n, sizeof *m->layers);
-    pf->n_layers = n;
-    pf->layers = cl_calloc((size_t)n, sizeof *pf->layers);
+    prof_alloc(pf, n, 1);
     snprintf(pf->model, sizeof pf->model, "%s", m->name);
     snprintf(pf->device, sizeof pf->device, "A100-80GB");
     uint64_t x = 88172645463325252ull;
@@ -116,7 +122,6 @@ static void synth(int n, model *m, prof *pf)
         model_block_init(&m->layers[i], name, 1e9 * (0.5 + u), params / 4, act, 2 * act);
         prof_layer *l = &pf->layers[i];
         snprintf(l->name, sizeof l->name, "%s", name);
-        l->n_points = 1;
         l->batch[0] = BATCH;
         l->fwd_s[0] = 2e-3 * k * (0.5 + u);
         l->bwd_in_s[0] = 2e-3 * k * (0.5 + u);
@@ -239,6 +244,43 @@ int plan_bench(const char *outdir, int quick)
             model_free(&m);
             prof_free(&pf);
         }
+    }
+    /* one device per node (issue 13): the whole command, once each */
+    static const char *const one_per_node[] = {"4096", "16384", "65536", "262144"};
+    for (int k = 0; k < 4 && !rc && !(quick && k > 0); k++) {
+        const char *args[] = {"--model", "models/resnet50.json", "--device", "A100-80GB", "--devices",
+                              one_per_node[k], "--per-node", "1", NULL};
+        double ms = question_ms(args);
+        fprintf(o.f, "one_per_node,resnet50,,%s,1,,,,,,,,%.3f,\n", one_per_node[k], ms);
+        printf("%-12s %-10s %7s devices, one per node: `cleave plan` %.1f ms\n", "one_per_node", "resnet50",
+               one_per_node[k], ms);
+        fflush(stdout);
+    }
+    /* long chains: the whole search, once each */
+    static const int long_layers[] = {30000, 100000};
+    for (int k = 0; k < 2 && !rc && !quick; k++) {
+        model m;
+        prof pf;
+        cluster c;
+        synth(long_layers[k], &m, &pf);
+        if ((rc = uniform(&c, 64, &e))) break;
+        plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .batch = BATCH, .schedule = -1,
+                           .algo = PLAN_ALGO_AUTO, .comm = 1, .replication = 1};
+        plan_result res;
+        double t0 = cl_now_s();
+        rc = plan_search(&rq, &res, &e);
+        double ms = 1e3 * (cl_now_s() - t0);
+        if (!rc) {
+            fprintf(o.f, "long_chain,%s,%d,64,1,,,%.3f,,%.9g,%d,%d,,\n", m.name, long_layers[k], ms,
+                     res.bottleneck_s, res.plan.n_stages, plan_device_count(&res.plan));
+            printf("%-12s %-10s %6d layers, 64 devices: whole search %.1f ms (partition-and-merge only)\n",
+                   "long_chain", m.name, long_layers[k], ms);
+            fflush(stdout);
+            plan_result_free(&res);
+        }
+        cluster_free(&c);
+        model_free(&m);
+        prof_free(&pf);
     }
     /* every PipeDream profile on 32 devices, 8 per node, with replication */
     static const char *const pd[] = {"alexnet", "vgg16", "resnet18", "resnet50", "gnmt"};

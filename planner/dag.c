@@ -21,18 +21,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tools/budget.h"
 #include "cost.h"
 
 void plan_lattice_arrays_(plan_lattice *L, int n_sets);
 
 enum { RULE_NONE = 0, RULE_EAGER = 1, RULE_LAZY = 2 };
 
+/* A work limit beside max_sets (and raised with it by --max-cuts): a
+ * downset is a bit row of one word per 64 layers, listing one tries every
+ * layer against a row and nesting two compares rows word by word, so on a
+ * graph of many layers (a 20,000-node PipeDream graph with skip edges: 313
+ * words a row) the steps, not the number of sets, take the time.  A step
+ * is one layer tried, one input checked, one word compared or copied;
+ * DAG_WORK_PER_SET steps per allowed set (2 x 10^9 at the default 100,000
+ * sets, a few seconds here). */
+#define DAG_WORK_PER_SET ((int64_t)20000)
+/* The same limit bounds memory: a set is a row of n / 8 bytes, held twice
+ * (the listing and the lattice), and every new set costs at least n steps
+ * (close_eager tries every layer), so at most DAG_WORK_PER_SET x max_sets
+ * / n sets, 5,000 bytes per allowed set (500 MB at the default), are held
+ * whatever the graph (100,000 sets of a million-layer graph would be 25 GB). */
+
 typedef struct enumr {
     const plan_inst *I;
     int n, words;
     int8_t *rule;
-    uint64_t *need;     /* per layer: layer inputs that must already be in (words) */
-    uint64_t *pull;     /* per layer: lazy sources joining with it (words)       */
     /* hash set of rows */
     uint64_t *rows;     /* n_rows x words */
     int64_t n_rows, cap_rows;
@@ -91,18 +105,31 @@ static int64_t table_put(enumr *E, const uint64_t *r, int *fresh)
     return E->n_rows++;
 }
 
+/* Are layer i's inputs in row r (those that are not lazy sources, which
+ * join with their first reader)?  *steps counts the inputs checked.  Reading
+ * the graph's input lists costs a step per input, where a mask per layer
+ * would cost a word per 64 layers and n^2 / 4 bytes in all. */
+static int inputs_in(const enumr *E, int i, const uint64_t *r, int64_t *steps)
+{
+    const plan_inst *I = E->I;
+    for (int k = I->in_off[i]; k < I->in_off[i + 1]; k++) {
+        int j = I->in_idx[k];
+        ++*steps;
+        if (j >= 0 && E->rule[j] != RULE_LAZY && !row_has(r, j)) return 0;
+    }
+    return 1;
+}
+
 /* Add every eager layer whose inputs are all in. */
-static void close_eager(const enumr *E, uint64_t *r)
+static void close_eager(const enumr *E, uint64_t *r, int64_t *steps)
 {
     int changed = 1;
     while (changed) {
         changed = 0;
         for (int i = 0; i < E->n; i++) {
+            ++*steps;
             if (E->rule[i] != RULE_EAGER || row_has(r, i)) continue;
-            const uint64_t *nd = &E->need[(size_t)i * E->words];
-            int ok = 1;
-            for (int w = 0; w < E->words && ok; w++) ok = (nd[w] & ~r[w]) == 0;
-            if (ok) {
+            if (inputs_in(E, i, r, steps)) {
                 r[i >> 6] |= 1ull << (i & 63);
                 changed = 1;
             }
@@ -128,15 +155,6 @@ static void classify(enumr *E)
         else if (only_input) E->rule[i] = RULE_LAZY;
         else E->rule[i] = RULE_NONE;
     }
-    for (int i = 0; i < n; i++) {
-        uint64_t *nd = &E->need[(size_t)i * E->words], *pl = &E->pull[(size_t)i * E->words];
-        for (int k = I->in_off[i]; k < I->in_off[i + 1]; k++) {
-            int j = I->in_idx[k];
-            if (j < 0) continue;
-            if (E->rule[j] == RULE_LAZY) pl[j >> 6] |= 1ull << (j & 63);
-            else nd[j >> 6] |= 1ull << (j & 63);
-        }
-    }
     free(readers);
 }
 
@@ -159,6 +177,14 @@ static int popcount_row(const uint64_t *r, int words)
     return c;
 }
 
+static int work_fail(cl_err *e, const char *doing, int64_t work, int64_t max_sets, int64_t sets)
+{
+    return cl_fail(e, CL_ERUN,
+                   "%s the cuts of the layer graph took more than %lld steps "
+                   "(%lld per allowed cut x --max-cuts %lld) after %lld cuts; stopped",
+                   doing, (long long)work, (long long)DAG_WORK_PER_SET, (long long)max_sets, (long long)sets);
+}
+
 int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
                           int64_t max_pairs, cl_err *e)
 {
@@ -166,13 +192,14 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
     int n = I->n;
     enumr E = {.I = I, .n = n, .words = (n + 63) / 64, .max_sets = max_sets};
     int W = E.words;
+    /* steps done, and allowed (see DAG_WORK_PER_SET) */
+    int64_t work = 0, next_poll = 0;
+    double work_cap = (double)max_sets * DAG_WORK_PER_SET;
     E.rule = cl_calloc((size_t)n, 1);
-    E.need = cl_calloc((size_t)n * W, 8);
-    E.pull = cl_calloc((size_t)n * W, 8);
     classify(&E);
 
     uint64_t *row = cl_calloc((size_t)W, 8);
-    close_eager(&E, row);
+    close_eager(&E, row, &work);
     int fresh, rc = CL_OK;
     table_put(&E, row, &fresh);
     /* depth-first over the rows in discovery order (a work list) */
@@ -180,18 +207,28 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
         for (int v = 0; v < n && !rc; v++) {
             const uint64_t *cur = &E.rows[k * W];
             if (E.rule[v] != RULE_NONE || row_has(cur, v)) continue;
-            const uint64_t *nd = &E.need[(size_t)v * W];
-            int ok = 1;
-            for (int w = 0; w < W && ok; w++) ok = (nd[w] & ~cur[w]) == 0;
-            if (!ok) continue;
-            const uint64_t *pl = &E.pull[(size_t)v * W];
-            for (int w = 0; w < W; w++) row[w] = cur[w] | pl[w];
+            work++;
+            if (!inputs_in(&E, v, cur, &work)) continue;
+            work += W;
+            memcpy(row, cur, (size_t)W * 8);
             row[v >> 6] |= 1ull << (v & 63);
-            close_eager(&E, row);
+            for (int q = I->in_off[v]; q < I->in_off[v + 1]; q++) { /* lazy sources join */
+                int j = I->in_idx[q];
+                if (j >= 0 && E.rule[j] == RULE_LAZY) row[j >> 6] |= 1ull << (j & 63);
+            }
+            close_eager(&E, row, &work);
             if (table_put(&E, row, &fresh) < 0)
                 rc = cl_fail(e, CL_ERUN,
                              "the layer graph has more than %lld downsets (cuts); listing stopped",
                              (long long)max_sets);
+            else if (work > work_cap) /* checked per new set: see DAG_WORK_PER_SET */
+                rc = work_fail(e, "listing", work, max_sets, E.n_rows);
+        }
+        if (!rc && work > work_cap)
+            rc = work_fail(e, "listing", work, max_sets, E.n_rows);
+        if (!rc && work >= next_poll) {
+            next_poll = work + ((int64_t)1 << 22);
+            if (cl_budget_over()) rc = cl_budget_fail(e, "listing the cuts of the layer graph", "--algo merge");
         }
     }
     free(row);
@@ -231,9 +268,10 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
         const uint64_t *bt = &L->bits[t * W];
         for (int64_t u = 0; u < S && sz[u] < sz[t]; u++) {
             const uint64_t *bu = &L->bits[u * W];
-            int ok = 1;
-            for (int w = 0; w < W && ok; w++) ok = (bu[w] & ~bt[w]) == 0;
-            if (!ok) continue;
+            int w = 0;
+            while (w < W && (bu[w] & ~bt[w]) == 0) w++;
+            work += w + 1;
+            if (w < W) continue;
             if (pairs == max_pairs) {
                 rc = cl_fail(e, CL_ERUN,
                              "the layer graph's %lld downsets have more than %lld nested pairs; listing stopped",
@@ -246,6 +284,12 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
             }
             L->sub[pairs++] = (int)u;
         }
+        if (!rc && work > work_cap)
+            rc = work_fail(e, "nesting", work, max_sets, S);
+        if (!rc && work >= next_poll) {
+            next_poll = work + ((int64_t)1 << 22);
+            if (cl_budget_over()) rc = cl_budget_fail(e, "nesting the cuts of the layer graph", "--algo merge");
+        }
     }
     free(sz);
     if (!rc) {
@@ -257,8 +301,6 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
     }
 out:
     free(E.rule);
-    free(E.need);
-    free(E.pull);
     free(E.rows);
     free(E.table);
     return rc;

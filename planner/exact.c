@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "../sim/schedule.h"
+#include "../tools/budget.h"
 #include "exact.h"
 
 enum { MODE_FLAT, MODE_PERIODIC, MODE_POSITIONS };
@@ -123,6 +124,10 @@ typedef struct xdp {
      * and the latency term, the same operations in the same order */
     double *ar_pb[CLUSTER_LEVELS], *ar_lat[CLUSTER_LEVELS];
     int64_t steps, budget;
+    int64_t tries;          /* stage sets tried (place calls): on a long chain
+                               of cheap layers most are refused before a
+                               step is counted, yet each costs time        */
+    int64_t next_poll;      /* tries at which to poll the command's budget */
     int over;
 } xdp;
 
@@ -671,14 +676,22 @@ static void expand(xdp *X, int xi)
     if (bnd > X->bound && !X->feas) return;
     xrow R;
     row_of(X, &x, &R);
+    int64_t tries = 0;
     if (L->chain) {
-        for (int lo = x.t - 1; lo >= 0 && !X->over; lo--)
+        for (int lo = x.t - 1; lo >= 0 && !X->over; lo--, tries++)
             if (!place(X, xi, &x, &R, lo, bnd)) break;
     } else {
-        for (int64_t j = L->sub_off[x.t]; j < L->sub_off[x.t + 1] && !X->over; j++)
+        for (int64_t j = L->sub_off[x.t]; j < L->sub_off[x.t + 1] && !X->over; j++, tries++)
             if (!place(X, xi, &x, &R, L->sub[j], bnd)) break;
     }
-    if (X->steps > X->budget) X->over = 1;
+    X->tries += tries;
+    if (X->steps > X->budget || X->tries > X->budget) X->over = 1;
+    if (X->tries + X->steps >= X->next_poll) {
+        /* the command's wall-clock budget: the caller sees "over budget"
+         * and asks cl_budget_over() which one */
+        X->next_poll = X->tries + X->steps + 65536;
+        if (cl_budget_over()) X->over = 1;
+    }
 }
 
 /* ----------------------------------------------------------- one pass -- */
@@ -1025,6 +1038,15 @@ static int pass1(xdp *X, int relaxed, double upper, double hint, double known_lb
     return pass(X, relaxed, 0, U, st);
 }
 
+/* Why a search stopped early: the command's wall-clock budget (budget.h),
+ * or the search's own step budget. */
+static int over_fail(const xdp *X, cl_err *e)
+{
+    if (cl_budget_over()) return cl_budget_fail(e, "searching partitions", "--algo merge for large models");
+    return cl_fail(e, CL_ERUN, "exact search stopped after %lld steps and %lld stage sets tried (its budget: %lld)",
+                   (long long)X->steps, (long long)X->tries, (long long)X->budget);
+}
+
 int plan_exact_lower(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
                      double *lb, plan_exact_stats *st, cl_err *e)
 {
@@ -1038,9 +1060,7 @@ int plan_exact_lower(const plan_inst *I, const plan_lattice *L, const plan_exact
     if (!over && best >= 0) *lb = X.ent[best].B;
     teardown(&X, st);
     if (over)
-        return cl_fail(e, CL_ERUN, "exact search stopped after %lld steps (its budget)",
-                       (long long)X.steps),
-               -1;
+        return over_fail(&X, e), -1;
     return 1;
 }
 
@@ -1125,9 +1145,7 @@ int plan_exact_shadowed(const plan_inst *I, const plan_lattice *L, const plan_ex
     if (!over && best >= 0) rebuild(&X, best, out);
     teardown(&X, st);
     if (over)
-        return cl_fail(e, CL_ERUN, "exact search stopped after %lld steps (its budget)",
-                       (long long)X.steps),
-               -1;
+        return over_fail(&X, e), -1;
     return best >= 0;
 }
 
@@ -1163,9 +1181,7 @@ int plan_exact_any_below(const plan_inst *I, const plan_lattice *L, const plan_e
     int over = X.over;
     teardown(&X, st);
     if (over)
-        return cl_fail(e, CL_ERUN, "exact search stopped after %lld steps (its budget)",
-                       (long long)X.steps),
-               -1;
+        return over_fail(&X, e), -1;
     *any = b >= 0;
     return 1;
 }

@@ -203,14 +203,21 @@ int search_device_orders(const search_ctx *c, int **out)
     int N = cl->n_devices, mixed = 0;
     for (int d = 1; d < N; d++) mixed |= c->speed[d] != c->speed[0];
     int k = 0;
-    out[k] = cl_malloc((size_t)N * sizeof(int));
-    /* cluster order, grouped by node */
-    int at = 0;
-    for (int nd = 0; nd < cl->n_nodes; nd++)
-        for (int d = 0; d < N; d++)
-            if (cl->devices[d].node == nd) out[k][at++] = d;
-    k++;
-    if (!mixed) return k;
+    /* cluster order, grouped by node: a counting sort by node, stable, so
+     * O(nodes + devices) (a scan of every device per node was quadratic on
+     * clusters of one device per node) */
+    int *start = cl_calloc((size_t)cl->n_nodes + 1, sizeof(int));
+    for (int d = 0; d < N; d++) start[cl->devices[d].node + 1]++;
+    for (int nd = 0; nd < cl->n_nodes; nd++) start[nd + 1] += start[nd];
+    int *grouped = cl_malloc((size_t)N * sizeof(int)), *fill = cl_malloc((size_t)cl->n_nodes * sizeof(int));
+    memcpy(fill, start, (size_t)cl->n_nodes * sizeof(int));
+    for (int d = 0; d < N; d++) grouped[fill[cl->devices[d].node]++] = d;
+    free(fill);
+    out[k++] = grouped;
+    if (!mixed) {
+        free(start);
+        return k;
+    }
     double *nspeed = cl_malloc((size_t)cl->n_nodes * sizeof(double));
     for (int nd = 0; nd < cl->n_nodes; nd++) nspeed[nd] = HUGE_VAL;
     for (int d = 0; d < N; d++)
@@ -220,16 +227,15 @@ int search_device_orders(const search_ctx *c, int **out)
     qsort_r(nodes, (size_t)cl->n_nodes, sizeof(int), cmp_speed_ctx_asc, nspeed);
     for (int dir = 0; dir < 2; dir++) {
         int *o = cl_malloc((size_t)N * sizeof(int));
-        at = 0;
+        int at = 0;
         for (int i = 0; i < cl->n_nodes; i++) {
             int nd = nodes[dir == 0 ? i : cl->n_nodes - 1 - i];
             /* inside a node, slower devices first too */
-            int start = at;
-            for (int d = 0; d < N; d++)
-                if (cl->devices[d].node == nd) o[at++] = d;
-            qsort_r(o + start, (size_t)(at - start), sizeof(int), cmp_speed_ctx_asc, c->speed);
+            int from = at;
+            for (int j = start[nd]; j < start[nd + 1]; j++) o[at++] = grouped[j];
+            qsort_r(o + from, (size_t)(at - from), sizeof(int), cmp_speed_ctx_asc, c->speed);
             if (dir == 1) /* fastest first */
-                for (int a = start, b = at - 1; a < b; a++, b--) {
+                for (int a = from, b = at - 1; a < b; a++, b--) {
                     int t = o[a];
                     o[a] = o[b];
                     o[b] = t;
@@ -242,6 +248,7 @@ int search_device_orders(const search_ctx *c, int **out)
     }
     free(nspeed);
     free(nodes);
+    free(start);
     return k;
 }
 

@@ -11,6 +11,7 @@
 #include <cJSON.h>
 
 #include "../sim/schedule.h"
+#include "../tools/budget.h"
 #include "cost.h"
 #include "exact.h"
 #include "merge.h"
@@ -96,6 +97,17 @@ static double upper_of(const int *okm, const plan_eval *evm, int chain, int ki)
 static int shadow_kind(int dep, int monotone)
 {
     return dep == PLAN_MEM_FLAT || (dep == PLAN_MEM_BY_DEPTH && monotone);
+}
+
+/* The command's wall-clock budget (budget.h): polled before each candidate
+ * and after each search that may have stopped for it (an exact search or a
+ * cut listing over it returns "over budget", which must not turn into a
+ * fallback). */
+static int budget_out(cl_err *e)
+{
+    return cl_budget_over() ? cl_budget_fail(e, "searching plans",
+                                             "narrow the search: one --schedule, one --microbatches count, or --algo merge in cleave plan")
+                            : CL_OK;
 }
 
 /* ------------------------------------------------------------- search -- */
@@ -255,7 +267,7 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
         I.chunks = v;
         plan_lattice L;
         plan_lattice_prefix(&L, &I);
-        for (int p = 1; p <= N && p * v <= I.n; p++) {
+        for (int p = 1; p <= N && p * v <= I.n && !cl_budget_over(); p++) {
             if (m % p != 0 || (rq->stages > 0 && p != rq->stages)) continue;
             int n = p * v;
             int *cut = cl_malloc((size_t)(n + 1) * sizeof(int));
@@ -390,15 +402,18 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
     int fewer = N < rq->cluster->n_devices;
     double spd_sum = 0;
     for (int q = 0; q < N; q++) spd_sum += c->speed[q]; /* the view is a prefix */
-    if (rq->schedule == SCHED_INTERLEAVED)
+    if (rq->schedule == SCHED_INTERLEAVED) {
         for (int oi = 0; oi < n_orders; oi++) {
             c->order = orders[oi];
             search_interleaved(c, B, micro, n_micro);
         }
+        rc = budget_out(e);
+    }
     for (int oi = 0; oi < n_orders && !rc && rq->schedule != SCHED_INTERLEAVED; oi++) {
         c->order = orders[oi];
         for (int mi = n_micro - 1; mi >= 0 && !rc; mi--) {
             int m = micro[mi]; /* largest first: it usually wins, and bounds the rest */
+            if ((rc = budget_out(e))) break;
             if (fewer && B->have && !rq->no_prune &&
                 search_work_s(rq, m) / spd_sum * (1 - 1e-9) > B->pred.iteration_s)
                 continue;
@@ -422,6 +437,10 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
                     int64_t cap = rq->max_downsets > 0 ? rq->max_downsets : DEFAULT_MAX_DOWNSETS;
                     if (plan_lattice_downsets(&lt->dag, &I, cap, DEFAULT_MAX_PAIRS, &de) == CL_OK) {
                         lt->have = 1;
+                    } else if ((rc = budget_out(e))) {
+                        plan_lattice_free(&pre);
+                        plan_inst_free(&I);
+                        break;
                     } else {
                         lt->failed = 1;
                         search_note(res, "WARNING: %s; the exact search falls back to the cuts of one topological order (it may miss better cuts; raise --max-cuts)",
@@ -526,6 +545,7 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
             fm->dead[mi] |= skip_m;
             res->time_lower_s += now_s() - tq;
             for (int ki = 0; ki < n_kinds && !rc && !skip_m; ki++) {
+                if ((rc = budget_out(e))) break;
                 I.sched = kinds[ki];
                 if (B->have && !sched_is_async(kinds[ki]) && crit > B->pred.iteration_s && !rq->no_prune)
                     continue;
@@ -625,7 +645,9 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
                     exact_none = okx == 0;
                     if (okx == 1) plan_layout_copy(&yk[ki], &yx);
                     res->exact_steps += xs.steps;
-                    if (okx < 0) {
+                    if (okx < 0 && (rc = budget_out(e))) {
+                        okx = 0;
+                    } else if (okx < 0) {
                         if (rq->algo == PLAN_ALGO_EXACT)
                             rc = cl_fail(e, CL_EINPUT, "%s (hint: --algo merge plans large problems quickly)", xe.msg);
                         else
@@ -701,6 +723,18 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     if (rq->floor && !search_floor_ok(rq))
         return cl_fail(e, CL_EINPUT, "plan_search: the floor plan does not answer the same question on fewer devices");
 
+    /* The exact search on a chain tries every stage start for every stage
+     * end: quadratic in the layers (10,000 cheap layers: 2 s; 30,000: 100 s).
+     * Past PLAN_EXACT_AUTO_MAX_LAYERS, --algo auto keeps to partition-and-
+     * merge (n log n) and says so; --algo exact still runs it. */
+    plan_request rq_merge;
+    if (rq->algo == PLAN_ALGO_AUTO && md->n_layers > PLAN_EXACT_AUTO_MAX_LAYERS) {
+        rq_merge = *rq;
+        rq_merge.algo = PLAN_ALGO_MERGE;
+        rq = &rq_merge;
+        search_note(res, "the exact search was skipped: %d layers, more than the %d --algo auto searches exactly (hint: --algo exact runs it, within --max-seconds)",
+                    md->n_layers, PLAN_EXACT_AUTO_MAX_LAYERS);
+    }
     search_ctx c = {.rq = rq, .res = res, .n_dev = N};
     c.speed = cl_malloc((size_t)N * sizeof(double));
     double ref = rq->ref_type ? cluster_flops(rq->ref_type, eb) : 0;
@@ -734,6 +768,9 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
     search_best B = {0};
     int rc = search_counts(&c, &B, mixed, micro, n_micro, kinds, n_kinds, e);
     free(c.speed);
+    /* a budget spent during the last candidate (its simulation left it out)
+     * must not pass for a complete search */
+    if (!rc) rc = budget_out(e);
     if (!rc && !B.have) {
         if (B.have_bad) {
             const plan_stage *st = &B.bad_pl.stages[B.bad_ev.worst_stage];

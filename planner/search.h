@@ -17,6 +17,10 @@
 #include "plan.h"
 #include "predict.h"
 
+/* Layers past which --algo auto plans by partition-and-merge alone (the
+ * exact search is quadratic in a chain's length; search.c). */
+#define PLAN_EXACT_AUTO_MAX_LAYERS 10000
+
 typedef enum plan_algo { PLAN_ALGO_AUTO, PLAN_ALGO_EXACT, PLAN_ALGO_MERGE, PLAN_ALGO_COUNT } plan_algo;
 /* "auto", "exact", "merge"; plan_algo_from_name returns -1 if unknown */
 const char *plan_algo_name(plan_algo a);

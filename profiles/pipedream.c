@@ -518,8 +518,7 @@ static int build(pd_graph *g, const int *order, double batch, int inferred, mode
              "PipeDream graph %.40s, batch %g (%s); Input nodes cost 0; backward: all input-grad "
              "without parameters, else half input-grad, half weight-grad",
              m->name, batch, inferred ? "inferred from the Input's 3x224x224 fp32 images" : "given or default");
-    p->n_layers = n;
-    p->layers = cl_calloc((size_t)n, sizeof *p->layers);
+    prof_alloc(p, n, 1);
 
     int rc = CL_OK;
     for (int k = 0; k < n && !rc; k++) {
@@ -552,7 +551,6 @@ static int build(pd_graph *g, const int *order, double batch, int inferred, mode
 
         prof_layer *pl = &p->layers[k];
         snprintf(pl->name, sizeof pl->name, "%s", l->name);
-        pl->n_points = 1;
         pl->batch[0] = batch;
         if (!nd->is_input) {  /* an Input's time is data loading, not compute */
             pl->fwd_s[0] = nd->fwd_ms / 1000;

@@ -58,8 +58,43 @@ double prof_bwd_w_s(const prof_layer *l, double b) { return lookup(l->batch, l->
 
 /* ------------------------------------------------------------------ load -- */
 
+void prof_layer_points(prof_layer *l, int n)
+{
+    double *b = cl_calloc((size_t)n * 5, sizeof *b);
+    l->n_points = n;
+    l->batch = b;
+    l->fwd_s = b + n;
+    l->bwd_in_s = b + 2 * n;
+    l->bwd_w_s = b + 3 * n;
+    l->fwd_sd = b + 4 * n;
+}
+
+void prof_alloc(prof *p, int n_layers, int n_points)
+{
+    p->n_layers = n_layers;
+    p->layers = cl_calloc((size_t)n_layers, sizeof *p->layers);
+    for (int i = 0; i < n_layers; i++) prof_layer_points(&p->layers[i], n_points);
+}
+
+int prof_same_layers(const prof *a, const prof *b)
+{
+    if (a->n_layers != b->n_layers) return 0;
+    for (int i = 0; i < a->n_layers; i++) {
+        const prof_layer *x = &a->layers[i], *y = &b->layers[i];
+        if (memcmp(x->name, y->name, sizeof x->name) || x->n_points != y->n_points ||
+            memcmp(&x->act_bytes, &y->act_bytes, sizeof(double)) ||
+            memcmp(&x->stash_bytes, &y->stash_bytes, sizeof(double)) ||
+            memcmp(&x->param_bytes, &y->param_bytes, sizeof(double)) ||
+            memcmp(&x->update_s, &y->update_s, sizeof(double)) ||
+            memcmp(x->batch, y->batch, (size_t)x->n_points * 5 * sizeof(double)))
+            return 0; /* the five point arrays are one block (prof_layer_points) */
+    }
+    return 1;
+}
+
 void prof_free(prof *p)
 {
+    for (int i = 0; p->layers && i < p->n_layers; i++) free(p->layers[i].batch);
     free(p->layers);
     memset(p, 0, sizeof *p);
 }
@@ -119,6 +154,7 @@ static int layer_from_json(jx *j, const cJSON *o, const char *path, prof_layer *
         return rc;
     char pp[128];
     jx_join(pp, sizeof pp, path, "points");
+    prof_layer_points(l, cJSON_GetArraySize(pts));
     int k = 0;
     for (const cJSON *it = pts->child; it; it = it->next, k++) {
         char p[160];
@@ -193,7 +229,10 @@ int prof_from_json(prof *p, const cJSON *root, const char *file, cl_err *e)
         prof_layer *l = memset(&p->layers[p->n_layers], 0, sizeof *p->layers);
         char path[48];
         jx_index(path, sizeof path, "layers", p->n_layers);
-        if ((rc = layer_from_json(&j, it, path, l))) break;
+        if ((rc = layer_from_json(&j, it, path, l))) {
+            free(l->batch); /* not yet counted in n_layers */
+            break;
+        }
     }
     if (!rc) rc = check_unique(&j, p);
     if (rc) prof_free(p);

@@ -25,12 +25,15 @@ const char *prof_source_name(prof_source s);
 
 typedef struct prof_layer {
     char name[PROF_NAME_MAX];
-    int n_points;                  /* >= 1, batch sizes strictly increasing */
-    double batch[PROF_MAX_POINTS];
-    double fwd_s[PROF_MAX_POINTS];    /* seconds for the whole batch */
-    double bwd_in_s[PROF_MAX_POINTS]; /* input-gradient seconds */
-    double bwd_w_s[PROF_MAX_POINTS];  /* weight-gradient seconds */
-    double fwd_sd[PROF_MAX_POINTS];   /* spread of repeated measurements (0 if none) */
+    int n_points;                  /* 1..PROF_MAX_POINTS, batch sizes strictly increasing */
+    /* n_points values each, in one block that `batch` owns (prof_layer_points):
+     * a layer costs what its points need, not room for PROF_MAX_POINTS
+     * (2.6 KB a layer, 2.6 GB for a million-layer model, once) */
+    double *batch;
+    double *fwd_s;                 /* seconds for the whole batch */
+    double *bwd_in_s;              /* input-gradient seconds */
+    double *bwd_w_s;               /* weight-gradient seconds */
+    double *fwd_sd;                /* spread of repeated measurements (0 if none) */
     double act_bytes;              /* output bytes per sample (what crosses a cut) */
     double stash_bytes;            /* bytes per sample the backward pass keeps */
     double param_bytes;            /* parameter bytes */
@@ -53,6 +56,15 @@ int prof_from_json(prof *p, const struct cJSON *root, const char *file, cl_err *
 struct cJSON *prof_to_json(const prof *p);  /* caller owns */
 int prof_save(const prof *p, const char *path, cl_err *e);
 void prof_free(prof *p);
+/* Room for n points (1..PROF_MAX_POINTS) in layer l, zeroed; sets n_points.
+ * prof_free releases it (a layer outside a prof: free(l->batch)). */
+void prof_layer_points(prof_layer *l, int n);
+/* p->layers: n_layers zeroed layers with room for n_points points each
+ * (p->n_layers set); the rest of p is left as it is. */
+void prof_alloc(prof *p, int n_layers, int n_points);
+/* 1 when a and b hold the same layers bit for bit (names, byte counts,
+ * update times and every point); the header fields are not compared. */
+int prof_same_layers(const prof *a, const prof *b);
 
 /* Seconds at batch size b (b > 0) for one layer. */
 double prof_fwd_s(const prof_layer *l, double b);

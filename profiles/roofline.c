@@ -69,13 +69,11 @@ int prof_derive(prof *p, const model *m, const cluster_devtype *t,
     snprintf(p->note, sizeof p->note,
              "roofline: %.4g FLOP/s (peak x efficiency %.3g), memory %.4g B/s, %d-byte elements",
              rate, t->efficiency, bw, (int)E);
-    p->n_layers = m->n_layers;
-    p->layers = cl_calloc((size_t)m->n_layers, sizeof *p->layers);
+    prof_alloc(p, m->n_layers, n_batches);
     for (int i = 0; i < m->n_layers; i++) {
         const model_layer *l = &m->layers[i];
         prof_layer *o = &p->layers[i];
         snprintf(o->name, sizeof o->name, "%s", l->name);
-        o->n_points = n_batches;
         o->act_bytes = (double)l->out_elems * E;
         o->stash_bytes = (double)l->stash_elems * E;
         o->param_bytes = (double)l->params * E;

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../tools/budget.h"
 #include "../tools/status.h"
 #include "event.h"
 
@@ -296,7 +297,8 @@ ev_status ev_run(ev_kernel *k, uint64_t max_events, double max_wall_s)
         skip_dead(k);
         if (!k->n) break;
         if (max_events && ran >= max_events) return EV_EVENT_BUDGET;
-        if (max_wall_s > 0 && (ran & 4095) == 4095 && wall_now() - t0 > max_wall_s)
+        /* its own budget, and the command's (budget.h) */
+        if ((ran & 4095) == 4095 && ((max_wall_s > 0 && wall_now() - t0 > max_wall_s) || cl_budget_over()))
             return EV_WALL_BUDGET;
         dispatch_top(k);
         ran++;

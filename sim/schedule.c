@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tools/budget.h"
 #include "schedule.h"
 
 /* ------------------------------------------------------------- labels -- */
@@ -400,12 +401,21 @@ static int check_plan(const plan *pl, sched_kind kind, int m, int n_iter, int *P
     return CL_OK;
 }
 
+/* The command's wall-clock budget ran out (budget.h). */
+static int budget_fail(cl_err *e)
+{
+    cl_err be = {0};
+    cl_budget_fail(&be, "building the op lists", "simulate fewer microbatches or iterations");
+    return cl_fail(e, CL_EINPUT, "schedule: %s", be.msg);
+}
+
 int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl_err *e)
 {
     memset(s, 0, sizeof *s);
     int P = 0;
     int rc = check_plan(pl, kind, m, n_iter, &P, e);
     if (rc) return rc;
+    if (cl_budget_over()) return budget_fail(e); /* spent: allocate nothing */
     int S = pl->n_stages, v = S / P, G = m * n_iter;
     int seq = kind == SCHED_SEQUENTIAL;
     int split = kind == SCHED_ZBH1;
@@ -470,12 +480,15 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     b.cap = (int64_t)G * S * (split ? 7 : 6) + (sched_is_async(kind) ? (int64_t)G : n_iter) * S * 2 + 64;
     s->ops = cl_malloc((size_t)b.cap * sizeof *s->ops);
 
-    for (int j = 0; j < (seq ? 1 : P); j++) {
+    /* the budget, polled every few thousand ops: the lists of a long run
+     * take seconds and gigabytes to build */
+    int over = 0;
+    for (int j = 0; j < (seq ? 1 : P) && !over; j++) {
       int r = seq ? 1 : pl->stages[j].n_replicas;
       /* per replica: its own microbatches q, q + r, ... (interleaved keeps
        * the device order over all microbatches and filters it) */
       int ld = (depth[j] + r - 1) / r, ldefer = (depth[0] - depth[j] + r - 1) / r;
-      for (int q = 0; q < r; q++) {
+      for (int q = 0; q < r && !over; q++) {
         int n = 0, nq = q < m ? (m - q + r - 1) / r : 0;
         if (sched_is_async(kind)) {
             n = order_1f1b(it, ld, j, q, G / r, r);
@@ -515,24 +528,28 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
             s->off[w] = s->n_ops;
             memset(b.upd, 0, (size_t)(seq ? S : v) * sizeof *b.upd);
             if (sched_is_async(kind)) {
-                for (int x = 0; x < n; x++)
+                for (int x = 0; x < n && !over; x++) {
                     if (mine(&b, &it[x], q, r)) expand(&b, w, &it[x], split);
+                    if ((x & 16383) == 16383) over = cl_budget_over();
+                }
             } else {
                 /* per iteration: a chunk's all-reduce is posted right after
                  * its last backward item; every chunk updates at the end */
                 int per_it = n / n_iter, nst = seq ? S : v;
-                for (int k = 0; k < n_iter; k++) {
+                for (int k = 0; k < n_iter && !over; k++) {
                     const item *ik = it + (int64_t)k * per_it;
                     for (int c = 0; c < nst; c++) last[c] = -1;
                     for (int x = 0; x < per_it; x++)
                         if (ik[x].kind != SCHED_F && mine(&b, &ik[x], q, r))
                             last[seq ? ik[x].stage : ik[x].stage / P] = x;
-                    for (int x = 0; x < per_it; x++) {
+                    for (int x = 0; x < per_it && !over; x++) {
+                        if ((x & 16383) == 16383) over = cl_budget_over();
                         if (!mine(&b, &ik[x], q, r)) continue;
                         expand(&b, w, &ik[x], split);
                         int c = seq ? ik[x].stage : ik[x].stage / P;
                         if (last[c] == x) emit_allreduce(&b, ik[x].stage, -1, k);
                     }
+                    if ((k & 1023) == 1023) over |= cl_budget_over();
                     for (int c = 0; c < nst; c++) {
                         int st = seq ? c : c * P + j;
                         if (last[c] < 0) emit_allreduce(&b, st, -1, k);
@@ -552,6 +569,10 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     free(b.wb);
     free(b.rr);
     free(depth);
+    if (over || cl_budget_over()) {
+        sched_free(s);
+        return budget_fail(e);
+    }
     return CL_OK;
 }
 

@@ -74,7 +74,7 @@ static void gen_model(model *m, prof *pf, int dag)
         prof_layer *l = &pf->layers[i];
         snprintf(l->name, sizeof l->name, "l%d", i);
         double a = urand() * 2e-3, c = 1e-4 + urand() * 1e-3, bi = 0.5 + urand(), bw = urand();
-        l->n_points = 5;
+        prof_layer_points(l, 5);
         for (int k = 0; k < 5; k++) {
             double b = (double)(1 << k);
             l->batch[k] = b;

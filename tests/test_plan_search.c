@@ -138,12 +138,10 @@ static void uniform_chain(model *m, prof *pf, int n, double stash)
     memset(pf, 0, sizeof *pf);
     snprintf(pf->model, sizeof pf->model, "%s", m->name);
     snprintf(pf->device, sizeof pf->device, "slow");
-    pf->n_layers = n;
-    pf->layers = cl_calloc((size_t)n, sizeof *pf->layers);
+    prof_alloc(pf, n, 1);
     for (int i = 0; i < n; i++) {
         prof_layer *l = &pf->layers[i];
         snprintf(l->name, sizeof l->name, "l%d", i);
-        l->n_points = 1;
         l->batch[0] = 1;
         l->fwd_s[0] = 1e-3;
         l->bwd_in_s[0] = 1e-3;

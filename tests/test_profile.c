@@ -14,14 +14,14 @@
 #include "../exec/profile.h"
 #include "test.h"
 
-/* Loaders and prof_derive zero every buffer, so whole-struct memcmp
- * compares names, notes and every point. */
+/* Loaders and prof_derive zero every buffer, so a bitwise comparison
+ * covers names, notes and every point. */
 static int same_prof(const prof *a, const prof *b)
 {
     if (strcmp(a->model, b->model) || strcmp(a->device, b->device) || strcmp(a->note, b->note) ||
         a->source != b->source || a->n_layers != b->n_layers)
         return 0;
-    return memcmp(a->layers, b->layers, (size_t)a->n_layers * sizeof *a->layers) == 0;
+    return prof_same_layers(a, b);
 }
 
 static void round_trip(const prof *a)
@@ -133,7 +133,7 @@ static void test_interpolation(void)
     CU_ASSERT(test_rel(prof_fwd_s(relu, 8), 0.00005) < 1e-12);
     CU_ASSERT_EQUAL(prof_bwd_w_s(relu, 100), 0);
     /* a steep first segment would go negative below it: clamped at zero */
-    prof_layer steep = {.n_points = 2, .batch = {8, 16}, .fwd_s = {1.0, 3.0}};
+    prof_layer steep = {.n_points = 2, .batch = (double[]){8, 16}, .fwd_s = (double[]){1.0, 3.0}};
     CU_ASSERT_EQUAL(prof_fwd_s(&steep, 2), 0);
     CU_ASSERT(test_rel(prof_fwd_s(&steep, 6), 0.5) < 1e-12);
     /* a brute-force sweep inside the range against the segment formula */

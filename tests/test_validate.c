@@ -95,12 +95,10 @@ static void test_costs_from_profile(void)
     CU_ASSERT_EQUAL_FATAL(model_load(&m, "tests/data/exec/tiny-mlp.json", &e), CL_OK);
     prof pf;
     memset(&pf, 0, sizeof pf);
-    pf.n_layers = m.n_layers;
-    pf.layers = calloc((size_t)m.n_layers, sizeof *pf.layers);
+    prof_alloc(&pf, m.n_layers, 1);
     for (int l = 0; l < m.n_layers; l++) {
         prof_layer *x = &pf.layers[l];
         snprintf(x->name, sizeof x->name, "%s", m.layers[l].name);
-        x->n_points = 1;
         x->batch[0] = 4;                 /* times for batch 4: per sample / 4 */
         x->fwd_s[0] = 4e-6 * (l + 1);
         x->bwd_in_s[0] = 8e-6 * (l + 1);
@@ -192,7 +190,7 @@ static void test_costs_from_profile(void)
     /* a profile of another model is refused */
     snprintf(pf.layers[1].name, sizeof pf.layers[1].name, "other");
     CU_ASSERT_EQUAL(exec_val_costs(&p, &pf, 3, 1, x, "t.json", &e), CL_EINPUT);
-    free(pf.layers);
+    prof_free(&pf);
     cluster_free(&p.cluster);
     model_free(&m);
 }

@@ -35,7 +35,7 @@ static int help(void)
         "                      [--batch B] [--schedules " COMPARE_DEFAULT_SCHEDULES "]\n"
         "                      [--profile P.json [--profiled-on TYPE]] [--no-replication]\n"
         "                      [-o DIR | --csv F.csv --png F.png --svg F.svg] [--save-plans DIR]\n"
-        "                      [--title T] [--quiet]\n\n"
+        "                      [--title T] [--quiet] [--max-seconds S]\n\n"
         "Finds the best plan for the model on each cluster (every schedule listed, stages\n"
         "replicated or not, ranked by simulated throughput) and prints: devices, device\n"
         "type, best schedule, stages, throughput, time per epoch, cost per epoch (the\n"
@@ -46,6 +46,7 @@ static int help(void)
         "                    60,000 for 28x28 / 10 classes), else required\n"
         "  -o DIR            write DIR/compare.csv, DIR/compare.png and DIR/compare.svg\n"
         "  --save-plans D    write each cluster's best plan to D/<cluster name>.json\n"
+        "  --max-seconds S   stop with an error after S seconds of real time (default 600)\n"
         "Prices are the presets' indicative on-demand list prices (their notes say where each\n"
         "comes from). On a terminal a progress bar shows on stderr; Ctrl-C stops and writes\n"
         "complete files for the clusters done (exit status 130).\n");

@@ -20,6 +20,7 @@
 #include "../profiles/cluster.h"
 #include "../profiles/pipedream.h"
 #include "../profiles/profile.h"
+#include "budget.h"
 #include "cli.h"
 #include "fileio.h"
 
@@ -40,7 +41,7 @@ static int help(void)
         "                   [--schedule gpipe|1f1b|interleaved|zb-h1|pipedream|fbp|sequential|auto]\n"
         "                   [--microbatches m|auto] [--stages p] [--chunks v] [--algo auto|exact|merge]\n"
         "                   [--optimizer sgd|momentum|adam] [--comm on|off] [--no-replication]\n"
-        "                   [--max-cuts N] [-o plan.json]\n\n"
+        "                   [--max-cuts N] [--max-seconds S] [-o plan.json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
         "fastest within each device's memory, prints it and writes the plan.\n\n"
@@ -55,7 +56,8 @@ static int help(void)
         "                   auto (default): both, report the gap, keep the faster\n"
         "  --chunks v       model chunks per device for --schedule interleaved (default 2;\n"
         "                   a balanced chunk split, not the exact search)\n"
-        "  --max-cuts N     cap on the cuts listed for a branching model (default 100000)\n");
+        "  --max-cuts N     cap on the cuts listed for a branching model (default 100000)\n"
+        "  --max-seconds S  stop with an error after S seconds of real time (default 600)\n");
     return 0;
 }
 
@@ -160,6 +162,7 @@ int cmd_plan(int argc, char **argv)
     const char *device = NULL, *profiled_on = NULL;
     int64_t devices = 0, per_node = 0, batch = 0, micro = 0, stages = 0, max_cuts = 0;
     double bw[2] = {DEF_INTRA_BPS, DEF_INTER_BPS}, lat[2] = {DEF_INTRA_LAT, DEF_INTER_LAT};
+    double max_seconds = CL_BUDGET_DEFAULT_S;
     int bw_given = 0, lat_given = 0, rc;
     plan_request rq = {.schedule = -1, .algo = PLAN_ALGO_AUTO, .optimizer = OPTIM_SGD, .comm = 1,
                        .replication = 1};
@@ -208,6 +211,9 @@ int cmd_plan(int argc, char **argv)
         } else if (!strcmp(a, "--max-cuts")) {
             NEED_VALUE();
             if ((rc = cli_int("plan", a, v, 2, (int64_t)1 << 30, &max_cuts))) return rc;
+        } else if (!strcmp(a, "--max-seconds")) {
+            NEED_VALUE();
+            if ((rc = cli_num("plan", a, v, 0, 1e7, &max_seconds))) return rc;
         } else if (!strcmp(a, "--schedule")) {
             NEED_VALUE();
             if (strcmp(v, "auto") != 0) {
@@ -246,6 +252,7 @@ int cmd_plan(int argc, char **argv)
         return cli_usage_error("plan", "a PipeDream profile is the model too: drop --model");
 
     cl_err e = {0};
+    cl_budget_start(max_seconds, "--max-seconds"); /* loading, search and ranking */
     model md = {0};
     prof pf = {0};
     cluster cl = {0};

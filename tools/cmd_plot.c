@@ -13,12 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "cli.h"
 #include "gnuplot.h"
 #include "jsonx.h"
+#include "plot_reduce.h"
 
 #define PLOT_MAX_ROWS 4096   /* rows in a Gantt chart; more is unreadable anyway */
 #define PLOT_MAX_LINES 64    /* lines in a memory chart */
+#define PLOT_MAX_TRACKS 4096 /* memory counter tracks read (the highest peaks are drawn) */
+#define ROW_HASH 8192        /* > 2 x PLOT_MAX_ROWS and PLOT_MAX_TRACKS, a power of two */
 
 typedef struct row {
     int pid, tid, sort;
@@ -26,16 +30,8 @@ typedef struct row {
     int used;                /* has slices (or counter samples) */
 } row;
 
-typedef struct slice {
-    int row;
-    int cat;
-    double t0_us, dur_us;
-} slice;
-
-typedef struct sample {
-    int line;
-    double t_us, bytes;
-} sample;
+typedef plot_slice slice;
+typedef plot_sample sample;
 
 enum { CAT_IDLE, CAT_F, CAT_B, CAT_W, CAT_U, CAT_COMM, CAT_OTHER, CAT_COUNT };
 static const char *const cat_block[CAT_COUNT] = {"idle", "fwd", "bwd", "wgrad", "upd", "comm", "other"};
@@ -54,13 +50,20 @@ typedef struct trace_data {
     int64_t n_samples, cap_samples;
     char (*lines)[160];      /* counter track names */
     int n_lines;
+    /* rows by (pid, tid) and tracks by name, open addressing, -1 empty: a
+     * scan of every row per event made a trace of many rows quadratic */
+    int row_at[ROW_HASH], line_at[ROW_HASH];
 } trace_data;
+
+static uint32_t mix(uint32_t h) { return (h ^ (h >> 16)) * 0x45d9f3bu; }
 
 static int find_row(trace_data *d, int pid, int tid)
 {
-    for (int i = 0; i < d->n_rows; i++)
-        if (d->rows[i].pid == pid && d->rows[i].tid == tid) return i;
+    uint32_t h = mix(mix((uint32_t)pid) ^ (uint32_t)tid) & (ROW_HASH - 1);
+    for (; d->row_at[h] >= 0; h = (h + 1) & (ROW_HASH - 1))
+        if (d->rows[d->row_at[h]].pid == pid && d->rows[d->row_at[h]].tid == tid) return d->row_at[h];
     if (d->n_rows == PLOT_MAX_ROWS) return -1;
+    d->row_at[h] = d->n_rows;
     if (d->n_rows == d->cap_rows) {
         d->cap_rows = d->cap_rows ? 2 * d->cap_rows : 64;
         d->rows = cl_realloc(d->rows, (size_t)d->cap_rows * sizeof *d->rows);
@@ -95,12 +98,19 @@ static int int_member(jx *j, const cJSON *ev, const char *p, const char *key, in
     return rc;
 }
 
+/* The track of a counter name, or -1 past PLOT_MAX_TRACKS tracks. */
 static int line_of(trace_data *d, const char *name)
 {
-    for (int i = 0; i < d->n_lines; i++)
-        if (!strcmp(d->lines[i], name)) return i;
-    d->lines = cl_realloc(d->lines, (size_t)(d->n_lines + 1) * sizeof *d->lines);
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const char *c = name; *c; c++) h = (h ^ (uint8_t)*c) * 16777619u;
+    h &= ROW_HASH - 1;
+    for (; d->line_at[h] >= 0; h = (h + 1) & (ROW_HASH - 1))
+        if (!strcmp(d->lines[d->line_at[h]], name)) return d->line_at[h];
+    if (d->n_lines == PLOT_MAX_TRACKS) return -1;
+    if ((d->n_lines & (d->n_lines - 1)) == 0) /* capacity doubles at powers of two */
+        d->lines = cl_realloc(d->lines, (size_t)(d->n_lines ? 2 * d->n_lines : 1) * sizeof *d->lines);
     snprintf(d->lines[d->n_lines], sizeof d->lines[0], "%s", name);
+    d->line_at[h] = d->n_lines;
     return d->n_lines++;
 }
 
@@ -108,8 +118,12 @@ static int line_of(trace_data *d, const char *name)
 static int read_trace(const char *path, trace_data *d, cl_err *e)
 {
     cJSON *root;
+    for (int h = 0; h < ROW_HASH; h++) d->row_at[h] = d->line_at[h] = -1;
     int rc = jx_parse_file(path, &root, e);
     if (rc) return rc;
+    char doing[300];
+    snprintf(doing, sizeof doing, "reading %s", path);
+    if (cl_budget_over()) rc = cl_budget_fail(e, doing, "plot a shorter trace");
     jx j = {path, e};
     const cJSON *events = root;
     const char *base = "";
@@ -123,6 +137,10 @@ static int read_trace(const char *path, trace_data *d, cl_err *e)
     for (const cJSON *ev = rc ? NULL : events->child; ev && !rc; ev = ev->next) {
         char p[64];
         jx_index(p, sizeof p, base, ++i);
+        if ((i & 65535) == 65535 && cl_budget_over()) {
+            rc = cl_budget_fail(e, doing, "plot a shorter trace");
+            break;
+        }
         if (!cJSON_IsObject(ev)) { rc = jx_fail(&j, p, "expected an event object"); break; }
         char ph[8] = "", name[160] = "", cat[32] = "";
         if ((rc = jx_str(&j, ev, p, "ph", 1, ph, sizeof ph))) break;
@@ -184,7 +202,13 @@ static int read_trace(const char *path, trace_data *d, cl_err *e)
                 d->cap_samples = d->cap_samples ? 2 * d->cap_samples : 1024;
                 d->samples = cl_realloc(d->samples, (size_t)d->cap_samples * sizeof *d->samples);
             }
-            d->samples[d->n_samples++] = (sample){line_of(d, name[0] ? name : "memory"), ts, bytes};
+            int line = line_of(d, name[0] ? name : "memory");
+            if (line < 0) {
+                rc = jx_fail(&j, p, "more than %d memory counter tracks (hint: simulate fewer devices for a readable chart)",
+                             PLOT_MAX_TRACKS);
+                break;
+            }
+            d->samples[d->n_samples++] = (sample){line, ts, bytes};
         }
     }
     cJSON_Delete(root);
@@ -262,6 +286,13 @@ static int gantt(const char *trace, trace_data *d, const char *out, const char *
     }
     double span_ms = (t1 - t0) / 1000.0;
     if (!(span_ms > 0)) span_ms = 1e-6;
+    /* boxes rasterised to pixel columns (plot_reduce.h): the data is
+     * bounded by the image, not the trace */
+    int64_t nb = 0;
+    slice *boxes = plot_raster_boxes(d->slices, d->n_slices, CAT_COUNT, t0, t1 - t0, width, &nb);
+    free(d->slices);
+    d->slices = boxes;
+    d->n_slices = d->cap_slices = nb;
 
     gp_plot *g = gp_new();
     gp_str(g, "title", title);
@@ -318,7 +349,8 @@ static int gantt(const char *trace, trace_data *d, const char *out, const char *
             fprintf(f, "%.9g %d %.9g 0.4\n", a + w / 2, pos[s->row], w / 2);
         }
     }
-    int rc = gp_render(g, "gantt", out, width, height, e);
+    int rc = cl_budget_over() ? cl_budget_fail(e, "writing the chart's data", "plot a shorter trace")
+                              : gp_render(g, "gantt", out, width, height, e);
     gp_free(g);
     free(pos);
     free(sorted);
@@ -357,19 +389,23 @@ static int memory(const char *trace, trace_data *d, const char *out, const char 
     for (int i = 0, col = 2; i < n; i++) /* column names: values, not data (gnuplot.h) */
         if (keep[i]) gp_stri(g, "line", col++, d->lines[i]);
     FILE *f = gp_data(g, "memory");
-    double *cur = cl_calloc((size_t)n, sizeof *cur);
-    /* samples arrive in time order per track; emit one row per sample with
-     * every kept track's latest value (a step function per track) */
-    for (int64_t i = 0; i < d->n_samples; i++) {
-        cur[d->samples[i].line] = d->samples[i].bytes;
-        fprintf(f, "%.9g", (d->samples[i].t_us - t0) / 1000.0);
+    /* one row per sample with every kept track's latest value (a step
+     * function per track), or past two rows per pixel column one row per
+     * column with each track's largest value in it (plot_reduce.h) */
+    int64_t max_rows = 2 * (int64_t)width, cap = d->n_samples < max_rows ? d->n_samples : max_rows;
+    double *rt = cl_malloc((size_t)cap * sizeof *rt), *rv = cl_malloc((size_t)cap * n * sizeof *rv);
+    int64_t nr = plot_memory_rows(d->samples, d->n_samples, n, max_rows, rt, rv);
+    for (int64_t i = 0; i < nr; i++) {
+        fprintf(f, "%.9g", (rt[i] - t0) / 1000.0);
         for (int k = 0; k < n; k++)
-            if (keep[k]) fprintf(f, " %.9g", cur[k] * scale);
+            if (keep[k]) fprintf(f, " %.9g", rv[i * n + k] * scale);
         fputc('\n', f);
     }
-    int rc = gp_render(g, "memory", out, width, height, e);
+    free(rt);
+    free(rv);
+    int rc = cl_budget_over() ? cl_budget_fail(e, "writing the chart's data", "plot a shorter trace")
+                              : gp_render(g, "memory", out, width, height, e);
     gp_free(g);
-    free(cur);
     free(keep);
     free(peak);
     return rc;
@@ -384,14 +420,17 @@ static int by_time(const void *a, const void *b)
 static int help(void)
 {
     printf("usage: cleave plot TRACE.json -o IMAGE.png|.svg [--kind gantt|memory|validate] [--title TEXT]\n"
-           "                  [--size WxH]\n\n"
+           "                  [--size WxH] [--max-seconds S]\n\n"
            "Draws a trace written by `cleave sim --trace` or `cleave train --trace`:\n"
            "  gantt   one row per device (and link): forward, backward, weight gradient,\n"
            "          update and communication in colour, idle in grey; time in ms\n"
            "  memory  memory in use per device over time\n"
            "  validate predicted against measured, from cleave validate --json results\n"
            "          (cleave plot R1.json [R2.json ...] --kind validate -o IMAGE)\n"
-           "The image is written only when complete. Default size 1280x720.\n");
+           "The image is written only when complete. Default size 1280x720.\n"
+           "Boxes closer than a pixel are drawn as one, and memory past two samples per\n"
+           "pixel column as each column's peak, so the work follows the image size.\n"
+           "--max-seconds S stops with an error after S seconds (default %g).\n", CL_BUDGET_DEFAULT_S);
     return 0;
 }
 
@@ -399,17 +438,22 @@ int cmd_plot(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *title = NULL, *kind = "gantt";
     int64_t w = 1280, h = 720;
+    double max_seconds = CL_BUDGET_DEFAULT_S;
     for (int i = 1; i + 1 < argc; i++) /* results of cleave validate: tools/plot_validate.c */
         if (!strcmp(argv[i], "--kind") && !strcmp(argv[i + 1], "validate")) return cmd_plot_validate(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return help();
-        if ((!strcmp(a, "-o") || !strcmp(a, "--kind") || !strcmp(a, "--title") || !strcmp(a, "--size")) &&
+        if ((!strcmp(a, "-o") || !strcmp(a, "--kind") || !strcmp(a, "--title") || !strcmp(a, "--size") ||
+             !strcmp(a, "--max-seconds")) &&
             i + 1 >= argc)
             return cli_usage_error("plot", "%s needs a value", a);
         if (!strcmp(a, "-o")) out = argv[++i];
         else if (!strcmp(a, "--kind")) kind = argv[++i];
         else if (!strcmp(a, "--title")) title = argv[++i];
+        else if (!strcmp(a, "--max-seconds")) {
+            if (cli_num("plot", a, argv[++i], 0, 1e7, &max_seconds)) return 2;
+        }
         else if (!strcmp(a, "--size")) {
             const char *s = argv[++i];
             char *x = strchr(s, 'x');
@@ -435,6 +479,7 @@ int cmd_plot(int argc, char **argv)
     }
     trace_data d = {0};
     cl_err e = {0};
+    cl_budget_start(max_seconds, "--max-seconds");
     int rc = read_trace(in, &d, &e);
     if (!rc && d.n_samples) qsort(d.samples, (size_t)d.n_samples, sizeof *d.samples, by_time);
     if (!rc)

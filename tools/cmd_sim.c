@@ -10,6 +10,7 @@
 
 #include "../sim/schedule.h"
 #include "../sim/sim.h"
+#include "budget.h"
 #include "cli.h"
 #include "jsonx.h"
 
@@ -32,7 +33,8 @@ static int help(void)
            "  --dump-schedule FILE   write the per-device op lists as a cleave-schedule file\n"
            "  --json                 print the results as JSON\n"
            "  --max-events N         stop with an error after N events (default %llu)\n"
-           "  --max-seconds S        stop with an error after S seconds of real time (default %g)\n",
+           "  --max-seconds S        stop with an error after S seconds of real time, building the\n"
+           "                         op lists included (default %g)\n",
            (unsigned long long)SIM_MAX_EVENTS, SIM_MAX_WALL_S);
     return 0;
 }
@@ -41,6 +43,7 @@ typedef struct sim_args {
     const char *plan, *schedule, *trace, *dump;
     int64_t micro, iters, max_events;
     double max_wall;
+    int max_wall_set;
     int comm_off, json;
 } sim_args;
 
@@ -60,7 +63,10 @@ static int parse(int argc, char **argv, sim_args *a)
         else if (!strcmp(o, "--microbatches") && more) rc = cli_int("sim", o, argv[++i], 1, 1 << 24, &a->micro);
         else if (!strcmp(o, "--iterations") && more) rc = cli_int("sim", o, argv[++i], 1, 1 << 20, &a->iters);
         else if (!strcmp(o, "--max-events") && more) rc = cli_int("sim", o, argv[++i], 1, INT64_MAX, &a->max_events);
-        else if (!strcmp(o, "--max-seconds") && more) rc = cli_num("sim", o, argv[++i], 1e-3, 1e7, &a->max_wall);
+        else if (!strcmp(o, "--max-seconds") && more) {
+            a->max_wall_set = 1;
+            rc = cli_num("sim", o, argv[++i], 0, 1e7, &a->max_wall);
+        }
         else if (!strcmp(o, "--comm") && more) {
             const char *v = argv[++i];
             if (!strcmp(v, "off")) a->comm_off = 1;
@@ -272,7 +278,8 @@ int cmd_sim(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     cl_err e = {0};
     /* the real-time budget covers building the op lists as well as the run */
-    double budget = a.max_wall > 0 ? a.max_wall : SIM_MAX_WALL_S, t0 = wall_now();
+    double budget = a.max_wall_set ? a.max_wall : SIM_MAX_WALL_S, t0 = wall_now();
+    cl_budget_start(budget, "--max-seconds");
     plan p;
     if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
     if (a.comm_off < 0) a.comm_off = p.comm_off;
@@ -281,7 +288,7 @@ int cmd_sim(int argc, char **argv)
     sim_result r = {0};
     rc = get_schedule(&a, &p, &sc, &e);
     double left = budget - (wall_now() - t0);
-    if (!rc && !(left > 0))
+    if (!rc && !(left > 0)) /* the op lists were done just as it ran out */
         rc = cl_fail(&e, CL_EINPUT, "%s: building the op lists took %.3g s: wall-time budget "
                      "exhausted (hint: raise --max-seconds, or simulate fewer microbatches or "
                      "iterations)", a.plan, wall_now() - t0);

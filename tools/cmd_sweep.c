@@ -30,7 +30,7 @@ static int help(void)
         "                    [--devices 1,2,4,...] [--schedules " SWEEP_DEFAULT_SCHEDULES "]\n"
         "                    [--batch B] [--microbatches M] [--optimizer sgd|momentum|adam]\n"
         "                    [--no-replication] [-o DIR | --csv F.csv --png F.png --svg F.svg]\n"
-        "                    [--save-plans DIR] [--title TEXT] [--quiet]\n\n"
+        "                    [--save-plans DIR] [--title TEXT] [--quiet] [--max-seconds S]\n\n"
         "For every device count N and schedule, plans the model on the first N devices of\n"
         "the cluster (or on N devices of TYPE, K per node) with that schedule and simulates\n"
         "the plan. Prints a row per point and writes:\n"
@@ -46,6 +46,7 @@ static int help(void)
         "                  (default %.4g,%.4g); --latency in seconds (default %g,%g)\n"
         "  --save-plans D  write every point's plan to D/<N>dev-<schedule>.json and the\n"
         "                  one-device baseline to D/baseline-1dev.json\n"
+        "  --max-seconds S stop with an error after S seconds of real time (default 600)\n"
         "On a terminal a progress bar shows on stderr; Ctrl-C stops after the current point\n"
         "and writes complete files for the points done (exit status 130).\n",
         STUDY_DEF_INTRA_BPS, STUDY_DEF_INTER_BPS, STUDY_DEF_INTRA_LAT, STUDY_DEF_INTER_LAT);

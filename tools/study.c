@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "budget.h"
 #include "cli.h"
 #include "escape.h"
 #include "study.h"
@@ -137,7 +138,8 @@ infeasible:
     snprintf(pt->reason, sizeof pt->reason, "%s", pe.msg[0] ? pe.msg : "failed");
 infeasible_noreason:
     if (!s->have_prof) prof_free(&derived);
-    if (pe.code == CL_EINPUT) return CL_OK; /* a point that cannot be done */
+    /* a point that cannot be done; but a spent budget ends the study */
+    if (pe.code == CL_EINPUT && !cl_budget_over()) return CL_OK;
     *e = pe;
     return rc;
 }
@@ -324,6 +326,7 @@ static const cli_opt study_opts[] = {
     {"--save-plans", CLI_STR, SA(save_plans), 0, 0, 0, 0},
     {"--schedules", CLI_STR, SA(schedules), 0, 0, 0, 0},
     {"--batch", CLI_INT, SA(batch), 1, 1 << 30, 0, 0},
+    {"--max-seconds", CLI_NUM, SA(max_seconds), 0, 0, 0, 1e7},
 };
 
 int study_args_option(study_args *a, const char *cmd, const char *opt, const char *val,
@@ -332,6 +335,7 @@ int study_args_option(study_args *a, const char *cmd, const char *opt, const cha
     *used_val = 0;
     if (!strcmp(opt, "--no-replication")) return a->no_replication = 1, 0;
     if (!strcmp(opt, "--quiet")) return a->quiet = 1, 0;
+    if (!strcmp(opt, "--max-seconds")) a->max_seconds_given = 1;
     int rc = cli_opt_take(study_opts, (int)(sizeof study_opts / sizeof *study_opts), a, cmd, opt,
                           val);
     *used_val = rc == 0;
@@ -349,6 +353,7 @@ int study_args_check(const study_args *a, const char *cmd)
 
 int study_args_load(const study_args *a, study *s, cl_err *e)
 {
+    cl_budget_start(a->max_seconds_given ? a->max_seconds : CL_BUDGET_DEFAULT_S, "--max-seconds");
     int rc = study_load(s, a->model, a->profile, (int)a->batch, e);
     if (rc) return rc;
     if (a->profiled_on) snprintf(s->profiled_on, sizeof s->profiled_on, "%s", a->profiled_on);

@@ -121,6 +121,8 @@ typedef struct study_args {
     const char *csv, *png, *svg, *title, *save_plans, *schedules;
     int64_t batch;          /* --batch (0: the study's default)             */
     int no_replication, quiet;
+    double max_seconds;     /* --max-seconds (when max_seconds_given)       */
+    int max_seconds_given;
 } study_args;
 
 /* Take option `opt` (value `val`, NULL when last) if it is a shared one.
@@ -131,7 +133,8 @@ int study_args_option(study_args *a, const char *cmd, const char *opt, const cha
 /* The checks across shared options: --model given, -o vs --csv/--png/--svg,
  * --profiled-on without --profile.  0 or the usage-error status. */
 int study_args_check(const study_args *a, const char *cmd);
-/* Load the study the options describe (study_load, then --profiled-on and
+/* Start the command's wall-clock budget (--max-seconds, budget.h) and load
+ * the study the options describe (study_load, then --profiled-on and
  * --no-replication). */
 int study_args_load(const study_args *a, study *s, cl_err *e);
 /* The output paths (empty when not wanted): <out_dir>/<stem>.{csv,png,svg}
