@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <math.h>
@@ -72,14 +74,48 @@ int test_run_cli(const char *args, char **out, char **err)
     return -1;
 }
 
-char *test_tmpdir(void)
+/* Every test folder is made inside one folder of this run, removed with
+ * whatever is left in it when the runner ends, so a test that fails before
+ * its own clean-up (or forgets one) leaves nothing in /tmp. */
+static char *run_dir;
+static pid_t run_pid; /* a forked child that calls exit() must not remove it */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    char *t = cl_strdup("/tmp/cleave-test-XXXXXX");
+    (void)st, (void)flag, (void)ftw;
+    return remove(path) ? -1 : 0;
+}
+
+static void run_dir_remove(void)
+{
+    if (!run_dir || getpid() != run_pid) return;
+    if (nftw(run_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS))
+        fprintf(stderr, "cleave_tests: cannot remove %s entirely\n", run_dir);
+    free(run_dir);
+    run_dir = NULL;
+}
+
+static char *make_dir(const char *parent, const char *prefix)
+{
+    size_t n = strlen(parent) + strlen(prefix) + 16;
+    char *t = cl_malloc(n);
+    snprintf(t, n, "%s/%sXXXXXX", parent, prefix);
     if (!mkdtemp(t)) {
         perror("mkdtemp");
         abort();
     }
     return t;
+}
+
+char *test_tmpdir(void)
+{
+    if (!run_dir) {
+        const char *tmp = getenv("TMPDIR");
+        run_dir = make_dir(tmp && *tmp ? tmp : "/tmp", "cleave-test-");
+        run_pid = getpid();
+        atexit(run_dir_remove);
+    }
+    return make_dir(run_dir, "t");
 }
 
 const char *test_shared(const char *rel, char *buf, size_t cap)

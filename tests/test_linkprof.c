@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../exec/chan.h"
 #include "../exec/gemm.h"
@@ -249,6 +250,7 @@ static void test_cluster_file(void)
     cluster_free(&d);
     cluster_free(&c);
     remove(path);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
     free(dir);
     f.bw_Bps = HUGE_VAL; /* a flat or falling line gives no bandwidth */
     CU_ASSERT_EQUAL(exec_link_cluster(&c, &mc, &f, EXEC_LINK_THREADS, "", &e), CL_ERUN);
