@@ -43,6 +43,7 @@ cat >"$tmp/bin/pkg-config" <<EOF
 [ -e $marker ] && exec $(q "$real_pc") "\$@"
 exit 1
 EOF
+# shellcheck disable=SC2016
 printf '#!/bin/sh\n[ "$1" = -u ] && { echo 0; exit 0; }\nexec /usr/bin/id "$@"\n' >"$tmp/bin/id"
 chmod +x "$tmp/bin/"*
 
