@@ -3,6 +3,7 @@
  * assertions (capped at 125), plus one for a suite that failed to set up,
  * so a red test is never hidden behind a framework status. */
 #include <CUnit/Basic.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +116,28 @@ char *test_tmpdir(void)
         run_pid = getpid();
         atexit(run_dir_remove);
     }
-    return make_dir(run_dir, "t");
+    /* named after the suite, so a folder left behind says whose it is */
+    CU_pSuite su = CU_get_current_suite();
+    char prefix[80];
+    snprintf(prefix, sizeof prefix, "%s-", su && su->pName ? su->pName : "t");
+    return make_dir(run_dir, prefix);
+}
+
+/* Folders or files the tests left in the run's folder (each test removes
+ * its own when it passes): printed, and their count. */
+static int left_behind(void)
+{
+    if (!run_dir) return 0;
+    DIR *d = opendir(run_dir);
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *x; (x = readdir(d));) {
+        if (!strcmp(x->d_name, ".") || !strcmp(x->d_name, "..")) continue;
+        fprintf(stderr, "%s %s", n++ ? "," : "cleave_tests: tests that passed left behind", x->d_name);
+    }
+    closedir(d);
+    if (n) fprintf(stderr, " (in %s; hint: a test removes the folder test_tmpdir gave it)\n", run_dir);
+    return n;
 }
 
 const char *test_shared(const char *rel, char *buf, size_t cap)
@@ -184,5 +206,6 @@ int main(int argc, char **argv)
         return 1;
     }
     unsigned rc = failed + bad_suites;
+    if (rc == 0 && left_behind()) rc = 1; /* after failures, left-overs are expected */
     return rc > 125 ? 125 : (int)rc;
 }
