@@ -6,6 +6,7 @@
 #   make bench    benchmarks, CSV into bench/
 #   make asan     the test suites under AddressSanitizer + LeakSanitizer
 #   make ubsan    the test suites under UndefinedBehaviorSanitizer
+#   make tsan     the test suites under ThreadSanitizer
 #   make install PREFIX=/usr/local
 #
 # Every source folder's *.c goes into one static library; tools/cleave.c is
@@ -22,8 +23,14 @@ WERROR  ?=
 DEB_PKGS = libgsl-dev libcjson-dev libcunit1-dev libopenblas-dev zlib1g-dev \
            gnuplot-nox libopenmpi-dev openmpi-bin dataset-fashion-mnist pkg-config
 
-PKG_CFLAGS := $(shell pkg-config --cflags gsl libcjson openblas zlib ompi-c 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs gsl libcjson openblas zlib ompi-c 2>/dev/null)
+# pkg-config answers when this Makefile is read, which on a fresh machine is
+# before `deps` installed anything (and one missing .pc empties the whole
+# answer).  So every target that compiles runs `deps` first and then a
+# second make, which reads the Makefile again and asks pkg-config then; the
+# compile rules also check (pkg-check) that every module was found.
+PKG_MODULES = gsl libcjson openblas zlib ompi-c
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKG_MODULES) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKG_MODULES) 2>/dev/null)
 # GSL's pkg-config pulls in its reference CBLAS; OpenBLAS must come first so
 # its fast cblas_* win symbol resolution.
 LIBS = -L/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas $(PKG_LIBS) -lcunit -lpthread -lm
@@ -49,9 +56,10 @@ TEST_SRC = $(wildcard tests/*.c)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC = $(wildcard tools/bench/*.c)
 
-.PHONY: all deps test test-run demo bench asan ubsan install clean check-deps
+.PHONY: all deps pkg-check test test-run demo bench asan ubsan tsan install clean
 
-all: deps $(BUILD)/cleave
+all: deps
+	@$(MAKE) --no-print-directory $(BUILD)/cleave
 
 # Install only what is missing; nothing at all when everything is there.
 deps:
@@ -65,6 +73,13 @@ deps:
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	fi
 
+# A compile without the flags of every module fails on a missing header far
+# from the cause; say which module is missing instead.
+pkg-check:
+	@pkg-config --exists $(PKG_MODULES) 2>/dev/null || { \
+	  pkg-config --print-errors --exists $(PKG_MODULES); \
+	  echo "make: pkg-config does not find every library cleave needs (hint: make deps)" >&2; exit 2; }
+
 $(BUILD)/libcleave.a: $(LIB_OBJ)
 	@rm -f $@
 	$(SAY) "  AR      $@"
@@ -75,10 +90,10 @@ $(BUILD)/gen/gp_templates.c: $(GP_TMPL) tools/embed_templates.sh
 	@mkdir -p $(dir $@)
 	sh tools/embed_templates.sh $@ $(GP_TMPL)
 
-$(BUILD)/gen/gp_templates.o: $(BUILD)/gen/gp_templates.c
+$(BUILD)/gen/gp_templates.o: $(BUILD)/gen/gp_templates.c | pkg-check
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c | pkg-check
 	@mkdir -p $(dir $@)
 	$(SAY) "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
@@ -118,6 +133,13 @@ asan: deps
 ubsan: deps
 	@$(MAKE) --no-print-directory BUILD=build-ubsan OPT=-O1 \
 	  SANFLAGS="-fsanitize=undefined,float-cast-overflow $(SAN_COMMON)" test-run
+# ThreadSanitizer: the threads backend's workers, channels and signal flag
+# (every suite runs, so also each `cleave` the CLI tests start); a report
+# fails the process at once (halt_on_error, exit 66).
+tsan: deps
+	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 $(TSAN_OPTIONS)" \
+	  $(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 \
+	  SANFLAGS="-fsanitize=thread -fno-omit-frame-pointer" test-run
 
 demo: all
 	./$(BUILD)/cleave demo
@@ -165,6 +187,6 @@ install: all
 	install -m 644 profiles/clusters/*.json $(DESTDIR)$(PREFIX)/share/cleave/profiles/clusters/
 
 clean:
-	rm -rf build build-asan build-ubsan
+	rm -rf build build-asan build-ubsan build-tsan
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,11 +495,16 @@ int exec_ckpt_save_weights(exec_net *const *nets, int n_nets, const char *path, 
 
 /* ------------------------------------------------------------- signals -- */
 
-static volatile sig_atomic_t g_sig;
+/* Set by the handler, read by the worker threads: volatile sig_atomic_t is
+ * only for a handler and the thread it interrupts (another thread reading
+ * it is a data race, which ThreadSanitizer reports); a lock-free atomic is
+ * safe in a handler and between threads alike. */
+static atomic_int g_sig;
+static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal flag must be lock-free");
 static struct sigaction g_old_int, g_old_term;
 static int g_installed;
 
-static void on_signal(int sig) { g_sig = sig; }
+static void on_signal(int sig) { atomic_store(&g_sig, sig); }
 
 void exec_ckpt_signals_install(void)
 {
@@ -508,7 +514,7 @@ void exec_ckpt_signals_install(void)
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESETHAND | SA_RESTART; /* a second signal kills */
-    g_sig = 0;
+    atomic_store(&g_sig, 0);
     sigaction(SIGINT, &sa, &g_old_int);
     sigaction(SIGTERM, &sa, &g_old_term);
     g_installed = 1;
@@ -520,10 +526,16 @@ void exec_ckpt_signals_restore(void)
     sigaction(SIGINT, &g_old_int, NULL);
     sigaction(SIGTERM, &g_old_term, NULL);
     g_installed = 0;
-    g_sig = 0;
+    atomic_store(&g_sig, 0);
 }
 
-int exec_ckpt_signal(void) { return g_sig; }
+int exec_ckpt_signal(void) { return atomic_load(&g_sig); }
+
+void exec_ckpt_test_pause(int64_t pos)
+{
+    const char *s = getenv("CLEAVE_TEST_PAUSE_AT");
+    if (s && *s && strtoll(s, NULL, 10) == pos) raise(SIGSTOP);
+}
 
 const char *exec_ckpt_signal_name(int sig)
 {

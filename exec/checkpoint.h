@@ -141,4 +141,12 @@ int exec_ckpt_signal(void);
 /* "SIGINT", "SIGTERM", or "signal N". */
 const char *exec_ckpt_signal_name(int sig);
 
+/* Test hook: when the environment holds CLEAVE_TEST_PAUSE_AT=N, the process
+ * stops itself (SIGSTOP) once it has finished minibatch step N (sequential)
+ * or iteration N (pipelined, worker or rank 0), any checkpoint due there
+ * written.  The reliability tests then kill or signal it at that known
+ * point instead of racing a running process; a signal sent during the
+ * pause is seen at the next boundary.  Does nothing otherwise. */
+void exec_ckpt_test_pause(int64_t pos);
+
 #endif

@@ -287,5 +287,7 @@ int pipe_ckpt_boundary(pw *W, int64_t gi, int run_end)
               (run_end || stop || (R->o->ckpt_every > 0 && gi % R->o->ckpt_every == 0));
     int rc = due ? gather_write(W, gi) : CL_OK;
     if (rc) return rc;
-    return stop && gi < R->total_iters ? PIPE_STOP : CL_OK;
+    if (stop && gi < R->total_iters) return PIPE_STOP;
+    if (W->w == 0) exec_ckpt_test_pause(gi);
+    return CL_OK;
 }

@@ -3,9 +3,12 @@
  * assertions (capped at 125), plus one for a suite that failed to set up,
  * so a red test is never hidden behind a framework status. */
 #include <CUnit/Basic.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <math.h>
@@ -72,14 +75,76 @@ int test_run_cli(const char *args, char **out, char **err)
     return -1;
 }
 
-char *test_tmpdir(void)
+/* Every test folder is made inside one folder of this run, removed with
+ * whatever is left in it when the runner ends, so a test that fails before
+ * its own clean-up (or forgets one) leaves nothing in /tmp. */
+static char *run_dir;
+static pid_t run_pid; /* a forked child that calls exit() must not remove it */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    char *t = cl_strdup("/tmp/cleave-test-XXXXXX");
+    (void)st, (void)flag, (void)ftw;
+    return remove(path) ? -1 : 0;
+}
+
+void test_rmtree(char *dir)
+{
+    if (dir && nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS))
+        fprintf(stderr, "cleave_tests: cannot remove %s entirely\n", dir);
+    free(dir);
+}
+
+static void run_dir_remove(void)
+{
+    if (!run_dir || getpid() != run_pid) return;
+    if (nftw(run_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS))
+        fprintf(stderr, "cleave_tests: cannot remove %s entirely\n", run_dir);
+    free(run_dir);
+    run_dir = NULL;
+}
+
+static char *make_dir(const char *parent, const char *prefix)
+{
+    size_t n = strlen(parent) + strlen(prefix) + 16;
+    char *t = cl_malloc(n);
+    snprintf(t, n, "%s/%sXXXXXX", parent, prefix);
     if (!mkdtemp(t)) {
         perror("mkdtemp");
         abort();
     }
     return t;
+}
+
+char *test_tmpdir(void)
+{
+    if (!run_dir) {
+        const char *tmp = getenv("TMPDIR");
+        run_dir = make_dir(tmp && *tmp ? tmp : "/tmp", "cleave-test-");
+        run_pid = getpid();
+        atexit(run_dir_remove);
+    }
+    /* named after the suite, so a folder left behind says whose it is */
+    CU_pSuite su = CU_get_current_suite();
+    char prefix[80];
+    snprintf(prefix, sizeof prefix, "%s-", su && su->pName ? su->pName : "t");
+    return make_dir(run_dir, prefix);
+}
+
+/* Folders or files the tests left in the run's folder (each test removes
+ * its own when it passes): printed, and their count. */
+static int left_behind(void)
+{
+    if (!run_dir) return 0;
+    DIR *d = opendir(run_dir);
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *x; (x = readdir(d));) {
+        if (!strcmp(x->d_name, ".") || !strcmp(x->d_name, "..")) continue;
+        fprintf(stderr, "%s %s", n++ ? "," : "cleave_tests: tests that passed left behind", x->d_name);
+    }
+    closedir(d);
+    if (n) fprintf(stderr, " (in %s; hint: a test removes the folder test_tmpdir gave it)\n", run_dir);
+    return n;
 }
 
 const char *test_shared(const char *rel, char *buf, size_t cap)
@@ -148,5 +213,6 @@ int main(int argc, char **argv)
         return 1;
     }
     unsigned rc = failed + bad_suites;
+    if (rc == 0 && left_behind()) rc = 1; /* after failures, left-overs are expected */
     return rc > 125 ? 125 : (int)rc;
 }

@@ -26,6 +26,8 @@ int test_run_cli(const char *args, char **out, char **err);
 
 /* A fresh empty folder under /tmp for this test's output files; caller frees. */
 char *test_tmpdir(void);
+/* Remove a test_tmpdir folder with everything in it, and free the name. */
+void test_rmtree(char *dir);
 /* Path to a file in the shared data folder (../shared/data/...), or NULL if
  * that folder is absent (tests using it then report it as a failure). */
 const char *test_shared(const char *rel, char *buf, size_t cap);

@@ -36,20 +36,6 @@ static int64_t ckpt_step(const char *path)
     return step;
 }
 
-/* Poll until the checkpoint records at least min_step steps; 0 when it
- * does while pid still runs, -1 when pid ended first (not reaped) or 60 s
- * passed (a generous guard against hangs, not a speed target). */
-static int wait_step(pid_t pid, const char *path, int64_t min_step)
-{
-    double t0 = tproc_now();
-    while (tproc_now() - t0 < 60) {
-        if (ckpt_step(path) >= min_step) return 0;
-        if (tproc_ended(pid)) return -1; /* left for reap */
-        usleep(1000);
-    }
-    return -1;
-}
-
 /* argv for `cleave train` on the tiny model (conv, batchnorm, dropout:
  * every kind of state a checkpoint must carry) plus extra options. */
 #define BASE "train", "--model", "tests/data/ckpt/tiny.json", "--synthetic", "8000", \
@@ -175,25 +161,29 @@ static void test_sigkill_resume(void)
     snprintf(log, sizeof log, "%s/resumed.csv", dir);
     char *first[] = {BASE, "--checkpoint", ck, "--checkpoint-every", "50", "--save-weights", w,
                      "--log", log, NULL};
+    tproc_pause_at(300); /* 300 of 2000 steps: epoch 1 */
     pid_t pid = tproc_cleave(first, dir);
-    int ok = wait_step(pid, ck, 300) == 0; /* 300 of 2000 steps: epoch 1 */
+    tproc_pause_at(-1);
+    int ok = tproc_wait_stopped(pid) == 0;
     kill(pid, SIGKILL);
     CU_ASSERT_EQUAL(tproc_reap(pid), 128 + SIGKILL);
     CU_ASSERT(ok);
     CU_ASSERT(!exists(w));
     int64_t s1 = ckpt_step(ck);
-    CU_ASSERT(s1 >= 300 && s1 < 2000 && s1 % 50 == 0);
+    CU_ASSERT_EQUAL(s1, 300);
 
     char *again[] = {BASE, "--resume", ck, "--checkpoint", ck, "--checkpoint-every", "50",
                      "--save-weights", w, "--log", log, NULL};
+    tproc_pause_at(1100); /* epoch 3 */
     pid = tproc_cleave(again, dir);
-    ok = wait_step(pid, ck, 1100) == 0; /* epoch 3 */
+    tproc_pause_at(-1);
+    ok = tproc_wait_stopped(pid) == 0;
     kill(pid, SIGKILL);
     CU_ASSERT_EQUAL(tproc_reap(pid), 128 + SIGKILL);
     CU_ASSERT(ok);
     CU_ASSERT(!exists(w));
     int64_t s2 = ckpt_step(ck);
-    CU_ASSERT(s2 >= 1100 && s2 < 2000);
+    CU_ASSERT_EQUAL(s2, 1100);
 
     char args[4096], *out = NULL, *err = NULL;
     snprintf(args, sizeof args, BASE_S " --resume %s --checkpoint %s --save-weights %s --log %s",
@@ -235,9 +225,12 @@ static void test_signals(void)
         snprintf(w, sizeof w, "%s/sig%d.bin", dir, i);
         char *argv[] = {BASE, "--checkpoint", ck, "--checkpoint-every", "100", "--save-weights",
                         w, NULL};
+        tproc_pause_at(200);
         pid_t pid = tproc_cleave(argv, dir);
-        int ok = wait_step(pid, ck, 200) == 0;
-        kill(pid, sigs[i]);
+        tproc_pause_at(-1);
+        int ok = tproc_wait_stopped(pid) == 0;
+        kill(pid, sigs[i]); /* pending while stopped, handled first thing after */
+        kill(pid, SIGCONT);
         CU_ASSERT_EQUAL(tproc_reap(pid), 128 + sigs[i]);
         CU_ASSERT(ok);
         CU_ASSERT(!exists(w));
@@ -249,38 +242,27 @@ static void test_signals(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(err, i ? "cleave: SIGINT: stopped at epoch" : "cleave: SIGTERM: stopped at epoch"));
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "checkpoint written to"));
         free(err);
-        int64_t s = ckpt_step(ck);
-        CU_ASSERT(s >= 200 && s < 2000);
+        int64_t s = ckpt_step(ck); /* the step after the pause */
+        CU_ASSERT_EQUAL(s, 201);
         char args[4096];
         snprintf(args, sizeof args, BASE_S " --resume %s --save-weights %s", ck, w);
         CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
         CU_ASSERT(tproc_same_file(wfull, w));
     }
-    /* no checkpoint: wait for the header line, then interrupt */
+    /* no checkpoint: interrupted after step 30 */
     char *argv[] = {BASE, NULL};
+    tproc_pause_at(30);
     pid_t pid = tproc_cleave(argv, dir);
-    char outp[700], errp[700];
-    snprintf(outp, sizeof outp, "%s/out", dir);
-    snprintf(errp, sizeof errp, "%s/err", dir);
-    double t0 = tproc_now();
-    for (;;) {
-        char *o = tproc_slurp(outp, NULL);
-        int ready = o && strstr(o, "elapsed_s");
-        free(o);
-        if (ready || tproc_now() - t0 > 60) break;
-        usleep(1000);
-    }
+    tproc_pause_at(-1);
+    CU_ASSERT_EQUAL(tproc_wait_stopped(pid), 0);
     kill(pid, SIGINT);
-    int st = tproc_reap(pid);
+    kill(pid, SIGCONT);
+    CU_ASSERT_EQUAL(tproc_reap(pid), 130);
+    char errp[700];
+    snprintf(errp, sizeof errp, "%s/err", dir);
     char *err = tproc_slurp(errp, NULL);
-    if (st == 0) {
-        /* finished before the signal: nothing to check on this machine */
-        CU_ASSERT_PTR_NOT_NULL(err);
-    } else {
-        CU_ASSERT_EQUAL(st, 130);
-        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "cleave: SIGINT: stopped at epoch"));
-        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "no checkpoint (hint: --checkpoint FILE"));
-    }
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "cleave: SIGINT: stopped at epoch 1, minibatch 31 (step 31)"));
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "no checkpoint (hint: --checkpoint FILE"));
     free(err);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

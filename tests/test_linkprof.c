@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../exec/chan.h"
 #include "../exec/gemm.h"
@@ -122,13 +123,30 @@ static void test_measure_threads(void)
  * sleeps when the bump comes: every wait below would last its full max_s
  * (5 s) if the bump were missed, so a return well before that is the
  * check; then a ping-pong of 2000 rounds between two threads on the
- * sleeping path and on the spinning path, where one lost wake-up would
- * cost 1 s. */
+ * sleeping path and on the spinning path, where a lost wake-up shows as a
+ * wait that returns with the counter unchanged after its full max_s (not
+ * a bound on the total time, which a loaded machine stretches). */
 typedef struct nt_arg {
     exec_notify *a, *b;
     double delay_s;
     int rounds;
+    int timeouts; /* pong's waits that ran out (lost wake-ups) */
 } nt_arg;
+
+#define PONG_MAX_S 5.0
+
+/* Wait until n's counter moves past seen; how many waits ran their full
+ * PONG_MAX_S without it moving (each one a lost wake-up). */
+static int await_move(exec_notify *n, uint64_t seen)
+{
+    int lost = 0;
+    while (exec_notify_events(n) == seen) {
+        double t0 = exec_now();
+        exec_notify_wait(n, seen, PONG_MAX_S);
+        lost += exec_notify_events(n) == seen && exec_now() - t0 >= PONG_MAX_S;
+    }
+    return lost;
+}
 
 static void nap(double s)
 {
@@ -149,7 +167,7 @@ static void *pong(void *p)
     nt_arg *a = p;
     for (int r = 0; r < a->rounds; r++) {
         uint64_t seen = (uint64_t)r; /* a's counter before round r's ping */
-        while (exec_notify_events(a->a) == seen) exec_notify_wait(a->a, seen, 1.0);
+        a->timeouts += await_move(a->a, seen);
         exec_notify_bump(a->b);
     }
     return NULL;
@@ -159,7 +177,7 @@ static double wait_for_bump(double spin_s, double delay_s)
 {
     exec_notify n;
     exec_notify_init(&n, spin_s);
-    nt_arg a = {&n, NULL, delay_s, 0};
+    nt_arg a = {&n, NULL, delay_s, 0, 0};
     pthread_t th;
     uint64_t seen = exec_notify_events(&n);
     double t0 = exec_now();
@@ -189,17 +207,16 @@ static void test_notify(void)
         exec_notify a, b;
         exec_notify_init(&a, spin ? 1e-3 : 0);
         exec_notify_init(&b, spin ? 1e-3 : 0);
-        nt_arg arg = {&a, &b, 0, 2000};
+        nt_arg arg = {&a, &b, 0, 2000, 0};
         pthread_t th;
-        t0 = exec_now();
+        int lost = 0;
         pthread_create(&th, NULL, pong, &arg);
         for (int r = 0; r < arg.rounds; r++) {
             exec_notify_bump(&a);
-            uint64_t s = (uint64_t)r;
-            while (exec_notify_events(&b) == s) exec_notify_wait(&b, s, 1.0);
+            lost += await_move(&b, (uint64_t)r);
         }
         pthread_join(th, NULL);
-        CU_ASSERT(exec_now() - t0 < 5.0);
+        CU_ASSERT_EQUAL(lost + arg.timeouts, 0);
         CU_ASSERT_EQUAL(exec_notify_events(&a), 2000);
         CU_ASSERT_EQUAL(exec_notify_events(&b), 2000);
         exec_notify_destroy(&a);
@@ -249,6 +266,7 @@ static void test_cluster_file(void)
     cluster_free(&d);
     cluster_free(&c);
     remove(path);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
     free(dir);
     f.bw_Bps = HUGE_VAL; /* a flat or falling line gives no bandwidth */
     CU_ASSERT_EQUAL(exec_link_cluster(&c, &mc, &f, EXEC_LINK_THREADS, "", &e), CL_ERUN);

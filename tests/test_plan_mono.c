@@ -271,7 +271,7 @@ static void test_sweep_monotone(void)
         }
     }
     test_csv_free(&t);
-    free(dir);
+    test_rmtree(dir);
 }
 
 TEST_SUITE(plan_mono)

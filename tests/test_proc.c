@@ -92,6 +92,40 @@ pid_t tproc_mpirun(int np, char **args, const char *dir)
     return pid;
 }
 
+void tproc_pause_at(int64_t n)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%lld", (long long)n);
+    if (n < 0) unsetenv("CLEAVE_TEST_PAUSE_AT");
+    else setenv("CLEAVE_TEST_PAUSE_AT", v, 1);
+}
+
+/* The state letter of /proc/<pid>/stat ('T' stopped), or 0. */
+static char proc_state(pid_t pid)
+{
+    char p[64], buf[512];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *c = strrchr(buf, ')'); /* the command name may hold anything */
+    return c && c[1] == ' ' ? c[2] : 0;
+}
+
+int tproc_wait_stopped(pid_t pid)
+{
+    double t0 = tproc_now();
+    while (tproc_now() - t0 < 60) {
+        char st = proc_state(pid);
+        if (st == 'T') return 0;
+        if (st == 0 || st == 'Z' || st == 'X') return -1;
+        usleep(1000);
+    }
+    return -1;
+}
+
 int tproc_reap(pid_t pid)
 {
     int st = 0;

@@ -21,6 +21,16 @@ pid_t tproc_cleave(char **args, const char *dir);
  * process group; returns mpirun's pid. */
 pid_t tproc_mpirun(int np, char **args, const char *dir);
 
+/* Children started from now on stop themselves (SIGSTOP) right after
+ * minibatch step or iteration n, any checkpoint due there written
+ * (CLEAVE_TEST_PAUSE_AT, exec_ckpt_test_pause); n < 0: they do not. */
+void tproc_pause_at(int64_t n);
+
+/* Wait until pid (any process, an MPI rank too) is stopped: 0, or -1 when
+ * it ended first or 60 s passed (a guard against hangs, not a speed
+ * target). */
+int tproc_wait_stopped(pid_t pid);
+
 /* Wait for pid; its exit status, or 128 + the signal that ended it. */
 int tproc_reap(pid_t pid);
 

@@ -112,6 +112,7 @@ static int on_step(void *p, exec_trainer *t)
         (k->rc = save_ckpt(k, t)))
         return 1;
     k->sig = sig;
+    if (!sig) exec_ckpt_test_pause(step);
     return sig != 0;
 }
 

@@ -255,7 +255,7 @@ int jx_str(jx *j, const cJSON *obj, const char *path, const char *key,
     size_t n = strlen(v->valuestring);
     if (n == 0) return jx_fail(j, p, "empty string (hint: give a name)");
     if (n >= cap)
-        return jx_fail(j, p, "string longer than %zu characters", cap - 1);
+        return jx_fail(j, p, "string longer than %zu characters (hint: shorten it)", cap - 1);
     memcpy(buf, v->valuestring, n + 1);
     return CL_OK;
 }
@@ -263,6 +263,14 @@ int jx_str(jx *j, const cJSON *obj, const char *path, const char *key,
 int jx_name(jx *j, const cJSON *obj, const char *path, const char *key,
             int required, char *buf, size_t cap)
 {
+    /* too long is one more way to break the names rule: say the rule */
+    const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    if (cJSON_IsString(v) && strlen(v->valuestring) >= cap) {
+        char p[256];
+        jx_join(p, sizeof p, path, key);
+        return jx_fail(j, p, "the name \"%.40s...\" is longer than %zu characters (hint: %s)", v->valuestring,
+                       cap - 1, JX_NAME_HINT);
+    }
     int rc = jx_str(j, obj, path, key, required, buf, cap);
     if (rc || !buf[0]) return rc;
     const char *bad = esc_name_problem(buf);
