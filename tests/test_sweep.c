@@ -142,6 +142,29 @@ static void test_infeasible_rows(void)
     free(dir);
 }
 
+/* -o DIR/ (a trailing slash, as shells complete folder names) names the
+ * files DIR/speedup.csv, not DIR//speedup.csv */
+static void test_out_dir_slash(void)
+{
+    char *dir = test_tmpdir();
+    char args[1200], want[700];
+    snprintf(args, sizeof args,
+             "sweep --model models/fmnist-mlp.json --cluster profiles/clusters/cpu-2cores.json "
+             "--devices 1,2 --schedules gpipe -o %s/out//", dir);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, NULL), 0);
+    snprintf(want, sizeof want, "wrote %s/out/speedup.csv\n", dir);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, want));
+    CU_ASSERT_PTR_NULL(out && strstr(out, "//"));
+    free(out);
+    snprintf(want, sizeof want, "%s/out/speedup.csv", dir);
+    CU_ASSERT_EQUAL(access(want, F_OK), 0);
+    snprintf(want, sizeof want, "%s/out", dir);
+    test_rm_dir(want);
+    test_rm_dir(dir);
+    free(dir);
+}
+
 /* SIGINT after 5 of 12 points: exit 130, complete CSV and image of 5 points,
  * no temporaries. */
 static void test_interrupt(void)
@@ -271,6 +294,7 @@ TEST_SUITE(sweep)
     test_add_suite("sweep");
     test_add("rows match cleave sim on the saved plans", test_rows_match_sim);
     test_add("infeasible points are rows with the reason", test_infeasible_rows);
+    test_add("-o DIR/ names DIR/speedup.csv", test_out_dir_slash);
     test_add("Ctrl-C keeps complete files for the points done", test_interrupt);
     test_add("progress bar on a terminal", test_progress_on_tty);
     test_add("gnuplot missing, bad input, usage", test_failures);

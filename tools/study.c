@@ -339,6 +339,11 @@ int study_args_option(study_args *a, const char *cmd, const char *opt, const cha
     int rc = cli_opt_take(study_opts, (int)(sizeof study_opts / sizeof *study_opts), a, cmd, opt,
                           val);
     *used_val = rc == 0;
+    /* folders are joined with "/": drop trailing ones ("sweep/" would give
+     * "sweep//speedup.csv"); the argv string is the caller's to edit */
+    char *dirs[] = {(char *)a->out_dir, (char *)a->save_plans};
+    for (int i = 0; i < 2 && rc == 0; i++)
+        for (size_t n = dirs[i] ? strlen(dirs[i]) : 0; n > 1 && dirs[i][n - 1] == '/'; n--) dirs[i][n - 1] = '\0';
     return rc;
 }
 
