@@ -569,6 +569,16 @@ int cluster_devtypes_load(const char *path, cluster_devtype **types, int *n, cl_
     return rc;
 }
 
+cJSON *cluster_devtypes_to_json(const cluster_devtype *types, int n)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "cleave-devices");
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON *arr = cJSON_AddArrayToObject(root, "device_types");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, devtype_to_json(&types[i]));
+    return root;
+}
+
 const cluster_devtype *cluster_devtype_find(const cluster_devtype *types, int n, const char *name)
 {
     for (int i = 0; i < n; i++)

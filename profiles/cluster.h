@@ -85,6 +85,9 @@ int cluster_devtype_check(const cluster_devtype *t, const char *what, cl_err *e)
  * profiles/devices.json, <exe>/../profiles/devices.json, then
  * ./profiles/devices.json (first that exists). */
 int cluster_devtypes_load(const char *path, cluster_devtype **types, int *n, cl_err *e);
+/* types[0..n-1] as a "cleave-devices" file (caller owns; loads back to the
+ * same types). */
+struct cJSON *cluster_devtypes_to_json(const cluster_devtype *types, int n);
 /* The type called `name` in types[0..n-1], or NULL. */
 const cluster_devtype *cluster_devtype_find(const cluster_devtype *types, int n,
                                             const char *name);

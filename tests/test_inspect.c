@@ -1,11 +1,13 @@
 /* test_inspect.c - `cleave inspect` on plan files: the table matches the
  * plan's own numbers, --json re-loads to the same plan, bad plans exit 2. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../planner/plan.h"
+#include "../profiles/cluster.h"
 #include "../tools/fileio.h"
 #include "../tools/jsonx.h"
 #include "test.h"
@@ -62,9 +64,49 @@ static void test_bad_plan(void)
     free(dir);
 }
 
+/* The device presets file: a row per preset with its peak, and --json that
+ * loads back (as a presets file) to the very same types. */
+static void test_devices(void)
+{
+    cluster_devtype *types;
+    int n;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(cluster_devtypes_load("profiles/devices.json", &types, &n, &e), CL_OK);
+    char *out = NULL, *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli("inspect profiles/devices.json", &out, &err), 0);
+    for (int t = 0; t < n && out; t++) {
+        char row[160];
+        snprintf(row, sizeof row, "  %s ", types[t].name);
+        const char *at = strstr(out, row);
+        CU_ASSERT_PTR_NOT_NULL(at);
+        double fp32 = 0;
+        if (at) CU_ASSERT_EQUAL(sscanf(at + strlen(row), "%lf", &fp32), 1);
+        CU_ASSERT(fabs(fp32 - types[t].peak_fp32_flops / 1e12) <= 5e-4 * fp32);
+    }
+    free(out);
+    free(err);
+    CU_ASSERT_EQUAL(test_run_cli("inspect profiles/devices.json --json", &out, &err), 0);
+    char *dir = test_tmpdir(), path[600];
+    snprintf(path, sizeof path, "%s/d.json", dir);
+    CU_ASSERT_EQUAL(cl_write_file(path, out, strlen(out), &e), CL_OK);
+    cluster_devtype *back;
+    int nb;
+    CU_ASSERT_EQUAL_FATAL(cluster_devtypes_load(path, &back, &nb, &e), CL_OK);
+    CU_ASSERT_EQUAL(nb, n);
+    for (int t = 0; t < n && t < nb; t++) CU_ASSERT_EQUAL(memcmp(&types[t], &back[t], sizeof *back), 0);
+    free(back);
+    free(types);
+    free(out);
+    free(err);
+    remove(path);
+    rmdir(dir);
+    free(dir);
+}
+
 TEST_SUITE(inspect)
 {
     test_add_suite("inspect");
     test_add("plan: table numbers and --json round trip", test_plan_table_and_json);
     test_add("plan: a broken file exits 2 naming it", test_bad_plan);
+    test_add("device presets: a row per preset, --json loads back the same", test_devices);
 }

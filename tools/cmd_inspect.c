@@ -15,8 +15,9 @@ static int help(void)
 {
     printf("usage: cleave inspect FILE [--json]\n\n"
            "Shows a model (layers, shapes, parameters, FLOPs, activations and totals),\n"
-           "a cluster (device types, devices, links), a profile (per-layer times) or a\n"
-           "PipeDream graph.txt profile.  --json prints the same as JSON.\n");
+           "a cluster (device types, devices, links), device presets (profiles/devices.json),\n"
+           "a profile (per-layer times) or a PipeDream graph.txt profile.  --json prints\n"
+           "the same as JSON.\n");
     return 0;
 }
 
@@ -57,9 +58,10 @@ int cmd_inspect(int argc, char **argv)
     if (!strcmp(kind, "cleave-cluster")) return inspect_cluster(path, as_json);
     if (!strcmp(kind, "cleave-profile")) return inspect_profile(path, as_json);
     if (!strcmp(kind, "cleave-plan")) return inspect_plan(path, as_json);
+    if (!strcmp(kind, "cleave-devices")) return inspect_devices(path, as_json);
     char *shown = esc_term(kind); /* from the file: no control byte to the terminal */
     fprintf(stderr, "cleave: %s: format: expected \"cleave-model\", \"cleave-cluster\", "
-                    "\"cleave-profile\" or \"cleave-plan\"%s%s%s (hint: see docs/formats.md)\n",
+                    "\"cleave-profile\", \"cleave-plan\" or \"cleave-devices\"%s%s%s (hint: see docs/formats.md)\n",
             path, kind[0] ? ", got \"" : "", shown, kind[0] ? "\"" : "");
     free(shown);
     return 2;

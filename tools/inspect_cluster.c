@@ -74,22 +74,17 @@ static void node_desc(const cluster *c, const int *start, const int *by_node, in
                                     c->types[t].name);
 }
 
-static void print_table(const cluster *c)
+/* One row per device type: peaks, memory, bandwidth, efficiency, price. */
+static void print_types(const cluster_devtype *types, int n)
 {
-    char a[64], b[64], d[64];
-    printf("cluster %s: %d device%s on %d node%s, %d device type%s\n", c->name, c->n_devices,
-           c->n_devices == 1 ? "" : "s", c->n_nodes, c->n_nodes == 1 ? "" : "s", c->n_types,
-           c->n_types == 1 ? "" : "s");
-    if (c->note[0]) printf("%s\n", c->note);
-
+    char a[64], b[64];
     int wn = 4;
-    for (int t = 0; t < c->n_types; t++)
-        if ((int)strlen(c->types[t].name) > wn) wn = (int)strlen(c->types[t].name);
-    printf("\ndevice types (peaks as given; effective = peak x efficiency)\n");
+    for (int t = 0; t < n; t++)
+        if ((int)strlen(types[t].name) > wn) wn = (int)strlen(types[t].name);
     printf("  %-*s  %12s  %12s  %10s  %12s  %5s  %8s\n", wn, "name", "fp32 TFLOP/s",
            "fp16 TFLOP/s", "memory", "memory bw", "eff", "$/hour");
-    for (int t = 0; t < c->n_types; t++) {
-        const cluster_devtype *ty = &c->types[t];
+    for (int t = 0; t < n; t++) {
+        const cluster_devtype *ty = &types[t];
         char f16[32], price[32];
         if (ty->peak_fp16_flops > 0) snprintf(f16, sizeof f16, "%.4g", ty->peak_fp16_flops / 1e12);
         else snprintf(f16, sizeof f16, "-");
@@ -99,6 +94,18 @@ static void print_table(const cluster *c)
                ty->peak_fp32_flops / 1e12, f16, bytes_str((double)ty->mem_bytes, a, sizeof a),
                rate_str(ty->mem_bw_Bps, "B/s", b, sizeof b), ty->efficiency, price);
     }
+}
+
+static void print_table(const cluster *c)
+{
+    char a[64], b[64], d[64];
+    printf("cluster %s: %d device%s on %d node%s, %d device type%s\n", c->name, c->n_devices,
+           c->n_devices == 1 ? "" : "s", c->n_nodes, c->n_nodes == 1 ? "" : "s", c->n_types,
+           c->n_types == 1 ? "" : "s");
+    if (c->note[0]) printf("%s\n", c->note);
+
+    printf("\ndevice types (peaks as given; effective = peak x efficiency)\n");
+    print_types(c->types, c->n_types);
 
     /* nodes; consecutive nodes with the same devices share a row */
     printf("\nnodes\n");
@@ -175,5 +182,26 @@ int inspect_cluster(const char *path, int as_json)
     if (as_json) rc = print_json(&c);
     else print_table(&c);
     cluster_free(&c);
+    return rc;
+}
+
+int inspect_devices(const char *path, int as_json)
+{
+    cluster_devtype *types;
+    int n;
+    cl_err e = {0};
+    if (cluster_devtypes_load(path, &types, &n, &e)) return cli_report(&e);
+    int rc = 0;
+    if (as_json) {
+        rc = jx_puts(cluster_devtypes_to_json(types, n));
+    } else {
+        printf("device presets %s: %d type%s (--device NAME; peaks as given, effective = peak x efficiency)\n",
+               path, n, n == 1 ? "" : "s");
+        print_types(types, n);
+        printf("\nsources\n");
+        for (int t = 0; t < n; t++)
+            if (types[t].note[0]) printf("  %s: %s\n", types[t].name, types[t].note);
+    }
+    free(types);
     return rc;
 }
