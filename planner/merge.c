@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/schedule.h"
+#include "exact.h"
 #include "merge.h"
 
 /* ------------------------------------------------------------- heap -- */
@@ -61,15 +63,10 @@ static hitem hpop(heap *h)
 
 /* ----------------------------------------------------- merge sequence -- */
 
-/* Communication charged at cut j (0 at the model's ends). */
-static double cut_comm(const plan_inst *I, const plan_lattice *L, int j)
-{
-    if (j <= 0 || j >= L->n_layers) return 0;
-    return plan_boundary_s(I, L->cut[j], CLUSTER_INTRA);
-}
-
 /* removed[b] = the merge step (1-based) that removes internal cut b.
  *
+ * A partition's cost is its compute on one device (m x work); boundaries
+ * are pipeline resources of their own (cost.h), so they do not add to it.
  * Merging the pair across cut b raises the slowest partition by
  * max(0, merged - slowest).  Pairs whose merge raises nothing wait in heap
  * `free`, the one across the most activation bytes first (cuts then stay
@@ -91,11 +88,9 @@ static void merge_sequence(const plan_inst *I, const plan_lattice *L, int *remov
     heap hf = {.by_bytes = 1}, hc = {0};
     double m = I->m, slowest = 0;
     for (int j = 0; j < n; j++)
-        slowest = fmax(slowest, m * (L->work[j + 1] - L->work[j]) + cut_comm(I, L, j) + cut_comm(I, L, j + 1));
+        slowest = fmax(slowest, m * (L->work[j + 1] - L->work[j]));
 #define KEY(b)                                                                              \
-    (hitem){m * (L->work[next[b]] - L->work[prev[b]]) + cut_comm(I, L, prev[b]) +             \
-                cut_comm(I, L, next[b]),                                                      \
-            L->cut[b], b, ver[b]}
+    (hitem){m * (L->work[next[b]] - L->work[prev[b]]), L->cut[b], b, ver[b]}
 #define PUT(b)                                                                              \
     do {                                                                                    \
         hitem it_ = KEY(b);                                                                 \
@@ -317,6 +312,460 @@ static int place_blocks(const plan_inst *I, const plan_lattice *L, plan_layout *
     return ok;
 }
 
+/* ------------------------------------------- packing under a bound -- */
+
+/* Given a bound B on the bottleneck, merge layers into stages from the
+ * model's end backwards.  A state (i, c) says layers i.. are placed on the
+ * right end of the device line, their first stage starting at a position
+ * of class c (the position itself when devices differ or nodes are
+ * unequal; its offset in the node with identical devices in equal nodes,
+ * where a layout shifted by whole nodes costs the same; one class in a
+ * single node of identical devices), and keeps the rightmost such start
+ * (the fewest positions spanned).  The stage before state (j, c) takes
+ * layers i..j-1 for the smallest i (the most merges) that keeps its time,
+ * its boundary and its memory within B and its devices' capacity, for
+ * each replica count worth trying.  Per bound that is O(L x R x C x log L),
+ * R the replica counts that lower ceil(m / r) (about 2 sqrt(m)), C the
+ * classes.  Every price goes through cost.h. */
+typedef struct packer {
+    const plan_inst *I;
+    const plan_lattice *L;
+    int n, N, kmax;         /* kmax: stages exactly, or 0 for any count      */
+    int *rs, nr;            /* replica counts tried, ascending               */
+    int C, K;               /* classes; K > 0: class = position mod K        */
+    int mem_free;           /* no stage can overflow: skip memory checks     */
+    int devices_arg;        /* BY_TOTAL memory: price at N devices (the most) */
+    int uni;                /* identical devices: speed and memory are spd0, cap0 */
+    double spd0, cap0, spd_top, cap_top;
+    int *nstart;            /* per position: first position of its node      */
+    /* per state (layer i, stages k when kmax, class c): the first stage's
+     * position (-1: none), devices used, the next state's layer and class,
+     * the first stage's replicas */
+    int *e, *used, *nj, *nc, *r;
+    int *fpos;              /* the first stage's position (e is where the
+                               suffix's positions start: gaps may follow)  */
+    int *lst, *lst_n;       /* per (stages, class): the layers i whose state
+                               exists, decreasing (appended as found)       */
+    int pos_mode;           /* classes are positions: a state may also skip
+                               positions (gaps), to leave slow devices out  */
+    char *bok;              /* per cut: its boundary can be within B on some link */
+    int *prev_ok;           /* per cut j: the largest j' <= j with bok[j']    */
+    /* the simulator's in-flight microbatches and weight versions of a stage
+     * at depth D on rs[a] replicas, at [D x nr + a], filled on first use
+     * (-1: not yet) */
+    int *tab_in, *tab_ver;
+} packer;
+
+#define PK_BUDGET 2e6        /* see pk_bisect */
+#define WALK 48             /* full checks per (state, replica count) at most */
+
+static inline int pk_cls(const packer *P, int pos) { return P->C == 1 ? 0 : P->K ? pos % P->K : pos; }
+
+static inline size_t st_of(const packer *P, int i, int k, int c)
+{
+    return ((size_t)i * (size_t)(P->kmax ? P->kmax + 1 : 1) + (size_t)(P->kmax ? k : 0)) * (size_t)P->C + (size_t)c;
+}
+
+/* Block of about r positions ending at or before e (exclusive), obeying
+ * the block rules: skip to the end of the previous node when it does not
+ * fit; more than a node takes whole nodes, at least r positions of them
+ * (nodes of unequal sizes: the replica count grows to what they hold,
+ * *rr, when the instance allows it).  -1 when nothing fits. */
+static int pk_place(const packer *P, int e, int r, int *rr)
+{
+    const plan_inst *I = P->I;
+    *rr = r;
+    for (int tries = 0; tries < 4 && e - r >= 0; tries++) {
+        if (plan_block_ok(I, e - r, r)) return e - r;
+        if (r > e - P->nstart[e - 1] && (e == P->N || I->node[e] != I->node[e - 1])) {
+            /* whole nodes from e leftwards */
+            int s = e;
+            while (s > 0 && e - s < r) s = P->nstart[s - 1];
+            int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+            if (e - s >= r && e - s <= rmax) {
+                *rr = e - s;
+                return s;
+            }
+        }
+        e = P->nstart[e - 1];
+    }
+    return -1;
+}
+
+/* Can layers i..j-1 on rs[a] replicas precede the placed state sj (layers
+ * j..) within B?  Sets *at to the block's first position.  With full = 0
+ * the boundary and the outgoing buffer are left out (the part that grows
+ * with j, for the binary search). */
+static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, int *at, int *r_out,
+                    int full)
+{
+    const plan_inst *I = P->I;
+    const plan_lattice *L = P->L;
+    int r;
+    if (P->e[sj] < 0) return 0;
+    int pos = pk_place(P, P->e[sj], P->rs[a], &r);
+    if (pos < 0) return 0;
+    double spd = P->uni ? P->spd0 : HUGE_VAL, cap = P->uni ? P->cap0 : HUGE_VAL;
+    if (!P->uni)
+        for (int d = pos; d < pos + r; d++) {
+            spd = fmin(spd, I->speed[d]);
+            cap = fmin(cap, I->mem_cap[d]);
+        }
+    int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
+    double Pb = L->params[j] - L->params[i];
+    double t = plan_stage_time(I, L->work[j] - L->work[i], r, spd, plan_allreduce_s(I, Pb, r, level));
+    if (t > B) return 0;
+    if (full && j < P->n) {
+        int lv = plan_link_level(I, pos, r, P->fpos[sj], P->r[sj]);
+        if (plan_boundary_s(I, L->cut[j], lv) > B) return 0;
+    }
+    if (!P->mem_free) {
+        int depth = P->used[sj] + r;
+        if (depth > P->N) return 0;
+        size_t ti = (size_t)depth * P->nr + a;
+        if (r != P->rs[a]) {
+            /* grown to whole nodes: not tabulated */
+            double mem = plan_stage_mem(I, Pb, L->stash[j] - L->stash[i], L->cut[i],
+                                        full ? L->cut[j] : 0, depth, r, P->devices_arg ? P->N : depth);
+            if (mem > cap) return 0;
+        } else if (P->tab_in[ti] < 0) {
+            P->tab_in[ti] = sched_inflight_rep(I->sched, P->devices_arg ? P->N : depth, depth, r,
+                                               I->m, I->chunks);
+            P->tab_ver[ti] = sched_versions_rep(I->sched, depth, r);
+        }
+        if (r == P->rs[a] && plan_stage_mem_counts(I, Pb, L->stash[j] - L->stash[i], L->cut[i],
+                                                   full ? L->cut[j] : 0, P->tab_in[ti],
+                                                   P->tab_ver[ti]) > cap)
+            return 0;
+    }
+    *at = pos;
+    *r_out = r;
+    return 1;
+}
+
+/* The part of pk_check that is monotone in j, for a binary search, for a
+ * block of r replicas whose slowest device has speed spd and least memory
+ * cap, its all-reduce on link `level`: the time, and the least memory any
+ * schedule needs (no outgoing buffer). */
+static int pk_check_loose(const packer *P, double B, int i, int j, int r, double spd, double cap,
+                          int level)
+{
+    const plan_inst *I = P->I;
+    const plan_lattice *L = P->L;
+    double Pb = L->params[j] - L->params[i];
+    if (plan_stage_time(I, L->work[j] - L->work[i], r, spd, plan_allreduce_s(I, Pb, r, level)) > B)
+        return 0;
+    if (!P->mem_free &&
+        plan_stage_mem_least(I, Pb, L->stash[j] - L->stash[i], L->cut[i], 0) > cap)
+        return 0;
+    return 1;
+}
+
+/* Set state si (class c, layers i.., k stages) when better: the rightmost
+ * start, then the fewest devices.  Returns 1 when set. */
+static int pk_offer(packer *P, int i, int k, int c, int e, int used, int j, int cj, int fpos, int r)
+{
+    size_t si = st_of(P, i, k, c);
+    if (P->e[si] >= 0 && !(e > P->e[si] || (e == P->e[si] && used < P->used[si]))) return 0;
+    if (P->e[si] < 0) {
+        size_t li = (size_t)(P->kmax ? k : 0) * P->C + c;
+        P->lst[li * (P->n + 1) + P->lst_n[li]++] = i;
+    }
+    P->e[si] = e;
+    P->used[si] = used;
+    P->nj[si] = j;
+    P->nc[si] = cj;
+    P->fpos[si] = fpos;
+    P->r[si] = r;
+    return 1;
+}
+
+/* Pack under B; returns 1 when every layer is placed within N positions
+ * (in exactly kmax stages when kmax > 0). */
+static int pk_run(packer *P, double B)
+{
+    const plan_inst *I = P->I;
+    const plan_lattice *L = P->L;
+    int n = P->n, K = P->kmax, C = P->C, N = P->N;
+    /* cuts whose boundary can be within B on some link */
+    for (int j = 0; j <= n; j++) {
+        P->bok[j] = j == n || fmin(plan_boundary_s(I, L->cut[j], CLUSTER_INTRA),
+                                   plan_boundary_s(I, L->cut[j], CLUSTER_INTER)) <= B;
+        P->prev_ok[j] = P->bok[j] ? j : j > 0 ? P->prev_ok[j - 1] : -1;
+    }
+    size_t states = st_of(P, n, K, C - 1) + 1;
+    for (size_t s = 0; s < states; s++) P->e[s] = -1;
+    for (int l = 0; l < (K ? K + 1 : 1) * C; l++) P->lst_n[l] = 0;
+    pk_offer(P, n, 0, pk_cls(P, N), N, 0, -1, -1, N, 0);
+    if (P->pos_mode)
+        for (int c = N - 1; c >= 0; c--) pk_offer(P, n, 0, c, c, 0, -1, -1, N, 0);
+    for (int i = n - 1; i >= 0; i--) {
+        int k_hi = K ? K : 1;
+        for (int k = 1; k <= k_hi; k++) {
+            if (K && n - i < k) break;
+            size_t lb = (size_t)(K ? k - 1 : 0) * C;
+            for (int a = 0; a < P->nr; a++) {
+                for (int c = 0; c < C; c++) {
+                    /* states of class c place this block at one offset:
+                     * its speed, memory and all-reduce link are known */
+                    int nl = P->lst_n[lb + c];
+                    if (nl == 0) continue;
+                    const int *lj = P->lst + (lb + c) * (n + 1);
+                    int e_rep = P->pos_mode ? c : C == 1 ? N : c ? N - P->K + c : N;
+                    int r, pos = pk_place(P, e_rep, P->rs[a], &r);
+                    if (pos < 0) continue;
+                    double spd = P->uni ? P->spd0 : HUGE_VAL, cap = P->uni ? P->cap0 : HUGE_VAL;
+                    if (!P->uni)
+                        for (int d = pos; d < pos + r; d++) {
+                            spd = fmin(spd, I->speed[d]);
+                            cap = fmin(cap, I->mem_cap[d]);
+                        }
+                    int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
+                    /* the farthest j by the monotone part */
+                    int lo = i + 1, hi = K ? n - (k - 1) : n;
+                    if (!pk_check_loose(P, B, i, lo, r, spd, cap, level)) continue;
+                    while (lo < hi) {
+                        int mid = lo + (hi - lo + 1) / 2;
+                        if (pk_check_loose(P, B, i, mid, r, spd, cap, level)) lo = mid;
+                        else hi = mid - 1;
+                    }
+                    /* then down the states of class c from there (lj
+                     * decreases): the first that passes every check */
+                    int x0 = 0, x1 = nl;
+                    while (x0 < x1) {
+                        int mid = (x0 + x1) / 2;
+                        if (lj[mid] > lo) x0 = mid + 1;
+                        else x1 = mid;
+                    }
+                    int at = -1, j = -1, r_at = 0;
+                    for (int x = x0, w = 0; x < nl && lj[x] > i && w < WALK; x++) {
+                        if (!P->bok[lj[x]]) continue;
+                        w++;
+                        if (pk_check(P, B, i, lj[x], st_of(P, lj[x], k - 1, c), a, &at, &r_at, 1)) {
+                            j = lj[x];
+                            break;
+                        }
+                    }
+                    if (j < 0) continue;
+                    size_t sj = st_of(P, j, k - 1, c);
+                    pk_offer(P, i, k, pk_cls(P, at), at, P->used[sj] + r_at, j, c, at, r_at);
+                }
+            }
+            /* gaps: a state may leave the positions before its first
+             * stage unused, so state (i, c) may also be state (i, c + 1)
+             * one position further left, when that uses fewer devices */
+            if (P->pos_mode)
+                for (int c = N - 1; c >= 0; c--) {
+                    size_t s1 = st_of(P, i, k, c + 1);
+                    if (P->e[s1] < 0) continue;
+                    size_t s0 = st_of(P, i, k, c);
+                    if (P->e[s0] >= 0 && P->used[s0] <= P->used[s1]) continue;
+                    if (P->e[s0] >= 0) {
+                        /* replace in place (already listed) */
+                        P->used[s0] = P->used[s1];
+                        P->nj[s0] = P->nj[s1];
+                        P->nc[s0] = P->nc[s1];
+                        P->fpos[s0] = P->fpos[s1];
+                        P->r[s0] = P->r[s1];
+                    } else {
+                        pk_offer(P, i, k, c, c, P->used[s1], P->nj[s1], P->nc[s1], P->fpos[s1], P->r[s1]);
+                    }
+                }
+        }
+    }
+    for (int c = 0; c < C; c++)
+        if (P->e[st_of(P, 0, K ? K : 1, c)] >= 0) return 1;
+    return 0;
+}
+
+/* The layout pk_run found (call after it returned 1): from the state of
+ * layer 0 with the rightmost start. */
+static void pk_layout(const packer *P, plan_layout *y)
+{
+    int K = P->kmax, kk = K ? K : 1, c0 = -1;
+    for (int c = 0; c < P->C; c++)
+        if (P->e[st_of(P, 0, kk, c)] >= 0 && (c0 < 0 || P->e[st_of(P, 0, kk, c)] > P->e[st_of(P, 0, kk, c0)]))
+            c0 = c;
+    int p = 0;
+    for (int i = 0, k = kk, c = c0; i < P->n; k--) {
+        size_t si = st_of(P, i, k, c);
+        i = P->nj[si];
+        c = P->nc[si];
+        p++;
+    }
+    plan_layout_alloc(y, p);
+    int s = 0;
+    for (int i = 0, k = kk, c = c0; i < P->n; k--) {
+        size_t si = st_of(P, i, k, c);
+        y->cut[s] = i;
+        y->pos[s] = P->fpos[si];
+        y->r[s] = P->r[si];
+        i = P->nj[si];
+        c = P->nc[si];
+        y->cut[++s] = i;
+    }
+}
+
+/* Returns 0 (nothing allocated) when the states would be too many. */
+static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kmax)
+{
+    memset(P, 0, sizeof *P);
+    int n = L->n_layers, N = I->n_dev;
+    P->I = I;
+    P->L = L;
+    P->n = n;
+    P->N = N;
+    P->kmax = kmax;
+    int K0 = 0;
+    while (K0 < N && I->node[K0] == I->node[0]) K0++;
+    int eq_nodes = N % K0 == 0;
+    for (int d = 0; d < N && eq_nodes; d++) eq_nodes = I->node[d] == d / K0;
+    P->uni = 1;
+    for (int d = 1; d < N; d++)
+        if (I->speed[d] != I->speed[0] || I->mem_cap[d] != I->mem_cap[0]) P->uni = 0;
+    P->spd0 = P->spd_top = I->speed[0];
+    P->cap0 = P->cap_top = I->mem_cap[0];
+    for (int d = 0; d < N; d++) {
+        P->spd_top = fmax(P->spd_top, I->speed[d]);
+        P->cap_top = fmax(P->cap_top, I->mem_cap[d]);
+    }
+    /* classes: see packer; positions only up to 64 devices (beyond, the
+     * offset in the node stands in for them: a heuristic's heuristic) */
+    if (P->uni && K0 == N) P->C = 1;
+    else if ((P->uni && eq_nodes) || N > 64) {
+        P->K = K0;
+        P->C = K0;
+    } else {
+        P->C = N + 1;
+        P->pos_mode = 1;
+    }
+    size_t states = (size_t)(n + 1) * (size_t)(kmax ? kmax + 1 : 1) * (size_t)P->C;
+    if (states > 4000000) return 0;
+    P->nstart = cl_malloc((size_t)N * sizeof(int));
+    for (int d = 0; d < N; d++) P->nstart[d] = d > 0 && I->node[d - 1] == I->node[d] ? P->nstart[d - 1] : d;
+    /* replica counts: the fewest for each ceil(m / r); where that cannot be
+     * a block (more than a node, not whole nodes of equal size), the next
+     * multiple of the node size */
+    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (rmax > N) rmax = N;
+    if (rmax < 1) rmax = 1;
+    P->rs = cl_malloc((size_t)rmax * sizeof(int));
+    int last_q = 0;
+    for (int r = 1; r <= rmax; r++) {
+        int q = (I->m + r - 1) / r;
+        if (last_q && q == last_q) continue;
+        int rr = r;
+        if (eq_nodes && rr > K0 && rr % K0) rr = (rr + K0 - 1) / K0 * K0;
+        if (rr > rmax) break;
+        if (P->nr && P->rs[P->nr - 1] >= rr) continue;
+        P->rs[P->nr++] = rr;
+        last_q = (I->m + rr - 1) / rr;
+        r = rr;
+    }
+    P->mem_free = plan_exact_mem_free(I, L);
+    P->devices_arg = plan_mem_dependence(I) == PLAN_MEM_BY_TOTAL;
+    P->e = cl_malloc(states * sizeof(int));
+    P->used = cl_malloc(states * sizeof(int));
+    P->nj = cl_malloc(states * sizeof(int));
+    P->nc = cl_malloc(states * sizeof(int));
+    P->r = cl_malloc(states * sizeof(int));
+    P->fpos = cl_malloc(states * sizeof(int));
+    P->lst = cl_malloc(states * sizeof(int));
+    P->lst_n = cl_malloc((size_t)(kmax ? kmax + 1 : 1) * (size_t)P->C * sizeof(int));
+    P->bok = cl_malloc((size_t)n + 1);
+    P->prev_ok = cl_malloc(((size_t)n + 1) * sizeof(int));
+    size_t nt = ((size_t)N + 1) * (size_t)P->nr;
+    P->tab_in = cl_malloc(nt * sizeof(int));
+    P->tab_ver = cl_malloc(nt * sizeof(int));
+    for (size_t t = 0; t < nt; t++) P->tab_in[t] = -1;
+    return 1;
+}
+
+static void pk_free(packer *P)
+{
+    free(P->nstart);
+    free(P->rs);
+    free(P->e);
+    free(P->used);
+    free(P->nj);
+    free(P->nc);
+    free(P->r);
+    free(P->fpos);
+    free(P->lst);
+    free(P->lst_n);
+    free(P->bok);
+    free(P->prev_ok);
+    free(P->tab_in);
+    free(P->tab_ver);
+}
+
+/* Keep y in *best when it evaluates better (by plan_eval_cmp). */
+static void keep_better(const plan_inst *I, const plan_lattice *L, plan_layout *y, plan_layout *best,
+                        plan_eval *best_ev, int *have)
+{
+    plan_eval ev;
+    plan_layout_eval(I, L, y, &ev);
+    assert(ev.valid);
+    if (!*have || plan_eval_cmp(&ev, best_ev) < 0) {
+        if (*have) plan_layout_free(best);
+        *best = *y;
+        *best_ev = ev;
+        *have = 1;
+    } else {
+        plan_layout_free(y);
+    }
+}
+
+/* Bisection on the bound: the smallest B (to a relative 2e-4, or 1e-9 on
+ * small instances) under which
+ * packing places every layer, between a bound no layout beats (the work
+ * spread perfectly over every device at the fastest speed) and `hi` (a
+ * bottleneck already reached, HUGE_VAL when none).  Each packing that
+ * succeeds lowers hi to its layout's bottleneck.  The best layout found
+ * replaces *best when better. */
+static void pk_bisect(const plan_inst *I, const plan_lattice *L, int kmax, double hi,
+                      plan_layout *best, plan_eval *best_ev, int *have)
+{
+    packer P;
+    if (!pk_init(&P, I, L, kmax)) return;
+    double lo = I->m * L->work[L->n_sets - 1] / (I->n_dev * P.spd_top);
+    if (!(lo > 0)) lo = 1e-12;
+    lo = nextafter(lo, 0);
+    if (!(hi < HUGE_VAL)) {
+        /* nothing reached yet: grow from lo until packing succeeds */
+        double g = lo;
+        for (int k = 0; k < 64 && !(hi < HUGE_VAL); k++, g *= 4)
+            if (pk_run(&P, g)) {
+                plan_layout y;
+                pk_layout(&P, &y);
+                keep_better(I, L, &y, best, best_ev, have);
+                hi = g;
+            } else {
+                lo = g;
+            }
+    }
+    /* a relative 2e-4 at least, then on to 1e-9 while the packings so far
+     * have cost under PK_BUDGET state visits (small instances: exact to
+     * the optimum the packing reaches) */
+    double work = (double)(P.n + 1) * P.C * P.nr * (kmax ? kmax : 1), spent = 0;
+    for (int it = 0; it < 80 && hi < HUGE_VAL; it++, spent += work) {
+        if (!(hi > lo * (1 + (spent < PK_BUDGET ? 1e-9 : 2e-4)))) break;
+        double mid = sqrt(lo * hi);
+        if (!(mid > lo && mid < hi)) break;
+        if (pk_run(&P, mid)) {
+            plan_layout y;
+            pk_layout(&P, &y);
+            plan_eval ev;
+            plan_layout_eval(I, L, &y, &ev);
+            hi = fmin(mid, ev.bottleneck_s);
+            keep_better(I, L, &y, best, best_ev, have);
+        } else {
+            lo = mid;
+        }
+    }
+    pk_free(&P);
+}
+
 /* ----------------------------------------------------------------- api -- */
 
 int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layout *out,
@@ -402,6 +851,12 @@ int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layo
     free(cut);
     free(by_step);
     free(removed);
+    /* the merge sequence's best bottleneck brackets the bisection; the
+     * packing's stage-count dimension only for fixed counts of sane size */
+    if (!p_fixed || (double)(n + 1) * (p_fixed + 1) <= 4e6) {
+        pk_bisect(I, L, p_fixed, have && best_ev.feasible ? best_ev.bottleneck_s : HUGE_VAL, out,
+                  &best_ev, &have);
+    }
     if (st) {
         st->counts_tried = tried;
         st->best_p = best_p;
