@@ -316,23 +316,23 @@ static int place_blocks(const plan_inst *I, const plan_lattice *L, plan_layout *
 
 /* Given a bound B on the bottleneck, merge layers into stages from the
  * model's end backwards.  A state (i, c) says layers i.. are placed on the
- * right end of the device line, their first stage starting at a position
- * of class c (the position itself when devices differ or nodes are
- * unequal; its offset in the node with identical devices in equal nodes,
- * where a layout shifted by whole nodes costs the same; one class in a
- * single node of identical devices), and keeps the rightmost such start
- * (the fewest positions spanned).  The stage before state (j, c) takes
- * layers i..j-1 for the smallest i (the most merges) that keeps its time,
- * its boundary and its memory within B and its devices' capacity, for
- * each replica count worth trying.  Per bound that is O(L x R x C x log L),
- * R the replica counts that lower ceil(m / r) (about 2 sqrt(m)), C the
- * classes.  Every price goes through cost.h. */
+ * right end of the device line from a position of class c on: one class
+ * with identical devices in equal nodes, where the state keeps the
+ * rightmost start (the fewest positions spanned); the position itself when
+ * devices differ or nodes are unequal (up to PK_POS_MAX devices), where a
+ * state may also leave positions before its first stage unused (gaps skip
+ * slow devices).  The stage before state (j, c) takes layers i..j-1 for
+ * the smallest i (the most merges) that keeps its time, its boundary and
+ * its memory within B and its devices' capacity, for each replica count
+ * worth trying.  Per bound that is O(L x R x C x log L), R the replica
+ * counts that lower ceil(m / r) (about 2 sqrt(m)), C the classes.  Every
+ * price goes through cost.h. */
 typedef struct packer {
     const plan_inst *I;
     const plan_lattice *L;
     int n, N, kmax;         /* kmax: stages exactly, or 0 for any count      */
     int *rs, nr;            /* replica counts tried, ascending               */
-    int C, K;               /* classes; K > 0: class = position mod K        */
+    int C;                  /* classes: 1, or positions 0..N (pos_mode)      */
     int mem_free;           /* no stage can overflow: skip memory checks     */
     int devices_arg;        /* BY_TOTAL memory: price at N devices (the most) */
     int uni;                /* identical devices: speed and memory are spd0, cap0 */
@@ -349,17 +349,19 @@ typedef struct packer {
     int pos_mode;           /* classes are positions: a state may also skip
                                positions (gaps), to leave slow devices out  */
     char *bok;              /* per cut: its boundary can be within B on some link */
-    int *prev_ok;           /* per cut j: the largest j' <= j with bok[j']    */
+    char *bok_lv[CLUSTER_LEVELS]; /* per cut: within B on that link       */
+    int *prev_inter;        /* per cut j: the largest j' <= j within B on the
+                               inter-node link (-1: none)                   */
     /* the simulator's in-flight microbatches and weight versions of a stage
      * at depth D on rs[a] replicas, at [D x nr + a], filled on first use
      * (-1: not yet) */
     int *tab_in, *tab_ver;
 } packer;
 
-#define PK_BUDGET 2e6        /* see pk_bisect */
+#define PK_POS_MAX 64       /* devices at most for a state per position      */
 #define WALK 48             /* full checks per (state, replica count) at most */
 
-static inline int pk_cls(const packer *P, int pos) { return P->C == 1 ? 0 : P->K ? pos % P->K : pos; }
+static inline int pk_cls(const packer *P, int pos) { return P->pos_mode ? pos : 0; }
 
 static inline size_t st_of(const packer *P, int i, int k, int c)
 {
@@ -405,6 +407,8 @@ static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, i
     if (P->e[sj] < 0) return 0;
     int pos = pk_place(P, P->e[sj], P->rs[a], &r);
     if (pos < 0) return 0;
+    if (full && j < P->n && !P->bok_lv[plan_link_level(I, pos, r, P->fpos[sj], P->r[sj])][j])
+        return 0; /* the boundary (plan_boundary_s on that link) is over B */
     double spd = P->uni ? P->spd0 : HUGE_VAL, cap = P->uni ? P->cap0 : HUGE_VAL;
     if (!P->uni)
         for (int d = pos; d < pos + r; d++) {
@@ -415,10 +419,6 @@ static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, i
     double Pb = L->params[j] - L->params[i];
     double t = plan_stage_time(I, L->work[j] - L->work[i], r, spd, plan_allreduce_s(I, Pb, r, level));
     if (t > B) return 0;
-    if (full && j < P->n) {
-        int lv = plan_link_level(I, pos, r, P->fpos[sj], P->r[sj]);
-        if (plan_boundary_s(I, L->cut[j], lv) > B) return 0;
-    }
     if (!P->mem_free) {
         int depth = P->used[sj] + r;
         if (depth > P->N) return 0;
@@ -489,9 +489,10 @@ static int pk_run(packer *P, double B)
     int n = P->n, K = P->kmax, C = P->C, N = P->N;
     /* cuts whose boundary can be within B on some link */
     for (int j = 0; j <= n; j++) {
-        P->bok[j] = j == n || fmin(plan_boundary_s(I, L->cut[j], CLUSTER_INTRA),
-                                   plan_boundary_s(I, L->cut[j], CLUSTER_INTER)) <= B;
-        P->prev_ok[j] = P->bok[j] ? j : j > 0 ? P->prev_ok[j - 1] : -1;
+        for (int lv = 0; lv < CLUSTER_LEVELS; lv++)
+            P->bok_lv[lv][j] = j == n || plan_boundary_s(I, L->cut[j], lv) <= B;
+        P->bok[j] = P->bok_lv[CLUSTER_INTRA][j] || P->bok_lv[CLUSTER_INTER][j];
+        P->prev_inter[j] = P->bok_lv[CLUSTER_INTER][j] ? j : j > 0 ? P->prev_inter[j - 1] : -1;
     }
     size_t states = st_of(P, n, K, C - 1) + 1;
     for (size_t s = 0; s < states; s++) P->e[s] = -1;
@@ -505,45 +506,77 @@ static int pk_run(packer *P, double B)
             if (K && n - i < k) break;
             size_t lb = (size_t)(K ? k - 1 : 0) * C;
             for (int a = 0; a < P->nr; a++) {
+                int reach[4], reach_r[4] = {0, 0, 0, 0};
                 for (int c = 0; c < C; c++) {
                     /* states of class c place this block at one offset:
                      * its speed, memory and all-reduce link are known */
                     int nl = P->lst_n[lb + c];
                     if (nl == 0) continue;
                     const int *lj = P->lst + (lb + c) * (n + 1);
-                    int e_rep = P->pos_mode ? c : C == 1 ? N : c ? N - P->K + c : N;
+                    int e_rep = P->pos_mode ? c : N;
                     int r, pos = pk_place(P, e_rep, P->rs[a], &r);
                     if (pos < 0) continue;
                     double spd = P->uni ? P->spd0 : HUGE_VAL, cap = P->uni ? P->cap0 : HUGE_VAL;
-                    if (!P->uni)
+                    if (!P->uni && C == 1) {
+                        /* one class: the block's devices are not known */
+                        spd = P->spd_top;
+                        cap = P->cap_top;
+                    } else if (!P->uni)
                         for (int d = pos; d < pos + r; d++) {
                             spd = fmin(spd, I->speed[d]);
                             cap = fmin(cap, I->mem_cap[d]);
                         }
                     int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
-                    /* the farthest j by the monotone part */
+                    /* the farthest j by the monotone part (identical
+                     * devices: the same for every class of one link
+                     * level and replica count, so found once) */
                     int lo = i + 1, hi = K ? n - (k - 1) : n;
-                    if (!pk_check_loose(P, B, i, lo, r, spd, cap, level)) continue;
-                    while (lo < hi) {
-                        int mid = lo + (hi - lo + 1) / 2;
-                        if (pk_check_loose(P, B, i, mid, r, spd, cap, level)) lo = mid;
-                        else hi = mid - 1;
+                    int memo = P->uni ? level * 2 + (r != P->rs[a]) : -1;
+                    if (memo >= 0 && reach_r[memo] == r) {
+                        lo = reach[memo];
+                    } else {
+                        if (!pk_check_loose(P, B, i, lo, r, spd, cap, level)) lo = i;
+                        else
+                            while (lo < hi) {
+                                int mid = lo + (hi - lo + 1) / 2;
+                                if (pk_check_loose(P, B, i, mid, r, spd, cap, level)) lo = mid;
+                                else hi = mid - 1;
+                            }
+                        if (memo >= 0) {
+                            reach[memo] = lo;
+                            reach_r[memo] = r;
+                        }
                     }
+                    if (lo <= i) continue;
                     /* then down the states of class c from there (lj
                      * decreases): the first that passes every check */
-                    int x0 = 0, x1 = nl;
-                    while (x0 < x1) {
-                        int mid = (x0 + x1) / 2;
-                        if (lj[mid] > lo) x0 = mid + 1;
-                        else x1 = mid;
-                    }
                     int at = -1, j = -1, r_at = 0;
-                    for (int x = x0, w = 0; x < nl && lj[x] > i && w < WALK; x++) {
-                        if (!P->bok[lj[x]]) continue;
-                        w++;
-                        if (pk_check(P, B, i, lj[x], st_of(P, lj[x], k - 1, c), a, &at, &r_at, 1)) {
-                            j = lj[x];
-                            break;
+                    if (e_rep < N && I->node[pos] != I->node[e_rep]) {
+                        /* this block and the next stage share no node: only
+                         * cuts within B on the inter-node link can do */
+                        for (int y = P->prev_inter[lo], w = 0, seen = 0;
+                             y > i && w < WALK && seen < 8 * WALK; y = P->prev_inter[y - 1], seen++) {
+                            if (P->e[st_of(P, y, k - 1, c)] < 0) continue;
+                            w++;
+                            if (pk_check(P, B, i, y, st_of(P, y, k - 1, c), a, &at, &r_at, 1)) {
+                                j = y;
+                                break;
+                            }
+                        }
+                    } else {
+                        int x0 = 0, x1 = nl;
+                        while (x0 < x1) {
+                            int mid = (x0 + x1) / 2;
+                            if (lj[mid] > lo) x0 = mid + 1;
+                            else x1 = mid;
+                        }
+                        for (int x = x0, w = 0; x < nl && lj[x] > i && w < WALK; x++) {
+                            if (!P->bok[lj[x]]) continue;
+                            w++;
+                            if (pk_check(P, B, i, lj[x], st_of(P, lj[x], k - 1, c), a, &at, &r_at, 1)) {
+                                j = lj[x];
+                                break;
+                            }
                         }
                     }
                     if (j < 0) continue;
@@ -629,13 +662,9 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
         P->spd_top = fmax(P->spd_top, I->speed[d]);
         P->cap_top = fmax(P->cap_top, I->mem_cap[d]);
     }
-    /* classes: see packer; positions only up to 64 devices (beyond, the
-     * offset in the node stands in for them: a heuristic's heuristic) */
-    if (P->uni && K0 == N) P->C = 1;
-    else if ((P->uni && eq_nodes) || N > 64) {
-        P->K = K0;
-        P->C = K0;
-    } else {
+    /* one class, or positions (see packer) */
+    P->C = 1;
+    if ((!P->uni || !eq_nodes) && N <= PK_POS_MAX) {
         P->C = N + 1;
         P->pos_mode = 1;
     }
@@ -673,7 +702,8 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
     P->lst = cl_malloc(states * sizeof(int));
     P->lst_n = cl_malloc((size_t)(kmax ? kmax + 1 : 1) * (size_t)P->C * sizeof(int));
     P->bok = cl_malloc((size_t)n + 1);
-    P->prev_ok = cl_malloc(((size_t)n + 1) * sizeof(int));
+    P->prev_inter = cl_malloc(((size_t)n + 1) * sizeof(int));
+    for (int lv = 0; lv < CLUSTER_LEVELS; lv++) P->bok_lv[lv] = cl_malloc((size_t)n + 1);
     size_t nt = ((size_t)N + 1) * (size_t)P->nr;
     P->tab_in = cl_malloc(nt * sizeof(int));
     P->tab_ver = cl_malloc(nt * sizeof(int));
@@ -694,7 +724,8 @@ static void pk_free(packer *P)
     free(P->lst);
     free(P->lst_n);
     free(P->bok);
-    free(P->prev_ok);
+    free(P->prev_inter);
+    for (int lv = 0; lv < CLUSTER_LEVELS; lv++) free(P->bok_lv[lv]);
     free(P->tab_in);
     free(P->tab_ver);
 }
@@ -716,53 +747,62 @@ static void keep_better(const plan_inst *I, const plan_lattice *L, plan_layout *
     }
 }
 
-/* Bisection on the bound: the smallest B (to a relative 2e-4, or 1e-9 on
- * small instances) under which
- * packing places every layer, between a bound no layout beats (the work
- * spread perfectly over every device at the fastest speed) and `hi` (a
- * bottleneck already reached, HUGE_VAL when none).  Each packing that
- * succeeds lowers hi to its layout's bottleneck.  The best layout found
- * replaces *best when better. */
-static void pk_bisect(const plan_inst *I, const plan_lattice *L, int kmax, double hi,
-                      plan_layout *best, plan_eval *best_ev, int *have)
+/* Bisection on the bound with packer P: the smallest B under which it
+ * places every layer, from lo (below, as far as known) and hi (a bottleneck
+ * reached, HUGE_VAL when none).  To a relative 2e-4, then down from there:
+ * packing just below the best bottleneck so far until that fails (each
+ * success lowers it to another layout's), so the result is the packing's
+ * own optimum, not within a tolerance of it.  At most `runs` packings.
+ * The best layout found replaces *best when better; returns the final hi. */
+static double pk_bisect(packer *P, double lo, double hi, int runs, plan_layout *best,
+                        plan_eval *best_ev, int *have)
 {
-    packer P;
-    if (!pk_init(&P, I, L, kmax)) return;
-    double lo = I->m * L->work[L->n_sets - 1] / (I->n_dev * P.spd_top);
-    if (!(lo > 0)) lo = 1e-12;
-    lo = nextafter(lo, 0);
+    const plan_inst *I = P->I;
+    const plan_lattice *L = P->L;
     if (!(hi < HUGE_VAL)) {
         /* nothing reached yet: grow from lo until packing succeeds */
         double g = lo;
         for (int k = 0; k < 64 && !(hi < HUGE_VAL); k++, g *= 4)
-            if (pk_run(&P, g)) {
+            if (pk_run(P, g)) {
                 plan_layout y;
-                pk_layout(&P, &y);
+                pk_layout(P, &y);
                 keep_better(I, L, &y, best, best_ev, have);
                 hi = g;
             } else {
                 lo = g;
             }
     }
-    /* a relative 2e-4 at least, then on to 1e-9 while the packings so far
-     * have cost under PK_BUDGET state visits (small instances: exact to
-     * the optimum the packing reaches) */
-    double work = (double)(P.n + 1) * P.C * P.nr * (kmax ? kmax : 1), spent = 0;
-    for (int it = 0; it < 80 && hi < HUGE_VAL; it++, spent += work) {
-        if (!(hi > lo * (1 + (spent < PK_BUDGET ? 1e-9 : 2e-4)))) break;
-        double mid = sqrt(lo * hi);
+    int descend = 0;
+    for (int it = 0; it < runs && hi < HUGE_VAL; it++) {
+        if (!(hi > lo * (1 + 2e-4))) descend = 1;
+        double mid = descend ? nextafter(hi, 0) : sqrt(lo * hi);
         if (!(mid > lo && mid < hi)) break;
-        if (pk_run(&P, mid)) {
+        if (pk_run(P, mid)) {
             plan_layout y;
-            pk_layout(&P, &y);
+            pk_layout(P, &y);
             plan_eval ev;
             plan_layout_eval(I, L, &y, &ev);
             hi = fmin(mid, ev.bottleneck_s);
             keep_better(I, L, &y, best, best_ev, have);
         } else {
             lo = mid;
+            if (descend) break;
         }
     }
+    return hi;
+}
+
+/* Packing under a bisected bound, from a bound no layout beats (the work
+ * spread perfectly over every device at the fastest speed). */
+static void pk_pack(const plan_inst *I, const plan_lattice *L, int kmax, double hi,
+                    plan_layout *best, plan_eval *best_ev, int *have)
+{
+    packer P;
+    if (!pk_init(&P, I, L, kmax)) return;
+    double lo = I->m * L->work[L->n_sets - 1] / (I->n_dev * P.spd_top);
+    if (!(lo > 0)) lo = 1e-12;
+    lo = nextafter(lo, 0);
+    pk_bisect(&P, lo, hi, 80, best, best_ev, have);
     pk_free(&P);
 }
 
@@ -854,8 +894,8 @@ int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layo
     /* the merge sequence's best bottleneck brackets the bisection; the
      * packing's stage-count dimension only for fixed counts of sane size */
     if (!p_fixed || (double)(n + 1) * (p_fixed + 1) <= 4e6) {
-        pk_bisect(I, L, p_fixed, have && best_ev.feasible ? best_ev.bottleneck_s : HUGE_VAL, out,
-                  &best_ev, &have);
+        pk_pack(I, L, p_fixed, have && best_ev.feasible ? best_ev.bottleneck_s : HUGE_VAL, out,
+                &best_ev, &have);
     }
     if (st) {
         st->counts_tried = tried;
