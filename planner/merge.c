@@ -356,6 +356,13 @@ typedef struct packer {
      * at depth D on rs[a] replicas, at [D x nr + a], filled on first use
      * (-1: not yet) */
     int *tab_in, *tab_ver;
+    int *jt;                /* per (replica count, class): the loose reach */
+    /* per (replica count a, class c), at a x C + c: where states of class
+     * c put the block (first position, -1: nowhere; replicas), its slowest
+     * speed, least memory and all-reduce link (with one class and devices
+     * that differ: the fastest and the largest, the block being unknown) */
+    int *b_pos, *b_r, *b_lv;
+    double *b_spd, *b_cap;
 } packer;
 
 #define PK_POS_MAX 64       /* devices at most for a state per position      */
@@ -497,6 +504,7 @@ static int pk_run(packer *P, double B)
     size_t states = st_of(P, n, K, C - 1) + 1;
     for (size_t s = 0; s < states; s++) P->e[s] = -1;
     for (int l = 0; l < (K ? K + 1 : 1) * C; l++) P->lst_n[l] = 0;
+    for (int l = 0; l < P->nr * C; l++) P->jt[l] = n;
     pk_offer(P, n, 0, pk_cls(P, N), N, 0, -1, -1, N, 0);
     if (P->pos_mode)
         for (int c = N - 1; c >= 0; c--) pk_offer(P, n, 0, c, c, 0, -1, -1, N, 0);
@@ -506,48 +514,44 @@ static int pk_run(packer *P, double B)
             if (K && n - i < k) break;
             size_t lb = (size_t)(K ? k - 1 : 0) * C;
             for (int a = 0; a < P->nr; a++) {
-                int reach[4], reach_r[4] = {0, 0, 0, 0};
                 for (int c = 0; c < C; c++) {
                     /* states of class c place this block at one offset:
                      * its speed, memory and all-reduce link are known */
                     int nl = P->lst_n[lb + c];
                     if (nl == 0) continue;
                     const int *lj = P->lst + (lb + c) * (n + 1);
-                    int e_rep = P->pos_mode ? c : N;
-                    int r, pos = pk_place(P, e_rep, P->rs[a], &r);
+                    size_t ac = (size_t)a * C + c;
+                    int pos = P->b_pos[ac], r = P->b_r[ac], level = P->b_lv[ac], e_rep = P->pos_mode ? c : N;
                     if (pos < 0) continue;
-                    double spd = P->uni ? P->spd0 : HUGE_VAL, cap = P->uni ? P->cap0 : HUGE_VAL;
-                    if (!P->uni && C == 1) {
-                        /* one class: the block's devices are not known */
-                        spd = P->spd_top;
-                        cap = P->cap_top;
-                    } else if (!P->uni)
-                        for (int d = pos; d < pos + r; d++) {
-                            spd = fmin(spd, I->speed[d]);
-                            cap = fmin(cap, I->mem_cap[d]);
-                        }
-                    int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
-                    /* the farthest j by the monotone part (identical
-                     * devices: the same for every class of one link
-                     * level and replica count, so found once) */
+                    double spd = P->b_spd[ac], cap = P->b_cap[ac];
+                    /* the farthest j by the monotone part: it only
+                     * recedes as i does (the block's devices are fixed by
+                     * the class), so one pointer per replica count and
+                     * class, O(L) per run; with a fixed stage count, a
+                     * binary search */
                     int lo = i + 1, hi = K ? n - (k - 1) : n;
-                    int memo = P->uni ? level * 2 + (r != P->rs[a]) : -1;
-                    if (memo >= 0 && reach_r[memo] == r) {
-                        lo = reach[memo];
+                    if (!K) {
+                        int *jt = &P->jt[(size_t)a * C + c], y = *jt;
+                        while (y > i && !pk_check_loose(P, B, i, y, r, spd, cap, level)) y--;
+                        *jt = y;
+                        lo = y;
+                    } else if (!pk_check_loose(P, B, i, lo, r, spd, cap, level)) {
+                        lo = i;
                     } else {
-                        if (!pk_check_loose(P, B, i, lo, r, spd, cap, level)) lo = i;
-                        else
-                            while (lo < hi) {
-                                int mid = lo + (hi - lo + 1) / 2;
-                                if (pk_check_loose(P, B, i, mid, r, spd, cap, level)) lo = mid;
-                                else hi = mid - 1;
-                            }
-                        if (memo >= 0) {
-                            reach[memo] = lo;
-                            reach_r[memo] = r;
+                        while (lo < hi) {
+                            int mid = lo + (hi - lo + 1) / 2;
+                            if (pk_check_loose(P, B, i, mid, r, spd, cap, level)) lo = mid;
+                            else hi = mid - 1;
                         }
                     }
                     if (lo <= i) continue;
+                    if (C == 1) {
+                        /* no state up to lo starts further right than lo's
+                         * (they hold more layers), so this block cannot
+                         * beat the state i already has */
+                        int e_lo = P->e[st_of(P, lo, k - 1, 0)], e_i = P->e[st_of(P, i, k, 0)];
+                        if (e_i >= 0 && e_lo >= 0 && e_lo - r < e_i) continue;
+                    }
                     /* then down the states of class c from there (lj
                      * decreases): the first that passes every check */
                     int at = -1, j = -1, r_at = 0;
@@ -563,6 +567,9 @@ static int pk_run(packer *P, double B)
                                 break;
                             }
                         }
+                    } else if (P->e[st_of(P, lo, k - 1, c)] >= 0 && P->bok[lo] &&
+                               pk_check(P, B, i, lo, st_of(P, lo, k - 1, c), a, &at, &r_at, 1)) {
+                        j = lo; /* the usual case: the farthest reach itself */
                     } else {
                         int x0 = 0, x1 = nl;
                         while (x0 < x1) {
@@ -707,6 +714,33 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
     size_t nt = ((size_t)N + 1) * (size_t)P->nr;
     P->tab_in = cl_malloc(nt * sizeof(int));
     P->tab_ver = cl_malloc(nt * sizeof(int));
+    size_t nb = (size_t)P->nr * (size_t)P->C;
+    P->jt = cl_malloc(nb * sizeof(int));
+    P->b_pos = cl_malloc(nb * sizeof(int));
+    P->b_r = cl_malloc(nb * sizeof(int));
+    P->b_lv = cl_malloc(nb * sizeof(int));
+    P->b_spd = cl_malloc(nb * sizeof(double));
+    P->b_cap = cl_malloc(nb * sizeof(double));
+    for (int a = 0; a < P->nr; a++)
+        for (int c = 0; c < P->C; c++) {
+            size_t ac = (size_t)a * P->C + c;
+            int r, pos = pk_place(P, P->pos_mode ? c : N, P->rs[a], &r);
+            P->b_pos[ac] = pos;
+            P->b_r[ac] = r;
+            if (pos < 0) continue;
+            double spd = P->uni ? P->spd0 : HUGE_VAL, cap = P->uni ? P->cap0 : HUGE_VAL;
+            if (!P->uni && !P->pos_mode) {
+                spd = P->spd_top;
+                cap = P->cap_top;
+            } else if (!P->uni)
+                for (int d = pos; d < pos + r; d++) {
+                    spd = fmin(spd, I->speed[d]);
+                    cap = fmin(cap, I->mem_cap[d]);
+                }
+            P->b_spd[ac] = spd;
+            P->b_cap[ac] = cap;
+            P->b_lv[ac] = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
+        }
     for (size_t t = 0; t < nt; t++) P->tab_in[t] = -1;
     return 1;
 }
@@ -728,6 +762,12 @@ static void pk_free(packer *P)
     for (int lv = 0; lv < CLUSTER_LEVELS; lv++) free(P->bok_lv[lv]);
     free(P->tab_in);
     free(P->tab_ver);
+    free(P->jt);
+    free(P->b_pos);
+    free(P->b_r);
+    free(P->b_lv);
+    free(P->b_spd);
+    free(P->b_cap);
 }
 
 /* Keep y in *best when it evaluates better (by plan_eval_cmp). */
