@@ -366,6 +366,8 @@ typedef struct packer {
 } packer;
 
 #define PK_POS_MAX 64       /* devices at most for a state per position      */
+#define PK_POS_WORK 4e5     /* state visits per packing at most, for the same */
+#define PK_MAX_WORK 4e6     /* state visits per packing at most, else no packing */
 #define WALK 48             /* full checks per (state, replica count) at most */
 
 static inline int pk_cls(const packer *P, int pos) { return P->pos_mode ? pos : 0; }
@@ -669,22 +671,25 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
         P->spd_top = fmax(P->spd_top, I->speed[d]);
         P->cap_top = fmax(P->cap_top, I->mem_cap[d]);
     }
-    /* one class, or positions (see packer) */
+    /* one class, or positions (see packer) while a packing visits at most
+     * PK_POS_WORK states */
+    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (rmax > N) rmax = N;
+    if (rmax < 1) rmax = 1;
+    double per_state = kmax ? kmax + 1.0 : 1.0, nr_est = fmin(rmax, 2 * sqrt(I->m) + 1);
     P->C = 1;
-    if ((!P->uni || !eq_nodes) && N <= PK_POS_MAX) {
+    if ((!P->uni || !eq_nodes) && N <= PK_POS_MAX && (n + 1.0) * per_state * (N + 1) * nr_est <= PK_POS_WORK) {
         P->C = N + 1;
         P->pos_mode = 1;
     }
-    size_t states = (size_t)(n + 1) * (size_t)(kmax ? kmax + 1 : 1) * (size_t)P->C;
-    if (states > 4000000) return 0;
+    /* a fixed stage count multiplies the states: decline beyond PK_MAX_WORK */
+    size_t states = (size_t)(n + 1) * (size_t)per_state * (size_t)P->C;
+    if ((double)states * nr_est > PK_MAX_WORK) return 0;
     P->nstart = cl_malloc((size_t)N * sizeof(int));
     for (int d = 0; d < N; d++) P->nstart[d] = d > 0 && I->node[d - 1] == I->node[d] ? P->nstart[d - 1] : d;
     /* replica counts: the fewest for each ceil(m / r); where that cannot be
      * a block (more than a node, not whole nodes of equal size), the next
      * multiple of the node size */
-    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
-    if (rmax > N) rmax = N;
-    if (rmax < 1) rmax = 1;
     P->rs = cl_malloc((size_t)rmax * sizeof(int));
     int last_q = 0;
     for (int r = 1; r <= rmax; r++) {
@@ -931,12 +936,12 @@ int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layo
     free(cut);
     free(by_step);
     free(removed);
-    /* the merge sequence's best bottleneck brackets the bisection; the
-     * packing's stage-count dimension only for fixed counts of sane size */
-    if (!p_fixed || (double)(n + 1) * (p_fixed + 1) <= 4e6) {
-        pk_pack(I, L, p_fixed, have && best_ev.feasible ? best_ev.bottleneck_s : HUGE_VAL, out,
-                &best_ev, &have);
-    }
+    /* the merge sequence's best bottleneck brackets the bisection (pk_init
+     * declines when the states would be too many: a fixed stage count on a
+     * long model) */
+    pk_pack(I, L, p_fixed, have && best_ev.feasible ? best_ev.bottleneck_s : HUGE_VAL, out,
+            &best_ev, &have);
+    if (have) best_p = out->p;
     if (st) {
         st->counts_tried = tried;
         st->best_p = best_p;
