@@ -324,9 +324,9 @@ static int place_blocks(const plan_inst *I, const plan_lattice *L, plan_layout *
  * slow devices).  The stage before state (j, c) takes layers i..j-1 for
  * the smallest i (the most merges) that keeps its time, its boundary and
  * its memory within B and its devices' capacity, for each replica count
- * worth trying.  Per bound that is O(L x R x C x log L), R the replica
- * counts that lower ceil(m / r) (about 2 sqrt(m)), C the classes.  Every
- * price goes through cost.h. */
+ * worth trying.  Per bound that is O(L x R x C) checks (and a binary
+ * search per check at worst), R the replica counts that lower ceil(m / r)
+ * (about 2 sqrt(m)), C the classes.  Every price goes through cost.h. */
 typedef struct packer {
     const plan_inst *I;
     const plan_lattice *L;
@@ -403,12 +403,10 @@ static int pk_place(const packer *P, int e, int r, int *rr)
     return -1;
 }
 
-/* Can layers i..j-1 on rs[a] replicas precede the placed state sj (layers
- * j..) within B?  Sets *at to the block's first position.  With full = 0
- * the boundary and the outgoing buffer are left out (the part that grows
- * with j, for the binary search). */
-static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, int *at, int *r_out,
-                    int full)
+/* Can layers i..j-1 on about rs[a] replicas precede the placed state sj
+ * (layers j..) within B?  Sets *at to the block's first position and
+ * *r_out to its replicas (pk_place). */
+static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, int *at, int *r_out)
 {
     const plan_inst *I = P->I;
     const plan_lattice *L = P->L;
@@ -416,7 +414,7 @@ static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, i
     if (P->e[sj] < 0) return 0;
     int pos = pk_place(P, P->e[sj], P->rs[a], &r);
     if (pos < 0) return 0;
-    if (full && j < P->n && !P->bok_lv[plan_link_level(I, pos, r, P->fpos[sj], P->r[sj])][j])
+    if (j < P->n && !P->bok_lv[plan_link_level(I, pos, r, P->fpos[sj], P->r[sj])][j])
         return 0; /* the boundary (plan_boundary_s on that link) is over B */
     double spd = P->uni ? P->spd0 : HUGE_VAL, cap = P->uni ? P->cap0 : HUGE_VAL;
     if (!P->uni)
@@ -435,7 +433,7 @@ static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, i
         if (r != P->rs[a]) {
             /* grown to whole nodes: not tabulated */
             double mem = plan_stage_mem(I, Pb, L->stash[j] - L->stash[i], L->cut[i],
-                                        full ? L->cut[j] : 0, depth, r, P->devices_arg ? P->N : depth);
+                                        L->cut[j], depth, r, P->devices_arg ? P->N : depth);
             if (mem > cap) return 0;
         } else if (P->tab_in[ti] < 0) {
             P->tab_in[ti] = sched_inflight_rep(I->sched, P->devices_arg ? P->N : depth, depth, r,
@@ -443,7 +441,7 @@ static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, i
             P->tab_ver[ti] = sched_versions_rep(I->sched, depth, r);
         }
         if (r == P->rs[a] && plan_stage_mem_counts(I, Pb, L->stash[j] - L->stash[i], L->cut[i],
-                                                   full ? L->cut[j] : 0, P->tab_in[ti],
+                                                   L->cut[j], P->tab_in[ti],
                                                    P->tab_ver[ti]) > cap)
             return 0;
     }
@@ -564,13 +562,13 @@ static int pk_run(packer *P, double B)
                              y > i && w < WALK && seen < 8 * WALK; y = P->prev_inter[y - 1], seen++) {
                             if (P->e[st_of(P, y, k - 1, c)] < 0) continue;
                             w++;
-                            if (pk_check(P, B, i, y, st_of(P, y, k - 1, c), a, &at, &r_at, 1)) {
+                            if (pk_check(P, B, i, y, st_of(P, y, k - 1, c), a, &at, &r_at)) {
                                 j = y;
                                 break;
                             }
                         }
                     } else if (P->e[st_of(P, lo, k - 1, c)] >= 0 && P->bok[lo] &&
-                               pk_check(P, B, i, lo, st_of(P, lo, k - 1, c), a, &at, &r_at, 1)) {
+                               pk_check(P, B, i, lo, st_of(P, lo, k - 1, c), a, &at, &r_at)) {
                         j = lo; /* the usual case: the farthest reach itself */
                     } else {
                         int x0 = 0, x1 = nl;
@@ -582,7 +580,7 @@ static int pk_run(packer *P, double B)
                         for (int x = x0, w = 0; x < nl && lj[x] > i && w < WALK; x++) {
                             if (!P->bok[lj[x]]) continue;
                             w++;
-                            if (pk_check(P, B, i, lj[x], st_of(P, lj[x], k - 1, c), a, &at, &r_at, 1)) {
+                            if (pk_check(P, B, i, lj[x], st_of(P, lj[x], k - 1, c), a, &at, &r_at)) {
                                 j = lj[x];
                                 break;
                             }
