@@ -362,13 +362,18 @@ typedef struct packer {
      * speed, least memory and all-reduce link (with one class and devices
      * that differ: the fastest and the largest, the block being unknown) */
     int *b_pos, *b_r, *b_lv;
+    int *b_in, *b_ver;      /* the fewest in-flight microbatches and weight
+                               versions at any depth (memory not free)     */
     double *b_spd, *b_cap;
 } packer;
 
 #define PK_POS_MAX 64       /* devices at most for a state per position      */
 #define PK_POS_WORK 4e5     /* state visits per packing at most, for the same */
 #define PK_MAX_WORK 4e6     /* state visits per packing at most, else no packing */
+#define PK_MEM_R 16         /* every replica count up to this when memory binds */
 #define WALK 48             /* full checks per (state, replica count) at most */
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
 
 static inline int pk_cls(const packer *P, int pos) { return P->pos_mode ? pos : 0; }
 
@@ -450,20 +455,21 @@ static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, i
     return 1;
 }
 
-/* The part of pk_check that is monotone in j, for a binary search, for a
- * block of r replicas whose slowest device has speed spd and least memory
- * cap, its all-reduce on link `level`: the time, and the least memory any
- * schedule needs (no outgoing buffer). */
-static int pk_check_loose(const packer *P, double B, int i, int j, int r, double spd, double cap,
-                          int level)
+/* The part of pk_check that is monotone in j, for block ac (b_*): the
+ * time, and the memory with the fewest in-flight microbatches and weight
+ * versions the block's replica count has at any depth, without the
+ * outgoing buffer (a bound never stricter than pk_check's). */
+static int pk_check_loose(const packer *P, double B, int i, int j, size_t ac)
 {
     const plan_inst *I = P->I;
     const plan_lattice *L = P->L;
+    int r = P->b_r[ac];
     double Pb = L->params[j] - L->params[i];
-    if (plan_stage_time(I, L->work[j] - L->work[i], r, spd, plan_allreduce_s(I, Pb, r, level)) > B)
+    if (plan_stage_time(I, L->work[j] - L->work[i], r, P->b_spd[ac],
+                        plan_allreduce_s(I, Pb, r, P->b_lv[ac])) > B)
         return 0;
-    if (!P->mem_free &&
-        plan_stage_mem_least(I, Pb, L->stash[j] - L->stash[i], L->cut[i], 0) > cap)
+    if (!P->mem_free && plan_stage_mem_counts(I, Pb, L->stash[j] - L->stash[i], L->cut[i], 0,
+                                              P->b_in[ac], P->b_ver[ac]) > P->b_cap[ac])
         return 0;
     return 1;
 }
@@ -521,9 +527,8 @@ static int pk_run(packer *P, double B)
                     if (nl == 0) continue;
                     const int *lj = P->lst + (lb + c) * (n + 1);
                     size_t ac = (size_t)a * C + c;
-                    int pos = P->b_pos[ac], r = P->b_r[ac], level = P->b_lv[ac], e_rep = P->pos_mode ? c : N;
+                    int pos = P->b_pos[ac], r = P->b_r[ac], e_rep = P->pos_mode ? c : N;
                     if (pos < 0) continue;
-                    double spd = P->b_spd[ac], cap = P->b_cap[ac];
                     /* the farthest j by the monotone part: it only
                      * recedes as i does (the block's devices are fixed by
                      * the class), so one pointer per replica count and
@@ -532,15 +537,15 @@ static int pk_run(packer *P, double B)
                     int lo = i + 1, hi = K ? n - (k - 1) : n;
                     if (!K) {
                         int *jt = &P->jt[(size_t)a * C + c], y = *jt;
-                        while (y > i && !pk_check_loose(P, B, i, y, r, spd, cap, level)) y--;
+                        while (y > i && !pk_check_loose(P, B, i, y, ac)) y--;
                         *jt = y;
                         lo = y;
-                    } else if (!pk_check_loose(P, B, i, lo, r, spd, cap, level)) {
+                    } else if (!pk_check_loose(P, B, i, lo, ac)) {
                         lo = i;
                     } else {
                         while (lo < hi) {
                             int mid = lo + (hi - lo + 1) / 2;
-                            if (pk_check_loose(P, B, i, mid, r, spd, cap, level)) lo = mid;
+                            if (pk_check_loose(P, B, i, mid, ac)) lo = mid;
                             else hi = mid - 1;
                         }
                     }
@@ -689,10 +694,14 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
      * a block (more than a node, not whole nodes of equal size), the next
      * multiple of the node size */
     P->rs = cl_malloc((size_t)rmax * sizeof(int));
+    P->mem_free = plan_exact_mem_free(I, L);
     int last_q = 0;
     for (int r = 1; r <= rmax; r++) {
         int q = (I->m + r - 1) / r;
-        if (last_q && q == last_q) continue;
+        /* when memory can bind, more replicas of the same ceil(m / r) can
+         * still help: fewer microbatches in flight per replica (PipeDream,
+         * FBP, 1F1B keep about depth / r) */
+        if (last_q && q == last_q && (P->mem_free || r > PK_MEM_R)) continue;
         int rr = r;
         if (eq_nodes && rr > K0 && rr % K0) rr = (rr + K0 - 1) / K0 * K0;
         if (rr > rmax) break;
@@ -701,7 +710,6 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
         last_q = (I->m + rr - 1) / rr;
         r = rr;
     }
-    P->mem_free = plan_exact_mem_free(I, L);
     P->devices_arg = plan_mem_dependence(I) == PLAN_MEM_BY_TOTAL;
     P->e = cl_malloc(states * sizeof(int));
     P->used = cl_malloc(states * sizeof(int));
@@ -722,6 +730,8 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
     P->b_pos = cl_malloc(nb * sizeof(int));
     P->b_r = cl_malloc(nb * sizeof(int));
     P->b_lv = cl_malloc(nb * sizeof(int));
+    P->b_in = cl_calloc(nb, sizeof(int));
+    P->b_ver = cl_calloc(nb, sizeof(int));
     P->b_spd = cl_malloc(nb * sizeof(double));
     P->b_cap = cl_malloc(nb * sizeof(double));
     for (int a = 0; a < P->nr; a++)
@@ -743,6 +753,14 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
             P->b_spd[ac] = spd;
             P->b_cap[ac] = cap;
             P->b_lv[ac] = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
+            if (P->mem_free) continue;
+            int in_min = INT32_MAX, ver_min = INT32_MAX;
+            for (int D = r; D <= N; D++) {
+                in_min = imin(in_min, sched_inflight_rep(I->sched, P->devices_arg ? N : D, D, r, I->m, I->chunks));
+                ver_min = imin(ver_min, sched_versions_rep(I->sched, D, r));
+            }
+            P->b_in[ac] = in_min;
+            P->b_ver[ac] = ver_min;
         }
     for (size_t t = 0; t < nt; t++) P->tab_in[t] = -1;
     return 1;
@@ -769,6 +787,8 @@ static void pk_free(packer *P)
     free(P->b_pos);
     free(P->b_r);
     free(P->b_lv);
+    free(P->b_in);
+    free(P->b_ver);
     free(P->b_spd);
     free(P->b_cap);
 }
