@@ -367,7 +367,7 @@ typedef struct packer {
     double *b_spd, *b_cap;
 } packer;
 
-#define PK_POS_MAX 64       /* devices at most for a state per position      */
+#define PK_POS_MAX 512      /* devices at most for a state per position      */
 #define PK_POS_WORK 4e5     /* state visits per packing at most, for the same */
 #define PK_MAX_WORK 4e6     /* state visits per packing at most, else no packing */
 #define PK_MEM_R 16         /* every replica count up to this when memory binds */
