@@ -34,4 +34,12 @@ typedef struct plan_merge_stats {
 int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layout *out,
                plan_merge_stats *st);
 
+/* Step 2 (merge_pack.c): bisection on the bottleneck bound from `hi` (a
+ * bottleneck reached, HUGE_VAL when none) down; kmax > 0 asks for exactly
+ * that many stages.  Replaces *best (and *best_ev, *have = 1) with a
+ * packing's layout whenever that evaluates better; does nothing when the
+ * packing would need too many states. */
+void plan_merge_pack(const plan_inst *I, const plan_lattice *L, int kmax, double hi,
+                     plan_layout *best, plan_eval *best_ev, int *have);
+
 #endif
