@@ -61,15 +61,10 @@ static hitem hpop(heap *h)
 
 /* ----------------------------------------------------- merge sequence -- */
 
-/* Communication charged at cut j (0 at the model's ends). */
-static double cut_comm(const plan_inst *I, const plan_lattice *L, int j)
-{
-    if (j <= 0 || j >= L->n_layers) return 0;
-    return plan_boundary_s(I, L->cut[j], CLUSTER_INTRA);
-}
-
 /* removed[b] = the merge step (1-based) that removes internal cut b.
  *
+ * A partition's cost is its compute on one device (m x work); boundaries
+ * are pipeline resources of their own (cost.h), so they do not add to it.
  * Merging the pair across cut b raises the slowest partition by
  * max(0, merged - slowest).  Pairs whose merge raises nothing wait in heap
  * `free`, the one across the most activation bytes first (cuts then stay
@@ -91,11 +86,9 @@ static void merge_sequence(const plan_inst *I, const plan_lattice *L, int *remov
     heap hf = {.by_bytes = 1}, hc = {0};
     double m = I->m, slowest = 0;
     for (int j = 0; j < n; j++)
-        slowest = fmax(slowest, m * (L->work[j + 1] - L->work[j]) + cut_comm(I, L, j) + cut_comm(I, L, j + 1));
+        slowest = fmax(slowest, m * (L->work[j + 1] - L->work[j]));
 #define KEY(b)                                                                              \
-    (hitem){m * (L->work[next[b]] - L->work[prev[b]]) + cut_comm(I, L, prev[b]) +             \
-                cut_comm(I, L, next[b]),                                                      \
-            L->cut[b], b, ver[b]}
+    (hitem){m * (L->work[next[b]] - L->work[prev[b]]), L->cut[b], b, ver[b]}
 #define PUT(b)                                                                              \
     do {                                                                                    \
         hitem it_ = KEY(b);                                                                 \
@@ -402,6 +395,12 @@ int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layo
     free(cut);
     free(by_step);
     free(removed);
+    /* the merge sequence's best bottleneck brackets the bisection (pk_init
+     * declines when the states would be too many: a fixed stage count on a
+     * long model) */
+    plan_merge_pack(I, L, p_fixed, have && best_ev.feasible ? best_ev.bottleneck_s : HUGE_VAL, out,
+            &best_ev, &have);
+    if (have) best_p = out->p;
     if (st) {
         st->counts_tried = tried;
         st->best_p = best_p;
