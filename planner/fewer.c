@@ -61,8 +61,9 @@ static void take_best(search_best *B, search_best *Bk)
  * microbatch counts, over the first k devices' speeds, is no faster than
  * the best plan, no search on k or fewer devices can beat it strictly.
  * Beyond FEWER_EXACT_DEVICES the searches get the work of the search on
- * all N and take whole nodes only: an approximation, *stopped says where
- * it ended. */
+ * all N and take whole nodes only: an approximation; *stopped is then the
+ * fewest devices searched when a count above the work bound was left out
+ * (0: none was). */
 int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro, int n_micro,
                  const sched_kind *kinds, int n_kinds, int *stopped, cl_err *e)
 {
@@ -86,7 +87,10 @@ int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro,
              * nodes unequal, where the exact search prices every position
              * on its own: far dearer), and no search the last one says
              * would pass the budget */
-            if (cl->n_nodes > 1 && cl->devices[k - 1].node == cl->devices[k].node) continue;
+            if (cl->n_nodes > 1 && cl->devices[k - 1].node == cl->devices[k].node) {
+                *stopped = last_k;
+                continue;
+            }
             if (work_done(c->res) - start + last > start) {
                 *stopped = last_k;
                 break;
@@ -203,8 +207,8 @@ int search_counts(search_ctx *c, search_best *B, const int *micro, int n_micro, 
         res->lattice_sets = lattice_sets;
     }
     if (stopped)
-        search_note(res, "the searches on fewer devices stopped at %d of the %d (work budget): a plan on fewer devices might predict a faster iteration",
-                    stopped, N);
+        search_note(res, "on more than %d devices the searches on fewer devices are budgeted (%sdown to %d of the %d, the work of the search on all): a plan on fewer devices might predict a faster iteration (on up to %d devices, and along a sweep, never)",
+                    FEWER_EXACT_DEVICES, cl->n_nodes > 1 ? "whole nodes only, " : "", stopped, N, FEWER_EXACT_DEVICES);
     int used = B->have ? plan_device_count(&B->pl) : N;
     B->why[0] = '\0';
     if (used < N) {
