@@ -61,9 +61,9 @@ static void take_best(search_best *B, search_best *Bk)
  * microbatch counts, over the first k devices' speeds, is no faster than
  * the best plan, no search on k or fewer devices can beat it strictly.
  * Beyond FEWER_EXACT_DEVICES the searches get the work of the search on
- * all N and take whole nodes only: an approximation; *stopped is then the
- * fewest devices searched when a count above the work bound was left out
- * (0: none was). */
+ * all N and take whole nodes only: an approximation; when that left out
+ * a count above the work bound, *stopped is the fewest devices searched
+ * (N: none), else 0. */
 int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro, int n_micro,
                  const sched_kind *kinds, int n_kinds, int *stopped, cl_err *e)
 {
@@ -76,7 +76,7 @@ int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro,
     for (int d = 0; d < N; d++) spd += c->speed[d];
     for (int mi = 0; mi < n_micro; mi++) wmin = fmin(wmin, search_work_s(rq, micro[mi]));
     cluster view = *cl;
-    int last_k = N;
+    int last_k = N, left_out = 0;
     /* the floor is the plan for its device count: the counts above it */
     int lo = rq->floor ? rq->floor->plan.cluster.n_devices + 1 : 1;
     for (int k = N - 1; k >= lo && k >= rq->stages && !rc; k--) {
@@ -88,11 +88,11 @@ int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro,
              * on its own: far dearer), and no search the last one says
              * would pass the budget */
             if (cl->n_nodes > 1 && cl->devices[k - 1].node == cl->devices[k].node) {
-                *stopped = last_k;
+                left_out = 1;
                 continue;
             }
             if (work_done(c->res) - start + last > start) {
-                *stopped = last_k;
+                left_out = 1;
                 break;
             }
         }
@@ -110,6 +110,7 @@ int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro,
         last = work_done(c->res) - w0;
         last_k = k;
     }
+    *stopped = left_out ? last_k : 0;
     c->view = cl;
     c->n_dev = N;
     return rc;
@@ -207,7 +208,7 @@ int search_counts(search_ctx *c, search_best *B, const int *micro, int n_micro, 
         res->lattice_sets = lattice_sets;
     }
     if (stopped)
-        search_note(res, "on more than %d devices the searches on fewer devices are budgeted (%sdown to %d of the %d, the work of the search on all): a plan on fewer devices might predict a faster iteration (on up to %d devices, and along a sweep, never)",
+        search_note(res, "on more than %d devices the searches on fewer devices are budgeted (%swithin the work of the search on all; fewest searched: %d of the %d): a plan on fewer devices might predict a faster iteration (on up to %d devices, and along a sweep, never)",
                     FEWER_EXACT_DEVICES, cl->n_nodes > 1 ? "whole nodes only, " : "", stopped, N, FEWER_EXACT_DEVICES);
     int used = B->have ? plan_device_count(&B->pl) : N;
     B->why[0] = '\0';
