@@ -236,6 +236,46 @@ static void test_random_monotone(void)
 
 
 
+/* Beyond 16 devices the searches on fewer are budgeted (docs/planner.md,
+ * "Fewer devices"), and the plan says so when they left a count out: on 20
+ * devices in nodes of 4 without replication the plan uses at most as many
+ * devices as the model has layers (9), so the work bound cannot stop the
+ * searches before the partial-node counts 19 to 17, which are skipped; on
+ * the first 16 devices every count is searched and no such note appears. */
+static void test_budget_note(void)
+{
+    rng_state = 0x243f6a8885a308d3ull;
+    for (int inst = 0; inst < 4; inst++) {
+        model m;
+        prof pf;
+        gen_model(&m, &pf, inst % 2);
+        cluster_devtype t = {.name = "ref", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)1e15,
+                             .mem_bw_Bps = 1e12, .efficiency = 1};
+        cluster c;
+        cl_err e = {0};
+        CU_ASSERT_EQUAL_FATAL(cluster_uniform(&c, &t, 20, 4, (cluster_link){1e10, 1e-5}, (cluster_link){1e9, 5e-5}, &e), CL_OK);
+        plan_request rq = {.model = &m, .prof = &pf, .batch = 8, .algo = PLAN_ALGO_AUTO, .comm = 1,
+                           .replication = 0, .schedule = -1};
+        for (int n = 16; n <= 20; n += 4) {
+            cluster sub;
+            CU_ASSERT_EQUAL_FATAL(study_subcluster(&c, n, &sub, &e), CL_OK);
+            rq.cluster = &sub;
+            rq.ref_type = &sub.types[0];
+            plan_result res;
+            CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+            int noted = 0;
+            for (int i = 0; i < res.n_notes; i++) noted |= strstr(res.notes[i], "searches on fewer devices are budgeted") != NULL;
+            CU_ASSERT_EQUAL(noted, n > 16);
+            CU_ASSERT(plan_device_count(&res.plan) <= m.n_layers);
+            plan_result_free(&res);
+            cluster_free(&sub);
+        }
+        cluster_free(&c);
+        model_free(&m);
+        prof_free(&pf);
+    }
+}
+
 /* `cleave sweep` on the demo's question: per schedule, the iteration time
  * never rises with the device count, and a point on fewer devices than
  * offered says so in devices_used. */
@@ -308,4 +348,5 @@ TEST_SUITE(plan_mono)
     test_add_suite("plan_mono");
     test_add("random models and clusters: N + 1 devices never predict slower than N", test_random_monotone);
     test_add("cleave sweep: the iteration time never rises with the device count", test_sweep_monotone);
+    test_add("beyond 16 devices the plan notes that the searches on fewer are budgeted", test_budget_note);
 }
