@@ -218,6 +218,9 @@ int search_counts(search_ctx *c, search_best *B, const int *micro, int n_micro, 
                      "the best plan found on all %d devices (%s, %d stage%s on %d devices) predicts %.6f s per iteration, this one %.6f s",
                      N, sched_kind_name((sched_kind)full_sched), full_stages, full_stages == 1 ? "" : "s", full_used,
                      full_pred.iteration_s, B->pred.iteration_s);
+        else if (B->view_n < N)
+            snprintf(B->why, sizeof B->why, "the search on all %d devices found no plan that fits, the one on the first %d did",
+                     N, B->view_n);
         else if (B->pl.schedule == SCHED_INTERLEAVED)
             snprintf(B->why, sizeof B->why, "no chunk split over more devices predicts a faster iteration");
         else
