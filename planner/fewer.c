@@ -1,8 +1,7 @@
-/* fewer.c - the best plan on N devices may leave some idle: searches on
- * the first k < N devices, and what carries over to them from the search
- * on more (docs/planner.md, "Fewer devices").  search.c holds the search
+/* fewer.c - the best plan on N devices may leave some idle: it is the
+ * best of the searches on the first k <= N devices, each as on those
+ * devices alone (docs/planner.md, "Fewer devices").  search.c holds the search
  * on one set of devices (search_view). */
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +9,10 @@
 
 #include "instance.h"
 
-/* On up to this many devices the searches on fewer cover every count;
- * beyond, they get the work of the search on all (search_fewer). */
-#define FEWER_ALL_DEVICES 16
+/* On up to this many devices the searches on fewer are exact: every count
+ * down to the work bound (search_fewer).  Beyond, they get the work of the
+ * search on all (a budgeted approximation, said in a note). */
+#define FEWER_EXACT_DEVICES 16
 /* A candidate built and simulated, in exact-search steps (a replay of a
  * few thousand ops against transitions at 15 to 25 ns each). */
 #define FEWER_CANDIDATE_STEPS ((int64_t)20000)
@@ -22,110 +22,96 @@ static int64_t work_done(const plan_result *res)
     return res->exact_steps + FEWER_CANDIDATE_STEPS * res->candidates;
 }
 
-fewer_memo *search_memo_new(const search_ctx *c, int mixed)
+/* Bk into B when strictly faster (on a tie the plan on more devices
+ * stays); the least bad infeasible layout likewise, for the message. */
+static void take_best(search_best *B, search_best *Bk)
 {
-    fewer_memo *fm = cl_malloc(sizeof *fm);
-    const cluster *cl = c->rq->cluster;
-    int N = cl->n_devices;
-    /* layouts carry over to fewer devices when all devices are alike;
-     * shifted by whole nodes when the nodes are equal */
-    fm->on = !mixed && c->rq->schedule != SCHED_INTERLEAVED;
-    fm->K = cl->n_nodes <= 1 ? 0 : N % cl->n_nodes == 0 ? N / cl->n_nodes : -1;
-    for (int d = 0; d < N && fm->K > 0; d++)
-        if (cl->devices[d].node != d / fm->K) fm->K = -1;
-    for (int i = 0; i <= SEARCH_MAX_MICRO; i++) {
-        fm->dead[i] = 0;
-        for (int k = 0; k < SCHED_COUNT; k++) {
-            fm->need[i][k] = INT_MAX;
-            fm->used[i][k] = fm->devfix[i][k] = 0;
-        }
+    if (Bk->have && (!B->have || Bk->pred.iteration_s < B->pred.iteration_s)) {
+        if (B->have) search_free_stages(&B->pl);
+        B->pl = Bk->pl;
+        B->pred = Bk->pred;
+        B->tm = Bk->tm;
+        B->ev = Bk->ev;
+        B->exact_s = Bk->exact_s;
+        B->merge_s = Bk->merge_s;
+        B->algo = Bk->algo;
+        B->view_n = Bk->view_n;
+        B->have = 1;
+    } else if (Bk->have) {
+        search_free_stages(&Bk->pl);
     }
-    return fm;
-}
-
-int search_layout_need(const plan_inst *I, const plan_layout *y, int K)
-{
-    int hi = -1, used = 0, nodes = 0, least = INT_MAX, n_nodes = 0;
-    for (int q = 0; q < I->n_dev; q++) n_nodes = I->node[q] >= n_nodes ? I->node[q] + 1 : n_nodes;
-    int *cnt = cl_calloc((size_t)n_nodes, sizeof *cnt);
-    for (int s = 0; s < y->p; s++)
-        for (int q = y->pos[s]; q < y->pos[s] + y->r[s]; q++) {
-            used++;
-            hi = I->dev[q] > hi ? I->dev[q] : hi;
-            nodes += cnt[I->node[q]]++ == 0;
-        }
-    for (int nd = 0; nd < n_nodes; nd++)
-        if (cnt[nd] && cnt[nd] < least) least = cnt[nd];
-    free(cnt);
-    /* equal nodes: nodes are interchangeable and so are the devices in a
-     * node, so the copy fills whole nodes and ends in the least used one */
-    return K == 0 ? used : K > 0 ? (nodes - 1) * K + least : hi + 1;
-}
-
-/* Can microbatch count mi be left out on these N devices altogether: every
- * schedule's layout has a copy here, and zb-h1 would be held to the same
- * device count (the first fitting layout's before it, skipping those the
- * critical-path bound skips)? */
-int search_memo_covers(const fewer_memo *fm, int mi, int N, const sched_kind *kinds, int n_kinds,
-                       double crit, const search_best *B, const plan_request *rq)
-{
-    int u = 0;
-    for (int ki = 0; ki < n_kinds; ki++) {
-        if (B->have && !sched_is_async(kinds[ki]) && crit > B->pred.iteration_s && !rq->no_prune)
-            continue; /* as the critical-path bound leaves it out */
-        if (fm->need[mi][ki] > N || (fm->devfix[mi][ki] && fm->devfix[mi][ki] != u)) return 0;
-        if (!u && fm->need[mi][ki] > 0) u = fm->used[mi][ki];
+    if (Bk->have_bad && !B->have_bad) {
+        B->bad_pl = Bk->bad_pl;
+        B->bad_ev = Bk->bad_ev;
+        B->have_bad = 1;
+    } else if (Bk->have_bad) {
+        search_free_stages(&Bk->bad_pl);
     }
-    return 1;
 }
 
-/* The plan for N devices may leave some idle, so the best one is the best
- * over the plans for the first k <= N devices (docs/planner.md, "Fewer
- * devices"): after the search on all N, search the first N - 1, N - 2, ...
- * with the best plan so far carried along (its bounds prune each search),
- * a plan on fewer devices winning only when strictly faster.  Any
- * schedule's iteration holds each device's share of the work at its speed,
- * so once the least work over the microbatch counts, over the sum of the
- * speeds of the first k devices, is slower than the best plan, no k or
- * fewer devices can beat it and the search stops. */
-int search_fewer(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, const int *micro, int n_micro,
+/* The plan for N devices may leave some idle, so it is the best of the
+ * search on all N and the plan for N - 1 (docs/planner.md, "Fewer
+ * devices"): plan(N) = best of search(k) over k <= N, each search(k) the
+ * very search `cleave plan` makes on the first k devices as their own
+ * cluster (a fresh best: nothing found on more devices prunes or steers
+ * it), so plan(N + 1) is never slower than plan(N) for any input.  The one
+ * prune is exact: any schedule's iteration holds each device's share of
+ * the work at its speed (the sum of the work is at most the iteration
+ * times the sum of the speeds), so once the least work over the
+ * microbatch counts, over the first k devices' speeds, is no faster than
+ * the best plan, no search on k or fewer devices can beat it strictly.
+ * Beyond FEWER_EXACT_DEVICES the searches get the work of the search on
+ * all N and take whole nodes only: an approximation; when that left out
+ * a count above the work bound, *stopped is the fewest devices searched
+ * (N: none), else 0. */
+int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro, int n_micro,
                  const sched_kind *kinds, int n_kinds, int *stopped, cl_err *e)
 {
     const plan_request *rq = c->rq;
-    int N = rq->cluster->n_devices, rc = CL_OK;
-    /* beyond FEWER_ALL_DEVICES, as much work as the search on all N
-     * devices took, so the planning time at most about doubles */
-    int64_t start = work_done(c->res), budget = N <= FEWER_ALL_DEVICES ? INT64_MAX : start, last = 0;
+    const cluster *cl = rq->cluster;
+    int N = cl->n_devices, rc = CL_OK, exact = N <= FEWER_EXACT_DEVICES;
+    int64_t start = work_done(c->res), last = 0;
     *stopped = 0;
     double spd = 0, wmin = HUGE_VAL;
     for (int d = 0; d < N; d++) spd += c->speed[d];
     for (int mi = 0; mi < n_micro; mi++) wmin = fmin(wmin, search_work_s(rq, micro[mi]));
-    cluster view = *rq->cluster;
-    int last_k = N;
+    cluster view = *cl;
+    int last_k = N, left_out = 0;
+    /* the floor is the plan for its device count: the counts above it */
     int lo = rq->floor ? rq->floor->plan.cluster.n_devices + 1 : 1;
-    for (int k = N - 1; k >= lo && !rc && B->have && k >= rq->stages; k--) {
+    for (int k = N - 1; k >= lo && k >= rq->stages && !rc; k--) {
         spd -= c->speed[k];
-        if (wmin / spd * (1 - 1e-9) > B->pred.iteration_s) break;
-        /* beyond FEWER_ALL_DEVICES, on several nodes: whole nodes only (a
-         * count ending inside a node makes the nodes unequal, and the exact
-         * search then prices every position on its own: far dearer) */
-        if (N > FEWER_ALL_DEVICES && rq->cluster->devices[k - 1].node == rq->cluster->devices[k].node &&
-            rq->cluster->n_nodes > 1)
-            continue;
-        /* stop before a search the last one says would pass the budget */
-        if (work_done(c->res) - start + last > budget) {
-            *stopped = last_k;
-            break;
+        if (B->have && !rq->no_prune && wmin / spd * (1 - 1e-9) >= B->pred.iteration_s) break;
+        if (!exact) {
+            /* whole nodes only (a count ending inside a node makes the
+             * nodes unequal, where the exact search prices every position
+             * on its own: far dearer), and no search the last one says
+             * would pass the budget */
+            if (cl->n_nodes > 1 && cl->devices[k - 1].node == cl->devices[k].node) {
+                left_out = 1;
+                continue;
+            }
+            if (work_done(c->res) - start + last > start) {
+                left_out = 1;
+                break;
+            }
         }
+        /* the first k devices as their own cluster (devices are numbered
+         * node by node: the nodes they use are a prefix) */
         view.n_devices = k;
+        view.n_nodes = 0;
+        for (int d = 0; d < k; d++) view.n_nodes = cl->devices[d].node >= view.n_nodes ? cl->devices[d].node + 1 : view.n_nodes;
         c->view = &view;
         c->n_dev = k;
         int64_t w0 = work_done(c->res);
-        rc = search_view(c, B, lt, fm, micro, n_micro, kinds, n_kinds + (k == 1 && rq->schedule < 0), e);
+        search_best Bk = {0};
+        rc = search_view(c, &Bk, lt, micro, n_micro, kinds, n_kinds + (k == 1 && rq->schedule < 0), e);
+        take_best(B, &Bk);
         last = work_done(c->res) - w0;
         last_k = k;
     }
-    c->view = rq->cluster;
+    *stopped = left_out ? last_k : 0;
+    c->view = cl;
     c->n_dev = N;
     return rc;
 }
@@ -192,7 +178,7 @@ int search_floor_ok(const plan_request *rq)
 /* The search on all N devices of c (c->view), then on fewer
  * (search_fewer), then the floor plan; B->why says why the plan leaves
  * devices idle, if it does. */
-int search_counts(search_ctx *c, search_best *B, int mixed, const int *micro, int n_micro, const sched_kind *kinds,
+int search_counts(search_ctx *c, search_best *B, const int *micro, int n_micro, const sched_kind *kinds,
                   int n_kinds, cl_err *e)
 {
     const plan_request *rq = c->rq;
@@ -200,18 +186,15 @@ int search_counts(search_ctx *c, search_best *B, int mixed, const int *micro, in
     plan_result *res = c->res;
     int N = cl->n_devices;
     dag_state lt = {0};
-    fewer_memo *fm = search_memo_new(c, mixed);
     c->view = cl;
     c->n_dev = N;
-    int rc = search_view(c, B, &lt, fm, micro, n_micro, kinds, n_kinds + (N == 1 && rq->schedule < 0), e);
+    int rc = search_view(c, B, &lt, micro, n_micro, kinds, n_kinds + (N == 1 && rq->schedule < 0), e);
     plan_pred full_pred = B->pred;
     int full_have = B->have, full_used = B->have ? plan_device_count(&B->pl) : 0;
     int full_sched = B->pl.schedule, full_stages = B->pl.n_stages, full_notes = res->n_notes;
     int cuts_dag = res->cuts_dag, lattice_sets = res->lattice_sets;
-    B->strict = 1;
     int stopped = 0;
-    rc = rc ? rc : search_fewer(c, B, &lt, fm, micro, n_micro, kinds, n_kinds, &stopped, e);
-    free(fm);
+    rc = rc ? rc : search_fewer(c, B, &lt, micro, n_micro, kinds, n_kinds, &stopped, e);
     if (!rc && rq->floor) search_consider_floor(c, B);
     if (lt.have) plan_lattice_free(&lt.dag);
     if (!(B->have && B->view_n < N)) {
@@ -225,8 +208,8 @@ int search_counts(search_ctx *c, search_best *B, int mixed, const int *micro, in
         res->lattice_sets = lattice_sets;
     }
     if (stopped)
-        search_note(res, "the searches on fewer devices stopped at %d of the %d (work budget): a plan on fewer devices might predict a faster iteration",
-                    stopped, N);
+        search_note(res, "on more than %d devices the searches on fewer devices are budgeted (%swithin the work of the search on all; fewest searched: %d of the %d): a plan on fewer devices might predict a faster iteration (on up to %d devices, and along a sweep, never)",
+                    FEWER_EXACT_DEVICES, cl->n_nodes > 1 ? "whole nodes only, " : "", stopped, N, FEWER_EXACT_DEVICES);
     int used = B->have ? plan_device_count(&B->pl) : N;
     B->why[0] = '\0';
     if (used < N) {
@@ -235,6 +218,9 @@ int search_counts(search_ctx *c, search_best *B, int mixed, const int *micro, in
                      "the best plan found on all %d devices (%s, %d stage%s on %d devices) predicts %.6f s per iteration, this one %.6f s",
                      N, sched_kind_name((sched_kind)full_sched), full_stages, full_stages == 1 ? "" : "s", full_used,
                      full_pred.iteration_s, B->pred.iteration_s);
+        else if (B->view_n < N)
+            snprintf(B->why, sizeof B->why, "the search on all %d devices found no plan that fits, the one on the first %d did",
+                     N, B->view_n);
         else if (B->pl.schedule == SCHED_INTERLEAVED)
             snprintf(B->why, sizeof B->why, "no chunk split over more devices predicts a faster iteration");
         else

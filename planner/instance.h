@@ -64,35 +64,11 @@ typedef struct search_best {
     const char *algo;
     int view_n;             /* devices offered to the search that found it */
     char why[320];          /* why the plan leaves devices idle ("": it does not) */
-    int strict;             /* 1: a later candidate must be strictly faster
-                               (searches on fewer devices: on a tie the plan
-                               found on more devices stays)                 */
     /* the least bad infeasible layout, for the message */
     int have_bad;
     plan_eval bad_ev;
     plan bad_pl;
 } search_best;
-
-/* What the search on more devices found, per microbatch count and schedule,
- * for the searches on fewer (search_fewer).  On devices all alike, a
- * layout the exact search chose on k + 1 devices that has a copy on the
- * first k (the same blocks shifted: anywhere in one node, by whole nodes
- * when the nodes are equal) is optimal there too and simulates the same, so
- * that candidate need not be searched again. */
-typedef struct fewer_memo {
-    int on;                 /* devices all alike: layouts carry over          */
-    int K;                  /* > 0: equal nodes of K devices; 0: one node;
-                               -1: no shift (unequal nodes)                  */
-    /* the fewest first devices holding a copy of the layout (0: nothing
-     * fits; INT_MAX: not known, search), its devices and the device count
-     * zb-h1 was held to */
-    int need[SEARCH_MAX_MICRO + 1][SCHED_COUNT];
-    int used[SEARCH_MAX_MICRO + 1][SCHED_COUNT];
-    int devfix[SEARCH_MAX_MICRO + 1][SCHED_COUNT];
-    /* 1: skip_count proved no layout at this microbatch count beats the
-     * best plan; on fewer devices its bound only grows */
-    int dead[SEARCH_MAX_MICRO + 1];
-} fewer_memo;
 
 /* The cut lattice of a branching model is the same for every microbatch
  * count and device count: listed once, re-summed per instance. */
@@ -103,23 +79,17 @@ typedef struct dag_state {
 
 /* Search the devices of c->view (every device order, microbatch count and
  * schedule), ranking every candidate into *B (search.c). */
-int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, const int *micro, int n_micro,
+int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, int n_micro,
                 const sched_kind *kinds, int n_kinds, cl_err *e);
 
-/* fewer.c: the memo for c's devices (all alike unless mixed; free()), the
- * fewest first devices holding a copy of layout y (equal nodes of K, 0: one
- * node, -1: no shift), whether microbatch count mi can be left out on N
- * devices, the searches on fewer devices, and the floor plan as a
- * candidate. */
-fewer_memo *search_memo_new(const search_ctx *c, int mixed);
-int search_layout_need(const plan_inst *I, const plan_layout *y, int K);
-int search_memo_covers(const fewer_memo *fm, int mi, int N, const sched_kind *kinds, int n_kinds,
-                       double crit, const search_best *B, const plan_request *rq);
-int search_fewer(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, const int *micro, int n_micro,
+/* fewer.c: the searches on the first k < N devices (each as `cleave plan`
+ * on those devices alone), the floor plan as a candidate, and the search
+ * on all N devices followed by both. */
+int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro, int n_micro,
                  const sched_kind *kinds, int n_kinds, int *stopped, cl_err *e);
 void search_consider_floor(search_ctx *c, search_best *B);
 int search_floor_ok(const plan_request *rq);
-int search_counts(search_ctx *c, search_best *B, int mixed, const int *micro, int n_micro, const sched_kind *kinds,
+int search_counts(search_ctx *c, search_best *B, const int *micro, int n_micro, const sched_kind *kinds,
                   int n_kinds, cl_err *e);
 
 #endif

@@ -1,6 +1,5 @@
 /* search.c - candidates, their partitions, their ranking (see search.h). */
 #include <assert.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -118,7 +117,7 @@ static int better(const search_best *B, const plan_pred *a, const plan_eval *ea)
     if (!B->have) return 1;
     const plan_pred *b = &B->pred;
     if (a->iteration_s != b->iteration_s) return a->iteration_s < b->iteration_s;
-    return !B->strict && plan_eval_cmp(ea, &B->ev) < 0;
+    return plan_eval_cmp(ea, &B->ev) < 0;
 }
 
 static void consider(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
@@ -383,8 +382,8 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
 
 /* Search the devices of c->view (every device order, microbatch count and
  * schedule), ranking every candidate into *B. */
-int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, const int *micro, int n_micro,
-                       const sched_kind *kinds, int n_kinds, cl_err *e)
+int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, int n_micro,
+                const sched_kind *kinds, int n_kinds, cl_err *e)
 {
     const plan_request *rq = c->rq;
     plan_result *res = c->res;
@@ -394,14 +393,6 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
     int n_orders = search_device_orders(c, orders);
     int rc = CL_OK;
     double hint = 0; /* the last least-memory bottleneck: a first guess for the next */
-    /* On fewer devices than offered, a microbatch count whose work spread
-     * evenly over these devices already takes longer than the best plan
-     * so far cannot win (any schedule's iteration holds each device's
-     * share of the work at its speed: sum of work <= iteration x sum of
-     * speeds). */
-    int fewer = N < rq->cluster->n_devices;
-    double spd_sum = 0;
-    for (int q = 0; q < N; q++) spd_sum += c->speed[q]; /* the view is a prefix */
     if (rq->schedule == SCHED_INTERLEAVED) {
         for (int oi = 0; oi < n_orders; oi++) {
             c->order = orders[oi];
@@ -414,17 +405,6 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
         for (int mi = n_micro - 1; mi >= 0 && !rc; mi--) {
             int m = micro[mi]; /* largest first: it usually wins, and bounds the rest */
             if ((rc = budget_out(e))) break;
-            if (fewer && B->have && !rq->no_prune &&
-                search_work_s(rq, m) / spd_sum * (1 - 1e-9) > B->pred.iteration_s)
-                continue;
-            if (fewer && fm->dead[mi]) continue;
-            int carry = fewer && fm->on;
-            if (carry) {
-                double cr = 0, b = (double)rq->batch / m;
-                for (int i = 0; i < md->n_layers; i++)
-                    cr += prof_fwd_s(&rq->prof->layers[i], b) + prof_bwd_in_s(&rq->prof->layers[i], b);
-                if (search_memo_covers(fm, mi, N, kinds, n_kinds, cr / c->speed[0] * (1 - 1e-9), B, rq)) continue;
-            }
             plan_inst I;
             double tq = now_s();
             search_inst_build(c, m, &I);
@@ -497,16 +477,6 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
             for (int i = 0; i < I.n; i++) crit += I.fwd_s[i] + I.bwd_in_s[i];
             for (int q = 0; q < N; q++) spd_top = fmax(spd_top, I.speed[q]);
             crit = crit / spd_top * (1 - 1e-9); /* below any rounding of the sums */
-            /* On fewer devices, the bounds below serve only the schedules
-             * whose layout has no copy from the search on more devices */
-            int need_search = !carry;
-            for (int ki = 0, u = 0; ki < n_kinds && !need_search; ki++) {
-                if (B->have && !sched_is_async(kinds[ki]) && crit > B->pred.iteration_s && !rq->no_prune)
-                    continue;
-                int df = dep_of[ki] != PLAN_MEM_BY_TOTAL ? 0 : u ? u : okm[ki] ? evm[ki].devices : N;
-                if (fm->need[mi][ki] > N || fm->devfix[mi][ki] != df) need_search = 1;
-                else if (!u && fm->need[mi][ki] > 0) u = fm->used[mi][ki];
-            }
             /* one lower bound for every schedule (least memory) */
             double lower = 0;
             /* tentative: lower is the last m's bound, proved <= this m's
@@ -514,7 +484,7 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
              * the first exact search then probes it, and finding a layout
              * there proves it is the optimum (plan_exact_any_below) */
             int tentative = 0;
-            if (rq->algo != PLAN_ALGO_MERGE && hint > 0 && !rq->no_prune && need_search) {
+            if (rq->algo != PLAN_ALGO_MERGE && hint > 0 && !rq->no_prune) {
                 plan_exact_opts lo = {.budget = rq->exact_budget};
                 plan_exact_stats ls = {0};
                 cl_err le = {0};
@@ -526,7 +496,7 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
                 }
                 res->exact_steps += ls.steps;
             }
-            if (rq->algo != PLAN_ALGO_MERGE && !tentative && need_search) {
+            if (rq->algo != PLAN_ALGO_MERGE && !tentative) {
                 /* Past the best predicted iteration the bound only decides
                  * skip_m below (nothing fits under it: HUGE_VAL, skipped
                  * just the same), so the search need not climb beyond it.
@@ -541,8 +511,7 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
                 lower = lower_bound(c, &I, XL, kinds[0], upper, guess, 0, B);
                 if (lower > 0 && lower < HUGE_VAL) hint = lower;
             }
-            int skip_m = need_search && skip_count(c, &I, XL, kinds[0], upper, &lower, B);
-            fm->dead[mi] |= skip_m;
+            int skip_m = skip_count(c, &I, XL, kinds[0], upper, &lower, B);
             res->time_lower_s += now_s() - tq;
             for (int ki = 0; ki < n_kinds && !rc && !skip_m; ki++) {
                 if ((rc = budget_out(e))) break;
@@ -555,11 +524,6 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
                      * search at the count the schedules before it chose */
                     dev_fixed = u_seen ? u_seen : okm[ki] ? evm[ki].devices : N;
                 }
-                if (carry && fm->need[mi][ki] <= N && fm->devfix[mi][ki] == dev_fixed) {
-                    if (!u_seen && fm->need[mi][ki] > 0) u_seen = fm->used[mi][ki];
-                    continue; /* a copy of the layout found on more devices */
-                }
-                int exact_none = 0;
                 plan_layout yx = {0};
                 plan_eval evx = {0};
                 int okx = 0;
@@ -642,7 +606,6 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
                             }
                     }
                     okk[ki] = okx;
-                    exact_none = okx == 0;
                     if (okx == 1) plan_layout_copy(&yk[ki], &yx);
                     res->exact_steps += xs.steps;
                     if (okx < 0 && (rc = budget_out(e))) {
@@ -672,11 +635,6 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, fewer_memo *fm, co
                     }
                 }
                 res->time_rank_s += now_s() - tr;
-                if (fm->on && !rc) {
-                    fm->devfix[mi][ki] = dev_fixed;
-                    fm->need[mi][ki] = exact_none ? 0 : okx == 1 ? search_layout_need(&I, &yx, fm->K) : INT_MAX;
-                    fm->used[mi][ki] = okx == 1 ? evx.devices : 0;
-                }
                 if (yx.p) plan_layout_free(&yx);
             }
             for (int ki = 0; ki < n_kinds; ki++) {
@@ -766,7 +724,7 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
 
     /* All N devices first, then fewer (docs/planner.md, "Fewer devices"). */
     search_best B = {0};
-    int rc = search_counts(&c, &B, mixed, micro, n_micro, kinds, n_kinds, e);
+    int rc = search_counts(&c, &B, micro, n_micro, kinds, n_kinds, e);
     free(c.speed);
     /* a budget spent during the last candidate (its simulation left it out)
      * must not pass for a complete search */
