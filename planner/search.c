@@ -132,8 +132,10 @@ static void consider(search_ctx *c, search_best *B, const plan_inst *I, const pl
     if (sched_is_async(pl.schedule))
         for (int s = 0; s < pl.n_stages; s++)
             if (pl.n_micro % pl.stages[s].n_replicas != 0) {
-                search_note(c->res, "%s: left out layouts whose replica counts do not divide the %d microbatches",
-                     sched_kind_name(pl.schedule), pl.n_micro);
+                /* no count in the note: it would be a candidate's, which
+                 * the chosen plan need not share */
+                search_note(c->res, "%s: left out layouts whose replica counts do not divide their microbatch count (an asynchronous stage all-reduces once per round of its replicas)",
+                            sched_kind_name(pl.schedule));
                 search_free_stages(&pl);
                 return;
             }

@@ -231,11 +231,42 @@ static void test_cleanup(void)
     }
 }
 
+/* A note never names a microbatch count other than the chosen plan's: the
+ * auto search tries several counts, and "do not divide the 64 microbatches"
+ * beside a plan of 32 reads as a contradiction (issue 17). */
+static void test_notes_match_plan(void)
+{
+    char *out = NULL, *err = NULL, *tmp = test_tmpdir(), args[900];
+    snprintf(args, sizeof args, "plan --model models/vgg16.json --cluster "
+             "profiles/clusters/v100-8-pcie.json -o %s/p.json", tmp);
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &out, &err), 0);
+    test_rmtree(tmp);
+    const char *h = strstr(out ? out : "", " = ");
+    int m = 0;
+    CU_ASSERT_FATAL(h && sscanf(h, " = %d microbatches", &m) == 1 && m > 0);
+    int notes = 0;
+    for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+        if (strncmp(l, "note:", 5)) continue;
+        notes++;
+        const char *end = strchr(l, '\n') ? strchr(l, '\n') : l + strlen(l);
+        for (const char *p = l; p < end; p++) {
+            int k;
+            if ((p == l || p[-1] == ' ') && sscanf(p, "%d microbatches", &k) == 1 &&
+                strncmp(strchr(p, ' '), " microbatches", 13) == 0)
+                CU_ASSERT_EQUAL(k, m);
+        }
+    }
+    CU_ASSERT(notes > 0); /* the question does draw notes */
+    free(out);
+    free(err);
+}
+
 TEST_SUITE(plan_cli)
 {
     test_add_suite("plan_cli");
     test_add("plan vgg16 and export it to torch and deepspeed", test_plan_vgg16);
     test_add("plan gpt2 and export a Megatron layout", test_megatron_gpt2);
+    test_add("notes name no microbatch count but the plan's", test_notes_match_plan);
     test_add("bad input: exit 2, no output file", test_bad_input);
     test_add("clean up", test_cleanup);
 }
