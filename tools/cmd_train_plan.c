@@ -12,6 +12,7 @@
 #include "../exec/checkpoint.h"
 #include "../exec/data.h"
 #include "../exec/gemm.h"
+#include "../exec/linkprof.h"
 #include "../exec/pipeline.h"
 #include "cli.h"
 #include "fileio.h"
@@ -21,7 +22,7 @@ static void help(void)
 {
     exec_train_opts d;
     exec_train_defaults(&d);
-    printf("usage: cleave train --plan FILE [options]\n"
+    printf("usage: cleave train --plan FILE [--backend threads|mpi] [options]\n"
            "       mpirun -np N cleave train --plan FILE --backend mpi [options]\n\n"
            "Train the plan's model pipelined: one worker per device of the plan, each\n"
            "running its stages' op lists (the schedule the simulator replays), passing\n"
@@ -31,7 +32,8 @@ static void help(void)
            "  --epochs N           epochs (default 1); each is floor(samples / batch) iterations\n"
            "  --iterations N       run N iterations instead (one schedule, then one evaluation)\n"
            "  --backend B          threads (default: one process, workers pinned to cores)\n"
-           "                       or mpi (one rank per worker, under mpirun -np workers)\n"
+           "                       or mpi (one rank per worker; outside an MPI job cleave\n"
+           "                       starts mpirun -np workers itself, as root too)\n"
            "  --trace FILE         write the measured timeline as a Chrome trace\n"
            "  --save-weights FILE  write the trained weights (cleave-weights format)\n"
            "  --lr X               learning rate (default %g)\n"
@@ -167,6 +169,12 @@ int cmd_train_plan(int argc, char **argv)
     if (workers < 0) {
         rc = e.code;
         goto done;
+    }
+    if (mpi && !exec_link_in_mpi_job()) {
+        /* not started by mpirun: start it, one rank per worker (as validate
+         * and profile --links do; --allow-run-as-root when root) */
+        plan_free(&p);
+        return exec_link_mpirun(workers, "train", argc, argv);
     }
     if (mpi) { /* the world must match before anything is loaded */
         if ((rc = exec_pipe_mpi_world(&rank, &size, &e))) goto done;
