@@ -628,8 +628,10 @@ static int run_ops(pw *W)
         if (rc) return rc;
         progress_all(W);
         mem_note(W);
-        if (k + 1 == sc->off[W->w + 1] || sc->ops[k + 1].iter != op->iter) /* its iteration end */
+        if (k + 1 == sc->off[W->w + 1] || sc->ops[k + 1].iter != op->iter) { /* its iteration end */
+            if (W->w == 0 && R->o->on_iteration) R->o->on_iteration(R->o->ctx, gi_of(W, op) + 1, R->total_iters);
             if ((rc = pipe_ckpt_boundary(W, gi_of(W, op) + 1, 0))) return rc;
+        }
     }
     return CL_OK;
 }

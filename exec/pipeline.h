@@ -61,6 +61,9 @@ int exec_pipe_backend_from_name(const char *name);
 /* What one epoch did, as exec_epoch in train.h (samples_per_s counts the
  * training samples of the epoch over its training seconds). */
 typedef void (*exec_pipe_epoch_fn)(void *ctx, const exec_epoch *ep);
+/* Progress: iteration `done` of `total` (the whole run) has ended on the
+ * first worker. */
+typedef void (*exec_pipe_iter_fn)(void *ctx, int64_t done, int64_t total);
 
 typedef struct exec_pipe_opts {
     exec_pipe_backend backend;
@@ -81,6 +84,9 @@ typedef struct exec_pipe_opts {
     exec_pipe_epoch_fn on_epoch; /* NULL, or called after every epoch (and
                               once after an iterations run) on rank 0 / a
                               worker thread of the threads backend           */
+    exec_pipe_iter_fn on_iteration; /* NULL, or called by the first worker
+                              (rank 0) at each of its iteration ends: keep
+                              it cheap, it runs inside the measured loop    */
     void *ctx;
     int keep_params;       /* fill exec_pipe_result.params                    */
     int stash_off;         /* tests only: pipedream without weight stashing  */

@@ -4,6 +4,8 @@
  * so a red test is never hidden behind a framework status. */
 #include <CUnit/Basic.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +87,48 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 {
     (void)st, (void)flag, (void)ftw;
     return remove(path) ? -1 : 0;
+}
+
+int test_run_on_tty(char *const argv[], char *buf, size_t cap)
+{
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0 || !ptsname(master)) {
+        if (master >= 0) close(master);
+        return -1;
+    }
+    char slave[256];
+    snprintf(slave, sizeof slave, "%s", ptsname(master));
+    const char *bin = getenv("CLEAVE_BIN");
+    if (!bin) bin = "build/cleave";
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(master);
+        return -1;
+    }
+    if (pid == 0) {
+        int s = open(slave, O_RDWR | O_NOCTTY), null = open("/dev/null", O_RDWR);
+        if (s < 0 || null < 0) _exit(126);
+        dup2(s, STDERR_FILENO);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDIN_FILENO);
+        close(master);
+        execv(bin, argv);
+        _exit(127);
+    }
+    size_t got = 0;
+    for (;;) { /* until the child's end of the terminal closes (EIO) */
+        ssize_t n = read(master, buf + got, cap - 1 - got);
+        if (n > 0) got += (size_t)n;
+        else if (n < 0 && errno == EINTR) continue;
+        else break;
+        if (got == cap - 1) break;
+    }
+    buf[got] = '\0';
+    int st = 0;
+    waitpid(pid, &st, 0);
+    close(master);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 void test_rmtree(char *dir)

@@ -26,6 +26,11 @@ int test_run_cli(const char *args, char **out, char **err);
 
 /* A fresh empty folder under /tmp for this test's output files; caller frees. */
 char *test_tmpdir(void);
+/* Run CLEAVE_BIN with argv (argv[0] included, NULL-terminated) with its
+ * stderr on a pseudo-terminal and stdout on /dev/null; what the terminal
+ * showed goes into buf (at most cap - 1 bytes, NUL-terminated).  Returns the
+ * exit status, 128 + signal, or -1 when no terminal could be made. */
+int test_run_on_tty(char *const argv[], char *buf, size_t cap);
 /* Remove a test_tmpdir folder with everything in it, and free the name. */
 void test_rmtree(char *dir);
 /* Path to a file in the shared data folder (../shared/data/...), or NULL if

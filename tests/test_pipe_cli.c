@@ -173,11 +173,32 @@ static void test_mpi_world_mismatch(void)
     free(err);
 }
 
+/* A progress bar per epoch on a terminal, erased before the epoch's line;
+ * nothing of it when stderr is not a terminal. */
+static void test_progress_on_tty(void)
+{
+    char *argv[] = {"cleave", "train", "--plan", "tests/data/pipe/tiny2-1f1b.json", "--synthetic", "2048",
+                    "--epochs", "2", NULL};
+    char buf[16384];
+    CU_ASSERT_EQUAL(test_run_on_tty(argv, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "epoch 1/2 ["));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "epoch 2/2 ["));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "iteration 1/128"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\r\033[K"));
+    char *out = NULL, *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli("train --plan tests/data/pipe/tiny2-1f1b.json --synthetic 2048 --epochs 2", &out, &err), 0);
+    CU_ASSERT_PTR_NULL(err && strchr(err, '\r'));
+    CU_ASSERT_PTR_NULL(out && strchr(out, '\r'));
+    free(out);
+    free(err);
+}
+
 TEST_SUITE(pipe_cli)
 {
     test_add_suite("pipe_cli");
     test_add("train --plan: epoch lines, log, trace, weights", test_train_files);
     test_add("refusals before training: stages, kinds, optimiser, options", test_refusals);
+    test_add("train --plan: a progress bar on a terminal only", test_progress_on_tty);
 }
 
 TEST_SUITE(pipe_mpi)

@@ -199,44 +199,11 @@ static void test_interrupt(void)
 /* On a pseudo-terminal the bar is drawn (and erased) on stderr. */
 static void test_progress_on_tty(void)
 {
-    int master = posix_openpt(O_RDWR | O_NOCTTY);
-    CU_ASSERT_FATAL(master >= 0);
-    CU_ASSERT_FATAL(grantpt(master) == 0 && unlockpt(master) == 0);
-    const char *slave = ptsname(master);
-    CU_ASSERT_FATAL(slave != NULL);
-    char slave_path[256];
-    snprintf(slave_path, sizeof slave_path, "%s", slave);
-    const char *bin = getenv("CLEAVE_BIN");
-    if (!bin) bin = "build/cleave";
-    fflush(NULL);
-    pid_t pid = fork();
-    CU_ASSERT_FATAL(pid >= 0);
-    if (pid == 0) {
-        int s = open(slave_path, O_RDWR | O_NOCTTY);
-        int null = open("/dev/null", O_RDWR);
-        if (s < 0 || null < 0) _exit(126);
-        dup2(s, STDERR_FILENO);
-        dup2(null, STDOUT_FILENO);
-        dup2(null, STDIN_FILENO);
-        close(master);
-        execl(bin, bin, "sweep", "--model", "models/fmnist-mlp.json", "--device", "V100-32GB",
-              "--devices", "1,2", "--schedules", "gpipe,1f1b", (char *)NULL);
-        _exit(127);
-    }
+    char *argv[] = {"cleave", "sweep", "--model", "models/fmnist-mlp.json", "--device", "V100-32GB",
+                    "--devices", "1,2", "--schedules", "gpipe,1f1b", NULL};
     char buf[8192];
-    size_t got = 0;
-    for (;;) { /* until the child's end of the terminal closes (EIO) */
-        ssize_t n = read(master, buf + got, sizeof buf - 1 - got);
-        if (n > 0) got += (size_t)n;
-        else if (n < 0 && errno == EINTR) continue;
-        else break;
-        if (got == sizeof buf - 1) break;
-    }
-    buf[got] = '\0';
-    int st = 0;
-    waitpid(pid, &st, 0);
-    close(master);
-    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    int st = test_run_on_tty(argv, buf, sizeof buf);
+    CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "4/4"));       /* the finished bar */
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "sweep"));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\r\033[K"));  /* erased at the end */

@@ -16,6 +16,7 @@
 #include "../exec/pipeline.h"
 #include "cli.h"
 #include "fileio.h"
+#include "measure.h"
 #include "train_args.h"
 
 static void help(void)
@@ -61,7 +62,38 @@ typedef struct ctx {
     exec_epoch *hist;
     int n, cap;
     cl_err log_err;
+    int bar;                /* draw a progress bar (stderr is a terminal) */
+    int epochs;             /* segments of the run: epochs, or 1 for --iterations */
+    int drawn;              /* the last percentage drawn, -1 none */
+    double drawn_s;         /* when (cl_now_s) */
 } ctx;
+
+/* The progress bar of an epoch, redrawn when its percentage changes and a
+ * tenth of a second has passed (as tools/progress.h: a few writes a second,
+ * whatever the iteration time), erased at the epoch's end before its line
+ * is printed. */
+static void on_iteration(void *p, int64_t done, int64_t total)
+{
+    ctx *c = p;
+    if (!c->bar || c->quiet || total <= 0) return;
+    int64_t per = total / c->epochs > 0 ? total / c->epochs : total;
+    int64_t ep = (done - 1) / per, in = done - ep * per;
+    int pct = (int)(100 * in / per);
+    if (in >= per) {
+        fputs("\r\033[K", stderr);
+        c->drawn = -1;
+    } else if (pct != c->drawn && (c->drawn < 0 || cl_now_s() - c->drawn_s >= 0.1)) {
+        const int width = 30;
+        char s[32];
+        for (int i = 0; i < width; i++) s[i] = i < pct * width / 100 ? '#' : '.';
+        s[width] = 0;
+        fprintf(stderr, "\r  epoch %lld/%d [%s] %3d%%  iteration %lld/%lld", (long long)ep + 1, c->epochs,
+                s, pct, (long long)in, (long long)per);
+        c->drawn = pct;
+        c->drawn_s = cl_now_s();
+    }
+    fflush(stderr);
+}
 
 static void on_epoch(void *p, const exec_epoch *h)
 {
@@ -223,6 +255,10 @@ int cmd_train_plan(int argc, char **argv)
     o.train = &train;
     o.test = &test;
     o.on_epoch = on_epoch;
+    o.on_iteration = on_iteration;
+    c.bar = cli_stderr_tty();
+    c.epochs = o.iterations > 0 ? 1 : o.epochs;
+    c.drawn = -1;
     o.ctx = &c;
     if (!c.quiet) {
         cpu_set_t cs;
