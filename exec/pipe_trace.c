@@ -42,6 +42,9 @@ int pipe_write_trace(const prun *R, const char *path, cl_err *e)
         return rc;
     }
     char name[256], args[256], label[32];
+    snprintf(name, sizeof name, "%s on %s, %s, measured (%s)", R->p->model.name, cl->name,
+             sched_kind_name(sc->kind), R->x->rank >= 0 ? "mpi" : "threads");
+    trace_title(t, name);
     trace_process(t, TRACE_PID_DEVICES, "devices", 0);
     for (int w = 0; w < n; w++) {
         int d = sc->dev[w];

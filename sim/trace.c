@@ -13,6 +13,7 @@
 struct trace_w {
     cl_out out;
     int n;       /* events written so far */
+    char *title; /* otherData.title, or NULL */
 };
 
 int trace_open(trace_w **t, const char *path, cl_err *e)
@@ -109,10 +110,23 @@ void trace_counter(trace_w *t, int pid, const char *name, double t_s, const char
     fprintf(f, ", \"args\": %s}", args_json);
 }
 
+void trace_title(trace_w *t, const char *title)
+{
+    free(t->title);
+    t->title = cl_strdup(title);
+}
+
 int trace_close(trace_w *t, cl_err *e)
 {
-    fputs("\n]}\n", t->out.f);
+    fputs("\n]", t->out.f);
+    if (t->title) { /* the Trace Event Format's metadata object */
+        fputs(",\n\"otherData\": {\"title\": ", t->out.f);
+        put_str(t->out.f, t->title);
+        fputc('}', t->out.f);
+    }
+    fputs("}\n", t->out.f);
     int rc = cl_out_commit(&t->out, e);
+    free(t->title);
     free(t);
     return rc;
 }
@@ -121,6 +135,7 @@ void trace_abort(trace_w *t)
 {
     if (!t) return;
     cl_out_abort(&t->out);
+    free(t->title);
     free(t);
 }
 
@@ -207,6 +222,9 @@ int sim_write_trace(const sim *s, const char *path, cl_err *e)
         return rc;
     }
     char name[256], args[256], label[32];
+    snprintf(name, sizeof name, "%s on %s, %s, simulated", s->pl->model.name, cl->name,
+             sched_kind_name(sc->kind));
+    trace_title(t, name);
     trace_process(t, TRACE_PID_DEVICES, "devices", 0);
     for (int w = 0; w < s->n_w; w++) {
         const sim_worker *W = &s->w[w];

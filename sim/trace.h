@@ -29,6 +29,9 @@ typedef struct trace_w trace_w;
 
 /* Start writing path ("-" for stdout).  *t is NULL on failure. */
 int trace_open(trace_w **t, const char *path, cl_err *e);
+/* What the trace shows, one line ("vgg16 on v100-8-pcie, 1f1b, simulated"):
+ * written as otherData.title, the default title of `cleave plot`. */
+void trace_title(trace_w *t, const char *title);
 /* Metadata: names and display order of a process and of a thread. */
 void trace_process(trace_w *t, int pid, const char *name, int sort);
 void trace_thread(trace_w *t, int pid, int tid, const char *name, int sort);

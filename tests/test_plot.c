@@ -96,9 +96,46 @@ static void test_bad_traces(void)
     free(dir);
 }
 
+/* The default title says what the trace shows: the simulator's and the
+ * executor's traces name model, cluster and schedule (otherData.title); a
+ * trace without one is titled by its file name. */
+static void test_default_titles(void)
+{
+    char *dir = test_tmpdir(), tr[600], img[600], args[1600];
+    snprintf(tr, sizeof tr, "%s/t.json", dir);
+    snprintf(img, sizeof img, "%s/t.svg", dir);
+    const char *runs[] = {"sim tests/data/sim/fmnist-2stage.json --trace",
+                          "train --plan tests/data/pipe/tiny2-1f1b.json --synthetic 256 --trace"};
+    const char *want[] = {"fmnist-cnn on ", "tiny-pipe on "};
+    const char *kind[] = {", simulated: timeline", ", measured (threads): timeline"};
+    for (int i = 0; i < 2; i++) {
+        char *out = NULL, *err = NULL;
+        snprintf(args, sizeof args, "%s %s", runs[i], tr);
+        CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+        free(out);
+        free(err);
+        snprintf(args, sizeof args, "plot %s -o %s", tr, img);
+        CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+        free(out);
+        free(err);
+        char *svg = NULL;
+        cl_err e = {0};
+        CU_ASSERT_EQUAL(cl_read_file(img, 1 << 26, &svg, NULL, &e), CL_OK);
+        const char *t = svg ? strstr(svg, want[i]) : NULL;
+        CU_ASSERT_PTR_NOT_NULL(t);
+        CU_ASSERT_PTR_NOT_NULL(t && strstr(t, kind[i]));
+        free(svg);
+        remove(tr);
+        remove(img);
+    }
+    rmdir(dir);
+    free(dir);
+}
+
 TEST_SUITE(plot)
 {
     test_add_suite("plot");
     test_add("gantt chart of a hand-written trace", test_gantt_png);
     test_add("malformed traces: exit 2, path named, no image", test_bad_traces);
+    test_add("default titles name model, cluster and schedule", test_default_titles);
 }

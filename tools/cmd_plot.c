@@ -50,6 +50,7 @@ typedef struct trace_data {
     int64_t n_samples, cap_samples;
     char (*lines)[160];      /* counter track names */
     int n_lines;
+    char title[160];         /* otherData.title, "" when absent */
     /* rows by (pid, tid) and tracks by name, open addressing, -1 empty: a
      * scan of every row per event made a trace of many rows quadratic */
     int row_at[ROW_HASH], line_at[ROW_HASH];
@@ -130,6 +131,9 @@ static int read_trace(const char *path, trace_data *d, cl_err *e)
     if (cJSON_IsObject(root)) {
         rc = jx_array(&j, root, "", "traceEvents", 1, 0, INT32_MAX, &events);
         base = "traceEvents";
+        const cJSON *od = cJSON_GetObjectItemCaseSensitive(root, "otherData");
+        if (!rc && cJSON_IsObject(od) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(od, "title")))
+            rc = jx_text(&j, od, "otherData", "title", 0, d->title, sizeof d->title);
     } else if (!cJSON_IsArray(root)) {
         rc = jx_fail(&j, "", "expected a Chrome trace: an object with \"traceEvents\" or an array of events");
     }
@@ -470,17 +474,19 @@ int cmd_plot(int argc, char **argv)
     if (!out) return cli_usage_error("plot", "missing -o IMAGE");
     if (strcmp(kind, "gantt") && strcmp(kind, "memory"))
         return cli_usage_error("plot", "--kind: expected gantt, memory or validate, got \"%s\"", kind);
-    char deftitle[256];
-    if (!title) {
-        const char *base = strrchr(in, '/');
-        snprintf(deftitle, sizeof deftitle, "%s: %s", kind[0] == 'g' ? "timeline" : "memory",
-                 base ? base + 1 : in);
-        title = deftitle;
-    }
     trace_data d = {0};
     cl_err e = {0};
     cl_budget_start(max_seconds, "--max-seconds");
     int rc = read_trace(in, &d, &e);
+    /* default title: what the trace says it shows (model, cluster,
+     * schedule; cleave's traces carry it), else the file's name */
+    char deftitle[256];
+    if (!title) {
+        const char *base = strrchr(in, '/');
+        snprintf(deftitle, sizeof deftitle, "%s: %s", d.title[0] ? d.title : base ? base + 1 : in,
+                 kind[0] == 'g' ? "timeline" : "memory");
+        title = deftitle;
+    }
     if (!rc && d.n_samples) qsort(d.samples, (size_t)d.n_samples, sizeof *d.samples, by_time);
     if (!rc)
         rc = kind[0] == 'g' ? gantt(in, &d, out, title, (int)w, (int)h, &e)
