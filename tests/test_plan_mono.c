@@ -297,15 +297,16 @@ static void test_sweep_monotone(void)
     test_csv t;
     CU_ASSERT_FATAL(test_csv_read(csv, &t) == 0);
     CU_ASSERT_EQUAL_FATAL(t.n_rows, 5 * 3);
-    int c_dev = -1, c_sch = -1, c_it = -1, c_used = -1;
+    int c_dev = -1, c_sch = -1, c_it = -1, c_used = -1, c_why = -1;
     for (int j = 0; j < t.n_cols; j++) {
         const char *h = t.cell[j];
         if (!strcmp(h, "devices")) c_dev = j;
         if (!strcmp(h, "schedule")) c_sch = j;
         if (!strcmp(h, "iteration_s")) c_it = j;
         if (!strcmp(h, "devices_used")) c_used = j;
+        if (!strcmp(h, "reason")) c_why = j;
     }
-    CU_ASSERT_FATAL(c_dev >= 0 && c_sch >= 0 && c_it >= 0 && c_used >= 0);
+    CU_ASSERT_FATAL(c_dev >= 0 && c_sch >= 0 && c_it >= 0 && c_used >= 0 && c_why >= 0);
     for (int r = 1; r <= t.n_rows; r++) {
         const char *const *row = (const char *const *)&t.cell[r * t.n_cols];
         CU_ASSERT(atoi(row[c_used]) <= atoi(row[c_dev]));
@@ -317,6 +318,7 @@ static void test_sweep_monotone(void)
         cl_err e = {0};
         CU_ASSERT_EQUAL_FATAL(plan_load(&pl, path, &e), CL_OK);
         CU_ASSERT_EQUAL(pl.idle_why[0] != '\0', atoi(row[c_used]) < atoi(row[c_dev]));
+        CU_ASSERT_STRING_EQUAL(row[c_why], pl.idle_why); /* the CSV says why too */
         if (pl.idle_why[0]) {
             cJSON *root = plan_to_json(&pl);
             cJSON *du = cJSON_GetObjectItemCaseSensitive(root, "devices_used");

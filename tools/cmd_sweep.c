@@ -67,7 +67,8 @@ typedef struct sweep_args {
 typedef struct sweep_row {
     int devices, kind, ok;
     int stages, n_micro, microbatch, used;
-    char replicas[96];
+    char replicas[8192];   /* per stage, "4/2/2" (room for 1,024 stages) */
+    char replicas_shown[16];/* the table's: the list, "all 4", or "2..16" */
     double iteration_s, throughput, speedup, speedup_seq, bubble, peak_mem_bytes;
     char reason[1100];
 } sweep_row;
@@ -161,11 +162,23 @@ static void fill_row(sweep_row *r, const study_point *pt, double base_thr)
         r->n_micro = p->n_micro;
         r->microbatch = p->microbatch;
         r->used = pt->dev_used;
+        /* replicas per stage, "4/2/2"; one number when every stage has
+         * the same ("all 4"), a range when the list would not fit */
+        int lo = p->stages[0].n_replicas, hi = lo;
+        for (int s = 1; s < p->n_stages; s++) {
+            lo = p->stages[s].n_replicas < lo ? p->stages[s].n_replicas : lo;
+            hi = p->stages[s].n_replicas > hi ? p->stages[s].n_replicas : hi;
+        }
         size_t at = 0;
         r->replicas[0] = '\0';
-        for (int s = 0; s < p->n_stages && at + 12 < sizeof r->replicas; s++)
+        for (int s = 0; s < p->n_stages && at < sizeof r->replicas; s++)
             at += (size_t)snprintf(r->replicas + at, sizeof r->replicas - at, s ? "/%d" : "%d",
                                    p->stages[s].n_replicas);
+        if (p->n_stages > 1 && lo == hi) snprintf(r->replicas_shown, sizeof r->replicas_shown, "all %d", lo);
+        else if (at >= sizeof r->replicas_shown) snprintf(r->replicas_shown, sizeof r->replicas_shown, "%d..%d", lo, hi);
+        else snprintf(r->replicas_shown, sizeof r->replicas_shown, "%s", r->replicas);
+        /* feasible, but on fewer devices than offered: the plan says why */
+        if (pt->ok && p->idle_why[0]) snprintf(r->reason, sizeof r->reason, "%s", p->idle_why);
     }
     if (!pt->ok) {
         snprintf(r->reason, sizeof r->reason, "%s", pt->reason);
@@ -282,17 +295,17 @@ static int save_plan(const char *dir, const char *name, const plan *p, cl_err *e
 static void print_row(const sweep_row *r)
 {
     if (!r->ok) {
-        printf("%7d  %-10s  infeasible: %s\n", r->devices, sched_kind_name((sched_kind)r->kind), r->reason);
+        printf("%7d %5s  %-10s  infeasible: %s\n", r->devices, "", sched_kind_name((sched_kind)r->kind), r->reason);
         return;
     }
     char mem[32];
     double b = r->peak_mem_bytes;
     if (b >= (double)(1ull << 30)) snprintf(mem, sizeof mem, "%.2f GiB", b / (double)(1ull << 30));
     else snprintf(mem, sizeof mem, "%.1f MiB", b / (double)(1 << 20));
-    printf("%7d  %-10s %6d %-12.12s %5d x %-4d %12.6g %11.5g %8.2fx %7.1f%% %11s\n", r->devices,
-           sched_kind_name((sched_kind)r->kind), r->stages, r->replicas, r->n_micro, r->microbatch,
-           r->iteration_s, r->throughput, isfinite(r->speedup) ? r->speedup : r->speedup_seq,
-           100 * r->bubble, mem);
+    printf("%7d %5d  %-10s %6d %-15s %5d x %-4d %12.6g %11.5g %8.2fx %7.1f%% %11s\n", r->devices,
+           r->used, sched_kind_name((sched_kind)r->kind), r->stages, r->replicas_shown, r->n_micro,
+           r->microbatch, r->iteration_s, r->throughput,
+           isfinite(r->speedup) ? r->speedup : r->speedup_seq, 100 * r->bubble, mem);
 }
 
 /* Sweep every point; rows[] gets one entry per point done (*n_done). */
@@ -410,8 +423,9 @@ int cmd_sweep(int argc, char **argv)
         printf("sweep: %s on %s, batch %d, %d device counts x %d schedules\n", st.md.name,
                have_full ? full.name : a.device, st.batch, a.n_devices, n_kinds);
         printf("baseline: %s\n\n", base_desc);
-        printf("%7s  %-10s %6s %-12s %12s %12s %11s %9s %8s %11s\n", "devices", "schedule", "stages",
-               "replicas", "micro x size", "iteration_s", "samples/s", "speed-up", "bubble", "peak mem");
+        printf("%7s %5s  %-10s %6s %-15s %12s %12s %11s %9s %8s %11s\n", "devices", "used", "schedule",
+               "stages", "replicas", "micro x size", "iteration_s", "samples/s", "speed-up", "bubble",
+               "peak mem");
     }
     rows = cl_calloc((size_t)(a.n_devices * n_kinds), sizeof *rows);
     rc = run_points(&a, &st, have_full ? &full : NULL, &type, kinds, n_kinds, base_thr, rows, &n_done, &e);
