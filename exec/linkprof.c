@@ -14,6 +14,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include <mpi.h>
 
+#include "../tools/measure.h"
 #include "chan.h"
 #include "gemm.h"
 #include "linkprof.h"
@@ -93,6 +94,101 @@ int exec_link_fit_ls(const double *bytes, const double *t, const double *w, int 
     return CL_OK;
 }
 
+/* ------------------------------------------------------------ explain -- */
+
+/* Weighted (1 / t^2) residual sum of points [lo, hi) against the line fitted
+ * to them alone; *ok = 0 when it cannot be fitted. */
+static double part_ssres(const double *b, const double *t, int lo, int hi, exec_link_fit *f, int *ok)
+{
+    cl_err e = {0};
+    *ok = exec_link_fit_ls(b + lo, t + lo, NULL, hi - lo, f, &e) == CL_OK;
+    double ss = 0;
+    for (int i = lo; *ok && i < hi; i++) {
+        double r = (t[i] - (f->latency_s + b[i] / f->bw_Bps)) / t[i];
+        ss += r * r;
+    }
+    return ss;
+}
+
+int exec_link_explain(const exec_link_sample *s, int n, const exec_link_fit *fit, char *buf,
+                      size_t cap)
+{
+    if (cap) buf[0] = 0;
+    if (!(fit->r2 < EXEC_LINK_R2_OK) || n < 2 || cap < 2) return 0;
+    size_t k = (size_t)snprintf(buf, cap, "unreliable: weighted R^2 %.3f is below %.1f, so time = latency + bytes / bandwidth does not describe this link;",
+                                fit->r2, EXEC_LINK_R2_OK);
+#define ADD(...) (k += k < cap ? (size_t)snprintf(buf + k, cap - k, __VA_ARGS__) : 0)
+    double *b = cl_malloc((size_t)n * sizeof *b), *t = cl_malloc((size_t)n * sizeof *t);
+    double *ws = cl_malloc((size_t)n * sizeof *ws), *wk = cl_malloc((size_t)n * sizeof *wk);
+    int spin_all = 1, nw = 0;
+    double woke = 0;
+    for (int i = 0; i < n; i++) {
+        b[i] = s[i].bytes;
+        woke += s[i].woke / n;
+        if (!(s[i].time_spin_s > 0)) spin_all = 0;
+        if (s[i].time_spin_s > 0 && s[i].time_woke_s > 0) {
+            ws[nw] = s[i].time_spin_s;
+            wk[nw++] = s[i].time_woke_s;
+        }
+    }
+    if (woke >= 0.02) {
+        ADD(" %.0f%% of the round trips woke a receiver that had gone to sleep (its wait outlasted the spin, or other processes took its core and it stopped spinning)",
+            100 * woke);
+        if (nw > 0)
+            ADD(": one way %.3g us to it against %.3g us to a spinning receiver (medians over the sizes with both)",
+                cl_median(wk, nw) * 1e6, cl_median(ws, nw) * 1e6);
+        if (spin_all) {
+            for (int i = 0; i < n; i++) t[i] = s[i].time_spin_s;
+            exec_link_fit f;
+            cl_err e = {0};
+            if (exec_link_fit_ls(b, t, NULL, n, &f, &e) == CL_OK)
+                ADD("; over the round trips to spinning receivers alone: latency %.3g us, %.3g GB/s, R^2 %.3f",
+                    f.latency_s * 1e6, f.bw_Bps * 1e-9, f.r2);
+        }
+        ADD(";");
+    }
+    /* two lines, split where they fit best: over the round trips to
+     * spinning receivers when some woke one (else the wake-ups decide it) */
+    int use_spin = woke >= 0.02;
+    for (int i = 0; i < n; i++) t[i] = use_spin ? s[i].time_spin_s : s[i].time_s;
+    double best = HUGE_VAL, sum_w = 0, mean = 0, ss_tot = 0;
+    int split = -1;
+    if (!use_spin || spin_all) {
+        for (int i = 0; i < n; i++) sum_w += 1 / (t[i] * t[i]), mean += t[i] / (t[i] * t[i]);
+        mean /= sum_w;
+        for (int i = 0; i < n; i++) ss_tot += (t[i] - mean) * (t[i] - mean) / (t[i] * t[i]);
+    }
+    exec_link_fit lo, hi;
+    for (int m = 2; ss_tot > 0 && m + 2 <= n; m++) {
+        exec_link_fit a, c;
+        int oka, okc;
+        double ss = part_ssres(b, t, 0, m, &a, &oka);
+        ss += part_ssres(b, t, m, n, &c, &okc);
+        if (oka && okc && ss < best) best = ss, split = m, lo = a, hi = c;
+    }
+    if (split > 0) {
+        long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        char bl[48], bh[48];
+        if (isfinite(lo.bw_Bps)) snprintf(bl, sizeof bl, " + bytes / %.3g GB/s", lo.bw_Bps * 1e-9);
+        else snprintf(bl, sizeof bl, " (no per-byte cost)");
+        if (isfinite(hi.bw_Bps)) snprintf(bh, sizeof bh, " + bytes / %.3g GB/s", hi.bw_Bps * 1e-9);
+        else snprintf(bh, sizeof bh, " (no per-byte cost)");
+        ADD(" %s two lines fit with R^2 %.3f: up to %.0f B %.3g us%s, from %.0f B %.3g us%s",
+            use_spin ? "to spinning receivers," : "", 1 - best / ss_tot, b[split - 1],
+            lo.latency_s * 1e6, bl, b[split], hi.latency_s * 1e6, bh);
+        if (l2 > 0 && b[split] >= l2 / 2.0 && b[split] <= 2.0 * l2)
+            ADD(" (the core's L2 cache holds %ld KiB: larger messages are copied to and from the shared cache or memory)",
+                l2 / 1024);
+        ADD(".");
+    }
+#undef ADD
+    free(b);
+    free(t);
+    free(ws);
+    free(wk);
+    return 1;
+}
+
 /* ------------------------------------------------------------ options -- */
 
 void exec_link_opts_default(exec_link_opts *o)
@@ -124,10 +220,34 @@ static int check_opts(const exec_link_opts *o, cl_err *e)
     return CL_OK;
 }
 
-/* Median, deviation and minimum of the one-way times v[0..n) (sorted in
- * place), and the median of the send calls' times w[0..n) (sorted too). */
-static void summarise(double *v, double *w, int n, double bytes, exec_link_sample *s)
+static double median_of(double *v, int n)
 {
+    if (n <= 0) return 0;
+    gsl_sort(v, 1, (size_t)n);
+    return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
+}
+
+/* Median, deviation and minimum of the one-way times v[0..n) (sorted in
+ * place), and the median of the send calls' times w[0..n) (sorted too).
+ * woke (NULL: none): per round trip, whether a receiver was woken from
+ * sleep; the one-way times of both kinds get their own medians. */
+static void summarise(double *v, double *w, const unsigned char *woke, int n, double bytes,
+                      exec_link_sample *s)
+{
+    s->woke = s->time_spin_s = s->time_woke_s = 0;
+    if (woke && n > 0) {
+        double *a = cl_malloc((size_t)n * sizeof *a), *b = cl_malloc((size_t)n * sizeof *b);
+        int na = 0, nb = 0;
+        for (int i = 0; i < n; i++) {
+            if (woke[i]) b[nb++] = v[i];
+            else a[na++] = v[i];
+        }
+        s->woke = (double)nb / n;
+        s->time_spin_s = median_of(a, na);
+        s->time_woke_s = median_of(b, nb);
+        free(a);
+        free(b);
+    }
     gsl_sort(w, 1, (size_t)n);
     s->send_s = gsl_stats_median_from_sorted_data(w, 1, (size_t)n);
     gsl_sort(v, 1, (size_t)n);
@@ -170,6 +290,8 @@ typedef struct pp_ctx {
     int *reps;            /* round trips timed per size                      */
     double *times;        /* worker 0's one-way times, n_sizes x MAX_REPS     */
     double *sends;        /* and its send calls' times, the same layout       */
+    unsigned char *woke;  /* and whether a receiver slept, the same layout    */
+    unsigned char *echo_slept; /* per message (seq): the echo's wait slept    */
     int failed;           /* a message never came                             */
 } pp_ctx;
 
@@ -215,8 +337,12 @@ static void echo_loop(pp_ctx *c)
     for (int s = 0; s < c->n_sizes; s++) {
         int64_t b = (int64_t)c->sizes[s], more = 1;
         while (more) {
+            uint64_t z0 = x->ops->sleeps ? x->ops->sleeps(x, 1) : 0;
             exec_msg *m = xrecv(x, 1, 0, exec_tag(EXEC_TAG_ACT, 0, seq), b);
             if (!m) return;
+            /* read by the pinger after it takes the reply (the channel's
+             * mutex orders the two) */
+            c->echo_slept[seq] = (x->ops->sleeps ? x->ops->sleeps(x, 1) : 0) != z0;
             more = more_flag(exec_msg_data(m));
             xsend(x, 1, 0, exec_tag(EXEC_TAG_GRAD, 0, seq), exec_msg_data(m), b);
             exec_msg_free(m);
@@ -248,6 +374,7 @@ static void ping_loop(pp_ctx *c)
     for (int s = 0; s < c->n_sizes; s++) {
         int64_t b = (int64_t)c->sizes[s];
         double *tv = c->times + (size_t)s * MAX_REPS, *ts = c->sends + (size_t)s * MAX_REPS;
+        unsigned char *tw = c->woke + (size_t)s * MAX_REPS;
         int n = 0;
         double end = 0;
         for (int r = -o->warmup;; r++) {
@@ -258,7 +385,10 @@ static void ping_loop(pp_ctx *c)
             double t0 = exec_now();
             xsend(x, 0, 1, exec_tag(EXEC_TAG_ACT, 0, seq), buf, b);
             if (r >= 0) ts[n] = exec_now() - t0;
+            uint64_t z0 = x->ops->sleeps ? x->ops->sleeps(x, 0) : 0;
             exec_msg *m = xrecv(x, 0, 1, exec_tag(EXEC_TAG_GRAD, 0, seq), b);
+            if (m && r >= 0)
+                tw[n] = c->echo_slept[seq] || (x->ops->sleeps ? x->ops->sleeps(x, 0) : 0) != z0;
             seq++;
             if (!m) {
                 c->failed = 1;
@@ -294,6 +424,8 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
     c.reps = cl_calloc((size_t)n_sizes, sizeof *c.reps);
     c.times = cl_malloc((size_t)n_sizes * MAX_REPS * sizeof *c.times);
     c.sends = cl_malloc((size_t)n_sizes * MAX_REPS * sizeof *c.sends);
+    c.woke = cl_calloc((size_t)n_sizes * MAX_REPS, 1);
+    c.echo_slept = cl_calloc((size_t)n_sizes * (MAX_REPS + (size_t)o->warmup + 1), 1);
     const int cap[4] = {2, 2, 2, 2};
     c.x = exec_xport_threads(2, cap, o->spin_s); /* workers pinned to separate cores */
     c.x->ops->run(c.x, pp_worker, &c);
@@ -302,14 +434,18 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
         free(c.reps);
         free(c.times);
         free(c.sends);
+        free(c.woke);
+        free(c.echo_slept);
         return cl_fail(e, CL_ERUN, "link profile: a ping-pong message did not come back within %.0f s", STALL_S);
     }
     for (int s = 0; s < n_sizes; s++)
-        summarise(c.times + (size_t)s * MAX_REPS, c.sends + (size_t)s * MAX_REPS, c.reps[s],
-                  (double)sizes[s], &out[s]);
+        summarise(c.times + (size_t)s * MAX_REPS, c.sends + (size_t)s * MAX_REPS,
+                  c.woke + (size_t)s * MAX_REPS, c.reps[s], (double)sizes[s], &out[s]);
     free(c.reps);
     free(c.times);
     free(c.sends);
+    free(c.woke);
+    free(c.echo_slept);
     return CL_OK;
 }
 
@@ -410,7 +546,7 @@ static int measure_mpi(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
                 if (last) break;
             }
             exec_link_sample smp;
-            summarise(tv, tw, n, (double)b, &smp);
+            summarise(tv, tw, NULL, n, (double)b, &smp);
             double *q = res + 6 * s;
             q[0] = smp.bytes, q[1] = smp.time_s, q[2] = smp.sd_s, q[3] = smp.min_s, q[4] = smp.reps;
             q[5] = smp.send_s;
@@ -433,6 +569,7 @@ static int measure_mpi(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
         out[s].min_s = q[3];
         out[s].reps = (int)q[4];
         out[s].send_s = q[5];
+        out[s].woke = out[s].time_spin_s = out[s].time_woke_s = 0; /* MPI polls, never sleeps */
     }
     free(res);
     free(tv);
