@@ -62,6 +62,10 @@ typedef struct exec_link_sample {
      * time of those and of the others (0 when there are none); MPI: woke 0 */
     double woke;        /* fraction of the round trips                   */
     double time_spin_s, time_woke_s;
+    /* threads: means of the one-way and send times over the fastest 90% of
+     * the round trips, the expected cost of a message with its share of
+     * wake-ups (MPI: the medians) */
+    double time_mean_s, send_mean_s;
 } exec_link_sample;
 
 /* A fit of time = latency_s + bytes / bw_Bps. */

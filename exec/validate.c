@@ -296,10 +296,10 @@ int exec_val_post_s(exec_pipe_backend backend, double *post_s, double *oneway_s,
     int rc = exec_link_measure(&o, s, &n, e);
     if (rc) return rc;
     double v[EXEC_LINK_MAX_SIZES];
-    for (int i = 0; i < n; i++) v[i] = s[i].send_s;
+    for (int i = 0; i < n; i++) v[i] = s[i].send_mean_s;
     *post_s = cl_median(v, n);
     if (oneway_s) {
-        for (int i = 0; i < n; i++) v[i] = s[i].time_s;
+        for (int i = 0; i < n; i++) v[i] = s[i].time_mean_s;
         *oneway_s = cl_median(v, n);
     }
     return CL_OK;
