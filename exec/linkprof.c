@@ -173,8 +173,8 @@ int exec_link_explain(const exec_link_sample *s, int n, const exec_link_fit *fit
         else snprintf(bl, sizeof bl, " (no per-byte cost)");
         if (isfinite(hi.bw_Bps)) snprintf(bh, sizeof bh, " + bytes / %.3g GB/s", hi.bw_Bps * 1e-9);
         else snprintf(bh, sizeof bh, " (no per-byte cost)");
-        ADD(" %s two lines fit with R^2 %.3f: up to %.0f B %.3g us%s, from %.0f B %.3g us%s",
-            use_spin ? "to spinning receivers," : "", 1 - best / ss_tot, b[split - 1],
+        ADD(" %stwo lines fit with R^2 %.3f: up to %.0f B %.3g us%s, from %.0f B %.3g us%s",
+            use_spin ? "to spinning receivers, " : "", 1 - best / ss_tot, b[split - 1],
             lo.latency_s * 1e6, bl, b[split], hi.latency_s * 1e6, bh);
         if (l2 > 0 && b[split] >= l2 / 2.0 && b[split] <= 2.0 * l2)
             ADD(" (the core's L2 cache holds %ld KiB: larger messages are copied to and from the shared cache or memory)",

@@ -142,6 +142,7 @@ typedef struct val_ctx {
     cluster_link link, sim_link;
     double post_s;          /* a SEND's cost on the sender's stream      */
     double oneway_s;        /* post to the receiver holding it (probe)  */
+    char why[1024];         /* why the link fit is poor ("" when it is not) */
     const char *cost_source;
 } val_ctx;
 
@@ -180,6 +181,7 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
                exec_pipe_backend_name(c->a->backend), time_str(c->link.latency_s, b1, sizeof b1),
                c->link.bw_Bps * 1e-9, bytes_str(c->fit_max_bytes, b2, sizeof b2), c->fit.r2,
                100 * c->fit.rms_rel);
+    if (c->why[0]) printf("      the fit is %s\n", c->why);
     else
         printf("link: from %s: latency %s, bandwidth %.3f GB/s\n", c->a->links,
                time_str(c->link.latency_s, b1, sizeof b1), c->link.bw_Bps * 1e-9);
@@ -270,6 +272,7 @@ static int get_link(val_ctx *c, plan *p, cl_err *e)
         double b[EXEC_LINK_MAX_SIZES], t[EXEC_LINK_MAX_SIZES];
         for (int i = 0; i < n; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
         if ((rc = exec_link_fit_ls(b, t, NULL, n, &c->fit, e))) return rc;
+        exec_link_explain(s, n, &c->fit, c->why, sizeof c->why);
         c->link_measured = 1;
         c->fit_max_bytes = (double)mx;
         c->link = (cluster_link){c->fit.bw_Bps, c->fit.latency_s};
