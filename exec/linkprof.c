@@ -230,23 +230,33 @@ static double median_of(double *v, int n)
 /* Median, deviation and minimum of the one-way times v[0..n) (sorted in
  * place), and the median of the send calls' times w[0..n) (sorted too).
  * woke (NULL: none): per round trip, whether a receiver was woken from
- * sleep; the one-way times of both kinds get their own medians. */
+ * sleep; the one-way times of both kinds get their own medians, and the
+ * expected costs of a message weigh each kind's medians by its share. */
 static void summarise(double *v, double *w, const unsigned char *woke, int n, double bytes,
                       exec_link_sample *s)
 {
     s->woke = s->time_spin_s = s->time_woke_s = 0;
+    s->time_mean_s = s->send_mean_s = 0;
+    int split = 0;
     if (woke && n > 0) {
         double *a = cl_malloc((size_t)n * sizeof *a), *b = cl_malloc((size_t)n * sizeof *b);
+        double *as = cl_malloc((size_t)n * sizeof *as), *bs = cl_malloc((size_t)n * sizeof *bs);
         int na = 0, nb = 0;
         for (int i = 0; i < n; i++) {
-            if (woke[i]) b[nb++] = v[i];
-            else a[na++] = v[i];
+            if (woke[i]) bs[nb] = w[i], b[nb++] = v[i];
+            else as[na] = w[i], a[na++] = v[i];
         }
-        s->woke = (double)nb / n;
+        double p = (double)nb / n;
+        s->woke = p;
         s->time_spin_s = median_of(a, na);
         s->time_woke_s = median_of(b, nb);
+        s->time_mean_s = (1 - p) * s->time_spin_s + p * s->time_woke_s;
+        s->send_mean_s = (1 - p) * median_of(as, na) + p * median_of(bs, nb);
+        split = 1;
         free(a);
         free(b);
+        free(as);
+        free(bs);
     }
     gsl_sort(w, 1, (size_t)n);
     s->send_s = gsl_stats_median_from_sorted_data(w, 1, (size_t)n);
@@ -256,14 +266,10 @@ static void summarise(double *v, double *w, const unsigned char *woke, int n, do
     s->sd_s = n > 1 ? gsl_stats_sd(v, 1, (size_t)n) : 0;
     s->min_s = v[0];
     s->reps = n;
-    /* the expected costs of a message, the wake-ups included in their
-     * share: means over the fastest 90% (the slowest tenth is left to
-     * other processes taking a core for a time slice) */
-    int k = n - n / 10;
-    double sv = 0, sw = 0;
-    for (int i = 0; i < k; i++) sv += v[i], sw += w[i];
-    s->time_mean_s = k > 0 ? sv / k : 0;
-    s->send_mean_s = k > 0 ? sw / k : 0;
+    if (!split) {
+        s->time_mean_s = s->time_s;
+        s->send_mean_s = s->send_s;
+    }
 }
 
 /* Round trips for one size: at least min_reps and until seconds_per_size
@@ -578,7 +584,7 @@ static int measure_mpi(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
         out[s].reps = (int)q[4];
         out[s].send_s = q[5];
         out[s].woke = out[s].time_spin_s = out[s].time_woke_s = 0; /* MPI polls, never sleeps */
-        out[s].time_mean_s = q[1]; /* the medians stand in for the means */
+        out[s].time_mean_s = q[1]; /* no wake-ups: the medians */
         out[s].send_mean_s = q[5];
     }
     free(res);

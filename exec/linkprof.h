@@ -62,9 +62,11 @@ typedef struct exec_link_sample {
      * time of those and of the others (0 when there are none); MPI: woke 0 */
     double woke;        /* fraction of the round trips                   */
     double time_spin_s, time_woke_s;
-    /* threads: means of the one-way and send times over the fastest 90% of
-     * the round trips, the expected cost of a message with its share of
-     * wake-ups (MPI: the medians) */
+    /* the expected one-way and send times of a message: the medians of the
+     * round trips with and without a woken receiver, weighed by their
+     * shares (woke), so wake-ups count by how often they happen while a
+     * stall by another process (a few round trips) moves neither median;
+     * MPI: the medians */
     double time_mean_s, send_mean_s;
 } exec_link_sample;
 

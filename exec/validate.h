@@ -142,10 +142,11 @@ int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err
  * EXEC_VAL_POST_GAP_S before each (so the receiver has gone to sleep, as a
  * stage waiting for its neighbour has; a receiver woken right after it fell
  * asleep is cheaper to wake), the median over those sizes of the sender's
- * mean send call; *oneway_s (may be NULL) the median over the same sizes
- * of the mean one-way time, post to the receiver holding the message (means
- * over the fastest 90% of the round trips: exec_link_sample.time_mean_s,
- * so a receiver asleep in some of them counts by its share).
+ * expected send call; *oneway_s (may be NULL) the median over the same
+ * sizes of the expected one-way time, post to the receiver holding the
+ * message (exec_link_sample.send_mean_s, time_mean_s: the medians of the
+ * round trips to a spinning and to a sleeping receiver weighed by their
+ * shares, so a receiver asleep in some of them counts by its share).
  * oneway_s - post_s is the hand-off a waiting receiver sees, measured with
  * the wait behaviour the run will have: at normal priority on a busy
  * machine the waiting workers back off from spinning and sleep

@@ -118,6 +118,10 @@ static void test_measure_threads(void)
         CU_ASSERT(s[i].time_mean_s >= s[i].min_s && s[i].send_mean_s > 0);
         if (s[i].woke == 0) CU_ASSERT(s[i].time_woke_s == 0 && s[i].time_spin_s == s[i].time_s);
         if (s[i].woke == 1) CU_ASSERT(s[i].time_spin_s == 0 && s[i].time_woke_s == s[i].time_s);
+        /* the expected time weighs the two kinds' medians by their shares */
+        CU_ASSERT_DOUBLE_EQUAL(s[i].time_mean_s,
+                               (1 - s[i].woke) * s[i].time_spin_s + s[i].woke * s[i].time_woke_s,
+                               1e-12);
     }
     o.min_bytes = 4; /* the protocol needs 8-byte messages */
     CU_ASSERT_EQUAL(exec_link_measure(&o, s, &n, &e), CL_EINPUT);
