@@ -120,23 +120,21 @@ int exec_link_explain(const exec_link_sample *s, int n, const exec_link_fit *fit
 #define ADD(...) (k += k < cap ? (size_t)snprintf(buf + k, cap - k, __VA_ARGS__) : 0)
     double *b = cl_malloc((size_t)n * sizeof *b), *t = cl_malloc((size_t)n * sizeof *t);
     double *ws = cl_malloc((size_t)n * sizeof *ws), *wk = cl_malloc((size_t)n * sizeof *wk);
-    int spin_all = 1, nw = 0;
+    int spin_all = 1, ns = 0, nk = 0;
     double woke = 0;
     for (int i = 0; i < n; i++) {
         b[i] = s[i].bytes;
         woke += s[i].woke / n;
         if (!(s[i].time_spin_s > 0)) spin_all = 0;
-        if (s[i].time_spin_s > 0 && s[i].time_woke_s > 0) {
-            ws[nw] = s[i].time_spin_s;
-            wk[nw++] = s[i].time_woke_s;
-        }
+        else ws[ns++] = s[i].time_spin_s;
+        if (s[i].time_woke_s > 0) wk[nk++] = s[i].time_woke_s;
     }
     if (woke >= 0.02) {
         ADD(" %.0f%% of the round trips woke a receiver that had gone to sleep (its wait outlasted the spin, or other processes took its core and it stopped spinning)",
             100 * woke);
-        if (nw > 0)
-            ADD(": one way %.3g us to it against %.3g us to a spinning receiver (medians over the sizes with both)",
-                cl_median(wk, nw) * 1e6, cl_median(ws, nw) * 1e6);
+        if (nk > 0 && ns > 0)
+            ADD(": one way %.2f us to it against %.2f us to a spinning receiver (medians over the sizes)",
+                cl_median(wk, nk) * 1e6, cl_median(ws, ns) * 1e6);
         if (spin_all) {
             for (int i = 0; i < n; i++) t[i] = s[i].time_spin_s;
             exec_link_fit f;
