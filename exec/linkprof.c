@@ -230,31 +230,44 @@ static double median_of(double *v, int n)
  * woke (NULL: none): per round trip, whether a receiver was woken from
  * sleep; the one-way times of both kinds get their own medians, and the
  * expected costs of a message weigh each kind's medians by its share. */
-static void summarise(double *v, double *w, const unsigned char *woke, int n, double bytes,
-                      exec_link_sample *s)
+static void summarise(double *v, double *w, const unsigned char *woke, const double *hand,
+                      const unsigned char *ewoke, int n, double bytes, exec_link_sample *s)
 {
-    s->woke = s->time_spin_s = s->time_woke_s = 0;
-    s->time_mean_s = s->send_mean_s = 0;
-    int split = 0;
-    if (woke && n > 0) {
+    s->handoff_s = 0;
+    if (hand && ewoke && n > 0) { /* the forward direction, by the echo's wait */
         double *a = cl_malloc((size_t)n * sizeof *a), *b = cl_malloc((size_t)n * sizeof *b);
         double *as = cl_malloc((size_t)n * sizeof *as), *bs = cl_malloc((size_t)n * sizeof *bs);
         int na = 0, nb = 0;
         for (int i = 0; i < n; i++) {
-            if (woke[i]) bs[nb] = w[i], b[nb++] = v[i];
-            else as[na] = w[i], a[na++] = v[i];
+            if (ewoke[i]) bs[nb] = w[i], b[nb++] = hand[i];
+            else as[na] = w[i], a[na++] = hand[i];
+        }
+        double p = (double)nb / n;
+        s->handoff_s = (1 - p) * median_of(a, na) + p * median_of(b, nb);
+        s->send_exp_s = (1 - p) * median_of(as, na) + p * median_of(bs, nb);
+        free(a);
+        free(b);
+        free(as);
+        free(bs);
+    }
+    s->woke = s->time_spin_s = s->time_woke_s = 0;
+    s->time_mean_s = 0;
+    int split = 0;
+    if (woke && n > 0) {
+        double *a = cl_malloc((size_t)n * sizeof *a), *b = cl_malloc((size_t)n * sizeof *b);
+        int na = 0, nb = 0;
+        for (int i = 0; i < n; i++) {
+            if (woke[i]) b[nb++] = v[i];
+            else a[na++] = v[i];
         }
         double p = (double)nb / n;
         s->woke = p;
         s->time_spin_s = median_of(a, na);
         s->time_woke_s = median_of(b, nb);
         s->time_mean_s = (1 - p) * s->time_spin_s + p * s->time_woke_s;
-        s->send_mean_s = (1 - p) * median_of(as, na) + p * median_of(bs, nb);
         split = 1;
         free(a);
         free(b);
-        free(as);
-        free(bs);
     }
     gsl_sort(w, 1, (size_t)n);
     s->send_s = gsl_stats_median_from_sorted_data(w, 1, (size_t)n);
@@ -264,9 +277,10 @@ static void summarise(double *v, double *w, const unsigned char *woke, int n, do
     s->sd_s = n > 1 ? gsl_stats_sd(v, 1, (size_t)n) : 0;
     s->min_s = v[0];
     s->reps = n;
-    if (!split) {
-        s->time_mean_s = s->time_s;
-        s->send_mean_s = s->send_s;
+    if (!split) s->time_mean_s = s->time_s;
+    if (!(hand && ewoke)) { /* no one-way clock: half a round trip less the send */
+        s->send_exp_s = s->send_s;
+        s->handoff_s = s->time_s > s->send_s ? s->time_s - s->send_s : 0;
     }
 }
 
@@ -304,6 +318,9 @@ typedef struct pp_ctx {
     double *sends;        /* and its send calls' times, the same layout       */
     unsigned char *woke;  /* and whether a receiver slept, the same layout    */
     unsigned char *echo_slept; /* per message (seq): the echo's wait slept    */
+    double *echo_hand;    /* per message (seq): post to the echo holding it  */
+    double *hand;         /* worker 0's timed messages: echo_hand, and      */
+    unsigned char *ewoke; /* echo_slept, n_sizes x MAX_REPS                   */
     int failed;           /* a message never came                             */
 } pp_ctx;
 
@@ -335,6 +352,7 @@ static void xsend(exec_xport *x, int w, int dst, uint64_t tag, const void *src, 
     m->tag = tag;
     m->dst = dst;
     m->bounded = 1;
+    m->t_post = exec_now(); /* both threads read one clock: the hand-off is exact */
     while (x->ops->post(x, w, m)) { /* capacity 2: never full in a ping-pong */
         uint64_t seen = x->ops->events(x, w);
         x->ops->wait(x, w, seen, 0.001);
@@ -355,6 +373,7 @@ static void echo_loop(pp_ctx *c)
             /* read by the pinger after it takes the reply (the channel's
              * mutex orders the two) */
             c->echo_slept[seq] = (x->ops->sleeps ? x->ops->sleeps(x, 1) : 0) != z0;
+            c->echo_hand[seq] = exec_now() - m->t_post;
             more = more_flag(exec_msg_data(m));
             xsend(x, 1, 0, exec_tag(EXEC_TAG_GRAD, 0, seq), exec_msg_data(m), b);
             exec_msg_free(m);
@@ -386,7 +405,8 @@ static void ping_loop(pp_ctx *c)
     for (int s = 0; s < c->n_sizes; s++) {
         int64_t b = (int64_t)c->sizes[s];
         double *tv = c->times + (size_t)s * MAX_REPS, *ts = c->sends + (size_t)s * MAX_REPS;
-        unsigned char *tw = c->woke + (size_t)s * MAX_REPS;
+        unsigned char *tw = c->woke + (size_t)s * MAX_REPS, *te = c->ewoke + (size_t)s * MAX_REPS;
+        double *th = c->hand + (size_t)s * MAX_REPS;
         int n = 0;
         double end = 0;
         for (int r = -o->warmup;; r++) {
@@ -399,8 +419,11 @@ static void ping_loop(pp_ctx *c)
             if (r >= 0) ts[n] = exec_now() - t0;
             uint64_t z0 = x->ops->sleeps ? x->ops->sleeps(x, 0) : 0;
             exec_msg *m = xrecv(x, 0, 1, exec_tag(EXEC_TAG_GRAD, 0, seq), b);
-            if (m && r >= 0)
+            if (m && r >= 0) {
                 tw[n] = c->echo_slept[seq] || (x->ops->sleeps ? x->ops->sleeps(x, 0) : 0) != z0;
+                te[n] = c->echo_slept[seq];
+                th[n] = c->echo_hand[seq];
+            }
             seq++;
             if (!m) {
                 c->failed = 1;
@@ -438,6 +461,9 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
     c.sends = cl_malloc((size_t)n_sizes * MAX_REPS * sizeof *c.sends);
     c.woke = cl_calloc((size_t)n_sizes * MAX_REPS, 1);
     c.echo_slept = cl_calloc((size_t)n_sizes * (MAX_REPS + (size_t)o->warmup + 1), 1);
+    c.echo_hand = cl_calloc((size_t)n_sizes * (MAX_REPS + (size_t)o->warmup + 1), sizeof *c.echo_hand);
+    c.hand = cl_calloc((size_t)n_sizes * MAX_REPS, sizeof *c.hand);
+    c.ewoke = cl_calloc((size_t)n_sizes * MAX_REPS, 1);
     const int cap[4] = {2, 2, 2, 2};
     c.x = exec_xport_threads(2, cap, o->spin_s); /* workers pinned to separate cores */
     c.x->ops->run(c.x, pp_worker, &c);
@@ -448,16 +474,23 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
         free(c.sends);
         free(c.woke);
         free(c.echo_slept);
+        free(c.echo_hand);
+        free(c.hand);
+        free(c.ewoke);
         return cl_fail(e, CL_ERUN, "link profile: a ping-pong message did not come back within %.0f s", STALL_S);
     }
     for (int s = 0; s < n_sizes; s++)
         summarise(c.times + (size_t)s * MAX_REPS, c.sends + (size_t)s * MAX_REPS,
-                  c.woke + (size_t)s * MAX_REPS, c.reps[s], (double)sizes[s], &out[s]);
+                  c.woke + (size_t)s * MAX_REPS, c.hand + (size_t)s * MAX_REPS,
+                  c.ewoke + (size_t)s * MAX_REPS, c.reps[s], (double)sizes[s], &out[s]);
     free(c.reps);
     free(c.times);
     free(c.sends);
     free(c.woke);
     free(c.echo_slept);
+    free(c.echo_hand);
+    free(c.hand);
+    free(c.ewoke);
     return CL_OK;
 }
 
@@ -558,7 +591,7 @@ static int measure_mpi(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
                 if (last) break;
             }
             exec_link_sample smp;
-            summarise(tv, tw, NULL, n, (double)b, &smp);
+            summarise(tv, tw, NULL, NULL, NULL, n, (double)b, &smp);
             double *q = res + 6 * s;
             q[0] = smp.bytes, q[1] = smp.time_s, q[2] = smp.sd_s, q[3] = smp.min_s, q[4] = smp.reps;
             q[5] = smp.send_s;
@@ -583,7 +616,8 @@ static int measure_mpi(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
         out[s].send_s = q[5];
         out[s].woke = out[s].time_spin_s = out[s].time_woke_s = 0; /* MPI polls, never sleeps */
         out[s].time_mean_s = q[1]; /* no wake-ups: the medians */
-        out[s].send_mean_s = q[5];
+        out[s].send_exp_s = q[5];
+        out[s].handoff_s = q[1] > q[5] ? q[1] - q[5] : 0; /* no one-way clock */
     }
     free(res);
     free(tv);

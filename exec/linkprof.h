@@ -62,12 +62,19 @@ typedef struct exec_link_sample {
      * time of those and of the others (0 when there are none); MPI: woke 0 */
     double woke;        /* fraction of the round trips                   */
     double time_spin_s, time_woke_s;
-    /* the expected one-way and send times of a message: the medians of the
-     * round trips with and without a woken receiver, weighed by their
-     * shares (woke), so wake-ups count by how often they happen while a
-     * stall by another process (a few round trips) moves neither median;
-     * MPI: the medians */
-    double time_mean_s, send_mean_s;
+    /* the expected one-way time: the medians of the round trips with and
+     * without a woken receiver weighed by their shares (woke), so wake-ups
+     * count by how often they happen while a stall by another process (a
+     * few round trips) moves neither median; MPI: the median */
+    double time_mean_s;
+    /* threads, the outgoing message alone (both threads read one clock):
+     * the expected send call and hand-off (post to the receiver holding
+     * the message), each the medians with the receiver spinning and asleep
+     * weighed by the share of each; a round trip's halves differ when one
+     * receiver sleeps and the other spins, as in a pipeline whose waiting
+     * stage sleeps.  MPI: the median send call, and half a round trip less
+     * it */
+    double send_exp_s, handoff_s;
 } exec_link_sample;
 
 /* A fit of time = latency_s + bytes / bw_Bps. */

@@ -236,10 +236,11 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     /* what a message costs, measured right before the runs, so with the
      * wait behaviour they will have (spinning, or asleep when other jobs
      * take the cores: exec_val_post_s) */
-    double post_s = 0, oneway_s = 0;
-    if (!rc && p.n_stages > 1) rc = exec_val_post_s(EXEC_PIPE_THREADS, &post_s, &oneway_s, e);
+    double post_s = 0, handoff_s = 0;
+    if (!rc && p.n_stages > 1) rc = exec_val_post_s(EXEC_PIPE_THREADS, &post_s, &handoff_s, e);
     exec_val_add_posts(&p, ex, post_s);
-    cluster_link link = exec_val_link(&(cluster_link){fit->bw_Bps, oneway_s}, EXEC_PIPE_THREADS, post_s);
+    cluster_link link =
+        exec_val_link(&(cluster_link){fit->bw_Bps, post_s + handoff_s}, EXEC_PIPE_THREADS, post_s);
     v->post_s = post_s;
     v->handoff_s = p.n_stages > 1 ? link.latency_s : 0;
     exec_val_set_link(&p, &link);

@@ -115,7 +115,7 @@ static void test_measure_threads(void)
         CU_ASSERT(s[i].reps >= 5);
         /* the two kinds of round trip partition the samples */
         CU_ASSERT(s[i].woke >= 0 && s[i].woke <= 1);
-        CU_ASSERT(s[i].time_mean_s >= s[i].min_s && s[i].send_mean_s > 0);
+        CU_ASSERT(s[i].time_mean_s >= s[i].min_s && s[i].send_exp_s > 0 && s[i].handoff_s > 0);
         if (s[i].woke == 0) CU_ASSERT(s[i].time_woke_s == 0 && s[i].time_spin_s == s[i].time_s);
         if (s[i].woke == 1) CU_ASSERT(s[i].time_spin_s == 0 && s[i].time_woke_s == s[i].time_s);
         /* the expected time weighs the two kinds' medians by their shares */
