@@ -110,6 +110,8 @@ static double part_ssres(const double *b, const double *t, int lo, int hi, exec_
     return ss;
 }
 
+#define EXPLAIN_SMALL 65536.0
+
 int exec_link_explain(const exec_link_sample *s, int n, const exec_link_fit *fit, char *buf,
                       size_t cap)
 {
@@ -126,14 +128,16 @@ int exec_link_explain(const exec_link_sample *s, int n, const exec_link_fit *fit
         b[i] = s[i].bytes;
         woke += s[i].woke / n;
         if (!(s[i].time_spin_s > 0)) spin_all = 0;
-        else ws[ns++] = s[i].time_spin_s;
-        if (s[i].time_woke_s > 0) wk[nk++] = s[i].time_woke_s;
+        /* the wake-up against the hand-off: small messages, where the copy
+         * does not count */
+        else if (s[i].bytes <= EXPLAIN_SMALL) ws[ns++] = s[i].time_spin_s;
+        if (s[i].time_woke_s > 0 && s[i].bytes <= EXPLAIN_SMALL) wk[nk++] = s[i].time_woke_s;
     }
     if (woke >= 0.02) {
         ADD(" %.0f%% of the round trips woke a receiver that had gone to sleep (its wait outlasted the spin, or other processes took its core and it stopped spinning)",
             100 * woke);
         if (nk > 0 && ns > 0)
-            ADD(": one way %.2f us to it against %.2f us to a spinning receiver (medians over the sizes)",
+            ADD(": one way %.2f us to it against %.2f us to a spinning receiver (medians over the sizes up to 64 KiB)",
                 cl_median(wk, nk) * 1e6, cl_median(ws, ns) * 1e6);
         if (spin_all) {
             for (int i = 0; i < n; i++) t[i] = s[i].time_spin_s;
