@@ -281,7 +281,8 @@ static void mx_destroy(exec_xport *x)
 }
 
 static const exec_xport_ops mx_ops = {mx_post, mx_take, mx_events, mx_wait, mx_out_bytes,
-                                      mx_sync, mx_run, mx_abort, mx_aborted, mx_destroy};
+                                      mx_sync, mx_run, mx_abort, mx_aborted, mx_destroy,
+                                      NULL /* polls: never sleeps in a wait */};
 
 int exec_xport_mpi(exec_xport **out, int n, const int *cap, const char *file, cl_err *e)
 {

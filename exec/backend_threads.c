@@ -168,8 +168,11 @@ static void tx_destroy(exec_xport *x)
     free(t);
 }
 
+static uint64_t tx_sleeps(exec_xport *x, int w) { return atomic_load(&((tx *)x)->nt[w].sleeps); }
+
 static const exec_xport_ops tx_ops = {tx_post, tx_take, tx_events, tx_wait, tx_out_bytes,
-                                      tx_sync, tx_run, tx_abort, tx_aborted, tx_destroy};
+                                      tx_sync, tx_run, tx_abort, tx_aborted, tx_destroy,
+                                      tx_sleeps};
 
 exec_xport *exec_xport_threads(int n, const int *cap, double spin_s)
 {

@@ -58,6 +58,7 @@ void exec_notify_init(exec_notify *n, double spin_s)
     pthread_condattr_destroy(&a);
     atomic_init(&n->events, 0);
     atomic_init(&n->sleepers, 0);
+    atomic_init(&n->sleeps, 0);
     n->spin_s = spin_s > 0 ? spin_s : 0;
     memset(&n->pre, 0, sizeof n->pre);
 }
@@ -127,6 +128,7 @@ void exec_notify_wait(exec_notify *n, uint64_t seen, double max_s)
     if (ts.tv_nsec >= 1000000000L) ts.tv_nsec = 999999999L;
     pthread_mutex_lock(&n->mu);
     atomic_fetch_add(&n->sleepers, 1);
+    if (atomic_load(&n->events) == seen) atomic_fetch_add(&n->sleeps, 1);
     while (atomic_load(&n->events) == seen)
         if (pthread_cond_timedwait(&n->cv, &n->mu, &ts) == ETIMEDOUT) break;
     atomic_fetch_sub(&n->sleepers, 1);

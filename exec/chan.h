@@ -103,6 +103,8 @@ typedef struct exec_notify {
     pthread_cond_t cv;
     _Atomic uint64_t events;
     _Atomic int sleepers;  /* waits inside pthread_cond_timedwait            */
+    _Atomic uint64_t sleeps; /* waits that went to sleep, ever (the link
+                              profile tells a woken receiver by it)          */
     double spin_s;         /* how long a wait spins before sleeping; 0: none */
     exec_preempt pre;      /* the waiting worker's: spin only when it holds
                               its core (exec_preempt_spin_ok)                */
@@ -182,6 +184,9 @@ typedef struct exec_xport_ops {
     void (*abort)(exec_xport *x);
     int (*aborted)(exec_xport *x);
     void (*destroy)(exec_xport *x);
+    /* Waits of worker w that slept so far (threads: exec_notify.sleeps);
+     * NULL when the backend never sleeps in a wait (MPI polls). */
+    uint64_t (*sleeps)(exec_xport *x, int w);
 } exec_xport_ops;
 
 struct exec_xport {

@@ -14,6 +14,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include <mpi.h>
 
+#include "../tools/measure.h"
 #include "chan.h"
 #include "gemm.h"
 #include "linkprof.h"
@@ -94,6 +95,103 @@ int exec_link_fit_ls(const double *bytes, const double *t, const double *w, int 
     return CL_OK;
 }
 
+/* ------------------------------------------------------------ explain -- */
+
+/* Weighted (1 / t^2) residual sum of points [lo, hi) against the line fitted
+ * to them alone; *ok = 0 when it cannot be fitted. */
+static double part_ssres(const double *b, const double *t, int lo, int hi, exec_link_fit *f, int *ok)
+{
+    cl_err e = {0};
+    *ok = exec_link_fit_ls(b + lo, t + lo, NULL, hi - lo, f, &e) == CL_OK;
+    double ss = 0;
+    for (int i = lo; *ok && i < hi; i++) {
+        double r = (t[i] - (f->latency_s + b[i] / f->bw_Bps)) / t[i];
+        ss += r * r;
+    }
+    return ss;
+}
+
+#define EXPLAIN_SMALL 65536.0
+
+int exec_link_explain(const exec_link_sample *s, int n, const exec_link_fit *fit, char *buf,
+                      size_t cap)
+{
+    if (cap) buf[0] = 0;
+    if (!(fit->r2 < EXEC_LINK_R2_OK) || n < 2 || cap < 2) return 0;
+    size_t k = (size_t)snprintf(buf, cap, "unreliable: weighted R^2 %.3f is below %.1f, so time = latency + bytes / bandwidth does not describe this link;",
+                                fit->r2, EXEC_LINK_R2_OK);
+#define ADD(...) (k += k < cap ? (size_t)snprintf(buf + k, cap - k, __VA_ARGS__) : 0)
+    double *b = cl_malloc((size_t)n * sizeof *b), *t = cl_malloc((size_t)n * sizeof *t);
+    double *ws = cl_malloc((size_t)n * sizeof *ws), *wk = cl_malloc((size_t)n * sizeof *wk);
+    int spin_all = 1, ns = 0, nk = 0;
+    double woke = 0;
+    for (int i = 0; i < n; i++) {
+        b[i] = s[i].bytes;
+        woke += s[i].woke / n;
+        if (!(s[i].time_spin_s > 0)) spin_all = 0;
+        /* the wake-up against the hand-off: small messages, where the copy
+         * does not count */
+        else if (s[i].bytes <= EXPLAIN_SMALL) ws[ns++] = s[i].time_spin_s;
+        if (s[i].time_woke_s > 0 && s[i].bytes <= EXPLAIN_SMALL) wk[nk++] = s[i].time_woke_s;
+    }
+    if (woke >= 0.02) {
+        ADD(" %.0f%% of the round trips woke a receiver that had gone to sleep (its wait outlasted the spin, or other processes took its core and it stopped spinning)",
+            100 * woke);
+        if (nk > 0 && ns > 0)
+            ADD(": one way %.2f us to it against %.2f us to a spinning receiver (medians over the sizes up to 64 KiB)",
+                cl_median(wk, nk) * 1e6, cl_median(ws, ns) * 1e6);
+        if (spin_all) {
+            for (int i = 0; i < n; i++) t[i] = s[i].time_spin_s;
+            exec_link_fit f;
+            cl_err e = {0};
+            if (exec_link_fit_ls(b, t, NULL, n, &f, &e) == CL_OK)
+                ADD("; over the round trips to spinning receivers alone: latency %.3g us, %.3g GB/s, R^2 %.3f",
+                    f.latency_s * 1e6, f.bw_Bps * 1e-9, f.r2);
+        }
+        ADD(";");
+    }
+    /* two lines, split where they fit best: over the round trips to
+     * spinning receivers when some woke one (else the wake-ups decide it) */
+    int use_spin = woke >= 0.02;
+    for (int i = 0; i < n; i++) t[i] = use_spin ? s[i].time_spin_s : s[i].time_s;
+    double best = HUGE_VAL, sum_w = 0, mean = 0, ss_tot = 0;
+    int split = -1;
+    if (!use_spin || spin_all) {
+        for (int i = 0; i < n; i++) sum_w += 1 / (t[i] * t[i]), mean += t[i] / (t[i] * t[i]);
+        mean /= sum_w;
+        for (int i = 0; i < n; i++) ss_tot += (t[i] - mean) * (t[i] - mean) / (t[i] * t[i]);
+    }
+    exec_link_fit lo, hi;
+    for (int m = 2; ss_tot > 0 && m + 2 <= n; m++) {
+        exec_link_fit a, c;
+        int oka, okc;
+        double ss = part_ssres(b, t, 0, m, &a, &oka);
+        ss += part_ssres(b, t, m, n, &c, &okc);
+        if (oka && okc && ss < best) best = ss, split = m, lo = a, hi = c;
+    }
+    if (split > 0) {
+        long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        char bl[48], bh[48];
+        if (isfinite(lo.bw_Bps)) snprintf(bl, sizeof bl, " + bytes / %.3g GB/s", lo.bw_Bps * 1e-9);
+        else snprintf(bl, sizeof bl, " (no per-byte cost)");
+        if (isfinite(hi.bw_Bps)) snprintf(bh, sizeof bh, " + bytes / %.3g GB/s", hi.bw_Bps * 1e-9);
+        else snprintf(bh, sizeof bh, " (no per-byte cost)");
+        ADD(" %stwo lines fit with R^2 %.3f: up to %.0f B %.3g us%s, from %.0f B %.3g us%s",
+            use_spin ? "to spinning receivers, " : "", 1 - best / ss_tot, b[split - 1],
+            lo.latency_s * 1e6, bl, b[split], hi.latency_s * 1e6, bh);
+        if (l2 > 0 && b[split] >= l2 / 2.0 && b[split] <= 2.0 * l2)
+            ADD(" (the core's L2 cache holds %ld KiB: larger messages are copied to and from the shared cache or memory)",
+                l2 / 1024);
+        ADD(".");
+    }
+#undef ADD
+    free(b);
+    free(t);
+    free(ws);
+    free(wk);
+    return 1;
+}
+
 /* ------------------------------------------------------------ options -- */
 
 void exec_link_opts_default(exec_link_opts *o)
@@ -125,10 +223,57 @@ static int check_opts(const exec_link_opts *o, cl_err *e)
     return CL_OK;
 }
 
-/* Median, deviation and minimum of the one-way times v[0..n) (sorted in
- * place), and the median of the send calls' times w[0..n) (sorted too). */
-static void summarise(double *v, double *w, int n, double bytes, exec_link_sample *s)
+static double median_of(double *v, int n)
 {
+    if (n <= 0) return 0;
+    gsl_sort(v, 1, (size_t)n);
+    return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
+}
+
+/* Median, deviation and minimum of the one-way times v[0..n) (sorted in
+ * place), and the median of the send calls' times w[0..n) (sorted too).
+ * woke (NULL: none): per round trip, whether a receiver was woken from
+ * sleep; the one-way times of both kinds get their own medians, and the
+ * expected costs of a message weigh each kind's medians by its share. */
+static void summarise(double *v, double *w, const unsigned char *woke, const double *hand,
+                      const unsigned char *ewoke, int n, double bytes, exec_link_sample *s)
+{
+    s->handoff_s = 0;
+    if (hand && ewoke && n > 0) { /* the forward direction, by the echo's wait */
+        double *a = cl_malloc((size_t)n * sizeof *a), *b = cl_malloc((size_t)n * sizeof *b);
+        double *as = cl_malloc((size_t)n * sizeof *as), *bs = cl_malloc((size_t)n * sizeof *bs);
+        int na = 0, nb = 0;
+        for (int i = 0; i < n; i++) {
+            if (ewoke[i]) bs[nb] = w[i], b[nb++] = hand[i];
+            else as[na] = w[i], a[na++] = hand[i];
+        }
+        double p = (double)nb / n;
+        s->handoff_s = (1 - p) * median_of(a, na) + p * median_of(b, nb);
+        s->send_exp_s = (1 - p) * median_of(as, na) + p * median_of(bs, nb);
+        free(a);
+        free(b);
+        free(as);
+        free(bs);
+    }
+    s->woke = s->time_spin_s = s->time_woke_s = 0;
+    s->time_mean_s = 0;
+    int split = 0;
+    if (woke && n > 0) {
+        double *a = cl_malloc((size_t)n * sizeof *a), *b = cl_malloc((size_t)n * sizeof *b);
+        int na = 0, nb = 0;
+        for (int i = 0; i < n; i++) {
+            if (woke[i]) b[nb++] = v[i];
+            else a[na++] = v[i];
+        }
+        double p = (double)nb / n;
+        s->woke = p;
+        s->time_spin_s = median_of(a, na);
+        s->time_woke_s = median_of(b, nb);
+        s->time_mean_s = (1 - p) * s->time_spin_s + p * s->time_woke_s;
+        split = 1;
+        free(a);
+        free(b);
+    }
     gsl_sort(w, 1, (size_t)n);
     s->send_s = gsl_stats_median_from_sorted_data(w, 1, (size_t)n);
     gsl_sort(v, 1, (size_t)n);
@@ -137,6 +282,11 @@ static void summarise(double *v, double *w, int n, double bytes, exec_link_sampl
     s->sd_s = n > 1 ? gsl_stats_sd(v, 1, (size_t)n) : 0;
     s->min_s = v[0];
     s->reps = n;
+    if (!split) s->time_mean_s = s->time_s;
+    if (!(hand && ewoke)) { /* no one-way clock: half a round trip less the send */
+        s->send_exp_s = s->send_s;
+        s->handoff_s = s->time_s > s->send_s ? s->time_s - s->send_s : 0;
+    }
 }
 
 /* Round trips for one size: at least min_reps and until seconds_per_size
@@ -171,6 +321,11 @@ typedef struct pp_ctx {
     int *reps;            /* round trips timed per size                      */
     double *times;        /* worker 0's one-way times, n_sizes x MAX_REPS     */
     double *sends;        /* and its send calls' times, the same layout       */
+    unsigned char *woke;  /* and whether a receiver slept, the same layout    */
+    unsigned char *echo_slept; /* per message (seq): the echo's wait slept    */
+    double *echo_hand;    /* per message (seq): post to the echo holding it  */
+    double *hand;         /* worker 0's timed messages: echo_hand, and      */
+    unsigned char *ewoke; /* echo_slept, n_sizes x MAX_REPS                   */
     int failed;           /* a message never came                             */
 } pp_ctx;
 
@@ -202,6 +357,7 @@ static void xsend(exec_xport *x, int w, int dst, uint64_t tag, const void *src, 
     m->tag = tag;
     m->dst = dst;
     m->bounded = 1;
+    m->t_post = exec_now(); /* both threads read one clock: the hand-off is exact */
     while (x->ops->post(x, w, m)) { /* capacity 2: never full in a ping-pong */
         uint64_t seen = x->ops->events(x, w);
         x->ops->wait(x, w, seen, 0.001);
@@ -216,8 +372,13 @@ static void echo_loop(pp_ctx *c)
     for (int s = 0; s < c->n_sizes; s++) {
         int64_t b = (int64_t)c->sizes[s], more = 1;
         while (more) {
+            uint64_t z0 = x->ops->sleeps ? x->ops->sleeps(x, 1) : 0;
             exec_msg *m = xrecv(x, 1, 0, exec_tag(EXEC_TAG_ACT, 0, seq), b);
             if (!m) return;
+            /* read by the pinger after it takes the reply (the channel's
+             * mutex orders the two) */
+            c->echo_slept[seq] = (x->ops->sleeps ? x->ops->sleeps(x, 1) : 0) != z0;
+            c->echo_hand[seq] = exec_now() - m->t_post;
             more = more_flag(exec_msg_data(m));
             xsend(x, 1, 0, exec_tag(EXEC_TAG_GRAD, 0, seq), exec_msg_data(m), b);
             exec_msg_free(m);
@@ -249,6 +410,8 @@ static void ping_loop(pp_ctx *c)
     for (int s = 0; s < c->n_sizes; s++) {
         int64_t b = (int64_t)c->sizes[s];
         double *tv = c->times + (size_t)s * MAX_REPS, *ts = c->sends + (size_t)s * MAX_REPS;
+        unsigned char *tw = c->woke + (size_t)s * MAX_REPS, *te = c->ewoke + (size_t)s * MAX_REPS;
+        double *th = c->hand + (size_t)s * MAX_REPS;
         int n = 0;
         double end = 0;
         for (int r = -o->warmup;; r++) {
@@ -259,7 +422,13 @@ static void ping_loop(pp_ctx *c)
             double t0 = exec_now();
             xsend(x, 0, 1, exec_tag(EXEC_TAG_ACT, 0, seq), buf, b);
             if (r >= 0) ts[n] = exec_now() - t0;
+            uint64_t z0 = x->ops->sleeps ? x->ops->sleeps(x, 0) : 0;
             exec_msg *m = xrecv(x, 0, 1, exec_tag(EXEC_TAG_GRAD, 0, seq), b);
+            if (m && r >= 0) {
+                tw[n] = c->echo_slept[seq] || (x->ops->sleeps ? x->ops->sleeps(x, 0) : 0) != z0;
+                te[n] = c->echo_slept[seq];
+                th[n] = c->echo_hand[seq];
+            }
             seq++;
             if (!m) {
                 c->failed = 1;
@@ -295,6 +464,11 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
     c.reps = cl_calloc((size_t)n_sizes, sizeof *c.reps);
     c.times = cl_malloc((size_t)n_sizes * MAX_REPS * sizeof *c.times);
     c.sends = cl_malloc((size_t)n_sizes * MAX_REPS * sizeof *c.sends);
+    c.woke = cl_calloc((size_t)n_sizes * MAX_REPS, 1);
+    c.echo_slept = cl_calloc((size_t)n_sizes * (MAX_REPS + (size_t)o->warmup + 1), 1);
+    c.echo_hand = cl_calloc((size_t)n_sizes * (MAX_REPS + (size_t)o->warmup + 1), sizeof *c.echo_hand);
+    c.hand = cl_calloc((size_t)n_sizes * MAX_REPS, sizeof *c.hand);
+    c.ewoke = cl_calloc((size_t)n_sizes * MAX_REPS, 1);
     const int cap[4] = {2, 2, 2, 2};
     c.x = exec_xport_threads(2, cap, o->spin_s); /* workers pinned to separate cores */
     c.x->ops->run(c.x, pp_worker, &c);
@@ -303,14 +477,25 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
         free(c.reps);
         free(c.times);
         free(c.sends);
+        free(c.woke);
+        free(c.echo_slept);
+        free(c.echo_hand);
+        free(c.hand);
+        free(c.ewoke);
         return cl_fail(e, CL_ERUN, "link profile: a ping-pong message did not come back within %.0f s", STALL_S);
     }
     for (int s = 0; s < n_sizes; s++)
-        summarise(c.times + (size_t)s * MAX_REPS, c.sends + (size_t)s * MAX_REPS, c.reps[s],
-                  (double)sizes[s], &out[s]);
+        summarise(c.times + (size_t)s * MAX_REPS, c.sends + (size_t)s * MAX_REPS,
+                  c.woke + (size_t)s * MAX_REPS, c.hand + (size_t)s * MAX_REPS,
+                  c.ewoke + (size_t)s * MAX_REPS, c.reps[s], (double)sizes[s], &out[s]);
     free(c.reps);
     free(c.times);
     free(c.sends);
+    free(c.woke);
+    free(c.echo_slept);
+    free(c.echo_hand);
+    free(c.hand);
+    free(c.ewoke);
     return CL_OK;
 }
 
@@ -414,7 +599,7 @@ static int measure_mpi(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
                 if (last) break;
             }
             exec_link_sample smp;
-            summarise(tv, tw, n, (double)b, &smp);
+            summarise(tv, tw, NULL, NULL, NULL, n, (double)b, &smp);
             double *q = res + 6 * s;
             q[0] = smp.bytes, q[1] = smp.time_s, q[2] = smp.sd_s, q[3] = smp.min_s, q[4] = smp.reps;
             q[5] = smp.send_s;
@@ -437,6 +622,10 @@ static int measure_mpi(const exec_link_opts *o, uint64_t *sizes, int n_sizes,
         out[s].min_s = q[3];
         out[s].reps = (int)q[4];
         out[s].send_s = q[5];
+        out[s].woke = out[s].time_spin_s = out[s].time_woke_s = 0; /* MPI polls, never sleeps */
+        out[s].time_mean_s = q[1]; /* no wake-ups: the medians */
+        out[s].send_exp_s = q[5];
+        out[s].handoff_s = q[1] > q[5] ? q[1] - q[5] : 0; /* no one-way clock */
     }
     free(res);
     free(tv);

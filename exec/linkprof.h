@@ -55,6 +55,26 @@ typedef struct exec_link_sample {
                            (threads: allocate, copy in, post and wake the
                            receiver; MPI: MPI_Send), part of time_s     */
     int reps;           /* round trips timed */
+    /* threads: round trips in which a receiver had gone to sleep (its wait
+     * outlasted the spin, or it backed off from spinning because other
+     * processes took its core: chan.h) and was woken, a futex wake and a
+     * scheduler wake-up instead of a cache line, and the median one-way
+     * time of those and of the others (0 when there are none); MPI: woke 0 */
+    double woke;        /* fraction of the round trips                   */
+    double time_spin_s, time_woke_s;
+    /* the expected one-way time: the medians of the round trips with and
+     * without a woken receiver weighed by their shares (woke), so wake-ups
+     * count by how often they happen while a stall by another process (a
+     * few round trips) moves neither median; MPI: the median */
+    double time_mean_s;
+    /* threads, the outgoing message alone (both threads read one clock):
+     * the expected send call and hand-off (post to the receiver holding
+     * the message), each the medians with the receiver spinning and asleep
+     * weighed by the share of each; a round trip's halves differ when one
+     * receiver sleeps and the other spins, as in a pipeline whose waiting
+     * stage sleeps.  MPI: the median send call, and half a round trip less
+     * it */
+    double send_exp_s, handoff_s;
 } exec_link_sample;
 
 /* A fit of time = latency_s + bytes / bw_Bps. */
@@ -101,6 +121,19 @@ void exec_link_opts_default(exec_link_opts *o);
  * others wait; every rank returns the same samples.  CL_EINPUT for bad
  * options or too few ranks. */
 int exec_link_measure(const exec_link_opts *o, exec_link_sample *samples, int *n, cl_err *e);
+
+/* Why a fit is poor, in words (empty when R^2 >= EXEC_LINK_R2_OK):
+ * - receivers woken from sleep in some of the round trips (woke): the time
+ *   per message is two costs, not one line; the fit over the round trips
+ *   without a sleeping receiver (time_spin_s) and its R^2;
+ * - else, or as well, the per-byte cost changing with the size: the best
+ *   split of the sizes into two lines (each fitted alone), e.g. messages
+ *   that fit the core's cache against those that stream past it.
+ * Writes at most cap bytes (NUL-terminated) into buf; returns 1 when the
+ * fit was poor. */
+#define EXEC_LINK_R2_OK 0.9
+int exec_link_explain(const exec_link_sample *s, int n, const exec_link_fit *fit, char *buf,
+                      size_t cap);
 
 /* MPI helpers: initialise MPI if it is not yet (idempotent), and report
  * this process's rank and the world size.  exec_link_mpi_finalize

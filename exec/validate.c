@@ -283,7 +283,7 @@ int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err
     return exec_profile(&p->model, file, &b, 1, 3, reps, 1, pf, e);
 }
 
-int exec_val_post_s(exec_pipe_backend backend, double *post_s, cl_err *e)
+int exec_val_post_s(exec_pipe_backend backend, double *post_s, double *handoff_s, cl_err *e)
 {
     exec_link_opts o;
     exec_link_opts_default(&o);
@@ -296,8 +296,12 @@ int exec_val_post_s(exec_pipe_backend backend, double *post_s, cl_err *e)
     int rc = exec_link_measure(&o, s, &n, e);
     if (rc) return rc;
     double v[EXEC_LINK_MAX_SIZES];
-    for (int i = 0; i < n; i++) v[i] = s[i].send_s;
+    for (int i = 0; i < n; i++) v[i] = s[i].send_exp_s;
     *post_s = cl_median(v, n);
+    if (handoff_s) {
+        for (int i = 0; i < n; i++) v[i] = s[i].handoff_s;
+        *handoff_s = cl_median(v, n);
+    }
     return CL_OK;
 }
 

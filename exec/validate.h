@@ -142,12 +142,22 @@ int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err
  * EXEC_VAL_POST_GAP_S before each (so the receiver has gone to sleep, as a
  * stage waiting for its neighbour has; a receiver woken right after it fell
  * asleep is cheaper to wake), the median over those sizes of the sender's
- * median send call.  exec_val_add_posts adds post_s
+ * expected send call; *handoff_s (may be NULL) the median over the same
+ * sizes of the expected hand-off, post to the receiver holding the message
+ * (exec_link_sample.send_exp_s, handoff_s: on threads, the medians with the
+ * receiver spinning and asleep weighed by their shares, the outgoing
+ * message alone).  Measured with the wait behaviour the run will have: at
+ * normal priority on a busy machine the waiting workers back off from
+ * spinning and sleep (exec_preempt), and a message to a sleeping receiver
+ * took 14-19 us there against 0.7 us to a spinning one
+ * (docs/validation.md), which a fit over all sizes (the link profile) mixes
+ * into one latency.
+ * exec_val_add_posts adds post_s
  * to the op that each SEND follows in the op lists: F of every stage but
  * the last (activations), B of every stage but the first (gradients), and
  * records it in x (may be NULL). */
 #define EXEC_VAL_POST_GAP_S 200e-6
-int exec_val_post_s(exec_pipe_backend backend, double *post_s, cl_err *e);
+int exec_val_post_s(exec_pipe_backend backend, double *post_s, double *handoff_s, cl_err *e);
 void exec_val_add_posts(plan *p, exec_val_extra *x, double post_s);
 
 /* The link the simulator should use for a profiled link (one-way

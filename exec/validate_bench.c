@@ -167,6 +167,7 @@ typedef struct vres {
     double pred, meas, err, busy_err, mem_pred, mem_meas, mem_err, meas_min, meas_max, load;
     double p10, err_p10;   /* 10th percentile of every window iteration of every run */
     double pred_layers, err_layers; /* predicted from the layer sums (exec_val_layer_costs) */
+    double post_s, handoff_s; /* the case's message probe: the sender's share and the rest */
     char notes[400];
 } vres;
 
@@ -211,8 +212,7 @@ static void explain(const plan *p, const exec_val_report *r, const exec_pipe_res
 }
 
 static int run_case(const vcase *c, const model *m, const prof *pf, const cluster *cl,
-                    const cluster_link *link, double post_s, int runs, int iters, int reps,
-                    vres *v, cl_err *e)
+                    const exec_link_fit *fit, int runs, int iters, int reps, vres *v, cl_err *e)
 {
     memset(v, 0, sizeof *v);
     int mb = model_mb[c->model];
@@ -234,8 +234,17 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     rc = exec_val_costs(&p, &now, reps, EXEC_VAL_CTX_REPLAY | EXEC_VAL_CTX_XCORE, ex, "bench plan",
                         e);
     prof_free(&now);
+    /* what a message costs, measured right before the runs, so with the
+     * wait behaviour they will have (spinning, or asleep when other jobs
+     * take the cores: exec_val_post_s) */
+    double post_s = 0, handoff_s = 0;
+    if (!rc && p.n_stages > 1) rc = exec_val_post_s(EXEC_PIPE_THREADS, &post_s, &handoff_s, e);
     exec_val_add_posts(&p, ex, post_s);
-    exec_val_set_link(&p, link);
+    cluster_link link =
+        exec_val_link(&(cluster_link){fit->bw_Bps, post_s + handoff_s}, EXEC_PIPE_THREADS, post_s);
+    v->post_s = post_s;
+    v->handoff_s = p.n_stages > 1 ? link.latency_s : 0;
+    exec_val_set_link(&p, &link);
     sim_result pred;
     memset(&pred, 0, sizeof pred);
     if (!rc) rc = exec_val_predict(&p, iters, NULL, &pred, e);
@@ -305,6 +314,28 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
 
 /* ------------------------------------------------------------- driver -- */
 
+/* The CPU for the CSV: its model name and, as a virtual CPU's name can be
+ * as vague as "AMD EPYC", the vendor's family and model numbers. */
+static void cpu_label(char *buf, size_t cap)
+{
+    char name[128];
+    exec_cpu_name(name, sizeof name);
+    int fam = -1, mod = -1;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f) && (fam < 0 || mod < 0)) {
+            const char *c = strchr(line, ':');
+            if (!c) continue;
+            if (!strncmp(line, "cpu family", 10)) fam = atoi(c + 1);
+            else if (!strncmp(line, "model\t", 6) || !strncmp(line, "model ", 6)) mod = atoi(c + 1);
+        }
+        fclose(f);
+    }
+    if (fam >= 0 && mod >= 0) snprintf(buf, cap, "%s, family %d model %d", name, fam, mod);
+    else snprintf(buf, cap, "%s", name);
+}
+
 static void csv_text(FILE *f, const char *s)
 {
     char *q = esc_csv(s);
@@ -350,6 +381,7 @@ int exec_val_bench(const char *outdir, int quick)
      * the CNN's conv1 output at microbatch 16, is 3.2 MB) */
     exec_link_fit fit;
     memset(&fit, 0, sizeof fit);
+    char why[1024] = "";
     double post_s = 0;
     cluster_link link = {1e10, 0};
     cluster cl;
@@ -365,7 +397,8 @@ int exec_val_bench(const char *outdir, int quick)
         double b[EXEC_LINK_MAX_SIZES], t[EXEC_LINK_MAX_SIZES];
         for (int i = 0; i < ns; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
         if (!rc) rc = exec_link_fit_ls(b, t, NULL, ns, &fit, &e);
-        if (!rc) rc = exec_val_post_s(EXEC_PIPE_THREADS, &post_s, &e);
+        if (!rc) exec_link_explain(s, ns, &fit, why, sizeof why);
+        if (!rc) rc = exec_val_post_s(EXEC_PIPE_THREADS, &post_s, NULL, &e);
         if (!rc) {
             cluster_link prof_link = {fit.bw_Bps, fit.latency_s};
             link = exec_val_link(&prof_link, EXEC_PIPE_THREADS, post_s);
@@ -381,19 +414,24 @@ int exec_val_bench(const char *outdir, int quick)
     cl_out out = {0};
     if (!rc) rc = cl_out_open(&out, path, &e);
     vres *v = cl_calloc((size_t)n, sizeof *v);
+    char cpu[192]; /* so results from different machines can be told apart */
+    cpu_label(cpu, sizeof cpu);
     if (!rc) {
+        printf("  cpu: %s, OpenBLAS kernel %s\n", cpu, exec_blas_corename());
         int pol = sched_getscheduler(0);
         printf("  scheduling: %s%s\n",
                pol == SCHED_FIFO ? "SCHED_FIFO" : pol == SCHED_RR ? "SCHED_RR" : "SCHED_OTHER",
                pol == SCHED_FIFO || pol == SCHED_RR
                    ? " (other processes cannot take the workers' cores)"
                    : " (other processes can take the workers' cores mid-iteration; on a shared machine run it as chrt -f 1 cleave bench validate)");
-        printf("  link (threads): latency %.2f us, bandwidth %.2f GB/s, R^2 %.4f; a send costs its sender %.2f us (added to F/B), the rest is a %.2f us hand-off (the copy is in F)\n",
-               fit.latency_s * 1e6, fit.bw_Bps * 1e-9, fit.r2, post_s * 1e6, link.latency_s * 1e6);
-        printf("  %-4s %-10s %-12s %3s %3s %3s %11s %11s %8s %8s %8s %8s %8s %5s\n", "case", "model",
+        printf("  link (threads, 8 B..4 MiB): latency %.2f us, bandwidth %.2f GB/s, R^2 %.4f; a small message's send cost its sender %.2f us now\n",
+               fit.latency_s * 1e6, fit.bw_Bps * 1e-9, fit.r2, post_s * 1e6);
+        if (why[0]) printf("  the link fit is %s\n", why);
+        printf("  each case measures what a small message costs right before its runs, with the wait behaviour the runs will have: the sender's share (post_s, added to F/B) and the rest, the hand-off (handoff_s; the copy is in F)\n");
+        printf("  %-4s %-10s %-12s %3s %3s %3s %11s %11s %8s %8s %8s %8s %8s %5s  %s\n", "case", "model",
                "schedule", "p", "v", "m", "predicted", "measured", "error", "vs p10", "layers",
-               "busy", "memory", "load");
-        fprintf(out.f, "case,model,schedule,stages,chunks,microbatches,microbatch,iterations,pred_iter_s,meas_iter_s,iter_error,busy_max_error,mem_pred_bytes,mem_meas_bytes,mem_error,meas_iter_min_s,meas_iter_max_s,meas_iter_p10_s,iter_error_p10,pred_layers_iter_s,iter_error_layers,load,notes\n");
+               "busy", "memory", "load", "post/hand-off us");
+        fprintf(out.f, "case,model,schedule,stages,chunks,microbatches,microbatch,iterations,pred_iter_s,meas_iter_s,iter_error,busy_max_error,mem_pred_bytes,mem_meas_bytes,mem_error,meas_iter_min_s,meas_iter_max_s,meas_iter_p10_s,iter_error_p10,pred_layers_iter_s,iter_error_layers,load,post_s,handoff_s,cpu,blas_kernel,notes\n");
     }
     /* Rounds: every case profiled, predicted and measured once per round,
      * round after round, so a slow spell of the machine (seconds long on a
@@ -408,7 +446,7 @@ int exec_val_bench(const char *outdir, int quick)
         }
         for (int i = 0; i < n && !rc; i++) {
             const vcase *c = &cs[i];
-            rc = run_case(c, &md[c->model], &pf[c->model], &cl, &link, post_s, runs, iters, reps,
+            rc = run_case(c, &md[c->model], &pf[c->model], &cl, &fit, runs, iters, reps,
                           &all[(size_t)i * (size_t)rounds + (size_t)k], &e);
         }
     }
@@ -425,17 +463,23 @@ int exec_val_bench(const char *outdir, int quick)
             if (below + equal_before == (rounds - 1) / 2) pick = k;
         }
         v[i] = r[pick];
-        printf("  %-4d %-10s %-12s %3d %3d %3d %9.3f ms %9.3f ms %+7.2f%% %+7.2f%% %+7.2f%% %7.2f%% %+7.2f%% %5.2f%s\n",
+        printf("  %-4d %-10s %-12s %3d %3d %3d %9.3f ms %9.3f ms %+7.2f%% %+7.2f%% %+7.2f%% %7.2f%% %+7.2f%% %5.2f  %5.2f/%5.2f%s\n",
                i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
                v[i].pred * 1e3, v[i].meas * 1e3, 100 * v[i].err, 100 * v[i].err_p10,
                100 * v[i].err_layers, 100 * v[i].busy_err, 100 * v[i].mem_err, v[i].load,
+               v[i].post_s * 1e6, v[i].handoff_s * 1e6,
                fabs(v[i].err) > 0.05 ? "  (over 5%)" : "");
         fflush(stdout);
-        fprintf(out.f, "%d,%s,%s,%d,%d,%d,%d,%d,%.9g,%.9g,%.5f,%.5f,%.0f,%.0f,%.5f,%.9g,%.9g,%.9g,%.5f,%.9g,%.5f,%.2f,",
+        fprintf(out.f, "%d,%s,%s,%d,%d,%d,%d,%d,%.9g,%.9g,%.5f,%.5f,%.0f,%.0f,%.5f,%.9g,%.9g,%.9g,%.5f,%.9g,%.5f,%.2f,%.4g,%.4g,",
                 i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
                 model_mb[c->model], iters, v[i].pred, v[i].meas, v[i].err, v[i].busy_err,
                 v[i].mem_pred, v[i].mem_meas, v[i].mem_err, v[i].meas_min, v[i].meas_max,
-                v[i].p10, v[i].err_p10, v[i].pred_layers, v[i].err_layers, v[i].load);
+                v[i].p10, v[i].err_p10, v[i].pred_layers, v[i].err_layers, v[i].load,
+                v[i].post_s, v[i].handoff_s);
+        csv_text(out.f, cpu);
+        fputc(',', out.f);
+        csv_text(out.f, exec_blas_corename());
+        fputc(',', out.f);
         csv_text(out.f, v[i].notes);
         fputc('\n', out.f);
     }
@@ -446,9 +490,9 @@ int exec_val_bench(const char *outdir, int quick)
         summary(v, n, 1, &mean10, &max10, &mem);
         summary(v, n, 2, &meanl, &maxl, &mem);
         int ok = mean <= ITER_TARGET_MEAN && max <= ITER_TARGET_MAX && mem <= MEM_TARGET;
-        fprintf(out.f, "summary,,,,,,,,,,%.5f,,,,%.5f,,,,%.5f,,%.5f,,", mean, mem, mean10, meanl);
+        fprintf(out.f, "summary,,,,,,,,,,%.5f,,,,%.5f,,,,%.5f,,%.5f,,,,,,", mean, mem, mean10, meanl);
         csv_text(out.f, "mean |iteration error| (iter_error, iter_error_p10, iter_error_layers), largest |memory error| (mem_error)");
-        fprintf(out.f, "\nsummary_max,,,,,,,,,,%.5f,,,,,,,,%.5f,,%.5f,,", max, max10, maxl);
+        fprintf(out.f, "\nsummary_max,,,,,,,,,,%.5f,,,,,,,,%.5f,,%.5f,,,,,,", max, max10, maxl);
         csv_text(out.f, "largest |iteration error| (iter_error, iter_error_p10, iter_error_layers)");
         fputc('\n', out.f);
         rc = cl_out_commit(&out, &e);

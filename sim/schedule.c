@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../tools/budget.h"
 #include "schedule.h"
@@ -340,6 +341,28 @@ static void expand(bld *b, int w, const item *it, int split)
     }
 }
 
+/* The op array of a large schedule.  Above glibc's largest mmap threshold
+ * (32 MiB, tools/cleave.c) malloc maps every such array afresh and the build
+ * then takes one page fault per 4 KiB it writes: 8 stages x 32,768
+ * microbatches (46 MB of ops) built in 20.9 ms against 3.3 ms for half the
+ * microbatches (1.2 us per fault on the 2-vCPU KVM guest, more under load).
+ * Asking for transparent huge pages there faults 2 MiB at a time.  Freed with
+ * free() like any other array. */
+#define OPS_HUGE_BYTES ((size_t)16 << 20)
+static sched_op *ops_alloc(int64_t n)
+{
+    size_t bytes = (size_t)n * sizeof(sched_op);
+    if (bytes < OPS_HUGE_BYTES) return cl_malloc(bytes);
+    size_t huge = (size_t)2 << 20;
+    void *p = NULL;
+    bytes = (bytes + huge - 1) / huge * huge;
+    if (posix_memalign(&p, huge, bytes)) return cl_malloc((size_t)n * sizeof(sched_op));
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE); /* advice only: without THP, 4 KiB pages */
+#endif
+    return p;
+}
+
 /* Most ops a built schedule holds: 2^27 ops of 32 bytes are 4 GiB. */
 #define SCHED_MAX_OPS (1 << 27)
 
@@ -478,7 +501,7 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     int *last = cl_malloc((size_t)(seq ? S : v) * sizeof *last);
     if (s->stash_weights) b.fver = cl_malloc((size_t)G * sizeof *b.fver);
     b.cap = (int64_t)G * S * (split ? 7 : 6) + (sched_is_async(kind) ? (int64_t)G : n_iter) * S * 2 + 64;
-    s->ops = cl_malloc((size_t)b.cap * sizeof *s->ops);
+    s->ops = ops_alloc(b.cap);
 
     /* the budget, polled every few thousand ops: the lists of a long run
      * take seconds and gigabytes to build */

@@ -114,6 +114,15 @@ static void test_measure_threads(void)
         CU_ASSERT_EQUAL(s[i].bytes, 8.0 * pow(2, i));
         CU_ASSERT(s[i].time_s > 0 && s[i].min_s > 0 && s[i].min_s <= s[i].time_s);
         CU_ASSERT(s[i].reps >= 5);
+        /* the two kinds of round trip partition the samples */
+        CU_ASSERT(s[i].woke >= 0 && s[i].woke <= 1);
+        CU_ASSERT(s[i].time_mean_s >= s[i].min_s && s[i].send_exp_s > 0 && s[i].handoff_s > 0);
+        if (s[i].woke == 0) CU_ASSERT(s[i].time_woke_s == 0 && s[i].time_spin_s == s[i].time_s);
+        if (s[i].woke == 1) CU_ASSERT(s[i].time_spin_s == 0 && s[i].time_woke_s == s[i].time_s);
+        /* the expected time weighs the two kinds' medians by their shares */
+        CU_ASSERT_DOUBLE_EQUAL(s[i].time_mean_s,
+                               (1 - s[i].woke) * s[i].time_spin_s + s[i].woke * s[i].time_woke_s,
+                               1e-12);
     }
     o.min_bytes = 4; /* the protocol needs 8-byte messages */
     CU_ASSERT_EQUAL(exec_link_measure(&o, s, &n, &e), CL_EINPUT);
@@ -236,6 +245,77 @@ static void test_notify(void)
     CU_ASSERT(!exec_preempt_spin_ok(&pr));
 }
 
+/* Why a fit is poor (exec_link_explain), on made-up samples whose answer is
+ * known: a straight line is not explained; samples where half the round
+ * trips woke a sleeping receiver name the share and fit the spinning ones
+ * exactly; two exact lines with a break at 1 MiB are found as such. */
+static void fill(exec_link_sample *s, int n, double lat, double bw, double lat2, double bw2,
+                 double split)
+{
+    for (int i = 0; i < n; i++) {
+        memset(&s[i], 0, sizeof s[i]);
+        s[i].bytes = 8.0 * pow(2, i);
+        s[i].time_s = s[i].bytes < split ? lat + s[i].bytes / bw : lat2 + s[i].bytes / bw2;
+        s[i].time_spin_s = s[i].time_s;
+        s[i].reps = 100;
+    }
+}
+
+static void fit_of(const exec_link_sample *s, int n, exec_link_fit *f)
+{
+    double b[EXEC_LINK_MAX_SIZES], t[EXEC_LINK_MAX_SIZES];
+    for (int i = 0; i < n; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_link_fit_ls(b, t, NULL, n, f, &e), CL_OK);
+}
+
+static void test_explain(void)
+{
+    exec_link_sample s[20];
+    exec_link_fit f;
+    char why[1024];
+    fill(s, 20, 1e-6, 1e10, 1e-6, 1e10, HUGE_VAL); /* one line: 8 B .. 4 MiB */
+    fit_of(s, 20, &f);
+    CU_ASSERT(f.r2 > 0.999);
+    CU_ASSERT_EQUAL(exec_link_explain(s, 20, &f, why, sizeof why), 0);
+    CU_ASSERT_STRING_EQUAL(why, "");
+    /* every other size's median is a woken receiver's, 20 us */
+    for (int i = 0; i < 20; i++) {
+        s[i].woke = 0.5;
+        s[i].time_woke_s = 20e-6;
+        if (i % 2) s[i].time_s = 20e-6;
+    }
+    fit_of(s, 20, &f);
+    CU_ASSERT(f.r2 < 0.9);
+    CU_ASSERT_EQUAL(exec_link_explain(s, 20, &f, why, sizeof why), 1);
+    CU_ASSERT(strstr(why, "unreliable") != NULL);
+    CU_ASSERT(strstr(why, "50% of the round trips woke a receiver") != NULL);
+    CU_ASSERT(strstr(why, "over the round trips to spinning receivers alone: latency 1 us, 10 GB/s, R^2 1.000") != NULL);
+    /* two regimes: 1 us + bytes / 20 GB/s below 1 MiB, bytes / 2 GB/s from it */
+    fill(s, 20, 1e-6, 2e10, 0, 2e9, 1048576);
+    fit_of(s, 20, &f);
+    CU_ASSERT(f.r2 < 0.9);
+    CU_ASSERT_EQUAL(exec_link_explain(s, 20, &f, why, sizeof why), 1);
+    CU_ASSERT(strstr(why, "woke") == NULL);
+    CU_ASSERT(strstr(why, "two lines fit with R^2 1.000: up to 524288 B 1 us + bytes / 20 GB/s, from 1048576 B") != NULL);
+}
+
+/* exec_notify counts the waits that slept (the link profile tells a woken
+ * receiver by it): a wait that times out asleep counts, one whose event
+ * already happened does not. */
+static void test_notify_sleeps(void)
+{
+    exec_notify n;
+    exec_notify_init(&n, 0);
+    uint64_t seen = exec_notify_events(&n);
+    exec_notify_wait(&n, seen, 0.005); /* nothing comes: sleeps, times out */
+    CU_ASSERT_EQUAL(atomic_load(&n.sleeps), 1);
+    exec_notify_bump(&n);
+    exec_notify_wait(&n, seen, 0.005); /* already moved: no sleep */
+    CU_ASSERT_EQUAL(atomic_load(&n.sleeps), 1);
+    exec_notify_destroy(&n);
+}
+
 /* The cluster file: one node of `cores` devices with the fit as its link,
  * and it survives a save/load round trip. */
 static void test_cluster_file(void)
@@ -276,6 +356,8 @@ TEST_SUITE(linkprof)
 {
     test_add_suite("linkprof");
     test_add("fit recovers exact latency and bandwidth", test_fit_exact);
+    test_add("a poor fit is explained: woken receivers, two regimes", test_explain);
+    test_add("notify counts the waits that slept", test_notify_sleeps);
     test_add("fit on noisy data equals the normal equations", test_fit_noise);
     test_add("fit refuses degenerate input", test_fit_bad);
     test_add("threads ping-pong measures every size", test_measure_threads);

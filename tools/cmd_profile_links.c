@@ -95,13 +95,15 @@ static void print_table(const links_args *a, const exec_link_sample *s, int n,
 {
     printf("link profile, %s backend: one-way time per message (median of round trips / 2)\n",
            exec_link_backend_name(a->o.backend));
-    printf("%12s %12s %10s %12s %12s %9s %10s %7s\n", "bytes", "median us", "sd us", "fit us",
-           "GB/s", "resid", "send us", "reps");
+    printf("%12s %12s %10s %12s %12s %9s %10s %7s %7s %10s %10s\n", "bytes", "median us", "sd us",
+           "fit us", "GB/s", "resid", "send us", "reps", "woke", "spin us", "woken us");
     for (int i = 0; i < n; i++) {
         double fit = f->latency_s + s[i].bytes / f->bw_Bps;
-        printf("%12.0f %12.3f %10.3f %12.3f %12.3f %8.2f%% %10.3f %7d\n", s[i].bytes,
-               s[i].time_s * 1e6, s[i].sd_s * 1e6, fit * 1e6, s[i].bytes / s[i].time_s * 1e-9,
-               100 * (s[i].time_s - fit) / s[i].time_s, s[i].send_s * 1e6, s[i].reps);
+        printf("%12.0f %12.3f %10.3f %12.3f %12.3f %8.2f%% %10.3f %7d %6.1f%% %10.3f %10.3f\n",
+               s[i].bytes, s[i].time_s * 1e6, s[i].sd_s * 1e6, fit * 1e6,
+               s[i].bytes / s[i].time_s * 1e-9, 100 * (s[i].time_s - fit) / s[i].time_s,
+               s[i].send_s * 1e6, s[i].reps, 100 * s[i].woke, s[i].time_spin_s * 1e6,
+               s[i].time_woke_s * 1e6);
     }
     printf("fit: latency %.3f us (+- %.3f), bandwidth %.3f GB/s (1/bw +- %.2f%%)\n",
            f->latency_s * 1e6, f->latency_se * 1e6, f->bw_Bps * 1e-9,
@@ -110,6 +112,8 @@ static void print_table(const links_args *a, const exec_link_sample *s, int n,
            f->r2, 100 * f->rms_rel, 100 * f->max_rel, f->max_rel_bytes);
     printf("the sender's share (its send call): %.3f us + bytes / %.3f GB/s (R^2 %.4f)\n",
            fs->latency_s * 1e6, fs->bw_Bps * 1e-9, fs->r2);
+    char why[1024];
+    if (exec_link_explain(s, n, f, why, sizeof why)) printf("%s\n", why);
 }
 
 static cJSON *fit_json(const exec_link_fit *f)
@@ -140,10 +144,17 @@ static int print_json(const links_args *a, const exec_link_sample *s, int n, con
         cJSON_AddNumberToObject(x, "min_s", s[i].min_s);
         cJSON_AddNumberToObject(x, "send_s", s[i].send_s);
         cJSON_AddNumberToObject(x, "reps", s[i].reps);
+        cJSON_AddNumberToObject(x, "woke", s[i].woke);
+        cJSON_AddNumberToObject(x, "time_spin_s", s[i].time_spin_s);
+        cJSON_AddNumberToObject(x, "time_woke_s", s[i].time_woke_s);
         cJSON_AddItemToArray(arr, x);
     }
     cJSON_AddItemToObject(o, "fit", fit_json(f));
     cJSON_AddItemToObject(o, "send_fit", fit_json(fs));
+    char why[1024];
+    int poor = exec_link_explain(s, n, f, why, sizeof why);
+    cJSON_AddBoolToObject(o, "reliable", !poor);
+    if (poor) cJSON_AddStringToObject(o, "explanation", why);
     return jx_puts(o);
 }
 
@@ -188,13 +199,15 @@ int cmd_profile_links(int argc, char **argv)
     if (!rc && rank == 0) {
         exec_machine mc;
         exec_machine_measure(1.0, &mc);
-        char note[512];
+        char note[1024], why[1024];
+        int poor = exec_link_explain(s, n, &f, why, sizeof why);
         snprintf(note, sizeof note,
-                 "Measured by cleave profile --links --backend %s: ping-pong between two workers, %.0f B to %.0f B (%d sizes, doubling), median one-way time; weighted least squares (1/t^2) of time = latency + bytes / bandwidth: R^2 %.6f, relative residuals rms %.2f%%, largest %.2f%% at %.0f B%s. Of the latency, the sender's send call takes %.3g us.",
+                 "Measured by cleave profile --links --backend %s: ping-pong between two workers, %.0f B to %.0f B (%d sizes, doubling), median one-way time; weighted least squares (1/t^2) of time = latency + bytes / bandwidth: R^2 %.6f, relative residuals rms %.2f%%, largest %.2f%% at %.0f B%s. Of the latency, the sender's send call takes %.3g us.%s%s",
                  exec_link_backend_name(a.o.backend), s[0].bytes, s[n - 1].bytes, n, f.r2,
                  100 * f.rms_rel, 100 * f.max_rel, f.max_rel_bytes,
                  f.latency_s < 0 ? "; the fitted latency was negative and is written as 0" : "",
-                 fs.latency_s * 1e6);
+                 fs.latency_s * 1e6, poor ? " UNRELIABLE: R^2 below 0.9 (cleave profile --links prints why: " : "",
+                 poor ? "receivers woken from sleep, or a per-byte cost that changes with the size)." : "");
         rc = exec_link_cluster(&c, &mc, &f, a.o.backend, note, &e);
         if (!rc && a.csv) rc = write_csv(a.csv, s, n, &f, &e);
         if (!rc) rc = cluster_save(&c, a.out, &e);

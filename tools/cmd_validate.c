@@ -141,6 +141,8 @@ typedef struct val_ctx {
     double fit_max_bytes;
     cluster_link link, sim_link;
     double post_s;          /* a SEND's cost on the sender's stream      */
+    double handoff_s;       /* post to the receiver holding it (probe)  */
+    char why[1024];         /* why the link fit is poor ("" when it is not) */
     const char *cost_source;
 } val_ctx;
 
@@ -179,12 +181,13 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
                exec_pipe_backend_name(c->a->backend), time_str(c->link.latency_s, b1, sizeof b1),
                c->link.bw_Bps * 1e-9, bytes_str(c->fit_max_bytes, b2, sizeof b2), c->fit.r2,
                100 * c->fit.rms_rel);
+    if (c->why[0]) printf("      the fit is %s\n", c->why);
     else
         printf("link: from %s: latency %s, bandwidth %.3f GB/s\n", c->a->links,
                time_str(c->link.latency_s, b1, sizeof b1), c->link.bw_Bps * 1e-9);
     if (c->link_used) {
-        printf("      a send costs its sender %s (measured now), added to the F or B before it;\n",
-               time_str(c->post_s, b1, sizeof b1));
+        printf("      a small message to a waiting receiver (measured now): %s one way, of which the send costs its sender %s, added to the F or B before it;\n",
+               time_str(c->post_s + c->handoff_s, b2, sizeof b2), time_str(c->post_s, b1, sizeof b1));
         if (c->sim_link.bw_Bps >= EXEC_VAL_HANDOFF_BPS)
             printf("      the rest of the latency, %s, is simulated as a hand-off: the per-byte cost is the copy inside F\n",
                    time_str(c->sim_link.latency_s, b1, sizeof b1));
@@ -269,16 +272,22 @@ static int get_link(val_ctx *c, plan *p, cl_err *e)
         double b[EXEC_LINK_MAX_SIZES], t[EXEC_LINK_MAX_SIZES];
         for (int i = 0; i < n; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
         if ((rc = exec_link_fit_ls(b, t, NULL, n, &c->fit, e))) return rc;
+        exec_link_explain(s, n, &c->fit, c->why, sizeof c->why);
         c->link_measured = 1;
         c->fit_max_bytes = (double)mx;
         c->link = (cluster_link){c->fit.bw_Bps, c->fit.latency_s};
     }
     if (c->link_used) {
-        int rc = exec_val_post_s(c->a->backend, &c->post_s, e);
+        int rc = exec_val_post_s(c->a->backend, &c->post_s, &c->handoff_s, e);
         if (rc) return rc;
         exec_val_add_posts(p, c->extra_rw, c->post_s);
     }
-    c->sim_link = exec_val_link(&c->link, c->a->backend, c->post_s);
+    /* threads: the hand-off is the probe's, measured with the waits the run
+     * will have (a receiver spinning or asleep: exec_val_post_s); a fit
+     * over all sizes mixes the two into one latency */
+    cluster_link l = c->link;
+    if (c->link_used && c->a->backend == EXEC_PIPE_THREADS) l.latency_s = c->post_s + c->handoff_s;
+    c->sim_link = exec_val_link(&l, c->a->backend, c->post_s);
     exec_val_set_link(p, &c->sim_link);
     return CL_OK;
 }
