@@ -176,13 +176,13 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
         printf("\n");
     }
     if (!c->link_used) printf("link: not used (one stage)\n");
-    else if (c->link_measured)
+    else if (c->link_measured) {
         printf("link: measured now (%s): latency %s, bandwidth %.3f GB/s (fit over 8 B..%s, R^2 %.4f, residuals rms %.1f%%)\n",
                exec_pipe_backend_name(c->a->backend), time_str(c->link.latency_s, b1, sizeof b1),
                c->link.bw_Bps * 1e-9, bytes_str(c->fit_max_bytes, b2, sizeof b2), c->fit.r2,
                100 * c->fit.rms_rel);
-    if (c->why[0]) printf("      the fit is %s\n", c->why);
-    else
+        if (c->why[0]) printf("      the fit is %s\n", c->why);
+    } else
         printf("link: from %s: latency %s, bandwidth %.3f GB/s\n", c->a->links,
                time_str(c->link.latency_s, b1, sizeof b1), c->link.bw_Bps * 1e-9);
     if (c->link_used) {
