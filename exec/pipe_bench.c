@@ -38,6 +38,7 @@
 #include "../planner/search.h"
 #include "../sim/sim.h"
 #include "../tools/fileio.h"
+#include "../tools/measure.h"
 #include "../tools/spawn.h"
 #include "gemm.h"
 #include "pipeline.h"
@@ -49,50 +50,6 @@
 
 static const char *const MODEL = "tests/data/pipe/cnn-even.json";
 static const char *const CLUSTER = "profiles/clusters/cpu-2cores.json";
-
-/* CPU the rest of the machine used during a measurement: busy jiffies of
- * all cores (/proc/stat) minus this process's and its children's CPU time,
- * as a fraction of the cores' capacity over the wall time.  The machine is
- * shared; a run with others' load near 0 measured the pipeline, not them. */
-typedef struct loadmeter {
-    double t, busy, ours;
-} loadmeter;
-
-static double cpu_busy_s(void)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return NAN;
-    unsigned long long v[8] = {0};
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    if (n < 5) return NAN;
-    double hz = (double)sysconf(_SC_CLK_TCK);
-    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz; /* all but idle, iowait */
-}
-
-static double ours_s(void)
-{
-    struct rusage a, b;
-    getrusage(RUSAGE_SELF, &a);
-    getrusage(RUSAGE_CHILDREN, &b);
-    return (double)(a.ru_utime.tv_sec + a.ru_stime.tv_sec + b.ru_utime.tv_sec + b.ru_stime.tv_sec) +
-           1e-6 * (double)(a.ru_utime.tv_usec + a.ru_stime.tv_usec + b.ru_utime.tv_usec + b.ru_stime.tv_usec);
-}
-
-static void load_start(loadmeter *l)
-{
-    l->t = exec_now();
-    l->busy = cpu_busy_s();
-    l->ours = ours_s();
-}
-
-static double load_others(const loadmeter *l)
-{
-    double wall = exec_now() - l->t, cores = (double)sysconf(_SC_NPROCESSORS_ONLN);
-    double x = (cpu_busy_s() - l->busy - (ours_s() - l->ours)) / (wall * cores);
-    return x < 0 ? 0 : x;
-}
 
 /* Keep the fastest of repeated measurements and the others' load during it. */
 static void keep(double sps, double others, double *best, double *best_others)
@@ -287,25 +244,25 @@ int exec_pipe_bench(const char *outdir, int quick)
     }
     int saved = ok[1] && plan_save(&pr[1].plan, pp, &e) == CL_OK;
     double o_seq = 0, o_sps[NC] = {0}, o_thr = 0, o_mpi = 0;
-    loadmeter lm;
+    cl_loadmeter lm;
     for (int r = 0; r < reps; r++) {
-        load_start(&lm);
+        cl_load_start(&lm);
         double x = run_sequential(&m, &tr, iters, lr);
-        keep(x, load_others(&lm), &seq, &o_seq);
+        keep(x, cl_load_others(&lm, cl_load_ours_s(&lm), NULL), &seq, &o_seq);
         for (int c = 0; c < NC; c++) {
             double b = 0;
-            load_start(&lm);
+            cl_load_start(&lm);
             x = ok[c] ? run_threads(&pr[c].plan, &tr, iters, lr, &b) : NAN;
             if (x > sps[c]) busy[c] = b;
-            keep(x, load_others(&lm), &sps[c], &o_sps[c]);
+            keep(x, cl_load_others(&lm, cl_load_ours_s(&lm), NULL), &sps[c], &o_sps[c]);
         }
         if (saved) { /* MPI against threads, both through the command */
-            load_start(&lm);
+            cl_load_start(&lm);
             x = run_cli(pp, "threads", iters, n);
-            keep(x, load_others(&lm), &thr_cli, &o_thr);
-            load_start(&lm);
+            keep(x, cl_load_others(&lm, cl_load_ours_s(&lm), NULL), &thr_cli, &o_thr);
+            cl_load_start(&lm);
             x = run_cli(pp, "mpi", iters, n);
-            keep(x, load_others(&lm), &mpi_cli, &o_mpi);
+            keep(x, cl_load_others(&lm, cl_load_ours_s(&lm), NULL), &mpi_cli, &o_mpi);
         }
     }
     if (saved) remove(pp);

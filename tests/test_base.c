@@ -3,10 +3,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../tools/fileio.h"
 #include "../tools/jsonx.h"
+#include "../tools/measure.h"
 #include "test.h"
 
 /* Parse `text` and fetch member `key` as an integer in [lo, hi]. */
@@ -121,6 +124,48 @@ static void test_atomic_write(void)
     free(dir);
 }
 
+static void spin_cpu(double s)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+    do clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+    while ((double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec) < s);
+}
+
+/* The load meter (validate's and bench pipe's "others' load"): 0.4 s of
+ * CPU spent by a process that is not ours (a grandchild, never waited for)
+ * counts as other load, and 0.4 s spent by ourselves counts as ours; on a
+ * loaded machine other load only adds, so lower bounds are what can be
+ * asserted (less 0.1 s for /proc/stat's ticks). */
+static void test_load_meter(void)
+{
+    cl_loadmeter lm;
+    cl_load_start(&lm);
+    int fd[2];
+    CU_ASSERT_FATAL(pipe(fd) == 0);
+    fflush(NULL);
+    pid_t c = fork();
+    CU_ASSERT_FATAL(c >= 0);
+    if (c == 0) {
+        if (fork() == 0) { /* the grandchild: spin, then say so */
+            spin_cpu(0.4);
+            ssize_t w = write(fd[1], "x", 1);
+            _exit(w == 1 ? 0 : 1);
+        }
+        _exit(0);
+    }
+    waitpid(c, NULL, 0);
+    close(fd[1]);
+    char x;
+    CU_ASSERT_EQUAL(read(fd[0], &x, 1), 1);
+    close(fd[0]);
+    spin_cpu(0.4);
+    double others_s = 0, share = cl_load_others(&lm, cl_load_ours_s(&lm), &others_s);
+    CU_ASSERT(others_s >= 0.3);
+    CU_ASSERT(cl_load_ours_s(&lm) >= 0.39);
+    CU_ASSERT(share > 0 && share <= 1);
+}
+
 TEST_SUITE(base)
 {
     test_add_suite("base");
@@ -128,4 +173,5 @@ TEST_SUITE(base)
     test_add("integer members are range- and type-checked", test_int_checks);
     test_add("unknown, duplicate members and format header", test_only_and_header);
     test_add("atomic writes never leave partial files", test_atomic_write);
+    test_add("load meter: a stranger's CPU is others', ours is ours", test_load_meter);
 }

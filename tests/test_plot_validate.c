@@ -12,12 +12,16 @@
 
 /* The shape cleave validate --json prints (tools/cmd_validate.c). */
 static const char results[] =
-    "{\"iteration_s\": {\"predicted\": 0.0123, \"measured\": 0.0131, \"error\": -0.061},\n"
+    "{\"format\": \"cleave-validation\", \"version\": 1, \"plan\": \"p.json\", \"others_load\": 0.02,\n"
+    " \"trustworthy\": true,\n"
+    " \"iteration_s\": {\"predicted\": 0.0123, \"measured\": 0.0131, \"error\": -0.061},\n"
     " \"throughput\": {\"predicted\": 5203, \"measured\": 4885, \"error\": 0.065},\n"
-    " \"worker0.busy_s\": {\"predicted\": 0.0101, \"measured\": 0.0108, \"error\": -0.065},\n"
-    " \"worker1.busy_s\": {\"predicted\": 0.0095, \"measured\": 0.0090, \"error\": 0.056},\n"
-    " \"worker0.peak_mem_bytes\": {\"predicted\": 5.1e6, \"measured\": 5.6e6, \"error\": -0.089},\n"
-    " \"worker1.peak_mem_bytes\": {\"predicted\": 3.9e6, \"measured\": 4.1e6, \"error\": null}}\n";
+    " \"workers\": [{\"worker\": 0, \"device\": \"core0\",\n"
+    "   \"busy_s\": {\"predicted\": 0.0101, \"measured\": 0.0108, \"error\": -0.065},\n"
+    "   \"peak_mem_bytes\": {\"predicted\": 5.1e6, \"measured\": 5.6e6, \"error\": -0.089}},\n"
+    "  {\"worker\": 1, \"device\": \"core1\",\n"
+    "   \"busy_s\": {\"predicted\": 0.0095, \"measured\": 0.0090, \"error\": 0.056},\n"
+    "   \"peak_mem_bytes\": {\"predicted\": 3.9e6, \"measured\": 4.1e6, \"error\": null}}]}\n";
 
 static void test_scatter(void)
 {
@@ -55,12 +59,18 @@ static void test_scatter(void)
 static void test_bad_results(void)
 {
     static const struct { const char *text, *expect; } cases[] = {
-        {"[1, 2]", "expected an object"},
-        {"{\"iteration_s\": 3}", "iteration_s: expected"},
-        {"{\"iteration_s\": {\"predicted\": 1}}", "iteration_s.measured: missing"},
-        {"{\"iteration_s\": {\"predicted\": -1, \"measured\": 1}}", "out of range"},
-        {"{\"throughput\": {\"predicted\": 1, \"measured\": 1}}", "no predicted/measured"},
-        {"{\"iteration_s\": {\"predicted\": 1, \"measured\": 1}", "truncated"},
+#define H "{\"format\": \"cleave-validation\", \"version\": 1, "
+        {"[1, 2]", "expected a JSON object"},
+        {"{\"iteration_s\": {\"predicted\": 1, \"measured\": 1}, \"workers\": []}", "format"},
+        {H "\"iteration_s\": 3, \"workers\": []}", "iteration_s: expected"},
+        {H "\"iteration_s\": {\"predicted\": 1}, \"workers\": []}", "iteration_s.measured: missing"},
+        {H "\"iteration_s\": {\"predicted\": -1, \"measured\": 1}, \"workers\": []}", "out of range"},
+        {H "\"iteration_s\": {\"predicted\": 1, \"measured\": 1}}", "workers: missing"},
+        {H "\"iteration_s\": {\"predicted\": 1, \"measured\": 1}, \"workers\": [{\"busy_s\": {\"predicted\": 1}}]}",
+         "workers[0].busy_s.measured: missing"},
+        {H "\"iteration_s\": {\"predicted\": 0, \"measured\": 0}, \"workers\": []}", "no predicted/measured"},
+        {H "\"iteration_s\": {\"predicted\": 1, \"measured\": 1}", "truncated"},
+#undef H
     };
     char *dir = test_tmpdir();
     char in[600], png[600], args[2000];

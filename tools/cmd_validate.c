@@ -17,6 +17,7 @@
 #include "../profiles/profile.h"
 #include "cli.h"
 #include "jsonx.h"
+#include "measure.h"
 
 #define DEFAULT_ITERS 20
 #define DEFAULT_REPS 20
@@ -143,6 +144,8 @@ typedef struct val_ctx {
     double post_s;          /* a SEND's cost on the sender's stream      */
     double handoff_s;       /* post to the receiver holding it (probe)  */
     char why[1024];         /* why the link fit is poor ("" when it is not) */
+    double others_load;     /* the machine's CPU other processes took while the
+                               plan ran, 0..1 (cl_load_others); NAN unknown */
     const char *cost_source;
 } val_ctx;
 
@@ -213,6 +216,19 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
            r->throughput.measured, 100 * r->throughput.error);
 }
 
+/* A run is trusted when other processes took at most this share of the
+ * machine's CPU while it ran: beyond it they preempt the workers and the
+ * measured times are theirs as much as the plan's (bench validate on a
+ * 2-core machine: errors of -58% and -69% at a load of 2 and more). */
+#define VAL_OTHERS_LOAD_MAX 0.10
+/* Shortest window that tells (ticks of 10 ms, a few of them off either way). */
+#define VAL_LOAD_MIN_WINDOW_S 1.0
+
+static int val_trustworthy(double others_load)
+{
+    return isfinite(others_load) && others_load <= VAL_OTHERS_LOAD_MAX;
+}
+
 static cJSON *qty_json(const exec_val_qty *q)
 {
     cJSON *o = cJSON_CreateObject();
@@ -224,19 +240,31 @@ static cJSON *qty_json(const exec_val_qty *q)
     return o;
 }
 
-static int print_json(const exec_val_report *r)
+/* docs/formats.md, "Validation results". */
+static int print_json(const val_ctx *c, const exec_val_report *r)
 {
     cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "format", "cleave-validation");
+    cJSON_AddNumberToObject(o, "version", 1);
+    cJSON_AddStringToObject(o, "plan", c->a->plan);
+    cJSON_AddStringToObject(o, "model", c->p->model.name);
+    cJSON_AddStringToObject(o, "schedule", sched_kind_name(c->p->schedule));
+    cJSON_AddStringToObject(o, "backend", exec_pipe_backend_name(c->a->backend));
+    if (isfinite(c->others_load)) cJSON_AddNumberToObject(o, "others_load", c->others_load);
+    else cJSON_AddNullToObject(o, "others_load");
+    if (isfinite(c->others_load)) cJSON_AddBoolToObject(o, "trustworthy", val_trustworthy(c->others_load));
+    else cJSON_AddNullToObject(o, "trustworthy"); /* too short a run to tell */
     cJSON_AddItemToObject(o, "iteration_s", qty_json(&r->iteration_s));
     cJSON_AddItemToObject(o, "throughput", qty_json(&r->throughput));
-    char name[64];
+    cJSON *ws = cJSON_AddArrayToObject(o, "workers");
     for (int i = 0; i < r->n_workers; i++) {
-        snprintf(name, sizeof name, "worker%d.busy_s", i);
-        cJSON_AddItemToObject(o, name, qty_json(&r->w[i].busy_s));
-    }
-    for (int i = 0; i < r->n_workers; i++) {
-        snprintf(name, sizeof name, "worker%d.peak_mem_bytes", i);
-        cJSON_AddItemToObject(o, name, qty_json(&r->w[i].peak_mem));
+        cJSON *w = cJSON_CreateObject();
+        cJSON_AddNumberToObject(w, "worker", i);
+        cJSON_AddStringToObject(w, "device", c->p->cluster.devices[r->w[i].device].id);
+        cJSON_AddNumberToObject(w, "stage", r->w[i].stage);
+        cJSON_AddItemToObject(w, "busy_s", qty_json(&r->w[i].busy_s));
+        cJSON_AddItemToObject(w, "peak_mem_bytes", qty_json(&r->w[i].peak_mem));
+        cJSON_AddItemToArray(ws, w);
     }
     return jx_puts(o);
 }
@@ -322,6 +350,10 @@ int cmd_validate(int argc, char **argv)
     }
     int rank = 0, size = 1;
     if (!rc && a.backend == EXEC_PIPE_MPI) rc = exec_pipe_mpi_world(&rank, &size, &e);
+    /* other load over profiling and the run: /proc/stat counts in ticks
+     * of 10 ms, so the window must be long enough to tell */
+    cl_loadmeter lm;
+    cl_load_start(&lm);
     exec_val_extra *extra = cl_calloc((size_t)p.n_stages, sizeof *extra);
     val_ctx c = {.a = &a, .p = &p, .extra = extra, .extra_rw = extra};
     /* costs: rank 0 times the layers and the optimiser steps alone */
@@ -351,11 +383,21 @@ int cmd_validate(int argc, char **argv)
     exec_pipe_result meas;
     memset(&meas, 0, sizeof meas);
     if (!rc) rc = exec_val_measure(&p, a.backend, (int)a.iters, a.plan, a.trace, &meas, &e);
+    /* under MPI the other ranks are the run too, not other load */
+    double ours = cl_load_ours_s(&lm);
+    if (a.backend == EXEC_PIPE_MPI && size > 1) MPI_Allreduce(MPI_IN_PLACE, &ours, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    c.others_load = cl_now_s() - lm.t >= VAL_LOAD_MIN_WINDOW_S ? cl_load_others(&lm, ours, NULL) : NAN;
+    if (!rc && rank == 0 && !isfinite(c.others_load))
+        fprintf(stderr, "cleave validate: note: %s ran too briefly (under %.0f s with its profiling) to tell whether other processes took the CPU meanwhile (hint: more --iterations)\n",
+                a.plan, VAL_LOAD_MIN_WINDOW_S);
+    else if (!rc && rank == 0 && !val_trustworthy(c.others_load))
+        fprintf(stderr, "cleave validate: warning: other processes took %.0f%% of the machine's CPU while %s ran, so the measured times are partly theirs; the comparison is not to be trusted (hint: validate on a quiet machine)\n",
+                100 * c.others_load, a.plan);
     exec_val_report rep;
     memset(&rep, 0, sizeof rep);
     if (!rc && rank == 0) rc = exec_val_compare(&p, extra, &pred, &meas, &rep, &e);
     if (!rc && rank == 0) {
-        if (a.json) rc = print_json(&rep);
+        if (a.json) rc = print_json(&c, &rep);
         else print_table(&c, &rep);
     }
     exec_val_report_free(&rep);

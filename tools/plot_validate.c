@@ -2,11 +2,12 @@
  * predicted against measured from `cleave validate --json` results, as a
  * scatter with the y = x line (validate.gp).
  *
- * A results file is an object of quantities {"predicted", "measured",
- * "error"}.  Members named *_s are times (drawn in ms: "iteration_s" and
- * the per-worker "workerN.busy_s"), *_bytes are memory; others (the
- * throughput, the inverse of the iteration time) are not drawn.  Several
- * files put all their points on one chart, e.g. one per validated plan.
+ * A results file ("format": "cleave-validation") holds quantities
+ * {"predicted", "measured", "error"}: the iteration time and each worker's
+ * busy time are drawn on the time panel, each worker's peak memory on the
+ * memory panel (the throughput, the inverse of the iteration time, is not
+ * drawn).  Several files put all their points on one chart, e.g. one per
+ * validated plan.
  */
 #include <math.h>
 #include <stdio.h>
@@ -38,46 +39,57 @@ static void add(pv_set *s, double m, double pr, int series)
     s->p[s->n++] = (pv_point){m, pr, series};
 }
 
-static int ends_with(const char *s, const char *suffix)
+/* One quantity {"predicted", "measured", "error"} at path.key: a point in
+ * the set when both are above zero (nothing measured or predicted: none). */
+static int quantity(jx *j, const cJSON *obj, const char *path, const char *key, pv_set *s, int series,
+                    int *found)
 {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
+    const cJSON *q;
+    char p[160];
+    int rc = jx_object(j, obj, path, key, 1, &q);
+    if (rc) return rc;
+    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
+    double pr = 0, me = 0;
+    if ((rc = jx_num(j, q, p, "predicted", 1, 0, HUGE_VAL, &pr)) ||
+        (rc = jx_num(j, q, p, "measured", 1, 0, HUGE_VAL, &me)))
+        return rc;
+    if (pr > 0 && me > 0) {
+        add(s, me, pr, series);
+        ++*found;
+    }
+    return CL_OK;
 }
 
+/* A results file of cleave validate --json (docs/formats.md, "Validation
+ * results"): the iteration time, and per worker its busy time and peak
+ * memory. */
 static int read_results(const char *path, pv_set *time, pv_set *mem, cl_err *e)
 {
     cJSON *root;
     int rc = jx_parse_file(path, &root, e);
     if (rc) return rc;
     jx j = {path, e};
-    if (!cJSON_IsObject(root)) {
-        rc = jx_fail(&j, "", "expected an object of quantities, as cleave validate --json prints");
-        cJSON_Delete(root);
-        return rc;
-    }
+    const cJSON *ws = NULL;
     int found = 0;
-    for (const cJSON *q = root->child; q && !rc; q = q->next) {
-        const char *name = q->string;
-        int is_time = ends_with(name, "_s"), is_mem = ends_with(name, "_bytes");
-        if (!is_time && !is_mem) continue;
-        if (!cJSON_IsObject(q)) {
-            rc = jx_fail(&j, name, "expected {\"predicted\": ..., \"measured\": ...}");
-            break;
+    if (!(rc = jx_header(&j, root, "cleave-validation", 1, NULL)) &&
+        !(rc = quantity(&j, root, "", "iteration_s", time, 1, &found)) &&
+        !(rc = jx_array(&j, root, "", "workers", 1, 0, 1 << 20, &ws))) {
+        int i = 0;
+        for (const cJSON *w = ws->child; w && !rc; w = w->next, i++) {
+            char p[64];
+            snprintf(p, sizeof p, "workers[%d]", i);
+            if (!cJSON_IsObject(w)) rc = jx_fail(&j, p, "expected a worker object");
+            else if (!(rc = quantity(&j, w, p, "busy_s", time, 2, &found)))
+                rc = quantity(&j, w, p, "peak_mem_bytes", mem, 1, &found);
         }
-        double pr = 0, me = 0;
-        if ((rc = jx_num(&j, q, name, "predicted", 1, 0, HUGE_VAL, &pr)) ||
-            (rc = jx_num(&j, q, name, "measured", 1, 0, HUGE_VAL, &me)))
-            break;
-        if (!(pr > 0) || !(me > 0)) continue; /* nothing measured (or predicted) to compare */
-        if (is_time)
-            add(time, me, pr, !strcmp(name, "iteration_s") ? 1 : ends_with(name, ".busy_s") ? 2 : 3);
-        else
-            add(mem, me, pr, 1);
-        found++;
     }
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "trustworthy");
+    if (!rc && cJSON_IsFalse(t))
+        fprintf(stderr, "cleave plot: note: %s was measured while other processes took the CPU (\"trustworthy\": false); its points may be off\n",
+                path);
     cJSON_Delete(root);
     if (!rc && !found)
-        rc = cl_fail(e, CL_EINPUT, "%s: no predicted/measured times (*_s) or memory (*_bytes) above zero to draw "
+        rc = cl_fail(e, CL_EINPUT, "%s: no predicted/measured times or memory above zero to draw "
                      "(hint: the output of cleave validate --json)", path);
     return rc;
 }
