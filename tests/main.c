@@ -42,12 +42,19 @@ void test_add(const char *name, void (*fn)(void))
     }
 }
 
-static char *slurp(const char *path)
+char *test_slurp(const char *path)
 {
     char *s = NULL;
     cl_err e = {0};
-    if (cl_read_file(path, (size_t)64 << 20, &s, NULL, &e)) return cl_strdup("");
+    if (cl_read_file(path, (size_t)256 << 20, &s, NULL, &e)) return NULL;
     return s;
+}
+
+/* a command's captured output: "" when there was none to read */
+static char *slurp(const char *path)
+{
+    char *s = test_slurp(path);
+    return s ? s : cl_strdup("");
 }
 
 int test_run_cli(const char *args, char **out, char **err)

@@ -24,6 +24,9 @@ void test_add(const char *name, void (*fn)(void));
  * and returns the exit status (128+signal if killed). */
 int test_run_cli(const char *args, char **out, char **err);
 
+/* A file's whole text (at most 256 MiB), or NULL when it cannot be read;
+ * caller frees. */
+char *test_slurp(const char *path);
 /* A fresh empty folder under /tmp for this test's output files; caller frees. */
 char *test_tmpdir(void);
 /* Run CLEAVE_BIN with argv (argv[0] included, NULL-terminated) with its

@@ -9,14 +9,6 @@
 #include "../tools/fileio.h"
 #include "test.h"
 
-static char *slurp(const char *path)
-{
-    char *s = NULL;
-    cl_err e = {0};
-    if (cl_read_file(path, 1 << 20, &s, NULL, &e)) return NULL;
-    return s;
-}
-
 static int count_lines(const char *s)
 {
     int n = 0;
@@ -60,7 +52,7 @@ static void test_train_synthetic(void)
     CU_ASSERT_STRING_EQUAL(err, ""); /* no progress bar: stderr is not a terminal */
     free(out);
     free(err);
-    char *a = slurp(log1);
+    char *a = test_slurp(log1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT_EQUAL(count_lines(a), 3);
     CU_ASSERT(strncmp(a, "epoch,loss,train_acc,test_acc,test_loss,samples_per_s,elapsed_s,lr\n", 67) == 0);
@@ -69,7 +61,7 @@ static void test_train_synthetic(void)
              "train --model tests/data/exec/tiny-mlp.json --synthetic 400 --epochs 2 --batch 16 --seed 3 --log %s",
              log2);
     CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
-    char *b = slurp(log2);
+    char *b = test_slurp(log2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     char *sa = strip_timing(a), *sb = strip_timing(b);
     CU_ASSERT_STRING_EQUAL(sa, sb);

@@ -25,14 +25,6 @@
 
 static int exists(const char *path) { return access(path, F_OK) == 0; }
 
-static char *slurp(const char *path)
-{
-    char *t = NULL;
-    cl_err e = {0};
-    if (cl_read_file(path, 1 << 26, &t, NULL, &e)) return NULL;
-    return t;
-}
-
 static void put_file(const char *path, const char *text)
 {
     cl_err e = {0};
@@ -98,7 +90,7 @@ static void test_gnuplot_literal(void)
         char *argv[] = {"gnuplot", gp, NULL};
         int st = cl_spawn_wait(argv, NULL);
         CU_ASSERT(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-        char *back = slurp(got), *want = cl_malloc(strlen(s) + 2);
+        char *back = test_slurp(got), *want = cl_malloc(strlen(s) + 2);
         size_t n = 0;
         for (const char *c = s; *c; c++)
             want[n++] = (*c == '\n' || !((unsigned char)*c < 0x20 || *c == 0x7f)) ? *c : '?';
@@ -144,7 +136,7 @@ static void test_python_literal(void)
             char *argv[] = {"python3", py, NULL};
             int st = cl_spawn_wait(argv, NULL);
             CU_ASSERT(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-            char *back = slurp(got);
+            char *back = test_slurp(got);
             CU_ASSERT_PTR_NOT_NULL_FATAL(back);
             CU_ASSERT_STRING_EQUAL(back, s);
             free(back);
@@ -216,7 +208,7 @@ static void test_spawn_no_shell(void)
     char *argv[] = {"printf", "%s", arg, NULL};
     int st = cl_spawn_wait(argv, out);
     CU_ASSERT(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    char *back = slurp(out);
+    char *back = test_slurp(out);
     CU_ASSERT(back && strcmp(back, arg) == 0);
     free(back);
     CU_ASSERT_FALSE(exists(marker));

@@ -27,23 +27,15 @@
 
 static int exists(const char *path) { return access(path, F_OK) == 0; }
 
-static char *slurp(const char *path)
-{
-    char *t = NULL;
-    cl_err e = {0};
-    if (cl_read_file(path, 1 << 26, &t, NULL, &e)) return NULL;
-    return t;
-}
-
 /* cleave args... with stdout and stderr in dir/out, dir/err (no shell). */
 static int run(char **args, const char *dir, char **out, char **err)
 {
     int st = tproc_reap(tproc_cleave(args, dir));
     char p[600];
     snprintf(p, sizeof p, "%s/out", dir);
-    char *o = slurp(p);
+    char *o = test_slurp(p);
     snprintf(p, sizeof p, "%s/err", dir);
-    char *e = slurp(p);
+    char *e = test_slurp(p);
     if (out) *out = o; else free(o);
     if (err) *err = e; else free(e);
     return st;
@@ -66,7 +58,7 @@ static int replace_str(cJSON *node, const char *key, const char *old, const char
 /* src with member key == old set to value, written to dst. */
 static void edited(const char *src, const char *dst, const char *key, const char *old, const char *value)
 {
-    char *t = slurp(src);
+    char *t = test_slurp(src);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     cJSON *root = cJSON_Parse(t);
     free(t);
@@ -149,7 +141,7 @@ static void test_names_refused(void)
     }
     /* a PipeDream node id names a layer too */
     snprintf(in, sizeof in, "%s/graph.txt", dir);
-    char *g = slurp("tests/data/pipedream/branch7.txt"), *bad = with_marker("node`id>%M`", marker) /* one word */;
+    char *g = test_slurp("tests/data/pipedream/branch7.txt"), *bad = with_marker("node`id>%M`", marker) /* one word */;
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     char *at = strstr(g, "node5 -- Add");
     CU_ASSERT_PTR_NOT_NULL_FATAL(at);
@@ -230,7 +222,7 @@ static void test_plot_verbatim(void)
         CU_ASSERT_EQUAL(st, 0);
         if (st) fprintf(stderr, "\n  plot: %s", err);
         free(err);
-        char *img = slurp(svg);
+        char *img = test_slurp(svg);
         CU_ASSERT_PTR_NOT_NULL(img);
         for (int i = 0; i < n; i++) CU_ASSERT(svg_has(img, labels[i]));
         /* the title: each line as it is, other control bytes as '?' */
@@ -248,7 +240,7 @@ static void test_plot_verbatim(void)
      * trace's file name */
     char *mem[] = {"plot", tr, "--kind", "memory", "-o", msvg, NULL};
     CU_ASSERT_EQUAL(run(mem, dir, NULL, NULL), 0);
-    char *img = slurp(msvg);
+    char *img = test_slurp(msvg);
     for (int i = 0; i < n; i++) CU_ASSERT(svg_has(img, labels[i]));
     CU_ASSERT(svg_has(img, strrchr(tr, '/') + 1));
     free(img);
@@ -304,7 +296,7 @@ static void test_every_allowed_character(void)
     CU_ASSERT_EQUAL(c.n_rows, 1);
     CU_ASSERT_STRING_EQUAL(test_csv_get(&c, 0, "cluster"), name);
     test_csv_free(&c);
-    char *img = slurp(svg);
+    char *img = test_slurp(svg);
     CU_ASSERT(svg_has(img, name));
     free(img);
     /* the torch export: split points keyed by layer names */
@@ -314,7 +306,7 @@ static void test_every_allowed_character(void)
     CU_ASSERT_FATAL(run(mk, dir, NULL, NULL) == 0);
     char *ex[] = {"export", plan, "--to", "torch", "-o", py, NULL};
     CU_ASSERT_EQUAL(run(ex, dir, NULL, NULL), 0);
-    char *text = slurp(py);
+    char *text = test_slurp(py);
     char *lit = esc_python(name);
     CU_ASSERT(text && strstr(text, lit)); /* the split is at that layer (see the plan above) */
     free(lit);
@@ -332,7 +324,7 @@ static void test_every_allowed_character(void)
                          py, NULL};
         int st = cl_spawn_wait(check, keys);
         CU_ASSERT(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-        char *k = slurp(keys);
+        char *k = test_slurp(keys);
         CU_ASSERT(k && !strcmp(k, name));
         if (k && strcmp(k, name)) fprintf(stderr, "\n  split_spec keys: %s", k);
         free(k);

@@ -19,17 +19,8 @@
 #include "../planner/exact.h"
 #include "../planner/merge.h"
 #include "test.h"
+#include "test_rand.h"
 
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
-static int irand(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
 
 /* kind: 0 random chain, 1 random DAG (skip connections), 2 uniform chain
  * (equal layers, equal devices), 3 near-uniform chain (layers within 1%),

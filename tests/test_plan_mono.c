@@ -25,18 +25,9 @@
 #include "../planner/search.h"
 #include "../tools/study.h"
 #include "test.h"
+#include "test_rand.h"
 #include "test_csv.h"
 
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
-static int irand(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
 
 /* A random model of block layers (a chain, or a DAG with skips and joins)
  * and its profile at batch sizes 1, 2, 4, ..., 16: time = a + c x batch, so

@@ -137,14 +137,6 @@ static void test_inter_node_level(void)
     sim_uniform_free(&p);
 }
 
-static char *slurp(const char *path)
-{
-    cl_err e = {0};
-    char *s = NULL;
-    if (cl_read_file(path, (size_t)256 << 20, &s, NULL, &e)) return NULL;
-    return s;
-}
-
 static void test_trace_deterministic_and_valid(void)
 {
     char *dir = test_tmpdir(), a[512], b[512];
@@ -161,7 +153,7 @@ static void test_trace_deterministic_and_valid(void)
     sim_result r1, r2;
     CU_ASSERT_EQUAL_FATAL(run(&p, SCHED_INTERLEAVED, 4, 2, 1, &r1, a, &e), 0);
     CU_ASSERT_EQUAL_FATAL(run(&p, SCHED_INTERLEAVED, 4, 2, 1, &r2, b, &e), 0);
-    char *ta = slurp(a), *tb = slurp(b);
+    char *ta = test_slurp(a), *tb = test_slurp(b);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ta);
     CU_ASSERT_PTR_NOT_NULL_FATAL(tb);
     CU_ASSERT_STRING_EQUAL(ta, tb);
