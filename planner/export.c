@@ -96,6 +96,9 @@ static int check_contiguous(const plan *p, plan_target t, const char *file, cl_e
 typedef struct plan_export_origin {
     sched_kind schedule;
     plan_pred pred;
+    /* the re-simulated run's worst device over its memory (over > 0), if any */
+    int over_dev;
+    double need_bytes, cap_bytes;
 } plan_export_origin;
 
 /* What the frameworks run of a plan: one data-parallel degree r for all
@@ -142,7 +145,8 @@ static void header(sbuf *b, const plan *p, plan_target t, const plan_export_orig
     put(b, "# %s for model %s: %d stage%s", what, name, p->n_stages, p->n_stages == 1 ? "" : "s");
     free(name);
     if (p->chunks > 1) put(b, " (%d devices x %d chunks)", p->n_stages / p->chunks, p->chunks);
-    put(b, ", data-parallel degree %d (%d devices)\n", rn->r, p->n_stages / p->chunks * rn->r);
+    int devs = p->n_stages / p->chunks * rn->r;
+    put(b, ", data-parallel degree %d (%d device%s)\n", rn->r, devs, devs == 1 ? "" : "s");
     put(b, "# batch %d per iteration = %d replica%s x %d microbatch%s x %d samples\n", p->batch, rn->r,
         rn->r == 1 ? "" : "s", rn->gas, rn->gas == 1 ? "" : "es", p->microbatch);
     if (planned && planned->schedule != p->schedule) {
@@ -150,11 +154,16 @@ static void header(sbuf *b, const plan *p, plan_target t, const plan_export_orig
         put_pred(b, &planned->pred);
         put(b, "), is not one %s runs;\n# this is the same partition and batch under %s, simulated by cleave: ",
             target_names[t], sched_kind_name(p->schedule));
+        put_pred(b, &p->pred);
+        put(b, "\n");
+        if (planned->need_bytes > planned->cap_bytes)
+            put(b, "# WARNING: this run needs %.2f GiB on device %d, over its %.2f GiB\n",
+                planned->need_bytes / (1 << 30), planned->over_dev, planned->cap_bytes / (1 << 30));
     } else {
         put(b, "# schedule %s, predicted by cleave: ", sched_kind_name(p->schedule));
+        put_pred(b, &p->pred);
+        put(b, "\n");
     }
-    put_pred(b, &p->pred);
-    put(b, "\n");
 }
 
 /* ---------------------------------------------------------------- torch -- */
@@ -396,7 +405,7 @@ int plan_export(const plan *p, plan_target t, const char *file, char **text, cl_
 {
     *text = NULL;
     if ((unsigned)t >= PLAN_TO_COUNT) return cl_fail(e, CL_EINPUT, "unknown export target");
-    plan_export_origin from = {p->schedule, p->pred}, *planned = NULL;
+    plan_export_origin from = {p->schedule, p->pred, -1, 0, 0}, *planned = NULL;
     plan sync = *p; /* shallow: only the schedule and figures differ */
     sched_kind kind = plan_export_schedule(p, t);
     if (kind != p->schedule) {
@@ -409,6 +418,16 @@ int plan_export(const plan *p, plan_target t, const char *file, char **text, cl_
         sync.pred.throughput = r.throughput;
         sync.pred.bubble = r.bubble;
         sync.pred.speedup = r.speedup;
+        for (int i = 0; i < r.n_dev; i++) { /* a schedule with more in flight may not fit */
+            int d = r.dev[i].device;
+            if (d < 0 || d >= p->cluster.n_devices) continue;
+            double cap = (double)p->cluster.types[p->cluster.devices[d].type].mem_bytes;
+            if (r.dev[i].peak_mem_bytes - cap > from.need_bytes - from.cap_bytes) {
+                from.over_dev = d;
+                from.need_bytes = r.dev[i].peak_mem_bytes;
+                from.cap_bytes = cap;
+            }
+        }
         sim_result_free(&r);
         planned = &from;
     }

@@ -201,7 +201,14 @@ static void test_async_figure(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
     const cJSON *thr = cJSON_GetObjectItem(j, "throughput");
     CU_ASSERT_FATAL(cJSON_IsNumber(thr));
-    double sync = thr->valuedouble;
+    double sync = thr->valuedouble, peak = 0;
+    const cJSON *devs = cJSON_GetObjectItem(j, "devices"), *d;
+    cJSON_ArrayForEach(d, devs)
+    {
+        const cJSON *m = cJSON_GetObjectItem(d, "peak_mem_bytes");
+        if (cJSON_IsNumber(m) && m->valuedouble > peak) peak = m->valuedouble;
+    }
+    CU_ASSERT_TRUE(peak > 0);
     cJSON_Delete(j);
     free(so);
     free(se);
@@ -222,6 +229,20 @@ static void test_async_figure(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(t, planned));
         free(t);
         free(err);
+    }
+    /* the 1f1b run over the devices' memory: said, with its peak; within it: not */
+    for (int over = 0; over < 2; over++) {
+        for (int k = 0; k < p.cluster.n_types; k++)
+            p.cluster.types[k].mem_bytes = (uint64_t)(over ? peak - (1 << 30) : peak + (1 << 30));
+        cl_err e = {0};
+        CU_ASSERT_EQUAL_FATAL(plan_save(&p, out, &e), CL_OK);
+        char *t = export(out, "torch", NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        char want[96];
+        snprintf(want, sizeof want, "# WARNING: this run needs %.2f GiB", peak / (1 << 30));
+        if (over) CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
+        else CU_ASSERT_PTR_NULL(strstr(t, "WARNING"));
+        free(t);
     }
     plan_free(&p);
     remove(out);
