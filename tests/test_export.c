@@ -240,8 +240,11 @@ static void test_async_figure(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(t);
         char want[96];
         snprintf(want, sizeof want, "# WARNING: this run needs %.2f GiB", peak / (1 << 30));
-        if (over) CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
-        else CU_ASSERT_PTR_NULL(strstr(t, "WARNING"));
+        if (over) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
+        } else {
+            CU_ASSERT_PTR_NULL(strstr(t, "WARNING"));
+        }
         free(t);
     }
     plan_free(&p);
