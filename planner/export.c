@@ -409,11 +409,15 @@ int plan_export(const plan *p, plan_target t, const char *file, char **text, cl_
     plan sync = *p; /* shallow: only the schedule and figures differ */
     sched_kind kind = plan_export_schedule(p, t);
     if (kind != p->schedule) {
+        /* refuse what the target cannot take before simulating anything */
+        run rn;
+        int rc = t == PLAN_TO_DEEPSPEED || t == PLAN_TO_DEEPSPEED_MODULE ? deepspeed_run(p, t, file, &rn, e)
+                                                                          : plan_run(p, t, file, &rn, e);
+        if (rc) return rc;
         /* the target's run of this partition and batch, with its own figure */
         sync.schedule = kind;
         sim_result r;
-        int rc = sim_predict(&sync, &r, e);
-        if (rc) return rc;
+        if ((rc = sim_predict(&sync, &r, e))) return rc;
         sync.pred.iteration_s = r.iteration_s;
         sync.pred.throughput = r.throughput;
         sync.pred.bubble = r.bubble;
