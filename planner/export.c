@@ -6,10 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/sim.h"
 #include "../tools/escape.h"
 #include "export.h"
 
-static const char *const target_names[] = {"torch", "deepspeed", "megatron"};
+static const char *const target_names[] = {"torch", "deepspeed", "deepspeed-module", "megatron"};
 _Static_assert(sizeof target_names / sizeof target_names[0] == PLAN_TO_COUNT, "target names");
 
 const char *plan_target_name(plan_target t)
@@ -23,6 +24,30 @@ int plan_target_from_name(const char *name)
     for (int t = 0; t < PLAN_TO_COUNT; t++)
         if (name && strcmp(name, target_names[t]) == 0) return t;
     return -1;
+}
+
+/* Does target t run schedule k?  One stage has nothing to pipeline, so every
+ * target runs the sequential kind. */
+static int target_runs(plan_target t, sched_kind k)
+{
+    if (k == SCHED_SEQUENTIAL) return 1;
+    switch (t) {
+    case PLAN_TO_TORCH: /* torch.distributed.pipelining's schedule classes */
+        return k == SCHED_GPIPE || k == SCHED_1F1B || k == SCHED_INTERLEAVED || k == SCHED_ZBH1;
+    case PLAN_TO_DEEPSPEED:
+    case PLAN_TO_DEEPSPEED_MODULE: /* PipelineEngine's TrainSchedule: 1F1B */
+        return k == SCHED_1F1B;
+    case PLAN_TO_MEGATRON: /* 1F1B, interleaved with virtual stages */
+        return k == SCHED_1F1B || k == SCHED_INTERLEAVED;
+    default: return 0;
+    }
+}
+
+sched_kind plan_export_schedule(const plan *p, plan_target t)
+{
+    /* interleaving changes the stages; a target without it refuses instead */
+    if (target_runs(t, p->schedule) || p->chunks > 1) return p->schedule;
+    return SCHED_1F1B;
 }
 
 /* ------------------------------------------------------------- buffer -- */
@@ -67,28 +92,78 @@ static int check_contiguous(const plan *p, plan_target t, const char *file, cl_e
     return CL_OK;
 }
 
-/* One replica count for all stages; returns it, or -1 after failing. */
-static int uniform_replicas(const plan *p, plan_target t, const char *file, cl_err *e)
+/* The plan as planned, when the export is its re-simulated run. */
+typedef struct plan_export_origin {
+    sched_kind schedule;
+    plan_pred pred;
+    /* the re-simulated run's worst device over its memory (over > 0), if any */
+    int over_dev;
+    double need_bytes, cap_bytes;
+} plan_export_origin;
+
+/* What the frameworks run of a plan: one data-parallel degree r for all
+ * stages (they replicate whole pipelines) and the same number of
+ * microbatches on every replica (microbatch i runs on replica i mod r), so
+ * global batch = microbatch x gas x r with gas = microbatches / r. */
+typedef struct run {
+    int r;   /* data-parallel degree                                  */
+    int gas; /* microbatches per replica and iteration                */
+} run;
+
+static int plan_run(const plan *p, plan_target t, const char *file, run *out, cl_err *e)
 {
+    int rc = check_contiguous(p, t, file, e);
+    if (rc) return rc;
     int r = p->stages[0].n_replicas;
     for (int s = 1; s < p->n_stages; s++)
-        if (p->stages[s].n_replicas != r) {
-            cl_fail(e, CL_EINPUT,
-                    "%s: stages[0] has %d replicas but stages[%d] has %d; %s replicates whole pipelines (one data-parallel degree) (hint: plan with --no-replication)",
-                    file, r, s, p->stages[s].n_replicas, target_names[t]);
-            return -1;
-        }
-    return r;
+        if (p->stages[s].n_replicas != r)
+            return cl_fail(e, CL_EINPUT,
+                           "%s: stages[0] has %d replicas but stages[%d] has %d; %s replicates whole pipelines (one data-parallel degree) (hint: plan with --no-replication)",
+                           file, r, s, p->stages[s].n_replicas, target_names[t]);
+    if (p->n_micro % r)
+        return cl_fail(e, CL_EINPUT,
+                       "%s: %d microbatches over %d replicas leave them unequal; %s gives every data-parallel replica the same number (hint: plan with --microbatches a multiple of %d)",
+                       file, p->n_micro, r, target_names[t], r);
+    out->r = r;
+    out->gas = p->n_micro / r;
+    return CL_OK;
 }
 
-static void header(sbuf *b, const plan *p, const char *what)
+static void put_pred(sbuf *b, const plan_pred *pr)
+{
+    if (pr->iteration_s > 0 && pr->throughput > 0)
+        put(b, "%.6g s per iteration, %.1f samples/s", pr->iteration_s, pr->throughput);
+    else
+        put(b, "no prediction in the plan");
+}
+
+/* The run the export states: partition, batch split, schedule, figure. */
+static void header(sbuf *b, const plan *p, plan_target t, const plan_export_origin *planned, const run *rn,
+                   const char *what)
 {
     char *name = esc_python(p->model.name); /* no line break survives, so the comment stays one */
     put(b, "# %s for model %s: %d stage%s", what, name, p->n_stages, p->n_stages == 1 ? "" : "s");
     free(name);
     if (p->chunks > 1) put(b, " (%d devices x %d chunks)", p->n_stages / p->chunks, p->chunks);
-    put(b, "\n# from a cleave plan: schedule %s, batch %d = %d microbatches of %d\n",
-        sched_kind_name(p->schedule), p->batch, p->n_micro, p->microbatch);
+    int devs = p->n_stages / p->chunks * rn->r;
+    put(b, ", data-parallel degree %d (%d device%s)\n", rn->r, devs, devs == 1 ? "" : "s");
+    put(b, "# batch %d per iteration = %d replica%s x %d microbatch%s x %d samples\n", p->batch, rn->r,
+        rn->r == 1 ? "" : "s", rn->gas, rn->gas == 1 ? "" : "es", p->microbatch);
+    if (planned && planned->schedule != p->schedule) {
+        put(b, "# the plan's schedule, %s (predicted ", sched_kind_name(planned->schedule));
+        put_pred(b, &planned->pred);
+        put(b, "), is not one %s runs;\n# this is the same partition and batch under %s, simulated by cleave: ",
+            target_names[t], sched_kind_name(p->schedule));
+        put_pred(b, &p->pred);
+        put(b, "\n");
+        if (planned->need_bytes > planned->cap_bytes)
+            put(b, "# WARNING: this run needs %.2f GiB on device %d, over its %.2f GiB\n",
+                planned->need_bytes / (1 << 30), planned->over_dev, planned->cap_bytes / (1 << 30));
+    } else {
+        put(b, "# schedule %s, predicted by cleave: ", sched_kind_name(p->schedule));
+        put_pred(b, &p->pred);
+        put(b, "\n");
+    }
 }
 
 /* ---------------------------------------------------------------- torch -- */
@@ -104,15 +179,17 @@ static const char *torch_schedule(sched_kind k)
     }
 }
 
-static int to_torch(const plan *p, const char *file, sbuf *b, cl_err *e)
+static int to_torch(const plan *p, const plan_export_origin *planned, const char *file, sbuf *b, cl_err *e)
 {
-    int rc = check_contiguous(p, PLAN_TO_TORCH, file, e);
+    run rn;
+    int rc = plan_run(p, PLAN_TO_TORCH, file, &rn, e);
     if (rc) return rc;
-    int r = uniform_replicas(p, PLAN_TO_TORCH, file, e);
-    if (r < 0) return CL_EINPUT;
-    header(b, p, "torch.distributed.pipelining split points");
+    header(b, p, PLAN_TO_TORCH, planned, &rn, "torch.distributed.pipelining split points");
     put(b, "# Keys are the model's layer names; they must be the module names (FQNs)\n"
-           "# of your torch model, as they are for the zoo's torchvision-named models.\n");
+           "# of your torch model, as they are for the zoo's torchvision-named models.\n"
+           "# Each of the data_parallel_degree pipelines passes batch_per_replica samples\n"
+           "# to schedule.step() per iteration and all-reduces its stages' gradients\n"
+           "# with the same stage of the other pipelines (e.g. DDP over that group).\n");
     put(b, "from torch.distributed.pipelining import SplitPoint\n\n");
     put(b, "split_spec = {\n");
     for (int s = 1; s < p->n_stages; s++) {
@@ -122,46 +199,75 @@ static int to_torch(const plan *p, const char *file, sbuf *b, cl_err *e)
     }
     put(b, "}\n");
     put(b, "n_stages = %d\n", p->n_stages);
-    put(b, "n_microbatches = %d\n", p->n_micro);
-    if (r > 1) put(b, "data_parallel_degree = %d  # each stage on %d devices\n", r, r);
+    put(b, "data_parallel_degree = %d  # pipelines; world size %d\n", rn.r, p->n_stages / p->chunks * rn.r);
+    put(b, "n_microbatches = %d  # per pipeline and iteration (the schedule's n_microbatches)\n", rn.gas);
+    put(b, "microbatch_size = %d\n", p->microbatch);
+    put(b, "batch_per_replica = %d  # n_microbatches x microbatch_size\n", rn.gas * p->microbatch);
+    put(b, "global_batch_size = %d  # data_parallel_degree x batch_per_replica, the plan's batch\n", p->batch);
     const char *cls = torch_schedule(p->schedule);
-    if (cls) put(b, "schedule_class = \"%s\"\n", cls);
-    else
-        put(b, "# schedule %s has no torch.distributed.pipelining equivalent; Schedule1F1B runs\n"
-               "# the same order with a flush\nschedule_class = \"Schedule1F1B\"\n",
-            sched_kind_name(p->schedule));
+    if (p->schedule == SCHED_SEQUENTIAL) cls = "ScheduleGPipe"; /* one stage: every order is the same */
+    if (!cls)
+        return cl_fail(e, CL_EINPUT, "%s: schedule %s has no torch equivalent (hint: plan with --schedule 1f1b)",
+                       file, sched_kind_name(p->schedule));
+    put(b, "schedule_class = \"%s\"\n", cls);
     return CL_OK;
 }
 
 /* ------------------------------------------------------------ deepspeed -- */
 
-static int to_deepspeed(const plan *p, const char *file, sbuf *b, cl_err *e)
+static int deepspeed_run(const plan *p, plan_target t, const char *file, run *rn, cl_err *e)
 {
     if (p->chunks > 1)
         return cl_fail(e, CL_EINPUT,
                        "%s: the plan interleaves %d chunks per device; DeepSpeed's PipelineModule runs one stage per rank (hint: plan with --schedule 1f1b)",
                        file, p->chunks);
-    int rc = check_contiguous(p, PLAN_TO_DEEPSPEED, file, e);
+    return plan_run(p, t, file, rn, e);
+}
+
+/* ds_config.json: DeepSpeed's batch keys (docs/config-json, "Batch Size
+ * Related Parameters"): train_batch_size = train_micro_batch_size_per_gpu x
+ * gradient_accumulation_steps x data-parallel ranks.  Pipeline engines run
+ * gradient_accumulation_steps microbatches per train_batch().  JSON has no
+ * comments, so the run's figures are in the deepspeed-module export. */
+static int to_deepspeed(const plan *p, const char *file, sbuf *b, cl_err *e)
+{
+    run rn;
+    int rc = deepspeed_run(p, PLAN_TO_DEEPSPEED, file, &rn, e);
     if (rc) return rc;
-    int r = uniform_replicas(p, PLAN_TO_DEEPSPEED, file, e);
-    if (r < 0) return CL_EINPUT;
-    header(b, p, "DeepSpeed PipelineModule partition");
-    put(b, "# Stage s owns layers[parts[s]:parts[s+1]] of the PipelineModule's layer list,\n"
-           "# which must list the model's %d layers in this order.\n",
-        p->model.n_layers);
+    put(b, "{\n  \"train_batch_size\": %d,\n  \"train_micro_batch_size_per_gpu\": %d,\n"
+           "  \"gradient_accumulation_steps\": %d\n}\n",
+        p->batch, p->microbatch, rn.gas);
+    return CL_OK;
+}
+
+/* The cut through PipelineModule's public arguments: partition_method
+ * "parameters" and "type:REGEX" balance a count and cannot place an arbitrary
+ * cut, but "uniform" over exactly num_stages layers gives each stage one; so
+ * the layers are grouped into one nn.Sequential per planned stage. */
+static int to_deepspeed_module(const plan *p, const plan_export_origin *planned, const char *file, sbuf *b,
+                               cl_err *e)
+{
+    run rn;
+    int rc = deepspeed_run(p, PLAN_TO_DEEPSPEED_MODULE, file, &rn, e);
+    if (rc) return rc;
+    header(b, p, PLAN_TO_DEEPSPEED_MODULE, planned, &rn, "DeepSpeed PipelineModule");
+    put(b, "# planned_pipeline(layers) groups the model's %d layers (nn.Modules, in\n"
+           "# this order) into one nn.Sequential per stage; partition_method=\"uniform\"\n"
+           "# then gives every stage exactly one of them (\"parameters\" and \"type:...\"\n"
+           "# balance a count and cannot place these cuts).  Every rank builds all\n"
+           "# layers.  Run on %d GPUs with the ds_config.json of\n"
+           "# `cleave export PLAN --to deepspeed` (gradient_accumulation_steps %d).\n",
+        p->model.n_layers, p->n_stages * rn.r, rn.gas);
+    put(b, "from torch import nn\nfrom deepspeed.pipe import PipelineModule\n\n");
     put(b, "num_stages = %d\n", p->n_stages);
     put(b, "parts = [");
     for (int s = 0; s < p->n_stages; s++) put(b, "%d, ", p->stages[s].first);
-    put(b, "%d]\n", p->model.n_layers);
-    put(b, "micro_batches = %d  # gradient_accumulation_steps\n", p->n_micro);
-    put(b, "train_micro_batch_size_per_gpu = %d\n", p->microbatch);
-    if (r > 1) put(b, "data_parallel_degree = %d\n", r);
-    put(b, "\n# PipelineModule chooses its own boundaries (partition_method); to use these:\n"
-           "# class PlannedPipelineModule(PipelineModule):\n"
-           "#     def _partition_layers(self, method=\"\"):\n"
-           "#         super()._partition_layers(method=\"uniform\")\n"
-           "#         self.parts = parts\n"
-           "#         self._set_bounds(start=self.parts[self.stage_id], stop=self.parts[self.stage_id + 1])\n");
+    put(b, "%d]  # stage s owns layers[parts[s]:parts[s + 1]]\n\n\n", p->model.n_layers);
+    put(b, "def planned_pipeline(layers, **kwargs):\n"
+           "    if len(layers) != parts[-1]:\n"
+           "        raise ValueError(\"the plan has %%d layers, got %%d\" %% (parts[-1], len(layers)))\n"
+           "    stages = [nn.Sequential(*layers[parts[s]:parts[s + 1]]) for s in range(num_stages)]\n"
+           "    return PipelineModule(layers=stages, num_stages=num_stages, partition_method=\"uniform\", **kwargs)\n");
     return CL_OK;
 }
 
@@ -192,7 +298,36 @@ static void put_t(sbuf *b, int k)
     else if (k > 2) put(b, "t*%d", k);
 }
 
-static int to_megatron(const plan *p, const char *file, sbuf *b, cl_err *e)
+/* The same split in the flags older Megatron versions have: a first and a
+ * last stage with their own transformer-layer counts, the stages between
+ * them equal (the embedding always on the first stage, the loss on the last).
+ * Returns 1 after writing the flags, 0 after a comment saying why the split
+ * does not fit them. */
+static int megatron_previous(sbuf *b, const plan *p, const int *tl, int S, int n_t)
+{
+    put(b, "# older versions (--decoder-first/last-pipeline-num-layers), the same split:\n");
+    if (p->chunks > 1) {
+        put(b, "#   not expressible: interleaved chunks need equal stages there\n");
+        return 0;
+    }
+    for (int s = 0; s < S; s++)
+        if (tl[s] < 1) {
+            put(b, "#   not expressible: stage %d holds no transformer layer\n", s);
+            return 0;
+        }
+    for (int s = 2; s < S - 1; s++)
+        if (tl[s] != tl[1]) {
+            put(b, "#   not expressible: the middle stages hold %d and %d transformer layers (stages 1, %d)\n", tl[1],
+                tl[s], s);
+            return 0;
+        }
+    put(b, "--num-layers %d --pipeline-model-parallel-size %d", n_t, S);
+    if (S > 1)
+        put(b, " --decoder-first-pipeline-num-layers %d --decoder-last-pipeline-num-layers %d", tl[0], tl[S - 1]);
+    return 1;
+}
+
+static int to_megatron(const plan *p, const plan_export_origin *planned, const char *file, sbuf *b, cl_err *e)
 {
     const model *m = &p->model;
     int n = m->n_layers;
@@ -212,64 +347,102 @@ static int to_megatron(const plan *p, const char *file, sbuf *b, cl_err *e)
             return cl_fail(e, CL_EINPUT,
                            "%s: megatron needs transformer layers between the embedding and the head; layer %d (\"%s\") is a %s",
                            file, i, m->layers[i].name, model_kind_name(m->layers[i].kind));
-    int rc = check_contiguous(p, PLAN_TO_MEGATRON, file, e);
+    run rn;
+    int rc = plan_run(p, PLAN_TO_MEGATRON, file, &rn, e);
     if (rc) return rc;
-    int r = uniform_replicas(p, PLAN_TO_MEGATRON, file, e);
-    if (r < 0) return CL_EINPUT;
     /* the head layers stay together on the last stage */
     for (int s = 0; s < p->n_stages; s++)
         if (p->stages[s].first > tail)
             return cl_fail(e, CL_EINPUT,
                            "%s: stages[%d] starts inside the head layers (at \"%s\"); Megatron keeps them together on the last stage",
                            file, s, m->layers[p->stages[s].first].name);
-    /* one text per stage: E? t*k L? */
+    /* one text per stage: E? t*k L?, and its transformer-layer count */
     int S = p->n_stages;
     char **txt = cl_calloc((size_t)S, sizeof *txt);
+    int *tl = cl_calloc((size_t)S, sizeof *tl);
     for (int s = 0; s < S; s++) {
         const plan_stage *st = &p->stages[s];
         sbuf one = {0};
         put(&one, "%s", "");
         if (st->first == 0) put(&one, "E");
         int a = st->first < 1 ? 1 : st->first, z = st->last < tail - 1 ? st->last : tail - 1;
-        put_t(&one, z - a + 1);
+        tl[s] = z >= a ? z - a + 1 : 0;
+        put_t(&one, tl[s]);
         if (st->last >= tail) put(&one, "%sL", z >= a ? "," : "");
         txt[s] = one.s;
     }
-    header(b, p, "Megatron-LM pipeline layout");
-    put(b, "# E = embedding, t = transformer layer, L = loss (with the output layer);\n"
-           "# stages are split by |, (X|)*n repeats a stage n times.\n");
+    header(b, p, PLAN_TO_MEGATRON, planned, &rn, "Megatron-LM pipeline layout");
+    put(b, "# Megatron takes the data-parallel degree from the world size: run on %d GPUs\n"
+           "# (pipeline %d x data %d); global batch / (micro batch x data) = %d microbatches.\n"
+           "# E = embedding, t = transformer layer, L = loss (with the output layer);\n"
+           "# stages are split by |, (X|)*n repeats a stage n times.\n",
+        S / p->chunks * rn.r, S / p->chunks, rn.r, rn.gas);
+    char batch[96];
+    snprintf(batch, sizeof batch, " --micro-batch-size %d --global-batch-size %d\n", p->microbatch, p->batch);
+    put(b, "# Megatron-core with --pipeline-model-parallel-layout:\n");
     put(b, "--num-layers %d --pipeline-model-parallel-size %d", tail - 1, S / p->chunks);
     put(b, " --pipeline-model-parallel-layout \"");
     for (int s = 0; s < S;) {
-        int run = 1;
-        while (s + run < S - 1 && strcmp(txt[s + run], txt[s]) == 0) run++;
-        if (run >= 3 && s + run < S) {
-            put(b, "(%s|)*%d,", txt[s], run);
+        int k = 1;
+        while (s + k < S - 1 && strcmp(txt[s + k], txt[s]) == 0) k++;
+        if (k >= 3 && s + k < S) {
+            put(b, "(%s|)*%d,", txt[s], k);
         } else {
-            run = 1;
+            k = 1;
             put(b, "%s%s", txt[s], s + 1 < S ? "|" : "");
         }
-        s += run;
+        s += k;
     }
-    put(b, "\"");
-    if (r > 1) put(b, "  # data-parallel degree %d", r);
-    put(b, "\n--micro-batch-size %d --global-batch-size %d\n", p->microbatch, p->batch * r);
+    put(b, "\"%s", batch);
+    if (megatron_previous(b, p, tl, S, tail - 1)) put(b, "%s", batch);
     for (int s = 0; s < S; s++) free(txt[s]);
     free(txt);
+    free(tl);
     return CL_OK;
 }
 
 int plan_export(const plan *p, plan_target t, const char *file, char **text, cl_err *e)
 {
     *text = NULL;
+    if ((unsigned)t >= PLAN_TO_COUNT) return cl_fail(e, CL_EINPUT, "unknown export target");
+    plan_export_origin from = {p->schedule, p->pred, -1, 0, 0}, *planned = NULL;
+    plan sync = *p; /* shallow: only the schedule and figures differ */
+    sched_kind kind = plan_export_schedule(p, t);
+    if (kind != p->schedule) {
+        /* refuse what the target cannot take before simulating anything */
+        run rn;
+        int rc = t == PLAN_TO_DEEPSPEED || t == PLAN_TO_DEEPSPEED_MODULE ? deepspeed_run(p, t, file, &rn, e)
+                                                                          : plan_run(p, t, file, &rn, e);
+        if (rc) return rc;
+        /* the target's run of this partition and batch, with its own figure */
+        sync.schedule = kind;
+        sim_result r;
+        if ((rc = sim_predict(&sync, &r, e))) return rc;
+        sync.pred.iteration_s = r.iteration_s;
+        sync.pred.throughput = r.throughput;
+        sync.pred.bubble = r.bubble;
+        sync.pred.speedup = r.speedup;
+        for (int i = 0; i < r.n_dev; i++) { /* a schedule with more in flight may not fit */
+            int d = r.dev[i].device;
+            if (d < 0 || d >= p->cluster.n_devices) continue;
+            double cap = (double)p->cluster.types[p->cluster.devices[d].type].mem_bytes;
+            if (r.dev[i].peak_mem_bytes - cap > from.need_bytes - from.cap_bytes) {
+                from.over_dev = d;
+                from.need_bytes = r.dev[i].peak_mem_bytes;
+                from.cap_bytes = cap;
+            }
+        }
+        sim_result_free(&r);
+        planned = &from;
+    }
     sbuf b = {0};
     put(&b, "%s", "");
     int rc;
     switch (t) {
-    case PLAN_TO_TORCH: rc = to_torch(p, file, &b, e); break;
-    case PLAN_TO_DEEPSPEED: rc = to_deepspeed(p, file, &b, e); break;
-    case PLAN_TO_MEGATRON: rc = to_megatron(p, file, &b, e); break;
-    default: rc = cl_fail(e, CL_EINPUT, "unknown export target"); break;
+    case PLAN_TO_TORCH: rc = to_torch(&sync, planned, file, &b, e); break;
+    case PLAN_TO_DEEPSPEED: rc = to_deepspeed(&sync, file, &b, e); break;
+    case PLAN_TO_DEEPSPEED_MODULE: rc = to_deepspeed_module(&sync, planned, file, &b, e); break;
+    default: rc = to_megatron(&sync, planned, file, &b, e); break;
     }
     if (rc) {
         free(b.s);

@@ -61,13 +61,13 @@ static void test_plan_vgg16(void)
     }
     free(so);
     free(se);
-    /* deepspeed: parts = the first layer of every stage, then the count */
+    /* deepspeed-module: parts = the first layer of every stage, then the count */
     char ds[600];
     path_in(ds, sizeof ds, "ds.py");
-    snprintf(args, sizeof args, "export %s --to deepspeed -o %s", out, ds);
+    snprintf(args, sizeof args, "export %s --to deepspeed-module -o %s", out, ds);
     CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
     char want[256];
-    snprintf(want, sizeof want, "parts = [%d, %d, %d, %d, %d]", p.stages[0].first, p.stages[1].first,
+    snprintf(want, sizeof want, "parts = [%d, %d, %d, %d, %d]  #", p.stages[0].first, p.stages[1].first,
              p.stages[2].first, p.stages[3].first, p.model.n_layers);
     FILE *f = fopen(ds, "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
