@@ -239,15 +239,20 @@ static void post_ar(sim *s, int w, const sched_op *op, int64_t pc)
     }
 }
 
+/* Transfer x has arrived.  ring_recv may start the next ring step, whose
+ * xf_alloc can move s->xf: read what the dispatch needs first, and index
+ * s->xf afresh afterwards (no pointer into it lives across the call). */
 void sim_arrive(sim *s, int32_t x, double t)
 {
-    sim_xfer *X = &s->xf[x];
+    const sim_xfer *X = &s->xf[x];
     record(s, X->start_t, t, X->chan, 1, X->op);
-    if (X->kind == XF_PIPE)
-        deliver_pipe(s, X->ref, t);
+    int kind = X->kind, member = X->member;
+    int64_t ref = X->ref;
+    if (kind == XF_PIPE)
+        deliver_pipe(s, ref, t);
     else
-        ring_recv(s, X->ref, X->member, t);
-    X->next_free = s->xf_free;
+        ring_recv(s, ref, member, t);
+    s->xf[x].next_free = s->xf_free;
     s->xf_free = x;
 }
 
