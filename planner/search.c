@@ -428,6 +428,10 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
         if (N == 1) kinds[n_kinds++] = SCHED_SEQUENTIAL;
     }
 
+    if (search_check_costs(&c, micro, n_micro, e)) {
+        free(c.speed);
+        return e->code;
+    }
     int *orders[3];
     int n_orders = search_device_orders(&c, orders);
     best B = {0};

@@ -41,11 +41,19 @@ typedef struct plan_request {
     int replication;        /* 0: never replicate a stage                     */
     int64_t max_downsets;   /* cap on listed cuts of a branching model (0: default) */
     int64_t exact_budget;   /* exact-search steps per candidate (0: default)  */
+    /* what to call the profile and the cluster in messages (file names, or
+     * how they were made); NULL: "the profile", "the cluster" */
+    const char *prof_origin, *cluster_origin;
     int no_prune;           /* 1 (tests): search and rank every candidate on its
                                own: no candidate skipped by a bound, no exact
                                search shared between schedules; the chosen
                                plan must not change                            */
 } plan_request;
+
+/* The longest iteration a plan may take, seconds (3e22 years): anything
+ * slower comes from a unit mistake in an input, and sums of such times
+ * would overflow to infinity in the search and the simulator. */
+#define PLAN_MAX_ITERATION_S 1e30
 
 #define PLAN_NOTES 8
 
