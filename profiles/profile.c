@@ -265,5 +265,14 @@ int prof_check_model(const prof *p, const model *m, const char *file, cl_err *e)
         if (strcmp(p->layers[i].name, m->layers[i].name) != 0)
             return cl_fail(e, CL_EINPUT, "%s: layers[%d].name: \"%s\", but layer %d of model \"%s\" is \"%s\" (hint: the profile was taken for another model or layer order)",
                            file, i, p->layers[i].name, i, m->name, m->layers[i].name);
+    /* same names, other sizes: a profile of another model (or of this one
+     * before an edit) would price every stage wrongly */
+    for (int i = 0; i < p->n_layers; i++)
+        if (!model_param_bytes_match(m, p->layers[i].param_bytes, m->layers[i].params, 1))
+            return cl_fail(e, CL_EINPUT, "%s: layers[%d].param_bytes: %.17g bytes, but layer \"%s\" of model \"%s\" has %llu parameters (%.17g bytes at %d bytes each) (hint: the profile was taken for another model, here \"%s\"; profile this one)",
+                           file, i, p->layers[i].param_bytes, m->layers[i].name, m->name,
+                           (unsigned long long)m->layers[i].params,
+                           (double)m->layers[i].params * model_dtype_bytes(m->dtype),
+                           model_dtype_bytes(m->dtype), p->model);
     return CL_OK;
 }
