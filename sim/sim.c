@@ -649,7 +649,7 @@ int sim_run(sim *s, sim_result *out, cl_err *e)
                 describe_wait(s, w, buf, sizeof buf);
                 shown++;
             }
-        return cl_fail(e, CL_EINPUT, "schedule cannot complete (deadlock at t = %.6g s, %d of %d "
+        return cl_fail(e, CL_EINPUT, "schedule: cannot complete (deadlock at t = %.6g s, %d of %d "
                        "devices waiting)%s%s (hint: every RECV needs its SEND posted earlier in the "
                        "sender's list)", ev_now(s->k), stuck, s->n_w, buf,
                        stuck > shown ? "; ..." : "");
@@ -672,10 +672,9 @@ int sim_run(sim *s, sim_result *out, cl_err *e)
 int sim_predict(const plan *p, sim_result *out, cl_err *e)
 {
     memset(out, 0, sizeof *out);
-    int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
     sched sc;
     int rc = sched_build(p, p->schedule, p->n_micro,
-                         sched_default_iters(p->schedule, P, p->n_micro), &sc, e);
+                         sched_default_iters(p->schedule, sched_fill_depth(p), p->n_micro), &sc, e);
     if (rc) return rc;
     sim_opts o = {.comm_off = p->comm_off};
     sim *s = sim_create(p, &sc, &o, e);
