@@ -6,6 +6,7 @@
  * against the op lists (bytes sent, compute per device) and against the
  * same run without communication.  The fuzz target `sim` runs the same
  * decoder on libFuzzer's inputs. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,44 @@ static void test_ring_realloc_plan(void)
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
     free(out);
     free(err);
+}
+
+/* Asynchronous kinds with replicated stages: a replica runs m / r of an
+ * iteration's microbatches, so the pipeline fills in ceil(p r / m)
+ * iterations.  With m = r every device does one forward and one backward
+ * per iteration; once full, stage 0 (the only one that takes time here)
+ * is busy all the time, so the steady iteration is exactly its F + B + W.  (The window used to start
+ * after ceil(p / m) iterations, still filling: iteration times far below
+ * any device's work and bubbles of -64,000 %.) */
+static void test_async_replicas_steady(void)
+{
+    const sched_kind kinds[] = {SCHED_PIPEDREAM, SCHED_FBP};
+    for (int k = 0; k < 2; k++)
+        for (int p = 2; p <= 4; p += 2)
+            for (int r = 4; r <= 16; r *= 4) {
+                plan pl;
+                cl_err e = {0};
+                sim_uniform u = {.stages = p, .replicas = r, .micro = r, .schedule = kinds[k],
+                                 .fwd_s = 1e-3, .bwd_in_s = 2e-3, .bwd_w_s = 0.5e-3,
+                                 .intra = {1e9, 0}, .inter = {1e9, 0}};
+                CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(&pl, &u, &e), CL_OK);
+                for (int s = 1; s < p; s++) /* only stage 0 works: the rest fill at once */
+                    pl.stages[s].fwd_s = pl.stages[s].bwd_in_s = pl.stages[s].bwd_w_s = 0;
+                gen_run run = {.kind = kinds[k], .micro = r, .comm_off = 1,
+                               .iters = sched_default_iters(kinds[k], sched_fill_depth(&pl), r)};
+                sim_result res;
+                const char *broken = NULL;
+                CU_ASSERT_EQUAL_FATAL(gen_sim_check(&pl, &run, &res, &broken, &e), CL_OK);
+                CU_ASSERT_PTR_NULL(broken);
+                /* stage 0's devices busy, the others (no work) idle */
+                int ok = test_rel(res.iteration_s, 3.5e-3) < 1e-9 && fabs(res.bubble - (1 - 1.0 / p)) < 1e-9;
+                CU_ASSERT(ok);
+                if (!ok)
+                    fprintf(stderr, "\n  %s p %d r %d: iteration %.17g s (want 0.0035), bubble %g\n",
+                            sched_kind_name(kinds[k]), p, r, res.iteration_s, res.bubble);
+                sim_result_free(&res);
+                sim_uniform_free(&pl);
+            }
 }
 
 /* xorshift64*: the bytes a fuzz input would hold */
@@ -91,5 +130,6 @@ TEST_SUITE(sim_random)
 {
     test_add_suite("sim_random");
     test_add("regress: ring all-reduce plan of 512 devices ends, bytes add up", test_ring_realloc_plan);
+    test_add("async kinds with replicas: steady iteration F + B + W", test_async_replicas_steady);
     test_add("random plans: every schedule, replicas, nodes, comm on: properties hold", test_random_plans);
 }

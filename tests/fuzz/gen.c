@@ -42,19 +42,21 @@ void gen_plan(gen *g, plan *p, gen_run *run)
     memset(p, 0, sizeof *p);
     memset(run, 0, sizeof *run);
     sched_kind kind = (sched_kind)gen_u(g, SCHED_COUNT);
-    int P = 1 + (int)gen_u(g, 5);
+    /* one plan in 8 is wide: up to 24 replicas on each of up to 3 stages,
+     * so more than 64 ring transfers are in flight at once and their slots
+     * grow while in use (the case that once corrupted them) */
+    int wide = gen_u(g, 8) == 0;
+    int P = 1 + (int)gen_u(g, wide ? 3 : 5);
     int v = kind == SCHED_INTERLEAVED ? 1 + (int)gen_u(g, 3) : 1;
-    /* one plan in 4 is wide: up to 40 replicas a stage, so hundreds of ring
-     * transfers are in flight at once and their slots grow while in use */
-    int rep[5], D = 0, m = 1 + (int)gen_u(g, 12), wide = gen_u(g, 4) == 0;
+    int rep[5], D = 0, m = 1 + (int)gen_u(g, 12);
     for (int j = 0; j < P; j++) {
-        rep[j] = 1 + (int)gen_u(g, wide ? 40 : 4);
+        rep[j] = 1 + (int)gen_u(g, wide ? 24 : 4);
         /* async kinds update after each round of a stage's replicas, so
          * each count must divide m: the first stage's, or none */
         if (sched_is_async(kind) && j > 0 && rep[j] != rep[0]) rep[j] = 1;
         D += rep[j];
     }
-    if (sched_is_async(kind)) m = rep[0] * (1 + (int)gen_u(g, 4));
+    if (sched_is_async(kind)) m = rep[0] * (1 + (int)gen_u(g, wide ? 2 : 4));
     if (kind == SCHED_INTERLEAVED && v > 1 && m % P) m *= P;
     int extra = (int)gen_u(g, 3), per_node = 1 + (int)gen_u(g, 8);
     cluster_devtype t = {.peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)80 << 30,

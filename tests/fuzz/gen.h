@@ -39,8 +39,9 @@ typedef struct gen_run {
 } gen_run;
 
 /* A random plan a schedule can be built for: 1-5 pipeline positions (x 1-3
- * chunks for interleaved), 1-4 replicas each (one plan in 4: 1-40) (async kinds: microbatches a
- * multiple of every replica count), devices shuffled over nodes of 1-8,
+ * chunks for interleaved), 1-4 replicas each (one plan in 8 is wide: 1-3
+ * positions of 1-24 replicas; async kinds: the first stage's count or 1,
+ * and microbatches a multiple of it), devices shuffled over nodes of 1-8,
  * stage times, sizes and links from gen_real.  The embedded model is left
  * empty (the simulator reads only stages and cluster).  Free with
  * gen_plan_free. */
