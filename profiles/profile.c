@@ -256,6 +256,19 @@ int prof_save(const prof *p, const char *path, cl_err *e)
 
 /* ----------------------------------------------------------------- check -- */
 
+int prof_default_batch(const prof *p, const char *file, int *batch, cl_err *e)
+{
+    *batch = 0;
+    if (p->n_layers < 1 || p->layers[0].n_points < 1) return CL_OK;
+    int k = p->layers[0].n_points - 1;
+    double b = p->layers[0].batch[k];
+    if (!(b <= PROF_MAX_DEFAULT_BATCH))
+        return cl_fail(e, CL_EINPUT, "%s: layers[0].points[%d].batch: %.17g, the batch a plan would take by default, is more than %d samples (hint: give --batch B)",
+                       file, k, b, PROF_MAX_DEFAULT_BATCH);
+    *batch = (int)b;
+    return CL_OK;
+}
+
 int prof_check_model(const prof *p, const model *m, const char *file, cl_err *e)
 {
     if (p->n_layers != m->n_layers)

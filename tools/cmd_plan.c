@@ -316,17 +316,9 @@ int cmd_plan(int argc, char **argv)
         }
     }
     if (batch == 0) {
-        if (have_prof && pf.n_layers > 0 && pf.layers[0].n_points > 0) {
-            /* the largest profiled batch, within --batch's own limit */
-            int k = pf.layers[0].n_points - 1;
-            double b = pf.layers[0].batch[k];
-            if (!(b <= (double)(1 << 30))) {
-                rc = cl_fail(&e, CL_EINPUT, "%s: layers[0].points[%d].batch: %.17g, the batch a plan would take by default, is more than %d samples (hint: give --batch B)",
-                             prof_path, k, b, 1 << 30);
-                goto fail;
-            }
-            batch = (int64_t)b;
-        }
+        int b = 0;
+        if (have_prof && (rc = prof_default_batch(&pf, prof_path, &b, &e))) goto fail;
+        batch = b;
         if (batch < 1) batch = 64;
     }
     if (!have_prof && micro && batch % micro) { /* no microbatch size to derive costs at */

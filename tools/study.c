@@ -29,8 +29,10 @@ int study_load(study *s, const char *model_path, const char *prof_path, int batc
         }
         s->have_prof = 1;
     }
-    if (batch <= 0 && s->have_prof && s->pf.n_layers > 0 && s->pf.layers[0].n_points > 0)
-        batch = (int)s->pf.layers[0].batch[s->pf.layers[0].n_points - 1];
+    if (batch <= 0 && s->have_prof && (rc = prof_default_batch(&s->pf, prof_path, &batch, e))) {
+        study_free(s);
+        return rc;
+    }
     s->batch = batch > 0 ? batch : 64;
     return CL_OK;
 }
