@@ -248,13 +248,9 @@ int search_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_er
     const cluster *cl = rq->cluster;
     const char *pname = rq->prof_origin ? rq->prof_origin : "the profile";
     const char *cname = rq->cluster_origin ? rq->cluster_origin : "the cluster";
-    /* the link levels some pair of devices uses: inter when there are two
-     * nodes, intra when some node holds two devices */
-    int used[CLUSTER_LEVELS] = {0, cl->n_nodes > 1};
-    int *per_node = cl_calloc((size_t)cl->n_nodes, sizeof *per_node);
-    for (int d = 0; d < cl->n_devices; d++)
-        if (++per_node[cl->devices[d].node] > 1) used[CLUSTER_INTRA] = 1;
-    free(per_node);
+    /* the link levels that count (as in sim_create): intra always, inter
+     * across nodes (a one-node cluster's inter link carries nothing) */
+    int used[CLUSTER_LEVELS] = {1, cl->n_nodes > 1};
     int slow = 0;
     for (int d = 1; d < c->n_dev; d++)
         if (!(c->speed[d] >= c->speed[slow])) slow = d;

@@ -427,9 +427,11 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
         if (st->act_out_bytes > bytes_max) bytes_max = st->act_out_bytes;
         if (st->param_bytes > bytes_max) bytes_max = st->param_bytes;
     }
+    /* links count when transfers take time, over the levels some two
+     * devices use (inter only across nodes) */
     double link_min = HUGE_VAL, lat_max = 0;
-    for (int l = 0; l < CLUSTER_LEVELS; l++)
-        if (p->cluster.links[l].bw_Bps > 0) {
+    for (int l = 0; l < CLUSTER_LEVELS && !(o && o->comm_off); l++)
+        if (p->cluster.links[l].bw_Bps > 0 && (l == CLUSTER_INTRA || p->cluster.n_nodes > 1)) {
             if (p->cluster.links[l].bw_Bps < link_min) link_min = p->cluster.links[l].bw_Bps;
             if (p->cluster.links[l].latency_s > lat_max) lat_max = p->cluster.links[l].latency_s;
         }
