@@ -8,8 +8,8 @@
  * optimiser, replication, communication).  One value in 32 of the costs,
  * speeds and links is extreme (1e-300 .. 1e308), the inputs that once made
  * plan_search abort.  plan_search must return CL_OK or CL_EINPUT with one
- * non-empty line; a plan it returns must validate, survive a JSON round
- * trip, and simulate within the event bound with the properties of
+ * non-empty line; a plan it returns must validate, predict an iteration
+ * in [0, PLAN_MAX_ITERATION_S], survive a JSON round trip, and simulate within the event bound with the properties of
  * gen_sim_check (the simulation the search ranked it with). */
 #include <math.h>
 #include <stdio.h>
@@ -160,7 +160,9 @@ FUZZ_TARGET(search)
     } else {
         plan *p = &res.plan;
         if (plan_validate(p, "plan", &e) != CL_OK) fuzz_fail("search", "the plan fails plan_validate: %s", e.msg);
-        if (!(p->pred.iteration_s > 0 && p->pred.iteration_s <= PLAN_MAX_ITERATION_S))
+        /* 0 is possible: costs below the smallest double (a memory
+         * bandwidth of 1e308 B/s and no FLOPs) */
+        if (!(p->pred.iteration_s >= 0 && p->pred.iteration_s <= PLAN_MAX_ITERATION_S))
             fuzz_fail("search", "predicted iteration %g s", p->pred.iteration_s);
         /* the round trip a saved plan makes, model hash included */
         cJSON *j = plan_to_json(p);
