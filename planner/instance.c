@@ -240,7 +240,9 @@ int search_device_orders(const search_ctx *c, int **out)
 
 /* The slowest a candidate can be: every layer on the slowest device, every
  * microbatch, every byte over one link.  Below PLAN_MAX_ITERATION_S every
- * sum the search, the closed form and the simulator form stays finite. */
+ * sum the search, the closed form and the simulator form stays finite.
+ * And the fastest: the whole model on the fastest device, 0 or at least
+ * PLAN_MIN_ITERATION_S, so samples per second stay finite. */
 int search_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_err *e)
 {
     const plan_request *rq = c->rq;
@@ -251,9 +253,11 @@ int search_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_er
     /* the link levels that count (as in sim_create): intra always, inter
      * across nodes (a one-node cluster's inter link carries nothing) */
     int used[CLUSTER_LEVELS] = {1, cl->n_nodes > 1};
-    int slow = 0;
-    for (int d = 1; d < c->n_dev; d++)
+    int slow = 0, fast = 0;
+    for (int d = 1; d < c->n_dev; d++) {
         if (!(c->speed[d] >= c->speed[slow])) slow = d;
+        if (c->speed[d] > c->speed[fast]) fast = d;
+    }
     for (int mi = 0; mi < n_micro; mi++) {
         int m = micro[mi];
         double b = (double)rq->batch / m, total = 0, worst = -1, bytes = 0, params = 0;
@@ -278,6 +282,13 @@ int search_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_er
             return cl_fail(e, CL_EINPUT, "%s: device type \"%s\" (peak_fp32_flops %g, efficiency %g) runs at %g times the speed of the profiled device, so one iteration takes %g s on device \"%s\", more than %g s (hint: peak_fp32_flops is FLOP/s, efficiency a fraction in (0, 1])",
                            cname, t->name, t->peak_fp32_flops, t->efficiency, c->speed[slow], on_slow,
                            cl->devices[slow].id, PLAN_MAX_ITERATION_S);
+        const cluster_devtype *ft = &cl->types[cl->devices[fast].type];
+        double on_fast = total / c->speed[fast];
+        if (on_fast > 0 && !(on_fast >= PLAN_MIN_ITERATION_S))
+            return cl_fail(e, CL_EINPUT, "%s: one iteration (%d microbatches) takes %g s on the profiled device and %g s on device \"%s\" (type \"%s\", peak_fp32_flops %g, efficiency %g), less than %g s (hint: times are seconds, speeds per second; check the units)",
+                           total > 0 && !(total >= PLAN_MIN_ITERATION_S) ? pname : cname, m, total, on_fast,
+                           cl->devices[fast].id, ft->name, ft->peak_fp32_flops, ft->efficiency,
+                           PLAN_MIN_ITERATION_S);
         if (!rq->comm) continue;
         for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
             const cluster_link *k = &cl->links[lv];

@@ -54,6 +54,10 @@ typedef struct plan_request {
  * slower comes from a unit mistake in an input, and sums of such times
  * would overflow to infinity in the search and the simulator. */
 #define PLAN_MAX_ITERATION_S 1e30
+/* The shortest whole-model iteration on the fastest device, unless it is 0:
+ * below it, samples per second overflow to infinity (with 2^30 samples and
+ * 2^20 devices sharing the work, 1e-30 s keeps them below 1e60). */
+#define PLAN_MIN_ITERATION_S 1e-30
 
 #define PLAN_NOTES 8
 
