@@ -1,5 +1,6 @@
 /* instance.c - the search's instances and plans (instance.h). */
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,8 +242,9 @@ int search_device_orders(const search_ctx *c, int **out)
 /* The slowest a candidate can be: every layer on the slowest device, every
  * microbatch, every byte over one link.  Below PLAN_MAX_ITERATION_S every
  * sum the search, the closed form and the simulator form stays finite.
- * And the fastest: the whole model on the fastest device, 0 or at least
- * PLAN_MIN_ITERATION_S, so samples per second stay finite. */
+ * And the fastest: the whole model on the fastest device, at least
+ * PLAN_MIN_ITERATION_S unless the profile costs nothing at all, so samples
+ * per second stay finite. */
 int search_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_err *e)
 {
     const plan_request *rq = c->rq;
@@ -253,6 +255,17 @@ int search_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_er
     /* the link levels that count (as in sim_create): intra always, inter
      * across nodes (a one-node cluster's inter link carries nothing) */
     int used[CLUSTER_LEVELS] = {1, cl->n_nodes > 1};
+    /* speeds are ratios of FLOP/s: a product of peak and efficiency that
+     * underflows to 0 (or overflows) would make them 0/0 */
+    int eb = model_dtype_bytes(rq->model->dtype);
+    for (int k = 0; k < cl->n_types; k++) {
+        const cluster_devtype *t = &cl->types[k];
+        double f = cluster_flops(t, eb);
+        if (!(f >= DBL_MIN && f <= DBL_MAX))
+            return cl_fail(e, CL_EINPUT, "%s: device type \"%s\": peak %g FLOP/s x efficiency %g = %g FLOP/s, not a usable speed (hint: peak_fp32_flops is FLOP/s, efficiency a fraction in (0, 1])",
+                           cname, t->name, eb == 2 && t->peak_fp16_flops > 0 ? t->peak_fp16_flops : t->peak_fp32_flops,
+                           t->efficiency, f);
+    }
     int slow = 0, fast = 0;
     for (int d = 1; d < c->n_dev; d++) {
         if (!(c->speed[d] >= c->speed[slow])) slow = d;
@@ -284,7 +297,7 @@ int search_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_er
                            cl->devices[slow].id, PLAN_MAX_ITERATION_S);
         const cluster_devtype *ft = &cl->types[cl->devices[fast].type];
         double on_fast = total / c->speed[fast];
-        if (on_fast > 0 && !(on_fast >= PLAN_MIN_ITERATION_S))
+        if (total > 0 && !(on_fast >= PLAN_MIN_ITERATION_S)) /* 0 by underflow counts too */
             return cl_fail(e, CL_EINPUT, "%s: one iteration (%d microbatches) takes %g s on the profiled device and %g s on device \"%s\" (type \"%s\", peak_fp32_flops %g, efficiency %g), less than %g s (hint: times are seconds, speeds per second; check the units)",
                            total > 0 && !(total >= PLAN_MIN_ITERATION_S) ? pname : cname, m, total, on_fast,
                            cl->devices[fast].id, ft->name, ft->peak_fp32_flops, ft->efficiency,

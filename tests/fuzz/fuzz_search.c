@@ -46,8 +46,11 @@ static void search_model(gen *g, model *m)
         char name[16];
         snprintf(name, sizeof name, "l%d", i);
         double params = gen_u(g, 3) ? floor(gen_real(g, 1, 1e8)) : 0;
-        model_block_init(l, name, search_val(g, 1e3, 1e12), params, 4 * ceil(fmax(4, gen_real(g, 4, 1e7)) / 4),
-                         floor(gen_real(g, 4, 1e7)));
+        /* one draw per statement, in reading order (gen.c, gen_plan) */
+        double flops = search_val(g, 1e3, 1e12);
+        double out = 4 * ceil(fmax(4, gen_real(g, 4, 1e7)) / 4);
+        double stash = floor(gen_real(g, 4, 1e7));
+        model_block_init(l, name, flops, params, out, stash);
         if (i >= 2 && gen_u(g, 4) == 0) { /* a skip from an earlier layer */
             l->n_inputs = 2;
             l->inputs[0] = (int)gen_u(g, (unsigned)i - 1);
@@ -58,17 +61,22 @@ static void search_model(gen *g, model *m)
 
 static void search_cluster(gen *g, cluster *cl)
 {
-    cluster_devtype t = {.peak_fp32_flops = search_val(g, 1e9, 1e15),
-                         .mem_bytes = (uint64_t)1 << (20 + gen_u(g, 18)),
-                         .mem_bw_Bps = search_val(g, 1e9, 1e13),
-                         .efficiency = fmin(1, search_val(g, 0.01, 1))};
+    cluster_devtype t = {0};
+    t.peak_fp32_flops = search_val(g, 1e9, 1e15);
+    t.mem_bytes = (uint64_t)1 << (20 + gen_u(g, 18));
+    t.mem_bw_Bps = search_val(g, 1e9, 1e13);
+    t.efficiency = fmin(1, search_val(g, 0.01, 1));
     snprintf(t.name, sizeof t.name, "type0");
-    cluster_link intra = {search_val(g, 1e6, 1e12), gen_real(g, 1e-7, 1e-3)};
-    cluster_link inter = {search_val(g, 1e5, 1e11), gen_real(g, 1e-6, 1e-2)};
+    cluster_link intra, inter;
+    intra.bw_Bps = search_val(g, 1e6, 1e12);
+    intra.latency_s = gen_real(g, 1e-7, 1e-3);
+    inter.bw_Bps = search_val(g, 1e5, 1e11);
+    inter.latency_s = gen_real(g, 1e-6, 1e-2);
     if (gen_u(g, 32) == 0) intra.latency_s = 1e300;
     cl_err e = {0};
     int n = 1 + (int)gen_u(g, 16);
-    if (cluster_uniform(cl, &t, n, 1 + (int)gen_u(g, 8), intra, inter, &e) != CL_OK) abort();
+    int per_node = 1 + (int)gen_u(g, 8);
+    if (cluster_uniform(cl, &t, n, per_node, intra, inter, &e) != CL_OK) abort();
     if (n > 1 && gen_u(g, 3) == 0) { /* a second, other type for some devices */
         cl->types = cl_realloc(cl->types, 2 * sizeof *cl->types);
         cl->types[1] = cl->types[0];

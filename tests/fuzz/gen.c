@@ -62,8 +62,14 @@ void gen_plan(gen *g, plan *p, gen_run *run)
     cluster_devtype t = {.peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)80 << 30,
                          .mem_bw_Bps = 1e12, .efficiency = 1};
     snprintf(t.name, sizeof t.name, "gen");
-    cluster_link intra = {gen_real(g, 1e6, 1e12), gen_real(g, 1e-7, 1e-3)};
-    cluster_link inter = {gen_real(g, 1e5, 1e11), gen_real(g, 1e-6, 1e-2)};
+    /* one draw per statement, in reading order: C leaves the order of
+     * initialisers and arguments open, and gcc and clang differ, so an
+     * input would decode to another plan in the regression suite */
+    cluster_link intra, inter;
+    intra.bw_Bps = gen_real(g, 1e6, 1e12);
+    intra.latency_s = gen_real(g, 1e-7, 1e-3);
+    inter.bw_Bps = gen_real(g, 1e5, 1e11);
+    inter.latency_s = gen_real(g, 1e-6, 1e-2);
     if (!(intra.bw_Bps > 0)) intra.bw_Bps = 1e9;
     if (!(inter.bw_Bps > 0)) inter.bw_Bps = 1e8;
     cl_err e = {0};
