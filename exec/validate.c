@@ -347,8 +347,7 @@ double exec_val_max_transfer(const plan *p)
 int exec_val_predict(const plan *p, int n_iter, const char *trace, sim_result *r, cl_err *e)
 {
     memset(r, 0, sizeof *r);
-    int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
-    if (n_iter <= 0) n_iter = sched_default_iters(p->schedule, P, p->n_micro);
+    if (n_iter <= 0) n_iter = sched_default_iters(p->schedule, sched_fill_depth(p), p->n_micro);
     sched sc;
     int rc = sched_build(p, p->schedule, p->n_micro, n_iter, &sc, e);
     if (!rc) {
@@ -397,9 +396,10 @@ int exec_val_measure(const plan *p, exec_pipe_backend backend, int n_iter, const
 double exec_val_measured_iteration(const plan *p, const exec_pipe_result *r, int *first,
                                    int *last)
 {
-    int n = r->n_iter, P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
+    int n = r->n_iter;
     int f = 1, l = n - 1; /* flushing: all but the cold first iteration */
-    if (sched_is_async(p->schedule)) sched_steady_window(p->schedule, P, p->n_micro, n, &f, &l);
+    if (sched_is_async(p->schedule))
+        sched_steady_window(p->schedule, sched_fill_depth(p), p->n_micro, n, &f, &l);
     if (f >= n) f = 0;
     *first = f;
     *last = l;

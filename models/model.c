@@ -98,6 +98,16 @@ void model_block_init(model_layer *l, const char *name, double fwd_flops,
     l->blk_stash_bytes = stash_bytes;
 }
 
+int model_param_bytes_match(const model *m, double bytes, uint64_t params, int k)
+{
+    const int sizes[2] = {model_dtype_bytes(m->dtype), 4};
+    for (int i = 0; i < 2; i++) {
+        double s = sizes[i], full = s * (double)params, slack = 1e-9 * full;
+        if (bytes <= full + slack && bytes > full - s * k - slack) return 1;
+    }
+    return 0;
+}
+
 int model_find(const model *m, const char *name)
 {
     for (int i = 0; i < m->n_layers; i++)

@@ -168,6 +168,13 @@ model_totals model_sum(const model *m);
 /* Bytes of one element of activations for this model. */
 static inline uint64_t model_elem_bytes(const model *m) { return (uint64_t)model_dtype_bytes(m->dtype); }
 
+/* Do `bytes` of parameters (a profile's or a plan's) describe `params`
+ * parameters of k layers?  Profiles store them at the model's element size
+ * (derived) or as float32 (measured, imported): true when for one of those
+ * sizes s, s x params - s x k < bytes <= s x params (an import rounds each
+ * layer's bytes up to whole elements), within rounding of the sums. */
+int model_param_bytes_match(const model *m, double bytes, uint64_t params, int k);
+
 /* Chain view of a DAG, in layer order: cut_elems[i] is the per-sample number
  * of elements that cross a cut placed after layer i, i.e. the outputs of
  * every layer <= i (or the model input) consumed by some layer > i.

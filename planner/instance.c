@@ -1,5 +1,6 @@
 /* instance.c - the search's instances and plans (instance.h). */
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,3 +253,84 @@ int search_device_orders(const search_ctx *c, int **out)
     return k;
 }
 
+
+/* ---------------------------------------------------------- cost range -- */
+
+/* The slowest a candidate can be: every layer on the slowest device, every
+ * microbatch, every byte over one link.  Below PLAN_MAX_ITERATION_S every
+ * sum the search, the closed form and the simulator form stays finite.
+ * And the fastest: the whole model on the fastest device, at least
+ * PLAN_MIN_ITERATION_S unless the profile costs nothing at all, so samples
+ * per second stay finite. */
+int search_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_err *e)
+{
+    const plan_request *rq = c->rq;
+    const prof *pf = rq->prof;
+    const cluster *cl = rq->cluster;
+    const char *pname = rq->prof_origin ? rq->prof_origin : "the profile";
+    const char *cname = rq->cluster_origin ? rq->cluster_origin : "the cluster";
+    /* the link levels that count (as in sim_create): intra always, inter
+     * across nodes (a one-node cluster's inter link carries nothing) */
+    int used[CLUSTER_LEVELS] = {1, cl->n_nodes > 1};
+    /* speeds are ratios of FLOP/s: a product of peak and efficiency that
+     * underflows to 0 (or overflows) would make them 0/0 */
+    int eb = model_dtype_bytes(rq->model->dtype);
+    for (int k = 0; k < cl->n_types; k++) {
+        const cluster_devtype *t = &cl->types[k];
+        double f = cluster_flops(t, eb);
+        if (!(f >= DBL_MIN && f <= DBL_MAX))
+            return cl_fail(e, CL_EINPUT, "%s: device type \"%s\": peak %g FLOP/s x efficiency %g = %g FLOP/s, not a usable speed (hint: peak_fp32_flops is FLOP/s, efficiency a fraction in (0, 1])",
+                           cname, t->name, eb == 2 && t->peak_fp16_flops > 0 ? t->peak_fp16_flops : t->peak_fp32_flops,
+                           t->efficiency, f);
+    }
+    int slow = 0, fast = 0;
+    for (int d = 1; d < c->n_dev; d++) {
+        if (!(c->speed[d] >= c->speed[slow])) slow = d;
+        if (c->speed[d] > c->speed[fast]) fast = d;
+    }
+    for (int mi = 0; mi < n_micro; mi++) {
+        int m = micro[mi];
+        double b = (double)rq->batch / m, total = 0, worst = -1, bytes = 0, params = 0;
+        int wl = 0;
+        for (int i = 0; i < pf->n_layers; i++) {
+            const prof_layer *l = &pf->layers[i];
+            double t = prof_fwd_s(l, b) + prof_bwd_in_s(l, b) + prof_bwd_w_s(l, b) + l->update_s;
+            if (!(t <= worst)) { worst = t; wl = i; }
+            total += m * t;
+            bytes += 2.0 * m * l->act_bytes * b;
+            params += l->param_bytes;
+        }
+        if (!(total <= PLAN_MAX_ITERATION_S))
+            return cl_fail(e, CL_EINPUT, "%s: layer %d (\"%s\") takes %g s per microbatch of %g samples (forward, both backward passes, update), so one iteration (%d microbatches) takes %g s on the profiled device, more than %g s (hint: %s)",
+                           pname, wl, pf->layers[wl].name, worst, b, m, total, PLAN_MAX_ITERATION_S,
+                           pf->source == PROF_DERIVED
+                               ? "peak_fp32_flops and memory_bw_Bps are per second, efficiency a fraction in (0, 1]"
+                               : "profile times are seconds for the whole batch of the point");
+        const cluster_devtype *t = &cl->types[cl->devices[slow].type];
+        double on_slow = total / c->speed[slow];
+        if (!(c->speed[slow] > 0) || !(on_slow <= PLAN_MAX_ITERATION_S))
+            return cl_fail(e, CL_EINPUT, "%s: device type \"%s\" (peak_fp32_flops %g, efficiency %g) runs at %g times the speed of the profiled device, so one iteration takes %g s on device \"%s\", more than %g s (hint: peak_fp32_flops is FLOP/s, efficiency a fraction in (0, 1])",
+                           cname, t->name, t->peak_fp32_flops, t->efficiency, c->speed[slow], on_slow,
+                           cl->devices[slow].id, PLAN_MAX_ITERATION_S);
+        const cluster_devtype *ft = &cl->types[cl->devices[fast].type];
+        double on_fast = total / c->speed[fast];
+        if (total > 0 && !(on_fast >= PLAN_MIN_ITERATION_S)) /* 0 by underflow counts too */
+            return cl_fail(e, CL_EINPUT, "%s: one iteration (%d microbatches) takes %g s on the profiled device and %g s on device \"%s\" (type \"%s\", peak_fp32_flops %g, efficiency %g), less than %g s (hint: times are seconds, speeds per second; check the units)",
+                           total > 0 && !(total >= PLAN_MIN_ITERATION_S) ? pname : cname, m, total, on_fast,
+                           cl->devices[fast].id, ft->name, ft->peak_fp32_flops, ft->efficiency,
+                           PLAN_MIN_ITERATION_S);
+        if (!rq->comm) continue;
+        for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
+            const cluster_link *k = &cl->links[lv];
+            if (!(k->bw_Bps > 0) || !used[lv]) continue; /* a level no two devices talk over */
+            /* every boundary and a ring all-reduce over every device */
+            double s = bytes / k->bw_Bps + 2.0 * params / k->bw_Bps +
+                       2.0 * (m + c->n_dev) * (double)pf->n_layers * k->latency_s;
+            if (!(s <= PLAN_MAX_ITERATION_S))
+                return cl_fail(e, CL_EINPUT, "%s: the %s-node link (bandwidth %g B/s, latency %g s) would take up to %g s per iteration to move %g bytes of activations and gradients and all-reduce %g bytes of parameters, more than %g s (hint: bandwidth is bytes per second, latency seconds)",
+                               cname, lv == CLUSTER_INTRA ? "intra" : "inter", k->bw_Bps, k->latency_s, s,
+                               bytes, params, PLAN_MAX_ITERATION_S);
+        }
+    }
+    return CL_OK;
+}

@@ -51,6 +51,14 @@ int search_own_copies(plan *pl, const plan_request *rq, cl_err *e);
  * divisors of the batch spread geometrically); returns how many. */
 int search_micro_candidates(const plan_request *rq, int *out);
 
+/* CL_EINPUT, naming the profile, the device type or the link at fault,
+ * when the slowest candidate at some microbatch count (every layer on the
+ * slowest device, every byte over one link) would take more than
+ * PLAN_MAX_ITERATION_S per iteration, or its time is not a number; or
+ * when the whole model on the fastest device would take less than
+ * PLAN_MIN_ITERATION_S (but not 0). */
+int search_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_err *e);
+
 /* Device orders to try, each allocated into out[k]; returns how many. */
 int search_device_orders(const search_ctx *c, int **out);
 

@@ -303,11 +303,27 @@ static int read_stage(jx *j, const cJSON *sj, const char *sp, const model *m, pl
     return CL_OK;
 }
 
+/* FNV-1a 64 of the model's unformatted JSON: what "model_hash" records, so
+ * a plan notices when its embedded model was edited after planning (the
+ * stage costs were computed from the model as it was).  Returns 16 hex
+ * digits in buf (17 bytes). */
+static void model_hash(const model *m, char *buf)
+{
+    cJSON *j = model_to_json(m);
+    char *text = cJSON_PrintUnformatted(j);
+    if (!text) abort(); /* out of memory */
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 offset basis and prime */
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) h = (h ^ *c) * 0x100000001b3ULL;
+    snprintf(buf, 17, "%016llx", (unsigned long long)h);
+    free(text);
+    cJSON_Delete(j);
+}
+
 int plan_from_json(plan *p, const cJSON *root, const char *file, cl_err *e)
 {
     static const char *const top[] = {"format", "version", "schedule", "chunks", "optimizer",
                                       "batch", "microbatch", "microbatches", "stages",
-                                      "predictions", "model", "cluster", "communication",
+                                      "predictions", "model", "model_hash", "cluster", "communication",
                                       "devices_used", NULL};
     static const char *const pred_members[] = {"iteration_s", "throughput", "bubble", "speedup",
                                                NULL};
@@ -385,6 +401,20 @@ int plan_from_json(plan *p, const cJSON *root, const char *file, cl_err *e)
                      (long long)du_of, p->cluster.n_devices);
         goto fail;
     }
+    const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "model_hash"));
+    if (cJSON_GetObjectItemCaseSensitive(root, "model_hash") && !want) {
+        rc = jx_fail(&j, "model_hash", "expected a string of 16 hex digits");
+        goto fail;
+    }
+    if (want) {
+        char have[17];
+        model_hash(&p->model, have);
+        if (strcmp(want, have) != 0) {
+            rc = jx_fail(&j, "model_hash", "\"%.40s\", but the embedded model \"%s\" now hashes to \"%s\": it was edited after planning, so the stage costs no longer describe it (hint: plan it again, or delete \"model_hash\" to use the stages as they are)",
+                         want, p->model.name, have);
+            goto fail;
+        }
+    }
     return CL_OK;
 fail:
     plan_free(p);
@@ -461,6 +491,9 @@ cJSON *plan_to_json(const plan *p)
         cJSON_AddStringToObject(du, "why", p->idle_why);
     }
     cJSON_AddItemToObject(root, "model", model_to_json(&p->model));
+    char h[17];
+    model_hash(&p->model, h);
+    cJSON_AddStringToObject(root, "model_hash", h);
     cJSON_AddItemToObject(root, "cluster", cluster_to_json(&p->cluster));
     return root;
 }

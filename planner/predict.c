@@ -129,7 +129,7 @@ static int sim_budget_hit(const cl_err *e)
 }
 int plan_predict_sim(const plan *pl, plan_pred *pr)
 {
-    int P = pl->n_stages / (pl->chunks > 1 ? pl->chunks : 1);
+    int P = sched_fill_depth(pl);
     double ops = 4.0 * pl->n_stages * pl->n_micro *
                  sched_default_iters(pl->schedule, P, pl->n_micro);
     /* a ring all-reduce over r replicas is 2 (r - 1) steps of r transfers,

@@ -724,6 +724,11 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
         kinds[n_kinds] = SCHED_SEQUENTIAL; /* tried on one device only */
     }
 
+    if (search_check_costs(&c, micro, n_micro, e)) {
+        free(c.speed);
+        return e->code;
+    }
+
     /* All N devices first, then fewer (docs/planner.md, "Fewer devices"). */
     search_best B = {0};
     int rc = search_counts(&c, &B, micro, n_micro, kinds, n_kinds, e);

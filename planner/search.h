@@ -50,6 +50,9 @@ typedef struct plan_request {
      * a sweep).  The plan returned is at least as fast, and the searches on
      * fewer devices stop above that count instead of searching it again */
     const struct plan_result *floor;
+    /* what to call the profile and the cluster in messages (file names, or
+     * how they were made); NULL: "the profile", "the cluster" */
+    const char *prof_origin, *cluster_origin;
     int no_prune;           /* 1 (tests): search and rank every candidate on its
                                own: no candidate skipped by a bound, no exact
                                search shared between schedules; the chosen
@@ -57,6 +60,15 @@ typedef struct plan_request {
                                devices still stop at the work bound and carry
                                layouts over: fewer.c)                          */
 } plan_request;
+
+/* The longest iteration a plan may take, seconds (3e22 years): anything
+ * slower comes from a unit mistake in an input, and sums of such times
+ * would overflow to infinity in the search and the simulator. */
+#define PLAN_MAX_ITERATION_S 1e30
+/* The shortest whole-model iteration on the fastest device, unless it is 0:
+ * below it, samples per second overflow to infinity (with 2^30 samples and
+ * 2^20 devices sharing the work, 1e-30 s keeps them below 1e60). */
+#define PLAN_MIN_ITERATION_S 1e-30
 
 #define PLAN_NOTES 8
 

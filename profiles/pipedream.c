@@ -403,6 +403,38 @@ static int report_cycle(pd_graph *g, const char *remaining)
                    w->a, w->b, path);
 }
 
+/* Union-find root of v, halving the path as it goes. */
+static int uf_root(int *up, int v)
+{
+    while (up[v] != v) v = up[v] = up[up[v]];
+    return v;
+}
+
+/* A PipeDream graph is one network fed by an Input node: every node joined
+ * to the first by edges, direction aside.  A file cut short loses its edge
+ * lines (they follow the nodes) and would otherwise load as loose layers,
+ * and the batch could no longer be inferred from the Input. */
+static int check_graph(pd_graph *g)
+{
+    int inputs = 0;
+    for (int v = 0; v < g->n; v++) inputs += g->nodes[v].is_input;
+    if (!inputs)
+        return fail_at(g, g->nodes[0].line, "none of the %d nodes is an Input (hint: a graph.txt "
+                       "starts from 'nodeID -- Input0 -- ...'; was the file cut short?)", g->n);
+    int *up = cl_malloc((size_t)g->n * sizeof *up);
+    for (int v = 0; v < g->n; v++) up[v] = v;
+    for (int k = 0; k < g->ne; k++) up[uf_root(up, g->edges[k].from)] = uf_root(up, g->edges[k].to);
+    int rc = CL_OK, r0 = uf_root(up, 0);
+    for (int v = 1; v < g->n && !rc; v++)
+        if (uf_root(up, v) != r0)
+            rc = fail_at(g, g->nodes[v].line, "node %s is not connected to node %s (line %d) by any "
+                         "edges (%d edge lines in the file) (hint: a graph.txt lists every edge after "
+                         "the nodes; was the file cut short?)",
+                         g->nodes[v].id, g->nodes[0].id, g->nodes[0].line, g->ne);
+    free(up);
+    return rc;
+}
+
 /* Topological order into order[0..n-1] (node indices). */
 static int topo_order(pd_graph *g, int *order)
 {
@@ -580,6 +612,7 @@ int pipedream_parse(const char *file, const char *text, size_t len, double batch
     if (!rc && g.n > MODEL_MAX_LAYERS)
         rc = cl_fail(e, CL_EINPUT, "%s: %d nodes, more than the limit of %d", file, g.n, MODEL_MAX_LAYERS);
     if (!rc) rc = resolve(&g);
+    if (!rc) rc = check_graph(&g);
     int *order = NULL;
     if (!rc) {
         order = cl_malloc((size_t)g.n * sizeof *order);

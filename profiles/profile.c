@@ -295,6 +295,19 @@ int prof_save(const prof *p, const char *path, cl_err *e)
 
 /* ----------------------------------------------------------------- check -- */
 
+int prof_default_batch(const prof *p, const char *file, int *batch, cl_err *e)
+{
+    *batch = 0;
+    if (p->n_layers < 1 || p->layers[0].n_points < 1) return CL_OK;
+    int k = p->layers[0].n_points - 1;
+    double b = p->layers[0].batch[k];
+    if (!(b <= PROF_MAX_DEFAULT_BATCH))
+        return cl_fail(e, CL_EINPUT, "%s: layers[0].points[%d].batch: %.17g, the batch a plan would take by default, is more than %d samples (hint: give --batch B)",
+                       file, k, b, PROF_MAX_DEFAULT_BATCH);
+    *batch = (int)b;
+    return CL_OK;
+}
+
 int prof_check_model(const prof *p, const model *m, const char *file, cl_err *e)
 {
     if (p->n_layers != m->n_layers)
@@ -304,5 +317,14 @@ int prof_check_model(const prof *p, const model *m, const char *file, cl_err *e)
         if (strcmp(p->layers[i].name, m->layers[i].name) != 0)
             return cl_fail(e, CL_EINPUT, "%s: layers[%d].name: \"%s\", but layer %d of model \"%s\" is \"%s\" (hint: the profile was taken for another model or layer order)",
                            file, i, p->layers[i].name, i, m->name, m->layers[i].name);
+    /* same names, other sizes: a profile of another model (or of this one
+     * before an edit) would price every stage wrongly */
+    for (int i = 0; i < p->n_layers; i++)
+        if (!model_param_bytes_match(m, p->layers[i].param_bytes, m->layers[i].params, 1))
+            return cl_fail(e, CL_EINPUT, "%s: layers[%d].param_bytes: %.17g bytes, but layer \"%s\" of model \"%s\" has %llu parameters (%.17g bytes at %d bytes each) (hint: the profile was taken for another model, here \"%s\"; profile this one)",
+                           file, i, p->layers[i].param_bytes, m->layers[i].name, m->name,
+                           (unsigned long long)m->layers[i].params,
+                           (double)m->layers[i].params * model_dtype_bytes(m->dtype),
+                           model_dtype_bytes(m->dtype), p->model);
     return CL_OK;
 }

@@ -76,6 +76,13 @@ double prof_bwd_w_s(const prof_layer *l, double b);
 int prof_derive(prof *p, const struct model *m, const struct cluster_devtype *t,
                 const double *batches, int n_batches, cl_err *e);
 
+/* The batch a plan takes when none is given: the first layer's largest
+ * profiled batch (0 when the profile has none).  CL_EINPUT, naming file,
+ * beyond PROF_MAX_DEFAULT_BATCH (--batch's own limit), which no int holds
+ * safely (2^53 used to become batch 0). */
+#define PROF_MAX_DEFAULT_BATCH (1 << 30)
+int prof_default_batch(const prof *p, const char *file, int *batch, cl_err *e);
+
 /* Check that a profile describes this model (same layer count and names). */
 int prof_check_model(const prof *p, const struct model *m, const char *file, cl_err *e);
 

@@ -127,6 +127,14 @@ int sched_warmup_iters(sched_kind kind, int p, int m)
     return (p + m - 1) / m;
 }
 
+int sched_fill_depth(const plan *pl)
+{
+    int P = pl->n_stages / (pl->chunks > 1 ? pl->chunks : 1), r = 1;
+    for (int s = 0; s < pl->n_stages && pl->stages; s++) /* (stages unset: no replicas) */
+        if (pl->stages[s].n_replicas > r) r = pl->stages[s].n_replicas;
+    return P * r;
+}
+
 int sched_default_iters(sched_kind kind, int p, int m)
 {
     return sched_is_async(kind) ? 2 * sched_warmup_iters(kind, p, m) + 4 : 1;

@@ -169,9 +169,14 @@ int sched_op_kind_from_name(const char *name);
 
 /* Default iterations to simulate, and the first iteration counted in the
  * steady state: sync kinds simulate 1 and measure all; async kinds skip
- * w = ceil(p / m) warm-up iterations, measure 4, and leave out w more at the
+ * w = ceil(p / m) warm-up iterations (p from sched_fill_depth), measure 4, and leave out w more at the
  * end (docs/simulator.md). */
 int sched_warmup_iters(sched_kind kind, int p, int m);
+/* The p those take for plan pl: its pipeline positions times its widest
+ * stage's replicas.  A replica runs m / r of an iteration's microbatches,
+ * so an async pipeline fills in r times as many iterations (the window
+ * measured from ceil(p / m) alone was not yet steady: negative bubbles). */
+int sched_fill_depth(const plan *pl);
 int sched_default_iters(sched_kind kind, int p, int m);
 
 /* The steady-state window of a run of n_iter iterations: iterations

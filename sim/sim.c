@@ -239,15 +239,20 @@ static void post_ar(sim *s, int w, const sched_op *op, int64_t pc)
     }
 }
 
+/* Transfer x has arrived.  ring_recv may start the next ring step, whose
+ * xf_alloc can move s->xf: read what the dispatch needs first, and index
+ * s->xf afresh afterwards (no pointer into it lives across the call). */
 void sim_arrive(sim *s, int32_t x, double t)
 {
-    sim_xfer *X = &s->xf[x];
+    const sim_xfer *X = &s->xf[x];
     record(s, X->start_t, t, X->chan, 1, X->op);
-    if (X->kind == XF_PIPE)
-        deliver_pipe(s, X->ref, t);
+    int kind = X->kind, member = X->member;
+    int64_t ref = X->ref;
+    if (kind == XF_PIPE)
+        deliver_pipe(s, ref, t);
     else
-        ring_recv(s, X->ref, X->member, t);
-    X->next_free = s->xf_free;
+        ring_recv(s, ref, member, t);
+    s->xf[x].next_free = s->xf_free;
     s->xf_free = x;
 }
 
@@ -422,9 +427,11 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
         if (st->act_out_bytes > bytes_max) bytes_max = st->act_out_bytes;
         if (st->param_bytes > bytes_max) bytes_max = st->param_bytes;
     }
+    /* links count when transfers take time, over the levels some two
+     * devices use (inter only across nodes) */
     double link_min = HUGE_VAL, lat_max = 0;
-    for (int l = 0; l < CLUSTER_LEVELS; l++)
-        if (p->cluster.links[l].bw_Bps > 0) {
+    for (int l = 0; l < CLUSTER_LEVELS && !(o && o->comm_off); l++)
+        if (p->cluster.links[l].bw_Bps > 0 && (l == CLUSTER_INTRA || p->cluster.n_nodes > 1)) {
             if (p->cluster.links[l].bw_Bps < link_min) link_min = p->cluster.links[l].bw_Bps;
             if (p->cluster.links[l].latency_s > lat_max) lat_max = p->cluster.links[l].latency_s;
         }
@@ -644,7 +651,7 @@ int sim_run(sim *s, sim_result *out, cl_err *e)
                 describe_wait(s, w, buf, sizeof buf);
                 shown++;
             }
-        return cl_fail(e, CL_EINPUT, "schedule cannot complete (deadlock at t = %.6g s, %d of %d "
+        return cl_fail(e, CL_EINPUT, "schedule: cannot complete (deadlock at t = %.6g s, %d of %d "
                        "devices waiting)%s%s (hint: every RECV needs its SEND posted earlier in the "
                        "sender's list)", ev_now(s->k), stuck, s->n_w, buf,
                        stuck > shown ? "; ..." : "");
@@ -667,10 +674,9 @@ int sim_run(sim *s, sim_result *out, cl_err *e)
 int sim_predict(const plan *p, sim_result *out, cl_err *e)
 {
     memset(out, 0, sizeof *out);
-    int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
     sched sc;
     int rc = sched_build(p, p->schedule, p->n_micro,
-                         sched_default_iters(p->schedule, P, p->n_micro), &sc, e);
+                         sched_default_iters(p->schedule, sched_fill_depth(p), p->n_micro), &sc, e);
     if (rc) return rc;
     sim_opts o = {.comm_off = p->comm_off};
     sim *s = sim_create(p, &sc, &o, e);

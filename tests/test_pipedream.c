@@ -408,6 +408,48 @@ static void test_bad_files(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "mem.txt:1: activation_size: expected ';' or ']'"));
 }
 
+/* A graph.txt cut short at any byte: the node lines come first, the edges
+ * after them, so a cut leaves loose nodes, a cut line or a cut node name.
+ * In a chain every edge matters, so every cut of alexnet and vgg16 is
+ * refused naming the file; in resnet18 every cut before its last node line
+ * is (a cut among the edges that only drops a redundant edge of a join
+ * leaves a connected graph, which no check can tell from a whole one). */
+static void test_cut_short(void)
+{
+    const char *names[] = {"alexnet", "vgg16", "resnet18"};
+    for (int f = 0; f < 3; f++) {
+        char rel[64], buf[256], *text = NULL;
+        size_t len = 0;
+        cl_err e = {0};
+        snprintf(rel, sizeof rel, "pipedream/%s.txt", names[f]);
+        const char *path = test_shared(rel, buf, sizeof buf);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(path);
+        CU_ASSERT_EQUAL_FATAL(cl_read_file(path, (size_t)1 << 20, &text, &len, &e), CL_OK);
+        size_t upto = len;
+        if (f == 2) upto = (size_t)(strstr(text, "\n\t") - text);  /* end of the node lines */
+        int loaded = 0;
+        for (size_t cut = 1; cut < upto; cut++) {
+            char *part = cl_malloc(cut + 1);
+            memcpy(part, text, cut);
+            part[cut] = '\0';
+            model m;
+            prof p;
+            cl_err pe = {0};
+            if (pipedream_parse("cut.txt", part, cut, 0, &m, &p, NULL, &pe) == CL_OK) {
+                if (!loaded++) fprintf(stderr, "\n  %s cut after %zu bytes loads\n", names[f], cut);
+                model_free(&m);
+                prof_free(&p);
+            } else if (strncmp(pe.msg, "cut.txt:", 8) != 0) {
+                fprintf(stderr, "\n  %s cut after %zu bytes: %s\n", names[f], cut, pe.msg);
+                loaded++;
+            }
+            free(part);
+        }
+        CU_ASSERT_EQUAL(loaded, 0);
+        free(text);
+    }
+}
+
 static void test_cli(void)
 {
     char buf[256], args[400];
@@ -445,5 +487,6 @@ TEST_SUITE(pipedream)
     test_add("resnet50: DAG edges kept, cuts against brute force", test_resnet50_chain);
     test_add("imported profiles and models round trip", test_round_trip);
     test_add("bad graph files name file and line", test_bad_files);
+    test_add("a file cut short at any byte is refused", test_cut_short);
     test_add("cleave inspect on a PipeDream graph", test_cli);
 }

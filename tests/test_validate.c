@@ -105,7 +105,7 @@ static void test_costs_from_profile(void)
         x->bwd_w_s[0] = 2e-6 * (l + 1);
         x->act_bytes = 100.0 * (l + 1);
         x->stash_bytes = 10.0 * (l + 1);
-        x->param_bytes = 1000.0 * l;
+        x->param_bytes = 4.0 * (double)m.layers[l].params; /* float32, as measured */
     }
     plan p;
     memset(&p, 0, sizeof p);
@@ -138,7 +138,7 @@ static void test_costs_from_profile(void)
     CU_ASSERT_DOUBLE_EQUAL(st[0].act_out_bytes, 300.0 * 8, 1e-9); /* layer 2's output */
     CU_ASSERT_EQUAL(st[1].act_out_bytes, 0);
     CU_ASSERT_DOUBLE_EQUAL(st[0].stash_bytes, 10.0 * 6 * 8, 1e-9);
-    CU_ASSERT_DOUBLE_EQUAL(st[1].param_bytes, 1000.0 * (3 + 4), 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(st[1].param_bytes, 4.0 * (double)(m.layers[3].params + m.layers[4].params), 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(exec_val_max_transfer(&p), 2400, 1e-9);
     /* with the runtime's extras: the executor's own allocations (acts of
      * one microbatch, padded parameters), the copy added to the forward of

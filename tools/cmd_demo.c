@@ -132,8 +132,7 @@ static int readable_micro(const plan *p)
 static int readable_trace(plan *p, const char *trace, char *desc, size_t cap, cl_err *e)
 {
     int m = readable_micro(p), keep_m = p->n_micro, keep_b = p->batch;
-    int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
-    int warm = sched_warmup_iters(p->schedule, P, m);
+    int warm = sched_warmup_iters(p->schedule, sched_fill_depth(p), m);
     int iters = warm ? warm + 1 : 1;
     p->n_micro = m;
     p->batch = m * p->microbatch;

@@ -258,7 +258,7 @@ int cmd_plan(int argc, char **argv)
     cluster cl = {0};
     cluster_devtype dev_type, ref_type, *ref = NULL;
     int have_prof = 0;
-    char links[256] = "", *quick = NULL;
+    char links[256] = "", *quick = NULL, derived_from[CLUSTER_NAME_MAX + 256] = "";
     /* model and profile */
     if (prof_path && is_pipedream(prof_path)) {
         if ((rc = pipedream_import(prof_path, 0, &md, &pf, NULL, &e))) goto fail;
@@ -325,8 +325,9 @@ int cmd_plan(int argc, char **argv)
         }
     }
     if (batch == 0) {
-        if (have_prof && pf.n_layers > 0 && pf.layers[0].n_points > 0)
-            batch = (int64_t)pf.layers[0].batch[pf.layers[0].n_points - 1];
+        int b = 0;
+        if (have_prof && (rc = prof_default_batch(&pf, prof_path, &b, &e))) goto fail;
+        batch = b;
         if (batch < 1) batch = 64;
     }
     if (!have_prof && micro && batch % micro) { /* no microbatch size to derive costs at */
@@ -345,7 +346,13 @@ int cmd_plan(int argc, char **argv)
         if ((rc = prof_derive(&pf, &md, t, pts, np, &e))) goto fail;
         ref_type = *t;
         ref = &ref_type;
+        snprintf(derived_from, sizeof derived_from,
+                 "%s: device type \"%s\" (peak_fp32_flops %g, efficiency %g, memory_bw_Bps %g; the layer costs are derived from it)",
+                 cluster_path ? cluster_path : "--device", t->name, t->peak_fp32_flops, t->efficiency,
+                 t->mem_bw_Bps);
     }
+    rq.prof_origin = have_prof ? prof_path : derived_from;
+    rq.cluster_origin = cluster_path ? cluster_path : "the --devices cluster (--device, --bandwidth, --latency)";
     rq.model = &md;
     rq.prof = &pf;
     rq.cluster = &cl;

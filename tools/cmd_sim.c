@@ -237,7 +237,11 @@ static void name_file(cl_err *e, const char *plan_file, const char *sched_file)
         file = sched_file ? sched_file : plan_file;
         skip = sched_file ? 10 : 0;
     }
-    if (!file) return;
+    if (!file) { /* the run's own messages (budgets): about the plan simulated */
+        size_t n = strlen(plan_file);
+        if (!strncmp(e->msg, plan_file, n) && e->msg[n] == ':') return; /* named already */
+        file = plan_file;
+    }
     char buf[sizeof e->msg];
     snprintf(buf, sizeof buf, "%s: %s", file, e->msg + skip);
     memcpy(e->msg, buf, sizeof buf);
@@ -261,13 +265,14 @@ static int get_schedule(const sim_args *a, plan *p, sched *sc, cl_err *e)
         }
         p->schedule = (sched_kind)kind;
     }
-    int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
-    int iters = a->iters ? (int)a->iters : sched_default_iters((sched_kind)kind, P, p->n_micro);
-    int warm = sched_warmup_iters((sched_kind)kind, P, p->n_micro);
+    int depth = sched_fill_depth(p); /* positions x widest replicas */
+    int iters = a->iters ? (int)a->iters : sched_default_iters((sched_kind)kind, depth, p->n_micro);
+    int warm = sched_warmup_iters((sched_kind)kind, depth, p->n_micro);
     if (a->iters && warm && iters <= warm)
         return cl_fail(e, CL_EINPUT, "--iterations: %s needs more than %d iterations to reach a steady "
                        "state with %d stages and %d microbatches (hint: --iterations %d or more)",
-                       sched_kind_name((sched_kind)kind), warm, P, p->n_micro, warm + 1);
+                       sched_kind_name((sched_kind)kind), warm, p->n_stages / (p->chunks > 1 ? p->chunks : 1),
+                       p->n_micro, warm + 1);
     return sched_build(p, (sched_kind)kind, p->n_micro, iters, sc, e);
 }
 

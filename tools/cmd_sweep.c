@@ -176,7 +176,7 @@ static void fill_row(sweep_row *r, const study_point *pt, double base_thr)
                                    p->stages[s].n_replicas);
         if (p->n_stages > 1 && lo == hi) snprintf(r->replicas_shown, sizeof r->replicas_shown, "all %d", lo);
         else if (at >= sizeof r->replicas_shown) snprintf(r->replicas_shown, sizeof r->replicas_shown, "%d..%d", lo, hi);
-        else snprintf(r->replicas_shown, sizeof r->replicas_shown, "%s", r->replicas);
+        else memcpy(r->replicas_shown, r->replicas, at + 1); /* at < its size: fits */
         /* feasible, but on fewer devices than offered: the plan says why */
         if (pt->ok && p->idle_why[0]) snprintf(r->reason, sizeof r->reason, "%s", p->idle_why);
     }

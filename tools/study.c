@@ -24,15 +24,20 @@ int study_load(study *s, const char *model_path, const char *prof_path, int batc
     int rc = model_load(&s->md, model_path, e);
     if (rc) return rc;
     if (prof_path) {
-        if ((rc = prof_load(&s->pf, prof_path, e)) ||
-            (rc = prof_check_model(&s->pf, &s->md, prof_path, e))) {
+        if ((rc = prof_load(&s->pf, prof_path, e))) {
             study_free(s);
             return rc;
         }
-        s->have_prof = 1;
+        s->have_prof = 1; /* owned from here, so study_free releases it */
+        if ((rc = prof_check_model(&s->pf, &s->md, prof_path, e))) {
+            study_free(s);
+            return rc;
+        }
     }
-    if (batch <= 0 && s->have_prof && s->pf.n_layers > 0 && s->pf.layers[0].n_points > 0)
-        batch = (int)s->pf.layers[0].batch[s->pf.layers[0].n_points - 1];
+    if (batch <= 0 && s->have_prof && (rc = prof_default_batch(&s->pf, prof_path, &batch, e))) {
+        study_free(s);
+        return rc;
+    }
     s->batch = batch > 0 ? batch : 64;
     return CL_OK;
 }

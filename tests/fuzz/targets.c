@@ -20,6 +20,8 @@
 #include "fuzz_schedule.c"
 #define FUZZ_HAVE_SCHEDULE
 #endif
+#include "fuzz_sim.c"
+#include "fuzz_search.c"
 #if __has_include("fuzz_idx.c")
 #include "fuzz_idx.c"
 #define FUZZ_HAVE_IDX
@@ -41,6 +43,8 @@ static const fuzz_target fuzz_targets[] = {
 #ifdef FUZZ_HAVE_SCHEDULE
     {"schedule", fuzz_schedule},
 #endif
+    {"sim", fuzz_sim},
+    {"search", fuzz_search},
 #ifdef FUZZ_HAVE_IDX
     {"idx", fuzz_idx},
 #endif
