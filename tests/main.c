@@ -138,11 +138,12 @@ int test_run_on_tty(char *const argv[], char *buf, size_t cap)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
-void test_rmtree(char *dir)
+int test_rmtree(char *dir)
 {
-    if (dir && nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS))
-        fprintf(stderr, "cleave_tests: cannot remove %s entirely\n", dir);
+    int rc = dir && nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) ? -1 : 0;
+    if (rc) fprintf(stderr, "cleave_tests: cannot remove %s entirely\n", dir);
     free(dir);
+    return rc;
 }
 
 static void run_dir_remove(void)

@@ -34,8 +34,9 @@ char *test_tmpdir(void);
  * showed goes into buf (at most cap - 1 bytes, NUL-terminated).  Returns the
  * exit status, 128 + signal, or -1 when no terminal could be made. */
 int test_run_on_tty(char *const argv[], char *buf, size_t cap);
-/* Remove a test_tmpdir folder with everything in it, and free the name. */
-void test_rmtree(char *dir);
+/* Remove a test_tmpdir folder with everything in it (no shell), and free
+ * the name; 0, or -1 when something could not be removed. */
+int test_rmtree(char *dir);
 /* Path to a file in the shared data folder (../shared/data/...), or NULL if
  * that folder is absent (tests using it then report it as a failure). */
 const char *test_shared(const char *rel, char *buf, size_t cap);

@@ -51,10 +51,7 @@ static void run_cases(const acase *c, int n)
         free(out);
         free(err);
     }
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 #define N(a) ((int)(sizeof(a) / sizeof *(a)))

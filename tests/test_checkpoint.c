@@ -205,10 +205,7 @@ static void test_sigkill_resume(void)
     free(b);
     free(out);
     free(err);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* SIGTERM and SIGINT: the run stops at the next minibatch, writes the
@@ -279,10 +276,7 @@ static void test_signals(void)
     if (!(at && STOPPED_NEXT(step, 30))) fprintf(stderr, "\n  %s", err ? err : "(no stderr)");
     CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "no checkpoint (hint: --checkpoint FILE"));
     free(err);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* A resume is refused, exit 2 with one line and no output written, when
@@ -383,10 +377,7 @@ static void test_refusals(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "--checkpoint-every needs --checkpoint FILE"));
     free(err);
     free(good);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 TEST_SUITE(checkpoint)

@@ -29,10 +29,7 @@ static int64_t ckpt_iters(const char *path)
 
 static void rm_rf(char *dir)
 {
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* 2000 samples, batch 16: 125 iterations an epoch, 3 epochs. */

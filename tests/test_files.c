@@ -38,7 +38,9 @@
 #define VM_LIMIT "ulimit -v 2000000;"
 #endif
 
-/* Run `prefix cleave args` through sh (prefix: ulimit, env, timeout);
+/* Run `prefix cleave args` through sh, the one shell of this suite: the
+ * prefixes are shell built-ins (ulimit, trap) and env/timeout, and every
+ * path in it is the suite's own test folder (prefix: ulimit, env, timeout);
  * stderr into *err (caller frees, may be NULL). The exit status. */
 static int run(const char *prefix, const char *args, char **err)
 {
@@ -101,12 +103,17 @@ static mode_t lkind(const char *path)
     return lstat(path, &st) == 0 ? st.st_mode & S_IFMT : 0;
 }
 
-static void rm_dir(char *dir)
+static void rm_dir(char *dir) { CU_ASSERT_EQUAL(test_rmtree(dir), 0); }
+
+/* cp from to, without a shell */
+static int copy_file(const char *from, const char *to)
 {
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
-    free(dir);
+    char *t = NULL;
+    size_t n = 0;
+    cl_err e = {0};
+    int rc = cl_read_file(from, (size_t)1 << 26, &t, &n, &e) || cl_write_file(to, t, n, &e);
+    free(t);
+    return rc;
 }
 
 /* An output that is an input (same file, by name, link or hard link) is
@@ -117,8 +124,9 @@ static void test_output_is_input(void)
     snprintf(p, sizeof p, "%s/p.json", d);
     snprintf(l, sizeof l, "%s/link.json", d);
     snprintf(h, sizeof h, "%s/hard.json", d);
-    snprintf(a, sizeof a, "cp " PLAN " %s && ln -s p.json %s && ln %s %s", p, l, p, h);
-    CU_ASSERT_EQUAL(system(a), 0);
+    CU_ASSERT_EQUAL(copy_file(PLAN, p), 0);
+    CU_ASSERT_EQUAL(symlink("p.json", l), 0);
+    CU_ASSERT_EQUAL(link(p, h), 0);
     const char *cmd[][2] = {{"sim", "--trace"}, {"export", "--to torch -o"}};
     const char *outs[] = {p, l, h};
     for (int f = 0; f < 2; f++)
@@ -278,8 +286,7 @@ static void test_plot_incomplete(void)
         snprintf(good, sizeof good, "%s/good.%s", d, ext[i]);
         snprintf(a, sizeof a, "plot %s -o %s", tr, img);
         expect("", a, 0, NULL);
-        snprintf(a, sizeof a, "cp %s %s", img, good);
-        CU_ASSERT_EQUAL(system(a), 0);
+        CU_ASSERT_EQUAL(copy_file(img, good), 0);
         struct stat st;
         CU_ASSERT(stat(img, &st) == 0 && st.st_size > 16384); /* more than the limit below */
         /* 16 blocks: 8 KiB in dash (512-byte blocks), 16 KiB in bash */
@@ -298,9 +305,7 @@ static void test_plot_incomplete(void)
         if (i == 0) snprintf(a, sizeof a, SWEEP_PNG, d, img);
         else snprintf(a, sizeof a, COMPARE_PNG, d, img);
         expect("", a, 0, NULL);
-        char cp[1400];
-        snprintf(cp, sizeof cp, "cp %s %s", img, good);
-        CU_ASSERT_EQUAL(system(cp), 0);
+        CU_ASSERT_EQUAL(copy_file(img, good), 0);
         expect("ulimit -f 16; trap '' XFSZ;", a, 1, "image is incomplete");
         CU_ASSERT(same_file_text(img, good));
     }
@@ -365,12 +370,12 @@ static void test_sizes_before_reading(void)
     snprintf(ck, sizeof ck, "%s/run.ckpt", d);
     snprintf(big, sizeof big, "%s/big.json", d);
     /* sparse files: 3 GiB of zeros, and a real checkpoint stretched to 3 GiB */
-    snprintf(a, sizeof a, "truncate -s 3G %s", z);
-    CU_ASSERT_EQUAL(system(a), 0);
+    int fd = open(z, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    CU_ASSERT(fd >= 0 && ftruncate(fd, (off_t)3 << 30) == 0);
+    if (fd >= 0) close(fd);
     snprintf(a, sizeof a, TINY "--checkpoint %s", ck);
     expect("", a, 0, NULL);
-    snprintf(a, sizeof a, "truncate -s 3G %s", ck);
-    CU_ASSERT_EQUAL(system(a), 0);
+    CU_ASSERT_EQUAL(truncate(ck, (off_t)3 << 30), 0);
     const char *lim = VM_LIMIT; /* reading either whole needs more than that */
     snprintf(a, sizeof a, TINY "--resume %s", z);
     expect(lim, a, 2, "zero.ckpt: not a cleave checkpoint");
@@ -378,13 +383,20 @@ static void test_sizes_before_reading(void)
     expect(lim, a, 2, "bytes after the checkpoint's");
 
     /* JSON: the 256 MiB default, named with the variable that raises it */
-    snprintf(a, sizeof a, "truncate -s 300M %s", big);
-    CU_ASSERT_EQUAL(system(a), 0);
+    fd = open(big, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    CU_ASSERT(fd >= 0 && ftruncate(fd, (off_t)300 << 20) == 0);
+    if (fd >= 0) close(fd);
     snprintf(a, sizeof a, "inspect %s", big);
     expect(lim, a, 2, "314572800 bytes, more than the 256 MiB an input may have (hint: is this the right file? to read it anyway set CLEAVE_MAX_INPUT_MB=300)");
     /* a valid plan padded past 1 MiB: refused under a 1 MiB limit, read under 2 */
-    snprintf(a, sizeof a, "cp " PLAN " %s && head -c 1500000 /dev/zero | tr '\\0' ' ' >> %s", big, big);
-    CU_ASSERT_EQUAL(system(a), 0);
+    char *t = NULL;
+    size_t n = 0;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(cl_read_file(PLAN, (size_t)1 << 26, &t, &n, &e), CL_OK);
+    t = cl_realloc(t, n + 1500000);
+    memset(t + n, ' ', 1500000); /* trailing blanks: still the same JSON */
+    CU_ASSERT_EQUAL(cl_write_file(big, t, n + 1500000, &e), CL_OK);
+    free(t);
     snprintf(a, sizeof a, "sim %s", big);
     expect("CLEAVE_MAX_INPUT_MB=1", a, 2, "more than the 1 MiB an input may have");
     expect("CLEAVE_MAX_INPUT_MB=2", a, 0, NULL);

@@ -112,10 +112,7 @@ static void test_rank_killed(void)
     CU_ASSERT(tproc_same_file(wfull, w));
     if (!tproc_same_file(wfull, w))
         fprintf(stderr, "\nresumed at iteration %lld under MPI: the weights differ\n", (long long)at);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* Rank 1 stopped (SIGSTOP: alive but silent): rank 0's watchdog reports
@@ -153,10 +150,7 @@ static void test_rank_hung(void)
     if (!ours) fprintf(stderr, "\nmpirun exit %d after %.1f s:\n%s\n", st, secs, err ? err : "");
     else printf("[rank 1 stopped: mpirun exit %d after %.2f s] ", st, secs);
     free(err);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* Threads: worker 2 of 4 fails at its 30th op; the others, blocked on
