@@ -37,7 +37,8 @@ LIBS = -L/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas $(PKG_LIBS) -lcun
 
 WARN   = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
          -Wpointer-arith -Wformat=2 -Wvla $(WERROR)
-CFLAGS_ALL = -std=c11 $(OPT) -g -D_GNU_SOURCE -MMD -MP $(WARN) $(PKG_CFLAGS) \
+# -I. : headers of other folders are named from the repository root ("base/status.h").
+CFLAGS_ALL = -std=c11 $(OPT) -g -D_GNU_SOURCE -MMD -MP -I. $(WARN) $(PKG_CFLAGS) \
              $(SANFLAGS) $(CFLAGS)
 LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
 
@@ -45,7 +46,10 @@ LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
 Q = $(if $(V),,@)
 SAY = $(if $(V),@true,@echo)
 
-SRC_DIRS = tools models profiles planner sim exec
+# The folders in the order data flows, bottom layer first (docs/layout.md;
+# tools/layering.sh checks that a folder includes only folders below it).
+SRC_DIRS = base models profiles core sim exec/nn planner exec/ckpt exec/run exec/probe \
+           bench tools
 # tools/asan_defaults.c goes into each program rather than the library: a
 # static library's member is linked only when something refers to it.
 MAIN_SRC = tools/cleave.c tools/asan_defaults.c
@@ -54,7 +58,6 @@ GP_TMPL  = $(wildcard tools/gnuplot/*.gp)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/gp_templates.o
 TEST_SRC = $(wildcard tests/*.c)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
-BENCH_SRC = $(wildcard tools/bench/*.c)
 
 .PHONY: all deps pkg-check test test-run demo bench asan ubsan tsan install clean
 
@@ -117,6 +120,7 @@ $(BUILD)/cleave_tests: $(TEST_OBJ) $(BUILD)/tools/asan_defaults.o $(BUILD)/libcl
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 test: deps
+	@sh tools/layering.sh
 	@$(MAKE) --no-print-directory test-run
 
 # Runs from the repository root so fixtures resolve; the CLI tests find the
@@ -145,8 +149,8 @@ demo: all
 	./$(BUILD)/cleave demo
 
 bench: all
-	@mkdir -p bench
-	./$(BUILD)/cleave bench --out bench
+	@mkdir -p bench/results
+	./$(BUILD)/cleave bench --out bench/results
 
 # Fuzzing (docs/testing.md): one libFuzzer binary per tests/fuzz/fuzz_*.c,
 # built by clang into build-fuzz/ (library under fuzzer-no-link + ASan +
@@ -156,9 +160,10 @@ FUZZ_SECONDS ?= 60
 FUZZ_SAN  = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_BINS = $(patsubst tests/fuzz/%.c,$(BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
 # exec/'s kernels use gcc vector built-ins clang lacks; of exec/ only the
-# IDX reader (data.c) and the buffers it fills (tensor.c) are needed.
-FUZZ_OBJ  = $(filter-out $(BUILD)/exec/%,$(LIB_OBJ)) \
-            $(filter $(BUILD)/exec/data.o $(BUILD)/exec/tensor.o,$(LIB_OBJ))
+# IDX reader (data.c) and the buffers it fills (tensor.c) are needed, and
+# nothing above exec/ (bench/, tools/).
+FUZZ_OBJ  = $(filter-out $(BUILD)/exec/% $(BUILD)/bench/%,$(LIB_OBJ)) \
+            $(filter $(BUILD)/exec/nn/data.o $(BUILD)/exec/nn/tensor.o,$(LIB_OBJ))
 .PHONY: fuzz fuzz-build fuzz-bins
 .PRECIOUS: $(BUILD)/tests/fuzz/%.o
 fuzz-build: deps

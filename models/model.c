@@ -13,7 +13,7 @@
 
 #include <cJSON.h>
 
-#include "../tools/jsonx.h"
+#include "base/jsonx.h"
 #include "model.h"
 
 #define FORMAT "cleave-model"

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../tools/status.h"
+#include "base/status.h"
 
 typedef enum model_kind {
     MODEL_CONV2D,

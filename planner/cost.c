@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/schedule.h"
+#include "core/schedule.h"
 #include "cost.h"
 
 /* ------------------------------------------------------------- instance -- */

@@ -33,8 +33,8 @@
 
 #include <stdint.h>
 
-#include "../profiles/cluster.h"
-#include "plan.h"
+#include "profiles/cluster.h"
+#include "core/plan.h"
 
 /* ------------------------------------------------------------- instance -- */
 
@@ -84,7 +84,7 @@ static inline double plan_inst_work(const plan_inst *I, int i)
     return I->fwd_s[i] + I->bwd_in_s[i] + I->bwd_w_s[i];
 }
 
-/* Memory follows the simulator's rules (sim/schedule.h): a replica of a
+/* Memory follows the simulator's rules (core/schedule.h): a replica of a
  * stage with r replicas and depth D (devices from this stage to the last,
  * its own included) keeps sched_inflight_rep(kind, devices, D, r, m, v)
  * microbatches of stash and sched_versions_rep(kind, D, r) weight versions,

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tools/budget.h"
+#include "base/budget.h"
 #include "cost.h"
 
 void plan_lattice_arrays_(plan_lattice *L, int n_sets);

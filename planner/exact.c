@@ -30,8 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/schedule.h"
-#include "../tools/budget.h"
+#include "core/schedule.h"
+#include "base/budget.h"
 #include "exact.h"
 
 enum { MODE_FLAT, MODE_PERIODIC, MODE_POSITIONS };

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/sim.h"
-#include "../tools/escape.h"
+#include "sim/sim.h"
+#include "base/escape.h"
 #include "export.h"
 
 static const char *const target_names[] = {"torch", "deepspeed", "deepspeed-module", "megatron"};

@@ -35,7 +35,7 @@
 #ifndef CL_PLAN_EXPORT_H
 #define CL_PLAN_EXPORT_H
 
-#include "plan.h"
+#include "core/plan.h"
 
 typedef enum plan_target {
     PLAN_TO_TORCH,

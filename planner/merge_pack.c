@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/schedule.h"
+#include "core/schedule.h"
 #include "exact.h"
 #include "merge.h"
 

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "predict.h"
-#include "../sim/schedule.h"
-#include "../sim/sim.h"
+#include "core/schedule.h"
+#include "sim/sim.h"
 
 /* Effective FLOP/s of the slowest device in a stage (speeds only ever
  * appear as ratios). */

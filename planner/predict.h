@@ -7,7 +7,7 @@
 #ifndef CL_PLAN_PREDICT_H
 #define CL_PLAN_PREDICT_H
 
-#include "plan.h"
+#include "core/plan.h"
 
 typedef struct plan_predict_opts {
     int comm;               /* 1: count communication; 0: leave it out      */

@@ -9,8 +9,8 @@
 
 #include <cJSON.h>
 
-#include "../sim/schedule.h"
-#include "../tools/budget.h"
+#include "core/schedule.h"
+#include "base/budget.h"
 #include "cost.h"
 #include "exact.h"
 #include "merge.h"

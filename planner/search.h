@@ -11,10 +11,10 @@
 
 #include <stdint.h>
 
-#include "../models/model.h"
-#include "../profiles/cluster.h"
-#include "../profiles/profile.h"
-#include "plan.h"
+#include "models/model.h"
+#include "profiles/cluster.h"
+#include "profiles/profile.h"
+#include "core/plan.h"
 #include "predict.h"
 
 /* Layers past which --algo auto plans by partition-and-merge alone (the

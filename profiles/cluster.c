@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tools/jsonx.h"
+#include "base/jsonx.h"
 #include "cluster.h"
 
 /* A guard on the number of device types in one file (a cluster of a

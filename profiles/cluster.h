@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "../tools/status.h"
+#include "base/status.h"
 
 #define CLUSTER_NAME_MAX 64
 #define CLUSTER_MAX_DEVICES (1 << 20)

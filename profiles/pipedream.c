@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../models/model.h"
-#include "../tools/escape.h"
-#include "../tools/fileio.h"
-#include "../tools/jsonx.h"
+#include "models/model.h"
+#include "base/escape.h"
+#include "base/fileio.h"
+#include "base/jsonx.h"
 #include "pipedream.h"
 #include "profile.h"
 

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "../tools/status.h"
+#include "base/status.h"
 
 struct model;
 struct prof;

@@ -9,8 +9,8 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_interp.h>
 
-#include "../models/model.h"
-#include "../tools/jsonx.h"
+#include "models/model.h"
+#include "base/jsonx.h"
 #include "profile.h"
 
 static const char *const source_names[PROF_SOURCE_COUNT] = {"measured", "derived", "imported"};

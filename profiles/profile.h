@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "../tools/status.h"
+#include "base/status.h"
 
 struct model;
 struct cluster_devtype;

@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../models/model.h"
+#include "models/model.h"
 #include "cluster.h"
 #include "profile.h"
 

@@ -28,8 +28,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../tools/budget.h"
-#include "../tools/status.h"
+#include "base/budget.h"
+#include "base/status.h"
 #include "event.h"
 
 #define SLOT_BITS 24

@@ -18,9 +18,9 @@
 
 #include <stdint.h>
 
-#include "../planner/plan.h"
-#include "../tools/status.h"
-#include "schedule.h"
+#include "core/plan.h"
+#include "base/status.h"
+#include "core/schedule.h"
 
 typedef struct sim sim;
 

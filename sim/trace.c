@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tools/escape.h"
-#include "../tools/fileio.h"
+#include "base/escape.h"
+#include "base/fileio.h"
 #include "sim_int.h"
 #include "trace.h"
 

@@ -21,7 +21,7 @@
 #ifndef CL_SIM_TRACE_H
 #define CL_SIM_TRACE_H
 
-#include "../tools/status.h"
+#include "base/status.h"
 
 enum { TRACE_PID_DEVICES = 1, TRACE_PID_LINKS = 2 };
 

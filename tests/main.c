@@ -15,8 +15,8 @@
 #include <unistd.h>
 #include <math.h>
 
-#include "../profiles/pipedream.h"
-#include "../tools/fileio.h"
+#include "profiles/pipedream.h"
+#include "base/fileio.h"
 #include "test.h"
 
 #define SUITE(name) void suite_##name(void);

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "test.h"
-#include "../tools/measure.h"
+#include "base/measure.h"
 
 #define HANG_S 30.0 /* guard against runs that never end */
 

@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../tools/fileio.h"
-#include "../tools/jsonx.h"
-#include "../tools/measure.h"
+#include "base/fileio.h"
+#include "base/jsonx.h"
+#include "base/measure.h"
 #include "test.h"
 
 /* Parse `text` and fetch member `key` as an integer in [lo, hi]. */

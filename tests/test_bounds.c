@@ -14,17 +14,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../models/model.h"
-#include "../planner/cost.h"
-#include "../planner/exact.h"
-#include "../planner/instance.h"
-#include "../planner/search.h"
-#include "../profiles/cluster.h"
-#include "../profiles/profile.h"
-#include "../sim/schedule.h"
-#include "../sim/sim.h"
-#include "../tools/budget.h"
-#include "../tools/plot_reduce.h"
+#include "models/model.h"
+#include "planner/cost.h"
+#include "planner/exact.h"
+#include "planner/instance.h"
+#include "planner/search.h"
+#include "profiles/cluster.h"
+#include "profiles/profile.h"
+#include "core/schedule.h"
+#include "sim/sim.h"
+#include "base/budget.h"
+#include "tools/plot_reduce.h"
 #include "test.h"
 
 #define PLAN2 "tests/data/sim/fmnist-2stage.json"

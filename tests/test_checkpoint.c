@@ -1,4 +1,4 @@
-/* test_checkpoint.c - checkpoints and resume (exec/checkpoint.h, cleave
+/* test_checkpoint.c - checkpoints and resume (exec/ckpt/checkpoint.h, cleave
  * train --checkpoint/--resume): the file format refuses every damaged copy,
  * a run killed with SIGKILL (twice) and resumed ends with the very bytes of
  * an uninterrupted run's weights file, SIGTERM and SIGINT stop at a minibatch
@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../exec/checkpoint.h"
-#include "../tools/fileio.h"
+#include "exec/ckpt/checkpoint.h"
+#include "base/fileio.h"
 #include "test.h"
 #include "test_proc.h"
 

@@ -1,5 +1,5 @@
 /* test_ckpt_pipe.c - checkpoints of pipelined training (cleave train --plan
- * --checkpoint/--resume, exec/pipe_ckpt.c): killed with SIGKILL or stopped
+ * --checkpoint/--resume, exec/run/pipe_ckpt.c): killed with SIGKILL or stopped
  * with SIGTERM at any point and resumed, every flushing schedule ends with
  * the very bytes of an uninterrupted run's weights file; the asynchronous
  * schedules are refused; a resume with another plan or options is refused. */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../exec/checkpoint.h"
+#include "exec/ckpt/checkpoint.h"
 #include "test.h"
 #include "test_proc.h"
 

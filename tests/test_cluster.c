@@ -7,8 +7,8 @@
 
 #include <cJSON.h>
 
-#include "../profiles/cluster.h"
-#include "../tools/jsonx.h"
+#include "profiles/cluster.h"
+#include "base/jsonx.h"
 #include "test.h"
 
 static const char *const presets[] = {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tools/fileio.h"
+#include "base/fileio.h"
 
 typedef struct test_csv {
     int n_rows, n_cols;     /* rows after the header; columns of the header */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tools/jsonx.h"
+#include "base/jsonx.h"
 #include "test.h"
 #include "test_csv.h"
 

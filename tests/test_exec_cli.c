@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../profiles/profile.h"
-#include "../tools/fileio.h"
+#include "profiles/profile.h"
+#include "base/fileio.h"
 #include "test.h"
 
 static int count_lines(const char *s)

@@ -8,7 +8,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "../exec/data.h"
+#include "exec/nn/data.h"
 #include "test.h"
 
 #define FIX "tests/data/exec/"

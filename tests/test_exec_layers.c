@@ -18,11 +18,11 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "../exec/gemm.h"
-#include "../exec/kern.h"
-#include "../exec/layers.h"
-#include "../tools/status.h"
-#include "../exec/tensor.h"
+#include "exec/nn/gemm.h"
+#include "exec/nn/kern.h"
+#include "exec/nn/layers.h"
+#include "base/status.h"
+#include "exec/nn/tensor.h"
 #include "test.h"
 
 #define FD_STEP 1e-5

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../exec/data.h"
-#include "../exec/net.h"
-#include "../exec/optim.h"
-#include "../exec/train.h"
-#include "../models/model.h"
-#include "../tools/status.h"
+#include "exec/nn/data.h"
+#include "exec/nn/net.h"
+#include "exec/nn/optim.h"
+#include "exec/run/train.h"
+#include "models/model.h"
+#include "base/status.h"
 #include "test.h"
 
 /* ------------------------------------------------------------------------ */

@@ -12,10 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../planner/plan.h"
-#include "../tools/fileio.h"
-#include "../tools/jsonx.h"
-#include "../tools/spawn.h"
+#include "core/plan.h"
+#include "base/fileio.h"
+#include "base/jsonx.h"
+#include "base/spawn.h"
 #include "test.h"
 
 /* Top-level keys from DeepSpeed's configuration reference,

@@ -1,4 +1,4 @@
-/* test_files.c - the file rules of tools/fileio.h (docs/testing.md, "Threat
+/* test_files.c - the file rules of base/fileio.h (docs/testing.md, "Threat
  * model: files"): no output replaces an input, a device, a pipe or a
  * symbolic link; temporaries cannot be redirected by a planted link; a plot
  * is checked complete before it replaces anything; write failures say why;
@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../tools/fileio.h"
-#include "../tools/gnuplot.h"
+#include "base/fileio.h"
+#include "tools/gnuplot.h"
 #include "test.h"
 
 #define PLAN "tests/data/sim/fmnist-2stage.json"

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tools/fileio.h"
-#include "fuzz/targets.c"
+#include "base/fileio.h"
+#include "tests/fuzz/targets.c"
 #include "test.h"
 
 #define N_TARGETS ((int)(sizeof fuzz_targets / sizeof fuzz_targets[0]))

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tools/fileio.h"
-#include "../tools/gnuplot.h"
+#include "base/fileio.h"
+#include "tools/gnuplot.h"
 #include "test.h"
 
 static gp_plot *speedup_plot(void)

@@ -12,7 +12,7 @@
 
 #include <cJSON.h>
 
-#include "../tools/fileio.h"
+#include "base/fileio.h"
 #include "test.h"
 
 static char *read_all(const char *path)

@@ -6,10 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../planner/plan.h"
-#include "../profiles/cluster.h"
-#include "../tools/fileio.h"
-#include "../tools/jsonx.h"
+#include "core/plan.h"
+#include "profiles/cluster.h"
+#include "base/fileio.h"
+#include "base/jsonx.h"
 #include "test.h"
 
 #define PLAN2 "tests/data/sim/fmnist-2stage.json"

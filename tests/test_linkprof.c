@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../exec/chan.h"
-#include "../exec/gemm.h"
-#include "../exec/linkprof.h"
-#include "../profiles/cluster.h"
+#include "exec/run/chan.h"
+#include "exec/nn/gemm.h"
+#include "exec/probe/linkprof.h"
+#include "profiles/cluster.h"
 #include "test.h"
 
 /* Exact data t = L + b / bw over 8 B .. 64 MiB: the fit must give L and bw

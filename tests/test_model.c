@@ -9,8 +9,8 @@
 
 #include <cJSON.h>
 
-#include "../models/model.h"
-#include "../tools/jsonx.h"
+#include "models/model.h"
+#include "base/jsonx.h"
 #include "test.h"
 
 static const char *const zoo[] = {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../exec/checkpoint.h"
+#include "exec/ckpt/checkpoint.h"
 #include "test.h"
 #include "test_pipe.h"
 #include "test_proc.h"

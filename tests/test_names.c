@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../tools/escape.h"
-#include "../tools/fileio.h"
-#include "../tools/spawn.h"
+#include "base/escape.h"
+#include "base/fileio.h"
+#include "base/spawn.h"
 #include "test.h"
 #include "test_csv.h"
 #include "test_names.h"

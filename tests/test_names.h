@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../tools/status.h"
+#include "base/status.h"
 
 /* Strings every sink must survive; %M is replaced by a marker path that a
  * shell or gnuplot command substitution would create. */

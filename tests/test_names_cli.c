@@ -15,11 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../sim/trace.h"
-#include "../tools/escape.h"
-#include "../tools/fileio.h"
-#include "../tools/jsonx.h"
-#include "../tools/spawn.h"
+#include "sim/trace.h"
+#include "base/escape.h"
+#include "base/fileio.h"
+#include "base/jsonx.h"
+#include "base/spawn.h"
 #include "test.h"
 #include "test_csv.h"
 #include "test_names.h"

@@ -1,7 +1,7 @@
 /* test_pipe.h - shared helpers of the pipe_* suites (test_pipe_ref.c): the
  * fixtures, a synthetic data set, and the references the pipelined runner
  * is checked against, written independently of it on the executor's
- * stage API (exec/net.h): sequential training with gradient accumulation
+ * stage API (exec/nn/net.h): sequential training with gradient accumulation
  * over the same microbatches, and a one-microbatch-at-a-time replay of the
  * asynchronous schedules with explicit weight versions. */
 #ifndef CL_TEST_PIPE_H
@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "../exec/pipeline.h"
+#include "exec/run/pipeline.h"
 
 /* tests/data/pipe/<name>; CU_FAIL and returns nonzero when it does not load. */
 int tp_plan(const char *name, plan *p);

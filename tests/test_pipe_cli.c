@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../tools/fileio.h"
+#include "base/fileio.h"
 #include "test.h"
 #include "test_pipe.h"
 

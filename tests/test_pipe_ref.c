@@ -7,8 +7,8 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "../exec/net.h"
-#include "../exec/optim.h"
+#include "exec/nn/net.h"
+#include "exec/nn/optim.h"
 #include "test.h"
 #include "test_pipe.h"
 
@@ -48,7 +48,7 @@ void tp_opts(exec_pipe_opts *o, const exec_data *train, const char *file, int it
     o->stall_s = 60;
 }
 
-/* The epoch order of sequential training (exec/train.c): an mt19937 stream
+/* The epoch order of sequential training (exec/run/train.c): an mt19937 stream
  * seeded from the seed through a fixed constant, one shuffle per epoch. */
 typedef struct order {
     gsl_rng *rng;

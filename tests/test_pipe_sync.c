@@ -11,10 +11,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "../exec/train.h"
-#include "../sim/sim.h"
-#include "../sim/trace.h"
-#include "../tools/fileio.h"
+#include "exec/run/train.h"
+#include "sim/sim.h"
+#include "sim/trace.h"
+#include "base/fileio.h"
 #include "test.h"
 #include "test_pipe.h"
 
@@ -65,7 +65,7 @@ static void test_one_iteration(void)
 }
 
 /* One stage, one microbatch of the whole batch: four pipelined iterations
- * are two epochs of the sequential trainer (exec/train.h) over two batches,
+ * are two epochs of the sequential trainer (exec/run/train.h) over two batches,
  * bit for bit: the same data order, cosine schedule, dropout masks. */
 static void test_equals_trainer(void)
 {

@@ -9,10 +9,10 @@
 
 #include <cJSON.h>
 
-#include "../models/model.h"
-#include "../profiles/pipedream.h"
-#include "../profiles/profile.h"
-#include "../tools/fileio.h"
+#include "models/model.h"
+#include "profiles/pipedream.h"
+#include "profiles/profile.h"
+#include "base/fileio.h"
 #include "test.h"
 
 /* ------------------------------------------------- an independent scan -- */

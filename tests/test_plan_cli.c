@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../planner/plan.h"
+#include "core/plan.h"
 #include "test.h"
 
 static char *dir;

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../planner/cost.h"
-#include "../planner/exact.h"
-#include "../planner/merge.h"
+#include "planner/cost.h"
+#include "planner/exact.h"
+#include "planner/merge.h"
 #include "test.h"
 #include "test_rand.h"
 

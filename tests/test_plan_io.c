@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../planner/plan.h"
-#include "../planner/search.h"
-#include "../profiles/pipedream.h"
-#include "../tools/fileio.h"
-#include "../tools/jsonx.h"
+#include "core/plan.h"
+#include "planner/search.h"
+#include "profiles/pipedream.h"
+#include "base/fileio.h"
+#include "base/jsonx.h"
 #include "test.h"
 
 /* A 4-stage plan of vgg16 (PipeDream profile) on 4 devices in 2 nodes. */

@@ -22,8 +22,8 @@
 
 #include <cJSON.h>
 
-#include "../planner/search.h"
-#include "../tools/study.h"
+#include "planner/search.h"
+#include "tools/study.h"
 #include "test.h"
 #include "test_rand.h"
 #include "test_csv.h"

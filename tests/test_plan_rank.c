@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../planner/search.h"
-#include "../profiles/pipedream.h"
+#include "planner/search.h"
+#include "profiles/pipedream.h"
 #include "test.h"
 
 /* n devices, k per node, `cleave plan --devices`'s default links; memory

@@ -13,11 +13,11 @@
 
 #include <cJSON.h>
 
-#include "../planner/cost.h"
-#include "../planner/exact.h"
-#include "../planner/search.h"
-#include "../profiles/pipedream.h"
-#include "../sim/sim.h"
+#include "planner/cost.h"
+#include "planner/exact.h"
+#include "planner/search.h"
+#include "profiles/pipedream.h"
+#include "sim/sim.h"
 #include "test.h"
 
 /* A uniform cluster of n devices of one type with unlimited memory. */

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/trace.h"
-#include "../tools/fileio.h"
+#include "sim/trace.h"
+#include "base/fileio.h"
 #include "test.h"
 
 /* A two-device 1F1B-like timeline with one transfer lane, written by hand:

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tools/fileio.h"
+#include "base/fileio.h"
 #include "test.h"
 #include "test_csv.h"
 

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../tools/fileio.h"
+#include "base/fileio.h"
 #include "test_proc.h"
 
 double tproc_now(void)

@@ -8,10 +8,10 @@
 
 #include <cJSON.h>
 
-#include "../models/model.h"
-#include "../profiles/cluster.h"
-#include "../profiles/profile.h"
-#include "../exec/profile.h"
+#include "models/model.h"
+#include "profiles/cluster.h"
+#include "profiles/profile.h"
+#include "exec/probe/profile_layers.h"
 #include "test.h"
 
 /* Loaders and prof_derive zero every buffer, so a bitwise comparison

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/schedule.h"
-#include "../sim/sim.h"
-#include "../tools/fileio.h"
-#include "../tools/jsonx.h"
+#include "core/schedule.h"
+#include "sim/sim.h"
+#include "base/fileio.h"
+#include "base/jsonx.h"
 #include "test.h"
 
 #define PLAN2 "tests/data/sim/fmnist-2stage.json"

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/schedule.h"
-#include "../sim/sim.h"
+#include "core/schedule.h"
+#include "sim/sim.h"
 #include "test.h"
 
 static const cluster_link fast = {1e12, 0};

@@ -6,11 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/schedule.h"
-#include "../sim/sim.h"
-#include "../sim/trace.h"
-#include "../tools/fileio.h"
-#include "../tools/jsonx.h"
+#include "core/schedule.h"
+#include "sim/sim.h"
+#include "sim/trace.h"
+#include "base/fileio.h"
+#include "base/jsonx.h"
 #include "test.h"
 
 static int run(const plan *p, sched_kind k, int m, int iters, int record, sim_result *r,

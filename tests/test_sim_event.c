@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../sim/event.h"
+#include "sim/event.h"
 #include "test.h"
 
 /* A deterministic generator (xorshift64*), so failures reproduce. */

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../planner/plan.h"
-#include "fuzz/gen.h"
+#include "core/plan.h"
+#include "tests/fuzz/gen.h"
 #include "test.h"
 
 /* The 512-device plan whose ring all-reduces resent forever (sim_arrive

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/schedule.h"
-#include "../sim/sim.h"
-#include "../tools/jsonx.h"
+#include "core/schedule.h"
+#include "sim/sim.h"
+#include "base/jsonx.h"
 #include "test.h"
 
 static const cluster_link fast = {1e9, 1e-6};

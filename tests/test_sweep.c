@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../tools/jsonx.h"
+#include "base/jsonx.h"
 #include "test.h"
 #include "test_csv.h"
 

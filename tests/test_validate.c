@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../exec/net.h"
-#include "../exec/validate.h"
-#include "../sim/schedule.h"
-#include "../sim/sim.h"
+#include "exec/nn/net.h"
+#include "bench/validate.h"
+#include "core/schedule.h"
+#include "sim/sim.h"
 #include "test.h"
 
 static void test_error_arithmetic(void)

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../profiles/cluster.h"
-#include "../tools/fileio.h"
-#include "../tools/jsonx.h"
+#include "profiles/cluster.h"
+#include "base/fileio.h"
+#include "base/jsonx.h"
 #include "test.h"
 
 #define TINY "tests/data/validate/tiny-2stage.json"

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../exec/gemm.h"
+#include "exec/nn/gemm.h"
 #include "cli.h"
-#include "fileio.h"
+#include "base/fileio.h"
 
 typedef struct command {
     const char *name;

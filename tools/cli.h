@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 int cmd_inspect(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

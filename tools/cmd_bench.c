@@ -4,7 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "cli.h"
 
 typedef struct bench_entry {
@@ -13,12 +13,12 @@ typedef struct bench_entry {
     const char *what;
 } bench_entry;
 
-int sim_bench(const char *outdir, int quick); /* sim/bench.c */
-int exec_bench(const char *outdir, int quick); /* exec/bench.c */
-int plan_bench(const char *outdir, int quick); /* planner/bench.c */
-int exec_val_bench(const char *outdir, int quick); /* exec/validate_bench.c */
-int exec_pipe_bench(const char *outdir, int quick); /* exec/pipe_bench.c */
-int study_bench(const char *outdir, int quick); /* tools/study_bench.c */
+int sim_bench(const char *outdir, int quick); /* bench/bench_sim.c */
+int exec_bench(const char *outdir, int quick); /* bench/bench_exec.c */
+int plan_bench(const char *outdir, int quick); /* bench/bench_plan.c */
+int exec_val_bench(const char *outdir, int quick); /* bench/validate_bench.c */
+int exec_pipe_bench(const char *outdir, int quick); /* bench/bench_pipe.c */
+int study_bench(const char *outdir, int quick); /* bench/bench_study.c */
 
 static const bench_entry benches[] = {
     {"sim", sim_bench, "simulator: events/s and time per simulation vs stages and microbatches"},
@@ -32,7 +32,7 @@ static const bench_entry benches[] = {
 
 int cmd_bench(int argc, char **argv)
 {
-    const char *out = "bench";
+    const char *out = "bench/results";
     int quick = 0, named = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

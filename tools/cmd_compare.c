@@ -20,9 +20,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "fileio.h"
+#include "base/fileio.h"
 #include "gnuplot.h"
-#include "progress.h"
+#include "base/progress.h"
 #include "study.h"
 
 #define COMPARE_DEFAULT_SCHEDULES "gpipe,1f1b,zb-h1,pipedream,fbp"

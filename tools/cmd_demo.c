@@ -17,13 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../planner/export.h"
-#include "../sim/schedule.h"
+#include "planner/export.h"
+#include "core/schedule.h"
 #include "cli.h"
-#include "fileio.h"
-#include "progress.h"
+#include "base/fileio.h"
+#include "base/progress.h"
 #include "study.h"
-#include "measure.h"
+#include "base/measure.h"
 
 #define DEMO_CLUSTER "profiles/clusters/v100-8-pcie.json"
 #define DEMO_MAX_FILES 48

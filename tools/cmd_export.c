@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../planner/export.h"
+#include "planner/export.h"
 #include "cli.h"
-#include "fileio.h"
+#include "base/fileio.h"
 
 static int help(void)
 {

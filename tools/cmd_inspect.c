@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "cli.h"
-#include "escape.h"
-#include "fileio.h"
+#include "base/escape.h"
+#include "base/fileio.h"
 #include "inspect.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 static int help(void)
 {

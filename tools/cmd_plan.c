@@ -15,14 +15,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "../models/model.h"
-#include "../planner/search.h"
-#include "../profiles/cluster.h"
-#include "../profiles/pipedream.h"
-#include "../profiles/profile.h"
-#include "budget.h"
+#include "models/model.h"
+#include "planner/search.h"
+#include "profiles/cluster.h"
+#include "profiles/pipedream.h"
+#include "profiles/profile.h"
+#include "base/budget.h"
 #include "cli.h"
-#include "fileio.h"
+#include "base/fileio.h"
 
 /* Links of a cluster built from --devices when --bandwidth/--latency are
  * not given: 10 GB/s and 10 us inside a node (PCIe-class), 1.25 GB/s and

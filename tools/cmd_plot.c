@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "budget.h"
+#include "base/budget.h"
 #include "cli.h"
 #include "gnuplot.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 #include "plot_reduce.h"
 
 #define PLOT_MAX_ROWS 4096   /* rows in a Gantt chart; more is unreadable anyway */

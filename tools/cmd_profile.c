@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../exec/gemm.h"
-#include "../exec/profile.h"
-#include "../models/model.h"
-#include "../profiles/profile.h"
+#include "exec/nn/gemm.h"
+#include "exec/probe/profile_layers.h"
+#include "models/model.h"
+#include "profiles/profile.h"
 #include "cli.h"
 
 #define DEFAULT_REPS 20

@@ -1,5 +1,5 @@
 /* cmd_profile_links.c - `cleave profile --links`: measure point-to-point
- * transfers between two workers (ping-pong, exec/linkprof.h), fit
+ * transfers between two workers (ping-pong, exec/probe/linkprof.h), fit
  * latency + bytes / bandwidth, and write a cluster file for this machine.
  * cmd_profile hands over to cmd_profile_links when --links is given. */
 #include <math.h>
@@ -10,11 +10,11 @@
 
 #include <cJSON.h>
 
-#include "../exec/linkprof.h"
-#include "../profiles/cluster.h"
+#include "exec/probe/linkprof.h"
+#include "profiles/cluster.h"
 #include "cli.h"
-#include "fileio.h"
-#include "jsonx.h"
+#include "base/fileio.h"
+#include "base/jsonx.h"
 
 static void help(void)
 {

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../sim/schedule.h"
-#include "../sim/sim.h"
-#include "budget.h"
+#include "core/schedule.h"
+#include "sim/sim.h"
+#include "base/budget.h"
 #include "cli.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 static int help(void)
 {

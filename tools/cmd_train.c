@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../exec/checkpoint.h"
-#include "../exec/data.h"
-#include "../exec/gemm.h"
-#include "../exec/train.h"
-#include "../models/model.h"
+#include "exec/ckpt/checkpoint.h"
+#include "exec/nn/data.h"
+#include "exec/nn/gemm.h"
+#include "exec/run/train.h"
+#include "models/model.h"
 #include "cli.h"
-#include "fileio.h"
+#include "base/fileio.h"
 #include "train_args.h"
 
 static void help(void)

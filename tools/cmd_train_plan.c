@@ -1,5 +1,5 @@
 /* cmd_train_plan.c - `cleave train --plan plan.json`: pipelined training of a
- * plan's stages on threads or MPI ranks (exec/pipeline.h).  cmd_train hands
+ * plan's stages on threads or MPI ranks (exec/run/pipeline.h).  cmd_train hands
  * over here when it sees --plan. */
 #include <math.h>
 #include <sched.h>
@@ -9,14 +9,14 @@
 
 #include <cjson/cJSON.h>
 
-#include "../exec/checkpoint.h"
-#include "../exec/data.h"
-#include "../exec/gemm.h"
-#include "../exec/linkprof.h"
-#include "../exec/pipeline.h"
+#include "exec/ckpt/checkpoint.h"
+#include "exec/nn/data.h"
+#include "exec/nn/gemm.h"
+#include "exec/probe/linkprof.h"
+#include "exec/run/pipeline.h"
 #include "cli.h"
-#include "fileio.h"
-#include "measure.h"
+#include "base/fileio.h"
+#include "base/measure.h"
 #include "train_args.h"
 
 static void help(void)
@@ -69,7 +69,7 @@ typedef struct ctx {
 } ctx;
 
 /* The progress bar of an epoch, redrawn when its percentage changes and a
- * tenth of a second has passed (as tools/progress.h: a few writes a second,
+ * tenth of a second has passed (as base/progress.h: a few writes a second,
  * whatever the iteration time), erased at the epoch's end before its line
  * is printed. */
 static void on_iteration(void *p, int64_t done, int64_t total)

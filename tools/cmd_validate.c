@@ -1,7 +1,7 @@
 /* cmd_validate.c - `cleave validate --plan plan.json`: predict a plan's
  * iteration time, per-worker busy time and peak memory with the simulator
  * from costs profiled on this machine, run it for real with the pipelined
- * runtime, and print predicted against measured (exec/validate.h). */
+ * runtime, and print predicted against measured (bench/validate.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,14 +10,14 @@
 #include <cJSON.h>
 #include <mpi.h>
 
-#include "../exec/linkprof.h"
-#include "../exec/pipeline.h"
-#include "../exec/validate.h"
-#include "../profiles/cluster.h"
-#include "../profiles/profile.h"
+#include "exec/probe/linkprof.h"
+#include "exec/run/pipeline.h"
+#include "bench/validate.h"
+#include "profiles/cluster.h"
+#include "profiles/profile.h"
 #include "cli.h"
-#include "jsonx.h"
-#include "measure.h"
+#include "base/jsonx.h"
+#include "base/measure.h"
 
 #define DEFAULT_ITERS 20
 #define DEFAULT_REPS 20

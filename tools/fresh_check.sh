@@ -10,7 +10,7 @@
 # packages are on this machine); `pkg-config` fails, as on a machine without
 # the .pc files, until the marker exists, then answers as the real one.  A
 # Makefile that asks pkg-config before deps ran compiles without the flags
-# and fails (tools/jsonx.h: cJSON.h: No such file or directory).
+# and fails (base/jsonx.h: cJSON.h: No such file or directory).
 #
 # `make demo` runs the whole demo; `make test` runs the `base` suite (the
 # build is what is checked; the whole suite needs ../shared beside the

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "escape.h"
-#include "fileio.h"
+#include "base/escape.h"
+#include "base/fileio.h"
 #include "gnuplot.h"
 
 extern char **environ;

@@ -15,7 +15,7 @@
 
 #include <stdio.h>
 
-#include "status.h"
+#include "base/status.h"
 
 typedef struct gp_plot gp_plot;
 

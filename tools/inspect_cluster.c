@@ -7,10 +7,10 @@
 
 #include <cJSON.h>
 
-#include "../profiles/cluster.h"
+#include "profiles/cluster.h"
 #include "cli.h"
 #include "inspect.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 typedef struct totals {
     double fp32_flops, fp16_flops, mem_bytes, price_per_hour;

@@ -7,10 +7,10 @@
 
 #include <cJSON.h>
 
-#include "../models/model.h"
+#include "models/model.h"
 #include "cli.h"
 #include "inspect.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 /* 138357544 -> "138,357,544" */
 static const char *grouped(uint64_t v, char *buf, size_t cap)

@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../planner/plan.h"
+#include "core/plan.h"
 #include "cli.h"
 #include "inspect.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 static const char *bytes_str(double b, char *buf, size_t cap)
 {

@@ -11,13 +11,13 @@
 
 #include <cJSON.h>
 
-#include "../models/model.h"
-#include "../profiles/pipedream.h"
-#include "../profiles/profile.h"
+#include "models/model.h"
+#include "profiles/pipedream.h"
+#include "profiles/profile.h"
 #include "cli.h"
-#include "fileio.h"
+#include "base/fileio.h"
 #include "inspect.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "plot_reduce.h"
-#include "status.h"
+#include "base/status.h"
 
 static int by_row_start(const void *a, const void *b)
 {

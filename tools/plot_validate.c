@@ -16,7 +16,7 @@
 
 #include "cli.h"
 #include "gnuplot.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 #define PV_MAX_FILES 256
 

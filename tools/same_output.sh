@@ -14,15 +14,20 @@
 # PipeDream profiles are read from ../shared/data/pipedream.
 set -u
 CLEAVE=$1
-OUT=$2
+mkdir -p "$2/plan" "$2/sim" "$2/demo"
+# Outputs name the files written, and the demo aligns its list on the longest name: reach
+# OUTDIR through a link of fixed length so two runs print the same.
+LINK=$(mktemp -d /tmp/same-XXXXXXXX)
+trap 'rm -rf "$LINK"' EXIT
+ln -s "$(cd "$2" && pwd)" "$LINK/o"
+OUT=$LINK/o
 PD=../shared/data/pipedream
-mkdir -p "$OUT/plan" "$OUT/sim" "$OUT/demo"
 n=0
 
 # strip_times FILE: drop the lines that carry a wall-clock time.
 strip_times() {
     grep -v -e 'planned in' -e 'simulated in' -e ' in [0-9.]* *[mu]*s$' "$1" |
-        sed "s|$OUT|OUT|g" > "$1.t" || true
+        sed -e "s|$OUT|OUT|g" -e "s|[^ \"]*/profiles/devices.json|profiles/devices.json|g" > "$1.t" || true
     mv "$1.t" "$1"
 }
 

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "budget.h"
+#include "base/budget.h"
 #include "cli.h"
-#include "escape.h"
+#include "base/escape.h"
 #include "study.h"
 
 /* Device memory at or above this is "unknown" (quick clusters built from a

@@ -15,13 +15,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../models/model.h"
-#include "../planner/search.h"
-#include "../profiles/cluster.h"
-#include "../profiles/profile.h"
-#include "../sim/sim.h"
-#include "progress.h"
-#include "status.h"
+#include "models/model.h"
+#include "planner/search.h"
+#include "profiles/cluster.h"
+#include "profiles/profile.h"
+#include "sim/sim.h"
+#include "base/progress.h"
+#include "base/status.h"
 
 /* Links of a cluster built from flags when none are given: the figures
  * `cleave plan --devices` uses (10 GB/s and 10 us inside a node, as

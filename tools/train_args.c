@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "fileio.h"
+#include "base/fileio.h"
 
 void train_args_defaults(train_args *a)
 {

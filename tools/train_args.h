@@ -10,11 +10,11 @@
 
 #include <stdint.h>
 
-#include "../exec/checkpoint.h"
-#include "../exec/data.h"
-#include "../exec/train.h"
-#include "../models/model.h"
-#include "status.h"
+#include "exec/ckpt/checkpoint.h"
+#include "exec/nn/data.h"
+#include "exec/run/train.h"
+#include "models/model.h"
+#include "base/status.h"
 
 typedef struct train_args {
     const char *log;        /* --log: the epoch lines as CSV                 */

@@ -6,7 +6,7 @@
 
 #include <cJSON.h>
 
-#include "../../tools/jsonx.h"
+#include "base/jsonx.h"
 #include "fuzz.h"
 
 const char *fuzz_current_input;

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../tools/status.h"
+#include "base/status.h"
 
 struct cJSON;
 

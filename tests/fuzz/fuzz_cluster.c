@@ -6,8 +6,8 @@
 
 #include <cJSON.h>
 
-#include "../../profiles/cluster.h"
-#include "../../tools/jsonx.h"
+#include "profiles/cluster.h"
+#include "base/jsonx.h"
 #include "fuzz.h"
 
 static cJSON *cluster_reload(const cJSON *doc, cl_err *e, void *ctx)

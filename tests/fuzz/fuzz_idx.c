@@ -6,14 +6,14 @@
  * folder per process, removed at exit; zlib reads plain and gzip'd files
  * alike.  A set that
  * loads must have matching counts, labels in [0, classes) and pixels in
- * [0, 1] (exec/data.h). */
+ * [0, 1] (exec/nn/data.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../../exec/data.h"
-#include "../../tools/fileio.h"
+#include "exec/nn/data.h"
+#include "base/fileio.h"
 #include "fuzz.h"
 
 static char idx_dir[32], idx_images[64], idx_labels[64];

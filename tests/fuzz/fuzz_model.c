@@ -8,8 +8,8 @@
 
 #include <cJSON.h>
 
-#include "../../models/model.h"
-#include "../../tools/jsonx.h"
+#include "models/model.h"
+#include "base/jsonx.h"
 #include "fuzz.h"
 
 static cJSON *model_reload(const cJSON *doc, cl_err *e, void *ctx)

@@ -10,9 +10,9 @@
 
 #include <cJSON.h>
 
-#include "../../models/model.h"
-#include "../../profiles/pipedream.h"
-#include "../../profiles/profile.h"
+#include "models/model.h"
+#include "profiles/pipedream.h"
+#include "profiles/profile.h"
 #include "fuzz.h"
 
 static cJSON *pipedream_model_reload(const cJSON *doc, cl_err *e, void *ctx)

@@ -2,13 +2,13 @@
  * the embedded model and cluster too).
  *
  * A plan that loads must pass plan_validate, use at least one device, and
- * serialise and load again to the same text (planner/plan.h). */
+ * serialise and load again to the same text (core/plan.h). */
 #include <stdlib.h>
 
 #include <cJSON.h>
 
-#include "../../planner/plan.h"
-#include "../../tools/jsonx.h"
+#include "core/plan.h"
+#include "base/jsonx.h"
 #include "fuzz.h"
 
 static cJSON *plan_reload(const cJSON *doc, cl_err *e, void *ctx)

@@ -9,8 +9,8 @@
 
 #include <cJSON.h>
 
-#include "../../profiles/profile.h"
-#include "../../tools/jsonx.h"
+#include "profiles/profile.h"
+#include "base/jsonx.h"
 #include "fuzz.h"
 
 static cJSON *profile_reload(const cJSON *doc, cl_err *e, void *ctx)

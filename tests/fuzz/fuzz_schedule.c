@@ -4,14 +4,14 @@
  * in tests/data/sim/ are written for.
  *
  * A schedule that loads has passed sched_check; it must serialise and load
- * again to the same text (sim/schedule.h). */
+ * again to the same text (core/schedule.h). */
 #include <stdlib.h>
 
 #include <cJSON.h>
 
-#include "../../sim/schedule.h"
-#include "../../sim/sim.h"
-#include "../../tools/jsonx.h"
+#include "core/schedule.h"
+#include "sim/sim.h"
+#include "base/jsonx.h"
 #include "fuzz.h"
 
 /* Built on first use and kept for the process (libFuzzer calls the target

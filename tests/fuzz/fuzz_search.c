@@ -18,9 +18,9 @@
 
 #include <cJSON.h>
 
-#include "../../models/model.h"
-#include "../../planner/search.h"
-#include "../../profiles/profile.h"
+#include "models/model.h"
+#include "planner/search.h"
+#include "profiles/profile.h"
 #include "fuzz.h"
 #include "gen.c"
 

@@ -16,9 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../planner/plan.h"
-#include "../../sim/schedule.h"
-#include "../../sim/sim.h"
+#include "core/plan.h"
+#include "core/schedule.h"
+#include "sim/sim.h"
 
 typedef struct gen {
     const uint8_t *p;

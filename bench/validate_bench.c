@@ -1,0 +1,518 @@
+/* validate_bench.c - `cleave bench validate`: prediction accuracy over a
+ * suite of plans on this machine (bench/validate.csv).
+ *
+ * Suite: both Fashion-MNIST models x {1 stage, 2 stages} x schedules
+ * (gpipe, 1f1b, zb-h1, interleaved with 2 chunks per worker, pipedream, fbp)
+ * x microbatch counts.  Each plan is built here, not by the planner (the
+ * planner makes no interleaved plans): the model's layers are cut into
+ * stages x chunks contiguous stages that balance the work of a profile
+ * taken at the start (a min-max DP), stage k on core k mod stages.  Then,
+ * per case, what `cleave validate` does: costs from a profile of this
+ * machine taken right before the case at its microbatch size, the runtime's
+ * extras measured in context, the link and the send cost measured once
+ * with the threads backend (fit over 8 B .. 4 MiB, beyond the suite's
+ * largest transfer), a simulation, and `runs` real runs of `iters`
+ * iterations; the measured figures are those of the run with the median
+ * iteration time (the machine is shared: other jobs land on its two cores
+ * and a single run can catch one).  The whole suite runs in 3 rounds (each
+ * case profiled, predicted and measured once per round) and every case
+ * reports its round of median error: a slow spell of the host, seconds
+ * long, then falls on one round of a few cases instead of deciding a case.
+ *
+ * Columns: case, model, schedule, stages, chunks, microbatches, microbatch,
+ * iterations, pred_iter_s, meas_iter_s, iter_error, busy_max_error (largest
+ * |error| of per-worker busy time per iteration), mem_pred_bytes /
+ * mem_meas_bytes / mem_error (the worker with the largest |error|),
+ * meas_iter_min_s / meas_iter_max_s over the runs, meas_iter_p10_s and
+ * iter_error_p10 (the 10th percentile of every steady-state iteration of
+ * every run, and the prediction's error against it: a diagnostic of how
+ * far the model is off in iterations that no other job stalled), load
+ * (1-minute load average before the case), notes (why a case is off by more
+ * than 5%, worked out from the per-worker figures).  Summary rows: mean and largest
+ * |iteration error|, largest |memory error|, and the targets (mean <= 5%,
+ * none above 10%, memory within 10%).
+ */
+#include <assert.h>
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "models/model.h"
+#include "base/escape.h"
+#include "base/fileio.h"
+#include "exec/nn/gemm.h"
+#include "exec/probe/linkprof.h"
+#include "exec/probe/profile_layers.h"
+#include "validate.h"
+
+#define ITER_TARGET_MEAN 0.05
+#define ITER_TARGET_MAX 0.10
+#define MEM_TARGET 0.10
+
+typedef struct vcase {
+    int model;           /* index into models[] */
+    sched_kind kind;
+    int stages, chunks, micro;
+} vcase;
+
+static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cnn.json"};
+/* microbatch size per model: the MLP's ops are tens of microseconds at 32,
+ * the CNN's milliseconds at 16 */
+static const int model_mb[] = {32, 16};
+
+static const vcase suite[] = {
+    {0, SCHED_GPIPE, 1, 1, 4},       {0, SCHED_FBP, 1, 1, 4},
+    {0, SCHED_GPIPE, 2, 1, 4},       {0, SCHED_1F1B, 2, 1, 4},
+    {0, SCHED_1F1B, 2, 1, 8},        {0, SCHED_ZBH1, 2, 1, 4},
+    {0, SCHED_INTERLEAVED, 2, 2, 4}, {0, SCHED_PIPEDREAM, 2, 1, 4},
+    {0, SCHED_FBP, 2, 1, 4},         {0, SCHED_FBP, 2, 1, 8},
+    {1, SCHED_GPIPE, 1, 1, 4},       {1, SCHED_FBP, 1, 1, 4},
+    {1, SCHED_GPIPE, 2, 1, 4},       {1, SCHED_1F1B, 2, 1, 4},
+    {1, SCHED_1F1B, 2, 1, 8},        {1, SCHED_ZBH1, 2, 1, 4},
+    {1, SCHED_INTERLEAVED, 2, 2, 4}, {1, SCHED_PIPEDREAM, 2, 1, 4},
+    {1, SCHED_FBP, 2, 1, 4},         {1, SCHED_FBP, 2, 1, 8},
+};
+static const vcase quick_suite[] = {
+    {0, SCHED_1F1B, 2, 1, 4},
+    {0, SCHED_FBP, 2, 1, 4},
+};
+
+/* ------------------------------------------------------------- plans -- */
+
+/* Cut layers 0..n-1 with work[] into S contiguous non-empty groups that
+ * minimise the largest group's work; cut[s] = first layer of group s,
+ * cut[S] = n.  O(S n^2) DP over prefix sums. */
+static void balance(const double *work, int n, int S, int *cut)
+{
+    assert(S >= 1 && S <= n);
+    double *pre = cl_calloc((size_t)n + 1, sizeof *pre);
+    for (int i = 0; i < n; i++) pre[i + 1] = pre[i] + work[i];
+    /* best[s][j]: least max over s groups of layers 0..j-1; arg: last cut */
+    double *best = cl_malloc((size_t)(S + 1) * (size_t)(n + 1) * sizeof *best);
+    int *arg = cl_calloc((size_t)(S + 1) * (size_t)(n + 1), sizeof *arg);
+#define B_(s, j) best[(size_t)(s) * (size_t)(n + 1) + (size_t)(j)]
+#define A_(s, j) arg[(size_t)(s) * (size_t)(n + 1) + (size_t)(j)]
+    for (int j = 0; j <= n; j++) B_(0, j) = j == 0 ? 0 : HUGE_VAL;
+    for (int s = 1; s <= S; s++)
+        for (int j = 0; j <= n; j++) {
+            B_(s, j) = HUGE_VAL;
+            for (int i = s - 1; i < j; i++) {
+                double v = fmax(B_(s - 1, i), pre[j] - pre[i]);
+                if (v < B_(s, j)) {
+                    B_(s, j) = v;
+                    A_(s, j) = i;
+                }
+            }
+        }
+    cut[S] = n;
+    for (int s = S; s >= 1; s--) cut[s - 1] = A_(s, cut[s]);
+#undef B_
+#undef A_
+    free(pre);
+    free(best);
+    free(arg);
+}
+
+/* Plan c on cluster cl for model m with profile pf (deep copies of m and
+ * cl go into the plan).  Costs are left to exec_val_costs. */
+static int build_plan(plan *p, const vcase *c, int mb, const model *m, const cluster *cl,
+                      const prof *pf, cl_err *e)
+{
+    memset(p, 0, sizeof *p);
+    int S = c->stages * c->chunks, n = m->n_layers;
+    double *work = cl_malloc((size_t)n * sizeof *work);
+    for (int l = 0; l < n; l++)
+        work[l] = prof_fwd_s(&pf->layers[l], mb) + prof_bwd_in_s(&pf->layers[l], mb) +
+                  prof_bwd_w_s(&pf->layers[l], mb);
+    int *cut = cl_malloc((size_t)(S + 1) * sizeof *cut);
+    balance(work, n, S, cut);
+    free(work);
+    cJSON *mj = model_to_json(m), *cj = cluster_to_json(cl);
+    int rc = model_from_json(&p->model, mj, "model", e);
+    if (!rc) rc = cluster_from_json(&p->cluster, cj, "cluster", e);
+    cJSON_Delete(mj);
+    cJSON_Delete(cj);
+    p->schedule = c->kind;
+    p->chunks = c->chunks;
+    p->optimizer = OPTIM_MOMENTUM;
+    p->microbatch = mb;
+    p->n_micro = c->micro;
+    p->batch = mb * c->micro;
+    p->n_stages = S;
+    p->stages = cl_calloc((size_t)S, sizeof *p->stages);
+    for (int s = 0; s < S; s++) {
+        plan_stage *st = &p->stages[s];
+        st->first = cut[s];
+        st->last = cut[s + 1] - 1;
+        st->n_layers = cut[s + 1] - cut[s];
+        st->layers = cl_malloc((size_t)st->n_layers * sizeof(int));
+        for (int k = 0; k < st->n_layers; k++) st->layers[k] = cut[s] + k;
+        st->n_replicas = 1;
+        st->devices = cl_malloc(sizeof(int));
+        st->devices[0] = s % c->stages;
+    }
+    free(cut);
+    if (!rc) rc = plan_validate(p, "bench plan", e);
+    if (rc) plan_free(p);
+    return rc;
+}
+
+/* ----------------------------------------------------------- one case -- */
+
+typedef struct vres {
+    double pred, meas, err, busy_err, mem_pred, mem_meas, mem_err, meas_min, meas_max, load;
+    double p10, err_p10;   /* 10th percentile of every window iteration of every run */
+    double pred_layers, err_layers; /* predicted from the layer sums (exec_val_layer_costs) */
+    double post_s, handoff_s; /* the case's message probe: the sender's share and the rest */
+    char notes[400];
+} vres;
+
+static double loadavg(void)
+{
+    double l = NAN;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = NAN;
+        fclose(f);
+    }
+    return l;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Why the iteration time is off, from the per-worker figures: the worker
+ * whose busy time is furthest off, and the measured waiting. */
+static void explain(const plan *p, const exec_val_report *r, const exec_pipe_result *m,
+                    vres *v)
+{
+    v->notes[0] = 0;
+    if (!(fabs(v->err) > 0.05)) return;
+    int wb = 0;
+    for (int i = 1; i < r->n_workers; i++)
+        if (fabs(r->w[i].busy_s.error) > fabs(r->w[wb].busy_s.error)) wb = i;
+    int k = r->last_iter - r->first_iter + 1;
+    double wait = k > 0 ? m->w[wb].wait_s / m->n_iter : 0;
+    snprintf(v->notes, sizeof v->notes,
+             "iteration %+.1f%%: worker %d (stage %d) busy %+.1f%% (predicted %.3g ms, measured %.3g ms per iteration), it waited %.3g ms per iteration; %s",
+             100 * v->err, wb, r->w[wb].stage, 100 * r->w[wb].busy_s.error,
+             r->w[wb].busy_s.predicted * 1e3, r->w[wb].busy_s.measured * 1e3, wait * 1e3,
+             fabs(r->w[wb].busy_s.error) > 0.5 * fabs(v->err)
+                 ? "compute ran at another speed than profiled"
+                 : (v->err > 0 ? "the run spent less time waiting than simulated"
+                               : "the run waited longer than simulated (hand-offs, scheduling)"));
+    (void)p;
+}
+
+static int run_case(const vcase *c, const model *m, const prof *pf, const cluster *cl,
+                    const exec_link_fit *fit, int runs, int iters, int reps, vres *v, cl_err *e)
+{
+    memset(v, 0, sizeof *v);
+    int mb = model_mb[c->model];
+    plan p;
+    int rc = build_plan(&p, c, mb, m, cl, pf, e);
+    if (rc) return rc;
+    /* the cuts come from the suite's profile, so every run of the bench
+     * validates the same plans; the costs from a profile taken right now,
+     * so profile and run see the machine in the same state */
+    prof now;
+    int64_t b = mb;
+    v->load = loadavg();
+    rc = exec_profile(m, models[c->model], &b, 1, 3, reps, 1, &now, e);
+    if (rc) {
+        plan_free(&p);
+        return rc;
+    }
+    exec_val_extra *ex = cl_calloc((size_t)p.n_stages, sizeof *ex);
+    rc = exec_val_costs(&p, &now, reps, EXEC_VAL_CTX_REPLAY | EXEC_VAL_CTX_XCORE, ex, "bench plan",
+                        e);
+    prof_free(&now);
+    /* what a message costs, measured right before the runs, so with the
+     * wait behaviour they will have (spinning, or asleep when other jobs
+     * take the cores: exec_val_post_s) */
+    double post_s = 0, handoff_s = 0;
+    if (!rc && p.n_stages > 1) rc = exec_val_post_s(EXEC_PIPE_THREADS, &post_s, &handoff_s, e);
+    exec_val_add_posts(&p, ex, post_s);
+    cluster_link link =
+        exec_val_link(&(cluster_link){fit->bw_Bps, post_s + handoff_s}, EXEC_PIPE_THREADS, post_s);
+    v->post_s = post_s;
+    v->handoff_s = p.n_stages > 1 ? link.latency_s : 0;
+    exec_val_set_link(&p, &link);
+    sim_result pred;
+    memset(&pred, 0, sizeof pred);
+    if (!rc) rc = exec_val_predict(&p, iters, NULL, &pred, e);
+    exec_pipe_result *meas = cl_calloc((size_t)runs, sizeof *meas);
+    double *its = cl_malloc((size_t)runs * sizeof *its);
+    double *all = cl_malloc((size_t)runs * (size_t)iters * sizeof *all);
+    int n_all = 0;
+    for (int r = 0; r < runs && !rc; r++) {
+        rc = exec_val_measure(&p, EXEC_PIPE_THREADS, iters, "bench plan", NULL, &meas[r], e);
+        if (rc) break;
+        its[r] = exec_val_measured_iteration_median(&p, &meas[r]);
+        int first, last;
+        exec_val_measured_iteration(&p, &meas[r], &first, &last);
+        for (int k = first; k <= last; k++) all[n_all++] = meas[r].iter_s[k];
+    }
+    if (!rc && n_all > 0) {
+        qsort(all, (size_t)n_all, sizeof *all, cmp_dbl);
+        v->p10 = all[(n_all - 1) / 10];
+    }
+    free(all);
+    sim_result pred_l;
+    memset(&pred_l, 0, sizeof pred_l);
+    if (!rc) { /* the planner's cost model: layer sums with the same extras */
+        exec_val_layer_costs(&p, ex);
+        rc = exec_val_predict(&p, iters, NULL, &pred_l, e);
+        if (!rc) v->pred_layers = pred_l.iteration_s;
+        sim_result_free(&pred_l);
+    }
+    if (!rc) {
+        double *sorted = cl_malloc((size_t)runs * sizeof *sorted);
+        memcpy(sorted, its, (size_t)runs * sizeof *sorted);
+        qsort(sorted, (size_t)runs, sizeof *sorted, cmp_dbl);
+        double med = sorted[(runs - 1) / 2];
+        int pick = 0;
+        for (int r = 0; r < runs; r++)
+            if (its[r] == med) pick = r;
+        v->meas_min = sorted[0];
+        v->meas_max = sorted[runs - 1];
+        free(sorted);
+        exec_val_report rep;
+        rc = exec_val_compare(&p, ex, &pred, &meas[pick], &rep, e);
+        if (!rc) {
+            v->pred = rep.iteration_s.predicted;
+            v->meas = rep.iteration_s.measured;
+            v->err = rep.iteration_s.error;
+            v->err_p10 = exec_val_error(v->pred, v->p10);
+            v->err_layers = exec_val_error(v->pred_layers, v->meas);
+            v->busy_err = rep.max_busy_error;
+            int wm = 0;
+            for (int i = 1; i < rep.n_workers; i++)
+                if (fabs(rep.w[i].peak_mem.error) > fabs(rep.w[wm].peak_mem.error)) wm = i;
+            v->mem_pred = rep.w[wm].peak_mem.predicted;
+            v->mem_meas = rep.w[wm].peak_mem.measured;
+            v->mem_err = rep.w[wm].peak_mem.error;
+            explain(&p, &rep, &meas[pick], v);
+            exec_val_report_free(&rep);
+        }
+    }
+    for (int r = 0; r < runs; r++) exec_pipe_result_free(&meas[r]);
+    free(meas);
+    free(its);
+    sim_result_free(&pred);
+    free(ex);
+    plan_free(&p);
+    return rc;
+}
+
+/* ------------------------------------------------------------- driver -- */
+
+/* The CPU for the CSV: its model name and, as a virtual CPU's name can be
+ * as vague as "AMD EPYC", the vendor's family and model numbers. */
+static void cpu_label(char *buf, size_t cap)
+{
+    char name[128];
+    exec_cpu_name(name, sizeof name);
+    int fam = -1, mod = -1;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f) && (fam < 0 || mod < 0)) {
+            const char *c = strchr(line, ':');
+            if (!c) continue;
+            if (!strncmp(line, "cpu family", 10)) fam = atoi(c + 1);
+            else if (!strncmp(line, "model\t", 6) || !strncmp(line, "model ", 6)) mod = atoi(c + 1);
+        }
+        fclose(f);
+    }
+    if (fam >= 0 && mod >= 0) snprintf(buf, cap, "%s, family %d model %d", name, fam, mod);
+    else snprintf(buf, cap, "%s", name);
+}
+
+static void csv_text(FILE *f, const char *s)
+{
+    char *q = esc_csv(s);
+    fputs(q, f);
+    free(q);
+}
+
+/* which: 0 the iteration error, 1 against the 10th percentile, 2 from the
+ * layer sums */
+static void summary(const vres *v, int n, int which, double *mean, double *max, double *mem)
+{
+    double *err = cl_malloc((size_t)n * sizeof *err), mm = 0;
+    for (int i = 0; i < n; i++) {
+        err[i] = which == 1 ? v[i].err_p10 : which == 2 ? v[i].err_layers : v[i].err;
+        if (fabs(v[i].mem_err) > mm) mm = fabs(v[i].mem_err);
+    }
+    exec_val_abs_stats(err, n, mean, max);
+    *mem = mm;
+    free(err);
+}
+
+int exec_val_bench(const char *outdir, int quick)
+{
+    cl_err e = {0};
+    const vcase *cs = quick ? quick_suite : suite;
+    int n = quick ? (int)(sizeof quick_suite / sizeof *quick_suite)
+                  : (int)(sizeof suite / sizeof *suite);
+    int runs = quick ? 1 : 3, iters = quick ? 6 : 30, reps = quick ? 5 : 30, rounds = quick ? 1 : 3;
+    model md[2];
+    prof pf[2];
+    int have[2] = {0, 0}, rc = CL_OK;
+    for (int i = 0; i < 2 && !rc; i++) {
+        int need = 0;
+        for (int k = 0; k < n; k++) need |= cs[k].model == i;
+        if (!need) continue;
+        if ((rc = model_load(&md[i], models[i], &e))) break;
+        int64_t b = model_mb[i];
+        rc = exec_profile(&md[i], models[i], &b, 1, 3, reps, 1, &pf[i], &e);
+        if (rc) model_free(&md[i]);
+        else have[i] = 1;
+    }
+    /* the link: threads backend, 8 B .. 4 MiB (the suite's largest message,
+     * the CNN's conv1 output at microbatch 16, is 3.2 MB) */
+    exec_link_fit fit;
+    memset(&fit, 0, sizeof fit);
+    char why[1024] = "";
+    double post_s = 0;
+    cluster_link link = {1e10, 0};
+    cluster cl;
+    memset(&cl, 0, sizeof cl);
+    if (!rc) {
+        exec_link_opts o;
+        exec_link_opts_default(&o);
+        o.max_bytes = (uint64_t)4 << 20;
+        o.seconds_per_size = quick ? 0.005 : 0.05;
+        exec_link_sample s[EXEC_LINK_MAX_SIZES];
+        int ns = 0;
+        rc = exec_link_measure(&o, s, &ns, &e);
+        double b[EXEC_LINK_MAX_SIZES], t[EXEC_LINK_MAX_SIZES];
+        for (int i = 0; i < ns; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
+        if (!rc) rc = exec_link_fit_ls(b, t, NULL, ns, &fit, &e);
+        if (!rc) exec_link_explain(s, ns, &fit, why, sizeof why);
+        if (!rc) rc = exec_val_post_s(EXEC_PIPE_THREADS, &post_s, NULL, &e);
+        if (!rc) {
+            cluster_link prof_link = {fit.bw_Bps, fit.latency_s};
+            link = exec_val_link(&prof_link, EXEC_PIPE_THREADS, post_s);
+            /* device figures do not enter: the stage times come from the profile */
+            cluster_devtype dt = {.name = "cpu-core", .peak_fp32_flops = 1e11,
+                                 .mem_bytes = (uint64_t)8 << 30, .mem_bw_Bps = 1e10,
+                                 .efficiency = 1};
+            rc = cluster_uniform(&cl, &dt, 2, 0, link, (cluster_link){0, 0}, &e);
+        }
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/validate.csv", outdir);
+    cl_out out = {0};
+    if (!rc) rc = cl_out_open(&out, path, &e);
+    vres *v = cl_calloc((size_t)n, sizeof *v);
+    char cpu[192]; /* so results from different machines can be told apart */
+    cpu_label(cpu, sizeof cpu);
+    if (!rc) {
+        printf("  cpu: %s, OpenBLAS kernel %s\n", cpu, exec_blas_corename());
+        int pol = sched_getscheduler(0);
+        printf("  scheduling: %s%s\n",
+               pol == SCHED_FIFO ? "SCHED_FIFO" : pol == SCHED_RR ? "SCHED_RR" : "SCHED_OTHER",
+               pol == SCHED_FIFO || pol == SCHED_RR
+                   ? " (other processes cannot take the workers' cores)"
+                   : " (other processes can take the workers' cores mid-iteration; on a shared machine run it as chrt -f 1 cleave bench validate)");
+        printf("  link (threads, 8 B..4 MiB): latency %.2f us, bandwidth %.2f GB/s, R^2 %.4f; a small message's send cost its sender %.2f us now\n",
+               fit.latency_s * 1e6, fit.bw_Bps * 1e-9, fit.r2, post_s * 1e6);
+        if (why[0]) printf("  the link fit is %s\n", why);
+        printf("  each case measures what a small message costs right before its runs, with the wait behaviour the runs will have: the sender's share (post_s, added to F/B) and the rest, the hand-off (handoff_s; the copy is in F)\n");
+        printf("  %-4s %-10s %-12s %3s %3s %3s %11s %11s %8s %8s %8s %8s %8s %5s  %s\n", "case", "model",
+               "schedule", "p", "v", "m", "predicted", "measured", "error", "vs p10", "layers",
+               "busy", "memory", "load", "post/hand-off us");
+        fprintf(out.f, "case,model,schedule,stages,chunks,microbatches,microbatch,iterations,pred_iter_s,meas_iter_s,iter_error,busy_max_error,mem_pred_bytes,mem_meas_bytes,mem_error,meas_iter_min_s,meas_iter_max_s,meas_iter_p10_s,iter_error_p10,pred_layers_iter_s,iter_error_layers,load,post_s,handoff_s,cpu,blas_kernel,notes\n");
+    }
+    /* Rounds: every case profiled, predicted and measured once per round,
+     * round after round, so a slow spell of the machine (seconds long on a
+     * shared host) falls on one round of several cases rather than on every
+     * repeat of one; each case reports its median round (by error), a whole
+     * validation in itself. */
+    vres *all = cl_calloc((size_t)n * (size_t)rounds, sizeof *all);
+    for (int k = 0; k < rounds && !rc; k++) {
+        if (rounds > 1) {
+            printf("  round %d of %d ...\n", k + 1, rounds);
+            fflush(stdout);
+        }
+        for (int i = 0; i < n && !rc; i++) {
+            const vcase *c = &cs[i];
+            rc = run_case(c, &md[c->model], &pf[c->model], &cl, &fit, runs, iters, reps,
+                          &all[(size_t)i * (size_t)rounds + (size_t)k], &e);
+        }
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        const vcase *c = &cs[i];
+        vres *r = &all[(size_t)i * (size_t)rounds];
+        int pick = 0; /* the round of median error */
+        for (int k = 0; k < rounds; k++) {
+            int below = 0, equal_before = 0;
+            for (int j = 0; j < rounds; j++) {
+                below += r[j].err < r[k].err;
+                equal_before += j < k && r[j].err == r[k].err;
+            }
+            if (below + equal_before == (rounds - 1) / 2) pick = k;
+        }
+        v[i] = r[pick];
+        printf("  %-4d %-10s %-12s %3d %3d %3d %9.3f ms %9.3f ms %+7.2f%% %+7.2f%% %+7.2f%% %7.2f%% %+7.2f%% %5.2f  %5.2f/%5.2f%s\n",
+               i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
+               v[i].pred * 1e3, v[i].meas * 1e3, 100 * v[i].err, 100 * v[i].err_p10,
+               100 * v[i].err_layers, 100 * v[i].busy_err, 100 * v[i].mem_err, v[i].load,
+               v[i].post_s * 1e6, v[i].handoff_s * 1e6,
+               fabs(v[i].err) > 0.05 ? "  (over 5%)" : "");
+        fflush(stdout);
+        fprintf(out.f, "%d,%s,%s,%d,%d,%d,%d,%d,%.9g,%.9g,%.5f,%.5f,%.0f,%.0f,%.5f,%.9g,%.9g,%.9g,%.5f,%.9g,%.5f,%.2f,%.4g,%.4g,",
+                i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
+                model_mb[c->model], iters, v[i].pred, v[i].meas, v[i].err, v[i].busy_err,
+                v[i].mem_pred, v[i].mem_meas, v[i].mem_err, v[i].meas_min, v[i].meas_max,
+                v[i].p10, v[i].err_p10, v[i].pred_layers, v[i].err_layers, v[i].load,
+                v[i].post_s, v[i].handoff_s);
+        csv_text(out.f, cpu);
+        fputc(',', out.f);
+        csv_text(out.f, exec_blas_corename());
+        fputc(',', out.f);
+        csv_text(out.f, v[i].notes);
+        fputc('\n', out.f);
+    }
+    free(all);
+    if (!rc) {
+        double mean, max, mem, mean10, max10, meanl, maxl;
+        summary(v, n, 0, &mean, &max, &mem);
+        summary(v, n, 1, &mean10, &max10, &mem);
+        summary(v, n, 2, &meanl, &maxl, &mem);
+        int ok = mean <= ITER_TARGET_MEAN && max <= ITER_TARGET_MAX && mem <= MEM_TARGET;
+        fprintf(out.f, "summary,,,,,,,,,,%.5f,,,,%.5f,,,,%.5f,,%.5f,,,,,,", mean, mem, mean10, meanl);
+        csv_text(out.f, "mean |iteration error| (iter_error, iter_error_p10, iter_error_layers), largest |memory error| (mem_error)");
+        fprintf(out.f, "\nsummary_max,,,,,,,,,,%.5f,,,,,,,,%.5f,,%.5f,,,,,,", max, max10, maxl);
+        csv_text(out.f, "largest |iteration error| (iter_error, iter_error_p10, iter_error_layers)");
+        fputc('\n', out.f);
+        rc = cl_out_commit(&out, &e);
+        printf("  %d plans: iteration time error mean %.2f%%, largest %.2f%% (targets 5%%, 10%%); peak memory error largest %.2f%% (target 10%%): %s\n",
+               n, 100 * mean, 100 * max, 100 * mem, ok ? "met" : "NOT met");
+        printf("  against the 10th percentile of the measured iterations (a diagnostic: iterations a neighbour did not stall): mean %.2f%%, largest %.2f%%\n",
+               100 * mean10, 100 * max10);
+        printf("  predicted from the per-layer profile's sums instead (the planner's cost model, a diagnostic): mean %.2f%%, largest %.2f%%\n",
+               100 * meanl, 100 * maxl);
+        if (!rc) printf("  wrote %s\n", path);
+    } else {
+        cl_out_abort(&out);
+    }
+    if (rc) fprintf(stderr, "bench validate: %s\n", e.msg);
+    free(v);
+    for (int i = 0; i < 2; i++)
+        if (have[i]) {
+            prof_free(&pf[i]);
+            model_free(&md[i]);
+        }
+    cluster_free(&cl);
+    return rc;
+}

@@ -1,0 +1,335 @@
+/* validate_replay.c - the stages' passes timed as the run executes them
+ * (exec_val_replay, validate.h): every worker's op list replayed on one
+ * core without the transfers, optionally with a second thread on the other
+ * core writing the inputs other workers would send, three times over. */
+#include <assert.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/schedule.h"
+#include "base/measure.h"
+#include "exec/nn/gemm.h"
+#include "exec/nn/net.h"
+#include "exec/nn/optim.h"
+#include "exec/run/pipeline.h"
+#include "validate.h"
+
+/* One stage of a worker being replayed (replay_passes). */
+typedef struct rstage {
+    exec_net *net;
+    exec_sgd sgd;
+    float *x, *dout, *din;
+    float *x0, *dout0;       /* their contents, for the cross-core writer    */
+    int64_t in_n, out_n;
+    int32_t *y;
+    exec_acts **pool;        /* free acts                                    */
+    int n_pool;
+    exec_acts **slot_a;      /* in flight: acts of global microbatch slot_seq */
+    int64_t *slot_seq;
+    int n_slot, cap;
+    double *tf, *ti, *tw;    /* timed passes                                 */
+    int nf, ni, nw, cap_t;
+    exec_layer_clock *clk;   /* per layer, to split a fused backward         */
+    int n_layers;
+} rstage;
+
+static exec_acts *rs_take(rstage *r, int64_t seq, int mb, int remove)
+{
+    for (int i = 0; i < r->n_slot; i++)
+        if (r->slot_seq[i] == seq) {
+            exec_acts *a = r->slot_a[i];
+            if (remove) {
+                r->slot_a[i] = r->slot_a[--r->n_slot];
+                r->slot_seq[i] = r->slot_seq[r->n_slot];
+                r->pool[r->n_pool++] = a;
+            }
+            return a;
+        }
+    assert(!remove && "B or W of a microbatch with no F");
+    exec_acts *a = r->n_pool ? r->pool[--r->n_pool] : exec_acts_create(r->net, mb);
+    if (r->n_slot == r->cap) {
+        r->cap = r->cap * 2 + 8;
+        r->slot_a = cl_realloc(r->slot_a, (size_t)r->cap * sizeof *r->slot_a);
+        r->slot_seq = cl_realloc(r->slot_seq, (size_t)r->cap * sizeof *r->slot_seq);
+        r->pool = cl_realloc(r->pool, (size_t)r->cap * sizeof *r->pool);
+    }
+    r->slot_a[r->n_slot] = a;
+    r->slot_seq[r->n_slot++] = seq;
+    return a;
+}
+
+/* A thread on another core that rewrites a replayed op's input just before
+ * the op reads it, as the neighbour that sent it did in the run (its cache
+ * lines then come from the other core). */
+typedef struct xwriter {
+    pthread_t th;
+    atomic_int req;          /* 0 idle, 1 write requested, 2 quit           */
+    float *dst;
+    const float *src;
+    int64_t n;
+    int cpu;
+} xwriter;
+
+static void pin_to(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
+}
+
+static void *xw_main(void *arg)
+{
+    xwriter *w = arg;
+    pin_to(w->cpu);
+    for (;;) {
+        int r = atomic_load(&w->req);
+        if (r == 2) break;
+        if (r == 1) {
+            memcpy(w->dst, w->src, (size_t)w->n * sizeof *w->dst);
+            atomic_store(&w->req, 0);
+        } else { /* between writes, spin as a waiting worker does (exec_notify) */
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
+    return NULL;
+}
+
+static void xw_write(xwriter *w, float *dst, const float *src, int64_t n)
+{
+    if (!w) return;
+    w->dst = dst;
+    w->src = src;
+    w->n = n;
+    atomic_store(&w->req, 1);
+    while (atomic_load(&w->req) == 1) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+static float *rand_buf(int64_t n, int64_t salt)
+{
+    float *b = exec_falloc(n > 0 ? n : 1);
+    for (int64_t i = 0; i < n; i++) b[i] = (float)(((i + salt) * 7919) % 1000) * 1e-3f - 0.5f;
+    return b;
+}
+
+/* The stages' passes timed in the order the run executes them: every
+ * worker's op list of the plan's schedule (sched_build) replayed on this
+ * thread, one worker after the other, without the transfers: F, B, W and
+ * UPDATE on the worker's own nets, activations stashed from F to B/W as
+ * the run keeps them, so each pass finds the caches as the run leaves them
+ * (a stash deeper than the cache, an optimiser step between iterations).
+ * Iteration 0 is not timed; medians of the rest go to x[s].fwd_ctx_s,
+ * bwd_in_ctx_s, bwd_w_ctx_s (a fused B is timed in its two halves). */
+static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, const char *file,
+                       cl_err *e)
+{
+    const int mb = p->microbatch > 0 ? p->microbatch : 1, m = p->n_micro > 0 ? p->n_micro : 1;
+    int iters = 1 + (reps + m - 1) / m;
+    if (iters < 3) iters = 3;
+    sched sc;
+    int rc = sched_build(p, (sched_kind)p->schedule, m, iters, &sc, e);
+    if (rc) return rc;
+    exec_pipe_opts d;
+    exec_pipe_defaults(&d);
+    int S = p->n_stages;
+    rstage *rs = cl_calloc((size_t)S, sizeof *rs);
+    for (int w = 0; w < sc.n_dev && !rc; w++) {
+        for (int64_t k = sc.off[w]; k < sc.off[w + 1] && !rc; k++) {
+            const sched_op *op = &sc.ops[k];
+            if (op->kind != SCHED_F && op->kind != SCHED_B && op->kind != SCHED_W &&
+                op->kind != SCHED_UPDATE)
+                continue;
+            rstage *r = &rs[op->stage];
+            if (!r->net) { /* first op of this stage on this worker */
+                const plan_stage *st = &p->stages[op->stage];
+                rc = exec_net_create(&r->net, &p->model, st->first, st->last + 1, mb, 1, 0, file, e);
+                if (rc) break;
+                exec_sgd_init(&r->sgd, r->net, 0, p->optimizer == OPTIM_MOMENTUM ? d.momentum : 0,
+                              d.weight_decay);
+                int64_t in_n = exec_net_in_elems(r->net) * mb, out_n = exec_net_out_elems(r->net) * mb;
+                r->x = rand_buf(in_n, op->stage);
+                r->x0 = rand_buf(in_n, op->stage);
+                r->in_n = in_n;
+                r->out_n = out_n;
+                if (exec_net_has_loss(r->net)) {
+                    r->y = cl_malloc((size_t)mb * sizeof *r->y);
+                    for (int b = 0; b < mb; b++) r->y[b] = b % exec_net_classes(r->net);
+                } else {
+                    r->dout = rand_buf(out_n, 17);
+                    for (int64_t i = 0; i < out_n; i++) r->dout[i] *= 1e-3f;
+                    r->dout0 = exec_falloc(out_n);
+                    memcpy(r->dout0, r->dout, (size_t)out_n * sizeof *r->dout);
+                }
+                if (exec_net_needs_din(r->net)) r->din = exec_falloc(in_n);
+                r->cap_t = 4 * iters * m + 16;
+                r->tf = cl_malloc((size_t)r->cap_t * sizeof *r->tf);
+                r->ti = cl_malloc((size_t)r->cap_t * sizeof *r->ti);
+                r->tw = cl_malloc((size_t)r->cap_t * sizeof *r->tw);
+                r->n_layers = st->last - st->first + 1;
+                r->clk = cl_malloc((size_t)r->n_layers * sizeof *r->clk);
+            }
+            int64_t seq = (int64_t)op->iter * m + op->micro;
+            int timed = op->iter >= 1;
+            double t0 = exec_now(), t1;
+            /* an input that came from another worker was written by its core */
+            int dev = p->stages[op->stage].devices[0];
+            if (op->kind == SCHED_F && op->stage > 0 && p->stages[op->stage - 1].devices[0] != dev)
+                xw_write(xw, r->x, r->x0, r->in_n);
+            if (op->kind == SCHED_B && r->dout0 && p->stages[op->stage + 1].devices[0] != dev)
+                xw_write(xw, r->dout, r->dout0, r->out_n);
+            t0 = exec_now();
+            switch (op->kind) {
+            case SCHED_F:
+                exec_net_forward(r->net, rs_take(r, seq, mb, 0), r->x, r->y, mb, 1);
+                if (timed && r->nf < r->cap_t) r->tf[r->nf++] = exec_now() - t0;
+                break;
+            case SCHED_B: {
+                exec_acts *a = rs_take(r, seq, mb, 0);
+                if (op->flags & SCHED_FUSED_W) {
+                    /* as the run does it, layer by layer (exec_net_backward);
+                     * the whole call is timed and the per-layer clock
+                     * splits it into its two halves */
+                    memset(r->clk, 0, (size_t)r->n_layers * sizeof *r->clk);
+                    exec_net_set_clock(r->net, r->clk);
+                    exec_net_backward(r->net, a, r->dout, r->din, 1.0f / (float)p->batch);
+                    t1 = exec_now();
+                    exec_net_set_clock(r->net, NULL);
+                    double bi = 0, bw = 0;
+                    for (int l = 0; l < r->n_layers; l++)
+                        bi += r->clk[l].bwd_in_s, bw += r->clk[l].bwd_w_s;
+                    double in_share = bi + bw > 0 ? bi / (bi + bw) : 1;
+                    if (timed && r->ni < r->cap_t) r->ti[r->ni++] = (t1 - t0) * in_share;
+                    if (timed && r->nw < r->cap_t) r->tw[r->nw++] = (t1 - t0) * (1 - in_share);
+                    rs_take(r, seq, mb, 1);
+                } else {
+                    exec_net_backward_input(r->net, a, r->dout, r->din, 1.0f / (float)p->batch);
+                    t1 = exec_now();
+                    if (timed && r->ni < r->cap_t) r->ti[r->ni++] = t1 - t0;
+                }
+                break;
+            }
+            case SCHED_W:
+                exec_net_backward_weight(r->net, rs_take(r, seq, mb, 0));
+                if (timed && r->nw < r->cap_t) r->tw[r->nw++] = exec_now() - t0;
+                rs_take(r, seq, mb, 1);
+                break;
+            default:
+                exec_sgd_step(&r->sgd, r->net);
+            }
+        }
+    }
+    for (int s = 0; s < S; s++) {
+        rstage *r = &rs[s];
+        if (!rc) {
+            x[s].fwd_ctx_s = r->nf ? cl_median(r->tf, r->nf) : 0;
+            x[s].bwd_in_ctx_s = r->ni ? cl_median(r->ti, r->ni) : 0;
+            x[s].bwd_w_ctx_s = r->nw ? cl_median(r->tw, r->nw) : 0;
+        }
+        if (!r->net) continue;
+        for (int i = 0; i < r->n_slot; i++) exec_acts_destroy(r->slot_a[i]);
+        for (int i = 0; i < r->n_pool; i++) exec_acts_destroy(r->pool[i]);
+        free(r->slot_a);
+        free(r->slot_seq);
+        free(r->pool);
+        free(r->tf);
+        free(r->ti);
+        free(r->tw);
+        free(r->clk);
+        free(r->x);
+        free(r->x0);
+        free(r->dout0);
+        free(r->y);
+        free(r->dout);
+        free(r->din);
+        exec_sgd_free(&r->sgd);
+        exec_net_destroy(r->net);
+    }
+    free(rs);
+    sched_free(&sc);
+    return rc;
+}
+
+typedef struct replay_job {
+    const plan *p;
+    int reps;
+    exec_val_extra *x;
+    xwriter *xw;
+    const char *file;
+    cl_err *e;
+    int cpu, rc;
+} replay_job;
+
+static void *replay_main(void *arg)
+{
+    replay_job *j = arg;
+    pin_to(j->cpu);
+    exec_blas_init();
+    j->rc = replay_body(j->p, j->reps, j->x, j->xw, j->file, j->e);
+    return NULL;
+}
+
+/* replay_body on this thread, or (xcore, with two cores to use) on a thread
+ * pinned to one core while an xwriter on another rewrites every input that
+ * came from another worker just before the op that reads it. */
+static int replay_passes(const plan *p, int reps, int xcore, exec_val_extra *x, const char *file,
+                         cl_err *e)
+{
+    cpu_set_t set;
+    int cpus[2], n = 0;
+    CPU_ZERO(&set);
+    if (xcore && sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+            if (CPU_ISSET(c, &set)) cpus[n++] = c;
+    if (n < 2) return replay_body(p, reps, x, NULL, file, e);
+    xwriter xw;
+    memset(&xw, 0, sizeof xw);
+    atomic_init(&xw.req, 0);
+    xw.cpu = cpus[1];
+    replay_job j = {p, reps, x, &xw, file, e, cpus[0], CL_OK};
+    pthread_t th;
+    if (pthread_create(&xw.th, NULL, xw_main, &xw)) abort();
+    if (pthread_create(&th, NULL, replay_main, &j)) abort();
+    pthread_join(th, NULL);
+    atomic_store(&xw.req, 2);
+    pthread_join(xw.th, NULL);
+    return j.rc;
+}
+
+/* replay_passes EXEC_VAL_REPLAYS times, each stage's times the median of
+ * the replays' medians: another job slowing the machine for a good part of
+ * one replay (a tenth of a second on fmnist-cnn) moved a whole stage's
+ * costs by up to 40%; it only ever slows, and one replay in three is
+ * outvoted. */
+#define EXEC_VAL_REPLAYS 3
+int exec_val_replay(const plan *p, int reps, int xcore, exec_val_extra *x, const char *file,
+                    cl_err *e)
+{
+    int S = p->n_stages;
+    double *v = cl_malloc((size_t)S * 3 * EXEC_VAL_REPLAYS * sizeof *v);
+    int rc = CL_OK;
+    for (int k = 0; k < EXEC_VAL_REPLAYS && !rc; k++) {
+        rc = replay_passes(p, reps, xcore, x, file, e);
+        for (int s = 0; s < S && !rc; s++) {
+            v[(s * 3 + 0) * EXEC_VAL_REPLAYS + k] = x[s].fwd_ctx_s;
+            v[(s * 3 + 1) * EXEC_VAL_REPLAYS + k] = x[s].bwd_in_ctx_s;
+            v[(s * 3 + 2) * EXEC_VAL_REPLAYS + k] = x[s].bwd_w_ctx_s;
+        }
+    }
+    for (int s = 0; s < S && !rc; s++) {
+        x[s].fwd_ctx_s = cl_median(v + (s * 3 + 0) * EXEC_VAL_REPLAYS, EXEC_VAL_REPLAYS);
+        x[s].bwd_in_ctx_s = cl_median(v + (s * 3 + 1) * EXEC_VAL_REPLAYS, EXEC_VAL_REPLAYS);
+        x[s].bwd_w_ctx_s = cl_median(v + (s * 3 + 2) * EXEC_VAL_REPLAYS, EXEC_VAL_REPLAYS);
+    }
+    free(v);
+    return rc;
+}
+

@@ -1,0 +1,118 @@
+/* plan.h - a partition plan: stages, their devices, the schedule, predictions.
+ *
+ * The plan is the hand-off between the planner, the simulator and the
+ * executor, and is self-contained: it embeds the model and the cluster it was
+ * made for, so `cleave sim plan.json` and `cleave train --plan plan.json`
+ * need nothing else (docs/formats.md, "Plan").
+ *
+ * Stages are in pipeline order.  A stage holds a set of layers (for a chain a
+ * contiguous range first..last; for a DAG a downset difference, listed in
+ * layer order) and runs on one or more devices.  With r > 1 devices the stage
+ * is replicated: microbatch i of the iteration runs on replica (i mod r) and
+ * the replicas all-reduce their gradients once per iteration (ring).
+ * Interleaved 1F1B uses chunks v > 1: the plan then has p*v stages and stage
+ * k runs on the devices of stage (k mod p).
+ */
+#ifndef CL_PLAN_H
+#define CL_PLAN_H
+
+#include <stdint.h>
+
+#include "models/model.h"
+#include "profiles/cluster.h"
+#include "base/status.h"
+
+typedef enum sched_kind {
+    SCHED_SEQUENTIAL,   /* one device, no pipelining                          */
+    SCHED_GPIPE,        /* all forwards, then all backwards, flush            */
+    SCHED_1F1B,         /* PipeDream-Flush: warm-up, one-forward-one-backward */
+    SCHED_INTERLEAVED,  /* 1F1B over v model chunks per device                */
+    SCHED_ZBH1,         /* zero-bubble H1: backward split into B and W        */
+    SCHED_PIPEDREAM,    /* asynchronous 1F1B with weight stashing, no flush   */
+    SCHED_FBP,          /* the method: 1F1B order, per-stage update right after
+                           each backward, no flush, one weight version        */
+    SCHED_COUNT
+} sched_kind;
+
+/* "sequential", "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream", "fbp" */
+const char *sched_kind_name(sched_kind k);
+int sched_kind_from_name(const char *name); /* -1 if unknown */
+/* Asynchronous kinds never flush; their iteration time is a steady state. */
+int sched_is_async(sched_kind k);
+
+typedef enum plan_optim { OPTIM_SGD, OPTIM_MOMENTUM, OPTIM_ADAM, OPTIM_COUNT } plan_optim;
+const char *plan_optim_name(plan_optim o);
+int plan_optim_from_name(const char *name);
+/* Optimiser state in units of the parameter bytes: 0 (SGD), 1 (momentum), 2 (Adam). */
+int plan_optim_state_mult(plan_optim o);
+
+typedef struct plan_stage {
+    int first, last;          /* layer range for a chain (inclusive)          */
+    int n_layers;
+    int *layers;              /* owned; the stage's layers in model order     */
+    int n_replicas;
+    int *devices;             /* owned; cluster device indices, one per replica */
+
+    /* per microbatch, on one replica, in seconds */
+    double fwd_s;             /* forward                                      */
+    double bwd_in_s;          /* input gradient (B)                           */
+    double bwd_w_s;           /* weight gradient (W)                          */
+    double update_s;          /* one optimiser step of the stage's parameters
+                                 (per UPDATE op; 0: not modelled, as plans
+                                 from files have it)                          */
+    /* bytes per microbatch */
+    double act_out_bytes;     /* activations sent to the next stage (0 for the last);
+                                 the gradient sent back has the same size     */
+    double stash_bytes;       /* activations kept until the backward pass     */
+    double param_bytes;       /* this stage's parameters (all-reduced if r > 1) */
+
+    /* predictions, filled by the planner */
+    double compute_s;         /* forward + backward over the whole batch      */
+    double comm_s;            /* boundary transfers + all-reduce per iteration */
+    double mem_bytes;         /* predicted peak per device                    */
+} plan_stage;
+
+typedef struct plan_pred {
+    double iteration_s;       /* time per training iteration (one batch)     */
+    double throughput;        /* samples per second                          */
+    double bubble;            /* idle fraction of device time, 0..1          */
+    double speedup;           /* over the same model on one device           */
+} plan_pred;
+
+typedef struct plan {
+    sched_kind schedule;
+    int chunks;               /* v: model chunks per device (interleaved), else 1 */
+    plan_optim optimizer;
+    int batch;                /* samples per iteration = microbatch x n_micro */
+    int microbatch;           /* samples per microbatch                       */
+    int n_micro;              /* microbatches per iteration                   */
+    int comm_off;             /* made with communication left out (--comm off):
+                                 its costs and predictions have no transfers, and
+                                 the simulator leaves them out too by default     */
+    int n_stages;
+    plan_stage *stages;       /* owned */
+    plan_pred pred;
+    /* when the plan leaves devices of its cluster idle, why, one line ("":
+     * not said; the planner always says); "devices_used" in the file */
+    char idle_why[320];
+    model model;              /* owned: the model the plan partitions         */
+    cluster cluster;          /* owned: the cluster it runs on                */
+} plan;
+
+int plan_load(plan *p, const char *path, cl_err *e);
+struct cJSON;
+int plan_from_json(plan *p, const struct cJSON *root, const char *file, cl_err *e);
+struct cJSON *plan_to_json(const plan *p);          /* caller owns */
+int plan_save(const plan *p, const char *path, cl_err *e);
+void plan_free(plan *p);
+
+/* Structural checks shared by the loader and the planner: every layer in
+ * exactly one stage, layers respect the DAG order across stages, no empty
+ * stage, device indices exist, batch = microbatch x n_micro.  `file` is named
+ * in messages (the plan file, or "plan" for one built in memory). */
+int plan_validate(const plan *p, const char *file, cl_err *e);
+
+/* Number of distinct devices the plan uses (p x replicas, chunks shared). */
+int plan_device_count(const plan *p);
+
+#endif
