@@ -31,8 +31,7 @@
 
 #include "exact.h"
 
-/* How positions are told apart (exact.c's header comment: position
- * classes). */
+/* How positions are told apart (exact_setup.c: position classes). */
 enum { MODE_FLAT, MODE_PERIODIC, MODE_POSITIONS };
 /* How an entry extends its parent: the start, one stage, or a gap. */
 enum { EDGE_START, EDGE_STAGE, EDGE_GAP };

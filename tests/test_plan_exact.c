@@ -316,6 +316,48 @@ static void test_merge_and_lower_bound(void)
     CU_ASSERT_TRUE(worse > 0); /* the heuristic is not always optimal */
 }
 
+/* plan_exact_any_below against plan_exact_lower (both with the least
+ * memory): no layout lies strictly below that optimum lb, the one reaching
+ * lb lies below the next double up, and when nothing fits, nothing lies
+ * below any bound. */
+static void test_any_below(void)
+{
+    rng_state = 9191;
+    int found = 0, none = 0;
+    for (int it = 0; it < 300; it++) {
+        gen_opts g = {.max_layers = 10, .dag = it % 2, .max_dev = 4};
+        plan_inst I;
+        int dev_fixed;
+        int p_fixed = gen_instance(&I, &g, &dev_fixed);
+        plan_lattice L;
+        cl_err e = {0};
+        if (g.dag) {
+            CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, 10000000, &e), CL_OK);
+        } else {
+            plan_lattice_prefix(&L, &I);
+        }
+        plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
+        double lb = 0;
+        plan_exact_result r = plan_exact_lower(&I, &L, &o, &lb, NULL, &e);
+        CU_ASSERT_TRUE(r == PLAN_EXACT_FOUND || r == PLAN_EXACT_NONE_FITS);
+        if (r == PLAN_EXACT_FOUND) {
+            found++;
+            CU_ASSERT_TRUE(lb > 0 && lb < HUGE_VAL);
+            CU_ASSERT_EQUAL(plan_exact_any_below(&I, &L, &o, lb, NULL, &e), PLAN_EXACT_NONE_FITS);
+            CU_ASSERT_EQUAL(plan_exact_any_below(&I, &L, &o, nextafter(lb, HUGE_VAL), NULL, &e),
+                            PLAN_EXACT_FOUND);
+        } else {
+            none++;
+            CU_ASSERT_EQUAL(lb, HUGE_VAL);
+            CU_ASSERT_EQUAL(plan_exact_any_below(&I, &L, &o, HUGE_VAL, NULL, &e), PLAN_EXACT_NONE_FITS);
+        }
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_TRUE(found > 150); /* the comparison is not vacuous */
+    CU_ASSERT_TRUE(none > 0);
+}
+
 /* Schedules riding along one search (plan_exact_shadowed) get exactly the
  * layout their own search returns, on random chains and DAGs whose memory
  * never binds; and the mechanism is not idle (some shadows succeed). */
@@ -402,4 +444,5 @@ TEST_SUITE(plan_exact)
     test_add("exact equals brute force on 200 random DAGs", test_dag_vs_brute);
     test_add("merge never beats exact; lower bounds keep the optimum", test_merge_and_lower_bound);
     test_add("shadow schedules get their own search's layout", test_shadows);
+    test_add("any_below agrees with the least-memory optimum", test_any_below);
 }
