@@ -462,3 +462,10 @@ int jx_write_file(const char *path, const cJSON *root, cl_err *e)
     free(text);
     return rc;
 }
+
+int jx_save(const char *path, cJSON *root, cl_err *e)
+{
+    int rc = jx_write_file(path, root, e);
+    cJSON_Delete(root);
+    return rc;
+}

@@ -121,6 +121,9 @@ int jx_num_item(jx *j, const cJSON *item, const char *path, double lo,
 /* Serialise to a file atomically (pretty-printed, trailing newline).
  * Doubles print with up to 17 significant digits, so load(write(x)) == x. */
 int jx_write_file(const char *path, const cJSON *root, cl_err *e);
+/* jx_write_file, then cJSON_Delete(root): what every *_save does with the
+ * document its *_to_json built. */
+int jx_save(const char *path, cJSON *root, cl_err *e);
 /* The same text in memory (pretty 0: on one line); NULL when out of
  * memory.  The caller frees it.  Use it instead of cJSON_Print, whose
  * numbers do not always read back exactly. */

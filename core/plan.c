@@ -493,8 +493,5 @@ cJSON *plan_to_json(const plan *p)
 
 int plan_save(const plan *p, const char *path, cl_err *e)
 {
-    cJSON *root = plan_to_json(p);
-    int rc = jx_write_file(path, root, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_save(path, plan_to_json(p), e);
 }

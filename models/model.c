@@ -468,8 +468,5 @@ cJSON *model_to_json(const model *m)
 
 int model_save(const model *m, const char *path, cl_err *e)
 {
-    cJSON *root = model_to_json(m);
-    int rc = jx_write_file(path, root, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_save(path, model_to_json(m), e);
 }

@@ -472,10 +472,7 @@ cJSON *cluster_to_json(const cluster *c)
 
 int cluster_save(const cluster *c, const char *path, cl_err *e)
 {
-    cJSON *root = cluster_to_json(c);
-    int rc = jx_write_file(path, root, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_save(path, cluster_to_json(c), e);
 }
 
 /* --------------------------------------------------------------- uniform -- */

@@ -288,10 +288,7 @@ cJSON *prof_to_json(const prof *p)
 
 int prof_save(const prof *p, const char *path, cl_err *e)
 {
-    cJSON *root = prof_to_json(p);
-    int rc = jx_write_file(path, root, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_save(path, prof_to_json(p), e);
 }
 
 /* ----------------------------------------------------------------- check -- */
