@@ -353,11 +353,10 @@ static void expand(op_builder *b, int w, const item *it, int split)
 
 /* The op array of a large schedule.  Above glibc's largest mmap threshold
  * (32 MiB, tools/cleave.c) malloc maps every such array afresh and the build
- * then takes one page fault per 4 KiB it writes: 8 stages x 32,768
- * microbatches (46 MB of ops) built in 20.9 ms against 3.3 ms for half the
- * microbatches (1.2 us per fault on the 2-vCPU KVM guest, more under load).
- * Asking for transparent huge pages there faults 2 MiB at a time.  Freed with
- * free() like any other array. */
+ * then takes one page fault per 4 KiB it writes: the build time grew faster
+ * than the ops (docs/simulator.md, "Building the op lists", has the
+ * figures).  Asking for transparent huge pages there faults 2 MiB at a time.
+ * Freed with free() like any other array. */
 #define OPS_HUGE_BYTES ((size_t)16 << 20)
 static sched_op *ops_alloc(int64_t n)
 {
