@@ -255,23 +255,13 @@ static int read_layer(jx *j, const cJSON *lj, const char *p, int i, model_layer 
     return CL_OK;
 }
 
-typedef struct name_ix { const char *name; int ix; } name_ix;
-
-static int cmp_name_ix(const void *a, const void *b)
-{
-    const name_ix *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : (x->ix > y->ix) - (x->ix < y->ix);
-}
 
 /* Resolve the "inputs" names of every layer to indices (-1: the model
  * input).  Names must be unique; an input must name an earlier layer. */
 static int resolve_inputs(jx *j, model *m, const cJSON **inputs)
 {
     int n = m->n_layers, rc = CL_OK;
-    name_ix *ix = cl_malloc((size_t)n * sizeof *ix);
-    for (int i = 0; i < n; i++) ix[i] = (name_ix){m->layers[i].name, i};
-    qsort(ix, (size_t)n, sizeof *ix, cmp_name_ix);
+    model_name_ix *ix = model_names_sorted(m);
     char p[256], q[300];
     for (int k = 1; k < n && !rc; k++)
         if (strcmp(ix[k - 1].name, ix[k].name) == 0) {
@@ -305,15 +295,8 @@ static int resolve_inputs(jx *j, model *m, const cJSON **inputs)
             int src = -2;
             if (strcmp(it->valuestring, "input") == 0) src = -1;
             else {
-                name_ix key = {it->valuestring, -1};
-                /* first entry with this name: the key's index sorts before all */
-                size_t lo = 0, hi = (size_t)n;
-                while (lo < hi) {
-                    size_t mid = (lo + hi) / 2;
-                    if (cmp_name_ix(&ix[mid], &key) < 0) lo = mid + 1;
-                    else hi = mid;
-                }
-                if (lo < (size_t)n && strcmp(ix[lo].name, key.name) == 0) src = ix[lo].ix;
+                int found = model_names_find(ix, n, it->valuestring);
+                if (found >= 0) src = found;
             }
             if (src == -2)
                 rc = jx_fail(j, p, "no layer is called \"%s\" (hint: name an earlier layer, or \"input\" for the model input)",
