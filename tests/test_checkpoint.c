@@ -214,9 +214,7 @@ static void test_signals(void)
         CU_ASSERT_EQUAL(tproc_signal_at(argv, dir, 200, sigs[i], &ok), 128 + sigs[i]);
         CU_ASSERT(ok);
         CU_ASSERT(!exists(w));
-        char errp[700];
-        snprintf(errp, sizeof errp, "%s/err", dir);
-        char *err = tproc_slurp(errp, NULL);
+        char *err = tproc_output(dir, "err");
         CU_ASSERT_FATAL(err != NULL);
         CU_ASSERT_EQUAL(tproc_lines(err), 1);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, i ? "cleave: SIGINT: stopped at epoch" : "cleave: SIGTERM: stopped at epoch"));
@@ -234,9 +232,7 @@ static void test_signals(void)
     int ok;
     CU_ASSERT_EQUAL(tproc_signal_at(argv, dir, 30, SIGINT, &ok), 130);
     CU_ASSERT(ok);
-    char errp[700];
-    snprintf(errp, sizeof errp, "%s/err", dir);
-    char *err = tproc_slurp(errp, NULL);
+    char *err = tproc_output(dir, "err");
     const char *at = err ? strstr(err, "cleave: SIGINT: stopped at epoch 1, minibatch ") : NULL;
     long long mb = 0, step = 0;
     CU_ASSERT(at && sscanf(at, "cleave: SIGINT: stopped at epoch 1, minibatch %lld (step %lld)", &mb, &step) == 2);

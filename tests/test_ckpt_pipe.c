@@ -100,9 +100,7 @@ static void test_sigterm_every_kind(void)
         int ok;
         CU_ASSERT_EQUAL(tproc_signal_at(a1, dir, 14, SIGTERM, &ok), 143);
         CU_ASSERT(ok);
-        char errp[700];
-        snprintf(errp, sizeof errp, "%s/err", dir);
-        char *err = tproc_slurp(errp, NULL);
+        char *err = tproc_output(dir, "err");
         CU_ASSERT(err && tproc_lines(err) == 1 && strstr(err, "cleave: SIGTERM: stopped after iteration") &&
                   strstr(err, "checkpoint written to"));
         free(err);
@@ -139,20 +137,10 @@ static void test_async_refused(void)
     }
     char *a1[] = {"train", "--plan", PIPE "tiny2-fbp.json", "--synthetic", "2000", "--epochs", "100000", NULL};
     pid_t pid = tproc_cleave(a1, dir);
-    char outp[700], errp[700];
-    snprintf(outp, sizeof outp, "%s/out", dir);
-    snprintf(errp, sizeof errp, "%s/err", dir);
-    double t0 = tproc_now();
-    for (;;) { /* wait for the first epoch line */
-        char *o = tproc_slurp(outp, NULL);
-        int ready = o && strstr(o, "\n    1 ");
-        free(o);
-        if (ready || tproc_now() - t0 > 60 || tproc_ended(pid)) break;
-        usleep(2000);
-    }
+    tproc_wait_output(pid, dir, "\n    1 "); /* the first epoch line */
     kill(pid, SIGINT);
     CU_ASSERT_EQUAL(tproc_reap(pid), 130);
-    err = tproc_slurp(errp, NULL);
+    err = tproc_output(dir, "err");
     CU_ASSERT(err && tproc_lines(err) == 1 && strstr(err, "cleave: SIGINT: stopped") &&
               strstr(err, "nothing was saved"));
     free(err);

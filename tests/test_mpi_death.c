@@ -79,9 +79,7 @@ static void test_rank_killed(void)
     int st = reap_bounded(mr, &secs);
     CU_ASSERT(st != 0);
     CU_ASSERT(secs < HANG_S);
-    char errp[700];
-    snprintf(errp, sizeof errp, "%s/err", dir);
-    char *err = tproc_slurp(errp, NULL);
+    char *err = tproc_output(dir, "err");
     CU_ASSERT_PTR_NOT_NULL(err);
     int ours = err && strstr(err, "cleave: rank 0: SIGTERM") && strstr(err, "another rank died");
     CU_ASSERT(ours);
@@ -113,17 +111,7 @@ static void test_rank_hung(void)
     char *a1[] = {"train", "--plan", PLAN, "--synthetic", "2000", "--epochs", "100000", "--backend",
                   "mpi", "--stall-seconds", "2", NULL};
     pid_t mr = tproc_mpirun(2, a1, dir);
-    char outp[700], errp[700];
-    snprintf(outp, sizeof outp, "%s/out", dir);
-    snprintf(errp, sizeof errp, "%s/err", dir);
-    double t0 = tproc_now();
-    for (;;) { /* the first epoch line: both ranks are training */
-        char *o = tproc_slurp(outp, NULL);
-        int ready = o && strstr(o, "\n    1 ");
-        free(o);
-        if (ready || tproc_now() - t0 > 60 || tproc_ended(mr)) break;
-        usleep(5000);
-    }
+    tproc_wait_output(mr, dir, "\n    1 "); /* the first epoch line: both ranks are training */
     pid_t r1 = tproc_rank_pid(mr, 1);
     CU_ASSERT(r1 > 0 && !tproc_ended(mr));
     if (r1 > 0) kill(r1, SIGSTOP);
@@ -131,7 +119,7 @@ static void test_rank_hung(void)
     int st = reap_bounded(mr, &secs);
     CU_ASSERT(st != 0);
     CU_ASSERT(secs < HANG_S);
-    char *err = tproc_slurp(errp, NULL);
+    char *err = tproc_output(dir, "err");
     int ours = err && strstr(err, "cleave: rank 0: no message from rank 1 for") &&
                strstr(err, "(did rank 1 die or hang?)");
     CU_ASSERT(ours);

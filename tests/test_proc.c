@@ -214,6 +214,25 @@ char *tproc_slurp(const char *path, size_t *len)
     return s;
 }
 
+char *tproc_output(const char *dir, const char *which)
+{
+    char p[700];
+    snprintf(p, sizeof p, "%s/%s", dir, which);
+    return tproc_slurp(p, NULL);
+}
+
+void tproc_wait_output(pid_t pid, const char *dir, const char *text)
+{
+    double t0 = tproc_now();
+    for (;;) {
+        char *o = tproc_output(dir, "out");
+        int ready = o && strstr(o, text);
+        free(o);
+        if (ready || tproc_now() - t0 > 60 || tproc_ended(pid)) return;
+        usleep(2000);
+    }
+}
+
 int tproc_same_file(const char *a, const char *b)
 {
     size_t la = 0, lb = 0;

@@ -54,6 +54,14 @@ int64_t tproc_ckpt_step(const char *path);
 /* Iterations recorded in a pipelined checkpoint (run.position), or -1. */
 int64_t tproc_ckpt_iters(const char *path);
 
+/* What a child started in dir wrote so far to its stdout (which "out") or
+ * stderr ("err"); caller frees; NULL when there is no such file. */
+char *tproc_output(const char *dir, const char *which);
+
+/* Wait until the stdout of pid, started in dir, holds text, or pid ended,
+ * or 60 s passed (a guard against hangs, not a speed target). */
+void tproc_wait_output(pid_t pid, const char *dir, const char *text);
+
 /* The file's text (caller frees), or NULL. */
 char *tproc_slurp(const char *path, size_t *len);
 
