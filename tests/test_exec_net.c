@@ -162,15 +162,25 @@ static void all_kinds_data(exec_data *d, int64_t n, uint64_t seed, int stream)
     exec_data_synthetic(d, n, 2, 8, 8, 3, seed, stream);
 }
 
-/* The whole model m as one net for batch B (seed), with its activations
- * *a after a forward over d (loss included). */
-static exec_net *whole_net(const model *m, int B, uint64_t seed, const exec_data *d, exec_acts **a)
+/* The whole model m as one net for batch B (seed) after one forward over d
+ * (loss included; activations in *a) and one backward with loss scale 1 / B:
+ * every layer's input gradient then every weight gradient (split), or
+ * each layer's weight gradient right after its input gradient (fused,
+ * exec_net_backward). */
+static exec_net *whole_net(const model *m, int B, uint64_t seed, const exec_data *d, exec_acts **a,
+                           int fused)
 {
     cl_err e = {0};
     exec_net *n;
     CU_ASSERT_EQUAL_FATAL(exec_net_create(&n, m, 0, m->n_layers, B, seed, 0, "t", &e), CL_OK);
     *a = exec_acts_create(n, B);
     exec_net_forward(n, *a, d->x, d->y, B, 1);
+    if (fused) {
+        exec_net_backward(n, *a, NULL, NULL, 1.0f / B);
+    } else {
+        exec_net_backward_input(n, *a, NULL, NULL, 1.0f / B);
+        exec_net_backward_weight(n, *a);
+    }
     return n;
 }
 
@@ -185,13 +195,10 @@ static void test_stages_match_whole(void)
     exec_data d;
     all_kinds_data(&d, B, 42, 0);
     exec_acts *wa;
-    exec_net *whole = whole_net(&m, B, 9, &d, &wa);
-    exec_net_backward_input(whole, wa, NULL, NULL, 1.0f / B);
-    exec_net_backward_weight(whole, wa);
-    { /* the fused backward (each layer's W right after its B) gives the same bits */
+    exec_net *whole = whole_net(&m, B, 9, &d, &wa, 0);
+    { /* the fused backward gives the same bits */
         exec_acts *fa;
-        exec_net *f = whole_net(&m, B, 9, &d, &fa);
-        exec_net_backward(f, fa, NULL, NULL, 1.0f / B);
+        exec_net *f = whole_net(&m, B, 9, &d, &fa, 1);
         CU_ASSERT_EQUAL(exec_net_n_tensors(f), exec_net_n_tensors(whole));
         for (int k = 0; k < exec_net_n_tensors(whole); k++) {
             const exec_tensor *t = exec_net_tensor(whole, k), *u = exec_net_tensor(f, k);
@@ -296,8 +303,7 @@ static void test_run_pass(void)
     exec_data d;
     all_kinds_data(&d, B, 5, 0);
     exec_acts *a;
-    exec_net *n = whole_net(&m, B, 3, &d, &a);
-    exec_net_backward(n, a, NULL, NULL, 1.0f / B);
+    exec_net *n = whole_net(&m, B, 3, &d, &a, 1);
     const double loss = exec_acts_loss_sum(a);
     int64_t np;
     float *g = exec_net_grads(n, &np), *g1 = malloc((size_t)np * sizeof *g1);
