@@ -14,70 +14,66 @@
 #include "cli.h"
 #include "base/jsonx.h"
 
-static int help(void)
-{
-    printf("usage: cleave sim PLAN.json [options]\n\n"
-           "Simulates the plan's pipeline schedule event by event (compute streams, links with\n"
-           "bandwidth sharing, ring all-reduce of replicated stages, memory over time) and\n"
-           "prints the predicted iteration time, throughput, bubble, per-device busy / idle /\n"
-           "communication-wait fractions, peak memory and bytes sent per link level.\n\n"
-           "  --schedule KIND|FILE   simulate another kind (sequential, gpipe, 1f1b, interleaved,\n"
-           "                         zb-h1, pipedream, fbp) or an explicit schedule file\n"
-           "                         (\"format\": \"cleave-schedule\", docs/formats.md)\n"
-           "  --microbatches M       M microbatches of the plan's microbatch size\n"
-           "  --iterations N         iterations to simulate (default 1; asynchronous kinds:\n"
-           "                         warm-up + 4, and the steady state is measured after warm-up)\n"
-           "  --comm on|off          off: transfers and all-reduces take no time (default: as\n"
-           "                         the plan was made, see cleave plan --comm)\n"
-           "  --trace FILE           write a Chrome trace (open in Perfetto or chrome://tracing)\n"
-           "  --dump-schedule FILE   write the per-device op lists as a cleave-schedule file\n"
-           "  --json                 print the results as JSON\n"
-           "  --max-events N         stop with an error after N events (default %llu)\n"
-           "  --max-seconds S        stop with an error after S seconds of real time, building the\n"
-           "                         op lists included (default %g)\n",
-           (unsigned long long)SIM_MAX_EVENTS, SIM_MAX_WALL_S);
-    return 0;
-}
-
 typedef struct sim_args {
     const char *plan, *schedule, *trace, *dump;
     int64_t micro, iters, max_events;
     double max_wall;
-    int max_wall_set;
     int comm_off, json;
+    cli_list args;          /* PLAN.json */
 } sim_args;
+
+#define SA sim_args
+static const cli_opt sim_table[] = {
+    {"schedule", 0, CLI_STR, CLI_FIELD(SA, schedule), .arg = "KIND|FILE",
+     .help = "simulate another kind (sequential, gpipe, 1f1b, interleaved,\n"
+             "zb-h1, pipedream, fbp) or an explicit schedule file\n"
+             "(\"format\": \"cleave-schedule\", docs/formats.md)"},
+    {"microbatches", 0, CLI_INT, CLI_FIELD(SA, micro), 1, 1 << 24, .arg = "M",
+     .help = "M microbatches of the plan's microbatch size"},
+    {"iterations", 0, CLI_INT, CLI_FIELD(SA, iters), 1, 1 << 20, .arg = "N",
+     .help = "iterations to simulate (default 1; asynchronous kinds:\n"
+             "warm-up + 4, and the steady state is measured after warm-up)"},
+    /* comm_off: -1 follows the plan */
+    {"comm", 0, CLI_ENUM, CLI_FIELD(SA, comm_off), .words = "on|off", .arg = "on|off",
+     .help = "off: transfers and all-reduces take no time (default: as\n"
+             "the plan was made, see cleave plan --comm)"},
+    {"trace", 0, CLI_STR, CLI_FIELD(SA, trace), .arg = "FILE",
+     .help = "write a Chrome trace (open in Perfetto or chrome://tracing)"},
+    {"dump-schedule", 0, CLI_STR, CLI_FIELD(SA, dump), .arg = "FILE",
+     .help = "write the per-device op lists as a cleave-schedule file"},
+    {"json", 0, CLI_FLAG, CLI_FIELD(SA, json), .help = "print the results as JSON"},
+    {"max-events", 0, CLI_INT, CLI_FIELD(SA, max_events), 1, INT64_MAX, .arg = "N",
+     .help = "stop with an error after N events (default {})"},
+    {"max-seconds", 0, CLI_NUM, CLI_FIELD(SA, max_wall), .lo = 0, .hi = 1e7, .arg = "S",
+     .help = "stop with an error after S seconds of real time, building the\n"
+             "op lists included (default {})"},
+};
+#undef SA
+static const cli_spec sim_spec = {"sim", sim_table, CLI_N(sim_table), CLI_AT(sim_args, args), .help_col = 25};
+
+static int help(void)
+{
+    sim_args d = {.max_events = (int64_t)SIM_MAX_EVENTS, .max_wall = SIM_MAX_WALL_S};
+    printf("usage: cleave sim PLAN.json [options]\n\n"
+           "Simulates the plan's pipeline schedule event by event (compute streams, links with\n"
+           "bandwidth sharing, ring all-reduce of replicated stages, memory over time) and\n"
+           "prints the predicted iteration time, throughput, bubble, per-device busy / idle /\n"
+           "communication-wait fractions, peak memory and bytes sent per link level.\n\n");
+    cli_help(&sim_spec, &d, stdout);
+    return 0;
+}
 
 static int parse(int argc, char **argv, sim_args *a)
 {
     memset(a, 0, sizeof *a);
     a->comm_off = -1; /* follow the plan */
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        int more = i + 1 < argc;
-        int rc = 0;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help() - 1;
-        else if (!strcmp(o, "--json")) a->json = 1;
-        else if (!strcmp(o, "--schedule") && more) a->schedule = argv[++i];
-        else if (!strcmp(o, "--trace") && more) a->trace = argv[++i];
-        else if (!strcmp(o, "--dump-schedule") && more) a->dump = argv[++i];
-        else if (!strcmp(o, "--microbatches") && more) rc = cli_int("sim", o, argv[++i], 1, 1 << 24, &a->micro);
-        else if (!strcmp(o, "--iterations") && more) rc = cli_int("sim", o, argv[++i], 1, 1 << 20, &a->iters);
-        else if (!strcmp(o, "--max-events") && more) rc = cli_int("sim", o, argv[++i], 1, INT64_MAX, &a->max_events);
-        else if (!strcmp(o, "--max-seconds") && more) {
-            a->max_wall_set = 1;
-            rc = cli_num("sim", o, argv[++i], 0, 1e7, &a->max_wall);
-        }
-        else if (!strcmp(o, "--comm") && more) {
-            const char *v = argv[++i];
-            if (!strcmp(v, "off")) a->comm_off = 1;
-            else if (!strcmp(v, "on")) a->comm_off = 0;
-            else return cli_usage_error("sim", "--comm: expected on or off, got \"%s\"", v);
-        } else if (o[0] == '-' && o[1]) return cli_usage_error("sim", "unknown option %s (or it needs a value)", o);
-        else if (a->plan) return cli_usage_error("sim", "one plan at a time (got %s and %s)", a->plan, o);
-        else a->plan = o;
-        if (rc) return rc;
-    }
-    if (!a->plan) return cli_usage_error("sim", "missing PLAN.json");
+    a->max_wall = SIM_MAX_WALL_S;
+    int rc = cli_parse(&sim_spec, argc, argv, a, 0);
+    if (rc) return rc == CLI_HELP ? help() - 1 : rc;
+    if (a->args.n > 1)
+        return cli_usage_error("sim", "one plan at a time (got %s and %s)", a->args.v[0], a->args.v[1]);
+    if (!a->args.n) return cli_usage_error("sim", "missing PLAN.json");
+    a->plan = a->args.v[0];
     return 0;
 }
 
@@ -283,7 +279,7 @@ int cmd_sim(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     cl_err e = {0};
     /* the real-time budget covers building the op lists as well as the run */
-    double budget = a.max_wall_set ? a.max_wall : SIM_MAX_WALL_S, t0 = wall_now();
+    double budget = a.max_wall, t0 = wall_now();
     cl_budget_start(budget, "--max-seconds");
     plan p;
     if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
