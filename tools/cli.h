@@ -38,7 +38,11 @@ int cmd_validate(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
-int cmd_plot_validate(int argc, char **argv); /* cmd_plot --kind validate */
+
+
+/* cmd_plot --kind validate: files are cleave validate --json results */
+struct cli_list;
+int plot_validate(const struct cli_list *files, const char *out, const char *title, int w, int h);
 
 /* Print "cleave: <message>" for a failure and return its exit status. */
 int cli_report(const cl_err *e);
@@ -61,7 +65,7 @@ int cli_int_list(const char *cmd, const char *opt, const char *s, int64_t lo,
 /* Arguments that are not options, or the values of a CLI_LIST option, in
  * order.  n counts them all; the first CLI_LIST_MAX are kept (a command
  * refuses more with its own message). */
-enum { CLI_LIST_MAX = 64 };
+enum { CLI_LIST_MAX = 256 };
 typedef struct cli_list {
     const char *v[CLI_LIST_MAX];
     int n;

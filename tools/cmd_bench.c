@@ -30,32 +30,41 @@ static const bench_entry benches[] = {
     {NULL, NULL, NULL} /* sentinel: benchmarks are listed above it */
 };
 
+typedef struct bench_args {
+    const char *out;
+    int quick;
+    cli_list args;          /* NAME... */
+} bench_args;
+
+static const cli_opt bench_opts[] = {
+    {"out", 0, CLI_STR, CLI_FIELD(bench_args, out), .help = NULL},
+    {"quick", 0, CLI_FLAG, CLI_FIELD(bench_args, quick), .help = NULL},
+};
+static const cli_spec bench_spec = {"bench", bench_opts, CLI_N(bench_opts), .args = CLI_AT(bench_args, args)};
+
 int cmd_bench(int argc, char **argv)
 {
-    const char *out = "bench/results";
-    int quick = 0, named = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: cleave bench [--out DIR] [--quick] [NAME...]\n\nbenchmarks:\n");
-            for (const bench_entry *b = benches; b->name; b++)
-                printf("  %-10s %s\n", b->name, b->what);
-            return 0;
-        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (argv[i][0] == '-') return cli_usage_error("bench", "unknown option %s", argv[i]);
-        else named++;
+    bench_args x = {.out = "bench/results"};
+    int rc = cli_parse(&bench_spec, argc, argv, &x, 0);
+    if (rc == CLI_HELP) {
+        printf("usage: cleave bench [--out DIR] [--quick] [NAME...]\n\nbenchmarks:\n");
+        for (const bench_entry *b = benches; b->name; b++)
+            printf("  %-10s %s\n", b->name, b->what);
+        return 0;
     }
+    if (rc) return rc;
+    const char *out = x.out;
+    int named = x.args.n, ran = 0;
     mkdir(out, 0777);
-    int rc = 0, ran = 0;
     for (const bench_entry *b = benches; b->name; b++) {
         int want = !named;
-        for (int i = 1; i < argc; i++)
-            if (!strcmp(argv[i], b->name)) want = 1;
+        for (int i = 0; i < named && i < CLI_LIST_MAX; i++)
+            if (!strcmp(x.args.v[i], b->name)) want = 1;
         if (!want) continue;
         ran++;
         printf("== bench %s: %s\n", b->name, b->what);
         fflush(stdout);
-        int r = b->run(out, quick);
+        int r = b->run(out, x.quick);
         if (r && !rc) rc = r;
     }
     if (named && ran != named)

@@ -26,7 +26,7 @@
 #include "study.h"
 
 #define COMPARE_DEFAULT_SCHEDULES "gpipe,1f1b,zb-h1,pipedream,fbp"
-#define COMPARE_MAX_CLUSTERS CLI_LIST_MAX
+#define COMPARE_MAX_CLUSTERS 64
 
 typedef struct compare_args {
     study_args s;           /* the options sweep shares */

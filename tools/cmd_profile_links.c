@@ -16,72 +16,70 @@
 #include "base/fileio.h"
 #include "base/jsonx.h"
 
+typedef struct links_args {
+    const char *out, *csv;
+    int json, links, backend;   /* backend: exec_link_backend */
+    int64_t min_bytes, max_bytes;
+    exec_link_opts o;
+} links_args;
+
+_Static_assert(EXEC_LINK_THREADS == 0 && EXEC_LINK_MPI == 1, "--backend's words");
+#define LA links_args
+static const cli_opt links_opts[] = {
+    {"backend", 0, CLI_ENUM, CLI_FIELD(LA, backend), .words = "threads|mpi", .arg = "B",
+     .help = "threads (two pinned threads, shared-memory channel; default)\n"
+             "or mpi (ranks 0 and 1, MPI_Send/MPI_Recv; started through\n"
+             "mpirun -np 2 if this process is not in an MPI job)"},
+    {"out", 'o', CLI_STR, CLI_FIELD(LA, out), .arg = "FILE", .help = "the cluster file to write (- for stdout)"},
+    {"min-bytes", 0, CLI_INT, CLI_FIELD(LA, min_bytes), 8, (int64_t)1 << 30, .arg = "N",
+     .help = "smallest message, a power of two (default {})"},
+    {"max-bytes", 0, CLI_INT, CLI_FIELD(LA, max_bytes), 8, (int64_t)1 << 30, .arg = "N",
+     .help = "largest message, a power of two (default {})"},
+    {"seconds", 0, CLI_NUM, CLI_FIELD(LA, o.seconds_per_size), .lo = 0, .hi = 60, .arg = "S",
+     .help = "time spent per size, at least (default 0.05)"},
+    {"reps", 0, CLI_INT, CLI_FIELD(LA, o.min_reps), 1, 20000, .arg = "N",
+     .help = "round trips per size, at least (default 10)"},
+    {"csv", 0, CLI_STR, CLI_FIELD(LA, csv), .arg = "FILE",
+     .help = "also write the samples and the fit's line as CSV"},
+    {"json", 0, CLI_FLAG, CLI_FIELD(LA, json),
+     .help = "print the samples and the fit as JSON instead of a table"},
+    {"links", 0, CLI_FLAG, CLI_FIELD(LA, links), .help = NULL}, /* how cmd_profile got here */
+};
+#undef LA
+static const cli_spec links_spec = {"profile", links_opts, CLI_N(links_opts), .help_col = 21};
+
 static void help(void)
 {
+    links_args d = {.min_bytes = EXEC_LINK_MIN_BYTES, .max_bytes = (int64_t)EXEC_LINK_MAX_BYTES};
     printf("usage: cleave profile --links [--backend threads|mpi] -o CLUSTER.json [options]\n"
            "       mpirun -np 2 cleave profile --links --backend mpi -o CLUSTER.json\n\n"
            "Ping-pong one message between two workers over sizes from 8 B to 64 MiB\n"
            "(doubling, repeated), fit one-way time = latency + bytes / bandwidth by weighted\n"
            "least squares (GSL), print the samples and the fit's quality, and write a\n"
            "cluster file for this machine: one node, one cpu-core device per core (peak and\n"
-           "efficiency measured here), the intra-node link from the fit.\n\n"
-           "  --backend B        threads (two pinned threads, shared-memory channel; default)\n"
-           "                     or mpi (ranks 0 and 1, MPI_Send/MPI_Recv; started through\n"
-           "                     mpirun -np 2 if this process is not in an MPI job)\n"
-           "  -o FILE            the cluster file to write (- for stdout)\n"
-           "  --min-bytes N      smallest message, a power of two (default %d)\n"
-           "  --max-bytes N      largest message, a power of two (default %llu)\n"
-           "  --seconds S        time spent per size, at least (default 0.05)\n"
-           "  --reps N           round trips per size, at least (default 10)\n"
-           "  --csv FILE         also write the samples and the fit's line as CSV\n"
-           "  --json             print the samples and the fit as JSON instead of a table\n",
-           EXEC_LINK_MIN_BYTES, (unsigned long long)EXEC_LINK_MAX_BYTES);
+           "efficiency measured here), the intra-node link from the fit.\n\n");
+    cli_help(&links_spec, &d, stdout);
 }
-
-typedef struct links_args {
-    const char *out, *csv;
-    int json;
-    exec_link_opts o;
-} links_args;
 
 static int parse(int argc, char **argv, links_args *a)
 {
     const char *cmd = "profile";
     memset(a, 0, sizeof *a);
     exec_link_opts_default(&a->o);
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int64_t v;
-        int rc = 0;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            help();
-            return -1;
-        }
-        if (!strcmp(o, "--links")) continue;
-        if (!strcmp(o, "--json")) {
-            a->json = 1;
-            continue;
-        }
-        if (o[0] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\"", o);
-        if (!val) return cli_usage_error(cmd, "%s needs a value", o);
-        i++;
-        if (!strcmp(o, "-o") || !strcmp(o, "--out")) a->out = val;
-        else if (!strcmp(o, "--csv")) a->csv = val;
-        else if (!strcmp(o, "--backend")) {
-            int b = exec_link_backend_from_name(val);
-            if (b < 0) return cli_usage_error(cmd, "--backend: expected threads or mpi, got \"%s\"", val);
-            a->o.backend = (exec_link_backend)b;
-        } else if (!strcmp(o, "--min-bytes") || !strcmp(o, "--max-bytes")) {
-            if ((rc = cli_int(cmd, o, val, 8, (int64_t)1 << 30, &v))) return rc;
-            if (v & (v - 1)) return cli_usage_error(cmd, "%s: %lld is not a power of two", o, (long long)v);
-            if (o[2] == 'm' && o[3] == 'i') a->o.min_bytes = (uint64_t)v;
-            else a->o.max_bytes = (uint64_t)v;
-        } else if (!strcmp(o, "--seconds")) rc = cli_num(cmd, o, val, 0, 60, &a->o.seconds_per_size);
-        else if (!strcmp(o, "--reps")) {
-            if (!(rc = cli_int(cmd, o, val, 1, 20000, &v))) a->o.min_reps = (int)v;
-        } else return cli_usage_error(cmd, "unknown option %s (with --links)", o);
-        if (rc) return rc;
+    a->backend = a->o.backend;
+    a->min_bytes = (int64_t)a->o.min_bytes;
+    a->max_bytes = (int64_t)a->o.max_bytes;
+    int rc = cli_parse(&links_spec, argc, argv, a, 0);
+    if (rc == CLI_HELP) help();
+    if (rc) return rc;
+    for (int i = 0; i < 2; i++) {
+        int64_t v = i ? a->max_bytes : a->min_bytes;
+        if (v & (v - 1))
+            return cli_usage_error(cmd, "%s: %lld is not a power of two", i ? "--max-bytes" : "--min-bytes", (long long)v);
     }
+    a->o.backend = (exec_link_backend)a->backend;
+    a->o.min_bytes = (uint64_t)a->min_bytes;
+    a->o.max_bytes = (uint64_t)a->max_bytes;
     if (!a->out) return cli_usage_error(cmd, "-o CLUSTER.json is required");
     if (a->o.min_bytes > a->o.max_bytes)
         return cli_usage_error(cmd, "--min-bytes exceeds --max-bytes");
