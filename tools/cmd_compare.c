@@ -248,10 +248,10 @@ static int write_plot(const char *path, const char *title, const compare_row *ro
     return rc;
 }
 
-static void print_row(const compare_row *r)
+static void print_row(FILE *f, const compare_row *r)
 {
     if (!r->ok) {
-        printf("%-18.18s %3d  %-22.22s  no plan: %s\n", r->name, r->n_devices, r->types, r->reason);
+        fprintf(f, "%-18.18s %3d  %-22.22s  no plan: %s\n", r->name, r->n_devices, r->types, r->reason);
         return;
     }
     char ep[32], cost[32], head[48];
@@ -263,7 +263,7 @@ static void print_row(const compare_row *r)
     if (isfinite(r->headroom))
         snprintf(head, sizeof head, "%.0f%% (%.1f GiB)", 100 * r->headroom, r->headroom_bytes / (double)(1ull << 30));
     else snprintf(head, sizeof head, "unknown");
-    printf("%-18.18s %3d  %-22.22s  %-10s %6d %10.1f %10s %10s  %s\n", r->name, r->n_devices, r->types,
+    fprintf(f, "%-18.18s %3d  %-22.22s  %-10s %6d %10.1f %10s %10s  %s\n", r->name, r->n_devices, r->types,
            sched_kind_name((sched_kind)r->kind), r->stages, r->throughput, ep, cost, head);
 }
 
@@ -296,9 +296,9 @@ int cmd_compare(int argc, char **argv)
         if ((rc = cluster_load(&cls[n_loaded], a.clusters.v[n_loaded], &e))) goto fail;
     if ((rc = study_args_outputs(&a.s, "compare", csv, png, svg, sizeof csv, &e))) goto fail;
     if (!a.s.quiet) {
-        printf("compare: %s, batch %d, epoch = %lld samples%s%s%s\n\n", st.md.name, st.batch,
+        fprintf(a.s.msg, "compare: %s, batch %d, epoch = %lld samples%s%s%s\n\n", st.md.name, st.batch,
                (long long)dataset, dsname[0] ? " (" : "", dsname, dsname[0] ? " training set)" : "");
-        printf("%-18s %3s  %-22s  %-10s %6s %10s %10s %10s  %s\n", "cluster", "dev", "device type",
+        fprintf(a.s.msg, "%-18s %3s  %-22s  %-10s %6s %10s %10s %10s  %s\n", "cluster", "dev", "device type",
                "schedule", "stages", "samples/s", "epoch", "cost", "memory headroom");
     }
     prog pg;
@@ -325,15 +325,15 @@ int cmd_compare(int argc, char **argv)
         study_point_free(&best);
         if (rc || interrupted) break;
         n_done++;
-        if (!a.s.quiet) print_row(r);
+        if (!a.s.quiet) print_row(a.s.msg, r);
         fflush(stdout);
         if ((interrupted = prog_interrupted())) break;
     }
     prog_end(&pg);
     interrupted |= prog_interrupted();
-    if (!rc && !a.s.quiet) printf("\n");
+    if (!rc && !a.s.quiet) fprintf(a.s.msg, "\n");
     if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, dataset, &e)) == CL_OK && !a.s.quiet)
-        printf("wrote %s\n", csv);
+        fprintf(a.s.msg, "wrote %s\n", csv);
     char title[256], ds[32];
     thousands(ds, sizeof ds, dataset);
     if (a.s.title) snprintf(title, sizeof title, "%s", a.s.title);
@@ -343,7 +343,7 @@ int cmd_compare(int argc, char **argv)
     for (int i = 0; i < 2 && !rc; i++)
         if (imgs[i][0] && n_done > 0) {
             rc = write_plot(imgs[i], title, rows, n_done, &e);
-            if (!rc && !a.s.quiet) printf("wrote %s\n", imgs[i]);
+            if (!rc && !a.s.quiet) fprintf(a.s.msg, "wrote %s\n", imgs[i]);
         }
     prog_release_sigint();
     if (rc) goto fail;

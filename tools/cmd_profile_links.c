@@ -81,6 +81,8 @@ static int parse(int argc, char **argv, links_args *a)
     a->o.min_bytes = (uint64_t)a->min_bytes;
     a->o.max_bytes = (uint64_t)a->max_bytes;
     if (!a->out) return cli_usage_error(cmd, "-o CLUSTER.json is required");
+    if (a->json && !strcmp(a->out, "-"))
+        return cli_usage_error(cmd, "--json and -o - both write stdout: give one of them");
     if (a->o.min_bytes > a->o.max_bytes)
         return cli_usage_error(cmd, "--min-bytes exceeds --max-bytes");
     if (a->o.min_bytes == a->o.max_bytes)
@@ -88,30 +90,30 @@ static int parse(int argc, char **argv, links_args *a)
     return 0;
 }
 
-static void print_table(const links_args *a, const exec_link_sample *s, int n,
+static void print_table(FILE *out, const links_args *a, const exec_link_sample *s, int n,
                         const exec_link_fit *f, const exec_link_fit *fs)
 {
-    printf("link profile, %s backend: one-way time per message (median of round trips / 2)\n",
+    fprintf(out, "link profile, %s backend: one-way time per message (median of round trips / 2)\n",
            exec_link_backend_name(a->o.backend));
-    printf("%12s %12s %10s %12s %12s %9s %10s %7s %7s %10s %10s\n", "bytes", "median us", "sd us",
+    fprintf(out, "%12s %12s %10s %12s %12s %9s %10s %7s %7s %10s %10s\n", "bytes", "median us", "sd us",
            "fit us", "GB/s", "resid", "send us", "reps", "woke", "spin us", "woken us");
     for (int i = 0; i < n; i++) {
         double fit = f->latency_s + s[i].bytes / f->bw_Bps;
-        printf("%12.0f %12.3f %10.3f %12.3f %12.3f %8.2f%% %10.3f %7d %6.1f%% %10.3f %10.3f\n",
+        fprintf(out, "%12.0f %12.3f %10.3f %12.3f %12.3f %8.2f%% %10.3f %7d %6.1f%% %10.3f %10.3f\n",
                s[i].bytes, s[i].time_s * 1e6, s[i].sd_s * 1e6, fit * 1e6,
                s[i].bytes / s[i].time_s * 1e-9, 100 * (s[i].time_s - fit) / s[i].time_s,
                s[i].send_s * 1e6, s[i].reps, 100 * s[i].woke, s[i].time_spin_s * 1e6,
                s[i].time_woke_s * 1e6);
     }
-    printf("fit: latency %.3f us (+- %.3f), bandwidth %.3f GB/s (1/bw +- %.2f%%)\n",
+    fprintf(out, "fit: latency %.3f us (+- %.3f), bandwidth %.3f GB/s (1/bw +- %.2f%%)\n",
            f->latency_s * 1e6, f->latency_se * 1e6, f->bw_Bps * 1e-9,
            100 * f->inv_bw_se * f->bw_Bps);
-    printf("     weighted R^2 %.6f, relative residuals rms %.2f%%, largest %.2f%% at %.0f B\n",
+    fprintf(out, "     weighted R^2 %.6f, relative residuals rms %.2f%%, largest %.2f%% at %.0f B\n",
            f->r2, 100 * f->rms_rel, 100 * f->max_rel, f->max_rel_bytes);
-    printf("the sender's share (its send call): %.3f us + bytes / %.3f GB/s (R^2 %.4f)\n",
+    fprintf(out, "the sender's share (its send call): %.3f us + bytes / %.3f GB/s (R^2 %.4f)\n",
            fs->latency_s * 1e6, fs->bw_Bps * 1e-9, fs->r2);
     char why[1024];
-    if (exec_link_explain(s, n, f, why, sizeof why)) printf("%s\n", why);
+    if (exec_link_explain(s, n, f, why, sizeof why)) fprintf(out, "%s\n", why);
 }
 
 static cJSON *fit_json(const exec_link_fit *f)
@@ -212,7 +214,8 @@ int cmd_profile_links(int argc, char **argv)
         if (!rc) {
             if (a.json) rc = print_json(&a, s, n, &f, &fs);
             else {
-                print_table(&a, s, n, &f, &fs);
+                /* -o -: the cluster file is stdout's, the table stderr's */
+                print_table(strcmp(a.out, "-") ? stdout : stderr, &a, s, n, &f, &fs);
                 if (strcmp(a.out, "-") != 0)
                     printf("wrote %s: %d x cpu-core (peak %.1f GFLOP/s, efficiency %.3f), intra-node link %.3f GB/s, %.3f us\n",
                            a.out, c.n_devices, mc.peak_flops * 1e-9, c.types[0].efficiency,

@@ -74,6 +74,11 @@ static int parse(int argc, char **argv, sim_args *a)
         return cli_usage_error("sim", "one plan at a time (got %s and %s)", a->args.v[0], a->args.v[1]);
     if (!a->args.n) return cli_usage_error("sim", "missing PLAN.json");
     a->plan = a->args.v[0];
+    /* stdout carries one machine-readable output at most; the table then
+     * goes to stderr (cmd_sim) */
+    int on_stdout = a->json + (a->trace && !strcmp(a->trace, "-")) + (a->dump && !strcmp(a->dump, "-"));
+    if (on_stdout > 1)
+        return cli_usage_error("sim", "--json, --trace - and --dump-schedule - each write stdout: give one of them");
     return 0;
 }
 
@@ -111,37 +116,37 @@ static void stages_str(const plan *p, const sched *sc, int d, char *buf, size_t 
 
 static const char *kind_str(int kind) { return kind >= 0 ? sched_kind_name((sched_kind)kind) : "explicit"; }
 
-static void print_table(const sim_args *a, const plan *p, const sched *sc, const sim_result *r)
+static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *sc, const sim_result *r)
 {
     char b1[32], b2[32], b3[32], st[64];
-    printf("%s: %d stages on %d devices, schedule %s, %d microbatches x %d samples per iteration\n",
+    fprintf(f, "%s: %d stages on %d devices, schedule %s, %d microbatches x %d samples per iteration\n",
            a->plan, p->n_stages, r->n_dev, kind_str(r->kind), r->n_micro,
            p->microbatch > 0 ? p->microbatch : 1);
     if (r->warmup_iters)
-        printf("simulated %d iterations; steady state measured over %d (after %d of warm-up%s)\n",
+        fprintf(f, "simulated %d iterations; steady state measured over %d (after %d of warm-up%s)\n",
                r->n_iter, r->measured_iters, r->warmup_iters,
                r->n_iter - r->warmup_iters > r->measured_iters ? ", before the drain" : "");
     else
-        printf("simulated %d iteration%s%s\n", r->n_iter, r->n_iter > 1 ? "s" : "",
+        fprintf(f, "simulated %d iteration%s%s\n", r->n_iter, r->n_iter > 1 ? "s" : "",
                a->comm_off ? ", communication off" : "");
-    printf("iteration %s   throughput %.6g samples/s   bubble %.2f%%   comm-wait %.2f%%\n",
+    fprintf(f, "iteration %s   throughput %.6g samples/s   bubble %.2f%%   comm-wait %.2f%%\n",
            time_str(r->iteration_s, b1, sizeof b1), r->throughput, 100 * r->bubble, 100 * r->comm_wait);
-    printf("speed-up %.3fx over sequential (%s per iteration on one device)\n\n", r->speedup,
+    fprintf(f, "speed-up %.3fx over sequential (%s per iteration on one device)\n\n", r->speedup,
            time_str(r->sequential_s, b2, sizeof b2));
-    printf("%-6s %-16s %-8s %7s %7s %7s %12s %11s %6s %8s %12s\n", "device", "id", "stages", "busy",
+    fprintf(f, "%-6s %-16s %-8s %7s %7s %7s %12s %11s %6s %8s %12s\n", "device", "id", "stages", "busy",
            "idle", "comm", "peak memory", "at", "stash", "versions", "sent");
     for (int i = 0; i < r->n_dev; i++) {
         const sim_dev_result *d = &r->dev[i];
         stages_str(p, sc, d->device, st, sizeof st);
-        printf("%-6d %-16.16s %-8.8s %6.2f%% %6.2f%% %6.2f%% %12s %11s %6d %8d %12s\n", d->device,
+        fprintf(f, "%-6d %-16.16s %-8.8s %6.2f%% %6.2f%% %6.2f%% %12s %11s %6d %8d %12s\n", d->device,
                p->cluster.devices[d->device].id, st, 100 * d->busy, 100 * d->idle, 100 * d->comm_wait,
                bytes_str(d->peak_mem_bytes, b1, sizeof b1), time_str(d->peak_t_s, b2, sizeof b2),
                d->peak_stash, d->peak_versions, bytes_str(d->sent_bytes, b3, sizeof b3));
     }
-    printf("\nlinks: %s within nodes, %s between nodes (whole run)\n",
+    fprintf(f, "\nlinks: %s within nodes, %s between nodes (whole run)\n",
            bytes_str(r->sent_bytes[CLUSTER_INTRA], b1, sizeof b1),
            bytes_str(r->sent_bytes[CLUSTER_INTER], b2, sizeof b2));
-    printf("%llu events\n", (unsigned long long)r->events);
+    fprintf(f, "%llu events\n", (unsigned long long)r->events);
 }
 
 static cJSON *mem_json(const sim_mem *m)
@@ -302,7 +307,8 @@ int cmd_sim(int argc, char **argv)
     if (!rc) rc = sim_run(s, &r, &e);
     if (!rc && a.trace) rc = sim_write_trace(s, a.trace, &e);
     if (!rc && a.dump) rc = sched_save(&sc, a.dump, &e);
-    if (!rc) rc = a.json ? print_json(&a, &p, &sc, &r) : (print_table(&a, &p, &sc, &r), CL_OK);
+    FILE *msg = (a.trace && !strcmp(a.trace, "-")) || (a.dump && !strcmp(a.dump, "-")) ? stderr : stdout;
+    if (!rc) rc = a.json ? print_json(&a, &p, &sc, &r) : (print_table(msg, &a, &p, &sc, &r), CL_OK);
     if (rc && e.code) {
         int explicit = a.schedule && sched_kind_from_name(a.schedule) < 0;
         name_file(&e, a.plan, explicit ? a.schedule : NULL);

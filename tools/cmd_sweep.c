@@ -292,17 +292,17 @@ static int save_plan(const char *dir, const char *name, const plan *p, cl_err *e
     return rc;
 }
 
-static void print_row(const sweep_row *r)
+static void print_row(FILE *f, const sweep_row *r)
 {
     if (!r->ok) {
-        printf("%7d %5s  %-10s  infeasible: %s\n", r->devices, "", sched_kind_name((sched_kind)r->kind), r->reason);
+        fprintf(f, "%7d %5s  %-10s  infeasible: %s\n", r->devices, "", sched_kind_name((sched_kind)r->kind), r->reason);
         return;
     }
     char mem[32];
     double b = r->peak_mem_bytes;
     if (b >= (double)(1ull << 30)) snprintf(mem, sizeof mem, "%.2f GiB", b / (double)(1ull << 30));
     else snprintf(mem, sizeof mem, "%.1f MiB", b / (double)(1 << 20));
-    printf("%7d %5d  %-10s %6d %-15s %5d x %-4d %12.6g %11.5g %8.2fx %7.1f%% %11s\n", r->devices,
+    fprintf(f, "%7d %5d  %-10s %6d %-15s %5d x %-4d %12.6g %11.5g %8.2fx %7.1f%% %11s\n", r->devices,
            r->used, sched_kind_name((sched_kind)r->kind), r->stages, r->replicas_shown, r->n_micro,
            r->microbatch, r->iteration_s, r->throughput,
            isfinite(r->speedup) ? r->speedup : r->speedup_seq, 100 * r->bubble, mem);
@@ -339,7 +339,7 @@ static int run_points(const sweep_args *a, const study *st, const cluster *full,
             prev[k] = pt;
             if (rc) break;
             (*n_done)++;
-            if (!a->s.quiet) print_row(r);
+            if (!a->s.quiet) print_row(a->s.msg, r);
             fflush(stdout);
             char label[64];
             snprintf(label, sizeof label, "%d devices, %s", r->devices, sched_kind_name((sched_kind)kinds[k]));
@@ -420,10 +420,10 @@ int cmd_sweep(int argc, char **argv)
         if (rc) goto fail_sig;
     }
     if (!a.s.quiet) {
-        printf("sweep: %s on %s, batch %d, %d device counts x %d schedules\n", st.md.name,
+        fprintf(a.s.msg, "sweep: %s on %s, batch %d, %d device counts x %d schedules\n", st.md.name,
                have_full ? full.name : a.device, st.batch, a.n_devices, n_kinds);
-        printf("baseline: %s\n\n", base_desc);
-        printf("%7s %5s  %-10s %6s %-15s %12s %12s %11s %9s %8s %11s\n", "devices", "used", "schedule",
+        fprintf(a.s.msg, "baseline: %s\n\n", base_desc);
+        fprintf(a.s.msg, "%7s %5s  %-10s %6s %-15s %12s %12s %11s %9s %8s %11s\n", "devices", "used", "schedule",
                "stages", "replicas", "micro x size", "iteration_s", "samples/s", "speed-up", "bubble",
                "peak mem");
     }
@@ -431,7 +431,7 @@ int cmd_sweep(int argc, char **argv)
     rc = run_points(&a, &st, have_full ? &full : NULL, &type, kinds, n_kinds, base_thr, rows, &n_done, &e);
     int interrupted = prog_interrupted();
     /* outputs for the points done, also after Ctrl-C */
-    if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, &e)) == CL_OK && !a.s.quiet) printf("wrote %s\n", csv);
+    if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, &e)) == CL_OK && !a.s.quiet) fprintf(a.s.msg, "wrote %s\n", csv);
     char title[256];
     if (a.s.title) snprintf(title, sizeof title, "%s", a.s.title);
     else if (have_full)
@@ -442,7 +442,7 @@ int cmd_sweep(int argc, char **argv)
     for (int i = 0; i < 2 && !rc; i++)
         if (imgs[i][0] && n_done > 0) {
             rc = write_plot(imgs[i], title, rows, n_done, kinds, n_kinds, base_thr <= 0, &e);
-            if (!rc && !a.s.quiet) printf("wrote %s\n", imgs[i]);
+            if (!rc && !a.s.quiet) fprintf(a.s.msg, "wrote %s\n", imgs[i]);
         }
     prog_release_sigint();
     if (rc) goto fail;

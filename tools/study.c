@@ -319,6 +319,7 @@ int study_mkdir(const char *dir, cl_err *e)
 
 int study_args_check(study_args *a, const char *cmd)
 {
+    a->msg = a->csv && !strcmp(a->csv, "-") ? stderr : stdout;
     /* folders are joined with "/": drop trailing ones ("sweep/" would give
      * "sweep//speedup.csv"); the argv string is the caller's to edit */
     char *dirs[] = {(char *)a->out_dir, (char *)a->save_plans};

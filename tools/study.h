@@ -124,6 +124,8 @@ typedef struct study_args {
     int no_replication, quiet;
     double max_seconds;     /* --max-seconds (when max_seconds_given)       */
     int max_seconds_given;
+    FILE *msg;              /* the table and "wrote": stdout, or stderr when
+                               --csv - gives stdout to the CSV              */
 } study_args;
 
 /* The shared options as entries of each command's option table
