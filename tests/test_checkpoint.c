@@ -308,8 +308,8 @@ static void test_refusals(void)
         {"batch", "--synthetic 400 --epochs 2 --batch 8 --seed 5", "with --batch 16, this run has --batch 8", 0},
         {"epochs", "--synthetic 400 --epochs 3 --batch 16 --seed 5", "with --epochs 2, this run has --epochs 3", 0},
         {"data", "--synthetic 404 --epochs 2 --batch 16 --seed 5", "written with training-data n=400", 0},
-        {"schedule", "--synthetic 400 --epochs 2 --batch 16 --seed 5 --schedule constant",
-         "with --schedule cosine, this run has --schedule constant", 0},
+        {"schedule", "--synthetic 400 --epochs 2 --batch 16 --seed 5 --lr-schedule constant",
+         "with --lr-schedule cosine, this run has --lr-schedule constant", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *from = ck;
