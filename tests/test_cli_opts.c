@@ -167,6 +167,11 @@ static void test_kinds_and_refusals(void)
     CU_ASSERT(str_is(t.items.v[0], "a") && str_is(t.items.v[1], "b") && str_is(t.items.v[2], "d") &&
               str_is(t.items.v[3], "e"));
     CU_ASSERT(t.args.n == 1 && str_is(t.args.v[0], "c"));
+    /* a table whose field does not fit its kind is refused, nothing written */
+    static const cli_opt bad[] = {{"small", 0, CLI_NUM, CLI_FIELD(targs, small), .help = NULL}};
+    static const cli_spec bad_spec = {"t", bad, 1, .help_col = 12};
+    CU_ASSERT_EQUAL(parse_words(&bad_spec, &t, (const char *const[]){"--small", "1", NULL}), 2);
+    CU_ASSERT_EQUAL(t.small, 0);
     /* the last of a repeated option wins */
     CU_ASSERT_EQUAL(PARSE(&t, "--model", "a", "--model=b"), 0);
     CU_ASSERT(str_is(t.model, "b"));

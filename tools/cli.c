@@ -142,6 +142,21 @@ static const char *opt_name(const cli_opt *o, char *buf, size_t cap)
     return buf;
 }
 
+/* Does o's field have the size its kind writes?  (A table mistake, caught
+ * on the command's first run rather than as a write past the field.) */
+static int field_fits(const cli_opt *o)
+{
+    switch (o->kind) {
+    case CLI_FLAG:
+    case CLI_ENUM: return o->size == sizeof(int);
+    case CLI_STR: return o->size == sizeof(const char *);
+    case CLI_INT: return o->size == sizeof(int) || o->size == sizeof(int64_t);
+    case CLI_NUM: return o->size == sizeof(double);
+    case CLI_LIST: return o->size == sizeof(cli_list);
+    }
+    return 0;
+}
+
 /* getopt_long's tables for s: long options (the table's, then help) and the
  * short ones, "-:" first: arguments that are not options come back in
  * order as 1 (so a list option can take those after it), and a missing
@@ -154,6 +169,7 @@ static int getopt_tables(const cli_spec *s, struct option *lo, char *shorts)
     shorts[j++] = ':';
     for (int i = 0; i <= s->n_opts; i++) {
         const cli_opt *o = opt_at(s, i);
+        if (o != &help_opt && !field_fits(o)) return -1;
         int arg = o->kind == CLI_FLAG ? no_argument : required_argument;
         if (o->name) lo[k++] = (struct option){o->name, arg, NULL, o == &help_opt ? HELP_VAL : OPT_VAL + i};
         if (o->letter) {
@@ -287,7 +303,8 @@ static int run(const cli_spec *s, int argc, char **argv, void *base, int quiet, 
 {
     struct option lo[MAX_OPTS + 1];
     char shorts[2 * MAX_OPTS + 3];
-    if (getopt_tables(s, lo, shorts)) return usage(quiet, s->cmd, "too many options");
+    if (getopt_tables(s, lo, shorts))
+        return usage(quiet, s->cmd, "internal error: its option table is malformed (too many options, or a field of the wrong size)");
     int list = -1, rc;
     optind = 0; /* a fresh scan (getopt's state is global; demo runs commands in turn) */
     opterr = 0;
