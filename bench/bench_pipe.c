@@ -148,7 +148,7 @@ static double run_cli(const char *plan_path, const char *backend, int iters, int
         if (getuid() == 0) av[na++] = "--allow-run-as-root";
     }
     char *const args[] = {self, "train", "--plan", (char *)plan_path, "--iterations", its, "--limit", lim,
-                          "--lr", "0.005", "--schedule", "constant", "--momentum", "0.9",
+                          "--lr", "0.005", "--lr-schedule", "constant", "--momentum", "0.9",
                           "--backend", (char *)backend, NULL};
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) av[na++] = args[i];
     int st = cl_spawn_wait(av, out);

@@ -100,6 +100,29 @@ static void test_round_trip(void)
     free(b2);
 }
 
+/* An identity entry is found under its key, or else under the key older
+ * versions stored it under (--schedule before --lr-schedule); a different
+ * value is refused either way, and an entry under neither key is missing. */
+static void test_renamed_id(void)
+{
+    exec_ckpt *old = exec_ckpt_new();
+    exec_ckpt_id was[1] = {exec_ckpt_id_str("--schedule", "cosine")};
+    exec_ckpt_put_ids(old, was, 1);
+    cl_err e = {0};
+    exec_ckpt_id now = exec_ckpt_id_str("--lr-schedule", "cosine");
+    CU_ASSERT_EQUAL(exec_ckpt_check_ids(old, &now, 1, &e), CL_EINPUT); /* no alias: missing */
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "does not record --lr-schedule"));
+    cl_err_clear(&e);
+    now.was = "--schedule";
+    CU_ASSERT_EQUAL(exec_ckpt_check_ids(old, &now, 1, &e), CL_OK);
+    exec_ckpt_id other = exec_ckpt_id_str("--lr-schedule", "constant");
+    other.was = "--schedule";
+    CU_ASSERT_EQUAL(exec_ckpt_check_ids(old, &other, 1, &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "written with --lr-schedule cosine, this run has --lr-schedule constant"));
+    cl_err_clear(&e);
+    exec_ckpt_free(old);
+}
+
 /* Every copy with one byte changed (anywhere: tag, version, length,
  * checksum, section names, lengths, data) and every truncation is refused
  * with one line naming the file: crc32 detects every error burst up to 32
@@ -272,8 +295,8 @@ static void test_refusals(void)
         {"batch", "--synthetic 400 --epochs 2 --batch 8 --seed 5", "with --batch 16, this run has --batch 8", 0},
         {"epochs", "--synthetic 400 --epochs 3 --batch 16 --seed 5", "with --epochs 2, this run has --epochs 3", 0},
         {"data", "--synthetic 404 --epochs 2 --batch 16 --seed 5", "written with training-data n=400", 0},
-        {"schedule", "--synthetic 400 --epochs 2 --batch 16 --seed 5 --schedule constant",
-         "with --schedule cosine, this run has --schedule constant", 0},
+        {"schedule", "--synthetic 400 --epochs 2 --batch 16 --seed 5 --lr-schedule constant",
+         "with --lr-schedule cosine, this run has --lr-schedule constant", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *from = ck;
@@ -349,6 +372,7 @@ TEST_SUITE(checkpoint)
     test_add_suite("checkpoint");
     test_add("sections round-trip, encoding is deterministic", test_round_trip);
     test_add("every one-byte change and every truncation is refused", test_every_damage_refused);
+    test_add("an option renamed since the checkpoint was written is still matched", test_renamed_id);
     test_add("SIGKILL twice, resumed: the uninterrupted run's weights, byte for byte", test_sigkill_resume);
     test_add("SIGTERM/SIGINT stop at a minibatch with a checkpoint, exit 143/130", test_signals);
     test_add("damaged, foreign or mismatched checkpoints are refused, exit 2", test_refusals);

@@ -34,6 +34,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: cleave <command> [options]   (cleave <command> --help for its options)\n\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-10s %s\n", "version", "print cleave's version (also cleave --version)");
 }
 
 int main(int argc, char **argv)
@@ -54,6 +55,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("cleave %s\n", CLEAVE_VERSION);
         return 0;
     }
     cl_inputs_track(1); /* no output may replace a file the command read */

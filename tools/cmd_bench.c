@@ -13,13 +13,6 @@ typedef struct bench_entry {
     const char *what;
 } bench_entry;
 
-int sim_bench(const char *outdir, int quick); /* bench/bench_sim.c */
-int exec_bench(const char *outdir, int quick); /* bench/bench_exec.c */
-int plan_bench(const char *outdir, int quick); /* bench/bench_plan.c */
-int exec_val_bench(const char *outdir, int quick); /* bench/validate_bench.c */
-int exec_pipe_bench(const char *outdir, int quick); /* bench/bench_pipe.c */
-int study_bench(const char *outdir, int quick); /* bench/bench_study.c */
-
 static const bench_entry benches[] = {
     {"sim", sim_bench, "simulator: events/s and time per simulation vs stages and microbatches"},
     {"plan", plan_bench, "planner: planning time vs layers and devices, PipeDream profiles on 32 devices"},
@@ -30,32 +23,41 @@ static const bench_entry benches[] = {
     {NULL, NULL, NULL} /* sentinel: benchmarks are listed above it */
 };
 
+typedef struct bench_args {
+    const char *out;
+    int quick;
+    cli_list args;          /* NAME... */
+} bench_args;
+
+static const cli_opt bench_opts[] = {
+    {"out", 0, CLI_STR, CLI_FIELD(bench_args, out), .help = NULL},
+    {"quick", 0, CLI_FLAG, CLI_FIELD(bench_args, quick), .help = NULL},
+};
+static const cli_spec bench_spec = {"bench", bench_opts, CLI_N(bench_opts), .args = CLI_AT(bench_args, args)};
+
 int cmd_bench(int argc, char **argv)
 {
-    const char *out = "bench/results";
-    int quick = 0, named = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: cleave bench [--out DIR] [--quick] [NAME...]\n\nbenchmarks:\n");
-            for (const bench_entry *b = benches; b->name; b++)
-                printf("  %-10s %s\n", b->name, b->what);
-            return 0;
-        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (argv[i][0] == '-') return cli_usage_error("bench", "unknown option %s", argv[i]);
-        else named++;
+    bench_args x = {.out = "bench/results"};
+    int rc = cli_parse(&bench_spec, argc, argv, &x, 0);
+    if (rc == CLI_HELP) {
+        printf("usage: cleave bench [--out DIR] [--quick] [NAME...]\n\nbenchmarks:\n");
+        for (const bench_entry *b = benches; b->name; b++)
+            printf("  %-10s %s\n", b->name, b->what);
+        return 0;
     }
+    if (rc) return rc;
+    const char *out = x.out;
+    int named = x.args.n, ran = 0;
     mkdir(out, 0777);
-    int rc = 0, ran = 0;
     for (const bench_entry *b = benches; b->name; b++) {
         int want = !named;
-        for (int i = 1; i < argc; i++)
-            if (!strcmp(argv[i], b->name)) want = 1;
+        for (int i = 0; i < named && i < CLI_LIST_MAX; i++)
+            if (!strcmp(x.args.v[i], b->name)) want = 1;
         if (!want) continue;
         ran++;
         printf("== bench %s: %s\n", b->name, b->what);
         fflush(stdout);
-        int r = b->run(out, quick);
+        int r = b->run(out, x.quick);
         if (r && !rc) rc = r;
     }
     if (named && ran != named)

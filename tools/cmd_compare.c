@@ -28,6 +28,27 @@
 #define COMPARE_DEFAULT_SCHEDULES "gpipe,1f1b,zb-h1,pipedream,fbp"
 #define COMPARE_MAX_CLUSTERS 64
 
+typedef struct compare_args {
+    study_args s;           /* the options sweep shares */
+    cli_list clusters;      /* --clusters A B C */
+    int64_t dataset;
+} compare_args;
+
+#define CA compare_args
+static const cli_opt compare_opts[] = {
+    {"dataset-size", 0, CLI_INT, CLI_FIELD(CA, dataset), 1, (int64_t)1 << 50, .arg = "N",
+     .help = "samples per epoch; default: the model's data set when known\n"
+             "(ImageNet-1k 1,281,167 for 3x224x224 / 1000 classes, Fashion-MNIST\n"
+             "60,000 for 28x28 / 10 classes), else required"},
+    STUDY_OPT_OUT(CA, s, "write DIR/compare.csv, DIR/compare.png and DIR/compare.svg"),
+    STUDY_OPT_SAVE_PLANS(CA, s, "write each cluster's best plan to D/<cluster name>.json"),
+    STUDY_OPT_MAX_SECONDS(CA, s, "stop with an error after S seconds of real time (default 600)"),
+    STUDY_OPTS(CA, s),
+    {"clusters", 0, CLI_LIST, CLI_FIELD(CA, clusters), .help = NULL},
+};
+#undef CA
+static const cli_spec compare_spec = {"compare", compare_opts, CLI_N(compare_opts), .help_col = 20};
+
 static int help(void)
 {
     printf(
@@ -40,25 +61,14 @@ static int help(void)
         "replicated or not, ranked by simulated throughput) and prints: devices, device\n"
         "type, best schedule, stages, throughput, time per epoch, cost per epoch (the\n"
         "cluster's price per device-hour x its devices x epoch hours; n/a without a price)\n"
-        "and memory headroom (the smallest free memory on a device the plan uses).\n\n"
-        "  --dataset-size N  samples per epoch; default: the model's data set when known\n"
-        "                    (ImageNet-1k 1,281,167 for 3x224x224 / 1000 classes, Fashion-MNIST\n"
-        "                    60,000 for 28x28 / 10 classes), else required\n"
-        "  -o DIR            write DIR/compare.csv, DIR/compare.png and DIR/compare.svg\n"
-        "  --save-plans D    write each cluster's best plan to D/<cluster name>.json\n"
-        "  --max-seconds S   stop with an error after S seconds of real time (default 600)\n"
+        "and memory headroom (the smallest free memory on a device the plan uses).\n\n");
+    cli_help(&compare_spec, NULL, stdout);
+    printf(
         "Prices are the presets' indicative on-demand list prices (their notes say where each\n"
         "comes from). On a terminal a progress bar shows on stderr; Ctrl-C stops and writes\n"
         "complete files for the clusters done (exit status 130).\n");
     return 0;
 }
-
-typedef struct compare_args {
-    study_args s;           /* the options sweep shares */
-    const char *clusters[COMPARE_MAX_CLUSTERS];
-    int n_clusters;
-    int64_t dataset;
-} compare_args;
 
 typedef struct compare_row {
     char name[CLUSTER_NAME_MAX], file[512], types[160];
@@ -74,35 +84,12 @@ static int parse(int argc, char **argv, compare_args *a)
 {
     memset(a, 0, sizeof *a);
     a->s.schedules = COMPARE_DEFAULT_SCHEDULES;
-    int rc;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help() - 1;
-        int used;
-        if ((rc = study_args_option(&a->s, "compare", o, v, &used)) >= 0) {
-            if (rc) return rc;
-            i += used;
-            continue;
-        }
-        if (!strcmp(o, "--clusters")) {
-            int k = 0;
-            while (i + 1 < argc && argv[i + 1][0] != '-') {
-                if (a->n_clusters == COMPARE_MAX_CLUSTERS)
-                    return cli_usage_error("compare", "--clusters: at most %d clusters", COMPARE_MAX_CLUSTERS);
-                a->clusters[a->n_clusters++] = argv[++i];
-                k++;
-            }
-            if (!k) return cli_usage_error("compare", "--clusters needs one or more cluster files");
-            continue;
-        }
-        if (o[0] == '-' && !v) return cli_usage_error("compare", "%s needs a value (or is unknown)", o);
-        if (!strcmp(o, "--dataset-size")) rc = cli_int("compare", o, v, 1, (int64_t)1 << 50, &a->dataset);
-        else return cli_usage_error("compare", "unknown option %s", o);
-        if (rc) return rc;
-        i++;
-    }
+    int rc = cli_parse(&compare_spec, argc, argv, a, 0);
+    if (rc) return rc == CLI_HELP ? help() - 1 : rc;
+    if (a->clusters.n > COMPARE_MAX_CLUSTERS)
+        return cli_usage_error("compare", "--clusters: at most %d clusters", COMPARE_MAX_CLUSTERS);
     if ((rc = study_args_check(&a->s, "compare"))) return rc;
-    if (!a->n_clusters) return cli_usage_error("compare", "missing --clusters A.json B.json ...");
+    if (!a->clusters.n) return cli_usage_error("compare", "missing --clusters A.json B.json ...");
     return 0;
 }
 
@@ -261,10 +248,10 @@ static int write_plot(const char *path, const char *title, const compare_row *ro
     return rc;
 }
 
-static void print_row(const compare_row *r)
+static void print_row(FILE *f, const compare_row *r)
 {
     if (!r->ok) {
-        printf("%-18.18s %3d  %-22.22s  no plan: %s\n", r->name, r->n_devices, r->types, r->reason);
+        fprintf(f, "%-18.18s %3d  %-22.22s  no plan: %s\n", r->name, r->n_devices, r->types, r->reason);
         return;
     }
     char ep[32], cost[32], head[48];
@@ -276,7 +263,7 @@ static void print_row(const compare_row *r)
     if (isfinite(r->headroom))
         snprintf(head, sizeof head, "%.0f%% (%.1f GiB)", 100 * r->headroom, r->headroom_bytes / (double)(1ull << 30));
     else snprintf(head, sizeof head, "unknown");
-    printf("%-18.18s %3d  %-22.22s  %-10s %6d %10.1f %10s %10s  %s\n", r->name, r->n_devices, r->types,
+    fprintf(f, "%-18.18s %3d  %-22.22s  %-10s %6d %10.1f %10s %10s  %s\n", r->name, r->n_devices, r->types,
            sched_kind_name((sched_kind)r->kind), r->stages, r->throughput, ep, cost, head);
 }
 
@@ -290,8 +277,8 @@ int cmd_compare(int argc, char **argv)
     cl_err e = {0};
     study st;
     int have_study = 0, n_done = 0, interrupted = 0;
-    compare_row *rows = cl_calloc((size_t)a.n_clusters, sizeof *rows);
-    cluster *cls = cl_calloc((size_t)a.n_clusters, sizeof *cls);
+    compare_row *rows = cl_calloc((size_t)a.clusters.n, sizeof *rows);
+    cluster *cls = cl_calloc((size_t)a.clusters.n, sizeof *cls);
     int n_loaded = 0;
     char csv[1024] = "", png[1024] = "", svg[1024] = "";
     if ((rc = study_args_load(&a.s, &st, &e))) goto fail;
@@ -305,22 +292,22 @@ int cmd_compare(int argc, char **argv)
         goto fail;
     }
     /* every cluster file is read before any planning, so a typo fails fast */
-    for (; n_loaded < a.n_clusters; n_loaded++)
-        if ((rc = cluster_load(&cls[n_loaded], a.clusters[n_loaded], &e))) goto fail;
+    for (; n_loaded < a.clusters.n; n_loaded++)
+        if ((rc = cluster_load(&cls[n_loaded], a.clusters.v[n_loaded], &e))) goto fail;
     if ((rc = study_args_outputs(&a.s, "compare", csv, png, svg, sizeof csv, &e))) goto fail;
     if (!a.s.quiet) {
-        printf("compare: %s, batch %d, epoch = %lld samples%s%s%s\n\n", st.md.name, st.batch,
+        fprintf(a.s.msg, "compare: %s, batch %d, epoch = %lld samples%s%s%s\n\n", st.md.name, st.batch,
                (long long)dataset, dsname[0] ? " (" : "", dsname, dsname[0] ? " training set)" : "");
-        printf("%-18s %3s  %-22s  %-10s %6s %10s %10s %10s  %s\n", "cluster", "dev", "device type",
+        fprintf(a.s.msg, "%-18s %3s  %-22s  %-10s %6s %10s %10s %10s  %s\n", "cluster", "dev", "device type",
                "schedule", "stages", "samples/s", "epoch", "cost", "memory headroom");
     }
     prog pg;
     prog_catch_sigint();
-    prog_begin(&pg, "compare", a.n_clusters * study_best_candidates(&st, n_kinds));
-    for (int i = 0; i < a.n_clusters && !rc; i++) {
+    prog_begin(&pg, "compare", a.clusters.n * study_best_candidates(&st, n_kinds));
+    for (int i = 0; i < a.clusters.n && !rc; i++) {
         compare_row *r = &rows[i];
         snprintf(r->name, sizeof r->name, "%s", cls[i].name);
-        snprintf(r->file, sizeof r->file, "%s", a.clusters[i]);
+        snprintf(r->file, sizeof r->file, "%s", a.clusters.v[i]);
         study_devices_str(&cls[i], r->types, sizeof r->types);
         r->n_devices = cls[i].n_devices;
         r->price_per_hour = cluster_price(&cls[i]);
@@ -338,15 +325,15 @@ int cmd_compare(int argc, char **argv)
         study_point_free(&best);
         if (rc || interrupted) break;
         n_done++;
-        if (!a.s.quiet) print_row(r);
+        if (!a.s.quiet) print_row(a.s.msg, r);
         fflush(stdout);
         if ((interrupted = prog_interrupted())) break;
     }
     prog_end(&pg);
     interrupted |= prog_interrupted();
-    if (!rc && !a.s.quiet) printf("\n");
+    if (!rc && !a.s.quiet) fprintf(a.s.msg, "\n");
     if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, dataset, &e)) == CL_OK && !a.s.quiet)
-        printf("wrote %s\n", csv);
+        fprintf(a.s.msg, "wrote %s\n", csv);
     char title[256], ds[32];
     thousands(ds, sizeof ds, dataset);
     if (a.s.title) snprintf(title, sizeof title, "%s", a.s.title);
@@ -356,13 +343,13 @@ int cmd_compare(int argc, char **argv)
     for (int i = 0; i < 2 && !rc; i++)
         if (imgs[i][0] && n_done > 0) {
             rc = write_plot(imgs[i], title, rows, n_done, &e);
-            if (!rc && !a.s.quiet) printf("wrote %s\n", imgs[i]);
+            if (!rc && !a.s.quiet) fprintf(a.s.msg, "wrote %s\n", imgs[i]);
         }
     prog_release_sigint();
     if (rc) goto fail;
     if (interrupted) {
         fprintf(stderr, "cleave compare: interrupted after %d of %d clusters; the files hold those clusters\n",
-                n_done, a.n_clusters);
+                n_done, a.clusters.n);
         rc = PROG_EXIT_INTERRUPTED;
     }
     goto done;

@@ -48,6 +48,13 @@ typedef struct demo {
     int n_files;
 } demo;
 
+static const cli_opt demo_opts[] = {
+    {"quick", 0, CLI_FLAG, CLI_FIELD(demo, quick),
+     .help = "VGG-16 only, fewer sweep points and clusters (for tests)"},
+    {"out", 'o', CLI_STR, CLI_FIELD(demo, dir), .arg = "DIR", .help = NULL},
+};
+static const cli_spec demo_spec = {"demo", demo_opts, CLI_N(demo_opts), .help_col = 12};
+
 static int help(void)
 {
     printf("usage: cleave demo [-o DIR] [--quick]\n\n"
@@ -56,8 +63,8 @@ static int help(void)
            "writes into DIR (default demo/): each plan (JSON), its torch export, a simulated\n"
            "trace with its Gantt chart and memory plot, VGG-16's speed-up curve over device\n"
            "counts and schedules (CSV, PNG, SVG) and its time and cost per epoch on four\n"
-           "cluster presets (CSV, PNG, SVG). Prints where each file is.\n\n"
-           "  --quick   VGG-16 only, fewer sweep points and clusters (for tests)\n");
+           "cluster presets (CSV, PNG, SVG). Prints where each file is.\n\n");
+    cli_help(&demo_spec, NULL, stdout);
     return 0;
 }
 
@@ -233,18 +240,11 @@ done_reported:
 int cmd_demo(int argc, char **argv)
 {
     demo d = {.dir = "demo"};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return help();
-        else if (!strcmp(a, "--quick")) d.quick = 1;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
-            if (i + 1 >= argc) return cli_usage_error("demo", "%s needs a folder", a);
-            d.dir = argv[++i];
-        } else return cli_usage_error("demo", "unknown option %s", a);
-    }
+    int rc = cli_parse(&demo_spec, argc, argv, &d, 0);
+    if (rc) return rc == CLI_HELP ? help() : rc;
     double t0 = cl_now_s();
     cl_err e = {0};
-    int rc, interrupted = 0;
+    int interrupted = 0;
     char cpath[4200];
     data_path(DEMO_CLUSTER, cpath, sizeof cpath);
     cluster c;

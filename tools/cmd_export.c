@@ -29,23 +29,31 @@ static int help(void)
     return 0;
 }
 
+typedef struct export_args {
+    const char *out;
+    int target;             /* plan_target, -1 until --to */
+    cli_list args;          /* PLAN.json */
+} export_args;
+
+_Static_assert(PLAN_TO_TORCH == 0 && PLAN_TO_DEEPSPEED == 1 && PLAN_TO_DEEPSPEED_MODULE == 2 &&
+                   PLAN_TO_MEGATRON == 3 && PLAN_TO_COUNT == 4,
+               "--to's words are in plan_target's order");
+static const cli_opt export_opts[] = {
+    {"to", 0, CLI_ENUM, CLI_FIELD(export_args, target), .words = "torch|deepspeed|deepspeed-module|megatron",
+     .help = NULL},
+    {"out", 'o', CLI_STR, CLI_FIELD(export_args, out), .help = NULL},
+};
+static const cli_spec export_spec = {"export", export_opts, CLI_N(export_opts), .args = CLI_AT(export_args, args)};
+
 int cmd_export(int argc, char **argv)
 {
-    const char *path = NULL, *out = NULL;
-    int target = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return help();
-        else if (!strcmp(a, "--to") || !strcmp(a, "-o")) {
-            if (i + 1 >= argc) return cli_usage_error("export", "%s needs a value", a);
-            const char *v = argv[++i];
-            if (a[1] == 'o') out = v;
-            else if ((target = plan_target_from_name(v)) < 0)
-                return cli_usage_error("export", "--to: expected torch, deepspeed, deepspeed-module or megatron, got \"%s\"", v);
-        } else if (a[0] == '-' && a[1]) return cli_usage_error("export", "unknown option %s", a);
-        else if (path) return cli_usage_error("export", "one plan at a time (got %s and %s)", path, a);
-        else path = a;
-    }
+    export_args x = {.target = -1};
+    int rc = cli_parse(&export_spec, argc, argv, &x, 0);
+    if (rc) return rc == CLI_HELP ? help() : rc;
+    if (x.args.n > 1)
+        return cli_usage_error("export", "one plan at a time (got %s and %s)", x.args.v[0], x.args.v[1]);
+    const char *path = x.args.n ? x.args.v[0] : NULL, *out = x.out;
+    int target = x.target;
     if (!path) return cli_usage_error("export", "missing PLAN.json");
     if (target < 0) return cli_usage_error("export", "missing --to torch|deepspeed|deepspeed-module|megatron");
     cl_err e = {0};
@@ -54,7 +62,7 @@ int cmd_export(int argc, char **argv)
     plan_target t = (plan_target)target;
     sched_kind kind = plan_export_schedule(&p, t);
     char *text = NULL;
-    int rc = plan_export(&p, t, path, &text, &e);
+    rc = plan_export(&p, t, path, &text, &e);
     if (rc == CL_OK && kind != p.schedule) /* said in the header too, but JSON has none */
         fprintf(stderr, "cleave: note: %s does not run schedule %s; the export is the plan's %s run (its figure: cleave sim PLAN --schedule %s)\n",
                 plan_target_name(t), sched_kind_name(p.schedule), sched_kind_name(kind), sched_kind_name(kind));

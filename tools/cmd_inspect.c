@@ -21,17 +21,26 @@ static int help(void)
     return 0;
 }
 
+typedef struct inspect_args {
+    int json;
+    cli_list args;          /* FILE */
+} inspect_args;
+
+static const cli_opt inspect_opts[] = {
+    {"json", 0, CLI_FLAG, CLI_FIELD(inspect_args, json), .help = NULL},
+};
+static const cli_spec inspect_spec = {"inspect", inspect_opts, CLI_N(inspect_opts),
+                                      .args = CLI_AT(inspect_args, args)};
+
 int cmd_inspect(int argc, char **argv)
 {
-    const char *path = NULL;
-    int as_json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help();
-        else if (!strcmp(argv[i], "--json")) as_json = 1;
-        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("inspect", "unknown option %s", argv[i]);
-        else if (path) return cli_usage_error("inspect", "one file at a time (got %s and %s)", path, argv[i]);
-        else path = argv[i];
-    }
+    inspect_args x = {0};
+    int rc = cli_parse(&inspect_spec, argc, argv, &x, 0);
+    if (rc) return rc == CLI_HELP ? help() : rc;
+    if (x.args.n > 1)
+        return cli_usage_error("inspect", "one file at a time (got %s and %s)", x.args.v[0], x.args.v[1]);
+    const char *path = x.args.n ? x.args.v[0] : NULL;
+    int as_json = x.json;
     if (!path) return cli_usage_error("inspect", "missing FILE");
 
     cl_err e = {0};
@@ -47,7 +56,7 @@ int cmd_inspect(int argc, char **argv)
         return inspect_profile(path, as_json);
     }
     cJSON *root;
-    int rc = jx_parse_text(path, text, len, &root, &e);
+    rc = jx_parse_text(path, text, len, &root, &e);
     free(text);
     if (rc) return cli_report(&e);
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");

@@ -33,6 +33,61 @@
 #define DEF_INTER_BPS 1.25e9
 #define DEF_INTER_LAT 50e-6
 
+typedef struct plan_args {
+    const char *model, *profile, *cluster, *out, *device, *profiled_on;
+    const char *bandwidth, *latency, *micro, *schedule; /* as given */
+    int64_t devices, per_node, batch, stages, max_cuts;
+    int chunks, algo, optimizer, comm_off, no_replication, json;
+    double max_seconds;
+} plan_args;
+
+/* the enum options' words in their enums' order: the index is the value */
+_Static_assert(PLAN_ALGO_AUTO == 0 && PLAN_ALGO_EXACT == 1 && PLAN_ALGO_MERGE == 2, "--algo words");
+_Static_assert(OPTIM_SGD == 0 && OPTIM_MOMENTUM == 1 && OPTIM_ADAM == 2, "--optimizer words");
+
+#define PA plan_args
+static const cli_opt plan_opts[] = {
+    {"model", 0, CLI_STR, CLI_FIELD(PA, model), .help = NULL},
+    {"profile", 0, CLI_STR, CLI_FIELD(PA, profile),
+     .help = "a cleave profile, or a PipeDream graph.txt (then no --model)"},
+    {"cluster", 0, CLI_STR, CLI_FIELD(PA, cluster), .help = NULL},
+    {"devices", 0, CLI_INT, CLI_FIELD(PA, devices), 1, CLUSTER_MAX_DEVICES, .arg = "N",
+     .help = "a quick cluster of N devices of --device TYPE (a preset from\n"
+             "profiles/devices.json; default: the profile's device), K per\n"
+             "node, links B (and B2 between nodes) bytes/s"},
+    {"per-node", 0, CLI_INT, CLI_FIELD(PA, per_node), 1, CLUSTER_MAX_DEVICES, .help = NULL},
+    {"bandwidth", 0, CLI_STR, CLI_FIELD(PA, bandwidth), .help = NULL},
+    {"latency", 0, CLI_STR, CLI_FIELD(PA, latency), .help = NULL},
+    {"device", 0, CLI_STR, CLI_FIELD(PA, device), .help = NULL},
+    {"profiled-on", 0, CLI_STR, CLI_FIELD(PA, profiled_on),
+     .help = "the device type the profile was measured on (for mixed clusters)"},
+    {"batch", 0, CLI_INT, CLI_FIELD(PA, batch), 1, 1 << 30, .help = NULL},
+    {"schedule", 0, CLI_STR, CLI_FIELD(PA, schedule), .help = NULL},
+    {"microbatches", 0, CLI_STR, CLI_FIELD(PA, micro), .help = NULL},
+    {"stages", 0, CLI_INT, CLI_FIELD(PA, stages), 1, CLUSTER_MAX_DEVICES, .help = NULL},
+    {"comm", 0, CLI_ENUM, CLI_FIELD(PA, comm_off), .words = "on|off", .arg = "off",
+     .help = "leave communication out of every cost (to compare with tools\n"
+             "that do)"},
+    {"algo", 0, CLI_ENUM, CLI_FIELD(PA, algo), .words = "auto|exact|merge",
+     .help = "exact: optimal partition; merge: the method's partition-and-merge;\n"
+             "auto (default): both, report the gap, keep the faster"},
+    {"chunks", 0, CLI_INT, CLI_FIELD(PA, chunks), 1, 64, .arg = "v",
+     .help = "model chunks per device for --schedule interleaved (default 2;\n"
+             "a balanced chunk split, not the exact search)"},
+    {"optimizer", 0, CLI_ENUM, CLI_FIELD(PA, optimizer), .words = "sgd|momentum|adam", .help = NULL},
+    {"no-replication", 0, CLI_FLAG, CLI_FIELD(PA, no_replication), .help = NULL},
+    {"max-cuts", 0, CLI_INT, CLI_FIELD(PA, max_cuts), 2, (int64_t)1 << 30, .arg = "N",
+     .help = "cap on the cuts listed for a branching model (default 100000)"},
+    {"max-seconds", 0, CLI_NUM, CLI_FIELD(PA, max_seconds), .lo = 0, .hi = 1e7, .arg = "S",
+     .help = "stop with an error after S seconds of real time (default 600)"},
+    {"out", 'o', CLI_STR, CLI_FIELD(PA, out), .arg = "FILE",
+     .help = "write the plan JSON to FILE (-: to stdout, the table to stderr)"},
+    {"json", 0, CLI_FLAG, CLI_FIELD(PA, json),
+     .help = "print the plan JSON on stdout (the table on stderr)"},
+};
+#undef PA
+static const cli_spec plan_spec = {"plan", plan_opts, CLI_N(plan_opts), .help_col = 19};
+
 static int help(void)
 {
     printf(
@@ -42,23 +97,11 @@ static int help(void)
         "                   [--schedule gpipe|1f1b|interleaved|zb-h1|pipedream|fbp|sequential|auto]\n"
         "                   [--microbatches m|auto] [--stages p] [--chunks v] [--algo auto|exact|merge]\n"
         "                   [--optimizer sgd|momentum|adam] [--comm on|off] [--no-replication]\n"
-        "                   [--max-cuts N] [--max-seconds S] [-o plan.json]\n\n"
+        "                   [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
-        "fastest within each device's memory, prints it and writes the plan.\n\n"
-        "  --profile        a cleave profile, or a PipeDream graph.txt (then no --model)\n"
-        "  --devices N      a quick cluster of N devices of --device TYPE (a preset from\n"
-        "                   profiles/devices.json; default: the profile's device), K per\n"
-        "                   node, links B (and B2 between nodes) bytes/s\n"
-        "  --profiled-on    the device type the profile was measured on (for mixed clusters)\n"
-        "  --comm off       leave communication out of every cost (to compare with tools\n"
-        "                   that do)\n"
-        "  --algo           exact: optimal partition; merge: the method's partition-and-merge;\n"
-        "                   auto (default): both, report the gap, keep the faster\n"
-        "  --chunks v       model chunks per device for --schedule interleaved (default 2;\n"
-        "                   a balanced chunk split, not the exact search)\n"
-        "  --max-cuts N     cap on the cuts listed for a branching model (default 100000)\n"
-        "  --max-seconds S  stop with an error after S seconds of real time (default 600)\n");
+        "fastest within each device's memory, prints it and writes the plan.\n\n");
+    cli_help(&plan_spec, NULL, stdout);
     return 0;
 }
 
@@ -100,18 +143,18 @@ static void dev_list(char *buf, size_t cap, const plan_stage *st)
     }
 }
 
-static void print_plan(const plan_request *rq, const plan_result *res, const char *quick_links)
+static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, const char *quick_links)
 {
     const plan *p = &res->plan;
     const model *m = &p->model;
     const cluster *c = &p->cluster;
-    printf("plan: %s on %s (%d device%s in %d node%s), batch %d = %d microbatch%s of %d, schedule %s, %s search\n",
+    fprintf(f, "plan: %s on %s (%d device%s in %d node%s), batch %d = %d microbatch%s of %d, schedule %s, %s search\n",
            m->name, c->name, c->n_devices, c->n_devices == 1 ? "" : "s", c->n_nodes,
            c->n_nodes == 1 ? "" : "s", p->batch, p->n_micro, p->n_micro == 1 ? "" : "es",
            p->microbatch, sched_kind_name(p->schedule), res->algo);
-    if (quick_links) printf("links: %s\n", quick_links);
-    if (!rq->comm) printf("communication: left out (--comm off)\n");
-    printf("\n%-5s  %-44s %-8s %11s %11s %10s %10s %5s\n", "stage", "layers", "devices",
+    if (quick_links) fprintf(f, "links: %s\n", quick_links);
+    if (!rq->comm) fprintf(f, "communication: left out (--comm off)\n");
+    fprintf(f, "\n%-5s  %-44s %-8s %11s %11s %10s %10s %5s\n", "stage", "layers", "devices",
            "compute_s", "comm_s", "memory", "capacity", "util");
     for (int s = 0; s < p->n_stages; s++) {
         const plan_stage *st = &p->stages[s];
@@ -130,112 +173,56 @@ static void print_plan(const plan_request *rq, const plan_result *res, const cha
         else cl_fmt_bytes(cap, sizeof cap, capb, table_bytes);
         double busy = (double)p->n_micro / st->n_replicas * (st->fwd_s + st->bwd_in_s + st->bwd_w_s);
         double util = p->pred.iteration_s > 0 ? busy / p->pred.iteration_s : 0;
-        printf("%-5d  %-44s %-8s %11.6f %11.6f %10s %10s %4.0f%%\n", s, lay, dv, st->compute_s,
+        fprintf(f, "%-5d  %-44s %-8s %11.6f %11.6f %10s %10s %4.0f%%\n", s, lay, dv, st->compute_s,
                st->comm_s, mem, cap, 100 * util);
     }
-    printf("\nslowest stage: %.6f s per iteration (%s %d)\n", res->bottleneck_s,
+    fprintf(f, "\nslowest stage: %.6f s per iteration (%s %d)\n", res->bottleneck_s,
            res->bottleneck_is_boundary ? "boundary after stage" : "stage", res->bottleneck_stage);
-    printf("predicted: iteration %.6f s, throughput %.1f samples/s, bubble %.1f%%, speed-up %.2fx over one device\n",
+    fprintf(f, "predicted: iteration %.6f s, throughput %.1f samples/s, bubble %.1f%%, speed-up %.2fx over one device\n",
            p->pred.iteration_s, p->pred.throughput, 100 * p->pred.bubble, p->pred.speedup);
     if (p->idle_why[0])
-        printf("devices: uses %d of %d: %s\n", res->devices_used, c->n_devices, p->idle_why);
+        fprintf(f, "devices: uses %d of %d: %s\n", res->devices_used, c->n_devices, p->idle_why);
     if (!isnan(res->exact_s) && !isnan(res->merge_s))
-        printf("exact search: slowest stage %.6f s; partition-and-merge: %.6f s (gap %+.2f%%)\n",
+        fprintf(f, "exact search: slowest stage %.6f s; partition-and-merge: %.6f s (gap %+.2f%%)\n",
                res->exact_s, res->merge_s, 100 * (res->merge_s - res->exact_s) / res->exact_s);
     else if (!isnan(res->exact_s))
-        printf("exact search: slowest stage %.6f s (partition-and-merge found nothing that fits)\n", res->exact_s);
+        fprintf(f, "exact search: slowest stage %.6f s (partition-and-merge found nothing that fits)\n", res->exact_s);
     else if (!isnan(res->merge_s))
-        printf("partition-and-merge: slowest stage %.6f s (exact search not run)\n", res->merge_s);
+        fprintf(f, "partition-and-merge: slowest stage %.6f s (exact search not run)\n", res->merge_s);
     if (m->is_dag)
-        printf("cuts: %s (%d)\n", res->cuts_dag ? "every downset of the layer graph" : "prefixes of one topological order",
+        fprintf(f, "cuts: %s (%d)\n", res->cuts_dag ? "every downset of the layer graph" : "prefixes of one topological order",
                res->lattice_sets);
-    for (int i = 0; i < res->n_notes; i++) printf("note: %s\n", res->notes[i]);
+    for (int i = 0; i < res->n_notes; i++) fprintf(f, "note: %s\n", res->notes[i]);
 }
 
 int cmd_plan(int argc, char **argv)
 {
-    const char *model_path = NULL, *prof_path = NULL, *cluster_path = NULL, *out = NULL;
-    const char *device = NULL, *profiled_on = NULL;
-    int64_t devices = 0, per_node = 0, batch = 0, micro = 0, stages = 0, max_cuts = 0;
+    plan_args pa = {.max_seconds = CL_BUDGET_DEFAULT_S};
+    int rc = cli_parse(&plan_spec, argc, argv, &pa, 0);
+    if (rc) return rc == CLI_HELP ? help() : rc;
+    const char *model_path = pa.model, *prof_path = pa.profile, *cluster_path = pa.cluster, *out = pa.out;
+    const char *device = pa.device, *profiled_on = pa.profiled_on;
+    int64_t devices = pa.devices, per_node = pa.per_node, batch = pa.batch, micro = 0, stages = pa.stages,
+            max_cuts = pa.max_cuts;
     double bw[2] = {DEF_INTRA_BPS, DEF_INTER_BPS}, lat[2] = {DEF_INTRA_LAT, DEF_INTER_LAT};
-    double max_seconds = CL_BUDGET_DEFAULT_S;
-    int bw_given = 0, lat_given = 0, rc;
-    plan_request rq = {.schedule = -1, .algo = PLAN_ALGO_AUTO, .optimizer = OPTIM_SGD, .comm = 1,
-                       .replication = 1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_VALUE()                                                                     \
-    do {                                                                                 \
-        if (!v) return cli_usage_error("plan", "%s needs a value", a);                   \
-        i++;                                                                             \
-    } while (0)
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return help();
-        else if (!strcmp(a, "--model")) { NEED_VALUE(); model_path = v; }
-        else if (!strcmp(a, "--profile")) { NEED_VALUE(); prof_path = v; }
-        else if (!strcmp(a, "--cluster")) { NEED_VALUE(); cluster_path = v; }
-        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) { NEED_VALUE(); out = v; }
-        else if (!strcmp(a, "--device")) { NEED_VALUE(); device = v; }
-        else if (!strcmp(a, "--profiled-on")) { NEED_VALUE(); profiled_on = v; }
-        else if (!strcmp(a, "--devices")) {
-            NEED_VALUE();
-            if ((rc = cli_int("plan", a, v, 1, CLUSTER_MAX_DEVICES, &devices))) return rc;
-        } else if (!strcmp(a, "--per-node")) {
-            NEED_VALUE();
-            if ((rc = cli_int("plan", a, v, 1, CLUSTER_MAX_DEVICES, &per_node))) return rc;
-        } else if (!strcmp(a, "--bandwidth")) {
-            NEED_VALUE();
-            if ((rc = two_nums(a, v, 1e-300, bw))) return rc;
-            bw_given = 1;
-        } else if (!strcmp(a, "--latency")) {
-            NEED_VALUE();
-            if ((rc = two_nums(a, v, 0, lat))) return rc;
-            lat_given = 1;
-        } else if (!strcmp(a, "--batch")) {
-            NEED_VALUE();
-            if ((rc = cli_int("plan", a, v, 1, 1 << 30, &batch))) return rc;
-        } else if (!strcmp(a, "--microbatches")) {
-            NEED_VALUE();
-            if (strcmp(v, "auto") != 0 && (rc = cli_int("plan", a, v, 1, 1 << 30, &micro))) return rc;
-        } else if (!strcmp(a, "--chunks")) {
-            NEED_VALUE();
-            int64_t v2;
-            if ((rc = cli_int("plan", a, v, 1, 64, &v2))) return rc;
-            rq.chunks = (int)v2;
-        } else if (!strcmp(a, "--stages")) {
-            NEED_VALUE();
-            if ((rc = cli_int("plan", a, v, 1, CLUSTER_MAX_DEVICES, &stages))) return rc;
-        } else if (!strcmp(a, "--max-cuts")) {
-            NEED_VALUE();
-            if ((rc = cli_int("plan", a, v, 2, (int64_t)1 << 30, &max_cuts))) return rc;
-        } else if (!strcmp(a, "--max-seconds")) {
-            NEED_VALUE();
-            if ((rc = cli_num("plan", a, v, 0, 1e7, &max_seconds))) return rc;
-        } else if (!strcmp(a, "--schedule")) {
-            NEED_VALUE();
-            if (strcmp(v, "auto") != 0) {
-                rq.schedule = sched_kind_from_name(v);
-                if (rq.schedule < 0)
-                    return cli_usage_error("plan", "--schedule: unknown schedule \"%s\" (gpipe, 1f1b, interleaved, zb-h1, pipedream, fbp, sequential, auto)", v);
-            }
-        } else if (!strcmp(a, "--algo")) {
-            NEED_VALUE();
-            int al = plan_algo_from_name(v);
-            if (al < 0) return cli_usage_error("plan", "--algo: expected auto, exact or merge, got \"%s\"", v);
-            rq.algo = (plan_algo)al;
-        } else if (!strcmp(a, "--optimizer")) {
-            NEED_VALUE();
-            int o = plan_optim_from_name(v);
-            if (o < 0) return cli_usage_error("plan", "--optimizer: expected sgd, momentum or adam, got \"%s\"", v);
-            rq.optimizer = (plan_optim)o;
-        } else if (!strcmp(a, "--comm")) {
-            NEED_VALUE();
-            if (!strcmp(v, "off")) rq.comm = 0;
-            else if (!strcmp(v, "on")) rq.comm = 1;
-            else return cli_usage_error("plan", "--comm: expected on or off, got \"%s\"", v);
-        } else if (!strcmp(a, "--no-replication")) rq.replication = 0;
-        else return cli_usage_error("plan", "unknown option %s", a);
-#undef NEED_VALUE
+    double max_seconds = pa.max_seconds;
+    int bw_given = pa.bandwidth != NULL, lat_given = pa.latency != NULL;
+    plan_request rq = {.schedule = -1, .algo = (plan_algo)pa.algo, .optimizer = (plan_optim)pa.optimizer,
+                       .comm = !pa.comm_off, .replication = !pa.no_replication, .chunks = pa.chunks};
+    if ((bw_given && (rc = two_nums("--bandwidth", pa.bandwidth, 1e-300, bw))) ||
+        (lat_given && (rc = two_nums("--latency", pa.latency, 0, lat))) ||
+        (pa.micro && strcmp(pa.micro, "auto") != 0 &&
+         (rc = cli_int("plan", "--microbatches", pa.micro, 1, 1 << 30, &micro))))
+        return rc;
+    if (pa.schedule && strcmp(pa.schedule, "auto") != 0) {
+        rq.schedule = sched_kind_from_name(pa.schedule);
+        if (rq.schedule < 0)
+            return cli_usage_error("plan", "--schedule: unknown schedule \"%s\" (gpipe, 1f1b, interleaved, zb-h1, pipedream, fbp, sequential, auto)", pa.schedule);
     }
+    /* machine-readable stdout: with --json or -o -, the plan JSON is all
+     * stdout carries; the table, notes and "wrote" go to stderr */
+    int json_out = pa.json || (out && !strcmp(out, "-"));
+    FILE *msg = json_out ? stderr : stdout;
     if (!model_path && !prof_path)
         return cli_usage_error("plan", "give --model and/or --profile");
     if (!cluster_path && !devices)
@@ -362,16 +349,18 @@ int cmd_plan(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if ((rc = plan_search(&rq, &res, &e))) goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    print_plan(&rq, &res, quick);
-    printf("planned in %.3f s (%d candidates, %lld exact-search steps; exact %.3f s, bounds %.3f s, "
+    print_plan(msg, &rq, &res, quick);
+    fprintf(msg, "planned in %.3f s (%d candidates, %lld exact-search steps; exact %.3f s, bounds %.3f s, "
            "merge %.3f s, ranking %.3f s)\n",
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), res.candidates,
            (long long)res.exact_steps, res.time_exact_s, res.time_lower_s, res.time_merge_s,
            res.time_rank_s);
+    fflush(msg);
     if (out) {
         rc = plan_save(&res.plan, out, &e);
-        if (!rc) printf("wrote %s\n", out);
+        if (!rc) fprintf(msg, "wrote %s\n", out);
     }
+    if (!rc && pa.json && !(out && !strcmp(out, "-"))) rc = plan_save(&res.plan, "-", &e);
     plan_result_free(&res);
     if (rc) goto fail;
     goto done;

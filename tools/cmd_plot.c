@@ -438,38 +438,41 @@ static int help(void)
     return 0;
 }
 
+typedef struct plot_args {
+    const char *out, *kind, *title, *size;
+    double max_seconds;
+    cli_list args;          /* TRACE, or validate's RESULTS... */
+} plot_args;
+
+static const cli_opt plot_opts[] = {
+    {"out", 'o', CLI_STR, CLI_FIELD(plot_args, out), .help = NULL},
+    {"kind", 0, CLI_STR, CLI_FIELD(plot_args, kind), .help = NULL},
+    {"title", 0, CLI_STR, CLI_FIELD(plot_args, title), .help = NULL},
+    {"size", 0, CLI_STR, CLI_FIELD(plot_args, size), .help = NULL},
+    {"max-seconds", 0, CLI_NUM, CLI_FIELD(plot_args, max_seconds), .lo = 0, .hi = 1e7, .help = NULL},
+};
+static const cli_spec plot_spec = {"plot", plot_opts, CLI_N(plot_opts), .args = CLI_AT(plot_args, args)};
+
 int cmd_plot(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL, *title = NULL, *kind = "gantt";
+    plot_args x = {.kind = "gantt", .max_seconds = CL_BUDGET_DEFAULT_S};
+    int rc = cli_parse(&plot_spec, argc, argv, &x, 0);
+    if (rc) return rc == CLI_HELP ? help() : rc;
     int64_t w = 1280, h = 720;
-    double max_seconds = CL_BUDGET_DEFAULT_S;
-    for (int i = 1; i + 1 < argc; i++) /* results of cleave validate: tools/plot_validate.c */
-        if (!strcmp(argv[i], "--kind") && !strcmp(argv[i + 1], "validate")) return cmd_plot_validate(argc, argv);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return help();
-        if ((!strcmp(a, "-o") || !strcmp(a, "--kind") || !strcmp(a, "--title") || !strcmp(a, "--size") ||
-             !strcmp(a, "--max-seconds")) &&
-            i + 1 >= argc)
-            return cli_usage_error("plot", "%s needs a value", a);
-        if (!strcmp(a, "-o")) out = argv[++i];
-        else if (!strcmp(a, "--kind")) kind = argv[++i];
-        else if (!strcmp(a, "--title")) title = argv[++i];
-        else if (!strcmp(a, "--max-seconds")) {
-            if (cli_num("plot", a, argv[++i], 0, 1e7, &max_seconds)) return 2;
-        }
-        else if (!strcmp(a, "--size")) {
-            const char *s = argv[++i];
-            char *x = strchr(s, 'x');
-            if (!x) return cli_usage_error("plot", "--size: expected WxH, got \"%s\"", s);
-            char wb[32];
-            snprintf(wb, sizeof wb, "%.*s", (int)(x - s), s);
-            if (cli_int("plot", "--size", wb, 200, 10000, &w) || cli_int("plot", "--size", x + 1, 200, 10000, &h))
-                return 2;
-        } else if (a[0] == '-' && a[1]) return cli_usage_error("plot", "unknown option %s", a);
-        else if (in) return cli_usage_error("plot", "one trace at a time");
-        else in = a;
+    if (x.size) {
+        const char *s = x.size, *cross = strchr(s, 'x');
+        if (!cross) return cli_usage_error("plot", "--size: expected WxH, got \"%s\"", s);
+        char wb[32];
+        snprintf(wb, sizeof wb, "%.*s", (int)(cross - s), s);
+        if (cli_int("plot", "--size", wb, 200, 10000, &w) || cli_int("plot", "--size", cross + 1, 200, 10000, &h))
+            return 2;
     }
+    const char *out = x.out, *title = x.title, *kind = x.kind;
+    double max_seconds = x.max_seconds;
+    if (!strcmp(kind, "validate")) /* results of cleave validate: tools/plot_validate.c */
+        return plot_validate(&x.args, out, title, (int)w, (int)h);
+    if (x.args.n > 1) return cli_usage_error("plot", "one trace at a time");
+    const char *in = x.args.n ? x.args.v[0] : NULL;
     if (!in) return cli_usage_error("plot", "missing TRACE file");
     if (!out) return cli_usage_error("plot", "missing -o IMAGE");
     if (strcmp(kind, "gantt") && strcmp(kind, "memory"))
@@ -477,7 +480,7 @@ int cmd_plot(int argc, char **argv)
     trace_data d = {0};
     cl_err e = {0};
     cl_budget_start(max_seconds, "--max-seconds");
-    int rc = read_trace(in, &d, &e);
+    rc = read_trace(in, &d, &e);
     /* default title: what the trace says it shows (model, cluster,
      * schedule; cleave's traces carry it), else the file's name */
     char deftitle[256];

@@ -13,6 +13,28 @@
 #define DEFAULT_REPS 20
 #define DEFAULT_WARMUP 3
 
+typedef struct profile_args {
+    const char *model, *out, *batch;
+    int64_t reps, warmup, seed;
+    int links;
+} profile_args;
+
+#define PA profile_args
+static const cli_opt profile_opts[] = {
+    {"model", 0, CLI_STR, CLI_FIELD(PA, model), .arg = "FILE", .help = "model file the executor can run"},
+    {"batch", 0, CLI_STR, CLI_FIELD(PA, batch), .arg = "LIST", .help = "batch sizes, increasing (default 64)"},
+    {"reps", 0, CLI_INT, CLI_FIELD(PA, reps), 1, 100000, .arg = "N", .help = "timed runs per pass (default {})"},
+    {"warmup", 0, CLI_INT, CLI_FIELD(PA, warmup), 0, 100000, .arg = "N", .help = "untimed runs first (default {})"},
+    {"seed", 0, CLI_INT, CLI_FIELD(PA, seed), 0, INT64_MAX, .arg = "S",
+     .help = "seed of the weights and random inputs (default {})"},
+    {"out", 'o', CLI_STR, CLI_FIELD(PA, out), .arg = "FILE", .help = "the profile to write (- for stdout)"},
+    {"links", 0, CLI_FLAG, CLI_FIELD(PA, links), .help = NULL}, /* cmd_profile_links.c */
+};
+#undef PA
+static const cli_spec profile_spec = {"profile", profile_opts, CLI_N(profile_opts), .help_col = 17};
+
+static const profile_args defaults = {.reps = DEFAULT_REPS, .warmup = DEFAULT_WARMUP, .seed = 1};
+
 static void help(void)
 {
     printf("usage: cleave profile --model FILE [--batch B[,B2...]] [--reps N] [--warmup N]\n"
@@ -20,52 +42,27 @@ static void help(void)
            "Time every layer's forward, input-gradient and weight-gradient pass on one core\n"
            "of this machine (the executor's kernels) at each batch size: N warm-up runs,\n"
            "then N timed ones; the profile holds their median (and the forward's standard\n"
-           "deviation), with activation, stash and parameter bytes.\n\n"
-           "  --model FILE   model file the executor can run\n"
-           "  --batch LIST   batch sizes, increasing (default 64)\n"
-           "  --reps N       timed runs per pass (default %d)\n"
-           "  --warmup N     untimed runs first (default %d)\n"
-           "  --seed S       seed of the weights and random inputs (default 1)\n"
-           "  -o FILE        the profile to write (- for stdout)\n\n"
-           "cleave profile --links ... measures the link between workers instead (--links --help).\n",
-           DEFAULT_REPS, DEFAULT_WARMUP);
+           "deviation), with activation, stash and parameter bytes.\n\n");
+    cli_help(&profile_spec, &defaults, stdout);
+    printf("\ncleave profile --links ... measures the link between workers instead (--links --help).\n");
 }
 
 int cmd_profile(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) /* links, not layers: tools/cmd_profile_links.c */
-        if (!strcmp(argv[i], "--links")) return cmd_profile_links(argc, argv);
-    const char *cmd = "profile", *model_path = NULL, *out = NULL;
-    int64_t *batches = NULL, v, reps = DEFAULT_REPS, warmup = DEFAULT_WARMUP, seed = 1;
-    int n_batches = 0, rc = 0;
-    for (int i = 1; i < argc && !rc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            help();
-            free(batches);
-            return 0;
-        }
-        if (a[0] != '-') {
-            rc = cli_usage_error(cmd, "unexpected argument \"%s\"", a);
-            break;
-        }
-        if (!val) {
-            rc = cli_usage_error(cmd, "%s needs a value", a);
-            break;
-        }
-        i++;
-        if (!strcmp(a, "--model")) model_path = val;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) out = val;
-        else if (!strcmp(a, "--batch")) {
-            free(batches);
-            rc = cli_int_list(cmd, a, val, 1, 65536, &batches, &n_batches);
-            if (!rc && n_batches > PROF_MAX_POINTS)
-                rc = cli_usage_error(cmd, "--batch: at most %d sizes", PROF_MAX_POINTS);
-        } else if (!strcmp(a, "--reps")) rc = cli_int(cmd, a, val, 1, 100000, &reps);
-        else if (!strcmp(a, "--warmup")) rc = cli_int(cmd, a, val, 0, 100000, &warmup);
-        else if (!strcmp(a, "--seed")) rc = cli_int(cmd, a, val, 0, INT64_MAX, &seed);
-        else rc = cli_usage_error(cmd, "unknown option %s", a);
-        (void)v;
+    if (cli_find(&profile_spec, argc, argv, "links")) /* links, not layers: cmd_profile_links.c */
+        return cmd_profile_links(argc, argv);
+    const char *cmd = "profile";
+    profile_args x = defaults;
+    int rc = cli_parse(&profile_spec, argc, argv, &x, 0);
+    if (rc == CLI_HELP) help();
+    if (rc) return rc == CLI_HELP ? 0 : rc;
+    const char *model_path = x.model, *out = x.out;
+    int64_t *batches = NULL, reps = x.reps, warmup = x.warmup, seed = x.seed;
+    int n_batches = 0;
+    if (x.batch) {
+        rc = cli_int_list(cmd, "--batch", x.batch, 1, 65536, &batches, &n_batches);
+        if (!rc && n_batches > PROF_MAX_POINTS)
+            rc = cli_usage_error(cmd, "--batch: at most %d sizes", PROF_MAX_POINTS);
     }
     if (!rc && !model_path) rc = cli_usage_error(cmd, "--model is required");
     if (!rc && !out) rc = cli_usage_error(cmd, "-o FILE is required");

@@ -16,73 +16,73 @@
 #include "base/fileio.h"
 #include "base/jsonx.h"
 
+typedef struct links_args {
+    const char *out, *csv;
+    int json, links, backend;   /* backend: exec_link_backend */
+    int64_t min_bytes, max_bytes;
+    exec_link_opts o;
+} links_args;
+
+_Static_assert(EXEC_LINK_THREADS == 0 && EXEC_LINK_MPI == 1, "--backend's words");
+#define LA links_args
+static const cli_opt links_opts[] = {
+    {"backend", 0, CLI_ENUM, CLI_FIELD(LA, backend), .words = "threads|mpi", .arg = "B",
+     .help = "threads (two pinned threads, shared-memory channel; default)\n"
+             "or mpi (ranks 0 and 1, MPI_Send/MPI_Recv; started through\n"
+             "mpirun -np 2 if this process is not in an MPI job)"},
+    {"out", 'o', CLI_STR, CLI_FIELD(LA, out), .arg = "FILE", .help = "the cluster file to write (- for stdout)"},
+    {"min-bytes", 0, CLI_INT, CLI_FIELD(LA, min_bytes), 8, (int64_t)1 << 30, .arg = "N",
+     .help = "smallest message, a power of two (default {})"},
+    {"max-bytes", 0, CLI_INT, CLI_FIELD(LA, max_bytes), 8, (int64_t)1 << 30, .arg = "N",
+     .help = "largest message, a power of two (default {})"},
+    {"seconds", 0, CLI_NUM, CLI_FIELD(LA, o.seconds_per_size), .lo = 0, .hi = 60, .arg = "S",
+     .help = "time spent per size, at least (default 0.05)"},
+    {"reps", 0, CLI_INT, CLI_FIELD(LA, o.min_reps), 1, 20000, .arg = "N",
+     .help = "round trips per size, at least (default 10)"},
+    {"csv", 0, CLI_STR, CLI_FIELD(LA, csv), .arg = "FILE",
+     .help = "also write the samples and the fit's line as CSV"},
+    {"json", 0, CLI_FLAG, CLI_FIELD(LA, json),
+     .help = "print the samples and the fit as JSON instead of a table"},
+    {"links", 0, CLI_FLAG, CLI_FIELD(LA, links), .help = NULL}, /* how cmd_profile got here */
+};
+#undef LA
+static const cli_spec links_spec = {"profile", links_opts, CLI_N(links_opts), .help_col = 21};
+
 static void help(void)
 {
+    links_args d = {.min_bytes = EXEC_LINK_MIN_BYTES, .max_bytes = (int64_t)EXEC_LINK_MAX_BYTES};
     printf("usage: cleave profile --links [--backend threads|mpi] -o CLUSTER.json [options]\n"
            "       mpirun -np 2 cleave profile --links --backend mpi -o CLUSTER.json\n\n"
            "Ping-pong one message between two workers over sizes from 8 B to 64 MiB\n"
            "(doubling, repeated), fit one-way time = latency + bytes / bandwidth by weighted\n"
            "least squares (GSL), print the samples and the fit's quality, and write a\n"
            "cluster file for this machine: one node, one cpu-core device per core (peak and\n"
-           "efficiency measured here), the intra-node link from the fit.\n\n"
-           "  --backend B        threads (two pinned threads, shared-memory channel; default)\n"
-           "                     or mpi (ranks 0 and 1, MPI_Send/MPI_Recv; started through\n"
-           "                     mpirun -np 2 if this process is not in an MPI job)\n"
-           "  -o FILE            the cluster file to write (- for stdout)\n"
-           "  --min-bytes N      smallest message, a power of two (default %d)\n"
-           "  --max-bytes N      largest message, a power of two (default %llu)\n"
-           "  --seconds S        time spent per size, at least (default 0.05)\n"
-           "  --reps N           round trips per size, at least (default 10)\n"
-           "  --csv FILE         also write the samples and the fit's line as CSV\n"
-           "  --json             print the samples and the fit as JSON instead of a table\n",
-           EXEC_LINK_MIN_BYTES, (unsigned long long)EXEC_LINK_MAX_BYTES);
+           "efficiency measured here), the intra-node link from the fit.\n\n");
+    cli_help(&links_spec, &d, stdout);
 }
-
-typedef struct links_args {
-    const char *out, *csv;
-    int json;
-    exec_link_opts o;
-} links_args;
 
 static int parse(int argc, char **argv, links_args *a)
 {
     const char *cmd = "profile";
     memset(a, 0, sizeof *a);
     exec_link_opts_default(&a->o);
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int64_t v;
-        int rc = 0;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            help();
-            return -1;
-        }
-        if (!strcmp(o, "--links")) continue;
-        if (!strcmp(o, "--json")) {
-            a->json = 1;
-            continue;
-        }
-        if (o[0] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\"", o);
-        if (!val) return cli_usage_error(cmd, "%s needs a value", o);
-        i++;
-        if (!strcmp(o, "-o") || !strcmp(o, "--out")) a->out = val;
-        else if (!strcmp(o, "--csv")) a->csv = val;
-        else if (!strcmp(o, "--backend")) {
-            int b = exec_link_backend_from_name(val);
-            if (b < 0) return cli_usage_error(cmd, "--backend: expected threads or mpi, got \"%s\"", val);
-            a->o.backend = (exec_link_backend)b;
-        } else if (!strcmp(o, "--min-bytes") || !strcmp(o, "--max-bytes")) {
-            if ((rc = cli_int(cmd, o, val, 8, (int64_t)1 << 30, &v))) return rc;
-            if (v & (v - 1)) return cli_usage_error(cmd, "%s: %lld is not a power of two", o, (long long)v);
-            if (o[2] == 'm' && o[3] == 'i') a->o.min_bytes = (uint64_t)v;
-            else a->o.max_bytes = (uint64_t)v;
-        } else if (!strcmp(o, "--seconds")) rc = cli_num(cmd, o, val, 0, 60, &a->o.seconds_per_size);
-        else if (!strcmp(o, "--reps")) {
-            if (!(rc = cli_int(cmd, o, val, 1, 20000, &v))) a->o.min_reps = (int)v;
-        } else return cli_usage_error(cmd, "unknown option %s (with --links)", o);
-        if (rc) return rc;
+    a->backend = a->o.backend;
+    a->min_bytes = (int64_t)a->o.min_bytes;
+    a->max_bytes = (int64_t)a->o.max_bytes;
+    int rc = cli_parse(&links_spec, argc, argv, a, 0);
+    if (rc == CLI_HELP) help();
+    if (rc) return rc;
+    for (int i = 0; i < 2; i++) {
+        int64_t v = i ? a->max_bytes : a->min_bytes;
+        if (v & (v - 1))
+            return cli_usage_error(cmd, "%s: %lld is not a power of two", i ? "--max-bytes" : "--min-bytes", (long long)v);
     }
+    a->o.backend = (exec_link_backend)a->backend;
+    a->o.min_bytes = (uint64_t)a->min_bytes;
+    a->o.max_bytes = (uint64_t)a->max_bytes;
     if (!a->out) return cli_usage_error(cmd, "-o CLUSTER.json is required");
+    if (a->json && !strcmp(a->out, "-"))
+        return cli_usage_error(cmd, "--json and -o - both write stdout: give one of them");
     if (a->o.min_bytes > a->o.max_bytes)
         return cli_usage_error(cmd, "--min-bytes exceeds --max-bytes");
     if (a->o.min_bytes == a->o.max_bytes)
@@ -90,30 +90,30 @@ static int parse(int argc, char **argv, links_args *a)
     return 0;
 }
 
-static void print_table(const links_args *a, const exec_link_sample *s, int n,
+static void print_table(FILE *out, const links_args *a, const exec_link_sample *s, int n,
                         const exec_link_fit *f, const exec_link_fit *fs)
 {
-    printf("link profile, %s backend: one-way time per message (median of round trips / 2)\n",
+    fprintf(out, "link profile, %s backend: one-way time per message (median of round trips / 2)\n",
            exec_link_backend_name(a->o.backend));
-    printf("%12s %12s %10s %12s %12s %9s %10s %7s %7s %10s %10s\n", "bytes", "median us", "sd us",
+    fprintf(out, "%12s %12s %10s %12s %12s %9s %10s %7s %7s %10s %10s\n", "bytes", "median us", "sd us",
            "fit us", "GB/s", "resid", "send us", "reps", "woke", "spin us", "woken us");
     for (int i = 0; i < n; i++) {
         double fit = f->latency_s + s[i].bytes / f->bw_Bps;
-        printf("%12.0f %12.3f %10.3f %12.3f %12.3f %8.2f%% %10.3f %7d %6.1f%% %10.3f %10.3f\n",
+        fprintf(out, "%12.0f %12.3f %10.3f %12.3f %12.3f %8.2f%% %10.3f %7d %6.1f%% %10.3f %10.3f\n",
                s[i].bytes, s[i].time_s * 1e6, s[i].sd_s * 1e6, fit * 1e6,
                s[i].bytes / s[i].time_s * 1e-9, 100 * (s[i].time_s - fit) / s[i].time_s,
                s[i].send_s * 1e6, s[i].reps, 100 * s[i].woke, s[i].time_spin_s * 1e6,
                s[i].time_woke_s * 1e6);
     }
-    printf("fit: latency %.3f us (+- %.3f), bandwidth %.3f GB/s (1/bw +- %.2f%%)\n",
+    fprintf(out, "fit: latency %.3f us (+- %.3f), bandwidth %.3f GB/s (1/bw +- %.2f%%)\n",
            f->latency_s * 1e6, f->latency_se * 1e6, f->bw_Bps * 1e-9,
            100 * f->inv_bw_se * f->bw_Bps);
-    printf("     weighted R^2 %.6f, relative residuals rms %.2f%%, largest %.2f%% at %.0f B\n",
+    fprintf(out, "     weighted R^2 %.6f, relative residuals rms %.2f%%, largest %.2f%% at %.0f B\n",
            f->r2, 100 * f->rms_rel, 100 * f->max_rel, f->max_rel_bytes);
-    printf("the sender's share (its send call): %.3f us + bytes / %.3f GB/s (R^2 %.4f)\n",
+    fprintf(out, "the sender's share (its send call): %.3f us + bytes / %.3f GB/s (R^2 %.4f)\n",
            fs->latency_s * 1e6, fs->bw_Bps * 1e-9, fs->r2);
     char why[1024];
-    if (exec_link_explain(s, n, f, why, sizeof why)) printf("%s\n", why);
+    if (exec_link_explain(s, n, f, why, sizeof why)) fprintf(out, "%s\n", why);
 }
 
 static cJSON *fit_json(const exec_link_fit *f)
@@ -214,7 +214,8 @@ int cmd_profile_links(int argc, char **argv)
         if (!rc) {
             if (a.json) rc = print_json(&a, s, n, &f, &fs);
             else {
-                print_table(&a, s, n, &f, &fs);
+                /* -o -: the cluster file is stdout's, the table stderr's */
+                print_table(strcmp(a.out, "-") ? stdout : stderr, &a, s, n, &f, &fs);
                 if (strcmp(a.out, "-") != 0)
                     printf("wrote %s: %d x cpu-core (peak %.1f GFLOP/s, efficiency %.3f), intra-node link %.3f GB/s, %.3f us\n",
                            a.out, c.n_devices, mc.peak_flops * 1e-9, c.types[0].efficiency,

@@ -15,70 +15,71 @@
 #include "base/jsonx.h"
 #include "base/units.h"
 
-static int help(void)
-{
-    printf("usage: cleave sim PLAN.json [options]\n\n"
-           "Simulates the plan's pipeline schedule event by event (compute streams, links with\n"
-           "bandwidth sharing, ring all-reduce of replicated stages, memory over time) and\n"
-           "prints the predicted iteration time, throughput, bubble, per-device busy / idle /\n"
-           "communication-wait fractions, peak memory and bytes sent per link level.\n\n"
-           "  --schedule KIND|FILE   simulate another kind (sequential, gpipe, 1f1b, interleaved,\n"
-           "                         zb-h1, pipedream, fbp) or an explicit schedule file\n"
-           "                         (\"format\": \"cleave-schedule\", docs/formats.md)\n"
-           "  --microbatches M       M microbatches of the plan's microbatch size\n"
-           "  --iterations N         iterations to simulate (default 1; asynchronous kinds:\n"
-           "                         warm-up + 4, and the steady state is measured after warm-up)\n"
-           "  --comm on|off          off: transfers and all-reduces take no time (default: as\n"
-           "                         the plan was made, see cleave plan --comm)\n"
-           "  --trace FILE           write a Chrome trace (open in Perfetto or chrome://tracing)\n"
-           "  --dump-schedule FILE   write the per-device op lists as a cleave-schedule file\n"
-           "  --json                 print the results as JSON\n"
-           "  --max-events N         stop with an error after N events (default %llu)\n"
-           "  --max-seconds S        stop with an error after S seconds of real time, building the\n"
-           "                         op lists included (default %g)\n",
-           (unsigned long long)SIM_MAX_EVENTS, SIM_MAX_WALL_S);
-    return 0;
-}
-
 typedef struct sim_args {
     const char *plan, *schedule, *trace, *dump;
     int64_t micro, iters, max_events;
     double max_wall;
-    int max_wall_set;
     int comm_off, json;
+    cli_list args;          /* PLAN.json */
 } sim_args;
+
+#define SA sim_args
+static const cli_opt sim_table[] = {
+    {"schedule", 0, CLI_STR, CLI_FIELD(SA, schedule), .arg = "KIND|FILE",
+     .help = "simulate another kind (sequential, gpipe, 1f1b, interleaved,\n"
+             "zb-h1, pipedream, fbp) or an explicit schedule file\n"
+             "(\"format\": \"cleave-schedule\", docs/formats.md)"},
+    {"microbatches", 0, CLI_INT, CLI_FIELD(SA, micro), 1, 1 << 24, .arg = "M",
+     .help = "M microbatches of the plan's microbatch size"},
+    {"iterations", 0, CLI_INT, CLI_FIELD(SA, iters), 1, 1 << 20, .arg = "N",
+     .help = "iterations to simulate (default 1; asynchronous kinds:\n"
+             "warm-up + 4, and the steady state is measured after warm-up)"},
+    /* comm_off: -1 follows the plan */
+    {"comm", 0, CLI_ENUM, CLI_FIELD(SA, comm_off), .words = "on|off", .arg = "on|off",
+     .help = "off: transfers and all-reduces take no time (default: as\n"
+             "the plan was made, see cleave plan --comm)"},
+    {"trace", 0, CLI_STR, CLI_FIELD(SA, trace), .arg = "FILE",
+     .help = "write a Chrome trace (open in Perfetto or chrome://tracing)"},
+    {"dump-schedule", 0, CLI_STR, CLI_FIELD(SA, dump), .arg = "FILE",
+     .help = "write the per-device op lists as a cleave-schedule file"},
+    {"json", 0, CLI_FLAG, CLI_FIELD(SA, json), .help = "print the results as JSON"},
+    {"max-events", 0, CLI_INT, CLI_FIELD(SA, max_events), 1, INT64_MAX, .arg = "N",
+     .help = "stop with an error after N events (default {})"},
+    {"max-seconds", 0, CLI_NUM, CLI_FIELD(SA, max_wall), .lo = 0, .hi = 1e7, .arg = "S",
+     .help = "stop with an error after S seconds of real time, building the\n"
+             "op lists included (default {})"},
+};
+#undef SA
+static const cli_spec sim_spec = {"sim", sim_table, CLI_N(sim_table), CLI_AT(sim_args, args), .help_col = 25};
+
+static int help(void)
+{
+    sim_args d = {.max_events = (int64_t)SIM_MAX_EVENTS, .max_wall = SIM_MAX_WALL_S};
+    printf("usage: cleave sim PLAN.json [options]\n\n"
+           "Simulates the plan's pipeline schedule event by event (compute streams, links with\n"
+           "bandwidth sharing, ring all-reduce of replicated stages, memory over time) and\n"
+           "prints the predicted iteration time, throughput, bubble, per-device busy / idle /\n"
+           "communication-wait fractions, peak memory and bytes sent per link level.\n\n");
+    cli_help(&sim_spec, &d, stdout);
+    return 0;
+}
 
 static int parse(int argc, char **argv, sim_args *a)
 {
     memset(a, 0, sizeof *a);
     a->comm_off = -1; /* follow the plan */
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        int more = i + 1 < argc;
-        int rc = 0;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help() - 1;
-        else if (!strcmp(o, "--json")) a->json = 1;
-        else if (!strcmp(o, "--schedule") && more) a->schedule = argv[++i];
-        else if (!strcmp(o, "--trace") && more) a->trace = argv[++i];
-        else if (!strcmp(o, "--dump-schedule") && more) a->dump = argv[++i];
-        else if (!strcmp(o, "--microbatches") && more) rc = cli_int("sim", o, argv[++i], 1, 1 << 24, &a->micro);
-        else if (!strcmp(o, "--iterations") && more) rc = cli_int("sim", o, argv[++i], 1, 1 << 20, &a->iters);
-        else if (!strcmp(o, "--max-events") && more) rc = cli_int("sim", o, argv[++i], 1, INT64_MAX, &a->max_events);
-        else if (!strcmp(o, "--max-seconds") && more) {
-            a->max_wall_set = 1;
-            rc = cli_num("sim", o, argv[++i], 0, 1e7, &a->max_wall);
-        }
-        else if (!strcmp(o, "--comm") && more) {
-            const char *v = argv[++i];
-            if (!strcmp(v, "off")) a->comm_off = 1;
-            else if (!strcmp(v, "on")) a->comm_off = 0;
-            else return cli_usage_error("sim", "--comm: expected on or off, got \"%s\"", v);
-        } else if (o[0] == '-' && o[1]) return cli_usage_error("sim", "unknown option %s (or it needs a value)", o);
-        else if (a->plan) return cli_usage_error("sim", "one plan at a time (got %s and %s)", a->plan, o);
-        else a->plan = o;
-        if (rc) return rc;
-    }
-    if (!a->plan) return cli_usage_error("sim", "missing PLAN.json");
+    a->max_wall = SIM_MAX_WALL_S;
+    int rc = cli_parse(&sim_spec, argc, argv, a, 0);
+    if (rc) return rc == CLI_HELP ? help() - 1 : rc;
+    if (a->args.n > 1)
+        return cli_usage_error("sim", "one plan at a time (got %s and %s)", a->args.v[0], a->args.v[1]);
+    if (!a->args.n) return cli_usage_error("sim", "missing PLAN.json");
+    a->plan = a->args.v[0];
+    /* stdout carries one machine-readable output at most; the table then
+     * goes to stderr (cmd_sim) */
+    int on_stdout = a->json + (a->trace && !strcmp(a->trace, "-")) + (a->dump && !strcmp(a->dump, "-"));
+    if (on_stdout > 1)
+        return cli_usage_error("sim", "--json, --trace - and --dump-schedule - each write stdout: give one of them");
     return 0;
 }
 
@@ -110,37 +111,37 @@ static void stages_str(const plan *p, const sched *sc, int d, char *buf, size_t 
 
 static const char *kind_str(int kind) { return kind >= 0 ? sched_kind_name((sched_kind)kind) : "explicit"; }
 
-static void print_table(const sim_args *a, const plan *p, const sched *sc, const sim_result *r)
+static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *sc, const sim_result *r)
 {
     char b1[32], b2[32], b3[32], st[64];
-    printf("%s: %d stages on %d devices, schedule %s, %d microbatches x %d samples per iteration\n",
+    fprintf(f, "%s: %d stages on %d devices, schedule %s, %d microbatches x %d samples per iteration\n",
            a->plan, p->n_stages, r->n_dev, kind_str(r->kind), r->n_micro,
            p->microbatch > 0 ? p->microbatch : 1);
     if (r->warmup_iters)
-        printf("simulated %d iterations; steady state measured over %d (after %d of warm-up%s)\n",
+        fprintf(f, "simulated %d iterations; steady state measured over %d (after %d of warm-up%s)\n",
                r->n_iter, r->measured_iters, r->warmup_iters,
                r->n_iter - r->warmup_iters > r->measured_iters ? ", before the drain" : "");
     else
-        printf("simulated %d iteration%s%s\n", r->n_iter, r->n_iter > 1 ? "s" : "",
+        fprintf(f, "simulated %d iteration%s%s\n", r->n_iter, r->n_iter > 1 ? "s" : "",
                a->comm_off ? ", communication off" : "");
-    printf("iteration %s   throughput %.6g samples/s   bubble %.2f%%   comm-wait %.2f%%\n",
+    fprintf(f, "iteration %s   throughput %.6g samples/s   bubble %.2f%%   comm-wait %.2f%%\n",
            time_str(r->iteration_s, b1, sizeof b1), r->throughput, 100 * r->bubble, 100 * r->comm_wait);
-    printf("speed-up %.3fx over sequential (%s per iteration on one device)\n\n", r->speedup,
+    fprintf(f, "speed-up %.3fx over sequential (%s per iteration on one device)\n\n", r->speedup,
            time_str(r->sequential_s, b2, sizeof b2));
-    printf("%-6s %-16s %-8s %7s %7s %7s %12s %11s %6s %8s %12s\n", "device", "id", "stages", "busy",
+    fprintf(f, "%-6s %-16s %-8s %7s %7s %7s %12s %11s %6s %8s %12s\n", "device", "id", "stages", "busy",
            "idle", "comm", "peak memory", "at", "stash", "versions", "sent");
     for (int i = 0; i < r->n_dev; i++) {
         const sim_dev_result *d = &r->dev[i];
         stages_str(p, sc, d->device, st, sizeof st);
-        printf("%-6d %-16.16s %-8.8s %6.2f%% %6.2f%% %6.2f%% %12s %11s %6d %8d %12s\n", d->device,
+        fprintf(f, "%-6d %-16.16s %-8.8s %6.2f%% %6.2f%% %6.2f%% %12s %11s %6d %8d %12s\n", d->device,
                p->cluster.devices[d->device].id, st, 100 * d->busy, 100 * d->idle, 100 * d->comm_wait,
                cl_fmt_bytes(b1, sizeof b1, d->peak_mem_bytes, sim_bytes), time_str(d->peak_t_s, b2, sizeof b2),
                d->peak_stash, d->peak_versions, cl_fmt_bytes(b3, sizeof b3, d->sent_bytes, sim_bytes));
     }
-    printf("\nlinks: %s within nodes, %s between nodes (whole run)\n",
-           cl_fmt_bytes(b1, sizeof b1, r->sent_bytes[CLUSTER_INTRA], sim_bytes),
-           cl_fmt_bytes(b2, sizeof b2, r->sent_bytes[CLUSTER_INTER], sim_bytes));
-    printf("%llu events\n", (unsigned long long)r->events);
+    fprintf(f, "\nlinks: %s within nodes, %s between nodes (whole run)\n",
+            cl_fmt_bytes(b1, sizeof b1, r->sent_bytes[CLUSTER_INTRA], sim_bytes),
+            cl_fmt_bytes(b2, sizeof b2, r->sent_bytes[CLUSTER_INTER], sim_bytes));
+    fprintf(f, "%llu events\n", (unsigned long long)r->events);
 }
 
 static cJSON *mem_json(const sim_mem *m)
@@ -278,7 +279,7 @@ int cmd_sim(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     cl_err e = {0};
     /* the real-time budget covers building the op lists as well as the run */
-    double budget = a.max_wall_set ? a.max_wall : SIM_MAX_WALL_S, t0 = wall_now();
+    double budget = a.max_wall, t0 = wall_now();
     cl_budget_start(budget, "--max-seconds");
     plan p;
     if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
@@ -301,7 +302,8 @@ int cmd_sim(int argc, char **argv)
     if (!rc) rc = sim_run(s, &r, &e);
     if (!rc && a.trace) rc = sim_write_trace(s, a.trace, &e);
     if (!rc && a.dump) rc = sched_save(&sc, a.dump, &e);
-    if (!rc) rc = a.json ? print_json(&a, &p, &sc, &r) : (print_table(&a, &p, &sc, &r), CL_OK);
+    FILE *msg = (a.trace && !strcmp(a.trace, "-")) || (a.dump && !strcmp(a.dump, "-")) ? stderr : stdout;
+    if (!rc) rc = a.json ? print_json(&a, &p, &sc, &r) : (print_table(msg, &a, &p, &sc, &r), CL_OK);
     if (rc && e.code) {
         int explicit = a.schedule && sched_kind_from_name(a.schedule) < 0;
         name_file(&e, a.plan, explicit ? a.schedule : NULL);

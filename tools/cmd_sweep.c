@@ -22,8 +22,45 @@
 
 #define SWEEP_DEFAULT_SCHEDULES "gpipe,1f1b,zb-h1,pipedream,fbp"
 
+typedef struct sweep_args {
+    study_args s;           /* the options compare shares */
+    const char *cluster, *device;
+    int64_t per_node, micro;
+    int64_t *devices;
+    int n_devices;
+    double bw[2], lat[2];
+    int optimizer;          /* plan_optim */
+    const char *devices_s, *bandwidth, *latency; /* as given */
+} sweep_args;
+
+#define SW sweep_args
+static const cli_opt sweep_opts[] = {
+    STUDY_OPT_OUT(SW, s, "write DIR/speedup.csv, DIR/speedup.png and DIR/speedup.svg"),
+    {"devices", 0, CLI_STR, CLI_FIELD(SW, devices_s),
+     .help = "default: 1, 2, 4, ... up to the cluster's size, and the size"},
+    /* the defaults are study.h's STUDY_DEF_* */
+    {"bandwidth", 0, CLI_STR, CLI_FIELD(SW, bandwidth),
+     .help = "links of a --device cluster in bytes/s, inside and between nodes\n"
+             "(default 1e+10,1.25e+09); --latency in seconds (default 1e-05,5e-05)"},
+    STUDY_OPT_SAVE_PLANS(SW, s, "write every point's plan to D/<N>dev-<schedule>.json and the\n"
+                                "one-device baseline to D/baseline-1dev.json"),
+    STUDY_OPT_MAX_SECONDS(SW, s, "stop with an error after S seconds of real time (default 600)"),
+    STUDY_OPTS(SW, s),
+    {"cluster", 0, CLI_STR, CLI_FIELD(SW, cluster), .help = NULL},
+    {"device", 0, CLI_STR, CLI_FIELD(SW, device), .help = NULL},
+    {"devices-per-node", 0, CLI_INT, CLI_FIELD(SW, per_node), 1, CLUSTER_MAX_DEVICES, .help = NULL},
+    {"microbatches", 0, CLI_INT, CLI_FIELD(SW, micro), 1, 1 << 30, .help = NULL},
+    {"latency", 0, CLI_STR, CLI_FIELD(SW, latency), .help = NULL},
+    {"optimizer", 0, CLI_ENUM, CLI_FIELD(SW, optimizer), .words = "sgd|momentum|adam", .help = NULL},
+};
+#undef SW
+static const cli_spec sweep_spec = {"sweep", sweep_opts, CLI_N(sweep_opts), .help_col = 18};
+
+
+
 static int help(void)
 {
+    sweep_args d = {0};
     printf(
         "usage: cleave sweep --model M.json [--profile P.json [--profiled-on TYPE]]\n"
         "                    (--cluster C.json | --device TYPE [--devices-per-node K]\n"
@@ -40,29 +77,12 @@ static int help(void)
         "  image speed-up against device count per schedule with the ideal line, and peak\n"
         "        memory per device below (PNG and SVG)\n"
         "Speed-up is throughput over the best plan on one device; points that fit nowhere\n"
-        "or that the simulator refuses are rows with the reason and stay off the curve.\n\n"
-        "  -o DIR          write DIR/speedup.csv, DIR/speedup.png and DIR/speedup.svg\n"
-        "  --devices       default: 1, 2, 4, ... up to the cluster's size, and the size\n"
-        "  --bandwidth     links of a --device cluster in bytes/s, inside and between nodes\n"
-        "                  (default %.4g,%.4g); --latency in seconds (default %g,%g)\n"
-        "  --save-plans D  write every point's plan to D/<N>dev-<schedule>.json and the\n"
-        "                  one-device baseline to D/baseline-1dev.json\n"
-        "  --max-seconds S stop with an error after S seconds of real time (default 600)\n"
-        "On a terminal a progress bar shows on stderr; Ctrl-C stops after the current point\n"
-        "and writes complete files for the points done (exit status 130).\n",
-        STUDY_DEF_INTRA_BPS, STUDY_DEF_INTER_BPS, STUDY_DEF_INTRA_LAT, STUDY_DEF_INTER_LAT);
+        "or that the simulator refuses are rows with the reason and stay off the curve.\n\n");
+    cli_help(&sweep_spec, &d, stdout);
+    printf("On a terminal a progress bar shows on stderr; Ctrl-C stops after the current point\n"
+           "and writes complete files for the points done (exit status 130).\n");
     return 0;
 }
-
-typedef struct sweep_args {
-    study_args s;           /* the options compare shares */
-    const char *cluster, *device;
-    int64_t per_node, micro;
-    int64_t *devices;
-    int n_devices;
-    double bw[2], lat[2];
-    int optimizer;
-} sweep_args;
 
 /* One point's figures, kept after its plan is freed. */
 typedef struct sweep_row {
@@ -100,34 +120,14 @@ static int parse(int argc, char **argv, sweep_args *a)
     a->lat[1] = STUDY_DEF_INTER_LAT;
     a->optimizer = OPTIM_SGD;
     a->s.schedules = SWEEP_DEFAULT_SCHEDULES;
-    int quick_links = 0, rc;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help() - 1;
-        int used;
-        if ((rc = study_args_option(&a->s, "sweep", o, v, &used)) >= 0) {
-            if (rc) return rc;
-            i += used;
-            continue;
-        }
-        if (o[0] == '-' && !v) return cli_usage_error("sweep", "%s needs a value (or is unknown)", o);
-        rc = 0;
-        if (!strcmp(o, "--cluster")) a->cluster = v;
-        else if (!strcmp(o, "--device")) a->device = v;
-        else if (!strcmp(o, "--devices-per-node")) rc = cli_int("sweep", o, v, 1, CLUSTER_MAX_DEVICES, &a->per_node);
-        else if (!strcmp(o, "--microbatches")) rc = cli_int("sweep", o, v, 1, 1 << 30, &a->micro);
-        else if (!strcmp(o, "--bandwidth")) { rc = two_nums(o, v, 1e-300, a->bw); quick_links = 1; }
-        else if (!strcmp(o, "--latency")) { rc = two_nums(o, v, 0, a->lat); quick_links = 1; }
-        else if (!strcmp(o, "--devices")) {
-            free(a->devices);
-            rc = cli_int_list("sweep", o, v, 1, CLUSTER_MAX_DEVICES, &a->devices, &a->n_devices);
-        } else if (!strcmp(o, "--optimizer")) {
-            if ((a->optimizer = plan_optim_from_name(v)) < 0)
-                return cli_usage_error("sweep", "--optimizer: expected sgd, momentum or adam, got \"%s\"", v);
-        } else return cli_usage_error("sweep", "unknown option %s", o);
-        if (rc) return rc;
-        i++;
-    }
+    int rc = cli_parse(&sweep_spec, argc, argv, a, 0);
+    if (rc) return rc == CLI_HELP ? help() - 1 : rc;
+    int quick_links = a->bandwidth || a->latency;
+    if ((a->bandwidth && (rc = two_nums("--bandwidth", a->bandwidth, 1e-300, a->bw))) ||
+        (a->latency && (rc = two_nums("--latency", a->latency, 0, a->lat))) ||
+        (a->devices_s && (rc = cli_int_list("sweep", "--devices", a->devices_s, 1, CLUSTER_MAX_DEVICES,
+                                            &a->devices, &a->n_devices))))
+        return rc;
     if ((rc = study_args_check(&a->s, "sweep"))) return rc;
     if (!a->cluster == !a->device)
         return cli_usage_error("sweep", "give --cluster C.json or --device TYPE (one of them)");
@@ -293,16 +293,16 @@ static int save_plan(const char *dir, const char *name, const plan *p, cl_err *e
     return rc;
 }
 
-static void print_row(const sweep_row *r)
+static void print_row(FILE *f, const sweep_row *r)
 {
     if (!r->ok) {
-        printf("%7d %5s  %-10s  infeasible: %s\n", r->devices, "", sched_kind_name((sched_kind)r->kind), r->reason);
+        fprintf(f, "%7d %5s  %-10s  infeasible: %s\n", r->devices, "", sched_kind_name((sched_kind)r->kind), r->reason);
         return;
     }
     char mem[32];
     cl_fmt_bytes(mem, sizeof mem, r->peak_mem_bytes,
                  (cl_bytes_style){.lo = CL_MIB, .hi = CL_GIB, .grow = 1});
-    printf("%7d %5d  %-10s %6d %-15s %5d x %-4d %12.6g %11.5g %8.2fx %7.1f%% %11s\n", r->devices,
+    fprintf(f, "%7d %5d  %-10s %6d %-15s %5d x %-4d %12.6g %11.5g %8.2fx %7.1f%% %11s\n", r->devices,
            r->used, sched_kind_name((sched_kind)r->kind), r->stages, r->replicas_shown, r->n_micro,
            r->microbatch, r->iteration_s, r->throughput,
            isfinite(r->speedup) ? r->speedup : r->speedup_seq, 100 * r->bubble, mem);
@@ -339,7 +339,7 @@ static int run_points(const sweep_args *a, const study *st, const cluster *full,
             prev[k] = pt;
             if (rc) break;
             (*n_done)++;
-            if (!a->s.quiet) print_row(r);
+            if (!a->s.quiet) print_row(a->s.msg, r);
             fflush(stdout);
             char label[64];
             snprintf(label, sizeof label, "%d devices, %s", r->devices, sched_kind_name((sched_kind)kinds[k]));
@@ -420,10 +420,10 @@ int cmd_sweep(int argc, char **argv)
         if (rc) goto fail_sig;
     }
     if (!a.s.quiet) {
-        printf("sweep: %s on %s, batch %d, %d device counts x %d schedules\n", st.md.name,
+        fprintf(a.s.msg, "sweep: %s on %s, batch %d, %d device counts x %d schedules\n", st.md.name,
                have_full ? full.name : a.device, st.batch, a.n_devices, n_kinds);
-        printf("baseline: %s\n\n", base_desc);
-        printf("%7s %5s  %-10s %6s %-15s %12s %12s %11s %9s %8s %11s\n", "devices", "used", "schedule",
+        fprintf(a.s.msg, "baseline: %s\n\n", base_desc);
+        fprintf(a.s.msg, "%7s %5s  %-10s %6s %-15s %12s %12s %11s %9s %8s %11s\n", "devices", "used", "schedule",
                "stages", "replicas", "micro x size", "iteration_s", "samples/s", "speed-up", "bubble",
                "peak mem");
     }
@@ -431,7 +431,7 @@ int cmd_sweep(int argc, char **argv)
     rc = run_points(&a, &st, have_full ? &full : NULL, &type, kinds, n_kinds, base_thr, rows, &n_done, &e);
     int interrupted = prog_interrupted();
     /* outputs for the points done, also after Ctrl-C */
-    if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, &e)) == CL_OK && !a.s.quiet) printf("wrote %s\n", csv);
+    if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, &e)) == CL_OK && !a.s.quiet) fprintf(a.s.msg, "wrote %s\n", csv);
     char title[256];
     if (a.s.title) snprintf(title, sizeof title, "%s", a.s.title);
     else if (have_full)
@@ -442,7 +442,7 @@ int cmd_sweep(int argc, char **argv)
     for (int i = 0; i < 2 && !rc; i++)
         if (imgs[i][0] && n_done > 0) {
             rc = write_plot(imgs[i], title, rows, n_done, kinds, n_kinds, base_thr <= 0, &e);
-            if (!rc && !a.s.quiet) printf("wrote %s\n", imgs[i]);
+            if (!rc && !a.s.quiet) fprintf(a.s.msg, "wrote %s\n", imgs[i]);
         }
     prog_release_sigint();
     if (rc) goto fail;

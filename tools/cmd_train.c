@@ -14,34 +14,48 @@
 #include "base/fileio.h"
 #include "train_args.h"
 
+typedef struct train_cmd {
+    train_args a;           /* the options train --plan shares */
+    const char *model, *plan;
+} train_cmd;
+
+static const cli_opt train_opts[] = {
+    {"model", 0, CLI_STR, CLI_FIELD(train_cmd, model), .arg = "FILE",
+     .help = "model file (models/fmnist-mlp.json, models/fmnist-cnn.json)"},
+    {"epochs", 0, CLI_INT, CLI_FIELD(train_cmd, a.opt.epochs), 1, 100000, .arg = "N",
+     .help = "epochs (default {})"},
+    {"batch", 0, CLI_INT, CLI_FIELD(train_cmd, a.opt.batch), 1, 65536, .arg = "B",
+     .help = "minibatch size (default {})"},
+    TRAIN_OPT_LR(train_cmd, a, "learning rate (default {})"),
+    TRAIN_OPT_LR_SCHEDULE(train_cmd, a, "constant or cosine (default cosine: lr decays to 0 over the run)"),
+    TRAIN_OPT_MOMENTUM(train_cmd, a, "SGD momentum (default {})"),
+    TRAIN_OPT_WEIGHT_DECAY(train_cmd, a, "L2 weight decay on conv/linear weights (default {})"),
+    TRAIN_OPT_SEED(train_cmd, a, "seed of weights, dropout and shuffling (default {})"),
+    TRAIN_OPT_LIMIT(train_cmd, a, "use only the first N training samples"),
+    TRAIN_OPT_DATA(train_cmd, a, "folder with the Fashion-MNIST IDX files (default {})"),
+    TRAIN_OPT_SYNTHETIC(train_cmd, a, "train on N synthetic samples instead (N/4 test samples)"),
+    TRAIN_OPT_LOG(train_cmd, a, "also write the epoch lines as CSV (rewritten after each epoch)"),
+    TRAIN_OPT_SAVE_WEIGHTS(train_cmd, a, "write the trained weights (cleave-weights format)"),
+    TRAIN_OPT_CHECKPOINT(train_cmd, a, "write a checkpoint at each epoch end, every --checkpoint-every\n"
+                                       "minibatches, and on SIGINT/SIGTERM (then stop, exit 130/143)"),
+    TRAIN_OPT_CHECKPOINT_EVERY(train_cmd, a, "also every N minibatch steps (default 0: epoch ends only)"),
+    TRAIN_OPT_RESUME(train_cmd, a, "continue the run a checkpoint recorded, bit for bit (same\n"
+                                   "model, data and options; --checkpoint may name the same file)"),
+    {"plan", 0, CLI_STR, CLI_FIELD(train_cmd, plan), .arg = "FILE",
+     .help = "train a plan pipelined instead (cleave train --plan F --help)"},
+    TRAIN_OPT_SCHEDULE(train_cmd, a),
+};
+static const cli_spec train_spec = {"train", train_opts, CLI_N(train_opts), .help_col = 23};
+
 static void help(void)
 {
-    exec_train_opts d;
-    exec_train_defaults(&d);
+    train_cmd d = {0};
+    train_args_defaults(&d.a);
+    d.a.data = EXEC_FMNIST_DIR;
     printf("usage: cleave train --model FILE [options]\n\n"
            "Train the model sequentially (one thread) and print one line per epoch:\n"
-           "mean training loss, training and test accuracy, samples/s, elapsed seconds.\n\n"
-           "  --model FILE         model file (models/fmnist-mlp.json, models/fmnist-cnn.json)\n"
-           "  --epochs N           epochs (default %d)\n"
-           "  --batch B            minibatch size (default %d)\n"
-           "  --lr X               learning rate (default %g)\n"
-           "  --schedule S         constant or cosine (default cosine: lr decays to 0 over the run)\n"
-           "  --momentum M         SGD momentum (default %g)\n"
-           "  --weight-decay W     L2 weight decay on conv/linear weights (default %g)\n"
-           "  --seed S             seed of weights, dropout and shuffling (default %llu)\n"
-           "  --limit N            use only the first N training samples\n"
-           "  --data DIR           folder with the Fashion-MNIST IDX files (default %s)\n"
-           "  --synthetic N        train on N synthetic samples instead (N/4 test samples)\n"
-           "  --log FILE           also write the epoch lines as CSV (rewritten after each epoch)\n"
-           "  --save-weights FILE  write the trained weights (cleave-weights format)\n"
-           "  --checkpoint FILE    write a checkpoint at each epoch end, every --checkpoint-every\n"
-           "                       minibatches, and on SIGINT/SIGTERM (then stop, exit 130/143)\n"
-           "  --checkpoint-every N also every N minibatch steps (default 0: epoch ends only)\n"
-           "  --resume FILE        continue the run a checkpoint recorded, bit for bit (same\n"
-           "                       model, data and options; --checkpoint may name the same file)\n"
-           "  --plan FILE          train a plan pipelined instead (cleave train --plan F --help)\n",
-           d.epochs, d.batch, d.lr, d.momentum, d.weight_decay, (unsigned long long)d.seed,
-           EXEC_FMNIST_DIR);
+           "mean training loss, training and test accuracy, samples/s, elapsed seconds.\n\n");
+    cli_help(&train_spec, &d, stdout);
 }
 
 typedef struct bar {
@@ -137,36 +151,16 @@ static int load_hist(const exec_ckpt *c, exec_epoch *hist, int epochs, int *n, c
 
 int cmd_train(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) /* a plan trains pipelined (cmd_train_plan.c) */
-        if (!strcmp(argv[i], "--plan")) return cmd_train_plan(argc, argv);
-    const char *cmd = "train", *model_path = NULL;
-    train_args a;
-    train_args_defaults(&a);
-    int64_t v;
-    int rc;
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
-            help();
-            return 0;
-        }
-        if ((rc = train_args_option(&a, cmd, opt, val)) >= 0) {
-            if (rc) return rc;
-            i++;
-            continue;
-        }
-        if (opt[0] != '-' || opt[1] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\"", opt);
-        if (!val) return cli_usage_error(cmd, "%s needs a value", opt);
-        i++;
-        if (!strcmp(opt, "--model")) model_path = val;
-        else if (!strcmp(opt, "--epochs")) {
-            if ((rc = cli_int(cmd, opt, val, 1, 100000, &v))) return rc;
-            a.opt.epochs = (int)v;
-        } else if (!strcmp(opt, "--batch")) {
-            if ((rc = cli_int(cmd, opt, val, 1, 65536, &v))) return rc;
-            a.opt.batch = (int)v;
-        } else return cli_usage_error(cmd, "unknown option %s", opt);
-    }
+    if (cli_find(&train_spec, argc, argv, "plan")) /* trains pipelined: cmd_train_plan.c */
+        return cmd_train_plan(argc, argv);
+    const char *cmd = "train";
+    train_cmd t0 = {0};
+    train_args_defaults(&t0.a);
+    int rc = cli_parse(&train_spec, argc, argv, &t0, 0);
+    if (rc == CLI_HELP) help();
+    if (rc) return rc == CLI_HELP ? 0 : rc;
+    train_args a = t0.a;
+    const char *model_path = t0.model;
     if (!model_path) return cli_usage_error(cmd, "--model is required");
     if ((rc = train_args_check(&a, cmd))) return rc;
     const exec_train_opts o = a.opt;

@@ -19,41 +19,67 @@
 #include "base/measure.h"
 #include "train_args.h"
 
+typedef struct train_plan_cmd {
+    train_args a;           /* the options sequential train shares */
+    exec_pipe_opts o;
+    const char *plan, *trace, *model, *batch;
+    int64_t epochs, iterations;
+    int backend;            /* exec_pipe_backend */
+} train_plan_cmd;
+
+#define TP train_plan_cmd
+static const cli_opt train_plan_opts[] = {
+    {"plan", 0, CLI_STR, CLI_FIELD(TP, plan), .arg = "FILE",
+     .help = "plan file (cleave plan); its model and schedule are used"},
+    {"epochs", 0, CLI_INT, CLI_FIELD(TP, epochs), 1, 100000, .arg = "N",
+     .help = "epochs (default 1); each is floor(samples / batch) iterations"},
+    {"iterations", 0, CLI_INT, CLI_FIELD(TP, iterations), 1, 100000000, .arg = "N",
+     .help = "run N iterations instead (one schedule, then one evaluation)"},
+    {"backend", 0, CLI_ENUM, CLI_FIELD(TP, backend), .words = "threads|mpi", .arg = "B",
+     .help = "threads (default: one process, workers pinned to cores)\n"
+             "or mpi (one rank per worker; outside an MPI job cleave\n"
+             "starts mpirun -np workers itself, as root too)"},
+    {"trace", 0, CLI_STR, CLI_FIELD(TP, trace), .arg = "FILE",
+     .help = "write the measured timeline as a Chrome trace"},
+    TRAIN_OPT_SAVE_WEIGHTS(TP, a, "write the trained weights (cleave-weights format)"),
+    TRAIN_OPT_LR(TP, a, "learning rate (default {})"),
+    TRAIN_OPT_LR_SCHEDULE(TP, a, "constant or cosine (default cosine over the whole run)"),
+    TRAIN_OPT_MOMENTUM(TP, a, "SGD momentum (default {} when the plan's optimizer is\n"
+                              "momentum, 0 when it is sgd)"),
+    TRAIN_OPT_WEIGHT_DECAY(TP, a, "L2 weight decay on conv/linear weights (default {})"),
+    TRAIN_OPT_SEED(TP, a, "seed of weights, dropout and shuffling (default {})"),
+    TRAIN_OPT_LIMIT(TP, a, "use only the first N training samples"),
+    TRAIN_OPT_DATA(TP, a, "folder with the Fashion-MNIST IDX files (default {})"),
+    TRAIN_OPT_SYNTHETIC(TP, a, "train on N synthetic samples instead (N/4 test samples)"),
+    TRAIN_OPT_LOG(TP, a, "also write the epoch lines as CSV (rewritten after each epoch)"),
+    TRAIN_OPT_CHECKPOINT(TP, a, "write a checkpoint at each epoch end and every\n"
+                                "--checkpoint-every N iterations (flushing schedules only);\n"
+                                "threads: SIGINT/SIGTERM stop at an iteration end after one"),
+    TRAIN_OPT_CHECKPOINT_EVERY(TP, a, NULL),
+    TRAIN_OPT_RESUME(TP, a, "continue from a checkpoint, bit for bit (same plan, data and\n"
+                            "options; threads and mpi may differ)"),
+    {"stall-seconds", 0, CLI_NUM, CLI_FIELD(TP, o.stall_s), .lo = 0.001, .hi = 1e9, .arg = "S",
+     .help = "a worker blocked S seconds fails the run (default 300)"},
+    /* the plan gives these: refused with a message of their own */
+    {"model", 0, CLI_STR, CLI_FIELD(TP, model), .help = NULL},
+    {"batch", 0, CLI_STR, CLI_FIELD(TP, batch), .help = NULL},
+    TRAIN_OPT_SCHEDULE(TP, a),
+};
+#undef TP
+static const cli_spec train_plan_spec = {"train", train_plan_opts, CLI_N(train_plan_opts), .help_col = 23};
+
 static void help(void)
 {
-    exec_train_opts d;
-    exec_train_defaults(&d);
+    train_plan_cmd d = {0};
+    train_args_defaults(&d.a);
+    d.a.data = EXEC_FMNIST_DIR;
     printf("usage: cleave train --plan FILE [--backend threads|mpi] [options]\n"
            "       mpirun -np N cleave train --plan FILE --backend mpi [options]\n\n"
            "Train the plan's model pipelined: one worker per device of the plan, each\n"
            "running its stages' op lists (the schedule the simulator replays), passing\n"
            "activations and gradients through bounded channels.  One line per epoch:\n"
-           "mean training loss, training and test accuracy, samples/s, elapsed seconds.\n\n"
-           "  --plan FILE          plan file (cleave plan); its model and schedule are used\n"
-           "  --epochs N           epochs (default 1); each is floor(samples / batch) iterations\n"
-           "  --iterations N       run N iterations instead (one schedule, then one evaluation)\n"
-           "  --backend B          threads (default: one process, workers pinned to cores)\n"
-           "                       or mpi (one rank per worker; outside an MPI job cleave\n"
-           "                       starts mpirun -np workers itself, as root too)\n"
-           "  --trace FILE         write the measured timeline as a Chrome trace\n"
-           "  --save-weights FILE  write the trained weights (cleave-weights format)\n"
-           "  --lr X               learning rate (default %g)\n"
-           "  --schedule S         constant or cosine (default cosine over the whole run)\n"
-           "  --momentum M         SGD momentum (default %g when the plan's optimizer is\n"
-           "                       momentum, 0 when it is sgd)\n"
-           "  --weight-decay W     L2 weight decay on conv/linear weights (default %g)\n"
-           "  --seed S             seed of weights, dropout and shuffling (default %llu)\n"
-           "  --limit N            use only the first N training samples\n"
-           "  --data DIR           folder with the Fashion-MNIST IDX files (default %s)\n"
-           "  --synthetic N        train on N synthetic samples instead (N/4 test samples)\n"
-           "  --log FILE           also write the epoch lines as CSV (rewritten after each epoch)\n"
-           "  --checkpoint FILE    write a checkpoint at each epoch end and every\n"
-           "                       --checkpoint-every N iterations (flushing schedules only);\n"
-           "                       threads: SIGINT/SIGTERM stop at an iteration end after one\n"
-           "  --resume FILE        continue from a checkpoint, bit for bit (same plan, data and\n"
-           "                       options; threads and mpi may differ)\n"
-           "  --stall-seconds S    a worker blocked S seconds fails the run (default 300)\n",
-           d.lr, d.momentum, d.weight_decay, (unsigned long long)d.seed, EXEC_FMNIST_DIR);
+           "mean training loss, training and test accuracy, samples/s, elapsed seconds.\n\n");
+    cli_help(&train_plan_spec, &d, stdout);
 }
 
 typedef struct ctx {
@@ -126,48 +152,25 @@ static int env_rank_nonzero(void)
 
 int cmd_train_plan(int argc, char **argv)
 {
-    const char *cmd = "train", *plan_path = NULL, *trace = NULL;
-    exec_pipe_opts o;
-    exec_pipe_defaults(&o);
-    train_args a;
-    train_args_defaults(&a);
-    int64_t epochs = 0, iterations = 0;
-    int rc;
-    int quiet_env = env_rank_nonzero();
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
-            help();
-            return 0;
-        }
-        if ((rc = train_args_option(&a, cmd, opt, val)) >= 0) {
-            if (rc) return rc;
-            i++;
-            continue;
-        }
-        if (quiet_env) { /* rank 0 reports usage errors */
-            if (opt[0] != '-' || opt[1] != '-' || !val) return 2;
-        } else {
-            if (opt[0] != '-' || opt[1] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\"", opt);
-            if (!val) return cli_usage_error(cmd, "%s needs a value", opt);
-        }
-        i++;
-        if (!strcmp(opt, "--plan")) plan_path = val;
-        else if (!strcmp(opt, "--trace")) trace = val;
-        else if (!strcmp(opt, "--stall-seconds")) {
-            if ((rc = cli_num(cmd, opt, val, 0.001, 1e9, &o.stall_s))) return rc;
-        } else if (!strcmp(opt, "--epochs")) {
-            if ((rc = cli_int(cmd, opt, val, 1, 100000, &epochs))) return rc;
-        } else if (!strcmp(opt, "--iterations")) {
-            if ((rc = cli_int(cmd, opt, val, 1, 100000000, &iterations))) return rc;
-        } else if (!strcmp(opt, "--backend")) {
-            int b = exec_pipe_backend_from_name(val);
-            if (b < 0) return cli_usage_error(cmd, "--backend: expected threads or mpi, got \"%s\"", val);
-            o.backend = (exec_pipe_backend)b;
-        } else if (!strcmp(opt, "--model") || !strcmp(opt, "--batch")) {
-            return cli_usage_error(cmd, "%s: the plan gives the model and the batch; drop %s", opt, opt);
-        } else return cli_usage_error(cmd, "unknown option %s", opt);
+    const char *cmd = "train";
+    int quiet_env = env_rank_nonzero(), rc;
+    train_plan_cmd t = {0};
+    exec_pipe_defaults(&t.o);
+    train_args_defaults(&t.a);
+    t.backend = t.o.backend;
+    /* rank 0 reports usage errors */
+    if ((rc = cli_parse(&train_plan_spec, argc, argv, &t, quiet_env)) == CLI_HELP) help();
+    if (rc) return rc == CLI_HELP ? 0 : rc;
+    for (int i = 0; i < 2; i++) {
+        const char *drop = i ? "--batch" : "--model";
+        if (i ? t.batch != NULL : t.model != NULL)
+            return cli_usage_error(cmd, "%s: the plan gives the model and the batch; drop %s", drop, drop);
     }
+    const char *plan_path = t.plan, *trace = t.trace;
+    exec_pipe_opts o = t.o;
+    o.backend = (exec_pipe_backend)t.backend;
+    train_args a = t.a;
+    int64_t epochs = t.epochs, iterations = t.iterations;
     if (!plan_path) return cli_usage_error(cmd, "--plan is required");
     if (epochs && iterations) return cli_usage_error(cmd, "--epochs and --iterations exclude each other");
     if ((rc = train_args_check(&a, cmd))) return rc;

@@ -23,39 +23,57 @@
 #define DEFAULT_ITERS 20
 #define DEFAULT_REPS 20
 
+typedef struct val_args {
+    const char *plan, *profile, *links, *trace, *sim_trace;
+    int64_t iters, reps;
+    int json, layer_costs;
+    int backend;            /* exec_pipe_backend */
+    cli_list args;          /* refused with a hint */
+} val_args;
+
+_Static_assert(EXEC_PIPE_THREADS == 0 && EXEC_PIPE_MPI == 1, "--backend's words");
+#define VA val_args
+static const cli_opt val_opts[] = {
+    {"plan", 0, CLI_STR, CLI_FIELD(VA, plan), .arg = "FILE",
+     .help = "the plan (cleave plan); its model must be one the executor runs"},
+    {"profile", 0, CLI_STR, CLI_FIELD(VA, profile), .arg = "FILE",
+     .help = "per-layer costs of this model on this machine (cleave profile\n"
+             "at the plan's microbatch size); default: profile now"},
+    {"links", 0, CLI_STR, CLI_FIELD(VA, links), .arg = "FILE",
+     .help = "a cluster file whose intra-node link is used for transfers\n"
+             "(cleave profile --links); default: measure the link now"},
+    {"iterations", 0, CLI_INT, CLI_FIELD(VA, iters), 1, 100000, .arg = "N",
+     .help = "iterations to run and simulate (default {})"},
+    {"backend", 0, CLI_ENUM, CLI_FIELD(VA, backend), .words = "threads|mpi", .arg = "B",
+     .help = "threads (default) or mpi (one rank per worker; started through\n"
+             "mpirun when this process is not in an MPI job)"},
+    {"json", 0, CLI_FLAG, CLI_FIELD(VA, json), .help = "print {quantity: {predicted, measured, error}} as JSON"},
+    {"trace", 0, CLI_STR, CLI_FIELD(VA, trace), .arg = "FILE", .help = "write the measured timeline (Chrome trace)"},
+    {"sim-trace", 0, CLI_STR, CLI_FIELD(VA, sim_trace), .arg = "FILE",
+     .help = "write the predicted timeline (Chrome trace, same tracks)"},
+    {"reps", 0, CLI_INT, CLI_FIELD(VA, reps), 1, 100000, .arg = "N",
+     .help = "timed steps per profiled pass and optimiser step (default {})"},
+    {"layer-costs", 0, CLI_FLAG, CLI_FIELD(VA, layer_costs),
+     .help = "predict from the profile's per-layer sums alone (the planner's\n"
+             "cost model) instead of each stage's passes timed whole in the\n"
+             "run's context (a stash deeper than the cache slows every pass)"},
+};
+#undef VA
+static const cli_spec val_spec = {"validate", val_opts, CLI_N(val_opts), .args = CLI_AT(val_args, args),
+                                  .help_col = 21};
+
 static void help(void)
 {
+    val_args d = {.iters = DEFAULT_ITERS, .reps = DEFAULT_REPS};
     printf("usage: cleave validate --plan PLAN.json [--profile P.json] [--links CLUSTER.json]\n"
            "                       [--iterations N] [--backend threads|mpi] [--json]\n"
            "                       [--trace FILE] [--sim-trace FILE] [--reps N] [--layer-costs]\n\n"
            "Predicts the plan's iteration time, per-worker busy time and peak memory with the\n"
            "simulator, from costs of this machine, then trains the plan for N iterations with\n"
            "the pipelined runtime (synthetic data of the model's shape) and prints predicted\n"
-           "against measured with the relative error (predicted - measured) / measured.\n\n"
-           "  --plan FILE        the plan (cleave plan); its model must be one the executor runs\n"
-           "  --profile FILE     per-layer costs of this model on this machine (cleave profile\n"
-           "                     at the plan's microbatch size); default: profile now\n"
-           "  --links FILE       a cluster file whose intra-node link is used for transfers\n"
-           "                     (cleave profile --links); default: measure the link now\n"
-           "  --iterations N     iterations to run and simulate (default %d)\n"
-           "  --backend B        threads (default) or mpi (one rank per worker; started through\n"
-           "                     mpirun when this process is not in an MPI job)\n"
-           "  --json             print {quantity: {predicted, measured, error}} as JSON\n"
-           "  --trace FILE       write the measured timeline (Chrome trace)\n"
-           "  --sim-trace FILE   write the predicted timeline (Chrome trace, same tracks)\n"
-           "  --reps N           timed steps per profiled pass and optimiser step (default %d)\n"
-           "  --layer-costs      predict from the profile's per-layer sums alone (the planner's\n"
-           "                     cost model) instead of each stage's passes timed whole in the\n"
-           "                     run's context (a stash deeper than the cache slows every pass)\n",
-           DEFAULT_ITERS, DEFAULT_REPS);
+           "against measured with the relative error (predicted - measured) / measured.\n\n");
+    cli_help(&val_spec, &d, stdout);
 }
-
-typedef struct val_args {
-    const char *plan, *profile, *links, *trace, *sim_trace;
-    int64_t iters, reps;
-    int json, layer_costs;
-    exec_pipe_backend backend;
-} val_args;
 
 static int parse(int argc, char **argv, val_args *a)
 {
@@ -63,38 +81,10 @@ static int parse(int argc, char **argv, val_args *a)
     memset(a, 0, sizeof *a);
     a->iters = DEFAULT_ITERS;
     a->reps = DEFAULT_REPS;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            help();
-            return -1;
-        }
-        if (!strcmp(o, "--json")) {
-            a->json = 1;
-            continue;
-        }
-        if (!strcmp(o, "--layer-costs")) {
-            a->layer_costs = 1;
-            continue;
-        }
-        if (o[0] != '-') return cli_usage_error(cmd, "unexpected argument \"%s\" (hint: --plan FILE)", o);
-        if (!val) return cli_usage_error(cmd, "%s needs a value", o);
-        i++;
-        if (!strcmp(o, "--plan")) a->plan = val;
-        else if (!strcmp(o, "--profile")) a->profile = val;
-        else if (!strcmp(o, "--links")) a->links = val;
-        else if (!strcmp(o, "--trace")) a->trace = val;
-        else if (!strcmp(o, "--sim-trace")) a->sim_trace = val;
-        else if (!strcmp(o, "--iterations")) rc = cli_int(cmd, o, val, 1, 100000, &a->iters);
-        else if (!strcmp(o, "--reps")) rc = cli_int(cmd, o, val, 1, 100000, &a->reps);
-        else if (!strcmp(o, "--backend")) {
-            int b = exec_pipe_backend_from_name(val);
-            if (b < 0) return cli_usage_error(cmd, "--backend: expected threads or mpi, got \"%s\"", val);
-            a->backend = (exec_pipe_backend)b;
-        } else return cli_usage_error(cmd, "unknown option %s", o);
-        if (rc) return rc;
-    }
+    int rc = cli_parse(&val_spec, argc, argv, a, 0);
+    if (rc == CLI_HELP) help();
+    if (rc) return rc;
+    if (a->args.n) return cli_usage_error(cmd, "unexpected argument \"%s\" (hint: --plan FILE)", a->args.v[0]);
     if (!a->plan) return cli_usage_error(cmd, "--plan FILE is required");
     return 0;
 }

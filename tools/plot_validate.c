@@ -18,7 +18,7 @@
 #include "gnuplot.h"
 #include "base/jsonx.h"
 
-#define PV_MAX_FILES 256
+#define PV_MAX_FILES CLI_LIST_MAX
 
 typedef struct pv_point {
     double measured, predicted;
@@ -135,31 +135,11 @@ static void panel(gp_plot *g, const char *prefix, const pv_set *s)
     gp_num(g, key, logs ? hi * 1.5 : hi + 0.15 * (hi - lo + hi * 0.05));
 }
 
-int cmd_plot_validate(int argc, char **argv)
+int plot_validate(const cli_list *list, const char *out, const char *title, int w, int h)
 {
-    const char *files[PV_MAX_FILES], *out = NULL, *title = NULL;
-    int n_files = 0;
-    int64_t w = 1280, h = 720;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((!strcmp(a, "-o") || !strcmp(a, "--kind") || !strcmp(a, "--title") || !strcmp(a, "--size")) &&
-            i + 1 >= argc)
-            return cli_usage_error("plot", "%s needs a value", a);
-        if (!strcmp(a, "-o")) out = argv[++i];
-        else if (!strcmp(a, "--kind")) i++; /* validate: how we got here */
-        else if (!strcmp(a, "--title")) title = argv[++i];
-        else if (!strcmp(a, "--size")) {
-            const char *s = argv[++i];
-            const char *x = strchr(s, 'x');
-            if (!x) return cli_usage_error("plot", "--size: expected WxH, got \"%s\"", s);
-            char wb[32];
-            snprintf(wb, sizeof wb, "%.*s", (int)(x - s), s);
-            if (cli_int("plot", "--size", wb, 200, 10000, &w) || cli_int("plot", "--size", x + 1, 200, 10000, &h))
-                return 2;
-        } else if (a[0] == '-' && a[1]) return cli_usage_error("plot", "unknown option %s", a);
-        else if (n_files == PV_MAX_FILES) return cli_usage_error("plot", "at most %d results files", PV_MAX_FILES);
-        else files[n_files++] = a;
-    }
+    if (list->n > PV_MAX_FILES) return cli_usage_error("plot", "at most %d results files", PV_MAX_FILES);
+    const char *const *files = list->v;
+    int n_files = list->n;
     if (!n_files) return cli_usage_error("plot", "missing RESULTS.json (cleave validate --json output)");
     if (!out) return cli_usage_error("plot", "missing -o IMAGE");
     pv_set time = {0}, mem = {0};
@@ -195,7 +175,7 @@ int cmd_plot_validate(int argc, char **argv)
         f = gp_data(g, "mem");
         for (int i = 0; i < mem.n; i++) fprintf(f, "%.9g %.9g %d\n", mem.p[i].measured, mem.p[i].predicted, mem.p[i].series);
         if (!mem.n) fputs("1 1 0\n", f);
-        rc = gp_render(g, "validate", out, (int)w, (int)h, &e);
+        rc = gp_render(g, "validate", out, w, h, &e);
         gp_free(g);
     }
     free(time.p);

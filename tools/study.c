@@ -317,43 +317,14 @@ int study_mkdir(const char *dir, cl_err *e)
     return rc;
 }
 
-#define SA(field) offsetof(study_args, field)
-static const cli_opt study_opts[] = {
-    {"--model", CLI_STR, SA(model), 0, 0, 0, 0},
-    {"--profile", CLI_STR, SA(profile), 0, 0, 0, 0},
-    {"--profiled-on", CLI_STR, SA(profiled_on), 0, 0, 0, 0},
-    {"-o", CLI_STR, SA(out_dir), 0, 0, 0, 0},
-    {"--out", CLI_STR, SA(out_dir), 0, 0, 0, 0},
-    {"--csv", CLI_STR, SA(csv), 0, 0, 0, 0},
-    {"--png", CLI_STR, SA(png), 0, 0, 0, 0},
-    {"--svg", CLI_STR, SA(svg), 0, 0, 0, 0},
-    {"--title", CLI_STR, SA(title), 0, 0, 0, 0},
-    {"--save-plans", CLI_STR, SA(save_plans), 0, 0, 0, 0},
-    {"--schedules", CLI_STR, SA(schedules), 0, 0, 0, 0},
-    {"--batch", CLI_INT, SA(batch), 1, 1 << 30, 0, 0},
-    {"--max-seconds", CLI_NUM, SA(max_seconds), 0, 0, 0, 1e7},
-};
-
-int study_args_option(study_args *a, const char *cmd, const char *opt, const char *val,
-                      int *used_val)
+int study_args_check(study_args *a, const char *cmd)
 {
-    *used_val = 0;
-    if (!strcmp(opt, "--no-replication")) return a->no_replication = 1, 0;
-    if (!strcmp(opt, "--quiet")) return a->quiet = 1, 0;
-    if (!strcmp(opt, "--max-seconds")) a->max_seconds_given = 1;
-    int rc = cli_opt_take(study_opts, (int)(sizeof study_opts / sizeof *study_opts), a, cmd, opt,
-                          val);
-    *used_val = rc == 0;
+    a->msg = a->csv && !strcmp(a->csv, "-") ? stderr : stdout;
     /* folders are joined with "/": drop trailing ones ("sweep/" would give
      * "sweep//speedup.csv"); the argv string is the caller's to edit */
     char *dirs[] = {(char *)a->out_dir, (char *)a->save_plans};
-    for (int i = 0; i < 2 && rc == 0; i++)
+    for (int i = 0; i < 2; i++)
         for (size_t n = dirs[i] ? strlen(dirs[i]) : 0; n > 1 && dirs[i][n - 1] == '/'; n--) dirs[i][n - 1] = '\0';
-    return rc;
-}
-
-int study_args_check(const study_args *a, const char *cmd)
-{
     if (!a->model) return cli_usage_error(cmd, "missing --model M.json");
     if (a->out_dir && (a->csv || a->png || a->svg))
         return cli_usage_error(cmd, "-o DIR and --csv/--png/--svg exclude each other");

@@ -22,6 +22,7 @@
 #include "sim/sim.h"
 #include "base/progress.h"
 #include "base/status.h"
+#include "cli.h"
 
 /* Links of a cluster built from flags when none are given: the figures
  * `cleave plan --devices` uses (10 GB/s and 10 us inside a node, as
@@ -123,16 +124,38 @@ typedef struct study_args {
     int no_replication, quiet;
     double max_seconds;     /* --max-seconds (when max_seconds_given)       */
     int max_seconds_given;
+    FILE *msg;              /* the table and "wrote": stdout, or stderr when
+                               --csv - gives stdout to the CSV              */
 } study_args;
 
-/* Take option `opt` (value `val`, NULL when last) if it is a shared one.
- * Returns -1 when it is not, 0 when taken (*used_val says whether val was
- * consumed), or the usage-error status of `cmd`. */
-int study_args_option(study_args *a, const char *cmd, const char *opt, const char *val,
-                      int *used_val);
+/* The shared options as entries of each command's option table
+ * (tools/cli.h): T is the command's struct, m its study_args member, h the
+ * entry's --help text (NULL: not listed).  Written here once, so an option
+ * means the same in both commands. */
+#define STUDY_OPT_OUT(T, m, h) {"out", 'o', CLI_STR, CLI_FIELD(T, m.out_dir), .arg = "DIR", .help = h}
+#define STUDY_OPT_SAVE_PLANS(T, m, h) \
+    {"save-plans", 0, CLI_STR, CLI_FIELD(T, m.save_plans), .arg = "D", .help = h}
+#define STUDY_OPT_MAX_SECONDS(T, m, h)                                                      \
+    {"max-seconds", 0, CLI_NUM, CLI_FIELD(T, m.max_seconds), .lo = 0, .hi = 1e7,           \
+     .given = CLI_AT(T, m.max_seconds_given), .arg = "S", .help = h}
+/* the rest, listed in the usage lines only */
+#define STUDY_OPTS(T, m)                                                                   \
+    {"model", 0, CLI_STR, CLI_FIELD(T, m.model), .help = NULL},                            \
+    {"profile", 0, CLI_STR, CLI_FIELD(T, m.profile), .help = NULL},                        \
+    {"profiled-on", 0, CLI_STR, CLI_FIELD(T, m.profiled_on), .help = NULL},                \
+    {"csv", 0, CLI_STR, CLI_FIELD(T, m.csv), .help = NULL},                                \
+    {"png", 0, CLI_STR, CLI_FIELD(T, m.png), .help = NULL},                                \
+    {"svg", 0, CLI_STR, CLI_FIELD(T, m.svg), .help = NULL},                                \
+    {"title", 0, CLI_STR, CLI_FIELD(T, m.title), .help = NULL},                            \
+    {"schedules", 0, CLI_STR, CLI_FIELD(T, m.schedules), .help = NULL},                    \
+    {"batch", 0, CLI_INT, CLI_FIELD(T, m.batch), 1, 1 << 30, .help = NULL},                \
+    {"no-replication", 0, CLI_FLAG, CLI_FIELD(T, m.no_replication), .help = NULL},         \
+    {"quiet", 0, CLI_FLAG, CLI_FIELD(T, m.quiet), .help = NULL}
+
 /* The checks across shared options: --model given, -o vs --csv/--png/--svg,
- * --profiled-on without --profile.  0 or the usage-error status. */
-int study_args_check(const study_args *a, const char *cmd);
+ * --profiled-on without --profile; and the folders' trailing "/" dropped.
+ * 0 or the usage-error status. */
+int study_args_check(study_args *a, const char *cmd);
 /* Start the command's wall-clock budget (--max-seconds, budget.h) and load
  * the study the options describe (study_load, then --profiled-on and
  * --no-replication). */

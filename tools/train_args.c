@@ -15,41 +15,15 @@ void train_args_defaults(train_args *a)
     exec_train_defaults(&a->opt);
 }
 
-#define TA(field) offsetof(train_args, field)
-static const cli_opt train_opts[] = {
-    {"--log", CLI_STR, TA(log), 0, 0, 0, 0},
-    {"--data", CLI_STR, TA(data), 0, 0, 0, 0},
-    {"--checkpoint", CLI_STR, TA(ckpt), 0, 0, 0, 0},
-    {"--resume", CLI_STR, TA(resume), 0, 0, 0, 0},
-    {"--save-weights", CLI_STR, TA(weights), 0, 0, 0, 0},
-    {"--checkpoint-every", CLI_INT, TA(every), 1, INT64_MAX, 0, 0},
-    {"--limit", CLI_INT, TA(limit), 1, INT64_MAX, 0, 0},
-    {"--synthetic", CLI_INT, TA(synthetic), 4, 10000000, 0, 0},
-    /* the seed is a uint64_t, stored as an int64_t in [0, INT64_MAX]: the
-     * same bits (a signed and unsigned pair may alias) */
-    {"--seed", CLI_INT, TA(opt.seed), 0, INT64_MAX, 0, 0},
-    {"--lr", CLI_NUM, TA(opt.lr), 0, 0, 1e-12, 100},
-    {"--momentum", CLI_NUM, TA(opt.momentum), 0, 0, 0, 0.999999},
-    {"--weight-decay", CLI_NUM, TA(opt.weight_decay), 0, 0, 0, 1},
-};
-
-int train_args_option(train_args *a, const char *cmd, const char *opt, const char *val)
-{
-    if (!strcmp(opt, "--schedule")) {
-        if (!val) return cli_usage_error(cmd, "%s needs a value", opt);
-        if (!strcmp(val, "constant")) a->opt.schedule = EXEC_LR_CONSTANT;
-        else if (!strcmp(val, "cosine")) a->opt.schedule = EXEC_LR_COSINE;
-        else return cli_usage_error(cmd, "--schedule: expected constant or cosine, got \"%s\"", val);
-        return 0;
-    }
-    int rc = cli_opt_take(train_opts, (int)(sizeof train_opts / sizeof *train_opts), a, cmd, opt,
-                          val);
-    if (rc == 0 && !strcmp(opt, "--momentum")) a->momentum_set = 1;
-    return rc;
-}
+_Static_assert(EXEC_LR_CONSTANT == 0 && EXEC_LR_COSINE == 1,
+               "TRAIN_OPT_LR_SCHEDULE's words are in exec_lr_schedule's order");
+_Static_assert(sizeof(exec_lr_schedule) == sizeof(int), "an enum option fills an int");
 
 int train_args_check(const train_args *a, const char *cmd)
 {
+    if (a->schedule)
+        return cli_usage_hint(cmd, "--schedule is the pipeline schedule; the learning-rate schedule is --lr-schedule",
+                              "--schedule %s: train takes no pipeline schedule (a plan gives it)", a->schedule);
     if (a->synthetic && a->data) return cli_usage_error(cmd, "--synthetic and --data exclude each other");
     if (a->every && !a->ckpt) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint FILE");
     return 0;
@@ -106,7 +80,8 @@ int train_args_ids(const train_args *a, const model *m, const exec_data *train,
     int n = 0;
     ids[n++] = exec_ckpt_id_int("--seed", (int64_t)a->opt.seed);
     ids[n++] = exec_ckpt_id_real("--lr", a->opt.lr);
-    ids[n++] = exec_ckpt_id_str("--schedule", train_args_schedule_name(a->opt.schedule));
+    ids[n] = exec_ckpt_id_str("--lr-schedule", train_args_schedule_name(a->opt.schedule));
+    ids[n++].was = "--schedule"; /* its name before cleave 0.14 */
     ids[n++] = exec_ckpt_id_real("--momentum", a->opt.momentum);
     ids[n++] = exec_ckpt_id_real("--weight-decay", a->opt.weight_decay);
     ids[n++] = exec_ckpt_id_str("model", m->name);

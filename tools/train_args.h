@@ -15,6 +15,7 @@
 #include "exec/run/train.h"
 #include "models/model.h"
 #include "base/status.h"
+#include "cli.h"
 
 typedef struct train_args {
     const char *log;        /* --log: the epoch lines as CSV                 */
@@ -28,19 +29,48 @@ typedef struct train_args {
     exec_train_opts opt;    /* lr, momentum, weight decay, lr schedule, seed
                                (epochs and batch are the caller's)           */
     int momentum_set;       /* --momentum was given                          */
+    const char *schedule;   /* --schedule: refused (the pipeline schedule's
+                               name; the learning rate's is --lr-schedule)   */
 } train_args;
 
 /* The executor's training defaults (exec_train_defaults), nothing named. */
 void train_args_defaults(train_args *a);
 
-/* Take option `opt` with value `val` (NULL when it is the last argument) if
- * it is one of the shared ones.  Returns -1 when it is not (the caller tries
- * its own), 0 when taken, or the usage-error status (2, message printed as
- * "cleave <cmd>: ..."). */
-int train_args_option(train_args *a, const char *cmd, const char *opt, const char *val);
+/* The options both forms take, as entries of each form's option table
+ * (tools/cli.h): T is the form's struct, m its train_args member, h the
+ * entry's --help text (NULL: not listed).  Names, kinds and ranges are
+ * written here once, so an option means the same in both forms. */
+#define TRAIN_OPT_LOG(T, m, h) {"log", 0, CLI_STR, CLI_FIELD(T, m.log), .arg = "FILE", .help = h}
+#define TRAIN_OPT_DATA(T, m, h) {"data", 0, CLI_STR, CLI_FIELD(T, m.data), .arg = "DIR", .help = h}
+#define TRAIN_OPT_CHECKPOINT(T, m, h) \
+    {"checkpoint", 0, CLI_STR, CLI_FIELD(T, m.ckpt), .arg = "FILE", .help = h}
+#define TRAIN_OPT_RESUME(T, m, h) {"resume", 0, CLI_STR, CLI_FIELD(T, m.resume), .arg = "FILE", .help = h}
+#define TRAIN_OPT_SAVE_WEIGHTS(T, m, h) \
+    {"save-weights", 0, CLI_STR, CLI_FIELD(T, m.weights), .arg = "FILE", .help = h}
+#define TRAIN_OPT_CHECKPOINT_EVERY(T, m, h) \
+    {"checkpoint-every", 0, CLI_INT, CLI_FIELD(T, m.every), 1, INT64_MAX, .arg = "N", .help = h}
+#define TRAIN_OPT_LIMIT(T, m, h) \
+    {"limit", 0, CLI_INT, CLI_FIELD(T, m.limit), 1, INT64_MAX, .arg = "N", .help = h}
+#define TRAIN_OPT_SYNTHETIC(T, m, h) \
+    {"synthetic", 0, CLI_INT, CLI_FIELD(T, m.synthetic), 4, 10000000, .arg = "N", .help = h}
+/* the seed is a uint64_t, read as an int64_t in [0, INT64_MAX]: the same bits */
+#define TRAIN_OPT_SEED(T, m, h) \
+    {"seed", 0, CLI_INT, CLI_FIELD(T, m.opt.seed), 0, INT64_MAX, .arg = "S", .help = h}
+#define TRAIN_OPT_LR(T, m, h) \
+    {"lr", 0, CLI_NUM, CLI_FIELD(T, m.opt.lr), .lo = 1e-12, .hi = 100, .arg = "X", .help = h}
+#define TRAIN_OPT_MOMENTUM(T, m, h)                                                              \
+    {"momentum", 0, CLI_NUM, CLI_FIELD(T, m.opt.momentum), .lo = 0, .hi = 0.999999,             \
+     .given = CLI_AT(T, m.momentum_set), .arg = "M", .help = h}
+#define TRAIN_OPT_WEIGHT_DECAY(T, m, h) \
+    {"weight-decay", 0, CLI_NUM, CLI_FIELD(T, m.opt.weight_decay), .lo = 0, .hi = 1, .arg = "W", .help = h}
+/* the words in exec_lr_schedule's order: the index is the value */
+#define TRAIN_OPT_LR_SCHEDULE(T, m, h) \
+    {"lr-schedule", 0, CLI_ENUM, CLI_FIELD(T, m.opt.schedule), .words = "constant|cosine", .arg = "S", .help = h}
+#define TRAIN_OPT_SCHEDULE(T, m) {"schedule", 0, CLI_STR, CLI_FIELD(T, m.schedule), .help = NULL}
 
 /* The checks across options (--synthetic vs --data, --checkpoint-every
- * without --checkpoint): 0 or the usage-error status. */
+ * without --checkpoint, the refused --schedule): 0 or the usage-error
+ * status. */
 int train_args_check(const train_args *a, const char *cmd);
 
 /* Fail now, not after the first epoch, on an output path that cannot be

@@ -382,6 +382,10 @@ int exec_ckpt_check_ids(const exec_ckpt *c, const exec_ckpt_id *ids, int n, cl_e
         char name[CKPT_NAME_MAX + 1];
         snprintf(name, sizeof name, "id.%s", ids[i].key);
         const sec *s = find(c, name);
+        if (!s && ids[i].was) { /* written before the option was renamed */
+            snprintf(name, sizeof name, "id.%s", ids[i].was);
+            s = find(c, name);
+        }
         if (!s)
             return cl_fail(e, CL_EINPUT, "%s: the checkpoint does not record %s (hint: it was written by another kind of run; start afresh without --resume)",
                            c->file, ids[i].key);

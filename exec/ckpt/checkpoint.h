@@ -88,6 +88,8 @@ void exec_ckpt_data_print(const exec_data *d, char *buf, size_t cap);
  * settings print equal: integers as %lld, reals as %.17g). */
 typedef struct exec_ckpt_id {
     const char *key;       /* "model", "lr", "batch", ...                   */
+    const char *was;       /* the key checkpoints of older versions store
+                              it under (an option renamed), or NULL        */
     char val[160];
 } exec_ckpt_id;
 
@@ -99,7 +101,8 @@ exec_ckpt_id exec_ckpt_id_real(const char *key, double v);
 
 /* Store ids as "id.<key>" sections. */
 void exec_ckpt_put_ids(exec_ckpt *c, const exec_ckpt_id *ids, int n);
-/* Check that c holds each id with the same value; CL_EINPUT on the first
+/* Check that c holds each id (under its key, or else under `was`) with the
+ * same value; CL_EINPUT on the first
  * difference: "<file>: the checkpoint was written with lr 0.02, this run has
  * lr 0.05 (hint: resume with the same model and options, or start afresh
  * without --resume)". */
