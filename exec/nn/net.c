@@ -9,9 +9,8 @@
  * the same two slots.  Forward and backward share the slots because what
  * a forward leaves in them is dead by the time a backward runs, and because
  * the slot bytes the forward touched last (the top layers' outputs) are
- * the ones the backward writes first: they are still in the caches.  The
- * CNN's 128 x 10 classifier writes its 32-128 KB input gradient 1.5 to 2.3
- * times faster into them than into buffers of its own (docs/executor.md).
+ * the ones the backward writes first: they are still in the caches
+ * (measured: docs/executor.md, "Stages").
  * The convolutions' lowering scratch is one buffer for the same reason:
  * calls on a net come one at a time, and none keeps it past its return.
  */
