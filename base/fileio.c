@@ -1,6 +1,7 @@
 /* fileio.c - safe reads and atomic writes (the rules are in fileio.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -268,6 +269,18 @@ int cl_tmp_create(const char *near, char **name)
     *name = NULL;
     errno = err;
     return -1;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+int cl_rmtree(const char *dir)
+{
+    /* depth first, so a folder is empty when its turn comes */
+    return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) ? -1 : 0;
 }
 
 static int same_as_input(cl_err *e, const char *path, const char *in)

@@ -95,4 +95,8 @@ int cl_write_file(const char *path, const void *data, size_t len, cl_err *e);
  * errno set.  For tools that write through a child process (gnuplot). */
 int cl_tmp_create(const char *near, char **name);
 
+/* Remove folder dir and everything below it, following no link (a link is
+ * removed, not what it points to); 0, or -1 when something stayed. */
+int cl_rmtree(const char *dir);
+
 #endif

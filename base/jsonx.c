@@ -86,6 +86,35 @@ int jx_parse_file(const char *file, cJSON **root, cl_err *e)
     return rc;
 }
 
+/* ------------------------------------------------------------ file formats */
+
+int jx_decode(const jx_format *f, const cJSON *root, const char *file, void *out,
+              cl_err *e)
+{
+    memset(out, 0, f->size);
+    jx j = {file, e};
+    int version = 0;
+    int rc = jx_header(&j, root, f->tag, f->max_version, &version);
+    if (!rc) rc = jx_only(&j, root, "", f->members);
+    if (!rc) rc = f->read(&j, root, version, out);
+    if (rc) {
+        if (f->release) f->release(out);
+        memset(out, 0, f->size);
+    }
+    return rc;
+}
+
+int jx_load(const jx_format *f, const char *path, void *out, cl_err *e)
+{
+    cJSON *root;
+    memset(out, 0, f->size);
+    int rc = jx_parse_file(path, &root, e);
+    if (rc) return rc;
+    rc = jx_decode(f, root, path, out, e);
+    cJSON_Delete(root);
+    return rc;
+}
+
 void jx_join(char *buf, size_t cap, const char *path, const char *key)
 {
     if (!path || !*path) snprintf(buf, cap, "%s", key);
@@ -431,5 +460,12 @@ int jx_write_file(const char *path, const cJSON *root, cl_err *e)
     text[n] = '\n'; /* cJSON_Print's buffer has room: replace NUL, write n+1 */
     int rc = cl_write_file(path, text, n + 1, e);
     free(text);
+    return rc;
+}
+
+int jx_save(const char *path, cJSON *root, cl_err *e)
+{
+    int rc = jx_write_file(path, root, e);
+    cJSON_Delete(root);
     return rc;
 }

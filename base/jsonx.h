@@ -49,6 +49,31 @@ int jx_header(jx *j, const cJSON *root, const char *expect, int max_version,
 /* Reject members not in `allowed` (NULL-terminated): catches typos. */
 int jx_only(jx *j, const cJSON *obj, const char *path, const char *const *allowed);
 
+/* ------------------------------------------------------------ file formats
+ * Every cleave file format is read the same way: parse the file (at most
+ * JX_MAX_FILE_BYTES; syntax errors with line and column), check it is an
+ * object tagged {"format": tag, "version": 1..max_version} holding no
+ * member outside `members`, then let the format read the rest.  A format
+ * describes only what is its own: */
+typedef struct jx_format {
+    const char *tag;            /* "cleave-model", ...                      */
+    int max_version;            /* the newest version this cleave reads     */
+    const char *const *members; /* top-level members allowed, NULL-ended    */
+    size_t size;                /* sizeof what `read` fills                 */
+    /* Read the document (header and members already checked) into out,
+     * which is zeroed; report failures through j (jx_fail). */
+    int (*read)(jx *j, const cJSON *root, int version, void *out);
+    /* Free what read left in out, also after read failed half-way. */
+    void (*release)(void *out);
+} jx_format;
+
+/* Read `root` (from `file`, named in messages) as format f into out: out
+ * is zeroed first, and on failure released and left zeroed. */
+int jx_decode(const jx_format *f, const cJSON *root, const char *file, void *out,
+              cl_err *e);
+/* The same from a file: jx_parse_file, then jx_decode. */
+int jx_load(const jx_format *f, const char *path, void *out, cl_err *e);
+
 /* Member lookup: *out is NULL when absent and optional. */
 int jx_member(jx *j, const cJSON *obj, const char *path, const char *key,
               int required, const cJSON **out);
@@ -96,6 +121,9 @@ int jx_num_item(jx *j, const cJSON *item, const char *path, double lo,
 /* Serialise to a file atomically (pretty-printed, trailing newline).
  * Doubles print with up to 17 significant digits, so load(write(x)) == x. */
 int jx_write_file(const char *path, const cJSON *root, cl_err *e);
+/* jx_write_file, then cJSON_Delete(root): what every *_save does with the
+ * document its *_to_json built. */
+int jx_save(const char *path, cJSON *root, cl_err *e);
 /* The same text in memory (pretty 0: on one line); NULL when out of
  * memory.  The caller frees it.  Use it instead of cJSON_Print, whose
  * numbers do not always read back exactly. */

@@ -6,6 +6,27 @@
 #ifndef CL_BENCH_H
 #define CL_BENCH_H
 
+#include <stddef.h>
+
+#include "base/fileio.h"
+
 typedef int (*bench_fn)(const char *outdir, int quick);
+
+/* The benchmarks, listed by tools/cmd_bench.c. */
+int sim_bench(const char *outdir, int quick);       /* bench_sim.c      */
+int exec_bench(const char *outdir, int quick);      /* bench_exec.c     */
+int plan_bench(const char *outdir, int quick);      /* bench_plan.c     */
+int exec_val_bench(const char *outdir, int quick);  /* validate_bench.c */
+int exec_pipe_bench(const char *outdir, int quick); /* bench_pipe.c     */
+int study_bench(const char *outdir, int quick);     /* bench_study.c    */
+
+/* Open <outdir>/<name>.csv for writing (atomically: nothing appears until
+ * bench_csv_commit) with its header line; the path goes into path[0..cap).
+ * On failure prints "cleave: <why>" on stderr and returns the exit status. */
+int bench_csv_open(cl_out *o, char *path, size_t cap, const char *outdir, const char *name,
+                   const char *header);
+/* Put the file in place and print "wrote <path>"; or print why not.  Returns
+ * the exit status. */
+int bench_csv_commit(cl_out *o, const char *path);
 
 #endif

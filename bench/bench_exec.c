@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "models/model.h"
 #include "base/escape.h"
 #include "base/fileio.h"
@@ -140,25 +141,22 @@ int exec_bench(const char *outdir, int quick)
     cl_err e = {0};
     bench_ctx c = {0};
     char path[4096];
-    snprintf(path, sizeof path, "%s/exec.csv", outdir);
-    if (cl_out_open(&c.out, path, &e)) {
-        fprintf(stderr, "cleave: %s\n", e.msg);
-        return e.code;
-    }
+    int rc = bench_csv_open(&c.out, path, sizeof path, outdir, "exec",
+                            "row,model,layer,kind,batch,pass,seconds,gflops,pct_of_peak,samples_per_s,predicted_s,"
+                            "error,gflops_median");
+    if (rc) return rc;
     int n;
     c.peak = exec_gemm_peak(quick ? 0.3 : 1.5, &n);
     char cpu[128];
     exec_cpu_name(cpu, sizeof cpu);
     printf("  SGEMM peak %.1f GFLOP/s on one core (%s), OpenBLAS kernel %s, best at n = %d\n",
            c.peak / 1e9, cpu, exec_blas_corename(), n);
-    fprintf(c.out.f, "row,model,layer,kind,batch,pass,seconds,gflops,pct_of_peak,samples_per_s,predicted_s,error,gflops_median\n");
     fprintf(c.out.f, "peak,,%s,sgemm,%d,,,%.3f,100,,,,\n", exec_blas_corename(), n, c.peak / 1e9);
     static const int full[] = {64, 256}, small[] = {64};
     const int *batches = quick ? small : full, nb = quick ? 1 : 2, reps = quick ? 5 : 25;
     static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cnn.json"};
     printf("  per pass: GFLOP/s of the fastest run, of the median run, fastest as %% of peak (< under %.0f%%)\n",
            PCT_TARGET);
-    int rc = CL_OK;
     for (size_t i = 0; i < sizeof models / sizeof models[0] && !rc; i++)
         rc = bench_model(&c, models[i], batches, nb, reps, &e);
     if (rc) {

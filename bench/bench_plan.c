@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "profiles/pipedream.h"
 #include "base/fileio.h"
 #include "planner/cost.h"
@@ -49,7 +50,6 @@
 #include "planner/search.h"
 #include "base/measure.h"
 
-int plan_bench(const char *outdir, int quick);
 
 /* Wall time of one `cleave plan ARGS` run of this very binary, output
  * discarded; NAN when it cannot run or fails. */
@@ -212,17 +212,16 @@ static int time_case(const model *m, const prof *pf, const cluster *c, int reps,
 int plan_bench(const char *outdir, int quick)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/plan.csv", outdir);
-    cl_err e = {0};
     cl_out o;
-    if (cl_out_open(&o, path, &e)) {
-        fprintf(stderr, "cleave: %s\n", e.msg);
-        return e.code;
-    }
-    fprintf(o.f, "case,model,layers,devices,replication,exact_ms,merge_ms,search_ms,exact_bottleneck_s,merge_bottleneck_s,stages,devices_used,question_auto_ms,question_1f1b_ms,exact_search_ms,merge_only_ms\n");
+    int rc = bench_csv_open(&o, path, sizeof path, outdir, "plan",
+                            "case,model,layers,devices,replication,exact_ms,merge_ms,search_ms,exact_bottleneck_s,"
+                            "merge_bottleneck_s,stages,devices_used,question_auto_ms,question_1f1b_ms,exact_search_ms,"
+                            "merge_only_ms");
+    if (rc) return rc;
+    cl_err e = {0};
     printf("%-9s %-10s %6s %7s %10s %10s %10s %12s %7s %9s %9s\n", "case", "model", "layers", "devices",
            "exact_ms", "merge_ms", "search_ms", "merge gap", "stages", "x_own_ms", "m_own_ms");
-    int rc = CL_OK, reps = quick ? 1 : 5;
+    int reps = quick ? 1 : 5;
     double target_ms = NAN, pd_worst_exact = 0, pd_worst_search = 0, pd_worst_q = 0;
     int q_reps = quick ? 1 : 7;
     /* sweeps over layers (64 devices) and devices (1,000 layers) */
@@ -346,7 +345,5 @@ int plan_bench(const char *outdir, int quick)
         fprintf(stderr, "cleave: %s\n", e.msg);
         return rc;
     }
-    if ((rc = cl_out_commit(&o, &e))) fprintf(stderr, "cleave: %s\n", e.msg);
-    else printf("wrote %s\n", path);
-    return rc;
+    return bench_csv_commit(&o, path);
 }

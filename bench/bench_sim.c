@@ -19,12 +19,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "base/fileio.h"
 #include "sim/event.h"
 #include "sim/sim.h"
 #include "base/measure.h"
 
-int sim_bench(const char *outdir, int quick);
 
 /* ------------------------------------------------------ kernel alone -- */
 
@@ -114,14 +114,11 @@ static int run_case(int stages, int micro, int reps, bcase *out, cl_err *e)
 int sim_bench(const char *outdir, int quick)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/sim.csv", outdir);
-    cl_err e = {0};
     cl_out o;
-    if (cl_out_open(&o, path, &e)) {
-        fprintf(stderr, "cleave: %s\n", e.msg);
-        return e.code;
-    }
-    fprintf(o.f, "case,schedule,stages,microbatches,ops,events,build_ms,sim_ms,total_ms,events_per_s\n");
+    int rc = bench_csv_open(&o, path, sizeof path, outdir, "sim",
+                            "case,schedule,stages,microbatches,ops,events,build_ms,sim_ms,total_ms,events_per_s");
+    if (rc) return rc;
+    cl_err e = {0};
 
     /* the bare kernel, at pending-queue sizes a pipeline simulation sees */
     int pend[] = {16, 256, 4096};
@@ -137,7 +134,7 @@ int sim_bench(const char *outdir, int quick)
     printf("kernel alone: %.1f M events/s (16 pending), %.1f M (256), %.1f M (4096)\n",
            krate[0] / 1e6, krate[1] / 1e6, krate[2] / 1e6);
 
-    int rc = CL_OK, reps = quick ? 1 : 5;
+    int reps = quick ? 1 : 5;
     int max_p = quick ? 64 : 1024, max_m = quick ? 512 : 32768;
     bcase c;
     printf("Mev/s = events the kernel dispatched / CPU time of sim_create + sim_run (sim_ms; "
@@ -180,7 +177,5 @@ int sim_bench(const char *outdir, int quick)
         fprintf(stderr, "cleave: %s\n", e.msg);
         return rc;
     }
-    if ((rc = cl_out_commit(&o, &e))) fprintf(stderr, "cleave: %s\n", e.msg);
-    else printf("wrote %s\n", path);
-    return rc;
+    return bench_csv_commit(&o, path);
 }

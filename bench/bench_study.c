@@ -1,7 +1,6 @@
 /* bench_study.c - `cleave bench studies`: wall time of `cleave demo` (target:
  * under a minute on the 2-core development machine) and of a sweep and a
  * comparison, per point, writing <outdir>/studies.csv. */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "base/fileio.h"
 #include "base/measure.h"
 #include "base/spawn.h"
 #include "base/status.h"
 
-int study_bench(const char *outdir, int quick); /* listed in tools/cmd_bench.c */
 
 #define DEMO_TARGET_S 60.0
 
@@ -38,20 +37,6 @@ static double timed(char **args)
     int st = cl_spawn_wait(argv, "/dev/null");
     double dt = cl_now_s() - t0;
     return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? dt : -1;
-}
-
-static void rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char p[4200];
-    for (struct dirent *x; (x = readdir(d));) {
-        if (!strcmp(x->d_name, ".") || !strcmp(x->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, x->d_name);
-        remove(p);
-    }
-    closedir(d);
-    rmdir(dir);
 }
 
 int study_bench(const char *outdir, int quick)
@@ -77,30 +62,20 @@ int study_bench(const char *outdir, int quick)
                       "profiles/clusters/v100-8-pcie.json", "profiles/clusters/dgx-a100-4nodes.json",
                       "--csv", csv, "--quiet", NULL};
     double cmp_s = timed(cmp_av);
-    rm_tree(demo_dir);
-    rm_tree(tmp);
+    cl_rmtree(tmp);
 
     char path[1024];
-    snprintf(path, sizeof path, "%s/studies.csv", outdir);
-    cl_err e = {0};
     cl_out o;
-    if (cl_out_open(&o, path, &e)) {
-        fprintf(stderr, "cleave: %s\n", e.msg);
-        return e.code;
-    }
-    fprintf(o.f, "what,seconds,per,count,target_s,met\n");
+    int rc = bench_csv_open(&o, path, sizeof path, outdir, "studies", "what,seconds,per,count,target_s,met");
+    if (rc) return rc;
     fprintf(o.f, "%s,%.3f,run,1,%.0f,%s\n", quick ? "demo --quick" : "demo", demo_s, DEMO_TARGET_S,
             demo_s >= 0 && demo_s < DEMO_TARGET_S ? "yes" : "no");
     fprintf(o.f, "sweep vgg16 dgx-a100-4nodes,%.4f,point,%d,,\n", sweep_s >= 0 ? sweep_s / sweep_points : -1.0,
             sweep_points);
     fprintf(o.f, "compare gpt2-1.5b 2 clusters,%.4f,cluster,2,,\n", cmp_s >= 0 ? cmp_s / 2 : -1.0);
-    if (cl_out_commit(&o, &e)) {
-        fprintf(stderr, "cleave: %s\n", e.msg);
-        return e.code;
-    }
+    if ((rc = bench_csv_commit(&o, path))) return rc;
     printf("demo%s: %.2f s (target under %.0f s: %s); sweep: %.3f s per point; compare: %.3f s per cluster\n",
            quick ? " --quick" : "", demo_s, DEMO_TARGET_S, demo_s >= 0 && demo_s < DEMO_TARGET_S ? "met" : "NOT met",
            sweep_s / sweep_points, cmp_s / 2);
-    printf("wrote %s\n", path);
     return demo_s >= 0 && sweep_s >= 0 && cmp_s >= 0 ? 0 : CL_ERUN;
 }

@@ -319,31 +319,27 @@ static void model_hash(const model *m, char *buf)
     cJSON_Delete(j);
 }
 
-int plan_from_json(plan *p, const cJSON *root, const char *file, cl_err *e)
+static int plan_read(jx *j, const cJSON *root, int version, void *out)
 {
-    static const char *const top[] = {"format", "version", "schedule", "chunks", "optimizer",
-                                      "batch", "microbatch", "microbatches", "stages",
-                                      "predictions", "model", "model_hash", "cluster", "communication",
-                                      "devices_used", NULL};
     static const char *const pred_members[] = {"iteration_s", "throughput", "bubble", "speedup",
                                                NULL};
     static const char *sched_names[SCHED_COUNT];
     for (int k = 0; k < SCHED_COUNT; k++) sched_names[k] = sched_kind_name((sched_kind)k);
-    memset(p, 0, sizeof *p);
-    jx j = {file, e};
-    int rc, version, sk = 0, ok = OPTIM_SGD;
+    plan *p = out;
+    const char *file = j->file;
+    cl_err *e = j->e;
+    (void)version;
+    int rc, sk = 0, ok = OPTIM_SGD;
     int64_t chunks = 1, batch = 0, mb = 0, nm = 0;
-    if ((rc = jx_header(&j, root, FORMAT, VERSION, &version)) ||
-        (rc = jx_only(&j, root, "", top)) ||
-        (rc = jx_enum(&j, root, "", "schedule", 1, sched_names, SCHED_COUNT, &sk)) ||
-        (rc = jx_int(&j, root, "", "chunks", 0, 1, 1 << 20, &chunks)) ||
-        (rc = jx_enum(&j, root, "", "optimizer", 0, optim_names, OPTIM_COUNT, &ok)) ||
-        (rc = jx_int(&j, root, "", "batch", 1, 1, INT32_MAX, &batch)) ||
-        (rc = jx_int(&j, root, "", "microbatch", 1, 1, INT32_MAX, &mb)) ||
-        (rc = jx_int(&j, root, "", "microbatches", 1, 1, INT32_MAX, &nm)))
+    if ((rc = jx_enum(j, root, "", "schedule", 1, sched_names, SCHED_COUNT, &sk)) ||
+        (rc = jx_int(j, root, "", "chunks", 0, 1, 1 << 20, &chunks)) ||
+        (rc = jx_enum(j, root, "", "optimizer", 0, optim_names, OPTIM_COUNT, &ok)) ||
+        (rc = jx_int(j, root, "", "batch", 1, 1, INT32_MAX, &batch)) ||
+        (rc = jx_int(j, root, "", "microbatch", 1, 1, INT32_MAX, &mb)) ||
+        (rc = jx_int(j, root, "", "microbatches", 1, 1, INT32_MAX, &nm)))
         return rc;
     int comm = 1;
-    if ((rc = jx_bool(&j, root, "", "communication", 0, &comm))) return rc;
+    if ((rc = jx_bool(j, root, "", "communication", 0, &comm))) return rc;
     p->comm_off = !comm;
     p->schedule = (sched_kind)sk;
     p->optimizer = (plan_optim)ok;
@@ -354,82 +350,79 @@ int plan_from_json(plan *p, const cJSON *root, const char *file, cl_err *e)
     /* the embedded model and cluster, named in messages as "<file>: model" */
     const cJSON *mj, *cj, *stages, *pred;
     char sub[1100];
-    if ((rc = jx_object(&j, root, "", "model", 1, &mj))) return rc;
+    if ((rc = jx_object(j, root, "", "model", 1, &mj))) return rc;
     snprintf(sub, sizeof sub, "%s: model", file);
-    if ((rc = model_from_json(&p->model, mj, sub, e))) goto fail;
-    if ((rc = jx_object(&j, root, "", "cluster", 1, &cj))) goto fail;
+    if ((rc = model_from_json(&p->model, mj, sub, e))) return rc;
+    if ((rc = jx_object(j, root, "", "cluster", 1, &cj))) return rc;
     snprintf(sub, sizeof sub, "%s: cluster", file);
-    if ((rc = cluster_from_json(&p->cluster, cj, sub, e))) goto fail;
-    if ((rc = jx_array(&j, root, "", "stages", 1, 1, MODEL_MAX_LAYERS, &stages))) goto fail;
+    if ((rc = cluster_from_json(&p->cluster, cj, sub, e))) return rc;
+    if ((rc = jx_array(j, root, "", "stages", 1, 1, MODEL_MAX_LAYERS, &stages))) return rc;
     p->n_stages = cJSON_GetArraySize(stages);
     p->stages = cl_calloc((size_t)p->n_stages, sizeof *p->stages);
     int s = 0;
     for (const cJSON *sj = stages->child; sj && !rc; sj = sj->next, s++) {
         char sp[64];
         jx_index(sp, sizeof sp, "stages", s);
-        rc = read_stage(&j, sj, sp, &p->model, &p->stages[s]);
+        rc = read_stage(j, sj, sp, &p->model, &p->stages[s]);
     }
-    if (rc) goto fail;
-    if ((rc = jx_object(&j, root, "", "predictions", 0, &pred))) goto fail;
+    if (rc) return rc;
+    if ((rc = jx_object(j, root, "", "predictions", 0, &pred))) return rc;
     if (pred) {
-        if ((rc = jx_only(&j, pred, "predictions", pred_members)) ||
-            (rc = jx_num(&j, pred, "predictions", "iteration_s", 1, 0, HUGE_VAL, &p->pred.iteration_s)) ||
-            (rc = jx_num(&j, pred, "predictions", "throughput", 1, 0, HUGE_VAL, &p->pred.throughput)) ||
-            (rc = jx_num(&j, pred, "predictions", "bubble", 1, 0, 1, &p->pred.bubble)) ||
-            (rc = jx_num(&j, pred, "predictions", "speedup", 1, 0, HUGE_VAL, &p->pred.speedup)))
-            goto fail;
+        if ((rc = jx_only(j, pred, "predictions", pred_members)) ||
+            (rc = jx_num(j, pred, "predictions", "iteration_s", 1, 0, HUGE_VAL, &p->pred.iteration_s)) ||
+            (rc = jx_num(j, pred, "predictions", "throughput", 1, 0, HUGE_VAL, &p->pred.throughput)) ||
+            (rc = jx_num(j, pred, "predictions", "bubble", 1, 0, 1, &p->pred.bubble)) ||
+            (rc = jx_num(j, pred, "predictions", "speedup", 1, 0, HUGE_VAL, &p->pred.speedup)))
+            return rc;
     }
     const cJSON *du;
     int64_t du_used = 0, du_of = 0;
-    if ((rc = jx_object(&j, root, "", "devices_used", 0, &du))) goto fail;
+    if ((rc = jx_object(j, root, "", "devices_used", 0, &du))) return rc;
     if (du) {
         static const char *const du_members[] = {"used", "of", "why", NULL};
-        if ((rc = jx_only(&j, du, "devices_used", du_members)) ||
-            (rc = jx_int(&j, du, "devices_used", "used", 1, 1, INT32_MAX, &du_used)) ||
-            (rc = jx_int(&j, du, "devices_used", "of", 1, 1, INT32_MAX, &du_of)) ||
-            (rc = jx_str(&j, du, "devices_used", "why", 1, p->idle_why, sizeof p->idle_why)))
-            goto fail;
+        if ((rc = jx_only(j, du, "devices_used", du_members)) ||
+            (rc = jx_int(j, du, "devices_used", "used", 1, 1, INT32_MAX, &du_used)) ||
+            (rc = jx_int(j, du, "devices_used", "of", 1, 1, INT32_MAX, &du_of)) ||
+            (rc = jx_str(j, du, "devices_used", "why", 1, p->idle_why, sizeof p->idle_why)))
+            return rc;
     }
-    if ((rc = plan_validate(p, file, e))) goto fail;
-    if (du && du_used != plan_device_count(p)) {
-        rc = jx_fail(&j, "devices_used.used", "%lld, but the stages use %d devices (hint: drop devices_used, or correct it)",
-                     (long long)du_used, plan_device_count(p));
-        goto fail;
-    }
-    if (du && du_of != p->cluster.n_devices) {
-        rc = jx_fail(&j, "devices_used.of", "%lld, but the cluster has %d devices (hint: drop devices_used, or correct it)",
-                     (long long)du_of, p->cluster.n_devices);
-        goto fail;
-    }
+    if ((rc = plan_validate(p, file, e))) return rc;
+    if (du && du_used != plan_device_count(p))
+        return jx_fail(j, "devices_used.used", "%lld, but the stages use %d devices (hint: drop devices_used, or correct it)",
+                       (long long)du_used, plan_device_count(p));
+    if (du && du_of != p->cluster.n_devices)
+        return jx_fail(j, "devices_used.of", "%lld, but the cluster has %d devices (hint: drop devices_used, or correct it)",
+                       (long long)du_of, p->cluster.n_devices);
     const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "model_hash"));
-    if (cJSON_GetObjectItemCaseSensitive(root, "model_hash") && !want) {
-        rc = jx_fail(&j, "model_hash", "expected a string of 16 hex digits");
-        goto fail;
-    }
+    if (cJSON_GetObjectItemCaseSensitive(root, "model_hash") && !want)
+        return jx_fail(j, "model_hash", "expected a string of 16 hex digits");
     if (want) {
         char have[17];
         model_hash(&p->model, have);
-        if (strcmp(want, have) != 0) {
-            rc = jx_fail(&j, "model_hash", "\"%.40s\", but the embedded model \"%s\" now hashes to \"%s\": it was edited after planning, so the stage costs no longer describe it (hint: plan it again, or delete \"model_hash\" to use the stages as they are)",
-                         want, p->model.name, have);
-            goto fail;
-        }
+        if (strcmp(want, have) != 0)
+            return jx_fail(j, "model_hash", "\"%.40s\", but the embedded model \"%s\" now hashes to \"%s\": it was edited after planning, so the stage costs no longer describe it (hint: plan it again, or delete \"model_hash\" to use the stages as they are)",
+                           want, p->model.name, have);
     }
     return CL_OK;
-fail:
-    plan_free(p);
-    return rc;
+}
+
+static void plan_release(void *p) { plan_free(p); }
+
+static const char *const plan_members[] = {"format", "version", "schedule", "chunks", "optimizer",
+                                           "batch", "microbatch", "microbatches", "stages",
+                                           "predictions", "model", "model_hash", "cluster",
+                                           "communication", "devices_used", NULL};
+static const jx_format plan_format = {FORMAT, VERSION, plan_members, sizeof(plan), plan_read,
+                                      plan_release};
+
+int plan_from_json(plan *p, const cJSON *root, const char *file, cl_err *e)
+{
+    return jx_decode(&plan_format, root, file, p, e);
 }
 
 int plan_load(plan *p, const char *path, cl_err *e)
 {
-    cJSON *root;
-    memset(p, 0, sizeof *p);
-    int rc = jx_parse_file(path, &root, e);
-    if (rc) return rc;
-    rc = plan_from_json(p, root, path, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_load(&plan_format, path, p, e);
 }
 
 /* ------------------------------------------------------------------ save -- */
@@ -500,8 +493,5 @@ cJSON *plan_to_json(const plan *p)
 
 int plan_save(const plan *p, const char *path, cl_err *e)
 {
-    cJSON *root = plan_to_json(p);
-    int rc = jx_write_file(path, root, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_save(path, plan_to_json(p), e);
 }

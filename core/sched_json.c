@@ -321,8 +321,5 @@ cJSON *sched_to_json(const sched *s)
 
 int sched_save(const sched *s, const char *path, cl_err *e)
 {
-    cJSON *root = sched_to_json(s);
-    int rc = jx_write_file(path, root, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_save(path, sched_to_json(s), e);
 }

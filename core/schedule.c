@@ -229,7 +229,9 @@ static int order_sequential(item *it, int S, int g0, int n)
 
 /* ------------------------------------------------------- expansion -- */
 
-typedef struct bld {
+/* What expanding the item lists into per-worker op lists needs: the plan,
+ * the schedule being filled, and each worker's weight-version bookkeeping. */
+typedef struct op_builder {
     const plan *pl;
     sched *s;
     int kind, P, m, G, seq, async;
@@ -238,16 +240,16 @@ typedef struct bld {
     int64_t cap;
     int *upd;       /* per chunk on the current worker: updates applied */
     int *fver;      /* per (chunk, g): weight version its F used */
-} bld;
+} op_builder;
 
-static inline int worker_of(const bld *b, int stage, int micro)
+static inline int worker_of(const op_builder *b, int stage, int micro)
 {
     if (b->seq) return 0;
     int r = b->rr[stage];
     return b->wb[stage] + (r > 1 ? micro % r : 0);
 }
 
-static sched_op *emit(bld *b, int kind, int stage)
+static sched_op *emit(op_builder *b, int kind, int stage)
 {
     sched *s = b->s;
     if (s->n_ops == b->cap) {
@@ -267,7 +269,7 @@ static sched_op *emit(bld *b, int kind, int stage)
     return op;
 }
 
-static void emit_xfer(bld *b, int kind, int stage, int peer_stage, int peer, const item *it, int grad)
+static void emit_xfer(op_builder *b, int kind, int stage, int peer_stage, int peer, const item *it, int grad)
 {
     int lo = stage < peer_stage ? stage : peer_stage;
     sched_op *op = emit(b, kind, stage);
@@ -280,7 +282,7 @@ static void emit_xfer(bld *b, int kind, int stage, int peer_stage, int peer, con
 
 /* ALLREDUCE of `stage` (only for a replicated stage) and UPDATE of
  * microbatch `micro` (async kinds) or of the whole iteration (micro -1). */
-static void emit_allreduce(bld *b, int stage, int micro, int iter)
+static void emit_allreduce(op_builder *b, int stage, int micro, int iter)
 {
     if (b->seq || b->rr[stage] < 2) return;
     sched_op *ar = emit(b, SCHED_ALLREDUCE, stage);
@@ -289,7 +291,7 @@ static void emit_allreduce(bld *b, int stage, int micro, int iter)
     ar->iter = iter;
 }
 
-static void emit_upd(bld *b, int stage, int micro, int iter)
+static void emit_upd(op_builder *b, int stage, int micro, int iter)
 {
     sched_op *u = emit(b, SCHED_UPDATE, stage);
     u->micro = micro;
@@ -298,7 +300,7 @@ static void emit_upd(bld *b, int stage, int micro, int iter)
 }
 
 /* Expand one compute item on worker w. */
-static void expand(bld *b, int w, const item *it, int split)
+static void expand(op_builder *b, int w, const item *it, int split)
 {
     int S = b->s->n_stages, s = it->stage, g = it->g, i = it->micro;
     if (it->kind == SCHED_F) {
@@ -344,11 +346,10 @@ static void expand(bld *b, int w, const item *it, int split)
 
 /* The op array of a large schedule.  Above glibc's largest mmap threshold
  * (32 MiB, tools/cleave.c) malloc maps every such array afresh and the build
- * then takes one page fault per 4 KiB it writes: 8 stages x 32,768
- * microbatches (46 MB of ops) built in 20.9 ms against 3.3 ms for half the
- * microbatches (1.2 us per fault on the 2-vCPU KVM guest, more under load).
- * Asking for transparent huge pages there faults 2 MiB at a time.  Freed with
- * free() like any other array. */
+ * then takes one page fault per 4 KiB it writes: the build time grew faster
+ * than the ops (docs/simulator.md, "Building the op lists", has the
+ * figures).  Asking for transparent huge pages there faults 2 MiB at a time.
+ * Freed with free() like any other array. */
 #define OPS_HUGE_BYTES ((size_t)16 << 20)
 static sched_op *ops_alloc(int64_t n)
 {
@@ -368,7 +369,7 @@ static sched_op *ops_alloc(int64_t n)
 #define SCHED_MAX_OPS (1 << 27)
 
 /* Keep item x on worker w (replica q of r)? */
-static inline int mine(const bld *b, const item *x, int q, int r)
+static inline int mine(const op_builder *b, const item *x, int q, int r)
 {
     return b->seq || r == 1 || x->micro % r == q;
 }
@@ -444,7 +445,7 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     int seq = kind == SCHED_SEQUENTIAL;
     int split = kind == SCHED_ZBH1;
 
-    bld b = {.pl = pl, .s = s, .kind = kind, .P = P, .m = m, .G = G, .seq = seq,
+    op_builder b = {.pl = pl, .s = s, .kind = kind, .P = P, .m = m, .G = G, .seq = seq,
              .async = sched_is_async(kind)};
     s->kind = kind;
     s->n_stages = S;

@@ -255,23 +255,13 @@ static int read_layer(jx *j, const cJSON *lj, const char *p, int i, model_layer 
     return CL_OK;
 }
 
-typedef struct name_ix { const char *name; int ix; } name_ix;
-
-static int cmp_name_ix(const void *a, const void *b)
-{
-    const name_ix *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : (x->ix > y->ix) - (x->ix < y->ix);
-}
 
 /* Resolve the "inputs" names of every layer to indices (-1: the model
  * input).  Names must be unique; an input must name an earlier layer. */
 static int resolve_inputs(jx *j, model *m, const cJSON **inputs)
 {
     int n = m->n_layers, rc = CL_OK;
-    name_ix *ix = cl_malloc((size_t)n * sizeof *ix);
-    for (int i = 0; i < n; i++) ix[i] = (name_ix){m->layers[i].name, i};
-    qsort(ix, (size_t)n, sizeof *ix, cmp_name_ix);
+    model_name_ix *ix = model_names_sorted(m);
     char p[256], q[300];
     for (int k = 1; k < n && !rc; k++)
         if (strcmp(ix[k - 1].name, ix[k].name) == 0) {
@@ -305,15 +295,8 @@ static int resolve_inputs(jx *j, model *m, const cJSON **inputs)
             int src = -2;
             if (strcmp(it->valuestring, "input") == 0) src = -1;
             else {
-                name_ix key = {it->valuestring, -1};
-                /* first entry with this name: the key's index sorts before all */
-                size_t lo = 0, hi = (size_t)n;
-                while (lo < hi) {
-                    size_t mid = (lo + hi) / 2;
-                    if (cmp_name_ix(&ix[mid], &key) < 0) lo = mid + 1;
-                    else hi = mid;
-                }
-                if (lo < (size_t)n && strcmp(ix[lo].name, key.name) == 0) src = ix[lo].ix;
+                int found = model_names_find(ix, n, it->valuestring);
+                if (found >= 0) src = found;
             }
             if (src == -2)
                 rc = jx_fail(j, p, "no layer is called \"%s\" (hint: name an earlier layer, or \"input\" for the model input)",
@@ -333,36 +316,31 @@ static int resolve_inputs(jx *j, model *m, const cJSON **inputs)
     return rc;
 }
 
-int model_from_json(model *m, const cJSON *root, const char *file, cl_err *e)
+static int model_read(jx *j, const cJSON *root, int version, void *out)
 {
-    static const char *const top[] = {"format", "version", "name", "input", "classes",
-                                      "layers", NULL};
     static const char *const in_members[] = {"shape", "dtype", NULL};
-    memset(m, 0, sizeof *m);
-    jx j = {file, e};
-    int rc, version = 0;
-    if ((rc = jx_header(&j, root, FORMAT, VERSION, &version)) ||
-        (rc = jx_only(&j, root, "", top)) ||
-        (rc = jx_name(&j, root, "", "name", 1, m->name, sizeof m->name)))
-        return rc;
+    model *m = out;
+    (void)version;
+    int rc;
+    if ((rc = jx_name(j, root, "", "name", 1, m->name, sizeof m->name))) return rc;
     const cJSON *in, *layers;
-    if ((rc = jx_object(&j, root, "", "input", 1, &in)) ||
-        (rc = jx_only(&j, in, "input", in_members)) ||
-        (rc = read_shape(&j, in, "input", "shape", 1, &m->input)))
+    if ((rc = jx_object(j, root, "", "input", 1, &in)) ||
+        (rc = jx_only(j, in, "input", in_members)) ||
+        (rc = read_shape(j, in, "input", "shape", 1, &m->input)))
         return rc;
     int dt = MODEL_F32;
-    if ((rc = jx_enum(&j, in, "input", "dtype", 0, dtype_names, MODEL_DTYPE_COUNT, &dt))) return rc;
+    if ((rc = jx_enum(j, in, "input", "dtype", 0, dtype_names, MODEL_DTYPE_COUNT, &dt))) return rc;
     m->dtype = (model_dtype)dt;
     int64_t classes = 0;
-    if ((rc = jx_int(&j, root, "", "classes", 0, 1, INT32_MAX, &classes))) return rc;
+    if ((rc = jx_int(j, root, "", "classes", 0, 1, INT32_MAX, &classes))) return rc;
     m->classes = (int)classes;
 
-    if ((rc = jx_member(&j, root, "", "layers", 0, &layers))) return rc;
+    if ((rc = jx_member(j, root, "", "layers", 0, &layers))) return rc;
     if (!layers)
-        return jx_fail(&j, "layers", "missing (hint: a model is a list of layers: \"layers\": [{\"kind\": ...}, ...])");
+        return jx_fail(j, "layers", "missing (hint: a model is a list of layers: \"layers\": [{\"kind\": ...}, ...])");
     if (cJSON_IsArray(layers) && cJSON_GetArraySize(layers) == 0)
-        return jx_fail(&j, "layers", "empty (hint: a model needs at least one layer)");
-    if ((rc = jx_array(&j, root, "", "layers", 1, 1, MODEL_MAX_LAYERS, &layers))) return rc;
+        return jx_fail(j, "layers", "empty (hint: a model needs at least one layer)");
+    if ((rc = jx_array(j, root, "", "layers", 1, 1, MODEL_MAX_LAYERS, &layers))) return rc;
 
     int n = cJSON_GetArraySize(layers);
     m->n_layers = n;
@@ -372,24 +350,29 @@ int model_from_json(model *m, const cJSON *root, const char *file, cl_err *e)
     int i = 0;
     for (const cJSON *lj = layers->child; lj && !rc; lj = lj->next, i++) {
         jx_index(p, sizeof p, "layers", i);
-        rc = read_layer(&j, lj, p, i, &m->layers[i], &inputs[i]);
+        rc = read_layer(j, lj, p, i, &m->layers[i], &inputs[i]);
     }
-    if (!rc) rc = resolve_inputs(&j, m, inputs);
+    if (!rc) rc = resolve_inputs(j, m, inputs);
     free(inputs);
-    if (!rc) rc = model_derive(m, file, e);
-    if (rc) model_free(m);
+    if (!rc) rc = model_derive(m, j->file, j->e);
     return rc;
+}
+
+static void model_release(void *m) { model_free(m); }
+
+static const char *const model_members[] = {"format", "version", "name", "input", "classes",
+                                            "layers", NULL};
+static const jx_format model_format = {FORMAT, VERSION, model_members, sizeof(model),
+                                       model_read, model_release};
+
+int model_from_json(model *m, const cJSON *root, const char *file, cl_err *e)
+{
+    return jx_decode(&model_format, root, file, m, e);
 }
 
 int model_load(model *m, const char *path, cl_err *e)
 {
-    cJSON *root;
-    memset(m, 0, sizeof *m);
-    int rc = jx_parse_file(path, &root, e);
-    if (rc) return rc;
-    rc = model_from_json(m, root, path, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_load(&model_format, path, m, e);
 }
 
 /* ---------------------------------------------------------------- saving */
@@ -468,8 +451,5 @@ cJSON *model_to_json(const model *m)
 
 int model_save(const model *m, const char *path, cl_err *e)
 {
-    cJSON *root = model_to_json(m);
-    int rc = jx_write_file(path, root, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_save(path, model_to_json(m), e);
 }

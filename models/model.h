@@ -181,4 +181,11 @@ int model_param_bytes_match(const model *m, double bytes, uint64_t params, int k
  * cut_elems has n_layers entries (the last is 0).  Caller frees. */
 uint64_t *model_cut_elems(const model *m);
 
+/* The layers' names in sorted order (ties by layer index), for the loader's
+ * and the checker's duplicate test and the name lookup; caller frees. */
+typedef struct model_name_ix { const char *name; int ix; } model_name_ix;
+model_name_ix *model_names_sorted(const model *m);
+/* The first layer called `name` in names[0..n) (sorted as above), or -1. */
+int model_names_find(const model_name_ix *names, int n, const char *name);
+
 #endif

@@ -288,13 +288,33 @@ static int derive_layer(dctx *c, model *m, int i, int needs_grad)
     return CL_OK;
 }
 
-typedef struct name_ix { const char *name; int ix; } name_ix;
-
 static int cmp_name_ix(const void *a, const void *b)
 {
-    const name_ix *x = a, *y = b;
+    const model_name_ix *x = a, *y = b;
     int c = strcmp(x->name, y->name);
     return c ? c : (x->ix > y->ix) - (x->ix < y->ix);
+}
+
+model_name_ix *model_names_sorted(const model *m)
+{
+    int n = m->n_layers;
+    model_name_ix *ix = cl_malloc((size_t)(n > 0 ? n : 1) * sizeof *ix);
+    for (int i = 0; i < n; i++) ix[i] = (model_name_ix){m->layers[i].name, i};
+    qsort(ix, (size_t)n, sizeof *ix, cmp_name_ix);
+    return ix;
+}
+
+int model_names_find(const model_name_ix *names, int n, const char *name)
+{
+    /* the first entry with this name: a key with index -1 sorts before all */
+    model_name_ix key = {name, -1};
+    size_t lo = 0, hi = (size_t)n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cmp_name_ix(&names[mid], &key) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < (size_t)n && strcmp(names[lo].name, name) == 0 ? names[lo].ix : -1;
 }
 
 /* Names: non-empty, NUL-terminated, not "input", unique. */
@@ -309,9 +329,7 @@ static int check_names(dctx *c, const model *m)
             rc = fail(c, i, "name", "\"input\" is reserved for the model input (hint: choose another name)");
     }
     if (rc) return rc;
-    name_ix *ix = cl_malloc((size_t)n * sizeof *ix);
-    for (int i = 0; i < n; i++) ix[i] = (name_ix){m->layers[i].name, i};
-    qsort(ix, (size_t)n, sizeof *ix, cmp_name_ix);
+    model_name_ix *ix = model_names_sorted(m);
     for (int k = 1; k < n && !rc; k++)
         if (strcmp(ix[k - 1].name, ix[k].name) == 0)
             rc = fail(c, ix[k].ix, "name", "duplicate layer name, also used by layers[%d] (hint: names must be unique)", ix[k - 1].ix);

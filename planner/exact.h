@@ -7,6 +7,11 @@
  * one that minimises, lexicographically: the bottleneck, the total
  * communication, minus the smallest memory headroom, the devices used.
  * Infeasible layouts (memory) are never returned.
+ *
+ * Sources: exact.c (these entry points), exact_climb.c (which passes run),
+ * exact_pass.c (one pass), exact_front.h (the Pareto fronts),
+ * exact_shadow.c (shadow schedules), exact_setup.c (positions and tables);
+ * exact_dp.h describes the search and its state.
  */
 #ifndef CL_PLAN_EXACT_H
 #define CL_PLAN_EXACT_H
@@ -16,6 +21,17 @@
 #include "cost.h"
 
 #define PLAN_EXACT_SHADOWS 3
+
+/* What a search concluded.  Every caller names the outcome it tests. */
+typedef enum plan_exact_result {
+    PLAN_EXACT_FOUND,       /* the answer is there: a layout, a bound       */
+    PLAN_EXACT_NONE_FITS,   /* no layout fits in memory within o->upper_s    */
+    PLAN_EXACT_ABOVE_LOWER, /* o->probe: no layout at o->lower_s, so the
+                               optimum lies above it; nothing returned     */
+    PLAN_EXACT_GAVE_UP      /* over the step budget or the command's time
+                               budget, or too many positions: e says which;
+                               the caller must say what it does instead    */
+} plan_exact_result;
 
 typedef struct plan_exact_opts {
     int p_fixed;            /* 0: any stage count; else exactly this many   */
@@ -33,8 +49,8 @@ typedef struct plan_exact_opts {
                                reach it, which is cheap when it can;
                                plan_exact_lower starts its search there    */
     int probe;              /* plan_exact only: when the pass at lower_s finds
-                               nothing, return 2 at once (the caller then
-                               learns a better lower bound)                */
+                               nothing, return PLAN_EXACT_ABOVE_LOWER at once
+                               (the caller then learns a better lower bound) */
 } plan_exact_opts;
 
 typedef struct plan_exact_stats {
@@ -45,25 +61,28 @@ typedef struct plan_exact_stats {
     const char *mode;       /* "flat", "periodic" or "positions"            */
 } plan_exact_stats;
 
-/* Returns 1 and fills *out (plan_layout_free) with an optimal layout, 0
- * when no layout fits in memory, or -1 when the search would exceed its
- * budget or size limits (e carries why; the caller must say what it does
- * instead).  st may be NULL. */
-int plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
-               plan_layout *out, plan_exact_stats *st, cl_err *e);
+/* PLAN_EXACT_FOUND fills *out (plan_layout_free) with an optimal layout;
+ * any other outcome leaves *out empty (PLAN_EXACT_GAVE_UP with e).  st may
+ * be NULL. */
+plan_exact_result plan_exact(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+                             plan_layout *out, plan_exact_stats *st, cl_err *e);
 
 /* Is there a layout whose bottleneck is strictly below g when every stage
- * needs only its least memory?  *any = 0 proves g <= the optimum of
+ * needs only its least memory?  PLAN_EXACT_FOUND: there is;
+ * PLAN_EXACT_NONE_FITS: there is none, which proves g <= the optimum of
  * plan_exact_lower, so g may serve as o->lower_s (probe first: a pass at g
- * that finds a layout also proves g is that optimum).  A feasibility pass:
- * far cheaper than plan_exact_lower.  Returns 1, or -1 over budget. */
-int plan_exact_any_below(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
-                         double g, int *any, plan_exact_stats *st, cl_err *e);
+ * that finds a layout also proves g is that optimum); or
+ * PLAN_EXACT_GAVE_UP (e).  A feasibility pass: far cheaper than
+ * plan_exact_lower. */
+plan_exact_result plan_exact_any_below(const plan_inst *I, const plan_lattice *L,
+                                       const plan_exact_opts *o, double g, plan_exact_stats *st,
+                                       cl_err *e);
 
 /* plan_exact for I and, alongside, for n_sh <= PLAN_EXACT_SHADOWS "shadow"
  * schedules sh[j] (I with sched = sh[j]): out[0] is plan_exact's result;
  * when sh_ok[j] is 1, out[1 + j] (plan_layout_free) is exactly the layout
- * plan_exact with the same options would return for sh[j].  The shadows
+ * plan_exact with the same options would return for sh[j]; the outcome is
+ * plan_exact's for I.  The shadows
  * follow the pass at o->lower_s, carrying their own memory headroom and
  * marking which entries their own run would keep (the pass keeps an entry
  * while the lead's or any shadow's own run would); one is ok when that
@@ -73,9 +92,10 @@ int plan_exact_any_below(const plan_inst *I, const plan_lattice *L, const plan_e
  * run would get.  A schedule whose memory is BY_TOTAL, or BY_DEPTH but not
  * monotone, is never ok (nor are shadows of such an I).  out has 1 + n_sh
  * entries. */
-int plan_exact_shadowed(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
-                        int n_sh, const sched_kind *sh, plan_layout *out, int *sh_ok,
-                        plan_exact_stats *st, cl_err *e);
+plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
+                                      const plan_exact_opts *o, int n_sh, const sched_kind *sh,
+                                      plan_layout *out, int *sh_ok, plan_exact_stats *st,
+                                      cl_err *e);
 
 /* 1 when no stage of any layout can overflow a device on this instance:
  * the whole model as one stage, with the most in-flight microbatches and
@@ -89,9 +109,12 @@ int plan_exact_mem_free(const plan_inst *I, const plan_lattice *L);
 /* The optimal bottleneck when every stage needs only its least memory (one
  * microbatch in flight, one weight version): a lower bound for every
  * schedule at this microbatch count, so one call serves them all (pass
- * o->lower_s = *lb to plan_exact).  *lb is HUGE_VAL when nothing fits even
- * so.  Returns 1, or -1 over budget (e says so). */
-int plan_exact_lower(const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
-                     double *lb, plan_exact_stats *st, cl_err *e);
+ * o->lower_s = *lb to plan_exact).  PLAN_EXACT_FOUND with *lb;
+ * PLAN_EXACT_NONE_FITS when nothing fits even so (within o->upper_s, which
+ * here may be below the optimum), *lb = HUGE_VAL; or PLAN_EXACT_GAVE_UP (e
+ * says why), *lb = HUGE_VAL. */
+plan_exact_result plan_exact_lower(const plan_inst *I, const plan_lattice *L,
+                                   const plan_exact_opts *o, double *lb, plan_exact_stats *st,
+                                   cl_err *e);
 
 #endif

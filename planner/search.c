@@ -203,7 +203,7 @@ static double lower_bound(search_ctx *c, plan_inst *I, const plan_lattice *XL, s
     cl_err le = {0};
     double lower;
     I->sched = k0;
-    if (plan_exact_lower(I, XL, &lo, &lower, &ls, &le) < 0) lower = 0;
+    if (plan_exact_lower(I, XL, &lo, &lower, &ls, &le) == PLAN_EXACT_GAVE_UP) lower = 0;
     c->res->exact_steps += ls.steps;
     return lower;
 }
@@ -235,7 +235,7 @@ static int skip_count(search_ctx *c, plan_inst *I, const plan_lattice *XL, sched
         plan_exact_stats cs = {0};
         cl_err ce = {0};
         double lb_c = 0;
-        if (plan_exact_lower(&Ic, XL, &lc, &lb_c, &cs, &ce) < 0) lb_c = 0;
+        if (plan_exact_lower(&Ic, XL, &lc, &lb_c, &cs, &ce) == PLAN_EXACT_GAVE_UP) lb_c = 0;
         c->res->exact_steps += cs.steps;
         skip = lb_c * (1 - 1e-9) > B->pred.iteration_s;
     }
@@ -245,7 +245,7 @@ static int skip_count(search_ctx *c, plan_inst *I, const plan_lattice *XL, sched
         plan_exact_stats ls = {0};
         cl_err le = {0};
         I->sched = k0;
-        if (plan_exact_lower(I, XL, &lo, lower, &ls, &le) < 0) *lower = 0;
+        if (plan_exact_lower(I, XL, &lo, lower, &ls, &le) == PLAN_EXACT_GAVE_UP) *lower = 0;
         c->res->exact_steps += ls.steps;
     }
     return skip;
@@ -459,12 +459,12 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
             tq = now_s();
             /* schedules with the same memory share one exact search */
             plan_layout yk[SCHED_COUNT], ysh[SCHED_COUNT];
-            int okk[SCHED_COUNT], dep_of[SCHED_COUNT], mono_of[SCHED_COUNT], free_of[SCHED_COUNT],
-                sh_have[SCHED_COUNT];
+            plan_exact_result okk[SCHED_COUNT]; /* GAVE_UP also: not searched */
+            int dep_of[SCHED_COUNT], mono_of[SCHED_COUNT], free_of[SCHED_COUNT], sh_have[SCHED_COUNT];
             memset(yk, 0, sizeof yk);
             memset(ysh, 0, sizeof ysh);
             for (int ki = 0; ki < n_kinds; ki++) {
-                okk[ki] = -1;
+                okk[ki] = PLAN_EXACT_GAVE_UP;
                 sh_have[ki] = 0;
                 free_of[ki] = -1;
                 I.sched = kinds[ki];
@@ -490,9 +490,8 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
                 plan_exact_opts lo = {.budget = rq->exact_budget};
                 plan_exact_stats ls = {0};
                 cl_err le = {0};
-                int any = 1;
                 I.sched = kinds[0];
-                if (plan_exact_any_below(&I, XL, &lo, hint, &any, &ls, &le) == 1 && !any) {
+                if (plan_exact_any_below(&I, XL, &lo, hint, &ls, &le) == PLAN_EXACT_NONE_FITS) {
                     lower = hint;
                     tentative = 1;
                 }
@@ -528,7 +527,7 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
                 }
                 plan_layout yx = {0};
                 plan_eval evx = {0};
-                int okx = 0;
+                plan_exact_result okx = PLAN_EXACT_NONE_FITS; /* no exact layout (merge only) */
                 if (rq->algo != PLAN_ALGO_MERGE) {
                     /* merge's cuts are prefixes; a prefix layout is also a DAG
                      * layout only when inert layers sit where the rules put
@@ -541,13 +540,14 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
                     cl_err xe = {0};
                     int twin = -1;
                     for (int kj = 0; kj < ki && twin < 0 && !rq->no_prune; kj++)
-                        if (okk[kj] >= 0 && pfix[kj] == p_fixed && !dev_fixed && same_memory(&I, kinds[kj], kinds[ki]))
+                        if ((okk[kj] == PLAN_EXACT_FOUND || okk[kj] == PLAN_EXACT_NONE_FITS) && pfix[kj] == p_fixed &&
+                            !dev_fixed && same_memory(&I, kinds[kj], kinds[ki]))
                             twin = kj;
                     if (twin >= 0) {
                         okx = okk[twin];
-                        if (okx == 1) plan_layout_copy(&yx, &yk[twin]);
+                        if (okx == PLAN_EXACT_FOUND) plan_layout_copy(&yx, &yk[twin]);
                     } else if (sh_have[ki]) {
-                        okx = 1; /* found alongside an earlier schedule */
+                        okx = PLAN_EXACT_FOUND; /* found alongside an earlier schedule */
                         plan_layout_copy(&yx, &ysh[ki]);
                     } else {
                         /* later schedules whose memory never binds here ride
@@ -580,7 +580,7 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
                         xo.probe = tentative;
                         okx = plan_exact_shadowed(&I, XL, &xo, n_sh, shs, outs, sh_ok, &xs, &xe);
                         res->time_exact_s += now_s() - tx;
-                        if (okx == 2) {
+                        if (okx == PLAN_EXACT_ABOVE_LOWER) {
                             /* the tentative bound is below this m's optimum:
                              * find the optimum (from there), decide the skip
                              * as without it, and search again */
@@ -600,7 +600,7 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
                         tentative = 0; /* found at it: it is the optimum */
                         yx = outs[0];
                         for (int j = 0; j < n_sh; j++)
-                            if (okx == 1 && sh_ok[j]) {
+                            if (okx == PLAN_EXACT_FOUND && sh_ok[j]) {
                                 ysh[shk[j]] = outs[1 + j];
                                 sh_have[shk[j]] = 1;
                             } else if (sh_ok[j]) {
@@ -608,25 +608,22 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
                             }
                     }
                     okk[ki] = okx;
-                    if (okx == 1) plan_layout_copy(&yk[ki], &yx);
+                    if (okx == PLAN_EXACT_FOUND) plan_layout_copy(&yk[ki], &yx);
                     res->exact_steps += xs.steps;
-                    if (okx < 0 && (rc = budget_out(e))) {
-                        okx = 0;
-                    } else if (okx < 0) {
+                    if (okx == PLAN_EXACT_GAVE_UP && !(rc = budget_out(e))) {
                         if (rq->algo == PLAN_ALGO_EXACT)
                             rc = cl_fail(e, CL_EINPUT, "%s (hint: --algo merge plans large problems quickly)", xe.msg);
                         else
                             search_note(res, "WARNING: %s; this candidate uses partition-and-merge instead (gap to the optimum unknown)", xe.msg);
-                        okx = 0;
-                    } else if (okx == 1) {
+                    } else if (okx == PLAN_EXACT_FOUND) {
                         plan_layout_eval(&I, XL, &yx, &evx);
                     }
                 }
-                double xs_b = okx == 1 ? evx.bottleneck_s : NAN;
+                double xs_b = okx == PLAN_EXACT_FOUND ? evx.bottleneck_s : NAN;
                 double ms_b = okm[ki] ? evm[ki].bottleneck_s : NAN;
                 double tr = now_s();
                 if (!rc) {
-                    if (okx == 1) {
+                    if (okx == PLAN_EXACT_FOUND) {
                         consider(c, B, &I, XL, &yx, &evx, "exact", xs_b, ms_b);
                         if (!u_seen) u_seen = evx.devices;
                     } else if (okm[ki]) {

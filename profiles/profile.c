@@ -200,21 +200,17 @@ static int check_unique(jx *j, const prof *p)
                    p->layers[b].name, a);
 }
 
-int prof_from_json(prof *p, const cJSON *root, const char *file, cl_err *e)
+static int prof_read(jx *j, const cJSON *root, int version, void *out)
 {
-    static const char *const top[] = {"format", "version", "model", "device", "source",
-                                      "note", "layers", NULL};
-    memset(p, 0, sizeof *p);
-    jx j = {file, e};
+    prof *p = out;
+    (void)version;
     const cJSON *arr;
     int src = 0, rc;
-    if ((rc = jx_header(&j, root, "cleave-profile", 1, NULL)) ||
-        (rc = jx_only(&j, root, "", top)) ||
-        (rc = jx_name(&j, root, "", "model", 1, p->model, sizeof p->model)) ||
-        (rc = jx_name(&j, root, "", "device", 1, p->device, sizeof p->device)) ||
-        (rc = jx_enum(&j, root, "", "source", 1, source_names, PROF_SOURCE_COUNT, &src)) ||
-        (rc = jx_text(&j, root, "", "note", 0, p->note, sizeof p->note)) ||
-        (rc = jx_array(&j, root, "", "layers", 1, 1, MODEL_MAX_LAYERS, &arr)))
+    if ((rc = jx_name(j, root, "", "model", 1, p->model, sizeof p->model)) ||
+        (rc = jx_name(j, root, "", "device", 1, p->device, sizeof p->device)) ||
+        (rc = jx_enum(j, root, "", "source", 1, source_names, PROF_SOURCE_COUNT, &src)) ||
+        (rc = jx_text(j, root, "", "note", 0, p->note, sizeof p->note)) ||
+        (rc = jx_array(j, root, "", "layers", 1, 1, MODEL_MAX_LAYERS, &arr)))
         return rc;
     p->source = (prof_source)src;
     /* grown as layers check out, so memory follows what the file really
@@ -229,25 +225,30 @@ int prof_from_json(prof *p, const cJSON *root, const char *file, cl_err *e)
         prof_layer *l = memset(&p->layers[p->n_layers], 0, sizeof *p->layers);
         char path[48];
         jx_index(path, sizeof path, "layers", p->n_layers);
-        if ((rc = layer_from_json(&j, it, path, l))) {
+        if ((rc = layer_from_json(j, it, path, l))) {
             free(l->batch); /* not yet counted in n_layers */
             break;
         }
     }
-    if (!rc) rc = check_unique(&j, p);
-    if (rc) prof_free(p);
+    if (!rc) rc = check_unique(j, p);
     return rc;
+}
+
+static void prof_release(void *p) { prof_free(p); }
+
+static const char *const prof_members[] = {"format", "version", "model", "device", "source",
+                                           "note", "layers", NULL};
+static const jx_format prof_format = {"cleave-profile", 1, prof_members, sizeof(prof), prof_read,
+                                      prof_release};
+
+int prof_from_json(prof *p, const cJSON *root, const char *file, cl_err *e)
+{
+    return jx_decode(&prof_format, root, file, p, e);
 }
 
 int prof_load(prof *p, const char *path, cl_err *e)
 {
-    cJSON *root;
-    memset(p, 0, sizeof *p);
-    int rc = jx_parse_file(path, &root, e);
-    if (rc) return rc;
-    rc = prof_from_json(p, root, path, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_load(&prof_format, path, p, e);
 }
 
 /* ------------------------------------------------------------------ save -- */
@@ -287,10 +288,7 @@ cJSON *prof_to_json(const prof *p)
 
 int prof_save(const prof *p, const char *path, cl_err *e)
 {
-    cJSON *root = prof_to_json(p);
-    int rc = jx_write_file(path, root, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_save(path, prof_to_json(p), e);
 }
 
 /* ----------------------------------------------------------------- check -- */

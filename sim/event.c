@@ -46,9 +46,8 @@ typedef struct ev_slot {
 
 typedef unsigned __int128 ev_entry; /* time bits << 64 | sequence << SLOT_BITS | slot */
 /* Dispatch leaves the hole only above this many entries: in a heap of three
- * levels or fewer, removing the top first measured faster (replaying an
- * 8-device 1F1B pipeline: 28 against 25 M events/s); above, the hole is
- * faster (16 devices: 26 against 25; 64: 23 against 20). */
+ * levels or fewer, removing the top first is faster; in a deeper one the
+ * hole is (docs/simulator.md, "Determinism and speed", has the figures). */
 #define HOLE_MIN 8
 #define NO_ENTRY (~(ev_entry)0) /* above every key: its time bits are a NaN's */
 

@@ -59,23 +59,25 @@ static void run_cases(const acase *c, int n)
 #define SIM_P "sim tests/data/sim/fmnist-2stage.json "
 #define TRAIN_M "train --model tests/data/ckpt/tiny.json --synthetic 400 "
 #define ABS "tests/data/absurd/"
+/* `<cmd> OPT VAL<rest>` refused with "OPT: VAL is out of range" */
+#define RANGE(cmd, opt, val, rest) {cmd opt " " val rest, 2, opt ": " val " is out of range"}
 
 /* cleave plan: device counts, links, batch and microbatches out of range or
  * not numbers, clusters and models whose sizes overflow. */
 static void test_plan(void)
 {
     static const acase c[] = {
-        {PLAN_Q "--devices 0 -o OUT", 2, "--devices: 0 is out of range"},
-        {PLAN_Q "--devices -3 -o OUT", 2, "--devices: -3 is out of range"},
-        {PLAN_Q "--devices 10000000 -o OUT", 2, "--devices: 10000000 is out of range"},
+        RANGE(PLAN_Q, "--devices", "0", " -o OUT"),
+        RANGE(PLAN_Q, "--devices", "-3", " -o OUT"),
+        RANGE(PLAN_Q, "--devices", "10000000", " -o OUT"),
         {PLAN_Q "--devices 1000000000000 -o OUT", 2, "--devices"},
-        {PLAN_Q "--devices 4 --batch 0 -o OUT", 2, "--batch: 0 is out of range"},
+        RANGE(PLAN_Q "--devices 4 ", "--batch", "0", " -o OUT"),
         {PLAN_Q "--devices 4 --batch 99999999999999999999 -o OUT", 2, "--batch: expected an integer"},
-        {PLAN_Q "--devices 4 --bandwidth 0 -o OUT", 2, "--bandwidth: 0 is out of range"},
-        {PLAN_Q "--devices 4 --bandwidth -5 -o OUT", 2, "--bandwidth: -5 is out of range"},
+        RANGE(PLAN_Q "--devices 4 ", "--bandwidth", "0", " -o OUT"),
+        RANGE(PLAN_Q "--devices 4 ", "--bandwidth", "-5", " -o OUT"),
         {PLAN_Q "--devices 4 --bandwidth nan -o OUT", 2, "--bandwidth: expected a finite number"},
         {PLAN_Q "--devices 4 --bandwidth inf -o OUT", 2, "--bandwidth: expected a finite number"},
-        {PLAN_Q "--devices 4 --latency -1 -o OUT", 2, "--latency: -1 is out of range"},
+        RANGE(PLAN_Q "--devices 4 ", "--latency", "-1", " -o OUT"),
         {PLAN_Q "--devices 4 --microbatches 1000000000 -o OUT", 2, "microbatches"},
         {PLAN_Q "--devices 4 --microbatches 0 -o OUT", 2, "--microbatches"},
         {PLAN_Q "--devices 4 --stages 1000000000000 -o OUT", 2, "--stages"},
@@ -117,18 +119,18 @@ static void test_plan(void)
 static void test_sim(void)
 {
     static const acase c[] = {
-        {SIM_P "--microbatches 1000000000 --trace OUT", 2, "--microbatches: 1000000000 is out of range"},
+        RANGE(SIM_P, "--microbatches", "1000000000", " --trace OUT"),
         {SIM_P "--microbatches 16777216 --trace OUT", 2, "more than the 134217728 a schedule may hold"},
         {SIM_P "--schedule fbp --microbatches 16777216 --trace OUT", 2, "a schedule may hold"},
         {SIM_P "--schedule zb-h1 --microbatches 100000 --iterations 1000 --trace OUT", 2,
          "a schedule may hold"},
-        {SIM_P "--microbatches 0", 2, "--microbatches: 0 is out of range"},
-        {SIM_P "--iterations -1", 2, "--iterations: -1 is out of range"},
+        RANGE(SIM_P, "--microbatches", "0", ""),
+        RANGE(SIM_P, "--iterations", "-1", ""),
         {SIM_P "--iterations 1000000000000", 2, "--iterations"},
         {SIM_P "--microbatches 200000 --max-events 100000 --trace OUT", 2, "event budget exhausted"},
         {SIM_P "--microbatches 1000000 --max-seconds 0.05 --trace OUT", 2, "wall-time budget exhausted"},
         {SIM_P "--max-seconds nan", 2, "--max-seconds: expected a finite number"},
-        {SIM_P "--max-events 0", 2, "--max-events: 0 is out of range"},
+        RANGE(SIM_P, "--max-events", "0", ""),
         {"sim " ABS "plan-missing-device.json --trace OUT", 2, "device 7 does not exist"},
         {"sim " ABS "plan-huge-micro.json --trace OUT", 2, "1000000000 microbatches"},
         {"sim " ABS "plan-bandwidth-zero.json --trace OUT", 2, "bandwidth_Bps: expected a positive number, got 0"},
@@ -145,14 +147,14 @@ static void test_sim(void)
 static void test_train(void)
 {
     static const acase c[] = {
-        {TRAIN_M "--batch 0 --save-weights OUT", 2, "--batch: 0 is out of range"},
-        {TRAIN_M "--batch 1000000000 --save-weights OUT", 2, "--batch: 1000000000 is out of range"},
-        {TRAIN_M "--epochs -1 --save-weights OUT", 2, "--epochs: -1 is out of range"},
-        {TRAIN_M "--epochs 0 --save-weights OUT", 2, "--epochs: 0 is out of range"},
+        RANGE(TRAIN_M, "--batch", "0", " --save-weights OUT"),
+        RANGE(TRAIN_M, "--batch", "1000000000", " --save-weights OUT"),
+        RANGE(TRAIN_M, "--epochs", "-1", " --save-weights OUT"),
+        RANGE(TRAIN_M, "--epochs", "0", " --save-weights OUT"),
         {TRAIN_M "--lr nan --save-weights OUT", 2, "--lr: expected a finite number"},
-        {TRAIN_M "--lr -1 --save-weights OUT", 2, "--lr: -1 is out of range"},
+        RANGE(TRAIN_M, "--lr", "-1", " --save-weights OUT"),
         {TRAIN_M "--momentum 1 --save-weights OUT", 2, "--momentum"},
-        {TRAIN_M "--checkpoint-every 0 --checkpoint OUT", 2, "--checkpoint-every: 0 is out of range"},
+        RANGE(TRAIN_M, "--checkpoint-every", "0", " --checkpoint OUT"),
         {"train --model tests/data/ckpt/tiny.json --synthetic 10000000000 --save-weights OUT", 2,
          "--synthetic: 10000000000 is out of range"},
         {"train --model " ABS "model-shape-overflow.json --synthetic 400 --save-weights OUT", 2,

@@ -189,12 +189,12 @@ static void test_budget_phases(void)
     plan_exact_opts xo = {.upper_s = HUGE_VAL};
     plan_exact_stats st = {0};
     cl_err_clear(&e);
-    CU_ASSERT_EQUAL(plan_exact(&I, &L, &xo, &y, &st, &e), 1);
+    CU_ASSERT_EQUAL(plan_exact(&I, &L, &xo, &y, &st, &e), PLAN_EXACT_FOUND);
     plan_layout_free(&y);
     CU_ASSERT(st.steps > 0);
     cl_budget_start(0, "--max-seconds");
     memset(&st, 0, sizeof st);
-    CU_ASSERT_EQUAL(plan_exact(&I, &L, &xo, &y, &st, &e), -1);
+    CU_ASSERT_EQUAL(plan_exact(&I, &L, &xo, &y, &st, &e), PLAN_EXACT_GAVE_UP);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "ran out while searching partitions"));
     cl_budget_clear();
     plan_lattice_free(&L);

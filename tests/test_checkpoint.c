@@ -22,20 +22,6 @@
 
 static int exists(const char *path) { return access(path, F_OK) == 0; }
 
-/* Optimiser steps recorded in a sequential checkpoint, or -1 when it is
- * absent or unreadable (it may be replaced while we read: rename is atomic,
- * so a read sees the old or the new file whole). */
-static int64_t ckpt_step(const char *path)
-{
-    exec_ckpt *c;
-    cl_err e = {0};
-    if (!exists(path) || exec_ckpt_read(&c, path, &e)) return -1;
-    int64_t iv[7];
-    int64_t step = exec_ckpt_get(c, "train.position", iv, sizeof iv, &e) ? -1 : iv[3];
-    exec_ckpt_free(c);
-    return step;
-}
-
 /* argv for `cleave train` on the tiny model (conv, batchnorm, dropout:
  * every kind of state a checkpoint must carry) plus extra options. */
 #define BASE "train", "--model", "tests/data/ckpt/tiny.json", "--synthetic", "8000", \
@@ -161,28 +147,19 @@ static void test_sigkill_resume(void)
     snprintf(log, sizeof log, "%s/resumed.csv", dir);
     char *first[] = {BASE, "--checkpoint", ck, "--checkpoint-every", "50", "--save-weights", w,
                      "--log", log, NULL};
-    tproc_pause_at(300); /* 300 of 2000 steps: epoch 1 */
-    pid_t pid = tproc_cleave(first, dir);
-    tproc_pause_at(-1);
-    int ok = tproc_wait_stopped(pid) == 0;
-    kill(pid, SIGKILL);
-    CU_ASSERT_EQUAL(tproc_reap(pid), 128 + SIGKILL);
+    int ok; /* 300 of 2000 steps: epoch 1 */
+    CU_ASSERT_EQUAL(tproc_signal_at(first, dir, 300, SIGKILL, &ok), 128 + SIGKILL);
     CU_ASSERT(ok);
     CU_ASSERT(!exists(w));
-    int64_t s1 = ckpt_step(ck);
+    int64_t s1 = tproc_ckpt_step(ck);
     CU_ASSERT_EQUAL(s1, 300);
 
     char *again[] = {BASE, "--resume", ck, "--checkpoint", ck, "--checkpoint-every", "50",
                      "--save-weights", w, "--log", log, NULL};
-    tproc_pause_at(1100); /* epoch 3 */
-    pid = tproc_cleave(again, dir);
-    tproc_pause_at(-1);
-    ok = tproc_wait_stopped(pid) == 0;
-    kill(pid, SIGKILL);
-    CU_ASSERT_EQUAL(tproc_reap(pid), 128 + SIGKILL);
+    CU_ASSERT_EQUAL(tproc_signal_at(again, dir, 1100, SIGKILL, &ok), 128 + SIGKILL); /* epoch 3 */
     CU_ASSERT(ok);
     CU_ASSERT(!exists(w));
-    int64_t s2 = ckpt_step(ck);
+    int64_t s2 = tproc_ckpt_step(ck);
     CU_ASSERT_EQUAL(s2, 1100);
 
     char args[4096], *out = NULL, *err = NULL;
@@ -233,24 +210,17 @@ static void test_signals(void)
         snprintf(w, sizeof w, "%s/sig%d.bin", dir, i);
         char *argv[] = {BASE, "--checkpoint", ck, "--checkpoint-every", "100", "--save-weights",
                         w, NULL};
-        tproc_pause_at(200);
-        pid_t pid = tproc_cleave(argv, dir);
-        tproc_pause_at(-1);
-        int ok = tproc_wait_stopped(pid) == 0;
-        kill(pid, sigs[i]); /* pending while stopped, handled first thing after */
-        kill(pid, SIGCONT);
-        CU_ASSERT_EQUAL(tproc_reap(pid), 128 + sigs[i]);
+        int ok;
+        CU_ASSERT_EQUAL(tproc_signal_at(argv, dir, 200, sigs[i], &ok), 128 + sigs[i]);
         CU_ASSERT(ok);
         CU_ASSERT(!exists(w));
-        char errp[700];
-        snprintf(errp, sizeof errp, "%s/err", dir);
-        char *err = tproc_slurp(errp, NULL);
+        char *err = tproc_output(dir, "err");
         CU_ASSERT_FATAL(err != NULL);
         CU_ASSERT_EQUAL(tproc_lines(err), 1);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, i ? "cleave: SIGINT: stopped at epoch" : "cleave: SIGTERM: stopped at epoch"));
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "checkpoint written to"));
         free(err);
-        int64_t s = ckpt_step(ck); /* the step after the pause */
+        int64_t s = tproc_ckpt_step(ck); /* the step after the pause */
         CU_ASSERT(STOPPED_NEXT(s, 200));
         char args[4096];
         snprintf(args, sizeof args, BASE_S " --resume %s --save-weights %s", ck, w);
@@ -259,16 +229,10 @@ static void test_signals(void)
     }
     /* no checkpoint: interrupted after step 30 */
     char *argv[] = {BASE, NULL};
-    tproc_pause_at(30);
-    pid_t pid = tproc_cleave(argv, dir);
-    tproc_pause_at(-1);
-    CU_ASSERT_EQUAL(tproc_wait_stopped(pid), 0);
-    kill(pid, SIGINT);
-    kill(pid, SIGCONT);
-    CU_ASSERT_EQUAL(tproc_reap(pid), 130);
-    char errp[700];
-    snprintf(errp, sizeof errp, "%s/err", dir);
-    char *err = tproc_slurp(errp, NULL);
+    int ok;
+    CU_ASSERT_EQUAL(tproc_signal_at(argv, dir, 30, SIGINT, &ok), 130);
+    CU_ASSERT(ok);
+    char *err = tproc_output(dir, "err");
     const char *at = err ? strstr(err, "cleave: SIGINT: stopped at epoch 1, minibatch ") : NULL;
     long long mb = 0, step = 0;
     CU_ASSERT(at && sscanf(at, "cleave: SIGINT: stopped at epoch 1, minibatch %lld (step %lld)", &mb, &step) == 2);

@@ -9,23 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/ckpt/checkpoint.h"
 #include "test.h"
 #include "test_proc.h"
 
 #define PIPE "tests/data/pipe/"
-
-/* Iterations recorded in a pipelined checkpoint, or -1. */
-static int64_t ckpt_iters(const char *path)
-{
-    exec_ckpt *c;
-    cl_err e = {0};
-    if (access(path, F_OK) != 0 || exec_ckpt_read(&c, path, &e)) return -1;
-    int64_t pos[5];
-    int64_t it = exec_ckpt_get(c, "run.position", pos, sizeof pos, &e) ? -1 : pos[0];
-    exec_ckpt_free(c);
-    return it;
-}
 
 static void rm_rf(char *dir)
 {
@@ -60,15 +47,11 @@ static void test_sigkill_threads(void)
     snprintf(log, sizeof log, "%s/resumed.csv", dir);
     char *a1[] = {"train", "--plan", PIPE "tiny2-1f1b.json", OPTS, "--checkpoint", ck,
                   "--checkpoint-every", "10", "--save-weights", w, "--log", log, NULL};
-    tproc_pause_at(160); /* epoch 2 */
-    pid_t pid = tproc_cleave(a1, dir);
-    tproc_pause_at(-1);
-    int ok = tproc_wait_stopped(pid) == 0;
-    kill(pid, SIGKILL);
-    CU_ASSERT_EQUAL(tproc_reap(pid), 128 + SIGKILL);
+    int ok; /* killed in epoch 2 */
+    CU_ASSERT_EQUAL(tproc_signal_at(a1, dir, 160, SIGKILL, &ok), 128 + SIGKILL);
     CU_ASSERT(ok);
     CU_ASSERT(access(w, F_OK) != 0);
-    int64_t at = ckpt_iters(ck);
+    int64_t at = tproc_ckpt_iters(ck);
     CU_ASSERT_EQUAL(at, 160);
     snprintf(args, sizeof args, "train --plan " PIPE "tiny2-1f1b.json " OPTS_S " --resume %s --checkpoint %s --save-weights %s --log %s",
              ck, ck, w, log);
@@ -114,22 +97,15 @@ static void test_sigterm_every_kind(void)
         snprintf(plan, sizeof plan, PIPE "%s", plans[i]);
         char *a1[] = {"train", "--plan", plan, OPTS, "--checkpoint", ck, "--checkpoint-every", "7",
                       "--save-weights", w, NULL};
-        tproc_pause_at(14);
-        pid_t pid = tproc_cleave(a1, dir);
-        tproc_pause_at(-1);
-        int ok = tproc_wait_stopped(pid) == 0;
-        kill(pid, SIGTERM); /* pending while stopped, handled first thing after */
-        kill(pid, SIGCONT);
-        CU_ASSERT_EQUAL(tproc_reap(pid), 143);
+        int ok;
+        CU_ASSERT_EQUAL(tproc_signal_at(a1, dir, 14, SIGTERM, &ok), 143);
         CU_ASSERT(ok);
-        char errp[700];
-        snprintf(errp, sizeof errp, "%s/err", dir);
-        char *err = tproc_slurp(errp, NULL);
+        char *err = tproc_output(dir, "err");
         CU_ASSERT(err && tproc_lines(err) == 1 && strstr(err, "cleave: SIGTERM: stopped after iteration") &&
                   strstr(err, "checkpoint written to"));
         free(err);
         CU_ASSERT(access(w, F_OK) != 0);
-        int64_t at = ckpt_iters(ck); /* the iteration end all workers agreed on */
+        int64_t at = tproc_ckpt_iters(ck); /* the iteration end all workers agreed on */
         CU_ASSERT(at > 14 && at < 375);
         snprintf(args, sizeof args, "train --plan %s " OPTS_S " --resume %s --save-weights %s", plan,
                  ck, w);
@@ -161,20 +137,10 @@ static void test_async_refused(void)
     }
     char *a1[] = {"train", "--plan", PIPE "tiny2-fbp.json", "--synthetic", "2000", "--epochs", "100000", NULL};
     pid_t pid = tproc_cleave(a1, dir);
-    char outp[700], errp[700];
-    snprintf(outp, sizeof outp, "%s/out", dir);
-    snprintf(errp, sizeof errp, "%s/err", dir);
-    double t0 = tproc_now();
-    for (;;) { /* wait for the first epoch line */
-        char *o = tproc_slurp(outp, NULL);
-        int ready = o && strstr(o, "\n    1 ");
-        free(o);
-        if (ready || tproc_now() - t0 > 60 || tproc_ended(pid)) break;
-        usleep(2000);
-    }
+    tproc_wait_output(pid, dir, "\n    1 "); /* the first epoch line */
     kill(pid, SIGINT);
     CU_ASSERT_EQUAL(tproc_reap(pid), 130);
-    err = tproc_slurp(errp, NULL);
+    err = tproc_output(dir, "err");
     CU_ASSERT(err && tproc_lines(err) == 1 && strstr(err, "cleave: SIGINT: stopped") &&
               strstr(err, "nothing was saved"));
     free(err);

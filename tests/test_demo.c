@@ -83,9 +83,7 @@ static void test_quick_demo(void)
     CU_ASSERT_EQUAL(tmp, 0);
     free(out);
     free(err);
-    test_rm_dir(outdir);
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0); /* out/ with it */
 }
 
 /* Ctrl-C while planning: exit 130, an empty list and an empty folder. */
@@ -104,8 +102,7 @@ static void test_interrupt(void)
     CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 0);
     free(out);
     free(err);
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 static void test_usage(void)

@@ -155,6 +155,35 @@ static void test_tiny_by_hand(void)
 /* ------------------------------------------------------------------------ */
 /* stages compute what the whole model computes                              */
 
+/* n samples of all_kinds' input (2 x 8 x 8, 3 classes) from seed and
+ * stream (exec_data_synthetic: 1 draws a test set beside stream 0's). */
+static void all_kinds_data(exec_data *d, int64_t n, uint64_t seed, int stream)
+{
+    exec_data_synthetic(d, n, 2, 8, 8, 3, seed, stream);
+}
+
+/* The whole model m as one net for batch B (seed) after one forward over d
+ * (loss included; activations in *a) and one backward with loss scale 1 / B:
+ * every layer's input gradient then every weight gradient (split), or
+ * each layer's weight gradient right after its input gradient (fused,
+ * exec_net_backward). */
+static exec_net *whole_net(const model *m, int B, uint64_t seed, const exec_data *d, exec_acts **a,
+                           int fused)
+{
+    cl_err e = {0};
+    exec_net *n;
+    CU_ASSERT_EQUAL_FATAL(exec_net_create(&n, m, 0, m->n_layers, B, seed, 0, "t", &e), CL_OK);
+    *a = exec_acts_create(n, B);
+    exec_net_forward(n, *a, d->x, d->y, B, 1);
+    if (fused) {
+        exec_net_backward(n, *a, NULL, NULL, 1.0f / B);
+    } else {
+        exec_net_backward_input(n, *a, NULL, NULL, 1.0f / B);
+        exec_net_backward_weight(n, *a);
+    }
+    return n;
+}
+
 /* For every cut: two stages' forward and backward on the same batch as the
  * whole model; compares every tensor's weights and gradients, by name, bit
  * for bit. */
@@ -164,20 +193,12 @@ static void test_stages_match_whole(void)
     all_kinds(&m);
     const int B = 5;
     exec_data d;
-    exec_data_synthetic(&d, B, 2, 8, 8, 3, 42, 0);
-    cl_err e = {0};
-    exec_net *whole;
-    CU_ASSERT_EQUAL_FATAL(exec_net_create(&whole, &m, 0, m.n_layers, B, 9, 0, "t", &e), CL_OK);
-    exec_acts *wa = exec_acts_create(whole, B);
-    exec_net_forward(whole, wa, d.x, d.y, B, 1);
-    exec_net_backward_input(whole, wa, NULL, NULL, 1.0f / B);
-    exec_net_backward_weight(whole, wa);
-    { /* the fused backward (each layer's W right after its B) gives the same bits */
-        exec_net *f;
-        CU_ASSERT_EQUAL_FATAL(exec_net_create(&f, &m, 0, m.n_layers, B, 9, 0, "t", &e), CL_OK);
-        exec_acts *fa = exec_acts_create(f, B);
-        exec_net_forward(f, fa, d.x, d.y, B, 1);
-        exec_net_backward(f, fa, NULL, NULL, 1.0f / B);
+    all_kinds_data(&d, B, 42, 0);
+    exec_acts *wa;
+    exec_net *whole = whole_net(&m, B, 9, &d, &wa, 0);
+    { /* the fused backward gives the same bits */
+        exec_acts *fa;
+        exec_net *f = whole_net(&m, B, 9, &d, &fa, 1);
         CU_ASSERT_EQUAL(exec_net_n_tensors(f), exec_net_n_tensors(whole));
         for (int k = 0; k < exec_net_n_tensors(whole); k++) {
             const exec_tensor *t = exec_net_tensor(whole, k), *u = exec_net_tensor(f, k);
@@ -188,6 +209,7 @@ static void test_stages_match_whole(void)
         exec_net_destroy(f);
     }
 
+    cl_err e = {0};
     for (int cut = 1; cut < m.n_layers; cut++) {
         exec_net *s1, *s2;
         CU_ASSERT_EQUAL_FATAL(exec_net_create(&s1, &m, 0, cut, B, 9, 0, "t", &e), CL_OK);
@@ -241,7 +263,7 @@ static void test_memory_plan(void)
     all_kinds(&m);
     const int B = 4;
     exec_data d;
-    exec_data_synthetic(&d, 2 * B, 2, 8, 8, 3, 7, 0);
+    all_kinds_data(&d, 2 * B, 7, 0);
     cl_err e = {0};
     exec_net *n[2];
     exec_acts *a[2][2];
@@ -279,13 +301,9 @@ static void test_run_pass(void)
         if (m.layers[k].kind == MODEL_DROPOUT) m.layers[k].dropout_p = 0; /* no draws */
     const int B = 4;
     exec_data d;
-    exec_data_synthetic(&d, B, 2, 8, 8, 3, 5, 0);
-    cl_err e = {0};
-    exec_net *n;
-    CU_ASSERT_EQUAL_FATAL(exec_net_create(&n, &m, 0, m.n_layers, B, 3, 0, "t", &e), CL_OK);
-    exec_acts *a = exec_acts_create(n, B);
-    exec_net_forward(n, a, d.x, d.y, B, 1);
-    exec_net_backward(n, a, NULL, NULL, 1.0f / B);
+    all_kinds_data(&d, B, 5, 0);
+    exec_acts *a;
+    exec_net *n = whole_net(&m, B, 3, &d, &a, 1);
     const double loss = exec_acts_loss_sum(a);
     int64_t np;
     float *g = exec_net_grads(n, &np), *g1 = malloc((size_t)np * sizeof *g1);
@@ -338,8 +356,8 @@ static void test_loss_decreases_and_reproducible(void)
     model m;
     all_kinds(&m);
     exec_data tr, te;
-    exec_data_synthetic(&tr, 1200, 2, 8, 8, 3, 5, 0);
-    exec_data_synthetic(&te, 300, 2, 8, 8, 3, 5, 1);
+    all_kinds_data(&tr, 1200, 5, 0);
+    all_kinds_data(&te, 300, 5, 1);
     exec_data_normalise(&tr, &te, NULL, NULL);
     cl_err e = {0};
     CU_ASSERT_EQUAL(exec_data_check(&tr, &m, "t", "training", &e), CL_OK);

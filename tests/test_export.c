@@ -57,8 +57,11 @@ static const char *tmp(const char *name, char *buf, size_t cap)
     return buf;
 }
 
-/* `cleave plan ARGS -o out`, loaded into p. */
-static int make_plan(const char *args, const char *out, plan *p)
+/* GPT-2 on the 8-GPU H100 cluster with Adam: the plan replicates its stages. */
+#define GPT2_H100 "--model models/gpt2-1.5b.json --cluster profiles/clusters/h100-8-nvlink.json --optimizer adam "
+
+/* `cleave plan ARGS -o out`, loaded into p: a fatal assertion when either fails. */
+static void make_plan(const char *args, const char *out, plan *p)
 {
     char cmd[1600];
     snprintf(cmd, sizeof cmd, "plan %s -o %s", args, out);
@@ -68,7 +71,7 @@ static int make_plan(const char *args, const char *out, plan *p)
     free(so);
     free(se);
     cl_err e = {0};
-    return st ? st : plan_load(p, out, &e);
+    CU_ASSERT_EQUAL_FATAL(st ? st : plan_load(p, out, &e), 0);
 }
 
 static char *export(const char *plan_path, const char *target, char **err)
@@ -124,10 +127,7 @@ static void test_batch_gpt2(void)
     char out[600];
     tmp("g.json", out, sizeof out);
     plan p;
-    CU_ASSERT_EQUAL_FATAL(make_plan("--model models/gpt2-1.5b.json --cluster profiles/clusters/h100-8-nvlink.json "
-                                    "--optimizer adam --schedule 1f1b",
-                                    out, &p),
-                          0);
+    make_plan(GPT2_H100 "--schedule 1f1b", out, &p);
     int r = p.stages[0].n_replicas;
     for (int s = 1; s < p.n_stages; s++) CU_ASSERT_EQUAL_FATAL(p.stages[s].n_replicas, r);
     CU_ASSERT_EQUAL(p.n_micro % r, 0);
@@ -180,7 +180,6 @@ static void test_batch_gpt2(void)
     CU_ASSERT_EQUAL(check_megatron(t, &p, r), 2);
     free(t);
     plan_free(&p);
-    remove(out);
 }
 
 /* An asynchronous plan: the export is its 1f1b run, and the header gives the
@@ -190,10 +189,7 @@ static void test_async_figure(void)
     char out[600];
     tmp("fbp.json", out, sizeof out);
     plan p;
-    CU_ASSERT_EQUAL_FATAL(make_plan("--model models/gpt2-1.5b.json --cluster profiles/clusters/h100-8-nvlink.json "
-                                    "--optimizer adam --schedule fbp",
-                                    out, &p),
-                          0);
+    make_plan(GPT2_H100 "--schedule fbp", out, &p);
     char cmd[1200], *so, *se;
     snprintf(cmd, sizeof cmd, "sim %s --schedule 1f1b --json", out);
     CU_ASSERT_EQUAL_FATAL(test_run_cli(cmd, &so, &se), 0);
@@ -248,7 +244,6 @@ static void test_async_figure(void)
         free(t);
     }
     plan_free(&p);
-    remove(out);
 }
 
 /* The Python exports compile (python3 -m py_compile). */
@@ -263,10 +258,9 @@ static void test_python_compiles(void)
     char out[600], py[600], cmd[1400];
     tmp("g8.json", out, sizeof out);
     plan p;
-    CU_ASSERT_EQUAL_FATAL(make_plan("--model models/gpt2-1.5b.json --devices 8 --device A100-80GB --batch 64 "
-                                    "--schedule 1f1b --no-replication",
-                                    out, &p),
-                          0);
+    make_plan("--model models/gpt2-1.5b.json --devices 8 --device A100-80GB --batch 64 --schedule 1f1b "
+              "--no-replication",
+              out, &p);
     static const char *const targets[] = {"torch", "deepspeed-module"};
     char *pyd = test_tmpdir(); /* py_compile adds __pycache__ beside the file */
     for (int k = 0; k < 2; k++) {
@@ -293,7 +287,6 @@ static void test_python_compiles(void)
     }
     free(t);
     plan_free(&p);
-    remove(out);
 }
 
 /* Microbatches that do not split evenly among the replicas: refused in one
@@ -305,10 +298,7 @@ static void test_refusals(void)
     tmp("uneven.json", bad, sizeof bad);
     tmp("never.txt", dst, sizeof dst);
     plan p;
-    CU_ASSERT_EQUAL_FATAL(make_plan("--model models/gpt2-1.5b.json --cluster profiles/clusters/h100-8-nvlink.json "
-                                    "--optimizer adam --schedule 1f1b",
-                                    out, &p),
-                          0);
+    make_plan(GPT2_H100 "--schedule 1f1b", out, &p);
     int r = p.stages[0].n_replicas;
     if (r < 2) {
         printf("[plan not replicated: uneven-microbatch refusal not exercised] ");
@@ -332,17 +322,13 @@ static void test_refusals(void)
         }
     }
     plan_free(&p);
-    remove(bad);
-    remove(out);
 }
 
+/* The suite's folder, with the plan files the tests wrote in it. */
 static void test_cleanup(void)
 {
-    if (dir) {
-        rmdir(dir);
-        free(dir);
-        dir = NULL;
-    }
+    if (dir) CU_ASSERT_EQUAL(test_rmtree(dir), 0);
+    dir = NULL;
 }
 
 TEST_SUITE(export)

@@ -23,6 +23,17 @@ static gp_plot *speedup_plot(void)
     return g;
 }
 
+/* Rendering g to png fails (CL_ERUN) with want in the message, and leaves
+ * no image; g is freed. */
+static void render_fails(gp_plot *g, const char *png, const char *want)
+{
+    cl_err e = {0};
+    CU_ASSERT_EQUAL(gp_render(g, "speedup", png, 640, 360, &e), CL_ERUN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, want));
+    gp_free(g);
+    CU_ASSERT_NOT_EQUAL(access(png, F_OK), 0);
+}
+
 static void test_png_and_svg(void)
 {
     char *dir = test_tmpdir();
@@ -54,18 +65,12 @@ static void test_failures_leave_nothing(void)
     char *dir = test_tmpdir();
     char png[512];
     snprintf(png, sizeof png, "%s/s.png", dir);
-    cl_err e = {0};
     /* gnuplot missing */
     setenv("GNUPLOT", "/nonexistent/gnuplot", 1);
-    gp_plot *g = speedup_plot();
-    CU_ASSERT_EQUAL(gp_render(g, "speedup", png, 640, 360, &e), CL_ERUN);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "gnuplot-nox"));
+    render_fails(speedup_plot(), png, "gnuplot-nox");
     unsetenv("GNUPLOT");
-    gp_free(g);
-    CU_ASSERT_NOT_EQUAL(access(png, F_OK), 0);
     /* a gnuplot error (malformed data) is quoted, and no image is left */
-    cl_err_clear(&e);
-    g = gp_new();
+    gp_plot *g = gp_new();
     gp_str(g, "title", "t");
     gp_str(g, "mem_unit", "GiB");
     gp_num(g, "ncols", 3);
@@ -73,20 +78,13 @@ static void test_failures_leave_nothing(void)
     gp_stri(g, "col", 3, "b");
     gp_data(g, "speedup");  /* no rows: nothing to plot */
     gp_data(g, "memory");
-    CU_ASSERT_EQUAL(gp_render(g, "speedup", png, 640, 360, &e), CL_ERUN);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "gnuplot failed"));
-    gp_free(g);
-    CU_ASSERT_NOT_EQUAL(access(png, F_OK), 0);
+    render_fails(g, png, "gnuplot failed");
     /* text in a data block (a line "EOD" would end it early) is refused */
-    cl_err_clear(&e);
     g = speedup_plot();
     fprintf(gp_data(g, "extra"), "1 2\nEOD\nprint `touch %s/PWN`\n", dir);
-    CU_ASSERT_EQUAL(gp_render(g, "speedup", png, 640, 360, &e), CL_ERUN);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "text in a gnuplot data block"));
-    gp_free(g);
-    CU_ASSERT_NOT_EQUAL(access(png, F_OK), 0);
+    render_fails(g, png, "text in a gnuplot data block");
     /* unknown extension */
-    cl_err_clear(&e);
+    cl_err e = {0};
     g = speedup_plot();
     char bad[512];
     snprintf(bad, sizeof bad, "%s/s.jpg", dir);

@@ -104,9 +104,7 @@ static void test_infinite_costs(void)
     cJSON_Delete(j);
     snprintf(args, sizeof args, "plan --model models/fmnist-cnn.json --cluster %s --profiled-on cpu-core -o %s", cl, out);
     refused(args, cl, "device type \"slow\" (peak_fp32_flops 1e-300", out);
-    remove(cl);
-    rmdir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* A profile of fmnist-mlp measured here, then edited one way at a time. */
@@ -156,10 +154,7 @@ static void test_profiles(void)
         remove(out);
     }
     free(t);
-    remove(good);
-    remove(bad);
-    rmdir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* A plan made here, its embedded model then widened: the stage costs no
@@ -179,10 +174,7 @@ static void test_edited_plan(void)
     refused(args, bad, "model_hash", NULL);
     snprintf(args, sizeof args, "export %s --to torch -o %s/x.py", bad, dir);
     refused(args, bad, "was edited after planning", NULL);
-    remove(plan);
-    remove(bad);
-    rmdir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* Nesting past cJSON's limit is named, not called a syntax error. */
@@ -198,9 +190,7 @@ static void test_deep_json(void)
     free(t);
     snprintf(args, sizeof args, "inspect %s", path);
     refused(args, path, "nested more than 1000 levels deep", NULL);
-    remove(path);
-    rmdir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* A PipeDream graph cut after its first node lines: no edges, no Input. */
@@ -219,9 +209,7 @@ static void test_pipedream_cut(void)
     free(t);
     snprintf(args, sizeof args, "plan --profile %s --devices 2 -o %s", cut, out);
     refused(args, cut, "was the file cut short?", out);
-    remove(cut);
-    rmdir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 TEST_SUITE(input_msgs)

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/ckpt/checkpoint.h"
 #include "exec/run/pipe_hooks.h"
 #include "test.h"
 #include "test_pipe.h"
@@ -19,17 +18,6 @@
 
 #define HANG_S 30.0
 #define PLAN "tests/data/pipe/tiny2-1f1b.json"
-
-static int64_t ckpt_iters(const char *path)
-{
-    exec_ckpt *c;
-    cl_err e = {0};
-    if (access(path, F_OK) != 0 || exec_ckpt_read(&c, path, &e)) return -1;
-    int64_t pos[5];
-    int64_t it = exec_ckpt_get(c, "run.position", pos, sizeof pos, &e) ? -1 : pos[0];
-    exec_ckpt_free(c);
-    return it;
-}
 
 static int have_mpirun(void)
 {
@@ -83,7 +71,7 @@ static void test_rank_killed(void)
     while ((r0 = tproc_rank_pid(mr, 0)) < 0 && !tproc_ended(mr) && tproc_now() - t0 < HANG_S)
         usleep(2000);
     CU_ASSERT(r0 > 0 && tproc_wait_stopped(r0) == 0);
-    CU_ASSERT_EQUAL(ckpt_iters(ck), 40);
+    CU_ASSERT_EQUAL(tproc_ckpt_iters(ck), 40);
     r1 = tproc_rank_pid(mr, 1);
     CU_ASSERT(r1 > 0 && !tproc_ended(mr));
     if (r1 > 0) kill(r1, SIGKILL);
@@ -92,9 +80,7 @@ static void test_rank_killed(void)
     int st = reap_bounded(mr, &secs);
     CU_ASSERT(st != 0);
     CU_ASSERT(secs < HANG_S);
-    char errp[700];
-    snprintf(errp, sizeof errp, "%s/err", dir);
-    char *err = tproc_slurp(errp, NULL);
+    char *err = tproc_output(dir, "err");
     CU_ASSERT_PTR_NOT_NULL(err);
     int ours = err && strstr(err, "cleave: rank 0: SIGTERM") && strstr(err, "another rank died");
     CU_ASSERT(ours);
@@ -102,7 +88,7 @@ static void test_rank_killed(void)
     else printf("[rank 1 killed: mpirun exit %d after %.2f s] ", st, secs);
     free(err);
     CU_ASSERT(access(w, F_OK) != 0);
-    int64_t at = ckpt_iters(ck);
+    int64_t at = tproc_ckpt_iters(ck);
     CU_ASSERT_EQUAL(at, 40);
     /* resume the same run under MPI */
     char *a2[] = {"train", "--plan", PLAN, "--synthetic", "2000", "--epochs", "6", "--seed", "2",
@@ -126,17 +112,7 @@ static void test_rank_hung(void)
     char *a1[] = {"train", "--plan", PLAN, "--synthetic", "2000", "--epochs", "100000", "--backend",
                   "mpi", "--stall-seconds", "2", NULL};
     pid_t mr = tproc_mpirun(2, a1, dir);
-    char outp[700], errp[700];
-    snprintf(outp, sizeof outp, "%s/out", dir);
-    snprintf(errp, sizeof errp, "%s/err", dir);
-    double t0 = tproc_now();
-    for (;;) { /* the first epoch line: both ranks are training */
-        char *o = tproc_slurp(outp, NULL);
-        int ready = o && strstr(o, "\n    1 ");
-        free(o);
-        if (ready || tproc_now() - t0 > 60 || tproc_ended(mr)) break;
-        usleep(5000);
-    }
+    tproc_wait_output(mr, dir, "\n    1 "); /* the first epoch line: both ranks are training */
     pid_t r1 = tproc_rank_pid(mr, 1);
     CU_ASSERT(r1 > 0 && !tproc_ended(mr));
     if (r1 > 0) kill(r1, SIGSTOP);
@@ -144,7 +120,7 @@ static void test_rank_hung(void)
     int st = reap_bounded(mr, &secs);
     CU_ASSERT(st != 0);
     CU_ASSERT(secs < HANG_S);
-    char *err = tproc_slurp(errp, NULL);
+    char *err = tproc_output(dir, "err");
     int ours = err && strstr(err, "cleave: rank 0: no message from rank 1 for") &&
                strstr(err, "(did rank 1 die or hang?)");
     CU_ASSERT(ours);

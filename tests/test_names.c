@@ -106,9 +106,7 @@ static void test_gnuplot_literal(void)
         free(s);
         remove(got);
     }
-    remove(gp);
-    rmdir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* python3 reads esc_python(s) back as s, byte for byte. */
@@ -147,9 +145,7 @@ static void test_python_literal(void)
         free(lit);
         free(s);
     }
-    remove(py);
-    rmdir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* cJSON and the suites' CSV reader read esc_json / esc_csv back. */
@@ -192,9 +188,7 @@ static void test_json_csv_terminal(void)
     }
     test_csv_free(&c);
     free(text);
-    remove(csv);
-    rmdir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* Arguments reach a started program as they are: no shell splits them. */
@@ -214,9 +208,7 @@ static void test_spawn_no_shell(void)
     CU_ASSERT_FALSE(exists(marker));
     char *missing[] = {"/nonexistent/cleave-no-such-program", NULL};
     CU_ASSERT_EQUAL(cl_spawn_wait(missing, NULL), -1);
-    remove(out);
-    rmdir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 TEST_SUITE(names)

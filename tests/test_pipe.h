@@ -22,6 +22,22 @@ void tp_data(exec_data *train, exec_data *test);
  * weight decay 1e-3, seed 7, keep_params, stall 60 s. */
 void tp_opts(exec_pipe_opts *o, const exec_data *train, const char *file, int iterations);
 
+/* What most pipe tests start from: a fixture plan, the data set, options. */
+typedef struct tp_fixture {
+    plan p;
+    exec_data train, test;
+    exec_pipe_opts o;
+} tp_fixture;
+
+/* tp_plan(name), tp_data and tp_opts(file, iterations) into f; nonzero,
+ * with nothing to free, when the plan does not load. */
+int tp_setup(tp_fixture *f, const char *name, const char *file, int iterations);
+void tp_free(tp_fixture *f);
+
+/* exec_pipe_run(p, o, r), asserting (fatally) that it succeeds; the error
+ * message on stderr when it does not. */
+void tp_run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r);
+
 /* Sequential training of p's whole model for `iters` iterations: each
  * iteration the plan's batch in the seeded epoch order, split into its
  * microbatches, gradients accumulated with loss scale 1 / batch, one SGD

@@ -89,23 +89,16 @@ static void test_fbp_one_version(void)
  * of two microbatches and stay identical; training still lowers the loss. */
 static void test_fbp_replicated(void)
 {
-    plan p;
-    if (tp_plan("tiny-rep-fbp.json", &p)) return;
-    exec_data tr, te;
-    tp_data(&tr, &te);
-    exec_pipe_opts o;
-    tp_opts(&o, &tr, "rep", 32);
+    tp_fixture f;
+    if (tp_setup(&f, "tiny-rep-fbp.json", "rep", 32)) return;
     exec_pipe_result r;
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(exec_pipe_run(&p, &o, &r, &e), CL_OK);
+    tp_run(&f.p, &f.o, &r);
     double first = (r.iter_loss[0] + r.iter_loss[1]) / 2,
            last = (r.iter_loss[30] + r.iter_loss[31]) / 2;
     CU_ASSERT(last < 0.8 * first);
     CU_ASSERT_EQUAL(r.w[1].peak_versions, 1);
     exec_pipe_result_free(&r);
-    exec_data_free(&tr);
-    exec_data_free(&te);
-    plan_free(&p);
+    tp_free(&f);
 }
 
 TEST_SUITE(pipe_async)

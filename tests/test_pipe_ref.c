@@ -48,6 +48,29 @@ void tp_opts(exec_pipe_opts *o, const exec_data *train, const char *file, int it
     o->stall_s = 60;
 }
 
+int tp_setup(tp_fixture *f, const char *name, const char *file, int iterations)
+{
+    if (tp_plan(name, &f->p)) return 1;
+    tp_data(&f->train, &f->test);
+    tp_opts(&f->o, &f->train, file, iterations);
+    return 0;
+}
+
+void tp_free(tp_fixture *f)
+{
+    exec_data_free(&f->train);
+    exec_data_free(&f->test);
+    plan_free(&f->p);
+}
+
+void tp_run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r)
+{
+    cl_err e = {0};
+    int rc = exec_pipe_run(p, o, r, &e);
+    if (rc) fprintf(stderr, "\n%s: %s\n", o->file, e.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, CL_OK);
+}
+
 /* The epoch order of sequential training (exec/run/train.c): an mt19937 stream
  * seeded from the seed through a fixed constant, one shuffle per epoch. */
 typedef struct order {

@@ -22,21 +22,14 @@
  * and per-iteration losses with sequential accumulation. */
 static void check_sync(const char *name, int iters, double tol)
 {
-    plan p;
-    if (tp_plan(name, &p)) return;
-    exec_data tr, te;
-    tp_data(&tr, &te);
-    exec_pipe_opts o;
-    tp_opts(&o, &tr, name, iters);
+    tp_fixture f;
+    if (tp_setup(&f, name, name, iters)) return;
     exec_pipe_result r;
-    cl_err e = {0};
-    int rc = exec_pipe_run(&p, &o, &r, &e);
-    if (rc) fprintf(stderr, "\n%s: %s\n", name, e.msg);
-    CU_ASSERT_EQUAL_FATAL(rc, CL_OK);
+    tp_run(&f.p, &f.o, &r);
     float *ref;
     int64_t n_ref;
     double *loss = cl_calloc((size_t)iters, sizeof *loss);
-    tp_ref_sync(&p, &o, iters, &ref, &n_ref, loss);
+    tp_ref_sync(&f.p, &f.o, iters, &ref, &n_ref, loss);
     double err = tp_rel_err(&r, ref, n_ref);
     if (!(err <= tol) || getenv("TP_DEBUG")) fprintf(stderr, "\n%s x %d: weights differ by %g (relative)\n", name, iters, err);
     CU_ASSERT(err <= tol);
@@ -51,9 +44,7 @@ static void check_sync(const char *name, int iters, double tol)
     free(loss);
     free(ref);
     exec_pipe_result_free(&r);
-    exec_data_free(&tr);
-    exec_data_free(&te);
-    plan_free(&p);
+    tp_free(&f);
 }
 
 /* One iteration: the update itself (1e-5 relative, as the issue asks). */
@@ -69,30 +60,26 @@ static void test_one_iteration(void)
  * bit for bit: the same data order, cosine schedule, dropout masks. */
 static void test_equals_trainer(void)
 {
-    plan p;
-    if (tp_plan("tiny1-gpipe.json", &p)) return;
-    exec_data tr, te;
-    tp_data(&tr, &te);
-    exec_data_limit(&tr, 2 * p.batch);
-    exec_pipe_opts o;
-    tp_opts(&o, &tr, "t", 4);
-    o.lr_schedule = EXEC_LR_COSINE;
+    tp_fixture f;
+    if (tp_setup(&f, "tiny1-gpipe.json", "t", 4)) return;
+    exec_data_limit(&f.train, 2 * f.p.batch); /* f.o.train points at it */
+    f.o.lr_schedule = EXEC_LR_COSINE;
     exec_pipe_result r;
+    tp_run(&f.p, &f.o, &r);
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(exec_pipe_run(&p, &o, &r, &e), CL_OK);
     exec_train_opts to;
     exec_train_defaults(&to);
     to.epochs = 2;
-    to.batch = p.batch;
-    to.lr = o.lr;
-    to.momentum = o.momentum;
-    to.weight_decay = o.weight_decay;
+    to.batch = f.p.batch;
+    to.lr = f.o.lr;
+    to.momentum = f.o.momentum;
+    to.weight_decay = f.o.weight_decay;
     to.schedule = EXEC_LR_COSINE;
-    to.seed = o.seed;
+    to.seed = f.o.seed;
     exec_trainer *t;
-    CU_ASSERT_EQUAL_FATAL(exec_trainer_create(&t, &p.model, "t", &to, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_trainer_create(&t, &f.p.model, "t", &to, &e), CL_OK);
     exec_epoch ep;
-    for (int k = 0; k < 2; k++) exec_trainer_epoch(t, &tr, NULL, NULL, NULL, &ep);
+    for (int k = 0; k < 2; k++) exec_trainer_epoch(t, &f.train, NULL, NULL, NULL, &ep);
     exec_net *net = exec_trainer_net(t);
     int same = r.n_tensors == exec_net_n_tensors(net);
     for (int k = 0; same && k < r.n_tensors; k++) {
@@ -103,9 +90,7 @@ static void test_equals_trainer(void)
     CU_ASSERT(same);
     exec_trainer_destroy(t);
     exec_pipe_result_free(&r);
-    exec_data_free(&tr);
-    exec_data_free(&te);
-    plan_free(&p);
+    tp_free(&f);
 }
 
 /* A few dozen iterations over more than one pass of the data (256 samples,
@@ -143,8 +128,8 @@ static void test_memory(void)
         exec_pipe_opts o;
         tp_opts(&o, &tr, names[i], 3);
         exec_pipe_result r;
+        tp_run(&p, &o, &r);
         cl_err e = {0};
-        CU_ASSERT_EQUAL_FATAL(exec_pipe_run(&p, &o, &r, &e), CL_OK);
         int P = p.n_stages / (p.chunks > 1 ? p.chunks : 1), v = p.chunks > 1 ? p.chunks : 1;
         for (int w = 0; w < r.n_workers; w++) {
             const exec_pipe_worker *x = &r.w[w];
@@ -183,15 +168,10 @@ static void test_memory(void)
  * within the wall time, per-iteration busy sums to the total. */
 static void test_timing(void)
 {
-    plan p;
-    if (tp_plan("tiny2-1f1b.json", &p)) return;
-    exec_data tr, te;
-    tp_data(&tr, &te);
-    exec_pipe_opts o;
-    tp_opts(&o, &tr, "t", 6);
+    tp_fixture f;
+    if (tp_setup(&f, "tiny2-1f1b.json", "t", 6)) return;
     exec_pipe_result r;
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(exec_pipe_run(&p, &o, &r, &e), CL_OK);
+    tp_run(&f.p, &f.o, &r);
     for (int k = 0; k < r.n_iter; k++) {
         CU_ASSERT(r.iter_s[k] > 0);
         CU_ASSERT(fabs(r.iter_s[k] - (r.iter_end_s[k] - (k ? r.iter_end_s[k - 1] : 0))) < 1e-12);
@@ -206,9 +186,7 @@ static void test_timing(void)
     }
     CU_ASSERT_EQUAL(r.n_epochs, 1);
     exec_pipe_result_free(&r);
-    exec_data_free(&tr);
-    exec_data_free(&te);
-    plan_free(&p);
+    tp_free(&f);
 }
 
 /* ------------------------------------------------------------- trace -- */
@@ -307,9 +285,9 @@ static void test_trace_matches_sim(void)
         tp_opts(&o, &tr, names[i], iters);
         o.trace_path = mpath;
         exec_pipe_result r;
-        cl_err e = {0};
-        CU_ASSERT_EQUAL_FATAL(exec_pipe_run(&p, &o, &r, &e), CL_OK);
+        tp_run(&p, &o, &r);
         exec_pipe_result_free(&r);
+        cl_err e = {0};
         sched sc;
         CU_ASSERT_EQUAL_FATAL(sched_build(&p, p.schedule, p.n_micro, iters, &sc, &e), CL_OK);
         sim_opts so = {.record = 1};

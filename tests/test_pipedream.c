@@ -98,6 +98,20 @@ static int layer_of(const model *m, const char *id)
 
 static const char *const files[] = {"alexnet", "vgg16", "resnet18", "resnet50", "gnmt"};
 
+/* Import the published ../shared/data/pipedream/<name>.txt (batch inferred)
+ * and, when s is not NULL, scan it independently: a fatal assertion when the
+ * file is missing or either fails. */
+static void import_published(const char *name, scan *s, model *m, prof *p, pipedream_info *info)
+{
+    char rel[64], buf[256];
+    snprintf(rel, sizeof rel, "pipedream/%s.txt", name);
+    const char *path = test_shared(rel, buf, sizeof buf);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(path);
+    if (s) CU_ASSERT_EQUAL_FATAL(scan_file(path, s), 0);
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(pipedream_import(path, 0, m, p, info, &e), CL_OK);
+}
+
 /* For every published file: node and edge counts, forward and backward
  * totals and per-node numbers equal the scan's; Input nodes cost nothing;
  * the batch is inferred exactly when the Input holds whole 3x224x224
@@ -106,16 +120,10 @@ static void test_totals_match_scan(void)
 {
     scan *s = cl_malloc(sizeof *s);
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
-        char rel[64], buf[256];
-        snprintf(rel, sizeof rel, "pipedream/%s.txt", files[f]);
-        const char *path = test_shared(rel, buf, sizeof buf);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(path);
-        CU_ASSERT_EQUAL_FATAL(scan_file(path, s), 0);
         model m;
         prof p;
         pipedream_info info;
-        cl_err e = {0};
-        CU_ASSERT_EQUAL_FATAL(pipedream_import(path, 0, &m, &p, &info, &e), CL_OK);
+        import_published(files[f], s, &m, &p, &info);
         CU_ASSERT_EQUAL(info.n_nodes, s->n_nodes);
         CU_ASSERT_EQUAL(info.n_edges, s->n_edges);
         CU_ASSERT_EQUAL(m.n_layers, s->n_nodes);
@@ -154,14 +162,10 @@ static void test_totals_match_scan(void)
  * running vgg16 (forward + backward of every non-Input node). */
 static void test_vgg16_reference(void)
 {
-    char buf[256];
-    const char *path = test_shared("pipedream/vgg16.txt", buf, sizeof buf);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(path);
     model m;
     prof p;
     pipedream_info info;
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(pipedream_import(path, 0, &m, &p, &info, &e), CL_OK);
+    import_published("vgg16", NULL, &m, &p, &info);
     double total = 0;
     for (int i = 0; i < p.n_layers; i++)
         total += prof_fwd_s(&p.layers[i], info.batch) + prof_bwd_in_s(&p.layers[i], info.batch) +
@@ -270,16 +274,11 @@ static void test_branch_fixture(void)
  * producers crossing it (brute force over the scan's edges). */
 static void test_resnet50_chain(void)
 {
-    char buf[256];
-    const char *path = test_shared("pipedream/resnet50.txt", buf, sizeof buf);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(path);
     scan *s = cl_malloc(sizeof *s);
-    CU_ASSERT_EQUAL_FATAL(scan_file(path, s), 0);
     model m;
     prof p;
     pipedream_info info;
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(pipedream_import(path, 0, &m, &p, &info, &e), CL_OK);
+    import_published("resnet50", s, &m, &p, &info);
     CU_ASSERT_EQUAL(m.n_layers, 177);
     CU_ASSERT_EQUAL(s->n_nodes, 177);
     CU_ASSERT(m.is_dag);

@@ -215,14 +215,14 @@ static int check_instances(const gen_opts *g, int count, uint64_t seed, int *n_f
         int have = brute_force(&I, &L, p_fixed, dev_fixed, &want, &evals);
         plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
         plan_layout y;
-        int got = plan_exact(&I, &L, &o, &y, NULL, &e);
-        CU_ASSERT_TRUE(got >= 0);
-        if (got != have) {
+        plan_exact_result got = plan_exact(&I, &L, &o, &y, NULL, &e);
+        CU_ASSERT_TRUE(got == PLAN_EXACT_FOUND || got == PLAN_EXACT_NONE_FITS);
+        if ((got == PLAN_EXACT_FOUND) != have) {
             bad++;
             fprintf(stderr, "\n  instance %d (seed %llu): exact says %s, brute force %s [n %d dev %d m %d sched %s p %d devices %d]\n", it,
-                    (unsigned long long)seed, got == 1 ? "feasible" : "infeasible",
+                    (unsigned long long)seed, got == PLAN_EXACT_FOUND ? "feasible" : "infeasible",
                     have ? "feasible" : "infeasible", I.n, I.n_dev, I.m, sched_kind_name(I.sched), p_fixed, dev_fixed);
-        } else if (got == 1) {
+        } else if (got == PLAN_EXACT_FOUND) {
             (*n_feasible)++;
             plan_eval ev;
             plan_layout_eval(&I, &L, &y, &ev);
@@ -237,7 +237,7 @@ static int check_instances(const gen_opts *g, int count, uint64_t seed, int *n_f
                         I.n_dev, I.m, sched_kind_name(I.sched), p_fixed);
             }
         }
-        if (got == 1) plan_layout_free(&y);
+        if (got == PLAN_EXACT_FOUND) plan_layout_free(&y);
         plan_lattice_free(&L);
         plan_inst_free(&I);
     }
@@ -276,17 +276,20 @@ static void test_merge_and_lower_bound(void)
         cl_err e = {0};
         plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
         plan_layout yx, ym, yl;
-        int okx = plan_exact(&I, &L, &o, &yx, NULL, &e);
+        plan_exact_result okx = plan_exact(&I, &L, &o, &yx, NULL, &e);
         int okm = plan_merge(&I, &L, p_fixed, &ym, NULL);
         double lb;
-        CU_ASSERT_EQUAL(plan_exact_lower(&I, &L, &o, &lb, NULL, &e), 1);
+        plan_exact_result okb = plan_exact_lower(&I, &L, &o, &lb, NULL, &e);
+        CU_ASSERT_TRUE(okb == PLAN_EXACT_FOUND || okb == PLAN_EXACT_NONE_FITS);
+        /* nothing fits even with the least memory: nothing fits at all */
+        if (okb == PLAN_EXACT_NONE_FITS) CU_ASSERT_EQUAL(okx, PLAN_EXACT_NONE_FITS);
         o.lower_s = lb;
-        int okl = plan_exact(&I, &L, &o, &yl, NULL, &e);
+        plan_exact_result okl = plan_exact(&I, &L, &o, &yl, NULL, &e);
         CU_ASSERT_EQUAL(okl, okx);
         if (okm == 1 && !dev_fixed) { /* merge picks its own device count */
             merged++;
-            CU_ASSERT_EQUAL(okx, 1); /* merge found a fitting layout, so exact must */
-            if (okx == 1) {
+            CU_ASSERT_EQUAL(okx, PLAN_EXACT_FOUND); /* merge found a fitting layout, so exact must */
+            if (okx == PLAN_EXACT_FOUND) {
                 plan_eval ex, em;
                 plan_layout_eval(&I, &L, &yx, &ex);
                 plan_layout_eval(&I, &L, &ym, &em);
@@ -294,11 +297,11 @@ static void test_merge_and_lower_bound(void)
                 worse += plan_eval_cmp(&ex, &em) < 0;
             }
         }
-        if (okx == 1) {
+        if (okx == PLAN_EXACT_FOUND) {
             plan_eval ex, el;
             plan_layout_eval(&I, &L, &yx, &ex);
             CU_ASSERT_TRUE(lb <= ex.bottleneck_s);
-            if (okl == 1) {
+            if (okl == PLAN_EXACT_FOUND) {
                 plan_layout_eval(&I, &L, &yl, &el);
                 CU_ASSERT_EQUAL(plan_eval_cmp(&ex, &el), 0);
                 plan_layout_free(&yl);
@@ -311,6 +314,48 @@ static void test_merge_and_lower_bound(void)
     }
     CU_ASSERT_TRUE(merged > 100);
     CU_ASSERT_TRUE(worse > 0); /* the heuristic is not always optimal */
+}
+
+/* plan_exact_any_below against plan_exact_lower (both with the least
+ * memory): no layout lies strictly below that optimum lb, the one reaching
+ * lb lies below the next double up, and when nothing fits, nothing lies
+ * below any bound. */
+static void test_any_below(void)
+{
+    rng_state = 9191;
+    int found = 0, none = 0;
+    for (int it = 0; it < 300; it++) {
+        gen_opts g = {.max_layers = 10, .dag = it % 2, .max_dev = 4};
+        plan_inst I;
+        int dev_fixed;
+        int p_fixed = gen_instance(&I, &g, &dev_fixed);
+        plan_lattice L;
+        cl_err e = {0};
+        if (g.dag) {
+            CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, 10000000, &e), CL_OK);
+        } else {
+            plan_lattice_prefix(&L, &I);
+        }
+        plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
+        double lb = 0;
+        plan_exact_result r = plan_exact_lower(&I, &L, &o, &lb, NULL, &e);
+        CU_ASSERT_TRUE(r == PLAN_EXACT_FOUND || r == PLAN_EXACT_NONE_FITS);
+        if (r == PLAN_EXACT_FOUND) {
+            found++;
+            CU_ASSERT_TRUE(lb > 0 && lb < HUGE_VAL);
+            CU_ASSERT_EQUAL(plan_exact_any_below(&I, &L, &o, lb, NULL, &e), PLAN_EXACT_NONE_FITS);
+            CU_ASSERT_EQUAL(plan_exact_any_below(&I, &L, &o, nextafter(lb, HUGE_VAL), NULL, &e),
+                            PLAN_EXACT_FOUND);
+        } else {
+            none++;
+            CU_ASSERT_EQUAL(lb, HUGE_VAL);
+            CU_ASSERT_EQUAL(plan_exact_any_below(&I, &L, &o, HUGE_VAL, NULL, &e), PLAN_EXACT_NONE_FITS);
+        }
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_TRUE(found > 150); /* the comparison is not vacuous */
+    CU_ASSERT_TRUE(none > 0);
 }
 
 /* Schedules riding along one search (plan_exact_shadowed) get exactly the
@@ -350,7 +395,8 @@ static void test_shadows(void)
         I.sched = kinds[lead];
         plan_exact_opts lo = {.upper_s = HUGE_VAL};
         double lower = 0;
-        CU_ASSERT_EQUAL(plan_exact_lower(&I, &L, &lo, &lower, NULL, &e), 1);
+        plan_exact_result okb = plan_exact_lower(&I, &L, &lo, &lower, NULL, &e);
+        CU_ASSERT_TRUE(okb == PLAN_EXACT_FOUND || okb == PLAN_EXACT_NONE_FITS);
         int usable = lower < HUGE_VAL && plan_exact_mem_free(&I, &L);
         for (int j = 0; j < n_sh && usable; j++) {
             plan_inst y = I;
@@ -361,10 +407,10 @@ static void test_shadows(void)
             plan_exact_opts o = {.p_fixed = p_fixed, .upper_s = HUGE_VAL, .lower_s = lower};
             plan_layout out[1 + PLAN_EXACT_SHADOWS];
             int sh_ok[PLAN_EXACT_SHADOWS];
-            int got = plan_exact_shadowed(&I, &L, &o, n_sh, sh, out, sh_ok, NULL, &e);
+            plan_exact_result got = plan_exact_shadowed(&I, &L, &o, n_sh, sh, out, sh_ok, NULL, &e);
             plan_layout own;
             CU_ASSERT_EQUAL(plan_exact(&I, &L, &o, &own, NULL, &e), got);
-            if (got == 1) {
+            if (got == PLAN_EXACT_FOUND) {
                 CU_ASSERT(same_layout(&out[0], &own));
                 plan_layout_free(&own);
             }
@@ -373,16 +419,16 @@ static void test_shadows(void)
                 ok_count++;
                 plan_inst y = I;
                 y.sched = sh[j];
-                int want = plan_exact(&y, &L, &o, &own, NULL, &e);
-                if (want != 1 || !same_layout(&out[1 + j], &own)) {
+                plan_exact_result want = plan_exact(&y, &L, &o, &own, NULL, &e);
+                if (want != PLAN_EXACT_FOUND || !same_layout(&out[1 + j], &own)) {
                     bad++;
                     fprintf(stderr, "\n  shadow %s of %s differs from its own search (instance %d)\n",
                             sched_kind_name(sh[j]), sched_kind_name(I.sched), it);
                 }
-                if (want == 1) plan_layout_free(&own);
+                if (want == PLAN_EXACT_FOUND) plan_layout_free(&own);
                 plan_layout_free(&out[1 + j]);
             }
-            if (got == 1) plan_layout_free(&out[0]);
+            if (got == PLAN_EXACT_FOUND) plan_layout_free(&out[0]);
         }
         plan_lattice_free(&L);
         plan_inst_free(&I);
@@ -398,4 +444,5 @@ TEST_SUITE(plan_exact)
     test_add("exact equals brute force on 200 random DAGs", test_dag_vs_brute);
     test_add("merge never beats exact; lower bounds keep the optimum", test_merge_and_lower_bound);
     test_add("shadow schedules get their own search's layout", test_shadows);
+    test_add("any_below agrees with the least-memory optimum", test_any_below);
 }

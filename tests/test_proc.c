@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "exec/ckpt/checkpoint.h"
 #include "test_proc.h"
 
 double tproc_now(void)
@@ -126,6 +127,17 @@ int tproc_wait_stopped(pid_t pid)
     return -1;
 }
 
+int tproc_signal_at(char **args, const char *dir, int64_t n, int sig, int *stopped)
+{
+    tproc_pause_at(n);
+    pid_t pid = tproc_cleave(args, dir);
+    tproc_pause_at(-1);
+    *stopped = tproc_wait_stopped(pid) == 0;
+    kill(pid, sig); /* pending while stopped, handled first thing after */
+    kill(pid, SIGCONT);
+    return tproc_reap(pid);
+}
+
 int tproc_reap(pid_t pid)
 {
     int st = 0;
@@ -179,12 +191,46 @@ pid_t tproc_rank_pid(pid_t mpirun, int rank)
     return found;
 }
 
+/* Entry k of the n integers of a checkpoint's section, or -1. */
+static int64_t ckpt_position(const char *path, const char *section, int n, int k)
+{
+    exec_ckpt *c;
+    cl_err e = {0};
+    int64_t v[8];
+    if (access(path, F_OK) != 0 || exec_ckpt_read(&c, path, &e)) return -1;
+    int64_t x = exec_ckpt_get(c, section, v, (size_t)n * sizeof *v, &e) ? -1 : v[k];
+    exec_ckpt_free(c);
+    return x;
+}
+
+int64_t tproc_ckpt_step(const char *path) { return ckpt_position(path, "train.position", 7, 3); }
+int64_t tproc_ckpt_iters(const char *path) { return ckpt_position(path, "run.position", 5, 0); }
+
 char *tproc_slurp(const char *path, size_t *len)
 {
     char *s = NULL;
     cl_err e = {0};
     if (cl_read_file(path, (size_t)1 << 26, &s, len, &e)) return NULL;
     return s;
+}
+
+char *tproc_output(const char *dir, const char *which)
+{
+    char p[700];
+    snprintf(p, sizeof p, "%s/%s", dir, which);
+    return tproc_slurp(p, NULL);
+}
+
+void tproc_wait_output(pid_t pid, const char *dir, const char *text)
+{
+    double t0 = tproc_now();
+    for (;;) {
+        char *o = tproc_output(dir, "out");
+        int ready = o && strstr(o, text);
+        free(o);
+        if (ready || tproc_now() - t0 > 60 || tproc_ended(pid)) return;
+        usleep(2000);
+    }
 }
 
 int tproc_same_file(const char *a, const char *b)

@@ -1,7 +1,8 @@
 /* test_proc.h - child processes for the reliability suites (checkpoint,
  * ckpt_pipe, mpi_death): start cleave (or mpirun running it) with stdout
  * and stderr in files, poll for a condition while it runs, send signals,
- * find an MPI rank's process, reap with the exit status. */
+ * find an MPI rank's process, reap with the exit status, read where the
+ * checkpoint it left says it was. */
 #ifndef CL_TEST_PROC_H
 #define CL_TEST_PROC_H
 
@@ -31,6 +32,12 @@ void tproc_pause_at(int64_t n);
  * target). */
 int tproc_wait_stopped(pid_t pid);
 
+/* Start `cleave args...` in dir (as tproc_cleave) pausing itself after
+ * step or iteration n, wait until it stopped there, then send it sig (and
+ * SIGCONT, so a signal it handles is handled at once): its exit status as
+ * tproc_reap gives it; *stopped says whether it did stop at n first. */
+int tproc_signal_at(char **args, const char *dir, int64_t n, int sig, int *stopped);
+
 /* Wait for pid; its exit status, or 128 + the signal that ended it. */
 int tproc_reap(pid_t pid);
 
@@ -39,6 +46,21 @@ int tproc_ended(pid_t pid);
 
 /* The pid of MPI rank `rank` among mpirun's children, or -1. */
 pid_t tproc_rank_pid(pid_t mpirun, int rank);
+
+/* Optimiser steps recorded in a sequential checkpoint (train.position),
+ * or -1 when it is absent or unreadable (it may be replaced while we read:
+ * rename is atomic, so a read sees the old or the new file whole). */
+int64_t tproc_ckpt_step(const char *path);
+/* Iterations recorded in a pipelined checkpoint (run.position), or -1. */
+int64_t tproc_ckpt_iters(const char *path);
+
+/* What a child started in dir wrote so far to its stdout (which "out") or
+ * stderr ("err"); caller frees; NULL when there is no such file. */
+char *tproc_output(const char *dir, const char *which);
+
+/* Wait until the stdout of pid, started in dir, holds text, or pid ended,
+ * or 60 s passed (a guard against hangs, not a speed target). */
+void tproc_wait_output(pid_t pid, const char *dir, const char *text);
 
 /* The file's text (caller frees), or NULL. */
 char *tproc_slurp(const char *path, size_t *len);

@@ -45,11 +45,17 @@ static void round_trip(const prof *a)
     prof_free(&c);
 }
 
+/* The fixture profile of two layers (fc1, relu) at three batch sizes. */
+static void load_two_layers(prof *p)
+{
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(prof_load(p, "tests/data/profile/two-layers.json", &e), CL_OK);
+}
+
 static void test_load_and_round_trip(void)
 {
     prof p;
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(prof_load(&p, "tests/data/profile/two-layers.json", &e), CL_OK);
+    load_two_layers(&p);
     CU_ASSERT_STRING_EQUAL(p.model, "tiny");
     CU_ASSERT_EQUAL(p.source, PROF_MEASURED);
     CU_ASSERT_EQUAL(p.n_layers, 2);
@@ -67,6 +73,7 @@ static void test_load_and_round_trip(void)
     prof_free(&p);
 
     /* update_s is a time: negative is refused with its path */
+    cl_err e = {0};
     cJSON *j = cJSON_Parse("{\"format\": \"cleave-profile\", \"version\": 1, \"model\": \"m\", "
                            "\"device\": \"d\", \"source\": \"measured\", \"layers\": [{\"name\": \"a\", "
                            "\"points\": [{\"batch\": 1, \"fwd_s\": 0, \"bwd_in_s\": 0, \"bwd_w_s\": 0}], "
@@ -108,8 +115,7 @@ static void test_measured_update(void)
 static void test_interpolation(void)
 {
     prof p;
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(prof_load(&p, "tests/data/profile/two-layers.json", &e), CL_OK);
+    load_two_layers(&p);
     const prof_layer *fc = &p.layers[0], *relu = &p.layers[1];
     /* exactly the profiled numbers at the profiled batch sizes */
     for (int k = 0; k < fc->n_points; k++) {
@@ -156,30 +162,14 @@ static void hand_model(model *m, model_dtype dt)
     m->dtype = dt;
     m->n_layers = 3;
     m->layers = cl_calloc(3, sizeof *m->layers);
-    model_layer *fc = &m->layers[0], *act = &m->layers[1], *fl = &m->layers[2];
-    snprintf(fc->name, sizeof fc->name, "fc");
-    fc->kind = MODEL_LINEAR;
-    fc->n_inputs = 1;
-    fc->inputs[0] = -1;
-    fc->out_elems = 500;
-    fc->stash_elems = 1000;
-    fc->params = 500500;
-    fc->fwd_flops = 1e6;
-    fc->bwd_in_flops = 1e6;
-    fc->bwd_w_flops = 1.0005e6;
-    snprintf(act->name, sizeof act->name, "act");
-    act->kind = MODEL_RELU;
-    act->n_inputs = 1;
-    act->inputs[0] = 0;
-    act->out_elems = 500;
-    act->stash_elems = 500;
-    act->fwd_flops = 500;
-    act->bwd_in_flops = 500;
-    snprintf(fl->name, sizeof fl->name, "flat");
-    fl->kind = MODEL_FLATTEN;
-    fl->n_inputs = 1;
-    fl->inputs[0] = 1;
-    fl->out_elems = 500;
+    m->layers[0] = (model_layer){.name = "fc", .kind = MODEL_LINEAR, .n_inputs = 1, .inputs = {-1},
+                                 .out_elems = 500, .stash_elems = 1000, .params = 500500,
+                                 .fwd_flops = 1e6, .bwd_in_flops = 1e6, .bwd_w_flops = 1.0005e6};
+    m->layers[1] = (model_layer){.name = "act", .kind = MODEL_RELU, .n_inputs = 1, .inputs = {0},
+                                 .out_elems = 500, .stash_elems = 500, .fwd_flops = 500,
+                                 .bwd_in_flops = 500};
+    m->layers[2] = (model_layer){.name = "flat", .kind = MODEL_FLATTEN, .n_inputs = 1, .inputs = {1},
+                                 .out_elems = 500};
 }
 
 static void test_roofline(void)
@@ -244,8 +234,8 @@ static void test_check_model(void)
     model m;
     hand_model(&m, MODEL_F32);
     prof p;
+    load_two_layers(&p);
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(prof_load(&p, "tests/data/profile/two-layers.json", &e), CL_OK);
     CU_ASSERT_EQUAL(prof_check_model(&p, &m, "two-layers.json", &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "two-layers.json: layers: the profile has 2 layers but model \"hand3\" has 3"));
     cl_err_clear(&e);

@@ -23,6 +23,14 @@ static sim_uniform uni(sched_kind k, int p, int m, int r, int v)
     return u;
 }
 
+/* pl = the uniform plan uni(k, p, m, r, v); fatal when it cannot be made. */
+static void uniform_plan(plan *pl, sched_kind k, int p, int m, int r, int v)
+{
+    cl_err e = {0};
+    sim_uniform u = uni(k, p, m, r, v);
+    CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(pl, &u, &e), 0);
+}
+
 static int simulate(const plan *p, const sched *sc, sim_result *r, cl_err *e)
 {
     sim_opts o = {0};
@@ -45,8 +53,7 @@ static void test_all_kinds_check_and_complete(void)
                         if (sched_is_async((sched_kind)k) && m % r) continue;
                         cl_err e = {0};
                         plan pl;
-                        sim_uniform u = uni((sched_kind)k, p, m, r, v);
-                        CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(&pl, &u, &e), 0);
+                        uniform_plan(&pl, (sched_kind)k, p, m, r, v);
                         int iters = sched_is_async((sched_kind)k) ? 3 : 2;
                         sched sc;
                         int rc = sched_build(&pl, (sched_kind)k, m, iters, &sc, &e);
@@ -95,8 +102,7 @@ static void test_json_round_trip(void)
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         cl_err e = {0};
         plan pl;
-        sim_uniform u = uni(cases[c].k, cases[c].p, cases[c].m, cases[c].r, cases[c].v);
-        CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(&pl, &u, &e), 0);
+        uniform_plan(&pl, cases[c].k, cases[c].p, cases[c].m, cases[c].r, cases[c].v);
         sched a, b;
         CU_ASSERT_EQUAL_FATAL(sched_build(&pl, cases[c].k, cases[c].m, cases[c].it, &a, &e), 0);
         cJSON *j = sched_to_json(&a);
@@ -125,20 +131,20 @@ static void test_json_round_trip(void)
     }
 }
 
-static void two_stage_plan(plan *pl)
+/* A hand-written schedule file loaded against the two-stage 1F1B plan pl:
+ * sched_load's code. */
+static int load_two_stage(const char *path, plan *pl, sched *sc, cl_err *e)
 {
-    cl_err e = {0};
-    sim_uniform u = uni(SCHED_1F1B, 2, 2, 1, 1);
-    CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(pl, &u, &e), 0);
+    uniform_plan(pl, SCHED_1F1B, 2, 2, 1, 1);
+    return sched_load(pl, path, sc, e);
 }
 
 static void test_deadlock_is_reported(void)
 {
     plan pl;
-    two_stage_plan(&pl);
-    cl_err e = {0};
     sched sc;
-    CU_ASSERT_EQUAL_FATAL(sched_load(&pl, "tests/data/sim/deadlock.json", &sc, &e), 0);
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(load_two_stage("tests/data/sim/deadlock.json", &pl, &sc, &e), 0);
     sim_result r = {0};
     CU_ASSERT_EQUAL(simulate(&pl, &sc, &r, &e), CL_EINPUT);
     /* both devices named, each with the op it waits at */
@@ -152,10 +158,9 @@ static void test_deadlock_is_reported(void)
 static void test_incomplete_is_refused(void)
 {
     plan pl;
-    two_stage_plan(&pl);
-    cl_err e = {0};
     sched sc;
-    CU_ASSERT_EQUAL(sched_load(&pl, "tests/data/sim/missing_recv.json", &sc, &e), CL_EINPUT);
+    cl_err e = {0};
+    CU_ASSERT_EQUAL(load_two_stage("tests/data/sim/missing_recv.json", &pl, &sc, &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "missing_recv.json: devices[1].ops[0] (F stage 1 mb 0 iter 0): no RECV"));
     /* a bad member is named by its JSON path */
     const char *bad = "{\"format\": \"cleave-schedule\", \"version\": 1, \"microbatches\": 1, "
@@ -204,23 +209,26 @@ static void test_hand_written_schedule(void)
 
 static void test_build_refusals(void)
 {
-    cl_err e = {0};
-    plan pl;
-    sim_uniform u = uni(SCHED_INTERLEAVED, 4, 6, 1, 2);
-    CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(&pl, &u, &e), 0);
-    sched sc;
-    CU_ASSERT_EQUAL(sched_build(&pl, SCHED_INTERLEAVED, 6, 1, &sc, &e), CL_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "multiple of the pipeline depth 4"));
-    cl_err_clear(&e);
-    CU_ASSERT_EQUAL(sched_build(&pl, SCHED_1F1B, 8, 1, &sc, &e), CL_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "need the interleaved schedule"));
-    sim_uniform_free(&pl);
-    cl_err_clear(&e);
-    u = uni(SCHED_FBP, 2, 5, 2, 1);
-    CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(&pl, &u, &e), 0);
-    CU_ASSERT_EQUAL(sched_build(&pl, SCHED_FBP, 5, 3, &sc, &e), CL_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "multiple of 2"));
-    sim_uniform_free(&pl);
+    static const struct {
+        sched_kind plan_kind;
+        int p, m, r, v;             /* the uniform plan */
+        sched_kind kind;
+        int micro, iters;           /* what sched_build is asked for */
+        const char *msg;
+    } c[] = {
+        {SCHED_INTERLEAVED, 4, 6, 1, 2, SCHED_INTERLEAVED, 6, 1, "multiple of the pipeline depth 4"},
+        {SCHED_INTERLEAVED, 4, 6, 1, 2, SCHED_1F1B, 8, 1, "need the interleaved schedule"},
+        {SCHED_FBP, 2, 5, 2, 1, SCHED_FBP, 5, 3, "multiple of 2"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        cl_err e = {0};
+        plan pl;
+        sched sc;
+        uniform_plan(&pl, c[i].plan_kind, c[i].p, c[i].m, c[i].r, c[i].v);
+        CU_ASSERT_EQUAL(sched_build(&pl, c[i].kind, c[i].micro, c[i].iters, &sc, &e), CL_EINPUT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, c[i].msg));
+        sim_uniform_free(&pl);
+    }
 }
 
 static void test_labels_and_fields(void)
@@ -228,8 +236,7 @@ static void test_labels_and_fields(void)
     /* ops describe themselves: the executor needs no other source */
     cl_err e = {0};
     plan pl;
-    sim_uniform u = uni(SCHED_PIPEDREAM, 2, 2, 1, 1);
-    CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(&pl, &u, &e), 0);
+    uniform_plan(&pl, SCHED_PIPEDREAM, 2, 2, 1, 1);
     sched sc;
     CU_ASSERT_EQUAL_FATAL(sched_build(&pl, SCHED_PIPEDREAM, 2, 2, &sc, &e), 0);
     /* stage 0 of a 2-stage PipeDream: F0 F1 then (RECV B SEND UPDATE) and F */

@@ -23,6 +23,7 @@
 #include "base/budget.h"
 #include "cli.h"
 #include "base/fileio.h"
+#include "base/units.h"
 
 /* Links of a cluster built from --devices when --bandwidth/--latency are
  * not given: 10 GB/s and 10 us inside a node (PCIe-class), 1.25 GB/s and
@@ -81,13 +82,8 @@ static int is_pipedream(const char *path)
     return n > 4 && strcmp(path + n - 4, ".txt") == 0;
 }
 
-static void human_bytes(char *buf, size_t cap, double b)
-{
-    if (b >= 1e15) snprintf(buf, cap, "%.3g PB", b / 1e15);
-    else if (b >= (double)(1ull << 30)) snprintf(buf, cap, "%.2f GiB", b / (double)(1ull << 30));
-    else if (b >= (double)(1 << 20)) snprintf(buf, cap, "%.1f MiB", b / (double)(1 << 20));
-    else snprintf(buf, cap, "%.0f KiB", b / 1024);
-}
+/* The table's memory columns: "812 KiB", "3.4 MiB", "1.25 GiB", "2.1 PB". */
+static const cl_bytes_style table_bytes = {.lo = CL_KIB, .hi = CL_GIB, .grow = 1, .pb = 1e15};
 
 /* "3" / "0-3" / "0,2,5" */
 static void dev_list(char *buf, size_t cap, const plan_stage *st)
@@ -126,12 +122,12 @@ static void print_plan(const plan_request *rq, const plan_result *res, const cha
         else
             snprintf(lay, sizeof lay, "%d layers %.16s..%.16s", st->n_layers, a, b);
         dev_list(dv, sizeof dv, st);
-        human_bytes(mem, sizeof mem, st->mem_bytes);
+        cl_fmt_bytes(mem, sizeof mem, st->mem_bytes, table_bytes);
         double capb = HUGE_VAL;
         for (int r = 0; r < st->n_replicas; r++)
             capb = fmin(capb, (double)c->types[c->devices[st->devices[r]].type].mem_bytes);
         if (capb >= 9e15) snprintf(cap, sizeof cap, "unknown");
-        else human_bytes(cap, sizeof cap, capb);
+        else cl_fmt_bytes(cap, sizeof cap, capb, table_bytes);
         double busy = (double)p->n_micro / st->n_replicas * (st->fwd_s + st->bwd_in_s + st->bwd_w_s);
         double util = p->pred.iteration_s > 0 ? busy / p->pred.iteration_s : 0;
         printf("%-5d  %-44s %-8s %11.6f %11.6f %10s %10s %4.0f%%\n", s, lay, dv, st->compute_s,

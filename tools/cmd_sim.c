@@ -13,6 +13,7 @@
 #include "base/budget.h"
 #include "cli.h"
 #include "base/jsonx.h"
+#include "base/units.h"
 
 static int help(void)
 {
@@ -83,14 +84,8 @@ static int parse(int argc, char **argv, sim_args *a)
 
 /* ---------------------------------------------------------------- output -- */
 
-static const char *bytes_str(double b, char *buf, size_t cap)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int i = 0;
-    while (fabs(b) >= 1024 && i < 5) b /= 1024, i++;
-    snprintf(buf, cap, i ? "%.2f %s" : "%.0f %s", b, u[i]);
-    return buf;
-}
+/* "512 B", "3.13 GiB": up to PiB, two decimals. */
+static const cl_bytes_style sim_bytes = {.hi = CL_PIB, .prec = 2};
 
 static const char *time_str(double s, char *buf, size_t cap)
 {
@@ -139,12 +134,12 @@ static void print_table(const sim_args *a, const plan *p, const sched *sc, const
         stages_str(p, sc, d->device, st, sizeof st);
         printf("%-6d %-16.16s %-8.8s %6.2f%% %6.2f%% %6.2f%% %12s %11s %6d %8d %12s\n", d->device,
                p->cluster.devices[d->device].id, st, 100 * d->busy, 100 * d->idle, 100 * d->comm_wait,
-               bytes_str(d->peak_mem_bytes, b1, sizeof b1), time_str(d->peak_t_s, b2, sizeof b2),
-               d->peak_stash, d->peak_versions, bytes_str(d->sent_bytes, b3, sizeof b3));
+               cl_fmt_bytes(b1, sizeof b1, d->peak_mem_bytes, sim_bytes), time_str(d->peak_t_s, b2, sizeof b2),
+               d->peak_stash, d->peak_versions, cl_fmt_bytes(b3, sizeof b3, d->sent_bytes, sim_bytes));
     }
     printf("\nlinks: %s within nodes, %s between nodes (whole run)\n",
-           bytes_str(r->sent_bytes[CLUSTER_INTRA], b1, sizeof b1),
-           bytes_str(r->sent_bytes[CLUSTER_INTER], b2, sizeof b2));
+           cl_fmt_bytes(b1, sizeof b1, r->sent_bytes[CLUSTER_INTRA], sim_bytes),
+           cl_fmt_bytes(b2, sizeof b2, r->sent_bytes[CLUSTER_INTER], sim_bytes));
     printf("%llu events\n", (unsigned long long)r->events);
 }
 

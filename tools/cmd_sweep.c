@@ -17,6 +17,7 @@
 #include "base/fileio.h"
 #include "gnuplot.h"
 #include "base/progress.h"
+#include "base/units.h"
 #include "study.h"
 
 #define SWEEP_DEFAULT_SCHEDULES "gpipe,1f1b,zb-h1,pipedream,fbp"
@@ -299,9 +300,8 @@ static void print_row(const sweep_row *r)
         return;
     }
     char mem[32];
-    double b = r->peak_mem_bytes;
-    if (b >= (double)(1ull << 30)) snprintf(mem, sizeof mem, "%.2f GiB", b / (double)(1ull << 30));
-    else snprintf(mem, sizeof mem, "%.1f MiB", b / (double)(1 << 20));
+    cl_fmt_bytes(mem, sizeof mem, r->peak_mem_bytes,
+                 (cl_bytes_style){.lo = CL_MIB, .hi = CL_GIB, .grow = 1});
     printf("%7d %5d  %-10s %6d %-15s %5d x %-4d %12.6g %11.5g %8.2fx %7.1f%% %11s\n", r->devices,
            r->used, sched_kind_name((sched_kind)r->kind), r->stages, r->replicas_shown, r->n_micro,
            r->microbatch, r->iteration_s, r->throughput,

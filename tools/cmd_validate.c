@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "base/jsonx.h"
 #include "base/measure.h"
+#include "base/units.h"
 
 #define DEFAULT_ITERS 20
 #define DEFAULT_REPS 20
@@ -109,21 +110,15 @@ static const char *time_str(double s, char *buf, size_t cap)
     return buf;
 }
 
-static const char *bytes_str(double b, char *buf, size_t cap)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (fabs(b) >= 1024 && i < 4) b /= 1024, i++;
-    snprintf(buf, cap, i ? "%.3f %s" : "%.0f %s", b, u[i]);
-    return buf;
-}
+/* "512 B", "1.234 MiB": up to TiB, three decimals. */
+static const cl_bytes_style val_bytes = {.hi = CL_TIB, .prec = 3};
 
 static void row(const char *name, const exec_val_qty *q, int bytes)
 {
     char p[32], m[32];
     if (bytes) {
-        bytes_str(q->predicted, p, sizeof p);
-        bytes_str(q->measured, m, sizeof m);
+        cl_fmt_bytes(p, sizeof p, q->predicted, val_bytes);
+        cl_fmt_bytes(m, sizeof m, q->measured, val_bytes);
     } else {
         time_str(q->predicted, p, sizeof p);
         time_str(q->measured, m, sizeof m);
@@ -182,7 +177,7 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
     else if (c->link_measured) {
         printf("link: measured now (%s): latency %s, bandwidth %.3f GB/s (fit over 8 B..%s, R^2 %.4f, residuals rms %.1f%%)\n",
                exec_pipe_backend_name(c->a->backend), time_str(c->link.latency_s, b1, sizeof b1),
-               c->link.bw_Bps * 1e-9, bytes_str(c->fit_max_bytes, b2, sizeof b2), c->fit.r2,
+               c->link.bw_Bps * 1e-9, cl_fmt_bytes(b2, sizeof b2, c->fit_max_bytes, val_bytes), c->fit.r2,
                100 * c->fit.rms_rel);
         if (c->why[0]) printf("      the fit is %s\n", c->why);
     } else

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "inspect.h"
 #include "base/jsonx.h"
+#include "base/units.h"
 
 typedef struct totals {
     double fp32_flops, fp16_flops, mem_bytes, price_per_hour;
@@ -31,14 +32,8 @@ static totals sum(const cluster *c)
     return t;
 }
 
-static const char *bytes_str(double b, char *buf, size_t cap)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    while (b >= 1024 && u < 6) { b /= 1024; u++; }
-    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-    return buf;
-}
+/* "80.0 GiB". */
+static const cl_bytes_style cluster_bytes = {.hi = CL_EIB, .prec = 1};
 
 /* Decimal rates: "300 GB/s", "25 GB/s", "12.5 MB/s". */
 static const char *rate_str(double v, const char *unit, char *buf, size_t cap)
@@ -91,7 +86,7 @@ static void print_types(const cluster_devtype *types, int n)
         if (ty->price_per_hour > 0) snprintf(price, sizeof price, "%.2f", ty->price_per_hour);
         else snprintf(price, sizeof price, "-");
         printf("  %-*s  %12.4g  %12s  %10s  %12s  %5.2f  %8s\n", wn, ty->name,
-               ty->peak_fp32_flops / 1e12, f16, bytes_str((double)ty->mem_bytes, a, sizeof a),
+               ty->peak_fp32_flops / 1e12, f16, cl_fmt_bytes(a, sizeof a, (double)ty->mem_bytes, cluster_bytes),
                rate_str(ty->mem_bw_Bps, "B/s", b, sizeof b), ty->efficiency, price);
     }
 }
@@ -154,7 +149,7 @@ static void print_table(const cluster *c)
     totals t = sum(c);
     printf("\ntotals: %d devices, %s fp32 peak, %s fp16 peak, %s memory",
            c->n_devices, rate_str(t.fp32_flops, "FLOP/s", a, sizeof a),
-           rate_str(t.fp16_flops, "FLOP/s", b, sizeof b), bytes_str(t.mem_bytes, d, sizeof d));
+           rate_str(t.fp16_flops, "FLOP/s", b, sizeof b), cl_fmt_bytes(d, sizeof d, t.mem_bytes, cluster_bytes));
     if (t.priced) printf(", %.2f $/hour", t.price_per_hour);
     printf("\n");
 }

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "inspect.h"
 #include "base/jsonx.h"
+#include "base/units.h"
 
 /* 138357544 -> "138,357,544" */
 static const char *grouped(uint64_t v, char *buf, size_t cap)
@@ -27,15 +28,7 @@ static const char *grouped(uint64_t v, char *buf, size_t cap)
 }
 
 /* Bytes in binary units: "512 B", "3.1 MiB". */
-static const char *human_bytes(double b, char *buf, size_t cap)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int u = 0;
-    while (b >= 1024 && u < 5) { b /= 1024; u++; }
-    if (u == 0) snprintf(buf, cap, "%.0f B", b);
-    else snprintf(buf, cap, "%.1f %s", b, unit[u]);
-    return buf;
-}
+static const cl_bytes_style model_bytes = {.hi = CL_PIB, .prec = 1};
 
 /* A count with a decimal prefix: "30.96 G", "734.8 T". */
 static const char *human_count(double v, char *buf, size_t cap)
@@ -149,23 +142,23 @@ static void print_table(const model *m, const uint64_t *cut)
             printf("%-*s  ", wi_col, ins);
         }
         printf("%-*s  %13s  %11.3f  %10s  %10s", ws, sh, grouped(l->params, a, sizeof a),
-               l->fwd_flops / scale, human_bytes((double)(l->out_elems * eb), b, sizeof b),
-               human_bytes((double)(l->stash_elems * eb), c, sizeof c));
-        if (m->is_dag) printf("  %10s", human_bytes((double)(cut[i] * eb), d, sizeof d));
+               l->fwd_flops / scale, cl_fmt_bytes(b, sizeof b, (double)(l->out_elems * eb), model_bytes),
+               cl_fmt_bytes(c, sizeof c, (double)(l->stash_elems * eb), model_bytes));
+        if (m->is_dag) printf("  %10s", cl_fmt_bytes(d, sizeof d, (double)(cut[i] * eb), model_bytes));
         printf("\n");
     }
     double bwd = t.bwd_in_flops + t.bwd_w_flops;
     printf("\ntotals\n");
     printf("  params      %s (%s as %s)\n", grouped(t.params, a, sizeof a),
-           human_bytes((double)(t.params * eb), b, sizeof b), model_dtype_name(m->dtype));
+           cl_fmt_bytes(b, sizeof b, (double)(t.params * eb), model_bytes), model_dtype_name(m->dtype));
     printf("  forward     %sFLOP", human_count(t.fwd_flops, a, sizeof a));
     if (t.macs > 0) printf(" (conv2d/linear: %sMAC)", human_count(t.macs, b, sizeof b));
     printf("\n  backward    %sFLOP (input-gradient %sFLOP, ", human_count(bwd, a, sizeof a),
            human_count(t.bwd_in_flops, b, sizeof b));
     printf("weight-gradient %sFLOP)\n", human_count(t.bwd_w_flops, c, sizeof c));
     printf("  activations %s output, %s stashed for backward\n",
-           human_bytes((double)(t.out_elems * eb), a, sizeof a),
-           human_bytes((double)(t.stash_elems * eb), b, sizeof b));
+           cl_fmt_bytes(a, sizeof a, (double)(t.out_elems * eb), model_bytes),
+           cl_fmt_bytes(b, sizeof b, (double)(t.stash_elems * eb), model_bytes));
 }
 
 int inspect_model(const char *path, int as_json)

@@ -7,14 +7,10 @@
 #include "cli.h"
 #include "inspect.h"
 #include "base/jsonx.h"
+#include "base/units.h"
 
-static const char *bytes_str(double b, char *buf, size_t cap)
-{
-    if (b >= 1 << 30) snprintf(buf, cap, "%.2f GiB", b / (1 << 30));
-    else if (b >= 1 << 20) snprintf(buf, cap, "%.1f MiB", b / (1 << 20));
-    else snprintf(buf, cap, "%.1f KiB", b / 1024);
-    return buf;
-}
+/* "0.5 KiB", "3.4 MiB", "1.25 GiB". */
+static const cl_bytes_style plan_bytes = {.lo = CL_KIB, .hi = CL_GIB, .prec = 1, .grow = 1};
 
 int inspect_plan(const char *path, int as_json)
 {
@@ -42,7 +38,7 @@ int inspect_plan(const char *path, int as_json)
         else snprintf(devs, sizeof devs, "%d (x%d)", st->devices[0], st->n_replicas);
         printf("%-6d %-12s %-10s %12.6f %12.6f %12.6f %11.6f %11.6f %11s\n", s, layers, devs,
                st->fwd_s, st->bwd_in_s, st->bwd_w_s, st->compute_s, st->comm_s,
-               bytes_str(st->mem_bytes, mem, sizeof mem));
+               cl_fmt_bytes(mem, sizeof mem, st->mem_bytes, plan_bytes));
     }
     printf("\npredicted: iteration %.6f s, throughput %.1f samples/s, bubble %.1f%%, speed-up %.2fx\n",
            p.pred.iteration_s, p.pred.throughput, 100 * p.pred.bubble, p.pred.speedup);

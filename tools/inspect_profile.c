@@ -18,6 +18,7 @@
 #include "base/fileio.h"
 #include "inspect.h"
 #include "base/jsonx.h"
+#include "base/units.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -58,14 +59,8 @@ static sums totals_at(const prof *p, double b)
     return s;
 }
 
-static const char *bytes_str(double b, char *buf, size_t cap)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int u = 0;
-    while (b >= 1024 && u < 5) { b /= 1024; u++; }
-    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-    return buf;
-}
+/* "512 B", "3.1 MiB". */
+static const cl_bytes_style prof_bytes = {.hi = CL_PIB, .prec = 1};
 
 /* cut: per-sample bytes crossing the cut after each layer (PipeDream
  * graphs, whose model is known), or NULL. */
@@ -99,9 +94,9 @@ static void print_table(const prof *p, const pipedream_info *pd, const double *c
                    l->bwd_in_s[k] * 1e3, l->bwd_w_s[k] * 1e3);
             if (has_sd) printf("  %10.3f", l->fwd_sd[k] * 1e3);
             if (k == 0) {
-                printf("  %10s  %10s", bytes_str(l->act_bytes, a, sizeof a),
-                       bytes_str(l->param_bytes, b, sizeof b));
-                if (cut) printf("  %10s", bytes_str(cut[i], c, sizeof c));
+                printf("  %10s  %10s", cl_fmt_bytes(a, sizeof a, l->act_bytes, prof_bytes),
+                       cl_fmt_bytes(b, sizeof b, l->param_bytes, prof_bytes));
+                if (cut) printf("  %10s", cl_fmt_bytes(c, sizeof c, cut[i], prof_bytes));
             }
             printf("\n");
         }
@@ -110,7 +105,7 @@ static void print_table(const prof *p, const pipedream_info *pd, const double *c
     for (int i = 0; i < p->n_layers; i++) params += p->layers[i].param_bytes;
     int nb;
     double *bs = batch_union(p, &nb);
-    printf("\ntotals (parameters %s)\n", bytes_str(params, a, sizeof a));
+    printf("\ntotals (parameters %s)\n", cl_fmt_bytes(a, sizeof a, params, prof_bytes));
     printf("  %8s  %12s  %12s  %12s  %14s\n", "batch", "fwd ms", "bwd_in ms", "bwd_w ms", "fwd+bwd ms");
     for (int k = 0; k < nb; k++) {
         sums s = totals_at(p, bs[k]);

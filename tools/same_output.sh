@@ -8,7 +8,8 @@
 # and replication off, both algorithms; the model files on every cluster preset and every
 # optimiser), a `sim --json` replay of each plan file under its own and two other
 # schedules, and `cleave demo --quick`'s files. The only lines taken out are the ones
-# that report wall-clock time ("planned in ...", "simulated in ...", "wrote ... in").
+# that report wall-clock time ("planned in ...", "simulated in ...", "done in ..."), and the
+# folder a path to a shipped file starts with (it depends on where the binary and checkout are).
 #
 # Run from the repository root (the models and clusters are read from here); the
 # PipeDream profiles are read from ../shared/data/pipedream.
@@ -26,8 +27,8 @@ n=0
 
 # strip_times FILE: drop the lines that carry a wall-clock time.
 strip_times() {
-    grep -v -e 'planned in' -e 'simulated in' -e ' in [0-9.]* *[mu]*s$' "$1" |
-        sed -e "s|$OUT|OUT|g" -e "s|[^ \"]*/profiles/devices.json|profiles/devices.json|g" > "$1.t" || true
+    grep -v -e 'planned in' -e 'simulated in' -e ' in [0-9.]* *[mu]*s$' -e '^done in [0-9.]* s;' "$1" |
+        sed -e "s|$OUT|OUT|g" -e "s|[^ ,\"]*/profiles/|profiles/|g" > "$1.t" || true
     mv "$1.t" "$1"
 }
 

@@ -329,6 +329,18 @@ typedef struct pp_ctx {
     int failed;           /* a message never came                             */
 } pp_ctx;
 
+static void pp_free(pp_ctx *c)
+{
+    free(c->reps);
+    free(c->times);
+    free(c->sends);
+    free(c->woke);
+    free(c->echo_slept);
+    free(c->echo_hand);
+    free(c->hand);
+    free(c->ewoke);
+}
+
 /* Wait for the message; NULL when the other worker stopped or nothing came
  * for STALL_S (the run is then abandoned, never left hanging). */
 #define STALL_S 10.0
@@ -474,28 +486,14 @@ static int measure_threads(const exec_link_opts *o, uint64_t *sizes, int n_sizes
     c.x->ops->run(c.x, pp_worker, &c);
     c.x->ops->destroy(c.x);
     if (c.failed) {
-        free(c.reps);
-        free(c.times);
-        free(c.sends);
-        free(c.woke);
-        free(c.echo_slept);
-        free(c.echo_hand);
-        free(c.hand);
-        free(c.ewoke);
+        pp_free(&c);
         return cl_fail(e, CL_ERUN, "link profile: a ping-pong message did not come back within %.0f s", STALL_S);
     }
     for (int s = 0; s < n_sizes; s++)
         summarise(c.times + (size_t)s * MAX_REPS, c.sends + (size_t)s * MAX_REPS,
                   c.woke + (size_t)s * MAX_REPS, c.hand + (size_t)s * MAX_REPS,
                   c.ewoke + (size_t)s * MAX_REPS, c.reps[s], (double)sizes[s], &out[s]);
-    free(c.reps);
-    free(c.times);
-    free(c.sends);
-    free(c.woke);
-    free(c.echo_slept);
-    free(c.echo_hand);
-    free(c.hand);
-    free(c.ewoke);
+    pp_free(&c);
     return CL_OK;
 }
 

@@ -51,6 +51,16 @@ int fuzz_check(const char *target, const char *file, int rc, const cl_err *e)
     return rc;
 }
 
+int fuzz_parse(const char *target, const uint8_t *data, size_t size, cJSON **root)
+{
+    char *text = fuzz_text(data, size);
+    cl_err e = {0};
+    *root = NULL;
+    int rc = fuzz_check(target, FUZZ_FILE, jx_parse_text(FUZZ_FILE, text, size, root, &e), &e);
+    free(text);
+    return rc;
+}
+
 void fuzz_check_freed(const char *target, const void *const *owned, int n)
 {
     for (int i = 0; i < n; i++)

@@ -46,6 +46,11 @@ char *fuzz_text(const uint8_t *data, size_t size);
  * target otherwise.  Returns rc. */
 int fuzz_check(const char *target, const char *file, int rc, const cl_err *e);
 
+/* The input as JSON: jx_parse_text of fuzz_text(data, size) named
+ * FUZZ_FILE, under the loader contract (fuzz_check); on CL_OK *root is the
+ * document (the caller deletes it). */
+int fuzz_parse(const char *target, const uint8_t *data, size_t size, struct cJSON **root);
+
 /* A failed loader leaves nothing to free: every owned pointer is NULL. */
 void fuzz_check_freed(const char *target, const void *const *owned, int n);
 

@@ -7,7 +7,6 @@
 #include <cJSON.h>
 
 #include "profiles/cluster.h"
-#include "base/jsonx.h"
 #include "fuzz.h"
 
 static cJSON *cluster_reload(const cJSON *doc, cl_err *e, void *ctx)
@@ -24,12 +23,10 @@ static cJSON *cluster_reload(const cJSON *doc, cl_err *e, void *ctx)
 
 FUZZ_TARGET(cluster)
 {
-    char *text = fuzz_text(data, size);
-    cJSON *root = NULL;
-    cl_err e = {0};
-    int rc = fuzz_check("cluster", FUZZ_FILE, jx_parse_text(FUZZ_FILE, text, size, &root, &e), &e);
-    free(text);
+    cJSON *root;
+    int rc = fuzz_parse("cluster", data, size, &root);
     if (rc) return rc;
+    cl_err e = {0};
     cluster c;
     rc = fuzz_check("cluster", FUZZ_FILE, cluster_from_json(&c, root, FUZZ_FILE, &e), &e);
     cJSON_Delete(root);

@@ -9,7 +9,6 @@
 #include <cJSON.h>
 
 #include "models/model.h"
-#include "base/jsonx.h"
 #include "fuzz.h"
 
 static cJSON *model_reload(const cJSON *doc, cl_err *e, void *ctx)
@@ -27,12 +26,10 @@ static cJSON *model_reload(const cJSON *doc, cl_err *e, void *ctx)
 
 FUZZ_TARGET(model)
 {
-    char *text = fuzz_text(data, size);
-    cJSON *root = NULL;
-    cl_err e = {0};
-    int rc = fuzz_check("model", FUZZ_FILE, jx_parse_text(FUZZ_FILE, text, size, &root, &e), &e);
-    free(text);
+    cJSON *root;
+    int rc = fuzz_parse("model", data, size, &root);
     if (rc) return rc;
+    cl_err e = {0};
     model m;
     rc = fuzz_check("model", FUZZ_FILE, model_from_json(&m, root, FUZZ_FILE, &e), &e);
     cJSON_Delete(root);

@@ -8,7 +8,6 @@
 #include <cJSON.h>
 
 #include "core/plan.h"
-#include "base/jsonx.h"
 #include "fuzz.h"
 
 static cJSON *plan_reload(const cJSON *doc, cl_err *e, void *ctx)
@@ -25,12 +24,10 @@ static cJSON *plan_reload(const cJSON *doc, cl_err *e, void *ctx)
 
 FUZZ_TARGET(plan)
 {
-    char *text = fuzz_text(data, size);
-    cJSON *root = NULL;
-    cl_err e = {0};
-    int rc = fuzz_check("plan", FUZZ_FILE, jx_parse_text(FUZZ_FILE, text, size, &root, &e), &e);
-    free(text);
+    cJSON *root;
+    int rc = fuzz_parse("plan", data, size, &root);
     if (rc) return rc;
+    cl_err e = {0};
     plan p;
     rc = fuzz_check("plan", FUZZ_FILE, plan_from_json(&p, root, FUZZ_FILE, &e), &e);
     cJSON_Delete(root);

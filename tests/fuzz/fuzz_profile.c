@@ -10,7 +10,6 @@
 #include <cJSON.h>
 
 #include "profiles/profile.h"
-#include "base/jsonx.h"
 #include "fuzz.h"
 
 static cJSON *profile_reload(const cJSON *doc, cl_err *e, void *ctx)
@@ -34,12 +33,10 @@ static void profile_lookup(const prof_layer *l, double b)
 
 FUZZ_TARGET(profile)
 {
-    char *text = fuzz_text(data, size);
-    cJSON *root = NULL;
-    cl_err e = {0};
-    int rc = fuzz_check("profile", FUZZ_FILE, jx_parse_text(FUZZ_FILE, text, size, &root, &e), &e);
-    free(text);
+    cJSON *root;
+    int rc = fuzz_parse("profile", data, size, &root);
     if (rc) return rc;
+    cl_err e = {0};
     prof p;
     rc = fuzz_check("profile", FUZZ_FILE, prof_from_json(&p, root, FUZZ_FILE, &e), &e);
     cJSON_Delete(root);

@@ -11,7 +11,6 @@
 
 #include "core/schedule.h"
 #include "sim/sim.h"
-#include "base/jsonx.h"
 #include "fuzz.h"
 
 /* Built on first use and kept for the process (libFuzzer calls the target
@@ -49,12 +48,10 @@ static cJSON *schedule_reload(const cJSON *doc, cl_err *e, void *ctx)
 FUZZ_TARGET(schedule)
 {
     const plan *pl = schedule_plan();
-    char *text = fuzz_text(data, size);
-    cJSON *root = NULL;
-    cl_err e = {0};
-    int rc = fuzz_check("schedule", FUZZ_FILE, jx_parse_text(FUZZ_FILE, text, size, &root, &e), &e);
-    free(text);
+    cJSON *root;
+    int rc = fuzz_parse("schedule", data, size, &root);
     if (rc) return rc;
+    cl_err e = {0};
     sched s;
     rc = fuzz_check("schedule", FUZZ_FILE, sched_from_json(pl, root, FUZZ_FILE, &s, &e), &e);
     cJSON_Delete(root);

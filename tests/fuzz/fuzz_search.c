@@ -68,10 +68,7 @@ static void search_cluster(gen *g, cluster *cl)
     t.efficiency = fmin(1, search_val(g, 0.01, 1));
     snprintf(t.name, sizeof t.name, "type0");
     cluster_link intra, inter;
-    intra.bw_Bps = search_val(g, 1e6, 1e12);
-    intra.latency_s = gen_real(g, 1e-7, 1e-3);
-    inter.bw_Bps = search_val(g, 1e5, 1e11);
-    inter.latency_s = gen_real(g, 1e-6, 1e-2);
+    gen_links(g, search_val, &intra, &inter);
     if (gen_u(g, 32) == 0) intra.latency_s = 1e300;
     cl_err e = {0};
     int n = 1 + (int)gen_u(g, 16);

@@ -29,6 +29,16 @@ double gen_real(gen *g, double lo, double hi)
     return lo * pow(hi / lo, (k - 256) / 3839.0);
 }
 
+void gen_links(gen *g, double (*bw)(gen *, double, double), cluster_link *intra, cluster_link *inter)
+{
+    /* one statement a draw: C leaves the order of initialisers and
+     * arguments open, and an input must decode the same under gcc and clang */
+    intra->bw_Bps = bw(g, 1e6, 1e12);
+    intra->latency_s = gen_real(g, 1e-7, 1e-3);
+    inter->bw_Bps = bw(g, 1e5, 1e11);
+    inter->latency_s = gen_real(g, 1e-6, 1e-2);
+}
+
 void gen_plan_free(plan *p)
 {
     for (int k = 0; k < p->n_stages; k++) free(p->stages[k].devices);
@@ -66,10 +76,7 @@ void gen_plan(gen *g, plan *p, gen_run *run)
      * initialisers and arguments open, and gcc and clang differ, so an
      * input would decode to another plan in the regression suite */
     cluster_link intra, inter;
-    intra.bw_Bps = gen_real(g, 1e6, 1e12);
-    intra.latency_s = gen_real(g, 1e-7, 1e-3);
-    inter.bw_Bps = gen_real(g, 1e5, 1e11);
-    inter.latency_s = gen_real(g, 1e-6, 1e-2);
+    gen_links(g, gen_real, &intra, &inter);
     if (!(intra.bw_Bps > 0)) intra.bw_Bps = 1e9;
     if (!(inter.bw_Bps > 0)) inter.bw_Bps = 1e8;
     cl_err e = {0};

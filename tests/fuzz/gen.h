@@ -29,6 +29,11 @@ typedef struct gen {
 unsigned gen_u(gen *g, unsigned n);
 /* 0 one time in 16, else lo .. hi spread evenly on a log scale (lo > 0). */
 double gen_real(gen *g, double lo, double hi);
+/* Links within and between nodes, one draw per field in reading order
+ * (intra bandwidth, latency, inter bandwidth, latency): bandwidths from bw
+ * over 1e6..1e12 and 1e5..1e11 B/s, latencies from gen_real over
+ * 1e-7..1e-3 and 1e-6..1e-2 s. */
+void gen_links(gen *g, double (*bw)(gen *, double, double), cluster_link *intra, cluster_link *inter);
 
 /* What a simulation replays: the schedule kind, microbatches, iterations,
  * communication, and an event budget (0: the bound gen_sim_check derives). */

@@ -1,0 +1,260 @@
+/* exact_dp.h - the exact search's state, shared by its files (internal to
+ * planner/exact*.c; the interface is exact.h).
+ *
+ * A dynamic programme over suffixes of the pipeline.  A state is
+ *   (t, c, k): the layers of set t are still to place (t is a downset, the
+ *   stages already placed hold the rest), c says where the next stage must
+ *   end on the device line and how it links to the stage after it, and k
+ *   counts the stages placed (only when memory or the caller needs it).
+ * Stages are placed last to first, from the right end of the device line.
+ * Each state keeps a small Pareto front of entries over (d, key): d is the
+ * span of device positions used so far, key the objective so far.
+ *
+ * The search is split by pass, and so is its state (struct xdp):
+ *   exact_setup.c   positions and classes of the device line (xplaces) and
+ *                   the tables every transition reads (xtables), built
+ *                   once per search
+ *   exact_climb.c   which pass runs and how (xrun): the bound climb of
+ *                   pass 1, the feasibility passes, pass 2
+ *   exact_pass.c    one pass: the transitions and the walk over the sets;
+ *                   its entries and fronts (xstore, see exact_front.h), its
+ *                   step budget (xbudget)
+ *   exact_shadow.c  the shadow schedules riding along a pass (xshadows)
+ *   exact.c         the entry points of exact.h and the layout's rebuild
+ * Cross-file functions carry the prefix xdp_; everything else is static.
+ */
+#ifndef CL_PLAN_EXACT_DP_H
+#define CL_PLAN_EXACT_DP_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "exact.h"
+
+/* How positions are told apart (exact_setup.c: position classes). */
+enum { MODE_FLAT, MODE_PERIODIC, MODE_POSITIONS };
+/* How an entry extends its parent: the start, one stage, or a gap. */
+enum { EDGE_START, EDGE_STAGE, EDGE_GAP };
+
+/* entries of the tabulated memory counts (xtables.in) at most */
+#define TAB_MAX 4e6
+
+/* xent.alive's bit for the lead schedule (the shadows use bits 0..n_sh-1) */
+#define LEAD_BIT (1 << PLAN_EXACT_SHADOWS)
+
+typedef struct xent {
+    double B, C, H;         /* bottleneck, communication, smallest headroom */
+    double Hs[PLAN_EXACT_SHADOWS]; /* the headroom under each shadow schedule */
+    int alive;              /* with shadows: bit j, in shadow j's own run;
+                               LEAD_BIT, in the lead schedule's own run     */
+    int U, d;               /* devices used, positions spanned from the right */
+    int t, c, k;            /* the state it belongs to                       */
+    int parent;             /* entry it extends, -1 for the start            */
+    int edge, from, r;      /* EDGE_STAGE: stage = set `from` \ set t on r   */
+} xent;
+
+/* What dominance compares, kept beside the ids in each front so that the
+ * scans read contiguous memory. */
+typedef struct xkey {
+    double B, C, H;
+    int U, d;
+    int alive;              /* as xent.alive                                */
+    double Hs[PLAN_EXACT_SHADOWS];
+} xkey;
+
+typedef struct xfront {
+    int k, next;            /* k of this front; next front of the same (t, c) */
+    int n, cap;
+    int *ids;
+    xkey *key;              /* key[i] of entry ids[i]                        */
+} xfront;
+
+/* What a pass optimises (xrun.goal).  Every goal but GOAL_COMM is a pass 1
+ * (key = bottleneck). */
+typedef enum xgoal {
+    GOAL_BOTTLENECK,        /* pass 1: the least bottleneck within the bound */
+    GOAL_COMM,              /* pass 2: transitions within the threshold B*,
+                               least (communication, -headroom, devices)    */
+    GOAL_FITS,              /* feasibility only: times ignored, B kept 0, so
+                               fronts hold only (span, devices) trade-offs */
+    GOAL_BELOW              /* feasibility within the bound only (any_below):
+                               entries compare by span (and devices below)  */
+} xgoal;
+
+/* The device line, fixed for the whole search (exact_setup.c). */
+typedef struct xplaces {
+    int N;                  /* devices (positions 0..N-1)                    */
+    int mode;               /* MODE_*                                        */
+    int K;                  /* MODE_PERIODIC: devices per node               */
+    int C;                  /* position classes per set                      */
+    int *nstart, *nend;     /* per position: first and one-past-last of its node */
+    int *pcls;              /* per end position 0..N: class_of without the bit */
+    double spd_top;         /* the fastest device's speed                    */
+} xplaces;
+
+/* What every transition reads, tabulated once per search (exact_setup.c). */
+typedef struct xtables {
+    int dep;                /* plan_mem_dependence of the instance           */
+    int monotone;           /* memory never shrinks as the depth grows       */
+    double cap_top;         /* the largest device memory                     */
+    double inv_cap;         /* (1 - 1e-9) / cap_top                          */
+    int *qtab;              /* ceil(m / r) for r = 0..rtab (qtab[0] unused)  */
+    double *pm, *infl;      /* per devices U already below (0..N): the least,
+                               over replica counts r, of bytes per parameter
+                               byte and in-flight microbatches of a stage at
+                               depth U + r (memory grows with the depth, so
+                               stages further up need at least as much)     */
+    double pm_least, infl_least; /* the same for any depth and schedule      */
+    /* the simulator's counts per stage, tabulated (NULL when too large):
+     * in-flight microbatches and weight versions of a stage of r replicas
+     * at depth D, at [D x (rtab + 1) + r] (exact memory: pipeline devices
+     * dev_fixed or D), and at [r] for depth = devices = r (relaxed 1) */
+    int rtab;
+    int *in, *ver, *in1, *ver1;
+    /* plan_allreduce_s's factors per link level and r <= rtab: per byte
+     * and the latency term, the same operations in the same order */
+    double *ar_pb[CLUSTER_LEVELS], *ar_lat[CLUSTER_LEVELS];
+} xtables;
+
+/* How the current pass runs, set by xdp_pass (exact_climb.c). */
+typedef struct xrun {
+    xgoal goal;
+    int relaxed;            /* 0: exact memory; 1: least memory of this
+                               schedule; 2: least memory of any schedule    */
+    double bound;           /* pass 1: prune above; pass 2: the threshold B* */
+    double need_coef;       /* m / (fastest speed x bound) x (1 - 1e-9): a
+                               set of work W needs >= W x need_coef devices */
+    /* derived from relaxed and the instance: */
+    int track_u;            /* memory depends on the depth: fewer devices
+                               below dominate (see dominates)               */
+    int u_fronts;           /* one front per devices count (exact U needed)  */
+} xrun;
+
+/* The entries and fronts of the current pass (exact_front.h, exact_pass.c). */
+typedef struct xstore {
+    xent *ent;
+    int64_t n_ent, cap_ent;
+    int64_t created;        /* entries offered and kept (stats)              */
+    int *scratch;           /* run_pass: the ids of the front it expands     */
+    int cap_scratch;
+    xfront *fr;
+    int n_fr, cap_fr;
+    int **head;             /* per set: C front-list heads, or NULL          */
+} xstore;
+
+/* The shadow schedules (plan_exact_shadowed), during the pass at lower_s
+ * (exact_shadow.c); n = 0 otherwise. */
+typedef struct xshadows {
+    int n;
+    int *in[PLAN_EXACT_SHADOWS], *ver[PLAN_EXACT_SHADOWS]; /* as xtables.in */
+    int track[PLAN_EXACT_SHADOWS]; /* its track_u                           */
+    int best[PLAN_EXACT_SHADOWS];  /* its best final entry, or -1           */
+} xshadows;
+
+/* The search's work and its limits (exact_pass.c, expand). */
+typedef struct xbudget {
+    int64_t steps, limit;   /* inner steps (transitions priced); the most    */
+    int64_t tries;          /* stage sets tried (place calls): on a long chain
+                               of cheap layers most are refused before a
+                               step is counted, yet each costs time        */
+    int64_t next_poll;      /* tries at which to poll the command's budget */
+    int over;               /* over either budget: every pass stops        */
+} xbudget;
+
+typedef struct xdp {
+    /* the question, fixed for the whole search */
+    const plan_inst *I;
+    const plan_lattice *L;
+    int p_fixed;            /* exact stage count, or 0                       */
+    int dev_fixed;          /* exact device count (BY_TOTAL memory), or 0    */
+    xplaces pos;
+    xtables tab;
+    xrun run;
+    xstore store;
+    xshadows sh;
+    xbudget budget;
+} xdp;
+
+static inline double mind(double a, double b) { return a < b ? a : b; }
+/* fmax for the search's values (never NaN, never -0), without the call */
+static inline double maxd(double a, double b) { return a > b ? a : b; }
+
+/* The class of a state whose next stage ends at e (bit: positions mode's
+ * node bit, ignored otherwise); pcls[e] holds the part without the bit. */
+static inline int class_of(const xdp *X, int e, int bit)
+{
+    return X->pos.pcls[e] + (X->pos.mode == MODE_POSITIONS ? bit : 0);
+}
+
+/* One stage's set sums, priced once for every block that may hold it. */
+typedef struct xstage {
+    double P, st, in, out;  /* parameters, stash, cut bytes before and after */
+    double fixed, io;       /* plan_stage_mem_parts's count-free parts      */
+    double least;           /* plan_stage_mem_least (relaxed 2)             */
+} xstage;
+
+static inline void stage_sums(const xdp *X, xstage *g, double P, double st, double in,
+                              double out)
+{
+    g->P = P;
+    g->st = st;
+    g->in = in;
+    g->out = out;
+    g->fixed = P * (2.0 + X->I->optim_mult);
+    g->io = 2.0 * (in + out);
+    g->least = X->run.relaxed == 2 ? plan_stage_mem_least(X->I, P, st, in, out) : 0;
+}
+
+/* Memory of one device of stage g on r replicas at `depth` (the bits of
+ * plan_stage_mem, plan_stage_mem_least or plan_stage_mem_counts). */
+static inline __attribute__((always_inline)) double mem_of(const xdp *X, const xstage *g,
+                                                            int depth, int r)
+{
+    const xtables *T = &X->tab;
+    if (X->run.relaxed == 2) return g->least;
+    if (X->run.relaxed == 1) {
+        if (T->in1 && r <= T->rtab)
+            return plan_stage_mem_parts(g->fixed, g->P, g->st, g->io, T->in1[r], T->ver1[r]);
+        return plan_stage_mem(X->I, g->P, g->st, g->in, g->out, r, r, r);
+    }
+    int devices = X->dev_fixed ? X->dev_fixed : depth;
+    if (depth > devices) return HUGE_VAL;
+    if (T->in && r <= T->rtab && depth <= X->pos.N) {
+        size_t k = (size_t)depth * (size_t)(T->rtab + 1) + (size_t)r;
+        return plan_stage_mem_parts(g->fixed, g->P, g->st, g->io, T->in[k], T->ver[k]);
+    }
+    return plan_stage_mem(X->I, g->P, g->st, g->in, g->out, depth, r, devices);
+}
+
+/* exact_setup.c: set up the search (positions, tables, an empty store);
+ * returns 0, or -1 (with e) when the positions are too many.  Every setup
+ * that returned 0 is paired with one xdp_teardown, which adds the work to
+ * st (may be NULL) and frees everything. */
+int xdp_setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+              plan_exact_stats *st, cl_err *e);
+void xdp_teardown(xdp *X, plan_exact_stats *st);
+
+/* exact_climb.c: one pass (relaxed as in xrun.relaxed) for `goal` at
+ * `bound`; returns the best final entry id, or -1 (nothing, or over the
+ * budget: X->budget.over). */
+int xdp_pass(xdp *X, int relaxed, xgoal goal, double bound, plan_exact_stats *st);
+/* exact_climb.c: pass 1 under growing guesses of the bound, from
+ * max(known_lb, a global lower bound) to min(upper, a global upper bound);
+ * hint (> 0) is tried first.  Returns the best final entry, or -1. */
+int xdp_climb(xdp *X, int relaxed, double upper, double hint, double known_lb,
+              plan_exact_stats *st);
+
+/* exact_pass.c: run the pass xdp_pass set up; returns the best final
+ * entry id, or -1.  The entries stay until the next pass. */
+int xdp_run_pass(xdp *X);
+
+/* exact_shadow.c: tabulate the shadow schedules sh[0..n_sh) and turn them
+ * on (X->sh.n = n_sh); 0 (and off) when they cannot ride along. */
+int xdp_shadows_setup(xdp *X, int n_sh, const sched_kind *sh);
+/* exact_shadow.c: offer (exact_front.h) while shadows ride along. */
+void xdp_offer_sh(xdp *X, xfront *f, const xkey *kvp, int t, int c, int k, int parent,
+                  int edge, int from, int r);
+/* exact_shadow.c: let final entry `id` compete for each shadow's best. */
+void xdp_shadow_pick(xdp *X, int id);
+
+#endif

@@ -1,0 +1,157 @@
+/* exact_front.h - the Pareto fronts of the exact search's states (internal
+ * to planner/exact*.c, see exact_dp.h).
+ *
+ * Every transition of a pass ends in an offer to a front, the innermost
+ * work of the search, so this is all static inline and offer is forced
+ * inline: the key stays in registers in the callers (exact_pass.c).  The
+ * shadow schedules' variant of offer lives in exact_shadow.c.
+ */
+#ifndef CL_PLAN_EXACT_FRONT_H
+#define CL_PLAN_EXACT_FRONT_H
+
+#include <stdlib.h>
+
+#include "exact_dp.h"
+
+/* A fresh entry slot. */
+static inline int new_entry(xdp *X)
+{
+    xstore *S = &X->store;
+    if (S->n_ent == S->cap_ent) {
+        S->cap_ent = S->cap_ent ? S->cap_ent * 2 : 4096;
+        S->ent = cl_realloc(S->ent, (size_t)S->cap_ent * sizeof *S->ent);
+    }
+    return (int)S->n_ent++;
+}
+
+/* a is at least as good as b for every completion.  When memory grows with
+ * the depth, an entry whose placed stages use fewer devices is no worse (the
+ * stages still to come sit less deep), so U joins the comparison. */
+static inline int dominates_by(int track_u, int pass2, const xkey *a, const xkey *b, double ha,
+                               double hb)
+{
+    if (a->d > b->d) return 0;
+    if (track_u && a->U > b->U) return 0;
+    if (!pass2) return a->B <= b->B;
+    if (a->C != b->C) return a->C < b->C;
+    if (ha != hb) return ha > hb;
+    return a->U <= b->U;
+}
+
+static inline int dominates(const xdp *X, const xkey *a, const xkey *b)
+{
+    /* feasibility within the bound only (any_below): the least span wins */
+    if (X->run.goal == GOAL_BELOW) return a->d <= b->d && (!X->run.track_u || a->U <= b->U);
+    return dominates_by(X->run.track_u, X->run.goal == GOAL_COMM, a, b, a->H, b->H);
+}
+
+/* The front of state (t, c) for k (with u_fronts, k also codes U; see
+ * offer), created when missing. */
+static inline xfront *front_of(xdp *X, int t, int c, int k)
+{
+    xstore *S = &X->store;
+    if (!S->head[t]) {
+        S->head[t] = cl_malloc((size_t)X->pos.C * sizeof(int));
+        for (int i = 0; i < X->pos.C; i++) S->head[t][i] = -1;
+    }
+    for (int f = S->head[t][c]; f >= 0; f = S->fr[f].next)
+        if (S->fr[f].k == k) return &S->fr[f];
+    if (S->n_fr == S->cap_fr) {
+        S->cap_fr = S->cap_fr ? S->cap_fr * 2 : 1024;
+        S->fr = cl_realloc(S->fr, (size_t)S->cap_fr * sizeof *S->fr);
+    }
+    xfront *f = &S->fr[S->n_fr];
+    *f = (xfront){.k = k, .next = S->head[t][c]};
+    S->head[t][c] = S->n_fr++;
+    return f;
+}
+
+/* Store entry (kv but alive `alive`; t, c, k, parent, edge, from, r as in
+ * offer) in front f, in slot `reuse` when >= 0 (an entry just dropped from
+ * f), else a new one. */
+static inline void keep_entry(xdp *X, xfront *f, const xkey *kv, int alive, int reuse, int t,
+                              int c, int k, int parent, int edge, int from, int r)
+{
+    if (f->n == f->cap) {
+        f->cap = f->cap ? 2 * f->cap : 2;
+        f->ids = cl_realloc(f->ids, (size_t)f->cap * sizeof(int));
+        f->key = cl_realloc(f->key, (size_t)f->cap * sizeof(xkey));
+    }
+    int id = reuse >= 0 ? reuse : new_entry(X);
+    X->store.created++;
+    xent *e = &X->store.ent[id];
+    e->B = kv->B;
+    e->C = kv->C;
+    e->H = kv->H;
+    for (int j = 0; j < X->sh.n; j++) e->Hs[j] = kv->Hs[j];
+    e->alive = alive;
+    e->U = kv->U;
+    e->d = kv->d;
+    e->t = t;
+    e->c = c;
+    e->k = k;
+    e->parent = parent;
+    e->edge = edge;
+    e->from = from;
+    e->r = r;
+    xkey *nk = &f->key[f->n];
+    nk->B = kv->B;
+    nk->C = kv->C;
+    nk->H = kv->H;
+    nk->U = kv->U;
+    nk->d = kv->d;
+    nk->alive = alive;
+    for (int j = 0; j < X->sh.n; j++) nk->Hs[j] = kv->Hs[j];
+    f->ids[f->n++] = id;
+}
+
+/* Offer a new entry to the front of state (t, c, k): key kv, and how it
+ * extends entry `parent` (edge; EDGE_STAGE: the stage set `from` \ t on r
+ * replicas).  It is stored only when no entry of the front dominates it.
+ *
+ * Every offer to a front comes before the front is expanded (offers go to
+ * smaller sets, or through gaps to classes expanded later), so an entry
+ * dropped from its front has no extensions: its slot is reused.  Inlined
+ * into the callers, so the key stays in registers. */
+static inline __attribute__((always_inline)) void offer(xdp *X, const xkey *kv, int t, int c,
+                                                        int k, int parent, int edge, int from,
+                                                        int r)
+{
+    xstore *S = &X->store;
+    int fk = (X->p_fixed ? k : 0) * (X->pos.N + 1) + (X->run.u_fronts ? kv->U : 0);
+    /* the state's first front is usually the one (a single k) */
+    int f0 = S->head[t] ? S->head[t][c] : -1;
+    xfront *f = f0 >= 0 && S->fr[f0].k == fk ? &S->fr[f0] : front_of(X, t, c, fk);
+    if (X->sh.n) {
+        xdp_offer_sh(X, f, kv, t, c, k, parent, edge, from, r);
+        return;
+    }
+    xkey *fkey = f->key;
+    int n = f->n;
+    for (int i = 0; i < n; i++)
+        if (dominates(X, &fkey[i], kv)) return;
+    int w = 0, reuse = -1;
+    for (int i = 0; i < n; i++) {
+        if (!dominates(X, kv, &fkey[i])) {
+            if (w != i) {
+                f->ids[w] = f->ids[i];
+                fkey[w] = fkey[i];
+            }
+            w++;
+        } else if (reuse < 0) {
+            reuse = f->ids[i];
+        }
+    }
+    f->n = w;
+    keep_entry(X, f, kv, kv->alive, reuse, t, c, k, parent, edge, from, r);
+}
+
+/* The key of entry x (the parts dominance compares). */
+static inline xkey key_of(const xdp *X, const xent *x)
+{
+    xkey kv = {.B = x->B, .C = x->C, .H = x->H, .U = x->U, .d = x->d, .alive = x->alive};
+    for (int j = 0; j < X->sh.n; j++) kv.Hs[j] = x->Hs[j];
+    return kv;
+}
+
+#endif

@@ -1,0 +1,356 @@
+/* exact_pass.c - one pass of the exact search (see exact_dp.h): the
+ * transitions out of an entry (place, expand) and the walk over the sets,
+ * largest first, that expands every front once (xdp_run_pass).  What the
+ * pass optimises and at which bound is xdp_pass's choice (exact_climb.c);
+ * the entries land in the fronts of exact_front.h.
+ */
+#include <string.h>
+
+#include "base/budget.h"
+#include "exact_front.h"
+
+/* Does the next stage, ending at e, share the node of the stage after it?
+ * (positions mode: the bit; periodic: e inside a node; flat: always) */
+static int shares_node(const xdp *X, int e, int c, int k)
+{
+    if (k == 0) return 0;
+    switch (X->pos.mode) {
+    case MODE_FLAT: return 1;
+    case MODE_PERIODIC: return e % X->pos.K != 0;
+    default: return c & 1;
+    }
+}
+
+/* Devices the layers of set t need at least, when the stages holding them
+ * sit at places k and further from the end: within the bound (work spread
+ * perfectly) and within memory (each stage keeps its parameters and at
+ * least place-k in-flight stash on one device of at most cap_top). */
+static inline double need(const xdp *X, int t, int below)
+{
+    if (t == 0) return 0;
+    const plan_lattice *L = X->L;
+    double pm = X->tab.pm_least, infl = X->tab.infl_least;
+    if (!X->run.relaxed) {
+        if (below > X->pos.N) below = X->pos.N;
+        pm = X->tab.pm[below];
+        infl = X->tab.infl[below];
+    }
+    double n_time = L->work[t] * X->run.need_coef;
+    /* inv_cap carries the same 1e-9 slack, far above the rounding here */
+    double n_mem = (L->params[t] * pm + L->stash[t] * infl) * X->tab.inv_cap;
+    return maxd(1.0, maxd(n_time, n_mem));
+}
+
+/* With exactly dev_fixed devices required: can a layout whose placed
+ * stages use U devices, leaving set lo (needing at least need_lo devices),
+ * still end on exactly dev_fixed?  (Entries that cannot are dead; they
+ * share their front only with entries of the same U, equally dead.) */
+static int dev_fixed_ok(const xdp *X, int U, int lo, double need_lo)
+{
+    if (lo == 0) return U == X->dev_fixed;
+    return U + need_lo <= X->dev_fixed;
+}
+
+/* plan_allreduce_s, from the factors tabulated at setup. */
+static inline double allreduce_of(const xdp *X, double P, int r, int level)
+{
+    if (r <= 1 || !X->I->comm) return 0;
+    if (r > X->tab.rtab) return plan_allreduce_s(X->I, P, r, level);
+    return X->tab.ar_pb[level][r] * P + X->tab.ar_lat[level][r];
+}
+
+/* Headrooms of v (x plus stage g on r replicas) under the shadow
+ * schedules: their memory never exceeds a device (plan_exact_mem_free). */
+static inline void shadow_h(const xdp *X, xkey *v, const xent *x, const xstage *g, int r,
+                            double cap)
+{
+    for (int j = 0; j < X->sh.n; j++) {
+        size_t k = (size_t)v->U * (size_t)(X->tab.rtab + 1) + (size_t)r;
+        double mem = plan_stage_mem_parts(g->fixed, g->P, g->st, g->io, X->sh.in[j][k], X->sh.ver[j][k]);
+        v->Hs[j] = mind(x->Hs[j], cap - mem);
+    }
+}
+
+/* What place() needs of the entry it extends, the same for every set. */
+typedef struct xrow {
+    int rmax, qmin;         /* replicas at most here; ceil(m / rmax)          */
+    double w_lo, w_hi;      /* qmin x (w / spd_top) > bound is false for work
+                               w < w_lo and true for w > w_hi (rounding
+                               margins far above the few ulps of the test)  */
+    double bs;              /* bound x spd_top                               */
+} xrow;
+
+static inline void row_of(const xdp *X, const xent *x, xrow *R)
+{
+    const plan_inst *I = X->I;
+    int e = X->pos.N - x->d;
+    R->rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (R->rmax > e) R->rmax = e;
+    R->qmin = (I->m + R->rmax - 1) / R->rmax;
+    double lim = X->run.bound * X->pos.spd_top / R->qmin;
+    R->w_lo = lim * (1 - 1e-12);
+    R->w_hi = lim * (1 + 1e-12);
+    R->bs = X->run.bound * X->pos.spd_top;
+}
+
+/* Place the stage set `hi` \ `lo` ... for entry `xi` on every allowed block
+ * ending at e.  Returns 0 when the loop over smaller sets may stop. */
+static int place(xdp *X, int xi, const xent *restrict xp, const xrow *restrict R, int lo,
+                 double bnd)
+{
+    const plan_inst *I = X->I;
+    const plan_lattice *L = X->L;
+    /* xp is the caller's copy (X->store.ent moves when offers add entries) */
+    const xent *restrict x = xp;
+    int feas = X->run.goal == GOAL_FITS;
+    int hi = x->t, e = X->pos.N - x->d;
+    double w = L->work[hi] - L->work[lo];
+    int rmax = R->rmax;
+    /* the least time any block could give (all-reduce >= 0): stop when even
+     * that is over the bound, since later sets only add work */
+    if (!(w < R->w_lo) && (w > R->w_hi || (double)R->qmin * (w / X->pos.spd_top) > X->run.bound)) return 0;
+    double P = L->params[hi] - L->params[lo], st = L->stash[hi] - L->stash[lo];
+    int kk = x->k + 1;
+    if (X->p_fixed && kk > X->p_fixed) return 1;
+    /* the layers left in `lo` need at least need(lo) devices within the
+     * bound; a block that leaves fewer cannot lead anywhere (the stages
+     * holding them sit on at least x->U + 1 devices) */
+    double need_lo = need(X, lo, x->U + 1);
+    if (need_lo > e - 1) return 1;
+    /* parameters and stash only grow with the stage: once they alone
+     * overflow the largest device at the least depth, so does every larger
+     * stage of a chain */
+    double pm0 = X->run.relaxed ? X->tab.pm_least : X->tab.pm[x->U];
+    double in0 = X->run.relaxed ? X->tab.infl_least : X->tab.infl[x->U];
+    if (P * pm0 + st * in0 > X->tab.cap_top) return !L->chain;
+
+    /* fewer replicas than ceil(m / qmax) cannot meet the bound even on
+     * the fastest device: ceil(m / r) x w / speed <= bound needs ceil(m / r)
+     * <= qmax (one more allowed for rounding; the exact test follows) */
+    double qmax = HUGE_VAL;
+    if (!feas && w > 0 && X->run.bound < HUGE_VAL) {
+        /* floor of a non-negative value below 2^62 by a cast */
+        double qv = R->bs / w;
+        if (qv < 4e18) qmax = (double)(long long)qv + 1;
+    }
+
+    int n1s = X->pos.nstart[e - 1], n1e = X->pos.nend[e - 1];
+    int room = e - n1s;
+    /* the widest block possible here; a stage needing more replicas than
+     * that stays out of reach for every larger stage too */
+    int r_cap = e == n1e && X->pos.mode != MODE_FLAT ? rmax : room < rmax ? room : rmax;
+    if (X->tab.qtab[r_cap] > qmax) return 0;
+    xstage g;
+    stage_sums(X, &g, P, st, L->cut[lo], L->cut[hi]);
+    double B0 = maxd(x->B, bnd);
+    double spd = HUGE_VAL, cap = HUGE_VAL, wspd = 0;
+    int prev_q = -1;
+    /* blocks inside the node of position e - 1 */
+    for (int r = 1; r <= room && r <= rmax; r++) {
+        double s2 = mind(spd, I->speed[e - r]);
+        if (s2 != spd || r == 1) wspd = w / s2; /* plan_stage_time's w / spd */
+        spd = s2;
+        cap = mind(cap, I->mem_cap[e - r]);
+        if (need_lo > e - r) break; /* more replicas leave even less */
+        if (X->dev_fixed && !dev_fixed_ok(X, x->U + r, lo, need_lo)) {
+            if (x->U + r + need_lo > X->dev_fixed) break;
+            continue;
+        }
+        int q = X->tab.qtab[r];
+        if (q > qmax) continue;
+        if (X->pos.mode == MODE_FLAT && q == prev_q) continue; /* fewer replicas do as well */
+        prev_q = q;
+        X->budget.steps++;
+        double ar = allreduce_of(X, P, r, CLUSTER_INTRA);
+        double tm = (double)q * wspd + ar; /* plan_stage_time, same operations */
+        if (tm > X->run.bound && !feas) continue;
+        double mem = mem_of(X, &g, x->U + r, r);
+        if (mem > cap) continue;
+        int e2 = e - r;
+        int bit = X->pos.mode == MODE_POSITIONS && e2 > 0 && I->node[e2 - 1] == I->node[e2];
+        xkey v = {.B = feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
+                  .H = mind(x->H, cap - mem), .U = x->U + r, .d = x->d + r, .alive = x->alive};
+        shadow_h(X, &v, x, &g, r, cap);
+        offer(X, &v, lo, class_of(X, e2, bit), kk, xi, EDGE_STAGE, hi, r);
+    }
+    /* blocks of whole nodes ending at e (a node's end) */
+    if (e == n1e && X->pos.mode != MODE_FLAT) {
+        double nspd = spd, ncap = cap; /* over node n1, complete if room == size */
+        if (room > rmax) {
+            nspd = HUGE_VAL;
+            ncap = HUGE_VAL;
+            for (int i = n1s; i < e; i++) {
+                nspd = fmin(nspd, I->speed[i]);
+                ncap = fmin(ncap, I->mem_cap[i]);
+            }
+        }
+        int a = n1s;
+        while (a > 0) {
+            int b = X->pos.nstart[a - 1];
+            for (int i = b; i < a; i++) {
+                nspd = mind(nspd, I->speed[i]);
+                ncap = mind(ncap, I->mem_cap[i]);
+            }
+            a = b;
+            int r = e - a;
+            if (r > rmax || need_lo > e - r) break;
+            if (X->dev_fixed && !dev_fixed_ok(X, x->U + r, lo, need_lo)) {
+                if (x->U + r + need_lo > X->dev_fixed) break;
+                continue;
+            }
+            X->budget.steps++;
+            double ar = allreduce_of(X, P, r, CLUSTER_INTER);
+            double tm = plan_stage_time(I, w, r, nspd, ar);
+            if (tm > X->run.bound && !feas) continue;
+            double mem = mem_of(X, &g, x->U + r, r);
+            if (mem > ncap) continue;
+            xkey v = {.B = feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
+                      .H = mind(x->H, ncap - mem), .U = x->U + r, .d = x->d + r,
+                      .alive = x->alive};
+            shadow_h(X, &v, x, &g, r, ncap);
+            offer(X, &v, lo, class_of(X, a, 0), kk, xi, EDGE_STAGE, hi, r);
+        }
+    }
+    return 1;
+}
+
+static void expand(xdp *X, int xi)
+{
+    const plan_inst *I = X->I;
+    const plan_lattice *L = X->L;
+    xent x = X->store.ent[xi];
+    int e = X->pos.N - x.d;
+    if (e <= 0) return;
+    /* gaps: leave position e - 1 unused (positions), or move to the node's
+     * start (periodic; any other gap can slide away without changing a cost) */
+    if (X->pos.mode == MODE_POSITIONS) {
+        int bit = (x.c & 1) && e - 2 >= 0 && I->node[e - 2] == I->node[e - 1];
+        xkey v = key_of(X, &x);
+        v.d = x.d + 1;
+        offer(X, &v, x.t, class_of(X, e - 1, bit), x.k, xi, EDGE_GAP, x.from, 0);
+    } else if (X->pos.mode == MODE_PERIODIC && e % X->pos.K != 0) {
+        xkey v = key_of(X, &x);
+        v.d = x.d + e % X->pos.K;
+        offer(X, &v, x.t, 0, x.k, xi, EDGE_GAP, x.from, 0);
+    }
+    if (x.t == 0) return;
+    if (need(X, x.t, x.U) > e) return;
+    /* exactly dev_fixed devices: the stages still to come lie within the
+     * e positions left */
+    if (X->dev_fixed && X->dev_fixed - x.U > e) return;
+    /* the boundary between the stage placed next and the one after it; a
+     * block inside a node shares it with the next stage only then */
+    double bnd = 0;
+    int shares = shares_node(X, e, x.c, x.k);
+    if (x.k > 0) {
+        /* a block of whole nodes never shares; blocks inside the node of
+         * e - 1 do exactly when `shares` */
+        bnd = plan_boundary_s(I, L->cut[x.t], shares ? CLUSTER_INTRA : CLUSTER_INTER);
+    }
+    /* (a whole-node block ending at e shares nothing: when it is chosen, e
+     * is a node end, where shares is already 0 in every mode) */
+    if (bnd > X->run.bound && X->run.goal != GOAL_FITS) return;
+    xrow R;
+    row_of(X, &x, &R);
+    int64_t tries = 0;
+    if (L->chain) {
+        for (int lo = x.t - 1; lo >= 0 && !X->budget.over; lo--, tries++)
+            if (!place(X, xi, &x, &R, lo, bnd)) break;
+    } else {
+        for (int64_t j = L->sub_off[x.t]; j < L->sub_off[x.t + 1] && !X->budget.over; j++, tries++)
+            if (!place(X, xi, &x, &R, L->sub[j], bnd)) break;
+    }
+    X->budget.tries += tries;
+    if (X->budget.steps > X->budget.limit || X->budget.tries > X->budget.limit) X->budget.over = 1;
+    if (X->budget.tries + X->budget.steps >= X->budget.next_poll) {
+        /* the command's wall-clock budget: the caller sees "over budget"
+         * and asks cl_budget_over() which one */
+        X->budget.next_poll = X->budget.tries + X->budget.steps + 65536;
+        if (cl_budget_over()) X->budget.over = 1;
+    }
+}
+
+/* ----------------------------------------------------------- one pass -- */
+
+/* Free the fronts of set t (their entries stay: rebuild reads them). */
+static void free_fronts(xdp *X, int t)
+{
+    xstore *S = &X->store;
+    if (!S->head[t]) return;
+    for (int c = 0; c < X->pos.C; c++)
+        for (int f = S->head[t][c]; f >= 0; f = S->fr[f].next) {
+            free(S->fr[f].ids);
+            free(S->fr[f].key);
+            S->fr[f].ids = NULL;
+            S->fr[f].key = NULL;
+            S->fr[f].n = S->fr[f].cap = 0;
+        }
+    free(S->head[t]);
+    S->head[t] = NULL;
+}
+
+int xdp_run_pass(xdp *X)
+{
+    const plan_lattice *L = X->L;
+    xstore *S = &X->store;
+    int n_sets = L->n_sets;
+    S->n_ent = 0;
+    S->n_fr = 0;
+    for (int t = 0; t < n_sets; t++) S->head[t] = NULL;
+    xkey s0 = {.B = 0, .C = 0, .H = HUGE_VAL, .U = 0, .d = 0};
+    for (int j = 0; j < PLAN_EXACT_SHADOWS; j++) s0.Hs[j] = HUGE_VAL, X->sh.best[j] = -1;
+    s0.alive = LEAD_BIT | ((1 << X->sh.n) - 1);
+    offer(X, &s0, n_sets - 1, class_of(X, X->pos.N, 0), 0, -1, EDGE_START, 0, 0);
+    int *order = cl_malloc((size_t)X->pos.C * sizeof(int));
+    int no = 0;
+    if (X->pos.mode == MODE_PERIODIC) {
+        for (int c = 1; c < X->pos.C; c++) order[no++] = c;
+        order[no++] = 0;
+    } else {
+        for (int c = X->pos.C - 1; c >= 0; c--) order[no++] = c;
+    }
+    for (int t = n_sets - 1; t >= 0 && !X->budget.over; t--) {
+        if (!S->head[t]) continue;
+        for (int oi = 0; oi < no && !X->budget.over; oi++) {
+            int c = order[oi];
+            for (int f = S->head[t][c]; f >= 0 && !X->budget.over; f = S->fr[f].next) {
+                /* expansions never add to this front (gaps move to other
+                 * classes), so iterate over a stable copy of the ids */
+                int n = S->fr[f].n;
+                if (n > S->cap_scratch) {
+                    S->cap_scratch = 2 * n;
+                    S->scratch = cl_realloc(S->scratch, (size_t)S->cap_scratch * sizeof(int));
+                }
+                if (n) memcpy(S->scratch, S->fr[f].ids, (size_t)n * sizeof(int));
+                for (int i = 0; i < n && !X->budget.over; i++) expand(X, S->scratch[i]);
+            }
+        }
+        if (t > 0) free_fronts(X, t);
+    }
+    free(order);
+    int best = -1;
+    if (!X->budget.over && S->head[0]) {
+        for (int c = 0; c < X->pos.C; c++)
+            for (int f = S->head[0][c]; f >= 0; f = S->fr[f].next) {
+                for (int i = 0; i < S->fr[f].n; i++) {
+                    int id = S->fr[f].ids[i];
+                    const xent *a = &S->ent[id];
+                    if (a->k == 0 || (X->p_fixed && a->k != X->p_fixed) ||
+                        (X->dev_fixed && a->U != X->dev_fixed))
+                        continue;
+                    /* each shadow schedule picks by its own rule */
+                    if (X->sh.n) xdp_shadow_pick(X, id);
+                    if (X->sh.n && !(a->alive & LEAD_BIT)) continue; /* not in the lead's run */
+                    if (best < 0) { best = id; continue; }
+                    const xent *b = &S->ent[best];
+                    int better;
+                    if (X->run.goal != GOAL_COMM) better = a->B < b->B;
+                    else if (a->C != b->C) better = a->C < b->C;
+                    else better = a->H != b->H ? a->H > b->H : a->U < b->U;
+                    if (better) best = id;
+                }
+            }
+    }
+    for (int t = 0; t < n_sets; t++) free_fronts(X, t);
+    return best;
+}

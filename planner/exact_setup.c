@@ -1,0 +1,201 @@
+/* exact_setup.c - what the exact search knows before its first pass (see
+ * exact_dp.h): the classes of the device line's positions (xplaces) and
+ * the tables of memory and time every transition reads (xtables).  Built
+ * once per search so that the passes, run many times over, never call the
+ * simulator's counts or the cost model's all-reduce in their inner loop.
+ *
+ * Position classes.  With identical devices in one node every position is
+ * alike (one class); with identical devices in equal nodes of K only the
+ * offset in the node matters (K classes, and the smaller span wins inside a
+ * class because shifting a layout by whole nodes changes nothing); otherwise
+ * each position is its own class (times 2: does the next stage share the
+ * node of the stage after it).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/schedule.h"
+#include "exact_dp.h"
+
+/* inner steps of one search when the caller gives no budget */
+#define DEFAULT_BUDGET ((int64_t)4000000000)
+/* the most devices positions mode (2 (N + 1) classes per set) takes */
+#define MAX_POSITION_DEVICES 512
+
+static void classify_positions(xdp *X)
+{
+    const plan_inst *I = X->I;
+    xplaces *P = &X->pos;
+    int N = I->n_dev, same = 1;
+    P->nstart = cl_malloc((size_t)N * sizeof(int));
+    P->nend = cl_malloc((size_t)N * sizeof(int));
+    for (int a = 0; a < N;) {
+        int b = a;
+        while (b < N && I->node[b] == I->node[a]) b++;
+        for (int i = a; i < b; i++) {
+            P->nstart[i] = a;
+            P->nend[i] = b;
+        }
+        a = b;
+    }
+    P->spd_top = 0;
+    for (int i = 0; i < N; i++) {
+        P->spd_top = fmax(P->spd_top, I->speed[i]);
+        if (I->speed[i] != I->speed[0] || I->mem_cap[i] != I->mem_cap[0]) same = 0;
+    }
+    int K = P->nend[0] - P->nstart[0];
+    int uniform = N % K == 0;
+    for (int i = 0; i < N && uniform; i++) uniform = P->nend[i] - P->nstart[i] == K;
+    if (same && K == N) {
+        P->mode = MODE_FLAT;
+        P->C = 1;
+    } else if (same && uniform) {
+        P->mode = MODE_PERIODIC;
+        P->K = K;
+        P->C = K;
+    } else {
+        P->mode = MODE_POSITIONS;
+        P->C = 2 * (N + 1);
+    }
+    P->pcls = cl_malloc((size_t)(N + 1) * sizeof(int));
+    for (int e = 0; e <= N; e++)
+        P->pcls[e] = P->mode == MODE_FLAT ? 0 : P->mode == MODE_PERIODIC ? e % P->K : 2 * e;
+}
+
+/* The tables of xtables (the question's fields of X set). */
+static void build_tables(xdp *X)
+{
+    const plan_inst *I = X->I;
+    xtables *T = &X->tab;
+    int N = X->pos.N;
+    T->dep = plan_mem_dependence(I);
+    T->monotone = plan_mem_depth_monotone(I);
+    T->cap_top = 0;
+    for (int d = 0; d < N; d++) T->cap_top = fmax(T->cap_top, I->mem_cap[d]);
+    T->inv_cap = (1 - 1e-9) / T->cap_top;
+    /* memory multipliers per depth, least over the replica counts allowed */
+    T->pm_least = plan_stage_mem_least(I, 1, 0, 0, 0);
+    T->infl_least = plan_stage_mem_least(I, 0, 1, 0, 0);
+    T->pm = cl_calloc((size_t)N + 1, sizeof(double));
+    T->infl = cl_calloc((size_t)N + 1, sizeof(double));
+    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (rmax > N) rmax = N;
+    T->rtab = rmax;
+    T->qtab = cl_calloc((size_t)rmax + 1, sizeof(int));
+    for (int r = 1; r <= rmax; r++) T->qtab[r] = (I->m + r - 1) / r;
+    for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
+        const cluster_link *l = &I->link[lv];
+        T->ar_pb[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
+        T->ar_lat[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
+        for (int r = 2; r <= rmax; r++) {
+            T->ar_pb[lv][r] = 2.0 * (r - 1) / r / l->bw_Bps;
+            T->ar_lat[lv][r] = 2.0 * (r - 1) * l->latency_s;
+        }
+    }
+    if ((double)(N + 1) * (rmax + 1) <= TAB_MAX) {
+        size_t n = (size_t)(N + 1) * (size_t)(rmax + 1);
+        T->in = cl_calloc(n, sizeof(int));
+        T->ver = cl_calloc(n, sizeof(int));
+        T->in1 = cl_calloc((size_t)rmax + 1, sizeof(int));
+        T->ver1 = cl_calloc((size_t)rmax + 1, sizeof(int));
+        for (int r = 1; r <= rmax; r++) {
+            T->in1[r] = sched_inflight_rep(I->sched, r, r, r, I->m, I->chunks);
+            T->ver1[r] = sched_versions_rep(I->sched, r, r);
+        }
+        for (int D = 1; D <= N; D++) {
+            int devs = X->dev_fixed ? X->dev_fixed : D;
+            if (D > devs) continue; /* mem_of refuses these */
+            for (int r = 1; r <= rmax && r <= D; r++) {
+                size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
+                T->in[k] = sched_inflight_rep(I->sched, devs, D, r, I->m, I->chunks);
+                T->ver[k] = sched_versions_rep(I->sched, D, r);
+            }
+        }
+    }
+    for (int U = 0; U <= N; U++) {
+        double pm = HUGE_VAL, infl = HUGE_VAL;
+        for (int r = 1; r <= rmax && U + r <= N; r++) {
+            int D = U + r, devs = X->dev_fixed > D ? X->dev_fixed : D;
+            int ci, cv;
+            if (T->in && devs == (X->dev_fixed ? X->dev_fixed : D)) {
+                size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
+                ci = T->in[k];
+                cv = T->ver[k];
+            } else {
+                ci = sched_inflight_rep(I->sched, devs, D, r, I->m, I->chunks);
+                cv = sched_versions_rep(I->sched, D, r);
+            }
+            pm = fmin(pm, plan_stage_mem_counts(I, 1, 0, 0, 0, ci, cv));
+            infl = fmin(infl, plan_stage_mem_counts(I, 0, 1, 0, 0, ci, cv));
+        }
+        T->pm[U] = pm < HUGE_VAL ? pm : T->pm_least;
+        T->infl[U] = infl < HUGE_VAL ? infl : T->infl_least;
+    }
+}
+
+int xdp_setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+              plan_exact_stats *st, cl_err *e)
+{
+    memset(X, 0, sizeof *X);
+    X->I = I;
+    X->L = L;
+    X->pos.N = I->n_dev;
+    X->budget.limit = o && o->budget > 0 ? o->budget : DEFAULT_BUDGET;
+    X->p_fixed = o ? o->p_fixed : 0;
+    classify_positions(X);
+    if (st) {
+        memset(st, 0, sizeof *st);
+        st->classes = X->pos.C;
+        st->mode = X->pos.mode == MODE_FLAT ? "flat" : X->pos.mode == MODE_PERIODIC ? "periodic" : "positions";
+    }
+    if (X->pos.mode == MODE_POSITIONS && X->pos.N > MAX_POSITION_DEVICES) {
+        cl_fail(e, CL_ERUN,
+                "exact search over %d devices of different kinds or in uneven nodes: more than %d positions",
+                X->pos.N, MAX_POSITION_DEVICES);
+        free(X->pos.nstart);
+        free(X->pos.nend);
+        free(X->pos.pcls);
+        return -1;
+    }
+    X->store.head = cl_calloc((size_t)L->n_sets, sizeof(int *));
+    X->dev_fixed = o ? o->devices_fixed : 0;
+    build_tables(X);
+    return 0;
+}
+
+void xdp_teardown(xdp *X, plan_exact_stats *st)
+{
+    if (st) {
+        st->entries += X->store.created;
+        st->steps = X->budget.steps;
+    }
+    xstore *S = &X->store;
+    free(S->ent);
+    free(S->scratch);
+    for (int f = 0; f < S->n_fr; f++) {
+        free(S->fr[f].ids);
+        free(S->fr[f].key);
+    }
+    free(S->fr);
+    free(S->head);
+    free(X->pos.nstart);
+    free(X->pos.pcls);
+    free(X->pos.nend);
+    xtables *T = &X->tab;
+    free(T->pm);
+    free(T->infl);
+    free(T->qtab);
+    free(T->in);
+    free(T->ver);
+    free(T->in1);
+    free(T->ver1);
+    for (int j = 0; j < PLAN_EXACT_SHADOWS; j++) {
+        free(X->sh.in[j]);
+        free(X->sh.ver[j]);
+    }
+    for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
+        free(T->ar_pb[lv]);
+        free(T->ar_lat[lv]);
+    }
+}

@@ -1,0 +1,128 @@
+/* exact_shadow.c - shadow schedules riding along one pass of the exact
+ * search (plan_exact_shadowed in exact.h).
+ *
+ * When memory never binds, schedules differ only in the headroom that
+ * breaks ties of communication.  So one pass 2 at o->lower_s can carry up
+ * to PLAN_EXACT_SHADOWS other schedules: each entry keeps a headroom per
+ * shadow (xent.Hs) and a bit per schedule saying whether that schedule's
+ * own run would have kept it (xent.alive), and a front keeps an entry while
+ * any schedule would.  Each shadow then gets exactly the layout of its own
+ * search, for the cost of one pass.
+ */
+#include <assert.h>
+
+#include "core/schedule.h"
+#include "exact_front.h"
+
+/* Tabulate the shadow schedules' memory counts (like xtables.in, exact
+ * memory, devices = depth) and turn them on; 0 when the tables are too
+ * large or a schedule's memory rules it out. */
+int xdp_shadows_setup(xdp *X, int n_sh, const sched_kind *sh)
+{
+    const plan_inst *I = X->I;
+    if (!X->tab.in) return 0;
+    size_t n = (size_t)(X->pos.N + 1) * (size_t)(X->tab.rtab + 1);
+    for (int j = 0; j < n_sh; j++) {
+        X->sh.in[j] = cl_calloc(n, sizeof(int));
+        X->sh.ver[j] = cl_calloc(n, sizeof(int));
+        for (int D = 1; D <= X->pos.N; D++)
+            for (int r = 1; r <= X->tab.rtab && r <= D; r++) {
+                size_t k = (size_t)D * (size_t)(X->tab.rtab + 1) + (size_t)r;
+                X->sh.in[j][k] = sched_inflight_rep(sh[j], D, D, r, I->m, I->chunks);
+                X->sh.ver[j][k] = sched_versions_rep(sh[j], D, r);
+            }
+        plan_inst y = *I;
+        y.sched = sh[j];
+        int dep = plan_mem_dependence(&y);
+        if (dep == PLAN_MEM_BY_TOTAL) return 0;
+        /* as xdp_pass sets track_u (and u_fronts, which must be 0 like ours) */
+        X->sh.track[j] = dep != PLAN_MEM_FLAT && plan_mem_depth_monotone(&y);
+        if (dep != PLAN_MEM_FLAT && !X->sh.track[j]) return 0;
+    }
+    if (X->tab.dep != PLAN_MEM_FLAT && !X->tab.monotone) return 0; /* u_fronts */
+    X->sh.n = n_sh;
+    return 1;
+}
+
+/* The schedules among `mask` (LEAD_BIT and shadow bits) for which a
+ * dominates b: dominates() for the lead, and for shadow j dominates_by()
+ * under its own rule (headroom Hs[j], track_u sh.track[j]); the pass with
+ * shadows is a pass 2 (GOAL_COMM); the shared comparisons once. */
+static inline int dom_mask(const xdp *X, int track_mask, const xkey *a, const xkey *b, int mask)
+{
+    if (a->d > b->d) return 0;
+    int ule = a->U <= b->U;
+    if (!ule) mask &= ~track_mask;
+    if (!mask) return 0;
+    if (a->C != b->C) return a->C < b->C ? mask : 0;
+    int out = 0;
+    if (mask & LEAD_BIT) {
+        if (a->H != b->H ? a->H > b->H : ule) out |= LEAD_BIT;
+    }
+    for (int j = 0; j < X->sh.n; j++)
+        if (mask & (1 << j)) {
+            if (a->Hs[j] != b->Hs[j] ? a->Hs[j] > b->Hs[j] : ule) out |= 1 << j;
+        }
+    return out;
+}
+
+/* offer with shadow schedules (X->sh.n > 0).  The front is the union of
+ * the lead's and every shadow's own front: an entry's bit for schedule j
+ * says it is in j's own front, where j's own run would have put it (by
+ * induction: j's run offers exactly the extensions of the entries alive
+ * for j, in the same order, and compares them by its own rule).  An
+ * entry stays while it is alive for one of them. */
+void xdp_offer_sh(xdp *X, xfront *f, const xkey *kvp, int t, int c, int k, int parent,
+                  int edge, int from, int r)
+{
+    assert(X->run.goal == GOAL_COMM);
+    const xkey *kv = kvp; /* read field by field: it was just stored */
+    int alive = kv->alive;
+    xkey *fkey = f->key;
+    int n = f->n;
+    int track_mask = X->run.track_u ? LEAD_BIT : 0;
+    for (int j = 0; j < X->sh.n; j++)
+        if (X->sh.track[j]) track_mask |= 1 << j;
+    /* rejected by schedule j when an entry of its front dominates v */
+    int rej = 0;
+    for (int i = 0; i < n; i++) {
+        int m = fkey[i].alive & alive & ~rej;
+        if (m) rej |= dom_mask(X, track_mask, &fkey[i], kv, m);
+    }
+    alive &= ~rej;
+    if (!alive) return;
+    /* v then drops from j's front the entries it dominates by j's rule */
+    int w = 0, reuse = -1;
+    for (int i = 0; i < n; i++) {
+        int a = fkey[i].alive, both = a & alive;
+        if (both) a &= ~dom_mask(X, track_mask, kv, &fkey[i], both);
+        if (a != fkey[i].alive) {
+            fkey[i].alive = a;
+            X->store.ent[f->ids[i]].alive = a;
+        }
+        if (a) {
+            f->ids[w] = f->ids[i];
+            fkey[w++] = fkey[i];
+        } else if (reuse < 0) {
+            reuse = f->ids[i];
+        }
+    }
+    f->n = w;
+    keep_entry(X, f, kv, alive, reuse, t, c, k, parent, edge, from, r);
+}
+
+/* Final entry `id` of a pass with shadows: each shadow schedule keeps the
+ * best of the final entries alive for it, by its own headroom and in the
+ * same order, as its own run would pick. */
+void xdp_shadow_pick(xdp *X, int id)
+{
+    const xent *a = &X->store.ent[id];
+    for (int j = 0; j < X->sh.n; j++) {
+        if (!(a->alive & (1 << j))) continue;
+        int q = X->sh.best[j];
+        const xent *b = q >= 0 ? &X->store.ent[q] : NULL;
+        if (!b || a->C < b->C ||
+            (a->C == b->C && (a->Hs[j] != b->Hs[j] ? a->Hs[j] > b->Hs[j] : a->U < b->U)))
+            X->sh.best[j] = id;
+    }
+}
