@@ -47,13 +47,6 @@ const char *sched_op_kind_name(sched_op_kind k)
     return op_names[k];
 }
 
-int sched_op_kind_from_name(const char *name)
-{
-    for (int k = 0; k < SCHED_OP_COUNT; k++)
-        if (name && strcmp(name, op_names[k]) == 0) return k;
-    return -1;
-}
-
 char *sched_op_label(const sched *s, const sched_op *op, char *buf, int cap)
 {
     const char *pre = "";

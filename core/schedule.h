@@ -163,9 +163,8 @@ int sched_versions_rep(sched_kind kind, int depth, int r);
  * Returns buf. */
 char *sched_op_label(const sched *s, const sched_op *op, char *buf, int cap);
 
-/* "F", "B", "W", "SEND", "RECV", "ALLREDUCE", "UPDATE"; -1 when unknown. */
+/* "F", "B", "W", "SEND", "RECV", "ALLREDUCE", "UPDATE". */
 const char *sched_op_kind_name(sched_op_kind k);
-int sched_op_kind_from_name(const char *name);
 
 /* Default iterations to simulate, and the first iteration counted in the
  * steady state: sync kinds simulate 1 and measure all; async kinds skip

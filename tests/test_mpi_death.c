@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec/run/pipe_hooks.h"
 #include "test.h"
 #include "test_pipe.h"
 #include "test_proc.h"
@@ -140,19 +141,17 @@ static void test_thread_fails(void)
     tp_data(&tr, &te);
     exec_pipe_opts o;
     tp_opts(&o, &tr, "tiny4-1f1b.json", 50);
-    o.fail_worker = 3;
-    o.fail_op = 30;
+    exec_pipe_hooks h = {.fail_worker = 3, .fail_op = 30};
     exec_pipe_result r;
     cl_err e = {0};
     double t0 = tproc_now();
-    int rc = exec_pipe_run(&p, &o, &r, &e);
+    int rc = exec_pipe_run_hooked(&p, &o, &h, &r, &e);
     double secs = tproc_now() - t0;
     CU_ASSERT_EQUAL(rc, CL_ERUN);
     CU_ASSERT_STRING_EQUAL(e.msg, "worker 2: injected failure before op 30 (test)");
     CU_ASSERT(secs < HANG_S);
     exec_pipe_result_free(&r);
     /* the same run without the failure completes */
-    o.fail_worker = 0;
     cl_err_clear(&e);
     CU_ASSERT_EQUAL(exec_pipe_run(&p, &o, &r, &e), CL_OK);
     exec_pipe_result_free(&r);

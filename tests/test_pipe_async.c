@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/run/pipe_hooks.h"
 #include "test.h"
 #include "test_pipe.h"
 
@@ -19,9 +20,9 @@ static int run(const char *name, int iters, int stash_off, exec_pipe_result *r, 
     tp_data(&tr, &te);
     exec_pipe_opts o;
     tp_opts(&o, &tr, name, iters);
-    o.stash_off = stash_off;
+    exec_pipe_hooks h = {.stash_off = stash_off};
     cl_err e = {0};
-    int rc = exec_pipe_run(&p, &o, r, &e);
+    int rc = exec_pipe_run_hooked(&p, &o, &h, r, &e);
     if (rc) fprintf(stderr, "\n%s: %s\n", name, e.msg);
     CU_ASSERT_EQUAL(rc, CL_OK);
     tp_ref_async(&p, &o, iters, 1, ref_stash, n_ref);

@@ -26,8 +26,8 @@ const char *exec_blas_better_core(const char *corename, int has_avx512, int has_
 {
     /* OpenBLAS's names (driver/others/dynamic.c, corename[]).  Cooperlake
      * and SapphireRapids reuse the SkylakeX SGEMM kernel; Zen the Haswell
-     * one.  Measured here (docs/executor.md): SkylakeX 150 GFLOP/s, Haswell
-     * 101, Sandybridge 68, Prescott 39, Nehalem 29. */
+     * one.  The AVX-512 kernel is the fastest, then the AVX2 one (rates:
+     * docs/executor.md, "Getting the fast kernel"). */
     static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids", NULL};
     static const char *const avx2[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake",
                                        "SapphireRapids", NULL};

@@ -10,9 +10,10 @@
  * OpenBLAS is a DYNAMIC_ARCH build that picks its kernels from the CPUID
  * model when the library loads.  On a virtual CPU whose model number it does
  * not know it falls back to an old generic kernel (Prescott, Nehalem,
- * Sandybridge), 2 to 5x slower than the AVX-512 one.  The only supported way
- * to override it is OPENBLAS_CORETYPE, read once at load time, so
- * exec_blas_setup() sets it and re-executes the program when needed.
+ * Sandybridge), several times slower than the AVX-512 one.  The only
+ * supported way to override it is OPENBLAS_CORETYPE, read once at load
+ * time, so exec_blas_setup() sets it and re-executes the program when
+ * needed.
  */
 #ifndef CL_EXEC_GEMM_H
 #define CL_EXEC_GEMM_H

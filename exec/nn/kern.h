@@ -91,8 +91,8 @@ void exec_kern_conv_bw_channels(float *dwT, float *dT, const float *d, const flo
  * dropout loops): max(in, 0); sel > 0 ? in : 0; mask ? in * scale : 0.
  * Besides being wider, they keep the 512-bit units busy between the
  * products: after a few microseconds without 512-bit instructions this CPU
- * runs the next ones slowly while the units power up (measured: +1.5 to
- * 3.5 us on the first call of a 1.7 us kernel after a 5 us pause). */
+ * runs the next ones slowly while the units power up (measured:
+ * docs/executor.md, "Own kernels"). */
 void exec_kern_relu(float *out, const float *in, int64_t n);
 void exec_kern_pass_positive(float *out, const float *in, const float *sel, int64_t n);
 void exec_kern_mask_scale(float *out, const float *in, const uint8_t *mask, int64_t n,

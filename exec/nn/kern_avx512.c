@@ -195,8 +195,8 @@ KERN void exec_kern_softmax_xent_backward_input(float *dlogits, const float *pro
  * give, for element e = r OC + o of a 4-row block's output, the result
  * lane holding it: accumulator j = r NG + o / 2 went into pair v = j / 2
  * (result v / 4, lane 4 L + v % 4) and block L = 2 (j % 2) + o % 2 of it;
- * vectors 3-5 give o, to spread the bias.  Built once: building them per
- * call took 0.4 us of a 2.7 us call inside a training step. */
+ * vectors 3-5 give o, to spread the bias.  Built once: per call they cost
+ * a noticeable share of a small call (docs/executor.md, "Own kernels"). */
 static __m512i lin_fwd_idx[EXEC_KERN_LINEAR_MAX_OC][6];
 
 static void lin_fwd_tables(void)

@@ -18,8 +18,8 @@
 #define LINEAR_THIN_OC 32   /* fewer output features than this: row blocks */
 #define LINEAR_ROW_BLOCK 64
 
-/* Few outputs on an AVX-512 CPU: the kernels of kern.h (measured 2 to 4x
- * OpenBLAS on 64 x 128 x 10, docs/executor.md). */
+/* Few outputs on an AVX-512 CPU: the kernels of kern.h, faster than
+ * OpenBLAS on such skinny products (docs/executor.md, "Own kernels"). */
 static int linear_small(int OC)
 {
     return OC <= EXEC_KERN_LINEAR_MAX_OC && exec_kern_avx512();
@@ -37,9 +37,9 @@ void exec_linear_forward(float *out, const float *in, const float *w, const floa
         for (int r = 0; r < B; r++) memcpy(out + (int64_t)r * OC, b, (size_t)OC * sizeof *out);
     }
     /* OpenBLAS 0.3.21 sends a product with few output columns but more
-     * than 64^3 multiply-adds down its general path at under half speed
-     * (256x128x10: 44 GFLOP/s); blocks of 64 rows stay on its small-matrix
-     * path (98 GFLOP/s).  Rows are independent, so the result is the same. */
+     * than 64^3 multiply-adds down its general path at under half speed;
+     * blocks of 64 rows stay on its small-matrix path (docs/executor.md,
+     * "Thin linear layers").  Rows are independent: the same result. */
     const int rows = OC < LINEAR_THIN_OC ? LINEAR_ROW_BLOCK : B;
     for (int r = 0; r < B; r += rows) {
         int nr = B - r < rows ? B - r : rows;

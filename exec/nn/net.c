@@ -9,9 +9,8 @@
  * the same two slots.  Forward and backward share the slots because what
  * a forward leaves in them is dead by the time a backward runs, and because
  * the slot bytes the forward touched last (the top layers' outputs) are
- * the ones the backward writes first: they are still in the caches.  The
- * CNN's 128 x 10 classifier writes its 32-128 KB input gradient 1.5 to 2.3
- * times faster into them than into buffers of its own (docs/executor.md).
+ * the ones the backward writes first: they are still in the caches
+ * (measured: docs/executor.md, "Stages").
  * The convolutions' lowering scratch is one buffer for the same reason:
  * calls on a net come one at a time, and none keeps it past its return.
  */
@@ -402,9 +401,6 @@ void exec_net_destroy(exec_net *n)
 /* ======================================================================== */
 /* accessors                                                                 */
 
-int exec_net_first(const exec_net *n) { return n->first; }
-int exec_net_last(const exec_net *n) { return n->last; }
-int exec_net_max_batch(const exec_net *n) { return n->max_batch; }
 int64_t exec_net_in_elems(const exec_net *n) { return n->ly[0].in_elems; }
 int64_t exec_net_out_elems(const exec_net *n) { return n->ly[n->L - 1].out_elems; }
 int exec_net_has_loss(const exec_net *n) { return n->ly[n->L - 1].kind == MODEL_SOFTMAX_XENT; }
@@ -531,7 +527,6 @@ void exec_acts_destroy(exec_acts *a)
 }
 
 uint64_t exec_acts_bytes(const exec_acts *a) { return a->bytes; }
-int exec_acts_batch(const exec_acts *a) { return a->batch; }
 double exec_acts_loss_sum(const exec_acts *a) { return a->loss_sum; }
 int exec_acts_correct(const exec_acts *a) { return a->correct; }
 

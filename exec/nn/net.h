@@ -58,9 +58,6 @@ int exec_net_create(exec_net **out, const model *m, int first, int last, int max
 void exec_net_destroy(exec_net *n);
 
 /* Shape of the stage. */
-int exec_net_first(const exec_net *n);           /* model index of its first layer */
-int exec_net_last(const exec_net *n);            /* one past its last layer */
-int exec_net_max_batch(const exec_net *n);
 int64_t exec_net_in_elems(const exec_net *n);    /* per sample */
 int64_t exec_net_out_elems(const exec_net *n);   /* per sample (1 after the loss) */
 int exec_net_has_loss(const exec_net *n);        /* ends in softmax_xent */
@@ -110,7 +107,6 @@ const float *exec_acts_output(const exec_acts *a);
  * the logits classified correctly. */
 double exec_acts_loss_sum(const exec_acts *a);
 int exec_acts_correct(const exec_acts *a);
-int exec_acts_batch(const exec_acts *a);
 
 /* Input-gradient pass over the stage for the microbatch in a (after its
  * forward in training mode).  dout (batch, out_elems): gradient of the

@@ -4,7 +4,7 @@
  * The build uses -O2 with the baseline x86-64 target, where GCC 12's
  * vectoriser ("very cheap" cost model) leaves loops of unknown length scalar
  * and compiles `x > 0 ? x : 0` to a branch, which mispredicts on real
- * activations (relu measured 4x slower than memory speed).  Four-wide
+ * activations (measured: docs/executor.md, "Elementwise loops").  Four-wide
  * vectors map onto SSE2, which every x86-64 has, and onto the generic
  * fallback elsewhere; results are the same as the scalar loops'.
  */

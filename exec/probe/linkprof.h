@@ -12,7 +12,7 @@
  *
  * Each sample also keeps the sender's share: how long the send call itself
  * takes, which a runtime pays on the sending worker's own stream (waking a
- * sleeping thread costs the waker a system call, ~20 us on this VM).
+ * sleeping thread costs the waker a system call: docs/validation.md).
  *
  * Backends:
  *  - threads: two threads of this process, pinned to separate cores,

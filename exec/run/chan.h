@@ -67,8 +67,8 @@ enum { EXEC_TAG_MAX_BOUNDARY = 8191 };
 /* Whether a thread holds its core.  A worker that spins (or polls) while
  * another process wants its core is charged the core's time and loses it
  * to that process for whole time slices (milliseconds), where a sleeping
- * waiter is woken ahead of it: under load, spinning made the waits 10-20x
- * longer (docs/validation.md).  The spinner reports each stretch of
+ * waiter is woken ahead of it: under load, spinning made the waits many
+ * times longer (docs/validation.md).  The spinner reports each stretch of
  * spinning with exec_preempt_note (wall and thread CPU seconds); once
  * EXEC_PREEMPT_WINDOW_S of spinning has been reported, if the thread ran
  * less than EXEC_PREEMPT_SHARE of it, exec_preempt_spin_ok says no for

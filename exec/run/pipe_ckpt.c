@@ -1,4 +1,4 @@
-/* pipe_ckpt.c - checkpoints and stops of a pipelined run (pipe_int.h).
+/* pipe_ckpt.c - checkpoints and stops of a pipelined run (pipe_ckpt.h).
  *
  * A checkpoint is taken at an iteration end, which is a drain point for the
  * flushing schedules (gpipe, 1f1b, interleaved, zb-h1, sequential): every op
@@ -16,11 +16,13 @@
  * iterations in flight on every stage: no iteration end drains them, so they
  * are neither checkpointed nor stopped at a boundary (refused up front).
  *
- * Signals (exec_ckpt_signal): on threads, the workers agree on one iteration
- * end to stop at: the first worker that sees the signal at an iteration end
- * sets it to one past the furthest end any worker has passed (every worker
- * registers each end it passes under the run's mutex), so no worker is
- * already beyond it and every worker reaches it.  Under MPI a signal comes
+ * Signals (exec_ckpt_signal; pipe_signal_check in pipe_worker.c looks in
+ * every wait, pipe_ckpt_boundary at every iteration end): on threads, the
+ * workers agree on one iteration end to stop at: the first worker that sees
+ * the signal at an iteration end sets it to one past the furthest end any
+ * worker has passed (every worker registers each end it passes under the
+ * run's mutex), so no worker is already beyond it and every worker reaches
+ * it.  Under MPI a signal comes
  * from mpirun tearing the job down (a rank died, or the job was cancelled);
  * mpirun follows with SIGKILL a second later, so each rank stops at once
  * with a message saying where it was; the periodic checkpoints are the
@@ -31,7 +33,8 @@
 #include <string.h>
 
 #include "exec/ckpt/checkpoint.h"
-#include "pipe_int.h"
+#include "pipe_ckpt.h"
+#include "pipe_worker.h"
 
 enum { HIST_F = 8 }; /* doubles per epoch record, as cmd_train writes them */
 
@@ -229,36 +232,10 @@ int pipe_ckpt_restore(pw *W)
 
 /* ------------------------------------------------------------- stops -- */
 
-int pipe_ckpt_signal_check(pw *W, int64_t k)
-{
-    prun *R = W->R;
-    int sig = exec_ckpt_signal();
-    if (!sig) return CL_OK;
-    if (R->ckpt && R->x->rank < 0) return CL_OK; /* threads: the next iteration end */
-    char where[160];
-    if (k >= 0) {
-        const sched_op *op = &R->sc.ops[k];
-        if (op->kind == SCHED_RECV)
-            snprintf(where, sizeof where, "waiting for a message from %s %d (iteration %d)",
-                     R->x->rank >= 0 ? "rank" : "worker", op->peer, op->iter);
-        else
-            snprintf(where, sizeof where, "at op %lld of iteration %d",
-                     (long long)(k - R->sc.off[W->w]), op->iter);
-    } else {
-        snprintf(where, sizeof where, "between iterations");
-    }
-    if (R->x->rank >= 0)
-        return pipe_run_fail(R, CL_ERUN, "rank %d: %s while %s; under mpirun that means another rank died or the job was stopped (hint: %s)",
-                             W->w, exec_ckpt_signal_name(sig), where,
-                             R->o->ckpt_path ? "resume from the last checkpoint with --resume" : "--checkpoint FILE --checkpoint-every N makes MPI runs resumable");
-    return pipe_run_fail(R, CL_ERUN, "%s: stopped %s; schedule %s keeps microbatches in flight across iterations, so nothing was saved",
-                         exec_ckpt_signal_name(sig), where, sched_kind_name((sched_kind)R->sc.kind));
-}
-
 int pipe_ckpt_boundary(pw *W, int64_t gi, int run_end)
 {
     prun *R = W->R;
-    if (!R->ckpt) return pipe_ckpt_signal_check(W, -1);
+    if (!R->ckpt) return pipe_signal_check(W, -1);
     if (!run_end && gi % R->iters == 0) return CL_OK; /* after the run's report */
     int stop = 0;
     if (R->x->rank < 0) { /* threads: agree on the iteration end to stop at */
@@ -280,7 +257,7 @@ int pipe_ckpt_boundary(pw *W, int64_t gi, int run_end)
         stop = R->stop_at == gi;
         pthread_mutex_unlock(&R->mu);
     } else {
-        int rc = pipe_ckpt_signal_check(W, -1);
+        int rc = pipe_signal_check(W, -1);
         if (rc) return rc;
     }
     int due = R->o->ckpt_path &&

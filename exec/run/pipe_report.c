@@ -1,14 +1,18 @@
 /* pipe_report.c - what a pipelined run's workers do besides their op
- * lists (pipe_int.h): the evaluation pass through the stages after each run
- * of the lists, the per-epoch statistics and the final report each worker
- * sends worker 0 (timings, memory, spans, parameters). */
+ * lists (pipe_report.h): the evaluation pass through the stages after each
+ * run of the lists, the per-epoch statistics and the final report each
+ * worker sends worker 0 (timings, memory, spans, parameters; read back by
+ * pipe_blob_parse, pipe_run.c). */
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
-#include "pipe_int.h"
+#include "exec/nn/data.h"
+#include "exec/nn/net.h"
+#include "pipe_report.h"
+#include "pipe_worker.h"
 
 /* ---------------------------------------------------------- evaluation -- */
 
@@ -195,20 +199,3 @@ int pipe_final_report(pw *W)
     }
     return CL_OK;
 }
-
-void pipe_blob_parse(const prun *R, const unsigned char *b, int64_t len, pblob *out)
-{
-    const unsigned char *p = b;
-    out->rep = (const pworker_rep *)p;
-    p += sizeof(pworker_rep);
-    out->iter_busy = (const double *)p;
-    p += R->total_iters * 8;
-    out->iter_end = (const double *)p;
-    p += R->total_iters * 8;
-    out->spans = (const pspan *)p;
-    p += out->rep->n_spans * (int64_t)sizeof(pspan);
-    out->params = out->rep->param_bytes ? p : NULL;
-    assert(p + out->rep->param_bytes == b + len);
-    (void)len;
-}
-

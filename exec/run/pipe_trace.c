@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "sim/trace.h"
-#include "pipe_int.h"
+#include "pipe_run.h"
+#include "pipe_trace.h"
 
 int pipe_write_trace(const prun *R, const char *path, cl_err *e)
 {

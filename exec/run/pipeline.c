@@ -2,15 +2,17 @@
  * before anything runs, the run's shared state, channel capacities, the
  * backends, and the result assembled from the workers' reports. */
 #include <assert.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/fileio.h"
 #include "exec/ckpt/checkpoint.h"
-#include "pipe_int.h"
+#include "pipe_ckpt.h"
+#include "pipe_hooks.h"
+#include "pipe_ops.h"
+#include "pipe_run.h"
+#include "pipe_trace.h"
 
 const char *exec_pipe_backend_name(exec_pipe_backend b)
 {
@@ -53,20 +55,6 @@ void exec_pipe_result_free(exec_pipe_result *r)
     free(r->tensors);
     free(r->params);
     memset(r, 0, sizeof *r);
-}
-
-int pipe_run_fail(prun *R, int code, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    pthread_mutex_lock(&R->mu);
-    cl_fail(&R->err, code, "%s", msg);
-    pthread_mutex_unlock(&R->mu);
-    R->x->ops->abort(R->x);
-    return code;
 }
 
 /* -------------------------------------------------------------- checks -- */
@@ -197,12 +185,14 @@ static int resume_position(prun *R, const exec_ckpt *c, cl_err *e)
     return CL_OK;
 }
 
-static int prun_init(prun *R, const plan *p, const exec_pipe_opts *o, cl_err *e)
+static int prun_init(prun *R, const plan *p, const exec_pipe_opts *o, const exec_pipe_hooks *h,
+                     cl_err *e)
 {
     memset(R, 0, sizeof *R);
     pthread_mutex_init(&R->mu, NULL);
     R->p = p;
     R->o = o;
+    if (h) R->hooks = *h;
     R->m = &p->model;
     R->S = p->n_stages;
     R->v = p->chunks > 1 ? p->chunks : 1;
@@ -368,6 +358,12 @@ static void collect(const prun *R, exec_pipe_result *r)
 
 int exec_pipe_run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r, cl_err *e)
 {
+    return exec_pipe_run_hooked(p, o, NULL, r, e);
+}
+
+int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe_hooks *h,
+                         exec_pipe_result *r, cl_err *e)
+{
     memset(r, 0, sizeof *r);
     const char *file = o->file ? o->file : "plan";
     int rc = exec_pipe_check(p, file, e);
@@ -385,7 +381,7 @@ int exec_pipe_run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r, c
         return cl_fail(e, CL_EINPUT, "%s: %d epochs of %lld iterations are too many", file,
                        o->epochs, (long long)(o->train->n / p->batch));
     prun *R = cl_calloc(1, sizeof *R);
-    if ((rc = prun_init(R, p, o, e))) {
+    if ((rc = prun_init(R, p, o, h, e))) {
         prun_free(R);
         free(R);
         return rc;

@@ -89,7 +89,6 @@ typedef struct exec_pipe_opts {
                               it cheap, it runs inside the measured loop    */
     void *ctx;
     int keep_params;       /* fill exec_pipe_result.params                    */
-    int stash_off;         /* tests only: pipedream without weight stashing  */
     int chan_cap;          /* messages a channel holds before SEND blocks;
                               0: derived from the schedule (docs/executor.md) */
     double stall_s;        /* a worker blocked this long fails the run with a
@@ -111,9 +110,6 @@ typedef struct exec_pipe_opts {
                               for the epochs it records                     */
     const struct exec_ckpt_id *ids; /* identity written into checkpoints    */
     int n_ids;
-    int fail_worker;       /* tests only: worker fail_worker - 1 fails with a
-                              runtime error before its op fail_op          */
-    int64_t fail_op;
 } exec_pipe_opts;
 
 /* Defaults: threads, 1 epoch, exec_train_defaults' lr, momentum, decay,
