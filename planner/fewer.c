@@ -14,7 +14,8 @@
  * search on all (a budgeted approximation, said in a note). */
 #define FEWER_EXACT_DEVICES 16
 /* A candidate built and simulated, in exact-search steps (a replay of a
- * few thousand ops against transitions at 15 to 25 ns each). */
+ * few thousand ops against the cost of one transition; docs/planner.md,
+ * "Measured", gives both). */
 #define FEWER_CANDIDATE_STEPS ((int64_t)20000)
 
 static int64_t work_done(const plan_result *res)
