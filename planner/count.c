@@ -1,5 +1,6 @@
 /* count.c - the search at one microbatch count over one device order
- * (count_search), as a sequence of named steps (docs/planner.md, "Search"):
+ * (count_search), as a sequence of named steps (docs/planner.md, "Candidates
+ * and ranking"):
  *
  *   count_prepare   the instance and its cut lattices
  *   count_merge     partition-and-merge for every schedule (cheap; the best
@@ -32,7 +33,7 @@
 /* What the steps at one microbatch count hand on to each other.  Arrays
  * are per schedule, indexed like kinds. */
 typedef struct count_state {
-    const sched_kind *kinds;    /* the schedules, the request's method first */
+    const sched_kind *kinds;    /* the schedules; fbp first when all are tried */
     int n_kinds;
     /* count_prepare: the instance, with I.sched set by each step to the
      * schedule it prices */
@@ -59,14 +60,16 @@ typedef struct count_state {
     double lower;               /* no layout's bottleneck is below it (0:
                                    unknown; HUGE_VAL: nothing fits under the
                                    best iteration)                          */
-    int tentative;              /* lower is the last count's bound, not yet
-                                   proved to be this count's optimum: the
-                                   first exact search probes it             */
+    int tentative;              /* lower is the last count's bound, proved
+                                   no higher than this count's least-memory
+                                   optimum (plan_exact_any_below) but not yet
+                                   equal to it: the first exact search
+                                   probes it                                 */
     /* count_exact: results kept for later schedules */
     int okk[SCHED_COUNT];       /* plan_exact's answer, -1: not searched     */
     plan_layout yk[SCHED_COUNT];  /* its layout, for a twin (same memory)    */
     plan_layout ysh[SCHED_COUNT]; /* found as a shadow of an earlier search  */
-    int sh_have[SCHED_COUNT];
+    int sh_have[SCHED_COUNT];   /* 1: ysh holds the schedule's layout       */
     int u_seen;                 /* devices of the first layout ranked here:
                                    zb-h1 searches at that count             */
     int stop;                   /* the count turned out unable to win: rank
