@@ -84,6 +84,16 @@ void model_free(model *m)
     memset(m, 0, sizeof *m);
 }
 
+void model_copy(model *dst, const model *src)
+{
+    *dst = *src; /* a layer holds no pointers: the layers copy as bytes */
+    dst->layers = NULL;
+    if (src->n_layers > 0) {
+        dst->layers = cl_malloc((size_t)src->n_layers * sizeof *dst->layers);
+        memcpy(dst->layers, src->layers, (size_t)src->n_layers * sizeof *dst->layers);
+    }
+}
+
 void model_block_init(model_layer *l, const char *name, double fwd_flops,
                       double params, double out_bytes, double stash_bytes)
 {

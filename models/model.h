@@ -128,6 +128,9 @@ int model_from_json(model *m, const struct cJSON *root, const char *file, cl_err
 struct cJSON *model_to_json(const model *m);
 int model_save(const model *m, const char *path, cl_err *e);
 void model_free(model *m);
+/* A deep copy of src into *dst (nothing shared: either may be freed or
+ * changed without touching the other); model_free releases it. */
+void model_copy(model *dst, const model *src);
 
 /* Shape inference and cost derivation over the layers as set; fills the
  * derived fields.  Reports shape mismatches and size overflow as CL_EINPUT

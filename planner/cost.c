@@ -52,15 +52,6 @@ void plan_inst_free(plan_inst *I)
     memset(I, 0, sizeof *I);
 }
 
-int plan_inst_is_chain(const plan_inst *I)
-{
-    for (int i = 0; i < I->n; i++) {
-        if (I->in_off[i + 1] - I->in_off[i] != 1) return 0;
-        if (I->in_idx[I->in_off[i]] != i - 1) return 0;
-    }
-    return 1;
-}
-
 /* Largest device count probed; every schedule's rule varies well before. */
 #define PROBE_D 48
 
@@ -305,7 +296,12 @@ double plan_stage_mem(const plan_inst *I, double params, double stash, double in
 double plan_stage_mem_least(const plan_inst *I, double params, double stash, double in_bytes,
                             double out_bytes)
 {
-    return params * (2.0 + I->optim_mult) + 0 * params + stash * 1 + 2.0 * (in_bytes + out_bytes);
+    return plan_stage_mem_counts(I, params, stash, in_bytes, out_bytes, 1, 1);
+}
+
+double plan_chunks_mem(const plan_inst *I, double fixed, double stash_max, int q, int p)
+{
+    return fixed + stash_max * sched_inflight_rep(SCHED_INTERLEAVED, p, p - q, 1, I->m, I->chunks);
 }
 
 int plan_block_ok(const plan_inst *I, int pos, int r)

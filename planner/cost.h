@@ -36,6 +36,27 @@
 #include "profiles/cluster.h"
 #include "core/plan.h"
 
+/* ------------------------------------------------------ rounding slacks -- */
+
+/* The searches compare bounds with times that were summed in another order
+ * or by another formula (differences of prefix sums, a product for a sum),
+ * which may differ from them in the last bits.  Each comparison that must
+ * not be swayed by such rounding gives the bound a relative slack:
+ *
+ * PLAN_BOUND_SLACK: a pruning bound (a time no layout or iteration beats,
+ * shrunk by it; one every layout stays under, grown by it), so a prune
+ * never drops the very layout it bounds.  Rounding of a sum of a million
+ * doubles stays near 1e-10 relative, so 1e-9 covers it, and it is far below
+ * any difference two plans are ranked by: the prunes it lets through are
+ * real ones. */
+#define PLAN_BOUND_SLACK 1e-9
+/* PLAN_TIGHT_SLACK: a time compared with a bound made from the same prefix
+ * sums (a chunk's time against the bound it was cut under, the width at
+ * which a bisection on such times stops), where only a few ulps of
+ * rounding can separate them: 1e-12 covers those and keeps a bisection's
+ * answer to 12 digits. */
+#define PLAN_TIGHT_SLACK 1e-12
+
 /* ------------------------------------------------------------- instance -- */
 
 /* One planning problem at a fixed microbatch count.  Owns every array. */
@@ -75,9 +96,6 @@ typedef struct plan_inst {
  * releases it. */
 void plan_inst_alloc(plan_inst *I, int n, int n_in, int n_dev);
 void plan_inst_free(plan_inst *I);
-/* 1 when every layer's only input is the layer before it (the first layer's
- * the model input). */
-int plan_inst_is_chain(const plan_inst *I);
 /* Layer i's work per microbatch on the reference device: F + B + W. */
 static inline double plan_inst_work(const plan_inst *I, int i)
 {
@@ -198,16 +216,28 @@ double plan_stage_mem(const plan_inst *I, double params, double stash, double in
  * same bits). */
 static inline double plan_stage_mem_parts(double fixed, double params, double stash, double io,
                                           int inflight, int versions);
+/* The parts of a stage's memory no schedule changes: its weights with
+ * their gradients and optimiser state, params x (2 + optimiser), and its
+ * boundary buffers, 2 x (in + out) bytes per microbatch (activations in and
+ * out, their gradients back). */
+static inline double plan_mem_weights(const plan_inst *I, double params)
+{
+    return params * (2.0 + I->optim_mult);
+}
+static inline double plan_mem_io(double in_bytes, double out_bytes)
+{
+    return 2.0 * (in_bytes + out_bytes);
+}
 static inline double plan_stage_mem_counts(const plan_inst *I, double params, double stash,
                                            double in_bytes, double out_bytes, int inflight,
                                            int versions)
 {
-    return plan_stage_mem_parts(params * (2.0 + I->optim_mult), params, stash,
-                                2.0 * (in_bytes + out_bytes), inflight, versions);
+    return plan_stage_mem_parts(plan_mem_weights(I, params), params, stash,
+                                plan_mem_io(in_bytes, out_bytes), inflight, versions);
 }
 /* The same sum from its parts that do not depend on the counts: fixed =
- * params x (2 + optim_mult), io = 2 x (in + out) (so a caller pricing one
- * stage under many counts computes them once and gets the same bits). */
+ * plan_mem_weights, io = plan_mem_io (so a caller pricing one stage under
+ * many counts computes them once and gets the same bits). */
 static inline double plan_stage_mem_parts(double fixed, double params, double stash, double io,
                                           int inflight, int versions)
 {
@@ -217,6 +247,12 @@ static inline double plan_stage_mem_parts(double fixed, double params, double st
  * flight, one weight version): a lower bound of plan_stage_mem. */
 double plan_stage_mem_least(const plan_inst *I, double params, double stash, double in_bytes,
                             double out_bytes);
+/* Interleaved plans: bytes the device at position q of p needs for all
+ * its chunks: `fixed` is the sum over them of plan_mem_weights +
+ * plan_mem_io, stash_max the largest chunk's stash, held for each of the
+ * chunk-microbatches in flight there (sched_inflight_rep, I->chunks
+ * chunks per device, I->m microbatches). */
+double plan_chunks_mem(const plan_inst *I, double fixed, double stash_max, int q, int p);
 /* Block rules: is [pos, pos + r) inside one node or a run of whole nodes? */
 int plan_block_ok(const plan_inst *I, int pos, int r);
 /* Link level between two consecutive blocks: intra-node when both lie in

@@ -35,7 +35,7 @@ enum { RULE_NONE = 0, RULE_EAGER = 1, RULE_LAZY = 2 };
  * words a row) the steps, not the number of sets, take the time.  A step
  * is one layer tried, one input checked, one word compared or copied;
  * DAG_WORK_PER_SET steps per allowed set (2 x 10^9 at the default 100,000
- * sets, a few seconds here). */
+ * sets; docs/planner.md, "Branching models", says how long that takes). */
 #define DAG_WORK_PER_SET ((int64_t)20000)
 /* The same limit bounds memory: a set is a row of n / 8 bytes, held twice
  * (the listing and the lattice), and every new set costs at least n steps

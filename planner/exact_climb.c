@@ -15,7 +15,7 @@ int xdp_pass(xdp *X, int relaxed, xgoal goal, double bound, plan_exact_stats *st
     int by_depth = !relaxed && X->tab.dep != PLAN_MEM_FLAT;
     X->run.track_u = by_depth && X->tab.monotone;
     X->run.u_fronts = (by_depth && !X->tab.monotone) || X->dev_fixed > 0;
-    X->run.need_coef = bound < HUGE_VAL ? X->I->m / (X->pos.spd_top * bound) * (1 - 1e-9) : 0;
+    X->run.need_coef = bound < HUGE_VAL ? X->I->m / (X->pos.spd_top * bound) * (1 - PLAN_BOUND_SLACK) : 0;
     if (st) st->passes++;
     return xdp_run_pass(X);
 }
@@ -56,7 +56,7 @@ static double global_lower(const xdp *X)
     int qmin = (I->m + rmax - 1) / rmax;
     for (int i = 0; i < I->n; i++)
         lb = fmax(lb, qmin * (plan_inst_work(I, i) / X->pos.spd_top));
-    return lb * (1 - 1e-9);
+    return lb * (1 - PLAN_BOUND_SLACK);
 }
 
 /* A bottleneck every layout stays under: all the work on the slowest
@@ -73,7 +73,7 @@ static double global_upper(const xdp *X)
     double P = L->params[L->n_sets - 1];
     double ar = fmax(plan_allreduce_s(I, P, r, CLUSTER_INTRA), plan_allreduce_s(I, P, r, CLUSTER_INTER));
     double bnd = fmax(plan_boundary_s(I, cut_max, CLUSTER_INTRA), plan_boundary_s(I, cut_max, CLUSTER_INTER));
-    return fmax(I->m * (L->work[L->n_sets - 1] / spd_min) + ar, bnd) * (1 + 1e-9);
+    return fmax(I->m * (L->work[L->n_sets - 1] / spd_min) + ar, bnd) * (1 + PLAN_BOUND_SLACK);
 }
 
 /* Growth of the guesses: failed passes below the optimum cost more the

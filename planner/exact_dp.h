@@ -97,7 +97,7 @@ typedef struct xtables {
     int dep;                /* plan_mem_dependence of the instance           */
     int monotone;           /* memory never shrinks as the depth grows       */
     double cap_top;         /* the largest device memory                     */
-    double inv_cap;         /* (1 - 1e-9) / cap_top                          */
+    double inv_cap;         /* (1 - PLAN_BOUND_SLACK) / cap_top                         */
     int *qtab;              /* ceil(m / r) for r = 0..rtab (qtab[0] unused)  */
     double *pm, *infl;      /* per devices U already below (0..N): the least,
                                over replica counts r, of bytes per parameter
@@ -122,7 +122,7 @@ typedef struct xrun {
     int relaxed;            /* 0: exact memory; 1: least memory of this
                                schedule; 2: least memory of any schedule    */
     double bound;           /* pass 1: prune above; pass 2: the threshold B* */
-    double need_coef;       /* m / (fastest speed x bound) x (1 - 1e-9): a
+    double need_coef;       /* m / (fastest speed x bound) x (1 - PLAN_BOUND_SLACK): a
                                set of work W needs >= W x need_coef devices */
     /* derived from relaxed and the instance: */
     int track_u;            /* memory depends on the depth: fewer devices
@@ -200,8 +200,8 @@ static inline void stage_sums(const xdp *X, xstage *g, double P, double st, doub
     g->st = st;
     g->in = in;
     g->out = out;
-    g->fixed = P * (2.0 + X->I->optim_mult);
-    g->io = 2.0 * (in + out);
+    g->fixed = plan_mem_weights(X->I, P);
+    g->io = plan_mem_io(in, out);
     g->least = X->run.relaxed == 2 ? plan_stage_mem_least(X->I, P, st, in, out) : 0;
 }
 

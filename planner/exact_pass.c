@@ -36,7 +36,7 @@ static inline double need(const xdp *X, int t, int below)
         infl = X->tab.infl[below];
     }
     double n_time = L->work[t] * X->run.need_coef;
-    /* inv_cap carries the same 1e-9 slack, far above the rounding here */
+    /* inv_cap carries the same PLAN_BOUND_SLACK, far above the rounding here */
     double n_mem = (L->params[t] * pm + L->stash[t] * infl) * X->tab.inv_cap;
     return maxd(1.0, maxd(n_time, n_mem));
 }
@@ -88,8 +88,8 @@ static inline void row_of(const xdp *X, const xent *x, xrow *R)
     if (R->rmax > e) R->rmax = e;
     R->qmin = (I->m + R->rmax - 1) / R->rmax;
     double lim = X->run.bound * X->pos.spd_top / R->qmin;
-    R->w_lo = lim * (1 - 1e-12);
-    R->w_hi = lim * (1 + 1e-12);
+    R->w_lo = lim * (1 - PLAN_TIGHT_SLACK);
+    R->w_hi = lim * (1 + PLAN_TIGHT_SLACK);
     R->bs = X->run.bound * X->pos.spd_top;
 }
 

@@ -73,7 +73,7 @@ static void build_tables(xdp *X)
     T->monotone = plan_mem_depth_monotone(I);
     T->cap_top = 0;
     for (int d = 0; d < N; d++) T->cap_top = fmax(T->cap_top, I->mem_cap[d]);
-    T->inv_cap = (1 - 1e-9) / T->cap_top;
+    T->inv_cap = (1 - PLAN_BOUND_SLACK) / T->cap_top;
     /* memory multipliers per depth, least over the replica counts allowed */
     T->pm_least = plan_stage_mem_least(I, 1, 0, 0, 0);
     T->infl_least = plan_stage_mem_least(I, 0, 1, 0, 0);

@@ -14,7 +14,8 @@
  * search on all (a budgeted approximation, said in a note). */
 #define FEWER_EXACT_DEVICES 16
 /* A candidate built and simulated, in exact-search steps (a replay of a
- * few thousand ops against transitions at 15 to 25 ns each). */
+ * few thousand ops against the cost of one transition; docs/planner.md,
+ * "Measured", gives both). */
 #define FEWER_CANDIDATE_STEPS ((int64_t)20000)
 
 static int64_t work_done(const plan_result *res)
@@ -27,7 +28,7 @@ static int64_t work_done(const plan_result *res)
 static void take_best(search_best *B, search_best *Bk)
 {
     if (Bk->have && (!B->have || Bk->pred.iteration_s < B->pred.iteration_s)) {
-        if (B->have) search_free_stages(&B->pl);
+        if (B->have) instance_free_stages(&B->pl);
         B->pl = Bk->pl;
         B->pred = Bk->pred;
         B->tm = Bk->tm;
@@ -38,14 +39,14 @@ static void take_best(search_best *B, search_best *Bk)
         B->view_n = Bk->view_n;
         B->have = 1;
     } else if (Bk->have) {
-        search_free_stages(&Bk->pl);
+        instance_free_stages(&Bk->pl);
     }
     if (Bk->have_bad && !B->have_bad) {
         B->bad_pl = Bk->bad_pl;
         B->bad_ev = Bk->bad_ev;
         B->have_bad = 1;
     } else if (Bk->have_bad) {
-        search_free_stages(&Bk->bad_pl);
+        instance_free_stages(&Bk->bad_pl);
     }
 }
 
@@ -74,14 +75,14 @@ int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro,
     *stopped = 0;
     double spd = 0, wmin = HUGE_VAL;
     for (int d = 0; d < N; d++) spd += c->speed[d];
-    for (int mi = 0; mi < n_micro; mi++) wmin = fmin(wmin, search_work_s(rq, micro[mi]));
+    for (int mi = 0; mi < n_micro; mi++) wmin = fmin(wmin, instance_work_s(rq, micro[mi]));
     cluster view = *cl;
     int last_k = N, left_out = 0;
     /* the floor is the plan for its device count: the counts above it */
     int lo = rq->floor ? rq->floor->plan.cluster.n_devices + 1 : 1;
     for (int k = N - 1; k >= lo && k >= rq->stages && !rc; k--) {
         spd -= c->speed[k];
-        if (B->have && !rq->no_prune && wmin / spd * (1 - 1e-9) >= B->pred.iteration_s) break;
+        if (B->have && !c->no_prune && wmin / spd * (1 - PLAN_BOUND_SLACK) >= B->pred.iteration_s) break;
         if (!exact) {
             /* whole nodes only (a count ending inside a node makes the
              * nodes unequal, where the exact search prices every position
@@ -142,11 +143,11 @@ void search_consider_floor(search_ctx *c, search_best *B)
     if (plan_predict(&pl, &po, &pr, &tm, &e) != CL_OK ||
         (pl.schedule != SCHED_INTERLEAVED && plan_predict_sim(&pl, &pr) != CL_OK) ||
         (B->have && !(pr.iteration_s < B->pred.iteration_s))) {
-        search_free_stages(&pl);
+        instance_free_stages(&pl);
         return;
     }
     pl.pred = pr;
-    if (B->have) search_free_stages(&B->pl);
+    if (B->have) instance_free_stages(&B->pl);
     B->pl = pl;
     B->pred = pr;
     B->tm = tm;

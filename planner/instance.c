@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cJSON.h>
-
 #include "instance.h"
 
 /* ------------------------------------------------------------ instance -- */
@@ -15,14 +13,14 @@
  * speed spd: the profile's per-layer update_s (measured on the reference
  * device, the same at any batch size; 0 when the profile has none), scaled
  * like compute. */
-double search_stage_update_s(const prof *pf, const plan_stage *st, double spd)
+double instance_stage_update_s(const prof *pf, const plan_stage *st, double spd)
 {
     double u = 0;
     for (int k = 0; k < st->n_layers; k++) u += pf->layers[st->layers[k]].update_s;
     return u / spd;
 }
 
-double search_work_s(const plan_request *rq, int m)
+double instance_work_s(const plan_request *rq, int m)
 {
     double b = (double)rq->batch / m, w = 0;
     for (int i = 0; i < rq->prof->n_layers; i++) {
@@ -33,7 +31,7 @@ double search_work_s(const plan_request *rq, int m)
 }
 
 /* Build the instance for `m` microbatches over the devices in c->order. */
-void search_inst_build(const search_ctx *c, int m, plan_inst *I)
+void instance_build(const search_ctx *c, int m, plan_inst *I)
 {
     const model *md = c->rq->model;
     const prof *pf = c->rq->prof;
@@ -76,9 +74,9 @@ void search_inst_build(const search_ctx *c, int m, plan_inst *I)
 /* --------------------------------------------------------------- plans -- */
 
 /* Turn a layout into plan stages; model and cluster are shared (shallow),
- * so free with free_stages only. */
-void search_layout_plan(const search_ctx *c, const plan_inst *I, const plan_lattice *L,
-                        const plan_layout *y, plan *pl)
+ * so free with instance_free_stages only. */
+void instance_layout_plan(const search_ctx *c, const plan_inst *I, const plan_lattice *L,
+                          const plan_layout *y, plan *pl)
 {
     memset(pl, 0, sizeof *pl);
     pl->schedule = I->sched;
@@ -117,7 +115,7 @@ void search_layout_plan(const search_ctx *c, const plan_inst *I, const plan_latt
         st->fwd_s = (L->fwd[hi] - L->fwd[lo]) / spd;
         st->bwd_in_s = (L->bwd_in[hi] - L->bwd_in[lo]) / spd;
         st->bwd_w_s = (L->bwd_w[hi] - L->bwd_w[lo]) / spd;
-        st->update_s = search_stage_update_s(c->rq->prof, st, spd);
+        st->update_s = instance_stage_update_s(c->rq->prof, st, spd);
         st->act_out_bytes = s + 1 < y->p ? L->cut[hi] : 0;
         st->stash_bytes = L->stash[hi] - L->stash[lo];
         st->param_bytes = L->params[hi] - L->params[lo];
@@ -136,7 +134,7 @@ void search_layout_plan(const search_ctx *c, const plan_inst *I, const plan_latt
     }
 }
 
-void search_free_stages(plan *pl)
+void instance_free_stages(plan *pl)
 {
     for (int s = 0; s < pl->n_stages; s++) {
         free(pl->stages[s].layers);
@@ -147,21 +145,9 @@ void search_free_stages(plan *pl)
     pl->n_stages = 0;
 }
 
-/* Deep-copy a model and a cluster into the final plan (JSON round trip,
- * which their modules guarantee is exact). */
-int search_own_copies(plan *pl, const plan_request *rq, cl_err *e)
-{
-    cJSON *mj = model_to_json(rq->model), *cj = cluster_to_json(rq->cluster);
-    int rc = model_from_json(&pl->model, mj, "model", e);
-    if (!rc) rc = cluster_from_json(&pl->cluster, cj, "cluster", e);
-    cJSON_Delete(mj);
-    cJSON_Delete(cj);
-    return rc;
-}
-
 /* ------------------------------------------------------------ choices -- */
 
-int search_micro_candidates(const plan_request *rq, int *out)
+int instance_micro_candidates(const plan_request *rq, int *out)
 {
     if (rq->microbatches > 0) {
         out[0] = rq->microbatches;
@@ -170,15 +156,15 @@ int search_micro_candidates(const plan_request *rq, int *out)
     int all[4096], n = 0;
     for (int d = 1; d <= rq->batch && n < 4096; d++)
         if (rq->batch % d == 0) all[n++] = d;
-    if (n <= SEARCH_MAX_MICRO) {
+    if (n <= INSTANCE_MAX_MICRO) {
         memcpy(out, all, (size_t)n * sizeof(int));
         return n;
     }
     /* thin geometrically, keeping 1 and the largest */
     int k = 0;
-    for (int i = 0; i < SEARCH_MAX_MICRO; i++) {
-        int at = (int)lround((double)i * (n - 1) / (SEARCH_MAX_MICRO - 1));
-        double x = log((double)all[n - 1]) * i / (SEARCH_MAX_MICRO - 1);
+    for (int i = 0; i < INSTANCE_MAX_MICRO; i++) {
+        int at = (int)lround((double)i * (n - 1) / (INSTANCE_MAX_MICRO - 1));
+        double x = log((double)all[n - 1]) * i / (INSTANCE_MAX_MICRO - 1);
         int want = (int)lround(exp(x)), best = at;
         for (int j = 0; j < n; j++)
             if (fabs(log((double)all[j]) - log((double)want)) < fabs(log((double)all[best]) - log((double)want)))
@@ -198,7 +184,7 @@ static int cmp_speed_ctx_asc(const void *a, const void *b, void *cx)
 
 /* Device orders to try: the cluster's, and for mixed clusters the nodes
  * sorted by their slowest device, both ways (unused devices end up first). */
-int search_device_orders(const search_ctx *c, int **out)
+int instance_device_orders(const search_ctx *c, int **out)
 {
     const cluster *cl = c->view;
     int N = cl->n_devices, mixed = 0;
@@ -262,7 +248,7 @@ int search_device_orders(const search_ctx *c, int **out)
  * And the fastest: the whole model on the fastest device, at least
  * PLAN_MIN_ITERATION_S unless the profile costs nothing at all, so samples
  * per second stay finite. */
-int search_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_err *e)
+int instance_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_err *e)
 {
     const plan_request *rq = c->rq;
     const prof *pf = rq->prof;

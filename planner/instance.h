@@ -1,7 +1,10 @@
-/* instance.h - what plan_search iterates over and what it returns
- * (internal to planner/): one plan_inst per microbatch count and device
- * order, built from the request, and a found layout turned into plan
- * stages.  search.c holds the search itself. */
+/* instance.h - the search's internals (internal to planner/).
+ *
+ * instance.c (prefix instance_): what plan_search iterates over and what
+ * it returns: one plan_inst per microbatch count and device order, built
+ * from the request, and a found layout turned into plan stages.
+ * search.c (search_), count.c (count_) and fewer.c hold the search
+ * itself. */
 #ifndef CL_PLANNER_INSTANCE_H
 #define CL_PLANNER_INSTANCE_H
 
@@ -10,7 +13,7 @@
 #include "predict.h"
 
 /* Most microbatch counts the automatic choice tries. */
-#define SEARCH_MAX_MICRO 5
+#define INSTANCE_MAX_MICRO 5
 
 /* The search's view of a request. */
 typedef struct search_ctx {
@@ -22,34 +25,30 @@ typedef struct search_ctx {
     int n_dev;
     double *speed;          /* per cluster device */
     int *order;             /* current device order (positions -> devices) */
+    int no_prune;           /* plan_search_unpruned (search_test.h): no bound
+                               skips a candidate, no exact search is shared */
 } search_ctx;
 
 /* The instance for `m` microbatches over the devices in c->order. */
-void search_inst_build(const search_ctx *c, int m, plan_inst *I);
+void instance_build(const search_ctx *c, int m, plan_inst *I);
 
 /* The work of one iteration at m microbatches, forward and backward over
  * every layer, in seconds on the profiled device (speed 1). */
-double search_work_s(const plan_request *rq, int m);
+double instance_work_s(const plan_request *rq, int m);
 
 /* One optimiser step over a stage's parameters on a device of relative
  * speed spd (the profile's per-layer update_s, scaled like compute). */
-double search_stage_update_s(const prof *pf, const plan_stage *st, double spd);
+double instance_stage_update_s(const prof *pf, const plan_stage *st, double spd);
 
 /* A layout as plan stages; model and cluster are shared (shallow), so
- * free with search_free_stages only. */
-void search_layout_plan(const search_ctx *c, const plan_inst *I, const plan_lattice *L,
-                        const plan_layout *y, plan *pl);
-void search_free_stages(plan *pl);
+ * free with instance_free_stages only. */
+void instance_layout_plan(const search_ctx *c, const plan_inst *I, const plan_lattice *L,
+                          const plan_layout *y, plan *pl);
+void instance_free_stages(plan *pl);
 
-/* Tell the user (one line, kept once, PLAN_NOTES at most). */
-void search_note(plan_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Deep copies of the request's model and cluster into the final plan. */
-int search_own_copies(plan *pl, const plan_request *rq, cl_err *e);
-
-/* Microbatch counts to try (the request's, or up to SEARCH_MAX_MICRO
+/* Microbatch counts to try (the request's, or up to INSTANCE_MAX_MICRO
  * divisors of the batch spread geometrically); returns how many. */
-int search_micro_candidates(const plan_request *rq, int *out);
+int instance_micro_candidates(const plan_request *rq, int *out);
 
 /* CL_EINPUT, naming the profile, the device type or the link at fault,
  * when the slowest candidate at some microbatch count (every layer on the
@@ -57,10 +56,10 @@ int search_micro_candidates(const plan_request *rq, int *out);
  * PLAN_MAX_ITERATION_S per iteration, or its time is not a number; or
  * when the whole model on the fastest device would take less than
  * PLAN_MIN_ITERATION_S (but not 0). */
-int search_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_err *e);
+int instance_check_costs(const search_ctx *c, const int *micro, int n_micro, cl_err *e);
 
 /* Device orders to try, each allocated into out[k]; returns how many. */
-int search_device_orders(const search_ctx *c, int **out);
+int instance_device_orders(const search_ctx *c, int **out);
 
 typedef struct search_best {
     int have;
@@ -84,6 +83,32 @@ typedef struct dag_state {
     plan_lattice dag;
     int have, failed;
 } dag_state;
+
+/* search.c: tell the user (one line, kept once, PLAN_NOTES at most). */
+void search_note(plan_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* search.c: CL_OK, or the failure when the command's wall-clock budget
+ * (base/budget.h) is spent. */
+int search_budget_out(cl_err *e);
+
+/* search.c: rank layout y of instance I (cuts L) into *B, by the simulator
+ * (a layout it cannot replay, or an asynchronous one whose replica counts
+ * do not divide the microbatches, is left out with a note); `algo`,
+ * exact_s and merge_s are what the result reports about where it came
+ * from. */
+void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
+                     const plan_layout *y, const plan_eval *ev, const char *algo, double exact_s,
+                     double merge_s);
+/* search.c: a layout that does not fit, kept when it overflows its devices
+ * by less than the least bad so far (for the message when nothing fits). */
+void search_consider_bad(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
+                         const plan_layout *y);
+
+/* count.c: the search at m microbatches over c->order, every schedule of
+ * kinds, ranking every candidate into *B.  *hint carries the least-memory
+ * bottleneck from one count to the next (0: none yet). */
+int count_search(search_ctx *c, search_best *B, dag_state *lt, int m, const sched_kind *kinds, int n_kinds,
+                 double *hint, cl_err *e);
 
 /* Search the devices of c->view (every device order, microbatch count and
  * schedule), ranking every candidate into *B (search.c). */

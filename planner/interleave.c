@@ -78,9 +78,13 @@ int plan_chunks_minmax(const plan_inst *I, const plan_lattice *L, int p, int n, 
     if (n < 1 || n > L->n_layers) return 0;
     double spd_min = HUGE_VAL;
     for (int k = 0; k < p; k++) spd_min = fmin(spd_min, I->speed[k]);
-    double lo = 0, hi = (double)I->m * (L->work[L->n_layers] / spd_min) * (1 + 1e-12) + 1e-300;
+    /* the whole chain on the slowest device always covers; the slack keeps
+     * rounding of the chunks' prefix differences from refusing it, and the
+     * 1e-300 keeps the bound above 0 for a model that costs nothing (the
+     * doubling below then ends) */
+    double lo = 0, hi = (double)I->m * (L->work[L->n_layers] / spd_min) * (1 + PLAN_TIGHT_SLACK) + 1e-300;
     while (!cover(I, L, p, n, hi, cut)) hi *= 2;
-    for (int it = 0; it < 100 && hi - lo > hi * 1e-12; it++) {
+    for (int it = 0; it < 100 && hi - lo > hi * PLAN_TIGHT_SLACK; it++) {
         double mid = 0.5 * (lo + hi);
         if (cover(I, L, p, n, mid, cut)) hi = mid;
         else lo = mid;

@@ -554,6 +554,11 @@ static double pk_bisect(packer *P, double lo, double hi, int runs, plan_layout *
     return hi;
 }
 
+/* The bisection is geometric (pk_bisect grows and splits bounds by
+ * factors), so it needs a start above 0: for a model that costs nothing
+ * (every layer 0 s), a picosecond, below any time a real layer takes. */
+#define PACK_FLOOR_S 1e-12
+
 /* See merge.h.  The bisection starts from a bound no layout beats (the
  * work spread perfectly over every device at the fastest speed). */
 void plan_merge_pack(const plan_inst *I, const plan_lattice *L, int kmax, double hi,
@@ -562,7 +567,7 @@ void plan_merge_pack(const plan_inst *I, const plan_lattice *L, int kmax, double
     packer P;
     if (!pk_init(&P, I, L, kmax)) return;
     double lo = I->m * L->work[L->n_sets - 1] / (I->n_dev * P.spd_top);
-    if (!(lo > 0)) lo = 1e-12;
+    if (!(lo > 0)) lo = PACK_FLOOR_S;
     lo = nextafter(lo, 0);
     pk_bisect(&P, lo, hi, 80, best, best_ev, have);
     pk_free(&P);

@@ -116,9 +116,8 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
  * PLAN_SIM_MAX_OPS (huge pipelines in the planning benchmarks) keep the
  * closed form.  CL_EINPUT when the simulator refuses the plan. */
 #define PLAN_SIM_MAX_OPS 400000.0
-/* Events, not seconds, so the chosen plan never depends on machine load:
- * 2M events are 0.1 s at the simulator's usual speed, 0.7 s at its slowest
- * measured (wide replica groups across nodes). */
+/* Events, not seconds, so the chosen plan never depends on machine load
+ * (what 2M events take: docs/planner.md, "Ranking by the simulator"). */
 #define PLAN_SIM_MAX_EVENTS 2000000ull
 
 /* The simulator reports an exhausted budget as CL_EINPUT with a message

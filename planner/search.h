@@ -22,8 +22,7 @@
 #define PLAN_EXACT_AUTO_MAX_LAYERS 10000
 
 typedef enum plan_algo { PLAN_ALGO_AUTO, PLAN_ALGO_EXACT, PLAN_ALGO_MERGE, PLAN_ALGO_COUNT } plan_algo;
-/* "auto", "exact", "merge"; plan_algo_from_name returns -1 if unknown */
-const char *plan_algo_name(plan_algo a);
+/* "auto", "exact", "merge" to a plan_algo; -1 if unknown */
 int plan_algo_from_name(const char *name);
 
 typedef struct plan_request {
@@ -53,12 +52,6 @@ typedef struct plan_request {
     /* what to call the profile and the cluster in messages (file names, or
      * how they were made); NULL: "the profile", "the cluster" */
     const char *prof_origin, *cluster_origin;
-    int no_prune;           /* 1 (tests): search and rank every candidate on its
-                               own: no candidate skipped by a bound, no exact
-                               search shared between schedules; the chosen
-                               plan must not change (the searches on fewer
-                               devices still stop at the work bound and carry
-                               layouts over: fewer.c)                          */
 } plan_request;
 
 /* The longest iteration a plan may take, seconds (3e22 years): anything

@@ -341,6 +341,23 @@ void cluster_free(cluster *c)
     memset(c, 0, sizeof *c);
 }
 
+/* n elements of `size` bytes from src into fresh memory (NULL when none). */
+static void *copy_array(const void *src, int n, size_t size)
+{
+    if (n <= 0 || !src) return NULL;
+    void *p = cl_malloc((size_t)n * size);
+    memcpy(p, src, (size_t)n * size);
+    return p;
+}
+
+void cluster_copy(cluster *dst, const cluster *src)
+{
+    *dst = *src; /* types, node names and devices hold no pointers */
+    dst->types = copy_array(src->types, src->n_types, sizeof *src->types);
+    dst->node_names = copy_array(src->node_names, src->n_nodes, sizeof *src->node_names);
+    dst->devices = copy_array(src->devices, src->n_devices, sizeof *src->devices);
+}
+
 static int cluster_read(jx *j, const cJSON *root, int version, void *out)
 {
     static const char *const link_keys[] = {"intra_node", "inter_node", "note", NULL};

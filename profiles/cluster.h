@@ -58,6 +58,9 @@ int cluster_from_json(cluster *c, const struct cJSON *root, const char *file, cl
 struct cJSON *cluster_to_json(const cluster *c);   /* caller owns */
 int cluster_save(const cluster *c, const char *path, cl_err *e);
 void cluster_free(cluster *c);
+/* A deep copy of src into *dst (nothing shared: either may be freed or
+ * changed without touching the other); cluster_free releases it. */
+void cluster_copy(cluster *dst, const cluster *src);
 
 /* A homogeneous cluster built from command-line flags: n devices of `type`,
  * per_node to a node (0: all in one node), intra/inter link bandwidths and

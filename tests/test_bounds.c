@@ -81,7 +81,7 @@ static int ref_orders(const cluster *cl, const double *speed, int **out)
     return k;
 }
 
-/* search_device_orders (a counting sort by node) gives exactly the orders
+/* instance_device_orders (a counting sort by node) gives exactly the orders
  * of the quadratic scan, on random clusters: devices of a node scattered
  * over the list, empty nodes, speeds with ties, one type or mixed. */
 static void test_device_orders(void)
@@ -104,7 +104,7 @@ static void test_device_orders(void)
         plan_request rq = {.cluster = &cl};
         search_ctx c = {.rq = &rq, .view = &cl, .n_dev = N, .speed = speed};
         int *got[3] = {0}, *want[3] = {0};
-        int ng = search_device_orders(&c, got), nw = ref_orders(&cl, speed, want);
+        int ng = instance_device_orders(&c, got), nw = ref_orders(&cl, speed, want);
         CU_ASSERT_EQUAL(ng, nw);
         for (int k = 0; k < ng && k < nw; k++)
             CU_ASSERT_EQUAL(memcmp(got[k], want[k], (size_t)N * sizeof(int)), 0);
@@ -182,7 +182,7 @@ static void test_budget_phases(void)
     double speed[4] = {1, 1, 1, 1};
     search_ctx ctx = {.rq = &rq, .view = rq.cluster, .n_dev = 4, .speed = speed, .order = order};
     plan_inst I;
-    search_inst_build(&ctx, 4, &I);
+    instance_build(&ctx, 4, &I);
     plan_lattice L;
     plan_lattice_prefix(&L, &I);
     plan_layout y;

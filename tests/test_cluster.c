@@ -61,6 +61,52 @@ static void test_round_trip(void)
     free(dir);
 }
 
+/* cluster_copy: the copy equals the original field by field, and owns its
+ * arrays: with the original scribbled over and freed, it still equals a
+ * second load of the same file (or a second uniform cluster). */
+static void copy_check(cluster *a, const cluster *ref)
+{
+    cluster c;
+    cluster_copy(&c, a);
+    CU_ASSERT(same_cluster(a, &c));
+    /* writing over the original leaves the copy as it was */
+    memset(a->types, 0x5a, (size_t)a->n_types * sizeof *a->types);
+    memset(a->node_names, 0x5a, (size_t)a->n_nodes * sizeof *a->node_names);
+    memset(a->devices, 0x5a, (size_t)a->n_devices * sizeof *a->devices);
+    memset(a->name, 0x5a, sizeof a->name - 1);
+    CU_ASSERT(same_cluster(ref, &c));
+    if (c.types == a->types || c.node_names == a->node_names || c.devices == a->devices) {
+        CU_FAIL("the copy shares the original's arrays"); /* freeing both would free them twice */
+        return;
+    }
+    /* and the copy outlives it */
+    cluster_free(a);
+    CU_ASSERT(same_cluster(ref, &c));
+    cluster_free(&c);
+}
+
+static void test_copy(void)
+{
+    for (int i = 0; i < N_PRESETS; i++) {
+        cluster a, ref;
+        cl_err e = {0};
+        CU_ASSERT_EQUAL_FATAL(cluster_load(&a, presets[i], &e), CL_OK);
+        CU_ASSERT_EQUAL_FATAL(cluster_load(&ref, presets[i], &e), CL_OK);
+        copy_check(&a, &ref);
+        cluster_free(&ref);
+    }
+    cluster_devtype t = {.name = "gpu", .peak_fp32_flops = 1e13, .mem_bytes = 1u << 30, .mem_bw_Bps = 1e12,
+                         .efficiency = 0.5};
+    cluster a, ref;
+    cl_err e = {0};
+    for (int k = 0; k < 2; k++)
+        CU_ASSERT_EQUAL_FATAL(cluster_uniform(k ? &ref : &a, &t, 6, 4, (cluster_link){10e9, 1e-5},
+                                              (cluster_link){1e9, 5e-5}, &e),
+                              CL_OK);
+    copy_check(&a, &ref);
+    cluster_free(&ref);
+}
+
 /* What the files say, checked against their text. */
 static void test_contents(void)
 {
@@ -260,6 +306,7 @@ TEST_SUITE(cluster)
 {
     test_add_suite("cluster");
     test_add("round trip of every preset and fixture", test_round_trip);
+    test_add("cluster_copy equals the original and shares nothing", test_copy);
     test_add("contents, links between devices, effective FLOP/s", test_contents);
     test_add("device presets: datasheet figures, lookup, agreement", test_device_presets);
     test_add("uniform clusters from flags", test_uniform);

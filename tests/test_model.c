@@ -358,6 +358,47 @@ static void test_round_trip(void)
     free(dir);
 }
 
+/* model_copy: the copy equals the original field by field, and owns its
+ * layers: with the original scribbled over and freed, it still equals a
+ * second load of the same file. */
+static void copy_check(const char *path)
+{
+    model a, ref, c;
+    if (!load_ok(&a, path)) return;
+    if (!load_ok(&ref, path)) {
+        model_free(&a);
+        return;
+    }
+    model_copy(&c, &a);
+    same_model(&a, &c);
+    /* writing over the original leaves the copy as it was */
+    memset(a.layers, 0x5a, (size_t)a.n_layers * sizeof *a.layers);
+    memset(a.name, 0x5a, sizeof a.name - 1);
+    same_model(&ref, &c);
+    if (c.layers == a.layers) { /* freeing both would free one block twice */
+        CU_FAIL("the copy shares the original's layers");
+        return;
+    }
+    /* and the copy outlives it */
+    model_free(&a);
+    same_model(&ref, &c);
+    model_free(&c);
+    model_free(&ref);
+}
+
+static void test_copy(void)
+{
+    for (size_t k = 0; k < sizeof zoo / sizeof zoo[0]; k++) copy_check(zoo[k]);
+    copy_check("tests/data/model/residual.json");
+    copy_check("tests/data/model/blocks.json");
+    /* a model without layers copies to one without layers */
+    model empty = {.name = "empty", .input = {.ndim = 1, .d = {4}}}, c;
+    model_copy(&c, &empty);
+    same_model(&empty, &c);
+    CU_ASSERT_PTR_NULL(c.layers);
+    model_free(&c);
+}
+
 /* The blocks fixture: defaults, out_shape feeding a conv, a joining block. */
 static void test_blocks_fixture(void)
 {
@@ -543,6 +584,7 @@ TEST_SUITE(model)
     test_add("models built in code derive and cut the same", test_cut_residual_in_memory);
     test_add("block defaults, out_shape and joins", test_blocks_fixture);
     test_add("load, save, load is exact for zoo and fixtures", test_round_trip);
+    test_add("model_copy equals the original and shares nothing", test_copy);
     test_add("bad model files name file, JSON path and hint", test_bad_inputs);
     test_add("bad members in strings name their path", test_bad_strings);
     test_add("cleave inspect on good and bad models", test_cli);

@@ -5,8 +5,9 @@
  * bottleneck is slower than the best plan so far; flushing schedules whose
  * one-microbatch critical path is) and lets schedules share exact searches
  * (identical memory, or memory that never binds: plan_exact_shadowed).  The
- * independent comparison is the same request with no_prune set: every
- * candidate searched on its own and ranked by the simulator.  Both must
+ * independent comparison is the same request through plan_search_unpruned
+ * (search_test.h): every candidate searched on its own and ranked by the
+ * simulator.  Both must
  * return the same plan (schedule, microbatches, stages, layers, devices)
  * with the same predicted iteration, to the bit, on PipeDream's profiles
  * over clusters with unlimited and with binding memory, with and without
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "planner/search.h"
+#include "planner/search_test.h"
 #include "profiles/pipedream.h"
 #include "test.h"
 
@@ -71,8 +73,7 @@ static void check(const rcase *k)
     plan_result fast, full;
     cl_err e1 = {0}, e2 = {0};
     int rc1 = plan_search(&rq, &fast, &e1);
-    rq.no_prune = 1;
-    int rc2 = plan_search(&rq, &full, &e2);
+    int rc2 = plan_search_unpruned(&rq, &full, &e2);
     CU_ASSERT_EQUAL(rc1, rc2);
     if (rc1 == CL_OK && rc2 == CL_OK) {
         int same = same_plan(&fast.plan, &full.plan);

@@ -1,0 +1,509 @@
+/* count.c - the search at one microbatch count over one device order
+ * (count_search), as a sequence of named steps (docs/planner.md, "Candidates
+ * and ranking"):
+ *
+ *   count_prepare   the instance and its cut lattices
+ *   count_merge     partition-and-merge for every schedule (cheap; the best
+ *                   bounds the exact search)
+ *   count_memory    how each schedule's memory depends on depth and devices,
+ *                   and the flushing schedules' critical path
+ *   count_lower     one least-memory bottleneck bound for every schedule
+ *   skip_count      whether this count can beat the best plan at all
+ *   count_schedule  per schedule: its exact search (count_exact), then its
+ *                   best layout ranked (count_rank)
+ *
+ * search.c calls count_search for every device order and microbatch count.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "base/measure.h"
+#include "core/schedule.h"
+#include "cost.h"
+#include "exact.h"
+#include "instance.h"
+#include "merge.h"
+
+/* Most cut-lattice sets and subset pairs a branching model's exact search
+ * lists before falling back to one topological order (--max-cuts raises
+ * the first). */
+#define DEFAULT_MAX_DOWNSETS 100000
+#define DEFAULT_MAX_PAIRS ((int64_t)20000000)
+
+/* What the steps at one microbatch count hand on to each other.  Arrays
+ * are per schedule, indexed like kinds. */
+typedef struct count_state {
+    const sched_kind *kinds;    /* the schedules; fbp first when all are tried */
+    int n_kinds;
+    /* count_prepare: the instance, with I.sched set by each step to the
+     * schedule it prices */
+    plan_inst I;
+    plan_lattice pre;           /* prefix cuts: partition-and-merge's view   */
+    const plan_lattice *XL;     /* the exact search's cuts: &pre, or the
+                                   DAG's downsets (dag_state)                */
+    /* count_merge: partition-and-merge's layout per schedule */
+    plan_layout ym[SCHED_COUNT];
+    plan_eval evm[SCHED_COUNT];
+    int okm[SCHED_COUNT];       /* 1: ym fits in memory                      */
+    int pfix[SCHED_COUNT];      /* stage count the schedule must use (0: any) */
+    double upper;               /* best merge bottleneck on a chain: caps the
+                                   least-memory climb                        */
+    /* count_memory: what decides whether two schedules' exact searches can
+     * be shared (same_memory, shadows) */
+    int dep_of[SCHED_COUNT];    /* plan_mem_dependence                       */
+    int mono_of[SCHED_COUNT];   /* plan_mem_depth_monotone                   */
+    int free_of[SCHED_COUNT];   /* plan_exact_mem_free, -1: not asked yet    */
+    double crit;                /* one microbatch's way through every stage
+                                   and back on the fastest device: no flushing
+                                   schedule's iteration is shorter            */
+    /* count_lower: one bound for every schedule */
+    double lower;               /* no layout's bottleneck is below it (0:
+                                   unknown; HUGE_VAL: nothing fits under the
+                                   best iteration)                          */
+    int tentative;              /* lower is the last count's bound, proved
+                                   no higher than this count's least-memory
+                                   optimum (plan_exact_any_below) but not yet
+                                   equal to it: the first exact search
+                                   probes it                                 */
+    /* count_exact: results kept for later schedules */
+    plan_exact_result okk[SCHED_COUNT]; /* plan_exact's answer; GAVE_UP also:
+                                   not searched                              */
+    plan_layout yk[SCHED_COUNT];  /* its layout, for a twin (same memory)    */
+    plan_layout ysh[SCHED_COUNT]; /* found as a shadow of an earlier search  */
+    int sh_have[SCHED_COUNT];   /* 1: ysh holds the schedule's layout       */
+    int u_seen;                 /* devices of the first layout ranked here:
+                                   zb-h1 searches at that count             */
+    int stop;                   /* the count turned out unable to win: rank
+                                   no more schedules                         */
+} count_state;
+
+/* ------------------------------------------------------------- helpers -- */
+
+/* Do schedules a and b keep the same memory at every depth and replica
+ * count on this instance (then one exact search serves both)? */
+static int same_memory(const plan_inst *I, sched_kind a, sched_kind b)
+{
+    if (a == b) return 1;
+    plan_inst x = *I, y = *I;
+    x.sched = a;
+    y.sched = b;
+    if (plan_mem_dependence(&x) == PLAN_MEM_BY_TOTAL || plan_mem_dependence(&y) == PLAN_MEM_BY_TOTAL)
+        return 0;
+    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    for (int depth = 1; depth <= I->n_dev; depth++)
+        for (int r = 1; r <= depth && r <= rmax; r++)
+            if (sched_inflight_rep(a, depth, depth, r, I->m, I->chunks) !=
+                    sched_inflight_rep(b, depth, depth, r, I->m, I->chunks) ||
+                sched_versions_rep(a, depth, r) != sched_versions_rep(b, depth, r))
+                return 0;
+    return 1;
+}
+
+/* The bottleneck bound the exact search of schedule ki gets: merge's, on
+ * chains (a prefix layout is also a DAG layout only when inert layers sit
+ * where the rules put them). */
+static double upper_of(const count_state *S, int ki)
+{
+    return S->okm[ki] && S->XL == &S->pre ? S->evm[ki].bottleneck_s : HUGE_VAL;
+}
+
+/* Can a schedule of this memory dependence lead or shadow an exact search
+ * (plan_exact_shadowed)? */
+static int shadow_kind(int dep, int monotone)
+{
+    return dep == PLAN_MEM_FLAT || (dep == PLAN_MEM_BY_DEPTH && monotone);
+}
+
+/* The least-memory bound at this m (plan_exact_lower): first guess
+ * `guess`, climbing from `known` (below the optimum) when > 0.  Past the
+ * best predicted iteration the bound only decides skip_count (nothing fits
+ * under it: HUGE_VAL), so the climb stops there. */
+static double lower_bound(search_ctx *c, count_state *S, double guess, double known, const search_best *B)
+{
+    plan_exact_opts lo = {.upper_s = B->have && !c->no_prune ? fmin(S->upper, B->pred.iteration_s) : S->upper,
+                          .budget = c->rq->exact_budget, .hint_s = guess, .lower_s = known};
+    plan_exact_stats ls = {0};
+    cl_err le = {0};
+    double lower;
+    S->I.sched = S->kinds[0];
+    if (plan_exact_lower(&S->I, S->XL, &lo, &lower, &ls, &le) == PLAN_EXACT_GAVE_UP) lower = 0;
+    c->res->exact_steps += ls.steps;
+    return lower;
+}
+
+/* Skip this microbatch count?  Only when no iteration here can beat the
+ * best plan so far.  The least-memory bottleneck does not prove that: it
+ * counts each boundary's transfers both ways on one link, where the
+ * simulator gives each direction (and each pair of replicas) its own link
+ * and overlaps them (docs/planner.md gives an example).  What does: a
+ * device computes its stage's work and, replicated, waits for the ring
+ * all-reduce before its update (once per iteration, or per round of r
+ * microbatches for the asynchronous kinds), which takes at least the cost
+ * model's time; so the least bottleneck with boundaries left out bounds
+ * every schedule's iteration (a stage's time counts its slowest device, so
+ * only when all devices are alike).  When the bound's climb stopped at the
+ * best iteration (S->lower HUGE_VAL) and the count stays, S->lower is found
+ * from there. */
+static int skip_count(search_ctx *c, count_state *S, const search_best *B)
+{
+    const plan_request *rq = c->rq;
+    plan_inst *I = &S->I;
+    if (!B->have || !(S->lower > B->pred.iteration_s) || c->no_prune) return 0;
+    int skip = 0, alike = 1;
+    for (int q = 1; q < I->n_dev; q++) alike &= I->speed[q] == I->speed[0];
+    if (alike) {
+        plan_inst Ic = *I;
+        Ic.bnd_off = 1;
+        plan_exact_opts lc = {.upper_s = B->pred.iteration_s, .budget = rq->exact_budget};
+        plan_exact_stats cs = {0};
+        cl_err ce = {0};
+        double lb_c = 0;
+        if (plan_exact_lower(&Ic, S->XL, &lc, &lb_c, &cs, &ce) == PLAN_EXACT_GAVE_UP) lb_c = 0;
+        c->res->exact_steps += cs.steps;
+        skip = lb_c * (1 - PLAN_BOUND_SLACK) > B->pred.iteration_s;
+    }
+    if (!skip && S->lower == HUGE_VAL) {
+        plan_exact_opts lo = {.upper_s = S->upper, .budget = rq->exact_budget,
+                              .lower_s = B->pred.iteration_s};
+        plan_exact_stats ls = {0};
+        cl_err le = {0};
+        I->sched = S->kinds[0];
+        if (plan_exact_lower(I, S->XL, &lo, &S->lower, &ls, &le) == PLAN_EXACT_GAVE_UP) S->lower = 0;
+        c->res->exact_steps += ls.steps;
+    }
+    return skip;
+}
+
+/* --------------------------------------------------------------- steps -- */
+
+/* The instance at m over c->order, its prefix lattice and, for a branching
+ * model searched exactly, the DAG's downsets (listed at the first count,
+ * re-summed at the others).  Nonzero only when the budget ran out while
+ * listing (S then holds nothing). */
+static int count_prepare(search_ctx *c, dag_state *lt, int m, count_state *S, cl_err *e)
+{
+    const plan_request *rq = c->rq;
+    double tq = cl_now_s();
+    instance_build(c, m, &S->I);
+    plan_lattice_prefix(&S->pre, &S->I);
+    S->XL = &S->pre;
+    if (rq->model->is_dag && rq->algo != PLAN_ALGO_MERGE && !lt->failed) {
+        if (!lt->have) {
+            cl_err de = {0};
+            int64_t cap = rq->max_downsets > 0 ? rq->max_downsets : DEFAULT_MAX_DOWNSETS;
+            if (plan_lattice_downsets(&lt->dag, &S->I, cap, DEFAULT_MAX_PAIRS, &de) == CL_OK) {
+                lt->have = 1;
+            } else {
+                int rc = search_budget_out(e);
+                if (rc) {
+                    plan_lattice_free(&S->pre);
+                    plan_inst_free(&S->I);
+                    return rc;
+                }
+                lt->failed = 1;
+                search_note(c->res, "WARNING: %s; the exact search falls back to the cuts of one topological order (it may miss better cuts; raise --max-cuts)",
+                            de.msg);
+            }
+        } else {
+            plan_lattice_sums(&lt->dag, &S->I);
+        }
+        if (lt->have) S->XL = &lt->dag;
+    }
+    c->res->time_prep_s += cl_now_s() - tq;
+    c->res->cuts_dag = lt->have;
+    c->res->lattice_sets = S->XL->n_sets;
+    return CL_OK;
+}
+
+/* Partition-and-merge for every schedule first: cheap, and on a chain the
+ * best of them bounds the exact search (S->upper). */
+static void count_merge(search_ctx *c, count_state *S)
+{
+    S->upper = HUGE_VAL;
+    for (int ki = 0; ki < S->n_kinds; ki++) {
+        S->I.sched = S->kinds[ki];
+        S->pfix[ki] = c->rq->stages;
+        if (S->I.sched == SCHED_SEQUENTIAL) S->pfix[ki] = 1;
+        S->okm[ki] = plan_merge(&S->I, &S->pre, S->pfix[ki], &S->ym[ki], NULL);
+        if (S->ym[ki].p) plan_layout_eval(&S->I, &S->pre, &S->ym[ki], &S->evm[ki]);
+        if (S->okm[ki] && S->XL == &S->pre) S->upper = fmin(S->upper, S->evm[ki].bottleneck_s);
+    }
+}
+
+/* Each schedule's memory rules (schedules with the same memory share one
+ * exact search), and the critical path that prunes flushing schedules. */
+static void count_memory(count_state *S)
+{
+    plan_inst *I = &S->I;
+    for (int ki = 0; ki < S->n_kinds; ki++) {
+        S->okk[ki] = PLAN_EXACT_GAVE_UP;
+        S->free_of[ki] = -1;
+        I->sched = S->kinds[ki];
+        S->dep_of[ki] = plan_mem_dependence(I);
+        S->mono_of[ki] = plan_mem_depth_monotone(I);
+    }
+    /* A flushing schedule's iteration holds one microbatch's way forward
+     * through every stage and back (input gradients) on the fastest devices
+     * at best: when that alone is slower than the best plan so far, no
+     * layout of it can win here. */
+    double crit = 0, spd_top = 0;
+    for (int i = 0; i < I->n; i++) crit += I->fwd_s[i] + I->bwd_in_s[i];
+    for (int q = 0; q < I->n_dev; q++) spd_top = fmax(spd_top, I->speed[q]);
+    S->crit = crit / spd_top * (1 - PLAN_BOUND_SLACK); /* below any rounding of the sums */
+}
+
+/* One lower bound for every schedule (least memory).  When the last count
+ * left one (*hint) and one feasibility pass proves nothing lies strictly
+ * below it, it is taken tentatively (plan_exact_any_below): the first exact
+ * search then probes it, and a layout found there proves it the optimum.
+ * Otherwise plan_exact_lower climbs to it.  *hint carries the bound to the
+ * next count. */
+static void count_lower(search_ctx *c, count_state *S, double *hint, const search_best *B)
+{
+    const plan_request *rq = c->rq;
+    if (rq->algo != PLAN_ALGO_MERGE && *hint > 0 && !c->no_prune) {
+        plan_exact_opts lo = {.budget = rq->exact_budget};
+        plan_exact_stats ls = {0};
+        cl_err le = {0};
+        S->I.sched = S->kinds[0];
+        if (plan_exact_any_below(&S->I, S->XL, &lo, *hint, &ls, &le) == PLAN_EXACT_NONE_FITS) {
+            S->lower = *hint;
+            S->tentative = 1;
+        }
+        c->res->exact_steps += ls.steps;
+    }
+    if (rq->algo != PLAN_ALGO_MERGE && !S->tentative) {
+        /* Past the best predicted iteration the bound only decides
+         * skip_count (nothing fits under it: HUGE_VAL, skipped just the
+         * same), so the search need not climb beyond it.  First guess: the
+         * last microbatch count's bound, else the best partition-and-merge
+         * bottleneck (on a DAG only a guess: its prefix cuts need not be
+         * downsets there). */
+        double guess = *hint;
+        if (!(guess > 0))
+            for (int ki = 0; ki < S->n_kinds; ki++)
+                if (S->okm[ki] && (!(guess > 0) || S->evm[ki].bottleneck_s < guess))
+                    guess = S->evm[ki].bottleneck_s;
+        S->lower = lower_bound(c, S, guess, 0, B);
+        if (S->lower > 0 && S->lower < HUGE_VAL) *hint = S->lower;
+    }
+}
+
+/* An earlier schedule with the same memory whose exact search serves ki
+ * too, or -1. */
+static int count_twin(search_ctx *c, count_state *S, int ki, int p_fixed, int dev_fixed)
+{
+    for (int kj = 0; kj < ki && !c->no_prune; kj++)
+        if ((S->okk[kj] == PLAN_EXACT_FOUND || S->okk[kj] == PLAN_EXACT_NONE_FITS) && S->pfix[kj] == p_fixed && !dev_fixed &&
+            same_memory(&S->I, S->kinds[kj], S->kinds[ki]))
+            return kj;
+    return -1;
+}
+
+/* Later schedules whose memory never binds here ride along ki's search as
+ * shadows (plan_exact_shadowed): exactly their own search's layout whenever
+ * every comparison went the same way for them.  Fills shk; returns how
+ * many. */
+static int count_shadows(search_ctx *c, count_state *S, int ki, int p_fixed, int dev_fixed,
+                         double upper_s, int *shk)
+{
+    plan_inst *I = &S->I;
+    int n_sh = 0;
+    int at_lower = !c->no_prune && S->lower > 0 && S->lower < HUGE_VAL && S->lower <= upper_s &&
+                   !dev_fixed && S->dep_of[ki] != PLAN_MEM_BY_TOTAL;
+    for (int kl = ki + 1; kl < S->n_kinds && at_lower && n_sh < PLAN_EXACT_SHADOWS; kl++) {
+        if (S->pfix[kl] != p_fixed || !shadow_kind(S->dep_of[ki], S->mono_of[ki]) ||
+            !shadow_kind(S->dep_of[kl], S->mono_of[kl]) || !(S->lower <= upper_of(S, kl)) ||
+            same_memory(I, S->kinds[ki], S->kinds[kl]))
+            continue;
+        if (S->free_of[ki] < 0) S->free_of[ki] = plan_exact_mem_free(I, S->XL);
+        if (!S->free_of[ki]) break;
+        if (S->free_of[kl] < 0) {
+            I->sched = S->kinds[kl];
+            S->free_of[kl] = plan_exact_mem_free(I, S->XL);
+            I->sched = S->kinds[ki];
+        }
+        if (S->free_of[kl]) shk[n_sh++] = kl;
+    }
+    return n_sh;
+}
+
+/* Schedule ki's own exact search, with its shadows shk[0..n_sh), into
+ * *yx; returns plan_exact's answer.  A tentative lower bound is probed
+ * first: when nothing lies at it, it was below this count's optimum, so the
+ * optimum is found (from there), the skip decided again as without it
+ * (S->stop when the count cannot win: nothing is returned then) and the
+ * search run again. */
+static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, plan_exact_opts *xo, int n_sh,
+                           const int *shk, double *hint, const search_best *B, plan_layout *yx,
+                           plan_exact_stats *xs, cl_err *xe)
+{
+    plan_result *res = c->res;
+    sched_kind shs[PLAN_EXACT_SHADOWS];
+    plan_layout outs[1 + PLAN_EXACT_SHADOWS];
+    int sh_ok[PLAN_EXACT_SHADOWS];
+    for (int j = 0; j < n_sh; j++) shs[j] = S->kinds[shk[j]];
+    double tx = cl_now_s();
+    xo->probe = S->tentative;
+    plan_exact_result okx = plan_exact_shadowed(&S->I, S->XL, xo, n_sh, shs, outs, sh_ok, xs, xe);
+    res->time_exact_s += cl_now_s() - tx;
+    if (okx == PLAN_EXACT_ABOVE_LOWER) {
+        S->tentative = 0;
+        res->exact_steps += xs->steps;
+        S->lower = lower_bound(c, S, 0, *hint, B);
+        if (S->lower > 0 && S->lower < HUGE_VAL) *hint = S->lower;
+        if (skip_count(c, S, B)) {
+            S->stop = 1;
+            return okx;
+        }
+        S->I.sched = S->kinds[ki];
+        xo->lower_s = S->lower;
+        xo->probe = 0;
+        memset(xs, 0, sizeof *xs);
+        tx = cl_now_s();
+        okx = plan_exact_shadowed(&S->I, S->XL, xo, n_sh, shs, outs, sh_ok, xs, xe);
+        res->time_exact_s += cl_now_s() - tx;
+    }
+    S->tentative = 0; /* found at it: it is the optimum */
+    *yx = outs[0];
+    for (int j = 0; j < n_sh; j++)
+        if (okx == PLAN_EXACT_FOUND && sh_ok[j]) {
+            S->ysh[shk[j]] = outs[1 + j];
+            S->sh_have[shk[j]] = 1;
+        } else if (sh_ok[j]) {
+            plan_layout_free(&outs[1 + j]);
+        }
+    return okx;
+}
+
+/* Schedule ki's exact layout into *yx and *evx: from a twin's search, from
+ * an earlier search it shadowed, or from its own (count_exact_run).  Sets
+ * *okx to PLAN_EXACT_FOUND, or NONE_FITS (merge's layout stands in); returns nonzero
+ * when the search must stop (budget, or --algo exact over its limits). */
+static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int dev_fixed, double *hint,
+                       const search_best *B, plan_layout *yx, plan_eval *evx, plan_exact_result *okx_out,
+                       cl_err *e)
+{
+    const plan_request *rq = c->rq;
+    /* merge's cuts are prefixes; a prefix layout is also a DAG layout only
+     * when inert layers sit where the rules put them, so its bound is used
+     * only on chains */
+    plan_exact_opts xo = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = upper_of(S, ki),
+                          .budget = rq->exact_budget, .lower_s = S->lower};
+    plan_exact_stats xs = {0};
+    cl_err xe = {0};
+    plan_exact_result okx;
+    int rc = CL_OK;
+    int twin = count_twin(c, S, ki, p_fixed, dev_fixed);
+    if (twin >= 0) {
+        okx = S->okk[twin];
+        if (okx == PLAN_EXACT_FOUND) plan_layout_copy(yx, &S->yk[twin]);
+    } else if (S->sh_have[ki]) {
+        okx = PLAN_EXACT_FOUND; /* alongside an earlier schedule */
+        plan_layout_copy(yx, &S->ysh[ki]);
+    } else {
+        int shk[PLAN_EXACT_SHADOWS];
+        int n_sh = count_shadows(c, S, ki, p_fixed, dev_fixed, xo.upper_s, shk);
+        okx = count_exact_run(c, S, ki, &xo, n_sh, shk, hint, B, yx, &xs, &xe);
+        if (S->stop) return CL_OK;
+    }
+    S->okk[ki] = okx;
+    if (okx == PLAN_EXACT_FOUND) plan_layout_copy(&S->yk[ki], yx);
+    c->res->exact_steps += xs.steps;
+    if (okx == PLAN_EXACT_GAVE_UP && (rc = search_budget_out(e))) {
+        okx = PLAN_EXACT_NONE_FITS;
+    } else if (okx == PLAN_EXACT_GAVE_UP) {
+        if (rq->algo == PLAN_ALGO_EXACT)
+            rc = cl_fail(e, CL_EINPUT, "%s (hint: --algo merge plans large problems quickly)", xe.msg);
+        else
+            search_note(c->res, "WARNING: %s; this candidate uses partition-and-merge instead (gap to the optimum unknown)", xe.msg);
+        okx = PLAN_EXACT_NONE_FITS;
+    } else if (okx == PLAN_EXACT_FOUND) {
+        plan_layout_eval(&S->I, S->XL, yx, evx);
+    }
+    *okx_out = okx;
+    return rc;
+}
+
+/* Rank schedule ki's best layout: the exact one when found, else
+ * partition-and-merge's, else (nothing fits) merge's as the least bad for
+ * the message. */
+static void count_rank(search_ctx *c, search_best *B, count_state *S, int ki, const plan_layout *yx,
+                       const plan_eval *evx, plan_exact_result okx)
+{
+    double xs_b = okx == PLAN_EXACT_FOUND ? evx->bottleneck_s : NAN;
+    double ms_b = S->okm[ki] ? S->evm[ki].bottleneck_s : NAN;
+    double tr = cl_now_s();
+    if (okx == PLAN_EXACT_FOUND) {
+        search_consider(c, B, &S->I, S->XL, yx, evx, "exact", xs_b, ms_b);
+        if (!S->u_seen) S->u_seen = evx->devices;
+    } else if (S->okm[ki]) {
+        search_consider(c, B, &S->I, &S->pre, &S->ym[ki], &S->evm[ki], "merge", xs_b, ms_b);
+        if (!S->u_seen) S->u_seen = S->evm[ki].devices;
+    } else if (S->ym[ki].p) {
+        search_consider_bad(c, B, &S->I, &S->pre, &S->ym[ki]);
+    }
+    c->res->time_rank_s += cl_now_s() - tr;
+}
+
+/* Schedule ki at this count: pruned when its critical path alone loses,
+ * else its exact search and the ranking of its best layout. */
+static int count_schedule(search_ctx *c, search_best *B, count_state *S, int ki, double *hint, cl_err *e)
+{
+    const plan_request *rq = c->rq;
+    int rc = search_budget_out(e);
+    if (rc) return rc;
+    S->I.sched = S->kinds[ki];
+    if (B->have && !sched_is_async(S->kinds[ki]) && S->crit > B->pred.iteration_s && !c->no_prune)
+        return CL_OK;
+    int p_fixed = S->pfix[ki], dev_fixed = 0;
+    if (S->dep_of[ki] == PLAN_MEM_BY_TOTAL) {
+        /* zb-h1's memory depends on the pipeline's device count: search at
+         * the count the schedules before it chose */
+        dev_fixed = S->u_seen ? S->u_seen : S->okm[ki] ? S->evm[ki].devices : c->n_dev;
+    }
+    plan_layout yx = {0};
+    plan_eval evx = {0};
+    plan_exact_result okx = PLAN_EXACT_NONE_FITS; /* no exact layout (merge only) */
+    if (rq->algo != PLAN_ALGO_MERGE) {
+        rc = count_exact(c, S, ki, p_fixed, dev_fixed, hint, B, &yx, &evx, &okx, e);
+        if (S->stop) return CL_OK;
+    }
+    if (!rc) count_rank(c, B, S, ki, &yx, &evx, okx);
+    if (yx.p) plan_layout_free(&yx);
+    return rc;
+}
+
+static void count_free(count_state *S)
+{
+    for (int ki = 0; ki < S->n_kinds; ki++) {
+        if (S->ym[ki].p) plan_layout_free(&S->ym[ki]);
+        if (S->yk[ki].p) plan_layout_free(&S->yk[ki]);
+        if (S->ysh[ki].p) plan_layout_free(&S->ysh[ki]);
+    }
+    plan_lattice_free(&S->pre);
+    plan_inst_free(&S->I);
+}
+
+/* See instance.h. */
+int count_search(search_ctx *c, search_best *B, dag_state *lt, int m, const sched_kind *kinds, int n_kinds,
+                 double *hint, cl_err *e)
+{
+    count_state S;
+    memset(&S, 0, sizeof S);
+    S.kinds = kinds;
+    S.n_kinds = n_kinds;
+    int rc = count_prepare(c, lt, m, &S, e);
+    if (rc) return rc;
+    double tq = cl_now_s();
+    count_merge(c, &S);
+    c->res->time_merge_s += cl_now_s() - tq;
+    tq = cl_now_s();
+    count_memory(&S);
+    count_lower(c, &S, hint, B);
+    int skip = skip_count(c, &S, B);
+    c->res->time_lower_s += cl_now_s() - tq;
+    for (int ki = 0; ki < n_kinds && !rc && !skip && !S.stop; ki++) rc = count_schedule(c, B, &S, ki, hint, e);
+    count_free(&S);
+    return rc;
+}
