@@ -242,6 +242,28 @@ static void test_activations_fp32(void)
     CU_ASSERT_TRUE(test_rel(tfm_block_act_bytes(&d, &l), s * b * h * 66 + a * s * s * b * 9) < 1e-15);
 }
 
+/* GQA, SwiGLU, no dropout (LLaMA-2 70B shape), b = 1, 2-byte activations,
+ * t = 8 with SP, by hand: s b h = 4096 x 8192 = 33,554,432; K and V each
+ * s b h g/a = 4,194,304; s b f = 4096 x 28672 = 117,440,512; a s^2 b =
+ * 64 x 4096^2 = 1,073,741,824.
+ *   outside (2 norm inputs, 2 norm outputs): 4 x 2 x s b h =   268,435,456
+ *   Q, K, V, projection input: 2 x (2 s b h + 2 x 4,194,304) = 150,994,944
+ *   gate, up and their product: 3 x 2 x s b f               =   704,643,072
+ *   softmax output (no dropout): 2 x a s^2 b                = 2,147,483,648
+ *   none:      (268,435,456 + 150,994,944 + 704,643,072 + 2,147,483,648) / 8
+ *            = 3,271,557,120 / 8 = 408,944,640
+ *   selective: 1,124,073,472 / 8 = 140,509,184
+ *   full:      2 x s b h / 8     =   8,388,608 */
+static void test_activations_gqa_gated(void)
+{
+    tfm_desc d = llama70();
+    const double want[3] = {408944640.0, 140509184.0, 8388608.0};
+    for (int r = 0; r < 3; r++) {
+        tfm_layout l = layout(8, 1, 1, recomps[r]);
+        CU_ASSERT_EQUAL(tfm_block_act_bytes(&d, &l), want[r]);
+    }
+}
+
 /* ------------------------------------------------------- tensor parallel */
 
 /* Narayanan Sec. 2.3 / Korthikanti Sec. 4.2.2: two all-reduces of s b h
@@ -388,6 +410,7 @@ TEST_SUITE(transformer)
     test_add("GQA + SwiGLU FLOPs by hand", test_flops_gqa_gated);
     test_add("activations match Korthikanti for t, SP, recompute", test_activations);
     test_add("fp32 activations by hand", test_activations_fp32);
+    test_add("GQA + SwiGLU activations by hand", test_activations_gqa_gated);
     test_add("tensor-parallel collectives per block", test_tp_comm);
     test_add("model state matches the ZeRO paper", test_state_zero_paper);
     test_add("GPT-3 layout memory by hand", test_memory_by_hand);
