@@ -22,7 +22,7 @@
 
 /* Why a search stopped early: the command's wall-clock budget (budget.h),
  * or the search's own step budget.  Returns PLAN_EXACT_GAVE_UP. */
-static plan_exact_result over_fail(const xdp *X, cl_err *e)
+static plan_exact_result over_fail(const exact_dp *X, cl_err *e)
 {
     if (cl_budget_over()) cl_budget_fail(e, "searching partitions", "--algo merge for large models");
     else
@@ -33,9 +33,9 @@ static plan_exact_result over_fail(const xdp *X, cl_err *e)
 
 /* The layout of final entry id: its stages, last to first along the
  * parents, stored first to last (plan_layout_free). */
-static void rebuild(const xdp *X, int id, plan_layout *out)
+static void rebuild(const exact_dp *X, int id, plan_layout *out)
 {
-    const xent *ent = X->store.ent;
+    const dp_entry *ent = X->store.ent;
     int p = 0;
     for (int i = id; i >= 0; i = ent[i].parent)
         if (ent[i].edge == EDGE_STAGE) p++;
@@ -43,7 +43,7 @@ static void rebuild(const xdp *X, int id, plan_layout *out)
     int s = 0;
     out->cut[0] = 0;
     for (int i = id; i >= 0; i = ent[i].parent) {
-        const xent *v = &ent[i];
+        const dp_entry *v = &ent[i];
         if (v->edge != EDGE_STAGE) continue;
         out->pos[s] = X->pos.N - v->d;
         out->r[s] = v->r;
@@ -57,15 +57,15 @@ plan_exact_result plan_exact_lower(const plan_inst *I, const plan_lattice *L,
                                    const plan_exact_opts *o, double *lb, plan_exact_stats *st,
                                    cl_err *e)
 {
-    xdp X;
+    exact_dp X;
     *lb = HUGE_VAL;
-    if (xdp_setup(&X, I, L, o, st, e)) return PLAN_EXACT_GAVE_UP;
+    if (exact_dp_setup(&X, I, L, o, st, e)) return PLAN_EXACT_GAVE_UP;
     /* o->lower_s: known to be below the optimum, the climb starts there */
     double known = o && o->lower_s > 0 && o->lower_s < HUGE_VAL ? o->lower_s : 0;
-    int best = xdp_climb(&X, 2, o ? o->upper_s : HUGE_VAL, o ? o->hint_s : 0, known, st);
+    int best = exact_dp_climb(&X, 2, o ? o->upper_s : HUGE_VAL, o ? o->hint_s : 0, known, st);
     int over = X.budget.over;
     if (!over && best >= 0) *lb = X.store.ent[best].B;
-    xdp_teardown(&X, st);
+    exact_dp_teardown(&X, st);
     if (over) return over_fail(&X, e);
     return best >= 0 ? PLAN_EXACT_FOUND : PLAN_EXACT_NONE_FITS;
 }
@@ -84,16 +84,16 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
     assert(n_sh >= 0 && n_sh <= PLAN_EXACT_SHADOWS);
     for (int j = 0; j <= n_sh; j++) memset(&out[j], 0, sizeof out[j]);
     for (int j = 0; j < n_sh; j++) sh_ok[j] = 0;
-    xdp X;
-    if (xdp_setup(&X, I, L, o, st, e)) return PLAN_EXACT_GAVE_UP;
+    exact_dp X;
+    if (exact_dp_setup(&X, I, L, o, st, e)) return PLAN_EXACT_GAVE_UP;
     int dep = X.tab.dep;
     assert(dep != PLAN_MEM_BY_TOTAL || X.dev_fixed > 0); /* the caller fixes the devices */
     double upper = o ? o->upper_s : HUGE_VAL;
     int best = -1;
     /* a known lower bound first: reaching it proves optimality */
     if (o && o->lower_s > 0 && o->lower_s < HUGE_VAL && o->lower_s <= upper) {
-        int ok_sh = n_sh > 0 && !X.dev_fixed && xdp_shadows_setup(&X, n_sh, sh);
-        best = xdp_pass(&X, 0, GOAL_COMM, o->lower_s, st);
+        int ok_sh = n_sh > 0 && !X.dev_fixed && exact_dp_shadows_setup(&X, n_sh, sh);
+        best = exact_dp_pass(&X, 0, GOAL_COMM, o->lower_s, st);
         for (int j = 0; ok_sh && j < n_sh; j++)
             if (best >= 0 && !X.budget.over && X.sh.best[j] >= 0) {
                 rebuild(&X, X.sh.best[j], &out[1 + j]);
@@ -101,7 +101,7 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
             }
         X.sh.n = 0;
         if (best < 0 && !X.budget.over && o->probe) {
-            xdp_teardown(&X, st);
+            exact_dp_teardown(&X, st);
             return PLAN_EXACT_ABOVE_LOWER;
         }
     }
@@ -115,13 +115,13 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
         /* o->lower_s bounds this optimum from below (a relaxation of it):
          * the climb starts there */
         double known = o && o->lower_s > 0 && o->lower_s < HUGE_VAL ? o->lower_s : 0;
-        int b1 = xdp_climb(&X, relaxed, upper, o ? o->hint_s : 0, known, st);
+        int b1 = exact_dp_climb(&X, relaxed, upper, o ? o->hint_s : 0, known, st);
         if (X.budget.over || b1 < 0) break; /* over budget, or nothing fits */
-        best = xdp_pass(&X, 0, GOAL_COMM, X.store.ent[b1].B, st);
+        best = exact_dp_pass(&X, 0, GOAL_COMM, X.store.ent[b1].B, st);
     }
     int over = X.budget.over;
     if (!over && best >= 0) rebuild(&X, best, out);
-    xdp_teardown(&X, st);
+    exact_dp_teardown(&X, st);
     if (over) return over_fail(&X, e);
     return best >= 0 ? PLAN_EXACT_FOUND : PLAN_EXACT_NONE_FITS;
 }
@@ -150,11 +150,11 @@ plan_exact_result plan_exact_any_below(const plan_inst *I, const plan_lattice *L
                                        const plan_exact_opts *o, double g, plan_exact_stats *st,
                                        cl_err *e)
 {
-    xdp X;
-    if (xdp_setup(&X, I, L, o, st, e)) return PLAN_EXACT_GAVE_UP;
-    int b = xdp_pass(&X, 2, GOAL_BELOW, nextafter(g, 0), st);
+    exact_dp X;
+    if (exact_dp_setup(&X, I, L, o, st, e)) return PLAN_EXACT_GAVE_UP;
+    int b = exact_dp_pass(&X, 2, GOAL_BELOW, nextafter(g, 0), st);
     int over = X.budget.over;
-    xdp_teardown(&X, st);
+    exact_dp_teardown(&X, st);
     if (over) return over_fail(&X, e);
     return b >= 0 ? PLAN_EXACT_FOUND : PLAN_EXACT_NONE_FITS;
 }

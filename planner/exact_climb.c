@@ -1,13 +1,13 @@
 /* exact_climb.c - which passes the exact search runs (see exact_dp.h):
- * xdp_pass sets up one pass (its goal, memory relaxation and bound), and
- * xdp_climb finds the optimal bottleneck by pass 1 under growing guesses
+ * exact_dp_pass sets up one pass (its goal, memory relaxation and bound), and
+ * exact_dp_climb finds the optimal bottleneck by pass 1 under growing guesses
  * of the bound, between global lower and upper bounds, checking on the way
  * that anything fits at all.  Pass 2 at the bottleneck found is the entry
  * points' step (exact.c).
  */
 #include "exact_dp.h"
 
-int xdp_pass(xdp *X, int relaxed, xgoal goal, double bound, plan_exact_stats *st)
+int exact_dp_pass(exact_dp *X, int relaxed, xgoal goal, double bound, plan_exact_stats *st)
 {
     X->run.goal = goal;
     X->run.relaxed = relaxed;
@@ -17,7 +17,7 @@ int xdp_pass(xdp *X, int relaxed, xgoal goal, double bound, plan_exact_stats *st
     X->run.u_fronts = (by_depth && !X->tab.monotone) || X->dev_fixed > 0;
     X->run.need_coef = bound < HUGE_VAL ? X->I->m / (X->pos.spd_top * bound) * (1 - PLAN_BOUND_SLACK) : 0;
     if (st) st->passes++;
-    return xdp_run_pass(X);
+    return exact_dp_run_pass(X);
 }
 
 /* Does any layout fit in memory (with this relaxation)?  Cheap: with no
@@ -26,7 +26,7 @@ int xdp_pass(xdp *X, int relaxed, xgoal goal, double bound, plan_exact_stats *st
  * stage and device counts are free (or 1), and any position can hold it
  * (positions mode reaches each through gaps; the other modes have one
  * kind of device). */
-static int feasible(xdp *X, int relaxed, plan_exact_stats *st)
+static int feasible(exact_dp *X, int relaxed, plan_exact_stats *st)
 {
     const plan_lattice *L = X->L;
     int all = L->n_sets - 1;
@@ -39,12 +39,12 @@ static int feasible(xdp *X, int relaxed, plan_exact_stats *st)
         X->run.relaxed = keep;
         if (mem <= X->tab.cap_top) return 1;
     }
-    return xdp_pass(X, relaxed, GOAL_FITS, HUGE_VAL, st) >= 0;
+    return exact_dp_pass(X, relaxed, GOAL_FITS, HUGE_VAL, st) >= 0;
 }
 
 /* A bottleneck no layout beats: the work spread perfectly over every
  * device, and the heaviest layer on its best replica count. */
-static double global_lower(const xdp *X)
+static double global_lower(const exact_dp *X)
 {
     const plan_inst *I = X->I;
     const plan_lattice *L = X->L;
@@ -61,7 +61,7 @@ static double global_lower(const xdp *X)
 
 /* A bottleneck every layout stays under: all the work on the slowest
  * device, the largest all-reduce, the largest boundary. */
-static double global_upper(const xdp *X)
+static double global_upper(const exact_dp *X)
 {
     const plan_inst *I = X->I;
     const plan_lattice *L = X->L;
@@ -86,14 +86,14 @@ static double global_upper(const xdp *X)
  * finish within g on the devices left are cut early (need_coef).  Guesses
  * grow from a lower bound until they pass the caller's bound or one every
  * layout meets. */
-int xdp_climb(xdp *X, int relaxed, double upper, double hint, double known_lb,
+int exact_dp_climb(exact_dp *X, int relaxed, double upper, double hint, double known_lb,
               plan_exact_stats *st)
 {
     double lb = fmax(global_lower(X), known_lb), U = fmin(upper, global_upper(X));
     if (hint > lb && hint < U) {
         /* a good guess ends the climb at once; a miss still proves the
          * optimum is above it */
-        int b = xdp_pass(X, relaxed, GOAL_BOTTLENECK, hint, st);
+        int b = exact_dp_pass(X, relaxed, GOAL_BOTTLENECK, hint, st);
         if (X->budget.over || b >= 0) return b;
         lb = hint;
     }
@@ -101,11 +101,11 @@ int xdp_climb(xdp *X, int relaxed, double upper, double hint, double known_lb,
     for (int k = 0; lb > 0 && k < 200; k++) {
         g = k == 0 ? lb * 1.02 : g * (k < 40 ? GROW : 2);
         if (!(g < U)) break;
-        int b = xdp_pass(X, relaxed, GOAL_BOTTLENECK, g, st);
+        int b = exact_dp_pass(X, relaxed, GOAL_BOTTLENECK, g, st);
         if (X->budget.over || b >= 0) return b;
         /* after a few misses, check that anything fits at all, so that an
          * instance where nothing does is not climbed all the way up */
         if (k == 5 && !feasible(X, relaxed, st)) return -1;
     }
-    return xdp_pass(X, relaxed, GOAL_BOTTLENECK, U, st);
+    return exact_dp_pass(X, relaxed, GOAL_BOTTLENECK, U, st);
 }

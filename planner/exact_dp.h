@@ -10,18 +10,18 @@
  * Each state keeps a small Pareto front of entries over (d, key): d is the
  * span of device positions used so far, key the objective so far.
  *
- * The search is split by pass, and so is its state (struct xdp):
- *   exact_setup.c   positions and classes of the device line (xplaces) and
- *                   the tables every transition reads (xtables), built
+ * The search is split by pass, and so is its state (struct exact_dp):
+ *   exact_setup.c   positions and classes of the device line (dp_places) and
+ *                   the tables every transition reads (dp_tables), built
  *                   once per search
- *   exact_climb.c   which pass runs and how (xrun): the bound climb of
+ *   exact_climb.c   which pass runs and how (dp_pass_state): the bound climb of
  *                   pass 1, the feasibility passes, pass 2
  *   exact_pass.c    one pass: the transitions and the walk over the sets;
- *                   its entries and fronts (xstore, see exact_front.h), its
- *                   step budget (xbudget)
- *   exact_shadow.c  the shadow schedules riding along a pass (xshadows)
+ *                   its entries and fronts (dp_store, see exact_front.h), its
+ *                   step budget (dp_budget)
+ *   exact_shadow.c  the shadow schedules riding along a pass (dp_shadows)
  *   exact.c         the entry points of exact.h and the layout's rebuild
- * Cross-file functions carry the prefix xdp_; everything else is static.
+ * Cross-file functions carry the prefix exact_dp_; everything else is static.
  */
 #ifndef CL_PLAN_EXACT_DP_H
 #define CL_PLAN_EXACT_DP_H
@@ -36,13 +36,13 @@ enum { MODE_FLAT, MODE_PERIODIC, MODE_POSITIONS };
 /* How an entry extends its parent: the start, one stage, or a gap. */
 enum { EDGE_START, EDGE_STAGE, EDGE_GAP };
 
-/* entries of the tabulated memory counts (xtables.in) at most */
+/* entries of the tabulated memory counts (dp_tables.in) at most */
 #define TAB_MAX 4e6
 
-/* xent.alive's bit for the lead schedule (the shadows use bits 0..n_sh-1) */
+/* dp_entry.alive's bit for the lead schedule (the shadows use bits 0..n_sh-1) */
 #define LEAD_BIT (1 << PLAN_EXACT_SHADOWS)
 
-typedef struct xent {
+typedef struct dp_entry {
     double B, C, H;         /* bottleneck, communication, smallest headroom */
     double Hs[PLAN_EXACT_SHADOWS]; /* the headroom under each shadow schedule */
     int alive;              /* with shadows: bit j, in shadow j's own run;
@@ -51,25 +51,25 @@ typedef struct xent {
     int t, c, k;            /* the state it belongs to                       */
     int parent;             /* entry it extends, -1 for the start            */
     int edge, from, r;      /* EDGE_STAGE: stage = set `from` \ set t on r   */
-} xent;
+} dp_entry;
 
 /* What dominance compares, kept beside the ids in each front so that the
  * scans read contiguous memory. */
-typedef struct xkey {
+typedef struct dp_key {
     double B, C, H;
     int U, d;
-    int alive;              /* as xent.alive                                */
+    int alive;              /* as dp_entry.alive                                */
     double Hs[PLAN_EXACT_SHADOWS];
-} xkey;
+} dp_key;
 
-typedef struct xfront {
+typedef struct dp_front {
     int k, next;            /* k of this front; next front of the same (t, c) */
     int n, cap;
     int *ids;
-    xkey *key;              /* key[i] of entry ids[i]                        */
-} xfront;
+    dp_key *key;              /* key[i] of entry ids[i]                        */
+} dp_front;
 
-/* What a pass optimises (xrun.goal).  Every goal but GOAL_COMM is a pass 1
+/* What a pass optimises (dp_pass_state.goal).  Every goal but GOAL_COMM is a pass 1
  * (key = bottleneck). */
 typedef enum xgoal {
     GOAL_BOTTLENECK,        /* pass 1: the least bottleneck within the bound */
@@ -82,7 +82,7 @@ typedef enum xgoal {
 } xgoal;
 
 /* The device line, fixed for the whole search (exact_setup.c). */
-typedef struct xplaces {
+typedef struct dp_places {
     int N;                  /* devices (positions 0..N-1)                    */
     int mode;               /* MODE_*                                        */
     int K;                  /* MODE_PERIODIC: devices per node               */
@@ -90,10 +90,10 @@ typedef struct xplaces {
     int *nstart, *nend;     /* per position: first and one-past-last of its node */
     int *pcls;              /* per end position 0..N: class_of without the bit */
     double spd_top;         /* the fastest device's speed                    */
-} xplaces;
+} dp_places;
 
 /* What every transition reads, tabulated once per search (exact_setup.c). */
-typedef struct xtables {
+typedef struct dp_tables {
     int dep;                /* plan_mem_dependence of the instance           */
     int monotone;           /* memory never shrinks as the depth grows       */
     double cap_top;         /* the largest device memory                     */
@@ -114,10 +114,10 @@ typedef struct xtables {
     /* plan_allreduce_s's factors per link level and r <= rtab: per byte
      * and the latency term, the same operations in the same order */
     double *ar_pb[CLUSTER_LEVELS], *ar_lat[CLUSTER_LEVELS];
-} xtables;
+} dp_tables;
 
-/* How the current pass runs, set by xdp_pass (exact_climb.c). */
-typedef struct xrun {
+/* How the current pass runs, set by exact_dp_pass (exact_climb.c). */
+typedef struct dp_pass_state {
     xgoal goal;
     int relaxed;            /* 0: exact memory; 1: least memory of this
                                schedule; 2: least memory of any schedule    */
@@ -128,52 +128,52 @@ typedef struct xrun {
     int track_u;            /* memory depends on the depth: fewer devices
                                below dominate (see dominates)               */
     int u_fronts;           /* one front per devices count (exact U needed)  */
-} xrun;
+} dp_pass_state;
 
 /* The entries and fronts of the current pass (exact_front.h, exact_pass.c). */
-typedef struct xstore {
-    xent *ent;
+typedef struct dp_store {
+    dp_entry *ent;
     int64_t n_ent, cap_ent;
     int64_t created;        /* entries offered and kept (stats)              */
     int *scratch;           /* run_pass: the ids of the front it expands     */
     int cap_scratch;
-    xfront *fr;
+    dp_front *fr;
     int n_fr, cap_fr;
     int **head;             /* per set: C front-list heads, or NULL          */
-} xstore;
+} dp_store;
 
 /* The shadow schedules (plan_exact_shadowed), during the pass at lower_s
  * (exact_shadow.c); n = 0 otherwise. */
-typedef struct xshadows {
+typedef struct dp_shadows {
     int n;
-    int *in[PLAN_EXACT_SHADOWS], *ver[PLAN_EXACT_SHADOWS]; /* as xtables.in */
+    int *in[PLAN_EXACT_SHADOWS], *ver[PLAN_EXACT_SHADOWS]; /* as dp_tables.in */
     int track[PLAN_EXACT_SHADOWS]; /* its track_u                           */
     int best[PLAN_EXACT_SHADOWS];  /* its best final entry, or -1           */
-} xshadows;
+} dp_shadows;
 
 /* The search's work and its limits (exact_pass.c, expand). */
-typedef struct xbudget {
+typedef struct dp_budget {
     int64_t steps, limit;   /* inner steps (transitions priced); the most    */
     int64_t tries;          /* stage sets tried (place calls): on a long chain
                                of cheap layers most are refused before a
                                step is counted, yet each costs time        */
     int64_t next_poll;      /* tries at which to poll the command's budget */
     int over;               /* over either budget: every pass stops        */
-} xbudget;
+} dp_budget;
 
-typedef struct xdp {
+typedef struct exact_dp {
     /* the question, fixed for the whole search */
     const plan_inst *I;
     const plan_lattice *L;
     int p_fixed;            /* exact stage count, or 0                       */
     int dev_fixed;          /* exact device count (BY_TOTAL memory), or 0    */
-    xplaces pos;
-    xtables tab;
-    xrun run;
-    xstore store;
-    xshadows sh;
-    xbudget budget;
-} xdp;
+    dp_places pos;
+    dp_tables tab;
+    dp_pass_state run;
+    dp_store store;
+    dp_shadows sh;
+    dp_budget budget;
+} exact_dp;
 
 static inline double mind(double a, double b) { return a < b ? a : b; }
 /* fmax for the search's values (never NaN, never -0), without the call */
@@ -181,7 +181,7 @@ static inline double maxd(double a, double b) { return a > b ? a : b; }
 
 /* The class of a state whose next stage ends at e (bit: positions mode's
  * node bit, ignored otherwise); pcls[e] holds the part without the bit. */
-static inline int class_of(const xdp *X, int e, int bit)
+static inline int class_of(const exact_dp *X, int e, int bit)
 {
     return X->pos.pcls[e] + (X->pos.mode == MODE_POSITIONS ? bit : 0);
 }
@@ -193,7 +193,7 @@ typedef struct xstage {
     double least;           /* plan_stage_mem_least (relaxed 2)             */
 } xstage;
 
-static inline void stage_sums(const xdp *X, xstage *g, double P, double st, double in,
+static inline void stage_sums(const exact_dp *X, xstage *g, double P, double st, double in,
                               double out)
 {
     g->P = P;
@@ -207,10 +207,10 @@ static inline void stage_sums(const xdp *X, xstage *g, double P, double st, doub
 
 /* Memory of one device of stage g on r replicas at `depth` (the bits of
  * plan_stage_mem, plan_stage_mem_least or plan_stage_mem_counts). */
-static inline __attribute__((always_inline)) double mem_of(const xdp *X, const xstage *g,
+static inline __attribute__((always_inline)) double mem_of(const exact_dp *X, const xstage *g,
                                                             int depth, int r)
 {
-    const xtables *T = &X->tab;
+    const dp_tables *T = &X->tab;
     if (X->run.relaxed == 2) return g->least;
     if (X->run.relaxed == 1) {
         if (T->in1 && r <= T->rtab)
@@ -228,33 +228,33 @@ static inline __attribute__((always_inline)) double mem_of(const xdp *X, const x
 
 /* exact_setup.c: set up the search (positions, tables, an empty store);
  * returns 0, or -1 (with e) when the positions are too many.  Every setup
- * that returned 0 is paired with one xdp_teardown, which adds the work to
+ * that returned 0 is paired with one exact_dp_teardown, which adds the work to
  * st (may be NULL) and frees everything. */
-int xdp_setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
               plan_exact_stats *st, cl_err *e);
-void xdp_teardown(xdp *X, plan_exact_stats *st);
+void exact_dp_teardown(exact_dp *X, plan_exact_stats *st);
 
-/* exact_climb.c: one pass (relaxed as in xrun.relaxed) for `goal` at
+/* exact_climb.c: one pass (relaxed as in dp_pass_state.relaxed) for `goal` at
  * `bound`; returns the best final entry id, or -1 (nothing, or over the
  * budget: X->budget.over). */
-int xdp_pass(xdp *X, int relaxed, xgoal goal, double bound, plan_exact_stats *st);
+int exact_dp_pass(exact_dp *X, int relaxed, xgoal goal, double bound, plan_exact_stats *st);
 /* exact_climb.c: pass 1 under growing guesses of the bound, from
  * max(known_lb, a global lower bound) to min(upper, a global upper bound);
  * hint (> 0) is tried first.  Returns the best final entry, or -1. */
-int xdp_climb(xdp *X, int relaxed, double upper, double hint, double known_lb,
+int exact_dp_climb(exact_dp *X, int relaxed, double upper, double hint, double known_lb,
               plan_exact_stats *st);
 
-/* exact_pass.c: run the pass xdp_pass set up; returns the best final
+/* exact_pass.c: run the pass exact_dp_pass set up; returns the best final
  * entry id, or -1.  The entries stay until the next pass. */
-int xdp_run_pass(xdp *X);
+int exact_dp_run_pass(exact_dp *X);
 
 /* exact_shadow.c: tabulate the shadow schedules sh[0..n_sh) and turn them
  * on (X->sh.n = n_sh); 0 (and off) when they cannot ride along. */
-int xdp_shadows_setup(xdp *X, int n_sh, const sched_kind *sh);
+int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh);
 /* exact_shadow.c: offer (exact_front.h) while shadows ride along. */
-void xdp_offer_sh(xdp *X, xfront *f, const xkey *kvp, int t, int c, int k, int parent,
+void exact_dp_offer_sh(exact_dp *X, dp_front *f, const dp_key *kvp, int t, int c, int k, int parent,
                   int edge, int from, int r);
 /* exact_shadow.c: let final entry `id` compete for each shadow's best. */
-void xdp_shadow_pick(xdp *X, int id);
+void exact_dp_shadow_pick(exact_dp *X, int id);
 
 #endif

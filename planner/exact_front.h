@@ -14,9 +14,9 @@
 #include "exact_dp.h"
 
 /* A fresh entry slot. */
-static inline int new_entry(xdp *X)
+static inline int new_entry(exact_dp *X)
 {
-    xstore *S = &X->store;
+    dp_store *S = &X->store;
     if (S->n_ent == S->cap_ent) {
         S->cap_ent = S->cap_ent ? S->cap_ent * 2 : 4096;
         S->ent = cl_realloc(S->ent, (size_t)S->cap_ent * sizeof *S->ent);
@@ -27,7 +27,7 @@ static inline int new_entry(xdp *X)
 /* a is at least as good as b for every completion.  When memory grows with
  * the depth, an entry whose placed stages use fewer devices is no worse (the
  * stages still to come sit less deep), so U joins the comparison. */
-static inline int dominates_by(int track_u, int pass2, const xkey *a, const xkey *b, double ha,
+static inline int dominates_by(int track_u, int pass2, const dp_key *a, const dp_key *b, double ha,
                                double hb)
 {
     if (a->d > b->d) return 0;
@@ -38,7 +38,7 @@ static inline int dominates_by(int track_u, int pass2, const xkey *a, const xkey
     return a->U <= b->U;
 }
 
-static inline int dominates(const xdp *X, const xkey *a, const xkey *b)
+static inline int dominates(const exact_dp *X, const dp_key *a, const dp_key *b)
 {
     /* feasibility within the bound only (any_below): the least span wins */
     if (X->run.goal == GOAL_BELOW) return a->d <= b->d && (!X->run.track_u || a->U <= b->U);
@@ -47,9 +47,9 @@ static inline int dominates(const xdp *X, const xkey *a, const xkey *b)
 
 /* The front of state (t, c) for k (with u_fronts, k also codes U; see
  * offer), created when missing. */
-static inline xfront *front_of(xdp *X, int t, int c, int k)
+static inline dp_front *front_of(exact_dp *X, int t, int c, int k)
 {
-    xstore *S = &X->store;
+    dp_store *S = &X->store;
     if (!S->head[t]) {
         S->head[t] = cl_malloc((size_t)X->pos.C * sizeof(int));
         for (int i = 0; i < X->pos.C; i++) S->head[t][i] = -1;
@@ -60,8 +60,8 @@ static inline xfront *front_of(xdp *X, int t, int c, int k)
         S->cap_fr = S->cap_fr ? S->cap_fr * 2 : 1024;
         S->fr = cl_realloc(S->fr, (size_t)S->cap_fr * sizeof *S->fr);
     }
-    xfront *f = &S->fr[S->n_fr];
-    *f = (xfront){.k = k, .next = S->head[t][c]};
+    dp_front *f = &S->fr[S->n_fr];
+    *f = (dp_front){.k = k, .next = S->head[t][c]};
     S->head[t][c] = S->n_fr++;
     return f;
 }
@@ -69,17 +69,17 @@ static inline xfront *front_of(xdp *X, int t, int c, int k)
 /* Store entry (kv but alive `alive`; t, c, k, parent, edge, from, r as in
  * offer) in front f, in slot `reuse` when >= 0 (an entry just dropped from
  * f), else a new one. */
-static inline void keep_entry(xdp *X, xfront *f, const xkey *kv, int alive, int reuse, int t,
+static inline void keep_entry(exact_dp *X, dp_front *f, const dp_key *kv, int alive, int reuse, int t,
                               int c, int k, int parent, int edge, int from, int r)
 {
     if (f->n == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 2;
         f->ids = cl_realloc(f->ids, (size_t)f->cap * sizeof(int));
-        f->key = cl_realloc(f->key, (size_t)f->cap * sizeof(xkey));
+        f->key = cl_realloc(f->key, (size_t)f->cap * sizeof(dp_key));
     }
     int id = reuse >= 0 ? reuse : new_entry(X);
     X->store.created++;
-    xent *e = &X->store.ent[id];
+    dp_entry *e = &X->store.ent[id];
     e->B = kv->B;
     e->C = kv->C;
     e->H = kv->H;
@@ -94,7 +94,7 @@ static inline void keep_entry(xdp *X, xfront *f, const xkey *kv, int alive, int 
     e->edge = edge;
     e->from = from;
     e->r = r;
-    xkey *nk = &f->key[f->n];
+    dp_key *nk = &f->key[f->n];
     nk->B = kv->B;
     nk->C = kv->C;
     nk->H = kv->H;
@@ -113,20 +113,20 @@ static inline void keep_entry(xdp *X, xfront *f, const xkey *kv, int alive, int 
  * smaller sets, or through gaps to classes expanded later), so an entry
  * dropped from its front has no extensions: its slot is reused.  Inlined
  * into the callers, so the key stays in registers. */
-static inline __attribute__((always_inline)) void offer(xdp *X, const xkey *kv, int t, int c,
+static inline __attribute__((always_inline)) void offer(exact_dp *X, const dp_key *kv, int t, int c,
                                                         int k, int parent, int edge, int from,
                                                         int r)
 {
-    xstore *S = &X->store;
+    dp_store *S = &X->store;
     int fk = (X->p_fixed ? k : 0) * (X->pos.N + 1) + (X->run.u_fronts ? kv->U : 0);
     /* the state's first front is usually the one (a single k) */
     int f0 = S->head[t] ? S->head[t][c] : -1;
-    xfront *f = f0 >= 0 && S->fr[f0].k == fk ? &S->fr[f0] : front_of(X, t, c, fk);
+    dp_front *f = f0 >= 0 && S->fr[f0].k == fk ? &S->fr[f0] : front_of(X, t, c, fk);
     if (X->sh.n) {
-        xdp_offer_sh(X, f, kv, t, c, k, parent, edge, from, r);
+        exact_dp_offer_sh(X, f, kv, t, c, k, parent, edge, from, r);
         return;
     }
-    xkey *fkey = f->key;
+    dp_key *fkey = f->key;
     int n = f->n;
     for (int i = 0; i < n; i++)
         if (dominates(X, &fkey[i], kv)) return;
@@ -147,9 +147,9 @@ static inline __attribute__((always_inline)) void offer(xdp *X, const xkey *kv, 
 }
 
 /* The key of entry x (the parts dominance compares). */
-static inline xkey key_of(const xdp *X, const xent *x)
+static inline dp_key key_of(const exact_dp *X, const dp_entry *x)
 {
-    xkey kv = {.B = x->B, .C = x->C, .H = x->H, .U = x->U, .d = x->d, .alive = x->alive};
+    dp_key kv = {.B = x->B, .C = x->C, .H = x->H, .U = x->U, .d = x->d, .alive = x->alive};
     for (int j = 0; j < X->sh.n; j++) kv.Hs[j] = x->Hs[j];
     return kv;
 }

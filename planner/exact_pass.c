@@ -1,7 +1,7 @@
 /* exact_pass.c - one pass of the exact search (see exact_dp.h): the
  * transitions out of an entry (place, expand) and the walk over the sets,
- * largest first, that expands every front once (xdp_run_pass).  What the
- * pass optimises and at which bound is xdp_pass's choice (exact_climb.c);
+ * largest first, that expands every front once (exact_dp_run_pass).  What the
+ * pass optimises and at which bound is exact_dp_pass's choice (exact_climb.c);
  * the entries land in the fronts of exact_front.h.
  */
 #include <string.h>
@@ -11,7 +11,7 @@
 
 /* Does the next stage, ending at e, share the node of the stage after it?
  * (positions mode: the bit; periodic: e inside a node; flat: always) */
-static int shares_node(const xdp *X, int e, int c, int k)
+static int shares_node(const exact_dp *X, int e, int c, int k)
 {
     if (k == 0) return 0;
     switch (X->pos.mode) {
@@ -25,7 +25,7 @@ static int shares_node(const xdp *X, int e, int c, int k)
  * sit at places k and further from the end: within the bound (work spread
  * perfectly) and within memory (each stage keeps its parameters and at
  * least place-k in-flight stash on one device of at most cap_top). */
-static inline double need(const xdp *X, int t, int below)
+static inline double need(const exact_dp *X, int t, int below)
 {
     if (t == 0) return 0;
     const plan_lattice *L = X->L;
@@ -45,14 +45,14 @@ static inline double need(const xdp *X, int t, int below)
  * stages use U devices, leaving set lo (needing at least need_lo devices),
  * still end on exactly dev_fixed?  (Entries that cannot are dead; they
  * share their front only with entries of the same U, equally dead.) */
-static int dev_fixed_ok(const xdp *X, int U, int lo, double need_lo)
+static int dev_fixed_ok(const exact_dp *X, int U, int lo, double need_lo)
 {
     if (lo == 0) return U == X->dev_fixed;
     return U + need_lo <= X->dev_fixed;
 }
 
 /* plan_allreduce_s, from the factors tabulated at setup. */
-static inline double allreduce_of(const xdp *X, double P, int r, int level)
+static inline double allreduce_of(const exact_dp *X, double P, int r, int level)
 {
     if (r <= 1 || !X->I->comm) return 0;
     if (r > X->tab.rtab) return plan_allreduce_s(X->I, P, r, level);
@@ -61,7 +61,7 @@ static inline double allreduce_of(const xdp *X, double P, int r, int level)
 
 /* Headrooms of v (x plus stage g on r replicas) under the shadow
  * schedules: their memory never exceeds a device (plan_exact_mem_free). */
-static inline void shadow_h(const xdp *X, xkey *v, const xent *x, const xstage *g, int r,
+static inline void shadow_h(const exact_dp *X, dp_key *v, const dp_entry *x, const xstage *g, int r,
                             double cap)
 {
     for (int j = 0; j < X->sh.n; j++) {
@@ -80,7 +80,7 @@ typedef struct xrow {
     double bs;              /* bound x spd_top                               */
 } xrow;
 
-static inline void row_of(const xdp *X, const xent *x, xrow *R)
+static inline void row_of(const exact_dp *X, const dp_entry *x, xrow *R)
 {
     const plan_inst *I = X->I;
     int e = X->pos.N - x->d;
@@ -95,13 +95,13 @@ static inline void row_of(const xdp *X, const xent *x, xrow *R)
 
 /* Place the stage set `hi` \ `lo` ... for entry `xi` on every allowed block
  * ending at e.  Returns 0 when the loop over smaller sets may stop. */
-static int place(xdp *X, int xi, const xent *restrict xp, const xrow *restrict R, int lo,
+static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *restrict R, int lo,
                  double bnd)
 {
     const plan_inst *I = X->I;
     const plan_lattice *L = X->L;
     /* xp is the caller's copy (X->store.ent moves when offers add entries) */
-    const xent *restrict x = xp;
+    const dp_entry *restrict x = xp;
     int feas = X->run.goal == GOAL_FITS;
     int hi = x->t, e = X->pos.N - x->d;
     double w = L->work[hi] - L->work[lo];
@@ -168,7 +168,7 @@ static int place(xdp *X, int xi, const xent *restrict xp, const xrow *restrict R
         if (mem > cap) continue;
         int e2 = e - r;
         int bit = X->pos.mode == MODE_POSITIONS && e2 > 0 && I->node[e2 - 1] == I->node[e2];
-        xkey v = {.B = feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
+        dp_key v = {.B = feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
                   .H = mind(x->H, cap - mem), .U = x->U + r, .d = x->d + r, .alive = x->alive};
         shadow_h(X, &v, x, &g, r, cap);
         offer(X, &v, lo, class_of(X, e2, bit), kk, xi, EDGE_STAGE, hi, r);
@@ -204,7 +204,7 @@ static int place(xdp *X, int xi, const xent *restrict xp, const xrow *restrict R
             if (tm > X->run.bound && !feas) continue;
             double mem = mem_of(X, &g, x->U + r, r);
             if (mem > ncap) continue;
-            xkey v = {.B = feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
+            dp_key v = {.B = feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
                       .H = mind(x->H, ncap - mem), .U = x->U + r, .d = x->d + r,
                       .alive = x->alive};
             shadow_h(X, &v, x, &g, r, ncap);
@@ -214,22 +214,22 @@ static int place(xdp *X, int xi, const xent *restrict xp, const xrow *restrict R
     return 1;
 }
 
-static void expand(xdp *X, int xi)
+static void expand(exact_dp *X, int xi)
 {
     const plan_inst *I = X->I;
     const plan_lattice *L = X->L;
-    xent x = X->store.ent[xi];
+    dp_entry x = X->store.ent[xi];
     int e = X->pos.N - x.d;
     if (e <= 0) return;
     /* gaps: leave position e - 1 unused (positions), or move to the node's
      * start (periodic; any other gap can slide away without changing a cost) */
     if (X->pos.mode == MODE_POSITIONS) {
         int bit = (x.c & 1) && e - 2 >= 0 && I->node[e - 2] == I->node[e - 1];
-        xkey v = key_of(X, &x);
+        dp_key v = key_of(X, &x);
         v.d = x.d + 1;
         offer(X, &v, x.t, class_of(X, e - 1, bit), x.k, xi, EDGE_GAP, x.from, 0);
     } else if (X->pos.mode == MODE_PERIODIC && e % X->pos.K != 0) {
-        xkey v = key_of(X, &x);
+        dp_key v = key_of(X, &x);
         v.d = x.d + e % X->pos.K;
         offer(X, &v, x.t, 0, x.k, xi, EDGE_GAP, x.from, 0);
     }
@@ -273,9 +273,9 @@ static void expand(xdp *X, int xi)
 /* ----------------------------------------------------------- one pass -- */
 
 /* Free the fronts of set t (their entries stay: rebuild reads them). */
-static void free_fronts(xdp *X, int t)
+static void free_fronts(exact_dp *X, int t)
 {
-    xstore *S = &X->store;
+    dp_store *S = &X->store;
     if (!S->head[t]) return;
     for (int c = 0; c < X->pos.C; c++)
         for (int f = S->head[t][c]; f >= 0; f = S->fr[f].next) {
@@ -289,15 +289,15 @@ static void free_fronts(xdp *X, int t)
     S->head[t] = NULL;
 }
 
-int xdp_run_pass(xdp *X)
+int exact_dp_run_pass(exact_dp *X)
 {
     const plan_lattice *L = X->L;
-    xstore *S = &X->store;
+    dp_store *S = &X->store;
     int n_sets = L->n_sets;
     S->n_ent = 0;
     S->n_fr = 0;
     for (int t = 0; t < n_sets; t++) S->head[t] = NULL;
-    xkey s0 = {.B = 0, .C = 0, .H = HUGE_VAL, .U = 0, .d = 0};
+    dp_key s0 = {.B = 0, .C = 0, .H = HUGE_VAL, .U = 0, .d = 0};
     for (int j = 0; j < PLAN_EXACT_SHADOWS; j++) s0.Hs[j] = HUGE_VAL, X->sh.best[j] = -1;
     s0.alive = LEAD_BIT | ((1 << X->sh.n) - 1);
     offer(X, &s0, n_sets - 1, class_of(X, X->pos.N, 0), 0, -1, EDGE_START, 0, 0);
@@ -334,15 +334,15 @@ int xdp_run_pass(xdp *X)
             for (int f = S->head[0][c]; f >= 0; f = S->fr[f].next) {
                 for (int i = 0; i < S->fr[f].n; i++) {
                     int id = S->fr[f].ids[i];
-                    const xent *a = &S->ent[id];
+                    const dp_entry *a = &S->ent[id];
                     if (a->k == 0 || (X->p_fixed && a->k != X->p_fixed) ||
                         (X->dev_fixed && a->U != X->dev_fixed))
                         continue;
                     /* each shadow schedule picks by its own rule */
-                    if (X->sh.n) xdp_shadow_pick(X, id);
+                    if (X->sh.n) exact_dp_shadow_pick(X, id);
                     if (X->sh.n && !(a->alive & LEAD_BIT)) continue; /* not in the lead's run */
                     if (best < 0) { best = id; continue; }
-                    const xent *b = &S->ent[best];
+                    const dp_entry *b = &S->ent[best];
                     int better;
                     if (X->run.goal != GOAL_COMM) better = a->B < b->B;
                     else if (a->C != b->C) better = a->C < b->C;

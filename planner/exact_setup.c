@@ -1,6 +1,6 @@
 /* exact_setup.c - what the exact search knows before its first pass (see
- * exact_dp.h): the classes of the device line's positions (xplaces) and
- * the tables of memory and time every transition reads (xtables).  Built
+ * exact_dp.h): the classes of the device line's positions (dp_places) and
+ * the tables of memory and time every transition reads (dp_tables).  Built
  * once per search so that the passes, run many times over, never call the
  * simulator's counts or the cost model's all-reduce in their inner loop.
  *
@@ -23,10 +23,10 @@
 /* the most devices positions mode (2 (N + 1) classes per set) takes */
 #define MAX_POSITION_DEVICES 512
 
-static void classify_positions(xdp *X)
+static void classify_positions(exact_dp *X)
 {
     const plan_inst *I = X->I;
-    xplaces *P = &X->pos;
+    dp_places *P = &X->pos;
     int N = I->n_dev, same = 1;
     P->nstart = cl_malloc((size_t)N * sizeof(int));
     P->nend = cl_malloc((size_t)N * sizeof(int));
@@ -63,11 +63,11 @@ static void classify_positions(xdp *X)
         P->pcls[e] = P->mode == MODE_FLAT ? 0 : P->mode == MODE_PERIODIC ? e % P->K : 2 * e;
 }
 
-/* The tables of xtables (the question's fields of X set). */
-static void build_tables(xdp *X)
+/* The tables of dp_tables (the question's fields of X set). */
+static void build_tables(exact_dp *X)
 {
     const plan_inst *I = X->I;
-    xtables *T = &X->tab;
+    dp_tables *T = &X->tab;
     int N = X->pos.N;
     T->dep = plan_mem_dependence(I);
     T->monotone = plan_mem_depth_monotone(I);
@@ -134,7 +134,7 @@ static void build_tables(xdp *X)
     }
 }
 
-int xdp_setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
+int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
               plan_exact_stats *st, cl_err *e)
 {
     memset(X, 0, sizeof *X);
@@ -164,13 +164,13 @@ int xdp_setup(xdp *X, const plan_inst *I, const plan_lattice *L, const plan_exac
     return 0;
 }
 
-void xdp_teardown(xdp *X, plan_exact_stats *st)
+void exact_dp_teardown(exact_dp *X, plan_exact_stats *st)
 {
     if (st) {
         st->entries += X->store.created;
         st->steps = X->budget.steps;
     }
-    xstore *S = &X->store;
+    dp_store *S = &X->store;
     free(S->ent);
     free(S->scratch);
     for (int f = 0; f < S->n_fr; f++) {
@@ -182,7 +182,7 @@ void xdp_teardown(xdp *X, plan_exact_stats *st)
     free(X->pos.nstart);
     free(X->pos.pcls);
     free(X->pos.nend);
-    xtables *T = &X->tab;
+    dp_tables *T = &X->tab;
     free(T->pm);
     free(T->infl);
     free(T->qtab);

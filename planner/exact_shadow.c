@@ -4,8 +4,8 @@
  * When memory never binds, schedules differ only in the headroom that
  * breaks ties of communication.  So one pass 2 at o->lower_s can carry up
  * to PLAN_EXACT_SHADOWS other schedules: each entry keeps a headroom per
- * shadow (xent.Hs) and a bit per schedule saying whether that schedule's
- * own run would have kept it (xent.alive), and a front keeps an entry while
+ * shadow (dp_entry.Hs) and a bit per schedule saying whether that schedule's
+ * own run would have kept it (dp_entry.alive), and a front keeps an entry while
  * any schedule would.  Each shadow then gets exactly the layout of its own
  * search, for the cost of one pass.
  */
@@ -14,10 +14,10 @@
 #include "core/schedule.h"
 #include "exact_front.h"
 
-/* Tabulate the shadow schedules' memory counts (like xtables.in, exact
+/* Tabulate the shadow schedules' memory counts (like dp_tables.in, exact
  * memory, devices = depth) and turn them on; 0 when the tables are too
  * large or a schedule's memory rules it out. */
-int xdp_shadows_setup(xdp *X, int n_sh, const sched_kind *sh)
+int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh)
 {
     const plan_inst *I = X->I;
     if (!X->tab.in) return 0;
@@ -35,7 +35,7 @@ int xdp_shadows_setup(xdp *X, int n_sh, const sched_kind *sh)
         y.sched = sh[j];
         int dep = plan_mem_dependence(&y);
         if (dep == PLAN_MEM_BY_TOTAL) return 0;
-        /* as xdp_pass sets track_u (and u_fronts, which must be 0 like ours) */
+        /* as exact_dp_pass sets track_u (and u_fronts, which must be 0 like ours) */
         X->sh.track[j] = dep != PLAN_MEM_FLAT && plan_mem_depth_monotone(&y);
         if (dep != PLAN_MEM_FLAT && !X->sh.track[j]) return 0;
     }
@@ -48,7 +48,7 @@ int xdp_shadows_setup(xdp *X, int n_sh, const sched_kind *sh)
  * dominates b: dominates() for the lead, and for shadow j dominates_by()
  * under its own rule (headroom Hs[j], track_u sh.track[j]); the pass with
  * shadows is a pass 2 (GOAL_COMM); the shared comparisons once. */
-static inline int dom_mask(const xdp *X, int track_mask, const xkey *a, const xkey *b, int mask)
+static inline int dom_mask(const exact_dp *X, int track_mask, const dp_key *a, const dp_key *b, int mask)
 {
     if (a->d > b->d) return 0;
     int ule = a->U <= b->U;
@@ -72,13 +72,13 @@ static inline int dom_mask(const xdp *X, int track_mask, const xkey *a, const xk
  * induction: j's run offers exactly the extensions of the entries alive
  * for j, in the same order, and compares them by its own rule).  An
  * entry stays while it is alive for one of them. */
-void xdp_offer_sh(xdp *X, xfront *f, const xkey *kvp, int t, int c, int k, int parent,
+void exact_dp_offer_sh(exact_dp *X, dp_front *f, const dp_key *kvp, int t, int c, int k, int parent,
                   int edge, int from, int r)
 {
     assert(X->run.goal == GOAL_COMM);
-    const xkey *kv = kvp; /* read field by field: it was just stored */
+    const dp_key *kv = kvp; /* read field by field: it was just stored */
     int alive = kv->alive;
-    xkey *fkey = f->key;
+    dp_key *fkey = f->key;
     int n = f->n;
     int track_mask = X->run.track_u ? LEAD_BIT : 0;
     for (int j = 0; j < X->sh.n; j++)
@@ -114,13 +114,13 @@ void xdp_offer_sh(xdp *X, xfront *f, const xkey *kvp, int t, int c, int k, int p
 /* Final entry `id` of a pass with shadows: each shadow schedule keeps the
  * best of the final entries alive for it, by its own headroom and in the
  * same order, as its own run would pick. */
-void xdp_shadow_pick(xdp *X, int id)
+void exact_dp_shadow_pick(exact_dp *X, int id)
 {
-    const xent *a = &X->store.ent[id];
+    const dp_entry *a = &X->store.ent[id];
     for (int j = 0; j < X->sh.n; j++) {
         if (!(a->alive & (1 << j))) continue;
         int q = X->sh.best[j];
-        const xent *b = q >= 0 ? &X->store.ent[q] : NULL;
+        const dp_entry *b = q >= 0 ? &X->store.ent[q] : NULL;
         if (!b || a->C < b->C ||
             (a->C == b->C && (a->Hs[j] != b->Hs[j] ? a->Hs[j] > b->Hs[j] : a->U < b->U)))
             X->sh.best[j] = id;

@@ -49,7 +49,7 @@ static int drains(const sched *sc, const char *file, cl_err *e)
     return CL_OK;
 }
 
-int pipe_ckpt_check(const prun *R, cl_err *e)
+int pipe_ckpt_check(const pipe_run *R, cl_err *e)
 {
     return drains(&R->sc, R->o->file ? R->o->file : "plan", e);
 }
@@ -65,7 +65,7 @@ int exec_pipe_ckpt_check(const plan *p, const char *file, cl_err *e)
 
 /* ------------------------------------------------------- serialising -- */
 
-static void put_cursor(exec_ckpt *c, const char *pre, const pcursor *x, const prun *R)
+static void put_cursor(exec_ckpt *c, const char *pre, const pcursor *x, const pipe_run *R)
 {
     char name[96];
     int64_t ep = x->epoch;
@@ -77,7 +77,7 @@ static void put_cursor(exec_ckpt *c, const char *pre, const pcursor *x, const pr
     exec_ckpt_put_i64(c, name, x->perm, (size_t)R->o->train->n);
 }
 
-static int get_cursor(const exec_ckpt *c, const char *pre, pcursor *x, const prun *R, cl_err *e)
+static int get_cursor(const exec_ckpt *c, const char *pre, pcursor *x, const pipe_run *R, cl_err *e)
 {
     char name[96];
     int rc;
@@ -99,9 +99,9 @@ static int get_cursor(const exec_ckpt *c, const char *pre, pcursor *x, const pru
 }
 
 /* This worker's sections. */
-static exec_ckpt *worker_state(pw *W)
+static exec_ckpt *worker_state(pipe_worker *W)
 {
-    const prun *R = W->R;
+    const pipe_run *R = W->R;
     exec_ckpt *c = exec_ckpt_new();
     char pre[64], name[96];
     assert(W->n_box == 0 && "an iteration end with messages in the mailbox");
@@ -130,7 +130,7 @@ static exec_ckpt *worker_state(pw *W)
 }
 
 /* Worker 0's sections: identity, position, the epochs done. */
-static void run_state(exec_ckpt *c, const prun *R, int64_t gi)
+static void run_state(exec_ckpt *c, const pipe_run *R, int64_t gi)
 {
     exec_ckpt_put_str(c, "kind", "pipelined");
     exec_ckpt_put_ids(c, R->o->ids, R->o->n_ids);
@@ -150,9 +150,9 @@ static void run_state(exec_ckpt *c, const prun *R, int64_t gi)
 }
 
 /* Every worker's state to worker 0, which writes the file. */
-static int gather_write(pw *W, int64_t gi)
+static int gather_write(pipe_worker *W, int64_t gi)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     exec_ckpt *mine = worker_state(W);
     size_t len;
     unsigned char *b = exec_ckpt_encode(mine, &len);
@@ -192,9 +192,9 @@ static int gather_write(pw *W, int64_t gi)
 
 /* ------------------------------------------------------------ restore -- */
 
-int pipe_ckpt_restore(pw *W)
+int pipe_ckpt_restore(pipe_worker *W)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     const exec_ckpt *c = R->o->resume;
     if (!c) return CL_OK;
     char pre[64], name[96];
@@ -232,9 +232,9 @@ int pipe_ckpt_restore(pw *W)
 
 /* ------------------------------------------------------------- stops -- */
 
-int pipe_ckpt_boundary(pw *W, int64_t gi, int run_end)
+int pipe_ckpt_boundary(pipe_worker *W, int64_t gi, int run_end)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     if (!R->ckpt) return pipe_signal_check(W, -1);
     if (!run_end && gi % R->iters == 0) return CL_OK; /* after the run's report */
     int stop = 0;

@@ -18,8 +18,8 @@
  * writes the file) and decides a stop after a signal.  Returns CL_OK to go
  * on, PIPE_STOP to stop here, or a failure. */
 enum { PIPE_STOP = 100 };
-int pipe_ckpt_check(const prun *R, cl_err *e);
-int pipe_ckpt_restore(pw *W);
-int pipe_ckpt_boundary(pw *W, int64_t gi, int run_end);
+int pipe_ckpt_check(const pipe_run *R, cl_err *e);
+int pipe_ckpt_restore(pipe_worker *W);
+int pipe_ckpt_boundary(pipe_worker *W, int64_t gi, int run_end);
 
 #endif

@@ -25,7 +25,7 @@
 
 /* ------------------------------------------------------------ memory -- */
 
-static void mem_note(pw *W)
+static void mem_note(pipe_worker *W)
 {
     W->mem.buffers = W->box_bytes + W->x->ops->out_bytes(W->x, W->w);
     double tot = sim_mem_total(&W->mem);
@@ -46,7 +46,7 @@ static void mem_note(pw *W)
  * of messages the op holds outside the mailbox (the input it read, the
  * output it made), on top of what mem_note counts; the stash the op reads
  * is still counted.  The simulator holds them through the op too. */
-static void mem_note_in_op(pw *W, double held)
+static void mem_note_in_op(pipe_worker *W, double held)
 {
     sim_mem m = W->mem;
     m.buffers = W->box_bytes + W->x->ops->out_bytes(W->x, W->w) + held;
@@ -60,7 +60,7 @@ static void mem_note_in_op(pw *W, double held)
 
 /* ----------------------------------------------------------- mailbox -- */
 
-static void box_put(pw *W, exec_msg *m)
+static void box_put(pipe_worker *W, exec_msg *m)
 {
     if (W->n_box == W->cap_box) {
         W->cap_box = W->cap_box * 2 + 8;
@@ -70,7 +70,7 @@ static void box_put(pw *W, exec_msg *m)
     W->box_bytes += (double)m->bytes;
 }
 
-static exec_msg *box_take(pw *W, uint64_t tag)
+static exec_msg *box_take(pipe_worker *W, uint64_t tag)
 {
     for (int i = 0; i < W->n_box; i++)
         if (W->box[i]->tag == tag) {
@@ -84,7 +84,7 @@ static exec_msg *box_take(pw *W, uint64_t tag)
 
 /* ---------------------------------------------------- stage bookkeeping -- */
 
-static pstage *stage_of(pw *W, int s)
+static pstage *stage_of(pipe_worker *W, int s)
 {
     assert(s >= 0 && s < W->R->S && W->local[s] >= 0);
     return &W->st[W->local[s]];
@@ -104,7 +104,7 @@ static pver *ver_find(pstage *ps, int64_t v, int add)
     return x;
 }
 
-static void ver_unref(pw *W, pstage *ps, int64_t v)
+static void ver_unref(pipe_worker *W, pstage *ps, int64_t v)
 {
     pver *x = ver_find(ps, v, 0);
     assert(x && x->refs > 0);
@@ -125,7 +125,7 @@ static pslot *slot_find(pstage *ps, int64_t seq)
     return NULL;
 }
 
-static exec_acts *acts_get(pw *W, pstage *ps)
+static exec_acts *acts_get(pipe_worker *W, pstage *ps)
 {
     exec_acts *a;
     if (ps->n_pool)
@@ -141,7 +141,7 @@ static exec_acts *acts_get(pw *W, pstage *ps)
 }
 
 /* The microbatch's backward is complete: its acts go back to the pool. */
-static void slot_release(pw *W, pstage *ps, pslot *sl)
+static void slot_release(pipe_worker *W, pstage *ps, pslot *sl)
 {
     W->mem.stash -= (double)exec_acts_bytes(sl->a);
     W->stash_now--;
@@ -152,7 +152,7 @@ static void slot_release(pw *W, pstage *ps, pslot *sl)
 
 /* ---------------------------------------------------------------- data -- */
 
-static void cursor_init(pcursor *c, const prun *R)
+static void cursor_init(pcursor *c, const pipe_run *R)
 {
     c->rng = gsl_rng_alloc(gsl_rng_mt19937);
     /* train.c's shuffling stream: the same constant, the same seed */
@@ -169,7 +169,7 @@ static void cursor_free(pcursor *c)
 
 /* Sample indices of microbatch `micro` of global iteration gi.  Iterations
  * come in non-decreasing order per cursor. */
-static const int64_t *cursor_idx(pcursor *c, const prun *R, int64_t gi, int micro)
+static const int64_t *cursor_idx(pcursor *c, const pipe_run *R, int64_t gi, int micro)
 {
     int64_t de = gi / R->data_ipe, j = gi % R->data_ipe;
     assert(de >= c->epoch);
@@ -182,12 +182,12 @@ static const int64_t *cursor_idx(pcursor *c, const prun *R, int64_t gi, int micr
 
 /* ----------------------------------------------------------------- ops -- */
 
-static int64_t gi_of(const pw *W, const sched_op *op)
+static int64_t gi_of(const pipe_worker *W, const sched_op *op)
 {
     return (int64_t)W->run * W->R->iters + op->iter;
 }
 
-static void compute_done(pw *W, const sched_op *op, int64_t k, double t0, double t1)
+static void compute_done(pipe_worker *W, const sched_op *op, int64_t k, double t0, double t1)
 {
     int64_t gi = gi_of(W, op);
     W->busy += t1 - t0;
@@ -202,9 +202,9 @@ static void compute_done(pw *W, const sched_op *op, int64_t k, double t0, double
     }
 }
 
-static void op_f(pw *W, const sched_op *op, int64_t k)
+static void op_f(pipe_worker *W, const sched_op *op, int64_t k)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     pstage *ps = stage_of(W, op->stage);
     int64_t gi = gi_of(W, op), seq = gi * R->m_micro + op->micro;
     const exec_data *d = R->o->train;
@@ -272,9 +272,9 @@ static void swap_params(pstage *ps, float *stash)
     }
 }
 
-static void op_b(pw *W, const sched_op *op, int64_t k)
+static void op_b(pipe_worker *W, const sched_op *op, int64_t k)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     pstage *ps = stage_of(W, op->stage);
     int64_t seq = gi_of(W, op) * R->m_micro + op->micro;
     pslot *sl = slot_find(ps, seq);
@@ -315,7 +315,7 @@ static void op_b(pw *W, const sched_op *op, int64_t k)
     if (mdin) box_put(W, mdin);
 }
 
-static void op_w(pw *W, const sched_op *op, int64_t k)
+static void op_w(pipe_worker *W, const sched_op *op, int64_t k)
 {
     pstage *ps = stage_of(W, op->stage);
     pslot *sl = slot_find(ps, gi_of(W, op) * W->R->m_micro + op->micro);
@@ -325,7 +325,7 @@ static void op_w(pw *W, const sched_op *op, int64_t k)
     slot_release(W, ps, sl);
 }
 
-static int op_send(pw *W, const sched_op *op, int64_t k)
+static int op_send(pipe_worker *W, const sched_op *op, int64_t k)
 {
     int64_t seq = gi_of(W, op) * W->R->m_micro + op->micro;
     int grad = (op->flags & SCHED_GRAD) != 0;
@@ -340,7 +340,7 @@ static int op_send(pw *W, const sched_op *op, int64_t k)
     return rc;
 }
 
-static int op_recv(pw *W, const sched_op *op, int64_t k)
+static int op_recv(pipe_worker *W, const sched_op *op, int64_t k)
 {
     int64_t gi = gi_of(W, op), seq = gi * W->R->m_micro + op->micro;
     int grad = (op->flags & SCHED_GRAD) != 0, b = sched_boundary(op);
@@ -362,9 +362,9 @@ static int op_recv(pw *W, const sched_op *op, int64_t k)
     return CL_OK;
 }
 
-static int op_update(pw *W, const sched_op *op, int64_t k)
+static int op_update(pipe_worker *W, const sched_op *op, int64_t k)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     pstage *ps = stage_of(W, op->stage);
     if (ps->r > 1) {
         int rc = pipe_ar_wait(W, ps, k);
@@ -390,9 +390,9 @@ static int op_update(pw *W, const sched_op *op, int64_t k)
     return CL_OK;
 }
 
-static int run_ops(pw *W)
+static int run_ops(pipe_worker *W)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     const sched *sc = &R->sc;
     for (int64_t k = sc->off[W->w]; k < sc->off[W->w + 1]; k++) {
         const sched_op *op = &sc->ops[k];
@@ -424,9 +424,9 @@ static int run_ops(pw *W)
 
 /* ------------------------------------------------------- set-up, main -- */
 
-static int setup(pw *W)
+static int setup(pipe_worker *W)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     const exec_pipe_opts *o = R->o;
     int seq = R->sc.kind == SCHED_SEQUENTIAL;
     W->rep = R->w_rep[W->w];
@@ -471,7 +471,7 @@ static int setup(pw *W)
     return CL_OK;
 }
 
-static void teardown(pw *W)
+static void teardown(pipe_worker *W)
 {
     for (int i = 0; i < W->n_st; i++) {
         pstage *ps = &W->st[i];
@@ -503,7 +503,7 @@ static void teardown(pw *W)
 }
 
 /* A barrier of all workers; CL_ERUN when the run stopped meanwhile. */
-static int sync_all(pw *W, double *t)
+static int sync_all(pipe_worker *W, double *t)
 {
     if (!W->x->ops->sync(W->x, W->w, W->R->stall_s, t)) return CL_OK;
     if (W->x->ops->aborted(W->x)) return CL_ERUN;
@@ -513,8 +513,8 @@ static int sync_all(pw *W, double *t)
 
 int pipe_worker_main(void *ctx, int w)
 {
-    prun *R = ctx;
-    pw W = {.R = R, .x = R->x, .w = w};
+    pipe_run *R = ctx;
+    pipe_worker W = {.R = R, .x = R->x, .w = w};
     double t = 0;
     int rc = setup(&W);
     if (!rc) rc = pipe_ckpt_restore(&W);

@@ -19,9 +19,9 @@
 /* Forward the test set through the stages in evaluation mode, one batch at
  * a time: replica 0 of every position takes part; the last stage sums the
  * loss and the correct answers. */
-int pipe_eval_pass(pw *W)
+int pipe_eval_pass(pipe_worker *W)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     const exec_data *d = R->o->test;
     W->test_loss = W->test_corr = 0;
     if (!d || W->rep != 0) return CL_OK;
@@ -73,9 +73,9 @@ int pipe_eval_pass(pw *W)
 /* After each run: every worker sends worker 0 its sums (training loss and
  * correct answers, test loss and correct, the loss of each iteration); worker
  * 0 adds them up into the epoch record and calls on_epoch. */
-int pipe_epoch_report(pw *W, double train_s)
+int pipe_epoch_report(pipe_worker *W, double train_s)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     int n = 4 + R->iters;
     exec_msg *m = exec_msg_new((int64_t)n * 8);
     double *v = exec_msg_data(m);
@@ -127,9 +127,9 @@ int pipe_epoch_report(pw *W, double train_s)
 
 /* The final report: fixed part, per-iteration arrays, spans, and the
  * parameters of the stages this worker holds as replica 0. */
-int pipe_final_report(pw *W)
+int pipe_final_report(pipe_worker *W)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     int64_t total = R->total_iters, pbytes = 0;
     if (W->rep == 0 && R->o->keep_params)
         for (int i = 0; i < W->n_st; i++) {

@@ -8,7 +8,7 @@
 
 #include "pipe_run.h"
 
-int pipe_run_fail(prun *R, int code, const char *fmt, ...)
+int pipe_run_fail(pipe_run *R, int code, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -22,17 +22,17 @@ int pipe_run_fail(prun *R, int code, const char *fmt, ...)
     return code;
 }
 
-int pipe_worker_of(const prun *R, int s, int q)
+int pipe_worker_of(const pipe_run *R, int s, int q)
 {
     return R->sc.kind == SCHED_SEQUENTIAL ? 0 : R->pos_w0[s % R->P] + q;
 }
 
-int64_t pipe_bnd_bytes(const prun *R, int b, int batch)
+int64_t pipe_bnd_bytes(const pipe_run *R, int b, int batch)
 {
     return (int64_t)batch * R->bnd_elems[b] * PIPE_FLOAT_BYTES;
 }
 
-double pipe_lr_at(const prun *R, const sched_op *op, int64_t gi, int r)
+double pipe_lr_at(const pipe_run *R, const sched_op *op, int64_t gi, int r)
 {
     const exec_pipe_opts *o = R->o;
     if (o->lr_schedule == EXEC_LR_CONSTANT) return o->lr;
@@ -46,7 +46,7 @@ double pipe_lr_at(const prun *R, const sched_op *op, int64_t gi, int r)
     return o->lr * 0.5 * (1 + cos(M_PI * f));
 }
 
-void pipe_blob_parse(const prun *R, const unsigned char *b, int64_t len, pblob *out)
+void pipe_blob_parse(const pipe_run *R, const unsigned char *b, int64_t len, pblob *out)
 {
     const unsigned char *p = b;
     out->rep = (const pworker_rep *)p;

@@ -58,7 +58,7 @@ typedef struct pworker_rep {
 
 /* The run, shared by the workers of this process (read-only while they
  * run, apart from the fields under mu). */
-typedef struct prun {
+typedef struct pipe_run {
     const plan *p;
     const exec_pipe_opts *o;
     exec_pipe_hooks hooks; /* tests only (pipe_hooks.h); zero: none           */
@@ -95,17 +95,17 @@ typedef struct prun {
     double *iter_loss;     /* [n_runs x iters]                                */
     unsigned char **blobs; /* [n_w]: each worker's final report (owned)       */
     int64_t *blob_len;
-} prun;
+} pipe_run;
 
 /* Record the run's first failure (shown to the user) and stop every
  * worker; returns code. */
-int pipe_run_fail(prun *R, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int pipe_run_fail(pipe_run *R, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Worker of replica q of stage s; bytes of the tensor at boundary b. */
-int pipe_worker_of(const prun *R, int s, int q);
-int64_t pipe_bnd_bytes(const prun *R, int b, int batch);
+int pipe_worker_of(const pipe_run *R, int s, int q);
+int64_t pipe_bnd_bytes(const pipe_run *R, int b, int batch);
 /* Learning rate of op's update (iteration gi, r replicas). */
-double pipe_lr_at(const prun *R, const sched_op *op, int64_t gi, int r);
+double pipe_lr_at(const pipe_run *R, const sched_op *op, int64_t gi, int r);
 
 /* Parse a worker's report blob (written by pipe_final_report): the fixed
  * part, its arrays (iter_busy[total], iter_end[total]), its spans and its
@@ -116,6 +116,6 @@ typedef struct pblob {
     const pspan *spans;
     const unsigned char *params;
 } pblob;
-void pipe_blob_parse(const prun *R, const unsigned char *b, int64_t len, pblob *out);
+void pipe_blob_parse(const pipe_run *R, const unsigned char *b, int64_t len, pblob *out);
 
 #endif

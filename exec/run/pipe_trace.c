@@ -11,7 +11,7 @@
 #include "pipe_run.h"
 #include "pipe_trace.h"
 
-int pipe_write_trace(const prun *R, const char *path, cl_err *e)
+int pipe_write_trace(const pipe_run *R, const char *path, cl_err *e)
 {
     const sched *sc = &R->sc;
     const cluster *cl = &R->p->cluster;

@@ -7,6 +7,6 @@
 #include "pipe_run.h"
 
 /* Write the measured timeline from the gathered reports (rank 0). */
-int pipe_write_trace(const prun *R, const char *path, cl_err *e);
+int pipe_write_trace(const pipe_run *R, const char *path, cl_err *e);
 
 #endif

@@ -10,7 +10,7 @@
 #include "exec/ckpt/checkpoint.h"
 #include "pipe_worker.h"
 
-pspan *pipe_span_add(pw *W, int kind)
+pspan *pipe_span_add(pipe_worker *W, int kind)
 {
     if (W->n_sp == W->cap_sp) {
         W->cap_sp = W->cap_sp * 2 + 256;
@@ -38,7 +38,7 @@ static void chunk_range(const pstage *ps, int c, int64_t *lo, int64_t *hi)
  * then r - 1 all-gather steps (send chunk q + 1 - t, copy chunk q - t).
  * The same steps and additions on both backends, so the same bits.
  * Returns whether anything moved. */
-static int ar_progress(pw *W, pstage *ps)
+static int ar_progress(pipe_worker *W, pstage *ps)
 {
     int moved = 0;
     const int r = ps->r, q = ps->replica, nsteps = 2 * (r - 1);
@@ -103,7 +103,7 @@ void pipe_ar_start(pstage *ps)
     ps->ar_step = ps->ar_sent = 0;
 }
 
-int pipe_ar_progress_all(pw *W)
+int pipe_ar_progress_all(pipe_worker *W)
 {
     int moved = 0;
     for (int i = 0; i < W->n_st; i++) moved |= ar_progress(W, &W->st[i]);
@@ -112,9 +112,9 @@ int pipe_ar_progress_all(pw *W)
 
 /* ------------------------------------------------------------ signals -- */
 
-int pipe_signal_check(pw *W, int64_t k)
+int pipe_signal_check(pipe_worker *W, int64_t k)
 {
-    prun *R = W->R;
+    pipe_run *R = W->R;
     int sig = exec_ckpt_signal();
     if (!sig) return CL_OK;
     if (R->ckpt && R->x->rank < 0) return CL_OK; /* threads: the next iteration end */
@@ -140,7 +140,7 @@ int pipe_signal_check(pw *W, int64_t k)
 
 /* ------------------------------------------------------------- waits -- */
 
-typedef int (*try_fn)(pw *W, void *arg); /* 1 when done */
+typedef int (*try_fn)(pipe_worker *W, void *arg); /* 1 when done */
 
 static const char *what_op(const sched_op *op, char *buf, size_t cap)
 {
@@ -159,7 +159,7 @@ static const char *what_op(const sched_op *op, char *buf, size_t cap)
  * counts as waiting.  CL_ERUN when the run stops (a stall here or in
  * another worker); `k` is the op index for the stall report (-1: not in
  * the op list). */
-static int wait_until(pw *W, try_fn f, void *arg, int64_t k)
+static int wait_until(pipe_worker *W, try_fn f, void *arg, int64_t k)
 {
     if (f(W, arg)) return CL_OK;
     const exec_xport_ops *X = W->x->ops;
@@ -199,20 +199,20 @@ typedef struct take_arg {
     exec_msg *got;
 } take_arg;
 
-static int try_take(pw *W, void *arg)
+static int try_take(pipe_worker *W, void *arg)
 {
     take_arg *a = arg;
     a->got = W->x->ops->take(W->x, W->w, a->src, a->tag, a->bytes);
     return a->got != NULL;
 }
 
-static int try_post(pw *W, void *arg)
+static int try_post(pipe_worker *W, void *arg)
 {
     exec_msg *m = arg;
     return W->x->ops->post(W->x, W->w, m) == 0;
 }
 
-int pipe_take_wait(pw *W, int src, uint64_t tag, int64_t bytes, int64_t k, exec_msg **out)
+int pipe_take_wait(pipe_worker *W, int src, uint64_t tag, int64_t bytes, int64_t k, exec_msg **out)
 {
     take_arg a = {src, tag, bytes, NULL};
     int rc = wait_until(W, try_take, &a, k);
@@ -221,20 +221,20 @@ int pipe_take_wait(pw *W, int src, uint64_t tag, int64_t bytes, int64_t k, exec_
 }
 
 /* Post m (bounded or not); on a stopped run m is freed. */
-int pipe_post_wait(pw *W, exec_msg *m, int64_t k)
+int pipe_post_wait(pipe_worker *W, exec_msg *m, int64_t k)
 {
     int rc = wait_until(W, try_post, m, k);
     if (rc) exec_msg_free(m);
     return rc;
 }
 
-static int try_ar(pw *W, void *arg)
+static int try_ar(pipe_worker *W, void *arg)
 {
     (void)W;
     return ((pstage *)arg)->ar_done;
 }
 
-int pipe_ar_wait(pw *W, pstage *ps, int64_t k)
+int pipe_ar_wait(pipe_worker *W, pstage *ps, int64_t k)
 {
     int rc = wait_until(W, try_ar, ps, k);
     if (!rc) ps->ar_done = 0;

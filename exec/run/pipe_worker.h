@@ -54,8 +54,8 @@ typedef struct pcursor {         /* the seeded epoch order, as train.c draws it 
     int64_t epoch;              /* data epoch perm holds; -1 before the first */
 } pcursor;
 
-typedef struct pw {
-    prun *R;
+typedef struct pipe_worker {
+    pipe_run *R;
     exec_xport *x;
     int w, rep;
     pstage *st;
@@ -79,32 +79,32 @@ typedef struct pw {
     double *iter_busy, *iter_end; /* [total]                                 */
     pspan *sp;
     int64_t n_sp, cap_sp;
-} pw;
+} pipe_worker;
 
-static inline double pipe_now(const pw *W) { return exec_now() - W->t0; }
+static inline double pipe_now(const pipe_worker *W) { return exec_now() - W->t0; }
 
 /* A new span of the given kind (pspan_kind) in this run of the op lists,
  * zeroed otherwise; valid until the next pipe_span_add. */
-pspan *pipe_span_add(pw *W, int kind);
+pspan *pipe_span_add(pipe_worker *W, int kind);
 
 /* Blocking message steps that keep all-reduces moving; CL_ERUN when the
  * run stops.  k: op index for a stall report, or -1 (the evaluation, the
  * reports, checkpoints).  post_wait frees m when the run stops. */
-int pipe_take_wait(pw *W, int src, uint64_t tag, int64_t bytes, int64_t k, exec_msg **out);
-int pipe_post_wait(pw *W, exec_msg *m, int64_t k);
+int pipe_take_wait(pipe_worker *W, int src, uint64_t tag, int64_t bytes, int64_t k, exec_msg **out);
+int pipe_post_wait(pipe_worker *W, exec_msg *m, int64_t k);
 
 /* Ring all-reduce of a replicated stage's gradients: start it (the
  * ALLREDUCE op), move every stage's along as far as messages allow
  * (returns whether anything moved), and wait until ps's is done (its
  * UPDATE; CL_ERUN when the run stops). */
 void pipe_ar_start(pstage *ps);
-int pipe_ar_progress_all(pw *W);
-int pipe_ar_wait(pw *W, pstage *ps, int64_t k);
+int pipe_ar_progress_all(pipe_worker *W);
+int pipe_ar_wait(pipe_worker *W, pstage *ps, int64_t k);
 
 /* A signal arrived (exec_ckpt_signal): CL_ERUN with the run failed ("stopped
  * by SIGTERM ...") when this run cannot stop at an iteration end (MPI,
  * asynchronous schedules), else CL_OK (the next boundary stops,
  * pipe_ckpt.h).  k: op waited at, or -1. */
-int pipe_signal_check(pw *W, int64_t k);
+int pipe_signal_check(pipe_worker *W, int64_t k);
 
 #endif

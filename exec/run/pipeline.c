@@ -134,7 +134,7 @@ static int *channel_caps(const sched *sc)
     return cap;
 }
 
-static void prun_free(prun *R)
+static void prun_free(pipe_run *R)
 {
     sched_free(&R->sc);
     free(R->w_pos);
@@ -155,7 +155,7 @@ static void prun_free(prun *R)
 }
 
 /* Where a checkpoint leaves the run: its position and the epochs done. */
-static int resume_position(prun *R, const exec_ckpt *c, cl_err *e)
+static int resume_position(pipe_run *R, const exec_ckpt *c, cl_err *e)
 {
     int64_t pos[5];
     int rc = exec_ckpt_get(c, "run.position", pos, sizeof pos, e);
@@ -185,7 +185,7 @@ static int resume_position(prun *R, const exec_ckpt *c, cl_err *e)
     return CL_OK;
 }
 
-static int prun_init(prun *R, const plan *p, const exec_pipe_opts *o, const exec_pipe_hooks *h,
+static int prun_init(pipe_run *R, const plan *p, const exec_pipe_opts *o, const exec_pipe_hooks *h,
                      cl_err *e)
 {
     memset(R, 0, sizeof *R);
@@ -254,7 +254,7 @@ static int tensor_cmp_stage(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void collect(const prun *R, exec_pipe_result *r)
+static void collect(const pipe_run *R, exec_pipe_result *r)
 {
     int n = R->n_w;
     int64_t T = R->total_iters;
@@ -380,7 +380,7 @@ int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe
     if (o->iterations == 0 && (int64_t)o->epochs * (o->train->n / p->batch) > INT32_MAX / 4)
         return cl_fail(e, CL_EINPUT, "%s: %d epochs of %lld iterations are too many", file,
                        o->epochs, (long long)(o->train->n / p->batch));
-    prun *R = cl_calloc(1, sizeof *R);
+    pipe_run *R = cl_calloc(1, sizeof *R);
     if ((rc = prun_init(R, p, o, h, e))) {
         prun_free(R);
         free(R);
