@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,22 @@ char *test_tmpdir(void)
     char prefix[80];
     snprintf(prefix, sizeof prefix, "%s-", su && su->pName ? su->pName : "t");
     return make_dir(run_dir, prefix);
+}
+
+char *test_scratch(size_t cap, ...)
+{
+    char *dir = test_tmpdir();
+    va_list ap;
+    va_start(ap, cap);
+    int fits = 1;
+    for (const char *name; (name = va_arg(ap, const char *));) {
+        char *buf = va_arg(ap, char *);
+        int n = snprintf(buf, cap, "%s/%s", dir, name);
+        fits = fits && n > 0 && (size_t)n < cap;
+    }
+    va_end(ap);
+    CU_ASSERT_FATAL(fits); /* every whole path fits its buffer */
+    return dir;
 }
 
 /* Folders or files the tests left in the run's folder (each test removes

@@ -29,6 +29,10 @@ int test_run_cli(const char *args, char **out, char **err);
 char *test_slurp(const char *path);
 /* A fresh empty folder under /tmp for this test's output files; caller frees. */
 char *test_tmpdir(void);
+/* test_tmpdir, and the paths of files in it: after `cap` (each buffer's
+ * size), pairs of a file name and the buffer that gets "<folder>/<name>",
+ * ended by NULL.  Returns the folder (caller frees, or test_rmtree). */
+char *test_scratch(size_t cap, ...);
 /* Run CLEAVE_BIN with argv (argv[0] included, NULL-terminated) with its
  * stderr on a pseudo-terminal and stdout on /dev/null; what the terminal
  * showed goes into buf (at most cap - 1 bytes, NUL-terminated).  Returns the

@@ -271,10 +271,8 @@ static void test_signals(void)
  * option, model or data set; the message names what differs. */
 static void test_refusals(void)
 {
-    char *dir = test_tmpdir(), ck[600], bad[600], w[600], args[2048];
-    snprintf(ck, sizeof ck, "%s/good.ckpt", dir);
-    snprintf(bad, sizeof bad, "%s/bad.ckpt", dir);
-    snprintf(w, sizeof w, "%s/w.bin", dir);
+    char ck[600], bad[600], w[600], args[2048];
+    char *dir = test_scratch(sizeof ck, "good.ckpt", ck, "bad.ckpt", bad, "w.bin", w, NULL);
     snprintf(args, sizeof args,
              "train --model tests/data/ckpt/tiny.json --synthetic 400 --epochs 2 --batch 16 --seed 5 --checkpoint %s --checkpoint-every 7",
              ck);

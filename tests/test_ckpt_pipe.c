@@ -152,9 +152,8 @@ static void test_async_refused(void)
  * sequential training. */
 static void test_mismatch_refused(void)
 {
-    char *dir = test_tmpdir(), ck[600], sq[600], args[2048];
-    snprintf(ck, sizeof ck, "%s/p.ckpt", dir);
-    snprintf(sq, sizeof sq, "%s/s.ckpt", dir);
+    char ck[600], sq[600], args[2048];
+    char *dir = test_scratch(sizeof ck, "p.ckpt", ck, "s.ckpt", sq, NULL);
     snprintf(args, sizeof args, "train --plan " PIPE "tiny2-1f1b.json --synthetic 400 --checkpoint %s", ck);
     CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
     snprintf(args, sizeof args, "train --model tests/data/ckpt/tiny.json --synthetic 400 --epochs 1 --checkpoint %s", sq);

@@ -38,9 +38,8 @@ static char *strip_timing(const char *csv)
 
 static void test_train_synthetic(void)
 {
-    char *dir = test_tmpdir(), args[1024], log1[600], log2[600];
-    snprintf(log1, sizeof log1, "%s/a.csv", dir);
-    snprintf(log2, sizeof log2, "%s/b.csv", dir);
+    char args[1024], log1[600], log2[600];
+    char *dir = test_scratch(sizeof log1, "a.csv", log1, "b.csv", log2, NULL);
     char *out, *err;
     snprintf(args, sizeof args,
              "train --model tests/data/exec/tiny-mlp.json --synthetic 400 --epochs 2 --batch 16 --seed 3 --log %s",

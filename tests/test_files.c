@@ -120,10 +120,8 @@ static int copy_file(const char *from, const char *to)
  * refused with exit 2 and the input stays byte for byte. */
 static void test_output_is_input(void)
 {
-    char *d = test_tmpdir(), p[600], l[600], h[600], a[4096];
-    snprintf(p, sizeof p, "%s/p.json", d);
-    snprintf(l, sizeof l, "%s/link.json", d);
-    snprintf(h, sizeof h, "%s/hard.json", d);
+    char p[600], l[600], h[600], a[4096];
+    char *d = test_scratch(sizeof p, "p.json", p, "link.json", l, "hard.json", h, NULL);
     CU_ASSERT_EQUAL(copy_file(PLAN, p), 0);
     CU_ASSERT_EQUAL(symlink("p.json", l), 0);
     CU_ASSERT_EQUAL(link(p, h), 0);
@@ -142,9 +140,8 @@ static void test_output_is_input(void)
 /* A FIFO, /dev/null and /dev/full stay what they are: written directly. */
 static void test_output_devices(void)
 {
-    char *d = test_tmpdir(), f[600], ref[600], a[2048];
-    snprintf(f, sizeof f, "%s/fifo", d);
-    snprintf(ref, sizeof ref, "%s/ref.py", d);
+    char f[600], ref[600], a[2048];
+    char *d = test_scratch(sizeof f, "fifo", f, "ref.py", ref, NULL);
     snprintf(a, sizeof a, "export " PLAN " --to torch -o %s", ref);
     expect("", a, 0, NULL);
     CU_ASSERT_EQUAL(mkfifo(f, 0600), 0);
@@ -194,11 +191,8 @@ static void test_output_devices(void)
  * the new content, the link stays.  A dangling link is refused. */
 static void test_output_symlink(void)
 {
-    char *d = test_tmpdir(), sub[600], t[600], l[600], ref[600], a[2048];
-    snprintf(sub, sizeof sub, "%s/sub", d);
-    snprintf(t, sizeof t, "%s/sub/target.py", d);
-    snprintf(l, sizeof l, "%s/link.py", d);
-    snprintf(ref, sizeof ref, "%s/ref.py", d);
+    char sub[600], t[600], l[600], ref[600], a[2048];
+    char *d = test_scratch(sizeof sub, "sub", sub, "sub/target.py", t, "link.py", l, "ref.py", ref, NULL);
     CU_ASSERT_EQUAL(mkdir(sub, 0700), 0);
     cl_err e = {0};
     CU_ASSERT_EQUAL(cl_write_file(t, "old\n", 4, &e), CL_OK);
@@ -226,9 +220,8 @@ static void test_output_symlink(void)
  * the victims keep their content.  In-process, so the pid is known. */
 static void test_planted_temporaries(void)
 {
-    char *d = test_tmpdir(), out[600], img[600], v[4][600], pl[4][700];
-    snprintf(out, sizeof out, "%s/out.txt", d);
-    snprintf(img, sizeof img, "%s/g.png", d);
+    char out[600], img[600], v[4][600], pl[4][700];
+    char *d = test_scratch(sizeof out, "out.txt", out, "g.png", img, NULL);
     long pid = (long)getpid();
     snprintf(pl[0], sizeof pl[0], "%s/.out.txt.tmp%ld", d, pid);
     snprintf(pl[1], sizeof pl[1], "%s/.g.png.tmp%ld", d, pid);
@@ -365,10 +358,8 @@ static void test_inputs_not_regular(void)
  * size it states against the file's; any input against the limit. */
 static void test_sizes_before_reading(void)
 {
-    char *d = test_tmpdir(), z[600], ck[600], big[600], a[2048];
-    snprintf(z, sizeof z, "%s/zero.ckpt", d);
-    snprintf(ck, sizeof ck, "%s/run.ckpt", d);
-    snprintf(big, sizeof big, "%s/big.json", d);
+    char z[600], ck[600], big[600], a[2048];
+    char *d = test_scratch(sizeof z, "zero.ckpt", z, "run.ckpt", ck, "big.json", big, NULL);
     /* sparse files: 3 GiB of zeros, and a real checkpoint stretched to 3 GiB */
     int fd = open(z, O_WRONLY | O_CREAT | O_EXCL, 0644);
     CU_ASSERT(fd >= 0 && ftruncate(fd, (off_t)3 << 30) == 0);

@@ -110,10 +110,8 @@ static void test_infinite_costs(void)
 /* A profile of fmnist-mlp measured here, then edited one way at a time. */
 static void test_profiles(void)
 {
-    char *dir = test_tmpdir(), good[600], bad[600], out[600], args[2000];
-    snprintf(good, sizeof good, "%s/good.json", dir);
-    snprintf(bad, sizeof bad, "%s/bad.json", dir);
-    snprintf(out, sizeof out, "%s/p.json", dir);
+    char good[600], bad[600], out[600], args[2000];
+    char *dir = test_scratch(sizeof good, "good.json", good, "bad.json", bad, "p.json", out, NULL);
     snprintf(args, sizeof args, "profile --model models/fmnist-mlp.json --reps 1 --warmup 0 -o %s", good);
     CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
     snprintf(args, sizeof args, "plan --model models/fmnist-mlp.json --profile %s --devices 2 -o %s", good, out);
@@ -161,9 +159,8 @@ static void test_profiles(void)
  * longer describe it, so sim, export and train refuse it. */
 static void test_edited_plan(void)
 {
-    char *dir = test_tmpdir(), plan[600], bad[600], args[2000];
-    snprintf(plan, sizeof plan, "%s/p.json", dir);
-    snprintf(bad, sizeof bad, "%s/edited.json", dir);
+    char plan[600], bad[600], args[2000];
+    char *dir = test_scratch(sizeof plan, "p.json", plan, "edited.json", bad, NULL);
     snprintf(args, sizeof args, "plan --model models/fmnist-mlp.json --devices 2 --device A100-80GB -o %s", plan);
     CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
     snprintf(args, sizeof args, "sim %s", plan);

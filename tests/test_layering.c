@@ -47,9 +47,8 @@ static void test_this_tree(void)
 
 static void test_finds_each_violation(void)
 {
-    char *dir = test_tmpdir(), root[4096], of[4096], *out;
-    snprintf(root, sizeof root, "%s/tree", dir);
-    snprintf(of, sizeof of, "%s/out", dir);
+    char root[4096], of[4096], *out;
+    char *dir = test_scratch(sizeof root, "tree", root, "out", of, NULL);
     CU_ASSERT_EQUAL_FATAL(mkdir(root, 0700), 0);
     /* allowed: down one row, down several rows, same folder */
     put(root, "base/status.h", "/* nothing */\n");

@@ -46,10 +46,8 @@ static int reap_bounded(pid_t pid, double *secs)
 static void test_rank_killed(void)
 {
     if (!have_mpirun()) return;
-    char *dir = test_tmpdir(), wfull[600], ck[600], w[600], args[4096];
-    snprintf(wfull, sizeof wfull, "%s/full.bin", dir);
-    snprintf(ck, sizeof ck, "%s/run.ckpt", dir);
-    snprintf(w, sizeof w, "%s/mpi.bin", dir);
+    char wfull[600], ck[600], w[600], args[4096];
+    char *dir = test_scratch(sizeof wfull, "full.bin", wfull, "run.ckpt", ck, "mpi.bin", w, NULL);
     snprintf(args, sizeof args, "train --plan " PLAN " --synthetic 2000 --epochs 6 --seed 2 --save-weights %s", wfull);
     CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
     char *a1[] = {"train", "--plan", PLAN, "--synthetic", "2000", "--epochs", "6", "--seed", "2",

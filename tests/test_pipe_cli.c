@@ -26,10 +26,8 @@ static int count_lines(const char *s, const char *prefix)
 
 static void test_train_files(void)
 {
-    char *dir = test_tmpdir(), args[2048], log[512], trace[512], w[512];
-    snprintf(log, sizeof log, "%s/log.csv", dir);
-    snprintf(trace, sizeof trace, "%s/trace.json", dir);
-    snprintf(w, sizeof w, "%s/w.bin", dir);
+    char args[2048], log[512], trace[512], w[512];
+    char *dir = test_scratch(sizeof log, "log.csv", log, "trace.json", trace, "w.bin", w, NULL);
     snprintf(args, sizeof args, "train --plan tests/data/pipe/tiny2-1f1b.json --synthetic 256 --epochs 2 --log %s --trace %s --save-weights %s",
              log, trace, w);
     char *out, *err;
@@ -79,9 +77,8 @@ static void test_refusals(void)
         {"bad-block.json", "layers[8] (fc2): the executor cannot run kind block"},
         {"bad-adam.json", "optimizer: the executor trains with SGD"},
     };
-    char *dir = test_tmpdir(), args[2048], log[512], w[512];
-    snprintf(log, sizeof log, "%s/log.csv", dir);
-    snprintf(w, sizeof w, "%s/w.bin", dir);
+    char args[2048], log[512], w[512];
+    char *dir = test_scratch(sizeof log, "log.csv", log, "w.bin", w, NULL);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(args, sizeof args, "train --plan tests/data/pipe/%s --synthetic 256 --log %s --save-weights %s",
                  cases[i].plan, log, w);
@@ -117,9 +114,8 @@ static void test_mpi_same_bits(void)
         {"tiny2-gpipe.json", 2}, {"tiny2-1f1b.json", 2},      {"tiny2-zbh1.json", 2},
         {"tiny-interleaved.json", 2}, {"tiny-rep-1f1b.json", 3}, {"tiny3-pipedream.json", 3},
     };
-    char *dir = test_tmpdir(), args[2048], wt[512], wm[512];
-    snprintf(wt, sizeof wt, "%s/threads.bin", dir);
-    snprintf(wm, sizeof wm, "%s/mpi.bin", dir);
+    char args[2048], wt[512], wm[512];
+    char *dir = test_scratch(sizeof wt, "threads.bin", wt, "mpi.bin", wm, NULL);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *out, *err, *a = NULL, *b = NULL;
         size_t la = 0, lb = 0;

@@ -316,6 +316,18 @@ static void test_merge_and_lower_bound(void)
     CU_ASSERT_TRUE(worse > 0); /* the heuristic is not always optimal */
 }
 
+/* The exact search's cuts for I: its downsets on a DAG, its prefixes on a
+ * chain. */
+static void lattice_of(plan_lattice *L, plan_inst *I, int dag)
+{
+    cl_err e = {0};
+    if (dag) {
+        CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(L, I, 100000, 10000000, &e), CL_OK);
+    } else {
+        plan_lattice_prefix(L, I);
+    }
+}
+
 /* plan_exact_any_below against plan_exact_lower (both with the least
  * memory): no layout lies strictly below that optimum lb, the one reaching
  * lb lies below the next double up, and when nothing fits, nothing lies
@@ -331,11 +343,7 @@ static void test_any_below(void)
         int p_fixed = gen_instance(&I, &g, &dev_fixed);
         plan_lattice L;
         cl_err e = {0};
-        if (g.dag) {
-            CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, 10000000, &e), CL_OK);
-        } else {
-            plan_lattice_prefix(&L, &I);
-        }
+        lattice_of(&L, &I, g.dag);
         plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
         double lb = 0;
         plan_exact_result r = plan_exact_lower(&I, &L, &o, &lb, NULL, &e);
@@ -382,11 +390,7 @@ static void test_shadows(void)
         for (int d = 0; d < I.n_dev; d++) I.mem_cap[d] = 1e300; /* memory never binds */
         plan_lattice L;
         cl_err e = {0};
-        if (g.dag) {
-            CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, 10000000, &e), CL_OK);
-        } else {
-            plan_lattice_prefix(&L, &I);
-        }
+        lattice_of(&L, &I, g.dag);
         /* lead: a random one of the kinds; shadows: the others */
         int lead = irand(0, 3), n_sh = 0;
         sched_kind sh[PLAN_EXACT_SHADOWS];

@@ -85,9 +85,8 @@ static void test_round_trip(void)
     CU_ASSERT_TRUE(p.n_stages >= 2);
     p.stages[0].update_s = 0.1 + 0.2; /* not a short decimal: must come back exactly */
     p.stages[1].update_s = 0;
-    char *dir = test_tmpdir(), a[600], b[600];
-    snprintf(a, sizeof a, "%s/a.json", dir);
-    snprintf(b, sizeof b, "%s/b.json", dir);
+    char a[600], b[600];
+    char *dir = test_scratch(sizeof a, "a.json", a, "b.json", b, NULL);
     cl_err e = {0};
     CU_ASSERT_EQUAL_FATAL(plan_save(&p, a, &e), CL_OK);
     plan q, r;

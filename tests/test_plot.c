@@ -101,9 +101,8 @@ static void test_bad_traces(void)
  * trace without one is titled by its file name. */
 static void test_default_titles(void)
 {
-    char *dir = test_tmpdir(), tr[600], img[600], args[1600];
-    snprintf(tr, sizeof tr, "%s/t.json", dir);
-    snprintf(img, sizeof img, "%s/t.svg", dir);
+    char tr[600], img[600], args[1600];
+    char *dir = test_scratch(sizeof tr, "t.json", tr, "t.svg", img, NULL);
     const char *runs[] = {"sim tests/data/sim/fmnist-2stage.json --trace",
                           "train --plan tests/data/pipe/tiny2-1f1b.json --synthetic 256 --trace"};
     const char *want[] = {"fmnist-cnn on ", "tiny-pipe on "};

@@ -73,9 +73,8 @@ static void test_table_and_json(void)
 
 static void test_trace_dump_and_reload(void)
 {
-    char *dir = test_tmpdir(), args[1400], tr[512], sc[512];
-    snprintf(tr, sizeof tr, "%s/t.json", dir);
-    snprintf(sc, sizeof sc, "%s/s.json", dir);
+    char args[1400], tr[512], sc[512];
+    char *dir = test_scratch(sizeof tr, "t.json", tr, "s.json", sc, NULL);
     char *out, *err;
     snprintf(args, sizeof args, "sim " PLANR " --json --trace %s --dump-schedule %s", tr, sc);
     CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &out, &err), 0);
@@ -149,9 +148,8 @@ static int overlapping_slices(const char *path, int *n_slices)
  * replicated fixture plan, every op and transfer of their traces. */
 static void test_trace_slices_never_overlap(void)
 {
-    char *dir = test_tmpdir(), args[1400], pl[512], tr[512];
-    snprintf(pl, sizeof pl, "%s/p.json", dir);
-    snprintf(tr, sizeof tr, "%s/t.json", dir);
+    char args[1400], pl[512], tr[512];
+    char *dir = test_scratch(sizeof pl, "p.json", pl, "t.json", tr, NULL);
     char *out, *err;
     snprintf(args, sizeof args, "plan --model models/vgg16.json --cluster "
              "profiles/clusters/v100-8-pcie.json --schedule 1f1b -o %s", pl);

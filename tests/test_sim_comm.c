@@ -139,9 +139,8 @@ static void test_inter_node_level(void)
 
 static void test_trace_deterministic_and_valid(void)
 {
-    char *dir = test_tmpdir(), a[512], b[512];
-    snprintf(a, sizeof a, "%s/a.json", dir);
-    snprintf(b, sizeof b, "%s/b.json", dir);
+    char a[512], b[512];
+    char *dir = test_scratch(sizeof a, "a.json", a, "b.json", b, NULL);
     cl_err e = {0};
     plan p;
     /* replicated, interleaved, shared links: every track kind appears */
