@@ -39,11 +39,8 @@ static double num_of(const cJSON *o, const char *k)
 
 static void test_cost_by_hand(void)
 {
-    char *dir = test_tmpdir();
     char cl[600], csv[600], plans[600], args[3000];
-    snprintf(cl, sizeof cl, "%s/tiny.json", dir);
-    snprintf(csv, sizeof csv, "%s/c.csv", dir);
-    snprintf(plans, sizeof plans, "%s/plans", dir);
+    char *dir = test_scratch(sizeof cl, "tiny.json", cl, "c.csv", csv, "plans", plans, NULL);
     cl_err e = {0};
     CU_ASSERT_FATAL(cl_write_file(cl, tiny_cluster, strlen(tiny_cluster), &e) == CL_OK);
     snprintf(args, sizeof args,
@@ -109,17 +106,13 @@ static void test_cost_by_hand(void)
         }
     CU_ASSERT(test_rel(test_csv_num(&c, 0, "throughput"), best) < 1e-10);
     test_csv_free(&c);
-    test_rm_dir(plans);
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 static void test_interrupt_and_errors(void)
 {
-    char *dir = test_tmpdir();
     char csv[600], png[600], args[2400];
-    snprintf(csv, sizeof csv, "%s/c.csv", dir);
-    snprintf(png, sizeof png, "%s/c.png", dir);
+    char *dir = test_scratch(sizeof csv, "c.csv", csv, "c.png", png, NULL);
     /* two candidates per cluster (gpipe, replicated or not): SIGINT after the
      * second leaves the first cluster's row, complete */
     snprintf(args, sizeof args,
@@ -168,8 +161,7 @@ static void test_interrupt_and_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "gnuplot"));
     free(err);
     CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 1);
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 TEST_SUITE(compare)

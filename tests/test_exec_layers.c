@@ -312,27 +312,39 @@ static void conv_case(const char *name, int B, int C, int H, int W, int O, int k
     free(c.col);
 }
 
-static void test_conv2d(void)
-{
-    conv_case("conv2d 3x3 s1 p1", 2, 3, 6, 5, 4, 3, 1, 1, 1);
-    conv_case("conv2d 3x3 s2 p0", 2, 2, 7, 7, 3, 3, 2, 0, 1);
-    conv_case("conv2d 5x5 s1 p2, no bias", 2, 2, 6, 6, 3, 5, 1, 2, 0);
-    conv_case("conv2d 1x1 direct", 3, 4, 3, 5, 2, 1, 1, 0, 1);
-    conv_case("conv2d 2x2 s3 p1", 2, 2, 7, 8, 3, 2, 3, 1, 1);
+/* Each case: name, batch, channels, height, width, output channels, kernel,
+ * stride, padding, bias. */
+static const struct conv_spec {
+    const char *name;
+    int B, C, H, W, O, k, s, p, bias;
+} conv_cases[] = {
+    {"conv2d 3x3 s1 p1", 2, 3, 6, 5, 4, 3, 1, 1, 1},
+    {"conv2d 3x3 s2 p0", 2, 2, 7, 7, 3, 3, 2, 0, 1},
+    {"conv2d 5x5 s1 p2, no bias", 2, 2, 6, 6, 3, 5, 1, 2, 0},
+    {"conv2d 1x1 direct", 3, 4, 3, 5, 2, 1, 1, 0, 1},
+    {"conv2d 2x2 s3 p1", 2, 2, 7, 8, 3, 2, 3, 1, 1},
     /* C*k >= 16 selects the row-shift lowering */
-    conv_case("conv2d 5x5 s1 p2, row shifts", 2, 4, 6, 7, 3, 5, 1, 2, 1);
-    conv_case("conv2d 3x3 s1 p0, row shifts", 2, 6, 5, 6, 2, 3, 1, 0, 1);
-    conv_case("conv2d 3x3 s1 p1, row shifts, no bias", 3, 6, 4, 4, 2, 3, 1, 1, 0);
+    {"conv2d 5x5 s1 p2, row shifts", 2, 4, 6, 7, 3, 5, 1, 2, 1},
+    {"conv2d 3x3 s1 p0, row shifts", 2, 6, 5, 6, 2, 3, 1, 0, 1},
+    {"conv2d 3x3 s1 p1, row shifts, no bias", 3, 6, 4, 4, 2, 3, 1, 1, 0},
     /* the direct kernels (C*k < 16, stride 1; kern.h): 16 channels at batch
      * 1; 37 columns (three vectors, ragged); 7x7 (taps in 5s, ragged) with
      * 9 output channels (blocks of 8 and 4, ragged) */
-    conv_case("conv2d 5x5 s1 p2, direct, batch 1", 1, 1, 12, 12, 16, 5, 1, 2, 1);
-    conv_case("conv2d 3x3 s1 p1, direct, 37 wide", 2, 1, 3, 37, 3, 3, 1, 1, 1);
-    conv_case("conv2d 7x7 s1 p3, direct, 9 outputs", 2, 2, 7, 7, 9, 7, 1, 3, 0);
-    conv_case("conv2d 2x2 s1 p1, direct, even kernel", 2, 3, 4, 5, 5, 2, 1, 1, 1);
+    {"conv2d 5x5 s1 p2, direct, batch 1", 1, 1, 12, 12, 16, 5, 1, 2, 1},
+    {"conv2d 3x3 s1 p1, direct, 37 wide", 2, 1, 3, 37, 3, 3, 1, 1, 1},
+    {"conv2d 7x7 s1 p3, direct, 9 outputs", 2, 2, 7, 7, 9, 7, 1, 3, 0},
+    {"conv2d 2x2 s1 p1, direct, even kernel", 2, 3, 4, 5, 5, 2, 1, 1, 1},
     /* the channel weight-gradient kernel (O % 32 == 0, row shifts): 54 taps
      * (blocks of 12, ragged) */
-    conv_case("conv2d 3x3 s1 p1, 32 outputs", 2, 6, 4, 4, 32, 3, 1, 1, 1);
+    {"conv2d 3x3 s1 p1, 32 outputs", 2, 6, 4, 4, 32, 3, 1, 1, 1},
+};
+
+static void test_conv2d(void)
+{
+    for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++) {
+        const struct conv_spec *c = &conv_cases[i];
+        conv_case(c->name, c->B, c->C, c->H, c->W, c->O, c->k, c->s, c->p, c->bias);
+    }
 }
 
 /* ------------------------------------------------------------------------ */

@@ -36,10 +36,8 @@ static void render_fails(gp_plot *g, const char *png, const char *want)
 
 static void test_png_and_svg(void)
 {
-    char *dir = test_tmpdir();
     char png[512], svg[512];
-    snprintf(png, sizeof png, "%s/s.png", dir);
-    snprintf(svg, sizeof svg, "%s/s.svg", dir);
+    char *dir = test_scratch(sizeof png, "s.png", png, "s.svg", svg, NULL);
     gp_plot *g = speedup_plot();
     cl_err e = {0};
     CU_ASSERT_EQUAL(gp_render(g, "speedup", png, 640, 360, &e), CL_OK);

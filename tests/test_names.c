@@ -76,11 +76,8 @@ static void test_name_rule(void)
  * bytes as '?'), and no command substitution runs. */
 static void test_gnuplot_literal(void)
 {
-    char *dir = test_tmpdir();
     char marker[600], gp[600], got[600];
-    snprintf(marker, sizeof marker, "%s/PWN", dir);
-    snprintf(gp, sizeof gp, "%s/t.gp", dir);
-    snprintf(got, sizeof got, "%s/got", dir);
+    char *dir = test_scratch(sizeof marker, "PWN", marker, "t.gp", gp, "got", got, NULL);
     for (size_t i = 0; i < N_HOSTILE; i++) {
         char *s = with_marker(hostile[i], marker), *lit = esc_gnuplot(s);
         CU_ASSERT_PTR_NULL(strchr(lit, '\n')); /* one script line */
@@ -117,11 +114,8 @@ static void test_python_literal(void)
     if (have == -1 || !WIFEXITED(have) || WEXITSTATUS(have) != 0) {
         printf("[python3 missing: literal structure only] ");
     }
-    char *dir = test_tmpdir();
     char marker[600], py[600], got[600];
-    snprintf(marker, sizeof marker, "%s/PWN", dir);
-    snprintf(py, sizeof py, "%s/t.py", dir);
-    snprintf(got, sizeof got, "%s/got", dir);
+    char *dir = test_scratch(sizeof marker, "PWN", marker, "t.py", py, "got", got, NULL);
     for (size_t i = 0; i < N_HOSTILE + 1; i++) {
         char *s = i < N_HOSTILE ? with_marker(hostile[i], marker) : cl_strdup("caf\xc3\xa9 \x7f\x01\t\r");
         char *lit = esc_python(s);

@@ -92,11 +92,8 @@ enum { C_PLAN_MODEL, C_PLAN_CLUSTER, C_SWEEP, C_COMPARE, C_EXPORT, C_INSPECT, C_
 
 static void test_names_refused(void)
 {
-    char *dir = test_tmpdir();
     char marker[600], in[600], out[600], plan[600];
-    snprintf(marker, sizeof marker, "%s/PWN", dir);
-    snprintf(out, sizeof out, "%s/result.json", dir);
-    snprintf(plan, sizeof plan, "%s/plan.json", dir);
+    char *dir = test_scratch(sizeof marker, "PWN", marker, "result.json", out, "plan.json", plan, NULL);
     char *mk[] = {"plan", "--model", "models/fmnist-mlp.json", "--cluster", "profiles/clusters/cpu-2cores.json",
                   "--stages", "2", "-o", plan, NULL};
     CU_ASSERT_FATAL(run(mk, dir, NULL, NULL) == 0);
@@ -160,8 +157,7 @@ static void test_names_refused(void)
     free(text);
     free(bad);
     free(g);
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* ------------------------------------------------- drawn verbatim -- */
@@ -268,22 +264,15 @@ static void test_plot_verbatim(void)
         free(bad);
     }
     for (int i = 0; i < n; i++) free(owned[i]);
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* A name with every character the rule allows, through compare (CSV and
  * picture) and the torch export (read back by python3's parser). */
 static void test_every_allowed_character(void)
 {
-    char *dir = test_tmpdir();
     char cl[600], md[600], csv[600], svg[600], plan[600], py[600];
-    snprintf(cl, sizeof cl, "%s/c.json", dir);
-    snprintf(md, sizeof md, "%s/m.json", dir);
-    snprintf(csv, sizeof csv, "%s/c.csv", dir);
-    snprintf(svg, sizeof svg, "%s/c.svg", dir);
-    snprintf(plan, sizeof plan, "%s/p.json", dir);
-    snprintf(py, sizeof py, "%s/p.py", dir);
+    char *dir = test_scratch(sizeof cl, "c.json", cl, "m.json", md, "c.csv", csv, "c.svg", svg, "p.json", plan, "p.py", py, NULL);
     const char *name = "Az09_-.+:/@#%()[]= x";
     CU_ASSERT_PTR_NULL_FATAL(esc_name_problem(name));
     edited("profiles/clusters/cpu-2cores.json", cl, "name", "cpu-2cores", name);
@@ -331,8 +320,7 @@ static void test_every_allowed_character(void)
     } else {
         printf("[python3 missing: export checked as text only] ");
     }
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 TEST_SUITE(names_cli)

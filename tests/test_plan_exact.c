@@ -316,16 +316,23 @@ static void test_merge_and_lower_bound(void)
     CU_ASSERT_TRUE(worse > 0); /* the heuristic is not always optimal */
 }
 
-/* The exact search's cuts for I: its downsets on a DAG, its prefixes on a
- * chain. */
-static void lattice_of(plan_lattice *L, plan_inst *I, int dag)
+/* Random case `it` (a chain when it is even, else a DAG; up to 10 layers
+ * and 4 devices) and the exact search's cuts for it: downsets on a DAG,
+ * prefixes on a chain.  memory_binds 0: every device's memory is unbounded.
+ * Returns the stage count the case fixes (0: any); *dev_fixed likewise. */
+static int random_case(plan_inst *I, plan_lattice *L, int it, int *dev_fixed, int memory_binds)
 {
+    gen_opts g = {.max_layers = 10, .dag = it % 2, .max_dev = 4};
+    int p_fixed = gen_instance(I, &g, dev_fixed);
+    if (!memory_binds)
+        for (int d = 0; d < I->n_dev; d++) I->mem_cap[d] = 1e300;
     cl_err e = {0};
-    if (dag) {
+    if (g.dag) {
         CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(L, I, 100000, 10000000, &e), CL_OK);
     } else {
         plan_lattice_prefix(L, I);
     }
+    return p_fixed;
 }
 
 /* plan_exact_any_below against plan_exact_lower (both with the least
@@ -337,13 +344,10 @@ static void test_any_below(void)
     rng_state = 9191;
     int found = 0, none = 0;
     for (int it = 0; it < 300; it++) {
-        gen_opts g = {.max_layers = 10, .dag = it % 2, .max_dev = 4};
         plan_inst I;
-        int dev_fixed;
-        int p_fixed = gen_instance(&I, &g, &dev_fixed);
         plan_lattice L;
+        int dev_fixed, p_fixed = random_case(&I, &L, it, &dev_fixed, 1);
         cl_err e = {0};
-        lattice_of(&L, &I, g.dag);
         plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
         double lb = 0;
         plan_exact_result r = plan_exact_lower(&I, &L, &o, &lb, NULL, &e);
@@ -383,14 +387,10 @@ static void test_shadows(void)
     rng_state = 4242;
     int ok_count = 0, bad = 0;
     for (int it = 0; it < 300; it++) {
-        gen_opts g = {.max_layers = 10, .dag = it % 2, .max_dev = 4};
         plan_inst I;
-        int dev_fixed;
-        int p_fixed = gen_instance(&I, &g, &dev_fixed);
-        for (int d = 0; d < I.n_dev; d++) I.mem_cap[d] = 1e300; /* memory never binds */
         plan_lattice L;
+        int dev_fixed, p_fixed = random_case(&I, &L, it, &dev_fixed, 0); /* memory never binds */
         cl_err e = {0};
-        lattice_of(&L, &I, g.dag);
         /* lead: a random one of the kinds; shadows: the others */
         int lead = irand(0, 3), n_sh = 0;
         sched_kind sh[PLAN_EXACT_SHADOWS];

@@ -272,10 +272,8 @@ static void test_budget_note(void)
  * offered says so in devices_used. */
 static void test_sweep_monotone(void)
 {
-    char *dir = test_tmpdir();
     char args[1600], csv[700], plans[700];
-    snprintf(csv, sizeof csv, "%s/s.csv", dir);
-    snprintf(plans, sizeof plans, "%s/plans", dir);
+    char *dir = test_scratch(sizeof csv, "s.csv", csv, "plans", plans, NULL);
     snprintf(args, sizeof args,
              "sweep --model models/vgg16.json --cluster profiles/clusters/v100-8-pcie.json "
              "--devices 4,5,6,7,8 --schedules 1f1b,zb-h1,fbp --csv %s --save-plans %s --quiet", csv, plans);

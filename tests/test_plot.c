@@ -34,10 +34,8 @@ static void write_trace(const char *path)
 
 static void test_gantt_png(void)
 {
-    char *dir = test_tmpdir();
     char tr[512], png[512], args[1200];
-    snprintf(tr, sizeof tr, "%s/t.json", dir);
-    snprintf(png, sizeof png, "%s/g.png", dir);
+    char *dir = test_scratch(sizeof tr, "t.json", tr, "g.png", png, NULL);
     write_trace(tr);
     snprintf(args, sizeof args, "plot %s -o %s", tr, png);
     char *out, *err;

@@ -25,11 +25,8 @@ static const char results[] =
 
 static void test_scatter(void)
 {
-    char *dir = test_tmpdir();
     char in[600], png[600], svg[600], args[2000];
-    snprintf(in, sizeof in, "%s/r.json", dir);
-    snprintf(png, sizeof png, "%s/v.png", dir);
-    snprintf(svg, sizeof svg, "%s/v.svg", dir);
+    char *dir = test_scratch(sizeof in, "r.json", in, "v.png", png, "v.svg", svg, NULL);
     cl_err e = {0};
     CU_ASSERT_FATAL(cl_write_file(in, results, strlen(results), &e) == CL_OK);
     snprintf(args, sizeof args, "plot %s %s --kind validate -o %s", in, in, png);
@@ -72,10 +69,8 @@ static void test_bad_results(void)
         {H "\"iteration_s\": {\"predicted\": 1, \"measured\": 1}", "truncated"},
 #undef H
     };
-    char *dir = test_tmpdir();
     char in[600], png[600], args[2000];
-    snprintf(in, sizeof in, "%s/r.json", dir);
-    snprintf(png, sizeof png, "%s/v.png", dir);
+    char *dir = test_scratch(sizeof in, "r.json", in, "v.png", png, NULL);
     cl_err e = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CU_ASSERT_FATAL(cl_write_file(in, cases[i].text, strlen(cases[i].text), &e) == CL_OK);
@@ -99,8 +94,7 @@ static void test_bad_results(void)
     free(err);
     int tmp = 0;
     CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 1); /* just r.json */
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 TEST_SUITE(plot_validate)

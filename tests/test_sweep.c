@@ -55,11 +55,8 @@ static int file_is_png(const char *path)
 
 static void test_rows_match_sim(void)
 {
-    char *dir = test_tmpdir();
     char args[2000], csv[600], plans[600], png[600];
-    snprintf(csv, sizeof csv, "%s/s.csv", dir);
-    snprintf(png, sizeof png, "%s/s.png", dir);
-    snprintf(plans, sizeof plans, "%s/plans", dir);
+    char *dir = test_scratch(sizeof csv, "s.csv", csv, "s.png", png, "plans", plans, NULL);
     snprintf(args, sizeof args,
              "sweep --model models/vgg16.json --cluster profiles/clusters/dgx-a100-4nodes.json "
              "--devices 8,1,4,2 --schedules gpipe,1f1b,fbp --csv %s --png %s --save-plans %s", csv, png, plans);
@@ -138,8 +135,7 @@ static void test_infeasible_rows(void)
     CU_ASSERT(isnan(test_csv_num(&c, 3, "speedup")));
     CU_ASSERT(test_csv_num(&c, 3, "speedup_vs_sequential") > 1);
     test_csv_free(&c);
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* -o DIR/ (a trailing slash, as shells complete folder names) names the
@@ -159,20 +155,15 @@ static void test_out_dir_slash(void)
     free(out);
     snprintf(want, sizeof want, "%s/out/speedup.csv", dir);
     CU_ASSERT_EQUAL(access(want, F_OK), 0);
-    snprintf(want, sizeof want, "%s/out", dir);
-    test_rm_dir(want);
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* SIGINT after 5 of 12 points: exit 130, complete CSV and image of 5 points,
  * no temporaries. */
 static void test_interrupt(void)
 {
-    char *dir = test_tmpdir();
     char args[1800], csv[600], png[600];
-    snprintf(csv, sizeof csv, "%s/s.csv", dir);
-    snprintf(png, sizeof png, "%s/s.png", dir);
+    char *dir = test_scratch(sizeof csv, "s.csv", csv, "s.png", png, NULL);
     snprintf(args, sizeof args,
              "sweep --model models/vgg16.json --cluster profiles/clusters/dgx-a100-1node.json "
              "--devices 1,2,4,8 --schedules gpipe,1f1b,zb-h1 --csv %s --png %s", csv, png);
@@ -192,8 +183,7 @@ static void test_interrupt(void)
     int tmp = 0;
     CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 2);
     CU_ASSERT_EQUAL(tmp, 0);
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 /* On a pseudo-terminal the bar is drawn (and erased) on stderr. */
@@ -211,10 +201,8 @@ static void test_progress_on_tty(void)
 
 static void test_failures(void)
 {
-    char *dir = test_tmpdir();
     char args[2400], csv[600], png[600];
-    snprintf(csv, sizeof csv, "%s/s.csv", dir);
-    snprintf(png, sizeof png, "%s/s.png", dir);
+    char *dir = test_scratch(sizeof csv, "s.csv", csv, "s.png", png, NULL);
     /* gnuplot missing: a clear message, no image, no temporaries */
     setenv("GNUPLOT", "/nonexistent/gnuplot", 1);
     snprintf(args, sizeof args,
@@ -252,8 +240,7 @@ static void test_failures(void)
         CU_ASSERT(strlen(err) > 10);
         free(err);
     }
-    test_rm_dir(dir);
-    free(dir);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
 TEST_SUITE(sweep)
