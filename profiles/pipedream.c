@@ -489,18 +489,22 @@ static void base_name(const char *file, char *buf, size_t cap)
     if (!buf[0]) snprintf(buf, cap, "pipedream");
 }
 
-/* The profiled batch: given, else whole images at the first sized Input. */
-static double pick_batch(const pd_graph *g, double batch, int *inferred)
+/* The profiled batch: given, else whole images at the first sized Input
+ * (*side: their side in pixels, 0 when not inferred). */
+static double pick_batch(const pd_graph *g, double batch, int *side)
 {
-    *inferred = 0;
+    static const int sides[] = {PIPEDREAM_IMAGE_SIDES};
+    *side = 0;
     if (batch > 0) return batch;
     for (int v = 0; v < g->n; v++) {
         const pd_node *n = &g->nodes[v];
         if (!n->is_input || !(n->act_bytes > 0)) continue;
-        double k = n->act_bytes / PIPEDREAM_IMAGE_BYTES;
-        if (k >= 1 && k == floor(k) && k <= 1e9) {
-            *inferred = 1;
-            return k;
+        for (size_t i = 0; i < sizeof sides / sizeof *sides; i++) {
+            double k = n->act_bytes / (3.0 * sides[i] * sides[i] * 4);
+            if (k >= 1 && k == floor(k) && k <= 1e9) {
+                *side = sides[i];
+                return k;
+            }
         }
         break;
     }
@@ -513,7 +517,7 @@ static double whole_elems_bytes(double bytes)
     return 4.0 * ceil(bytes / 4.0);
 }
 
-static int build(pd_graph *g, const int *order, double batch, int inferred, model *m, prof *p)
+static int build(pd_graph *g, const int *order, double batch, int side, model *m, prof *p)
 {
     int n = g->n;
     int *pos = cl_malloc((size_t)n * sizeof *pos);
@@ -531,8 +535,8 @@ static int build(pd_graph *g, const int *order, double batch, int inferred, mode
             in_bytes = g->nodes[v].act_bytes / batch;
             in_line = g->nodes[v].line;
         }
-    if (inferred) {
-        m->input = (model_shape){3, {3, 224, 224}};
+    if (side) {
+        m->input = (model_shape){3, {3, side, side}};
     } else {
         double el = ceil(in_bytes / 4);
         if (el > (double)MODEL_MAX_ELEMS) {
@@ -543,13 +547,15 @@ static int build(pd_graph *g, const int *order, double batch, int inferred, mode
         m->input = (model_shape){1, {(int64_t)(el >= 1 ? el : 1), 0, 0}};
     }
 
+    char images[64];
+    snprintf(images, sizeof images, "inferred from the Input's 3x%dx%d fp32 images", side, side);
     snprintf(p->model, sizeof p->model, "%s", m->name);
     snprintf(p->device, sizeof p->device, "pipedream-gpu");
     p->source = PROF_IMPORTED;
     snprintf(p->note, sizeof p->note,
              "PipeDream graph %.40s, batch %g (%s); Input nodes cost 0; backward: all input-grad "
              "without parameters, else half input-grad, half weight-grad",
-             m->name, batch, inferred ? "inferred from the Input's 3x224x224 fp32 images" : "given or default");
+             m->name, batch, side ? images : "given or default");
     prof_alloc(p, n, 1);
 
     int rc = CL_OK;
@@ -618,11 +624,11 @@ int pipedream_parse(const char *file, const char *text, size_t len, double batch
         order = cl_malloc((size_t)g.n * sizeof *order);
         rc = topo_order(&g, order);
     }
-    int inferred = 0;
-    if (!rc) batch = pick_batch(&g, batch, &inferred);
-    if (!rc) rc = build(&g, order, batch, inferred, m, p);
+    int side = 0;
+    if (!rc) batch = pick_batch(&g, batch, &side);
+    if (!rc) rc = build(&g, order, batch, side, m, p);
     if (!rc) rc = model_derive(m, file, e);
-    if (!rc && info) *info = (pipedream_info){g.n, g.ne, batch, inferred};
+    if (!rc && info) *info = (pipedream_info){g.n, g.ne, batch, side > 0, side};
     free(order);
     free(g.nodes);
     free(g.edges);

@@ -18,21 +18,26 @@
 struct model;
 struct prof;
 
-/* Bytes of one 3x224x224 float32 image, the input of PipeDream's image
- * models; an Input node whose output is a whole multiple of it gives the
- * profiled batch size. */
-#define PIPEDREAM_IMAGE_BYTES (3.0 * 224 * 224 * 4)
+/* The square RGB float32 images PipeDream's image models take, by side in
+ * pixels, most common first: 224 (ImageNet CNNs), 299 (Inception), 331
+ * (NASNet-Large), 227 (AlexNet as Caffe cut it), 256.  An Input node whose
+ * output is a whole number of one side's images gives the profiled batch
+ * size (the first side that divides it).  Small sides are left out on
+ * purpose: 100 images of 32 x 32 are also one of 320 x 320, so a size could
+ * not tell them apart; such a profile states its batch (--batch). */
+#define PIPEDREAM_IMAGE_SIDES 224, 299, 331, 227, 256
 
 typedef struct pipedream_info {
     int n_nodes, n_edges;
     double batch;        /* batch size the times are for                      */
     int batch_inferred;  /* 1: from the Input node's size; 0: given or default */
+    int image_side;      /* inferred: the images' side (3 x side x side)      */
 } pipedream_info;
 
 /* Import a graph.txt.  batch > 0 states the profiled batch size; batch 0
  * infers it from the first Input node's activation size when that is a
- * whole number of 3x224x224 float32 images, else uses 1 (the numbers are
- * then "per minibatch").  Fills *m (model_free) and *p (prof_free), and
+ * whole number of 3 x side x side float32 images (PIPEDREAM_IMAGE_SIDES),
+ * else uses 1 (the numbers are then "per minibatch").  Fills *m (model_free) and *p (prof_free), and
  * *info when not NULL.  Bad input fails with CL_EINPUT and a message
  * "<file>:<line>: <problem> (hint: ...)"; nothing is left to free. */
 int pipedream_import(const char *path, double batch, struct model *m, struct prof *p,

@@ -272,6 +272,43 @@ static void test_branch_fixture(void)
 /* resnet50: the DAG keeps every edge, and each cut is at least the largest
  * single activation crossing it and exactly the sum over the distinct
  * producers crossing it (brute force over the scan's edges). */
+/* The batch is inferred from whole square RGB float32 images of any of the
+ * usual sides, not only 224: an Inception-v3 input (128 images of 3 x 299 x
+ * 299, 137,319,936 bytes) gives batch 128 and a [3, 299, 299] model input;
+ * a size no listed side divides gives batch 1 (per minibatch). */
+static void test_image_sides(void)
+{
+    static const struct { double bytes; double batch; int side; } cases[] = {
+        {128.0 * 3 * 299 * 299 * 4, 128, 299},  /* inception_v3 */
+        {64.0 * 3 * 331 * 331 * 4, 64, 331},    /* nasnet-large */
+        {32.0 * 3 * 224 * 224 * 4, 32, 224},    /* also 8 images of 448: 224 comes first */
+        {16.0 * 3 * 256 * 256 * 4, 16, 256},
+        {100.0 * 3 * 32 * 32 * 4, 1, 0},        /* CIFAR-sized: also one 320 x 320, so not guessed */
+        {400, 1, 0},                            /* no whole image of any side */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "node1 -- Input -- forward_compute_time=0.000, backward_compute_time=0.000, activation_size=%.1f, parameter_size=0.000\n"
+                 "node2 -- Linear(in_features=8, out_features=10, bias=True) -- forward_compute_time=1.000, backward_compute_time=2.000, activation_size=40.0, parameter_size=360.000\n"
+                 "\tnode1 -- node2\n", cases[i].bytes);
+        model m;
+        prof p;
+        pipedream_info info;
+        cl_err e = {0};
+        CU_ASSERT_EQUAL_FATAL(pipedream_parse("sides.txt", text, strlen(text), 0, &m, &p, &info, &e), CL_OK);
+        CU_ASSERT_EQUAL(info.batch, cases[i].batch);
+        CU_ASSERT_EQUAL(info.batch_inferred, cases[i].side > 0);
+        CU_ASSERT_EQUAL(info.image_side, cases[i].side);
+        if (cases[i].side) {
+            CU_ASSERT_EQUAL(m.input.ndim, 3);
+            CU_ASSERT(m.input.d[0] == 3 && m.input.d[1] == cases[i].side && m.input.d[2] == cases[i].side);
+        }
+        model_free(&m);
+        prof_free(&p);
+    }
+}
+
 static void test_resnet50_chain(void)
 {
     scan *s = cl_malloc(sizeof *s);
@@ -483,6 +520,7 @@ TEST_SUITE(pipedream)
     test_add("every published file: counts and totals equal a plain scan", test_totals_match_scan);
     test_add("vgg16: single-stage time 0.672535 s (README reference)", test_vgg16_reference);
     test_add("branching fixture: order, inputs and cuts by hand", test_branch_fixture);
+    test_add("batch inferred from images of any usual side (299, 331, 32...)", test_image_sides);
     test_add("resnet50: DAG edges kept, cuts against brute force", test_resnet50_chain);
     test_add("imported profiles and models round trip", test_round_trip);
     test_add("bad graph files name file and line", test_bad_files);
