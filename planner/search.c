@@ -395,6 +395,10 @@ static int search_none_fits(const plan_request *rq, const search_best *B, cl_err
 
 /* The best candidate as the result; the plan owns copies of the model and
  * the cluster. */
+/* How far below the profile's smallest measured batch a plan's microbatch
+ * may go before the plan says its times are extrapolated. */
+#define MICRO_BELOW_PROFILE 4
+
 static int search_result(const plan_request *rq, search_best *B, plan_result *res, cl_err *e)
 {
     plan *pl = &res->plan;
@@ -404,6 +408,15 @@ static int search_result(const plan_request *rq, search_best *B, plan_result *re
     pl->pred = B->pred;
     if (pl->schedule == SCHED_ZBH1)
         search_note(res, "zb-h1 was searched on as many devices as the schedules before it chose (its memory depends on the device count)");
+    /* Below its smallest measured batch a profile's times are scaled in
+     * proportion to the batch, which a GPU does not do (small GEMMs leave
+     * it idle): say so when the plan relies on that far below the data. */
+    double least = HUGE_VAL;
+    for (int i = 0; i < rq->prof->n_layers; i++)
+        if (rq->prof->layers[i].n_points > 0) least = fmin(least, rq->prof->layers[i].batch[0]);
+    if (least < HUGE_VAL && pl->microbatch * MICRO_BELOW_PROFILE < least)
+        search_note(res, "the microbatch of %d sample%s is far below the profile's smallest measured batch (%g): its times are scaled in proportion to the batch, which overstates small microbatches on most accelerators (hint: profile at smaller batches, or fix --microbatches)",
+                    pl->microbatch, pl->microbatch == 1 ? "" : "s", least);
     res->timing = B->tm;
     res->bottleneck_s = B->ev.bottleneck_s;
     res->bottleneck_stage = B->ev.bottleneck_stage;

@@ -261,12 +261,39 @@ static void test_notes_match_plan(void)
     free(err);
 }
 
+/* A plan whose microbatch is more than 4 times below the profile's smallest
+ * measured batch (PipeDream's vgg16: one point at 128 images) says that its
+ * times are extrapolated; one at or above a quarter of it does not.  The
+ * microbatch is read from the plan's own header line. */
+static void test_note_micro_below_profile(void)
+{
+    char shared[600];
+    const char *vgg = test_shared("pipedream/vgg16.txt", shared, sizeof shared);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(vgg);
+    static const char *const extra[] = {"", "--microbatches 4", "--microbatches 2"};
+    for (int i = 0; i < 3; i++) {
+        char args[900], *out = NULL, *err = NULL;
+        snprintf(args, sizeof args, "plan --profile %s --devices 8 %s", vgg, extra[i]);
+        CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &out, &err), 0);
+        const char *h = strstr(out ? out : "", "microbatches of ");
+        int micro = 0;
+        CU_ASSERT_FATAL(h && sscanf(h, "microbatches of %d", &micro) == 1 && micro > 0);
+        int noted = strstr(out, "far below the profile's smallest measured batch (128)") != NULL;
+        CU_ASSERT_EQUAL(noted, micro * 4 < 128);
+        if (i == 0) CU_ASSERT(micro * 4 < 128); /* the default question does go below */
+        if (i == 2) CU_ASSERT_EQUAL(micro, 64); /* and this one does not */
+        free(out);
+        free(err);
+    }
+}
+
 TEST_SUITE(plan_cli)
 {
     test_add_suite("plan_cli");
     test_add("plan vgg16 and export it to torch and deepspeed", test_plan_vgg16);
     test_add("plan gpt2 and export a Megatron layout", test_megatron_gpt2);
     test_add("notes name no microbatch count but the plan's", test_notes_match_plan);
+    test_add("a microbatch far below the profile's smallest batch is noted", test_note_micro_below_profile);
     test_add("bad input: exit 2, no output file", test_bad_input);
     test_add("clean up", test_cleanup);
 }
