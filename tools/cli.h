@@ -27,6 +27,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 int cmd_plot_validate(int argc, char **argv); /* cmd_plot --kind validate */
 
 /* Print "cleave: <message>" for a failure and return its exit status. */
