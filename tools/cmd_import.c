@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cJSON.h>
-
 #include "base/fileio.h"
+#include "base/jsonx.h"
 #include "cli.h"
 #include "models/onnx_import.h"
 
@@ -51,28 +50,15 @@ int cmd_import(int argc, char **argv)
     model m;
     onnx_import_stats st;
     if (onnx_import(&m, path, name, &o, &st, &e)) return cli_report(&e);
-    cJSON *j = model_to_json(&m);
-    char *text = j ? cJSON_Print(j) : NULL;
-    cJSON_Delete(j);
     model_totals t = model_sum(&m);
-    int rc = CL_OK;
-    if (!text) rc = cl_fail(&e, CL_ERUN, "import: out of memory writing the model");
-    else {
-        size_t len = strlen(text);
-        char *nl = cl_malloc(len + 2);
-        memcpy(nl, text, len);
-        memcpy(nl + len, "\n", 2);
-        if (out) rc = cl_write_file(out, nl, len + 1, &e);
-        else fputs(nl, stdout);
-        free(nl);
-    }
+    /* cl_out underneath: "-" is stdout, a file is replaced atomically */
+    int rc = jx_save(out ? out : "-", model_to_json(&m), &e);
     if (!rc)
         fprintf(stderr, "cleave import: %s: opset %lld, %d nodes -> %d layers (%d blocks, %d constants folded%s), "
                         "%llu params, %.4g GMAC (conv/gemm/matmul), %.4g GFLOP forward\n",
                 path, (long long)st.opset, st.nodes, m.n_layers, st.blocks, st.constants,
                 st.unknown_priced ? ", unknown operators priced as memory-bound" : "",
                 (unsigned long long)t.params, st.macs / 1e9, t.fwd_flops / 1e9);
-    free(text);
     model_free(&m);
     return rc ? cli_report(&e) : 0;
 }

@@ -86,15 +86,44 @@ def export(net, x, path):
     print(f"{path}: {os.path.getsize(path)} bytes, {len(m.graph.node)} nodes")
 
 
+def bad(out):
+    """Small hand-built graphs (onnx.helper) that `cleave import` must refuse
+    with exit 2 naming the node: an unknown operator, a cycle, a huge and a
+    negative dimension, a missing input; and a tiny good one."""
+    from onnx import TensorProto, helper
+
+    def save(name, nodes, shape=(1, 4, 8, 8), inits=()):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        g = helper.make_graph(nodes, name, [x], [y], list(inits))
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        onnx.save(m, os.path.join(out, name + ".onnx"))
+
+    relu = helper.make_node("Relu", ["x"], ["r"], name="relu1")
+    save("tiny", [relu, helper.make_node("Relu", ["r"], ["y"], name="relu2")])
+    save("unknown_op", [relu, helper.make_node("Erf", ["r"], ["y"], name="erf1")])
+    save("cycle", [helper.make_node("Add", ["x", "b"], ["a"], name="loop_a"),
+                   helper.make_node("Relu", ["a"], ["b"], name="loop_b"),
+                   helper.make_node("Relu", ["b"], ["y"], name="after")])
+    save("missing_input", [helper.make_node("Add", ["x", "nowhere"], ["y"], name="add1")])
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 33, 4, 3, 3])
+    save("huge_dim", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_huge")], inits=[w])
+    save("negative_dim", [relu], shape=(1, 4, -8, 8))
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/onnx"
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
     img = torch.zeros(1, 3, 224, 224)
+    if len(sys.argv) > 2 and sys.argv[2] == "--bad-only":
+        bad(out)
+        return
     for name in ("resnet18", "resnet50", "vgg16", "mobilenet_v2", "densenet121"):
         net = getattr(torchvision.models, name)(weights=None)
         export(net, img, os.path.join(out, name + ".onnx"))
     export(GPT2Block(), torch.zeros(1, 128, 768), os.path.join(out, "gpt2_block.onnx"))
+    bad(out)
 
 
 if __name__ == "__main__":
