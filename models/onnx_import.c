@@ -348,7 +348,7 @@ static int native_fits(const ox *x, const ox_node *n, const ox_cost *c, double p
 static double take_params(ox *x, const ox_node *n)
 {
     double p = 0;
-    int bn = !strcmp(n->np->op_type, "BatchNormalization");
+    int bn = n->np->op_type && !strcmp(n->np->op_type, "BatchNormalization");
     for (int i = 0; i < n->n_in; i++) {
         ox_tensor *t = n->in[i];
         if (!t || !t->init || !t->is_float || t->counted < 0 || x->counted[t->counted]) continue;

@@ -342,10 +342,10 @@ static int op_reshape(const ox_node *n, ox_cost *c, cl_err *e)
             return cl_fail(e, CL_EINPUT, "%s: %s: target dimension %lld at axis %d is out of range",
                            n->file, n->label, (long long)s->vals[k], k);
         c->d[k] = v;
-        if (known > total) break;
+        if (known > total / v) { known = -1; break; } /* more than the input holds */
         known *= v;
     }
-    if (infer >= 0 && known <= total && total % known == 0) c->d[infer] = total / known;
+    if (infer >= 0 && known > 0 && total % known == 0) c->d[infer] = total / known;
     else if (infer >= 0) known = -1;
     if (infer >= 0 ? known < 0 : known != total)
         return cl_fail(e, CL_EINPUT, "%s: %s: target shape does not hold the input's %lld elements",
