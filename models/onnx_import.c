@@ -142,7 +142,7 @@ static int const_tensor(ox *x, const ox_node *n, const char *name, const Onnx__T
     int ti = new_tensor(x, name);
     ox_tensor *t = &x->t[ti];
     t->rank = (int)tp->n_dims;
-    memcpy(t->d, tp->dims, sizeof(int64_t) * tp->n_dims);
+    if (tp->n_dims) memcpy(t->d, tp->dims, sizeof(int64_t) * tp->n_dims); /* dims NULL when none */
     t->layer = OX_CONST;
     t->is_float = is_float_type(tp->data_type);
     t->init = init_ix >= 0 ? tp : NULL;
