@@ -4,7 +4,9 @@
  * Under the loader contract (CL_OK, or CL_EINPUT with one line starting with
  * the file name); an internal disagreement between the importer's shapes
  * and model_derive's comes back as CL_ERUN and fails the target.  A model
- * that imports must serialise and load again with the same totals. */
+ * that imports must serialise and load again with the same totals.  Odd-sized
+ * inputs run with --price-unknown memory, even-sized ones without (so the
+ * seed bad-unknown_op.onnx, 102 bytes, must be refused). */
 #include <string.h>
 
 #include <cJSON.h>
