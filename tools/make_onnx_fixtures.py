@@ -109,6 +109,11 @@ def bad(out):
     w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 33, 4, 3, 3])
     save("huge_dim", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_huge")], inits=[w])
     save("negative_dim", [relu], shape=(1, 4, -8, 8))
+    # 2^40 input elements, and target sizes whose running product passes
+    # 2^63 unless checked before multiplying
+    big = helper.make_tensor("big", TensorProto.INT64, [4], [1 << 20, 1 << 20, 1 << 31, -1])
+    save("reshape_overflow", [helper.make_node("Reshape", ["x", "big"], ["y"], name="reshape_big")],
+         shape=(1, 1 << 20, 1 << 20), inits=[big])
 
 
 def main():
