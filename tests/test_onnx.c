@@ -161,6 +161,7 @@ static void test_bad_files(void)
     refused(DIR "missing_input.onnx", "node add1 (Add): input \"nowhere\"", "");
     refused(DIR "huge_dim.onnx", "above the limit 2^31", "");
     refused(DIR "negative_dim.onnx", "negative dimension -8", "");
+    refused(DIR "old_opset.onnx", "operator set 5 is not supported", "");
     /* the running product of the target sizes passed 2^63 before the guard
      * (signed overflow: make ubsan fails without it) */
     refused(DIR "reshape_overflow.onnx", "node reshape_big (Reshape): target shape does not hold", "");

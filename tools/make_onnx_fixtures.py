@@ -92,11 +92,11 @@ def bad(out):
     negative dimension, a missing input; and a tiny good one."""
     from onnx import TensorProto, helper
 
-    def save(name, nodes, shape=(1, 4, 8, 8), inits=()):
+    def save(name, nodes, shape=(1, 4, 8, 8), inits=(), opset=17):
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))
         y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
         g = helper.make_graph(nodes, name, [x], [y], list(inits))
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
         onnx.save(m, os.path.join(out, name + ".onnx"))
 
     relu = helper.make_node("Relu", ["x"], ["r"], name="relu1")
@@ -109,6 +109,7 @@ def bad(out):
     w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 33, 4, 3, 3])
     save("huge_dim", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_huge")], inits=[w])
     save("negative_dim", [relu], shape=(1, 4, -8, 8))
+    save("old_opset", [relu], opset=5)
     # 2^40 input elements, and target sizes whose running product passes
     # 2^63 unless checked before multiplying
     big = helper.make_tensor("big", TensorProto.INT64, [4], [1 << 20, 1 << 20, 1 << 31, -1])
