@@ -21,14 +21,15 @@ WERROR  ?=
 
 # Debian packages cleave needs (see README, "Dependencies").
 DEB_PKGS = libgsl-dev libcjson-dev libcunit1-dev libopenblas-dev zlib1g-dev \
-           gnuplot-nox libopenmpi-dev openmpi-bin dataset-fashion-mnist pkg-config
+           gnuplot-nox libopenmpi-dev openmpi-bin dataset-fashion-mnist pkg-config \
+           libprotobuf-c-dev protobuf-c-compiler
 
 # pkg-config answers when this Makefile is read, which on a fresh machine is
 # before `deps` installed anything (and one missing .pc empties the whole
 # answer).  So every target that compiles runs `deps` first and then a
 # second make, which reads the Makefile again and asks pkg-config then; the
 # compile rules also check (pkg-check) that every module was found.
-PKG_MODULES = gsl libcjson openblas zlib ompi-c
+PKG_MODULES = gsl libcjson openblas zlib ompi-c libprotobuf-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKG_MODULES) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKG_MODULES) 2>/dev/null)
 # GSL's pkg-config pulls in its reference CBLAS; OpenBLAS must come first so
@@ -55,7 +56,7 @@ SRC_DIRS = base models profiles core sim exec/nn planner exec/ckpt exec/run exec
 MAIN_SRC = tools/cleave.c tools/asan_defaults.c
 LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))
 GP_TMPL  = $(wildcard tools/gnuplot/*.gp)
-LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/gp_templates.o
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/gp_templates.o $(BUILD)/gen/onnx_subset.pb-c.o
 TEST_SRC = $(wildcard tests/*.c)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
@@ -95,6 +96,19 @@ $(BUILD)/gen/gp_templates.c: $(GP_TMPL) tools/embed_templates.sh
 
 $(BUILD)/gen/gp_templates.o: $(BUILD)/gen/gp_templates.c | pkg-check
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+# `cleave import`'s ONNX decoder: our own subset of the ONNX schema
+# (models/onnx/onnx_subset.proto) compiled by protoc-c; generated, not committed.
+$(BUILD)/gen/onnx_subset.pb-c.c $(BUILD)/gen/onnx_subset.pb-c.h &: models/onnx/onnx_subset.proto
+	@mkdir -p $(BUILD)/gen
+	$(SAY) "  PROTOC  $<"
+	$(Q)protoc-c --proto_path=models/onnx --c_out=$(BUILD)/gen $<
+
+$(BUILD)/gen/onnx_subset.pb-c.o: $(BUILD)/gen/onnx_subset.pb-c.c | pkg-check
+	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/models/onnx_import.o $(BUILD)/models/onnx_ops.o: $(BUILD)/gen/onnx_subset.pb-c.h
+$(BUILD)/models/onnx_import.o $(BUILD)/models/onnx_ops.o: CFLAGS_ALL += -I$(BUILD)/gen
 
 $(BUILD)/%.o: %.c | pkg-check
 	@mkdir -p $(dir $@)

@@ -15,6 +15,7 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    {"import",  cmd_import,  "turn an ONNX graph into a cleave model file"},
     {"inspect", cmd_inspect, "show a model, cluster, profile or plan file as a table"},
     {"plan",    cmd_plan,    "partition a model over a cluster: stages, devices, schedule"},
     {"sim",     cmd_sim,     "simulate a plan's schedule event by event: time, bubble, memory, trace"},

@@ -38,7 +38,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
-
+int cmd_import(int argc, char **argv);
 
 /* cmd_plot --kind validate: files are cleave validate --json results */
 struct cli_list;

@@ -10,6 +10,7 @@
 #include "common.c"
 #include "fuzz_cluster.c"
 #include "fuzz_model.c"
+#include "fuzz_onnx.c"
 #include "fuzz_pipedream.c"
 #include "fuzz_profile.c"
 #if __has_include("fuzz_plan.c")
@@ -35,6 +36,7 @@ typedef struct fuzz_target {
 static const fuzz_target fuzz_targets[] = {
     {"cluster", fuzz_cluster},
     {"model", fuzz_model},
+    {"onnx", fuzz_onnx},
     {"pipedream", fuzz_pipedream},
     {"profile", fuzz_profile},
 #ifdef FUZZ_HAVE_PLAN
