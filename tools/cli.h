@@ -58,6 +58,9 @@ int cli_int(const char *cmd, const char *opt, const char *s, int64_t lo, int64_t
             int64_t *out);
 int cli_num(const char *cmd, const char *opt, const char *s, double lo, double hi,
             double *out);
+/* "X" or "X,Y", reals of at least lo (--bandwidth B,B2): a[0] = X, and
+ * a[1] = Y when given (else left as it is); *n gets how many were given. */
+int cli_num_pair(const char *cmd, const char *opt, const char *s, double lo, double a[2], int *n);
 /* Comma-separated integers ("1,2,4,8") into a caller-freed array. */
 int cli_int_list(const char *cmd, const char *opt, const char *s, int64_t lo,
                  int64_t hi, int64_t **out, int *n);
