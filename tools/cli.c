@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "cli.h"
 
 int cli_report(const cl_err *e)
@@ -131,6 +133,12 @@ int cli_int_list(const char *cmd, const char *opt, const char *s, int64_t lo,
     *out = v;
     *n = k;
     return CL_OK;
+}
+
+cJSON *cli_json_add_numbers(cJSON *o, const cli_json_num *t, int n)
+{
+    for (int i = 0; i < n; i++) cJSON_AddNumberToObject(o, t[i].key, t[i].v);
+    return o;
 }
 
 int cli_stderr_tty(void)

@@ -132,6 +132,15 @@ const char *cli_find(const cli_spec *s, int argc, char **argv, const char *name)
  * order, "{}" replaced by the field's value in defaults. */
 void cli_help(const cli_spec *s, const void *defaults, FILE *f);
 
+/* Numbers written as a table: add t[i].key: t[i].v to the JSON object o,
+ * in order; returns o. */
+typedef struct cli_json_num {
+    const char *key;
+    double v;
+} cli_json_num;
+struct cJSON;
+struct cJSON *cli_json_add_numbers(struct cJSON *o, const cli_json_num *t, int n);
+
 /* True when stderr is a terminal (progress bars go there and only then). */
 int cli_stderr_tty(void);
 
