@@ -48,9 +48,20 @@ static const cli_opt links_opts[] = {
 #undef LA
 static const cli_spec links_spec = {"profile", links_opts, CLI_N(links_opts), .help_col = 21};
 
+/* The options' values before argv: the link probe's defaults. */
+static void defaults(links_args *a)
+{
+    memset(a, 0, sizeof *a);
+    exec_link_opts_default(&a->o);
+    a->backend = a->o.backend;
+    a->min_bytes = (int64_t)a->o.min_bytes;
+    a->max_bytes = (int64_t)a->o.max_bytes;
+}
+
 static void help(void)
 {
-    links_args d = {.min_bytes = EXEC_LINK_MIN_BYTES, .max_bytes = (int64_t)EXEC_LINK_MAX_BYTES};
+    links_args d;
+    defaults(&d);
     printf("usage: cleave profile --links [--backend threads|mpi] -o CLUSTER.json [options]\n"
            "       mpirun -np 2 cleave profile --links --backend mpi -o CLUSTER.json\n\n"
            "Ping-pong one message between two workers over sizes from 8 B to 64 MiB\n"
@@ -64,11 +75,7 @@ static void help(void)
 static int parse(int argc, char **argv, links_args *a)
 {
     const char *cmd = "profile";
-    memset(a, 0, sizeof *a);
-    exec_link_opts_default(&a->o);
-    a->backend = a->o.backend;
-    a->min_bytes = (int64_t)a->o.min_bytes;
-    a->max_bytes = (int64_t)a->o.max_bytes;
+    defaults(a);
     int rc = cli_parse(&links_spec, argc, argv, a, 0);
     if (rc == CLI_HELP) help();
     if (rc) return rc;
