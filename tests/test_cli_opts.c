@@ -207,34 +207,35 @@ static void test_json_numbers(void)
     cJSON_Delete(o);
 }
 
+/* Do `cmd ARGS_A OUT dir/a` and `cmd ARGS_B OUT dir/b` both succeed and
+ * write the same bytes (OUT: the command's file option)? */
+static int same_file(const char *dir, const char *cmd, const char *args_a, const char *args_b,
+                     const char *out)
+{
+    char args[1200], path[2][600];
+    const char *form[2] = {args_a, args_b};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path[i], sizeof path[i], "%s/%c.out", dir, 'a' + i);
+        snprintf(args, sizeof args, "%s %s %s %s", cmd, form[i], out, path[i]);
+        if (test_run_cli(args, NULL, NULL) != 0) return 0;
+    }
+    char *x = test_slurp(path[0]), *y = test_slurp(path[1]);
+    int same = x && y && !strcmp(x, y);
+    free(x);
+    free(y);
+    return same;
+}
+
 /* plan --bandwidth B --latency L means B,B and L,L; sweep's B alone keeps
  * the inter-node default (1.25e9 bytes/s, 5e-5 s: sweep --help) */
 static void test_link_pairs(void)
 {
-    char *dir = test_tmpdir(), args[1200], a[600], b[600];
-    const char *plan = "plan --model models/fmnist-mlp.json --devices 4 --per-node 2 --device cpu-core";
-    snprintf(a, sizeof a, "%s/a.json", dir);
-    snprintf(b, sizeof b, "%s/b.json", dir);
-    snprintf(args, sizeof args, "%s --bandwidth 3e8 --latency 2e-4 -o %s", plan, a);
-    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
-    snprintf(args, sizeof args, "%s --bandwidth 3e8,3e8 --latency 2e-4,2e-4 -o %s", plan, b);
-    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
-    char *x = test_slurp(a), *y = test_slurp(b);
-    CU_ASSERT(x && y && !strcmp(x, y));
-    free(x);
-    free(y);
-    const char *sweep = "sweep --model models/fmnist-mlp.json --device cpu-core --devices 1,4 "
-                        "--devices-per-node 2 --quiet";
-    snprintf(a, sizeof a, "%s/a.csv", dir);
-    snprintf(b, sizeof b, "%s/b.csv", dir);
-    snprintf(args, sizeof args, "%s --bandwidth 3e8 --latency 2e-4 --csv %s", sweep, a);
-    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
-    snprintf(args, sizeof args, "%s --bandwidth 3e8,1.25e9 --latency 2e-4,5e-5 --csv %s", sweep, b);
-    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
-    x = test_slurp(a), y = test_slurp(b);
-    CU_ASSERT(x && y && !strcmp(x, y));
-    free(x);
-    free(y);
+    char *dir = test_tmpdir();
+    CU_ASSERT(same_file(dir, "plan --model models/fmnist-mlp.json --devices 4 --per-node 2 --device cpu-core",
+                        "--bandwidth 3e8 --latency 2e-4", "--bandwidth 3e8,3e8 --latency 2e-4,2e-4", "-o"));
+    CU_ASSERT(same_file(dir, "sweep --model models/fmnist-mlp.json --device cpu-core --devices 1,4 "
+                             "--devices-per-node 2 --quiet",
+                        "--bandwidth 3e8 --latency 2e-4", "--bandwidth 3e8,1.25e9 --latency 2e-4,5e-5", "--csv"));
     test_rmtree(dir);
 }
 
