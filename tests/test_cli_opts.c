@@ -5,7 +5,9 @@
  * `cleave --version`, `plan -o -` and `plan --json` giving stdout that is
  * one JSON document (the same bytes as the file), the same plan from every
  * spelling of its options, the one-line refusal naming the candidates, and
- * train's --lr-schedule with --schedule refused with its hint.
+ * train's --lr-schedule with --schedule refused with its hint; the B[,B2]
+ * reader and the JSON number table the commands share, and what plan's and
+ * sweep's --bandwidth B alone mean.
  *
  * The in-process cases compare against values written here by hand; the
  * end-to-end ones against the file the long-established spelling writes. */
@@ -175,6 +177,66 @@ static void test_kinds_and_refusals(void)
     /* the last of a repeated option wins */
     CU_ASSERT_EQUAL(PARSE(&t, "--model", "a", "--model=b"), 0);
     CU_ASSERT(str_is(t.model, "b"));
+}
+
+/* "B" or "B,B2": how many were given, a[1] left alone when one was */
+static void test_num_pair(void)
+{
+    double a[2] = {-1, -1};
+    int n = 0;
+    CU_ASSERT_EQUAL(cli_num_pair("t", "--bw", "5", 1, a, &n), 0);
+    CU_ASSERT(n == 1 && a[0] == 5 && a[1] == -1);
+    CU_ASSERT_EQUAL(cli_num_pair("t", "--bw", "2e3,7.5", 1, a, &n), 0);
+    CU_ASSERT(n == 2 && a[0] == 2e3 && a[1] == 7.5);
+    CU_ASSERT_EQUAL(cli_num_pair("t", "--bw", "5,x", 1, a, &n), 2);
+    CU_ASSERT_EQUAL(cli_num_pair("t", "--bw", "5,", 1, a, &n), 2);
+    CU_ASSERT_EQUAL(cli_num_pair("t", "--bw", "0.5", 1, a, &n), 2); /* below lo */
+    CU_ASSERT_EQUAL(cli_num_pair("t", "--bw", "inf", 1, a, &n), 2);
+}
+
+/* a table of numbers: the members in table order, values exact */
+static void test_json_numbers(void)
+{
+    const cli_json_num v[] = {{"b", 2}, {"a", 0.125}, {"c", -3e9}};
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "first", "x");
+    CU_ASSERT_PTR_EQUAL(cli_json_add_numbers(o, v, CLI_N(v)), o);
+    char *text = cJSON_PrintUnformatted(o);
+    CU_ASSERT(str_is(text, "{\"first\":\"x\",\"b\":2,\"a\":0.125,\"c\":-3000000000}"));
+    free(text);
+    cJSON_Delete(o);
+}
+
+/* Do `cmd ARGS_A OUT dir/a` and `cmd ARGS_B OUT dir/b` both succeed and
+ * write the same bytes (OUT: the command's file option)? */
+static int same_file(const char *dir, const char *cmd, const char *args_a, const char *args_b,
+                     const char *out)
+{
+    char args[1200], path[2][600];
+    const char *form[2] = {args_a, args_b};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path[i], sizeof path[i], "%s/%c.out", dir, 'a' + i);
+        snprintf(args, sizeof args, "%s %s %s %s", cmd, form[i], out, path[i]);
+        if (test_run_cli(args, NULL, NULL) != 0) return 0;
+    }
+    char *x = test_slurp(path[0]), *y = test_slurp(path[1]);
+    int same = x && y && !strcmp(x, y);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* plan --bandwidth B --latency L means B,B and L,L; sweep's B alone keeps
+ * the inter-node default (1.25e9 bytes/s, 5e-5 s: sweep --help) */
+static void test_link_pairs(void)
+{
+    char *dir = test_tmpdir();
+    CU_ASSERT(same_file(dir, "plan --model models/fmnist-mlp.json --devices 4 --per-node 2 --device cpu-core",
+                        "--bandwidth 3e8 --latency 2e-4", "--bandwidth 3e8,3e8 --latency 2e-4,2e-4", "-o"));
+    CU_ASSERT(same_file(dir, "sweep --model models/fmnist-mlp.json --device cpu-core --devices 1,4 "
+                             "--devices-per-node 2 --quiet",
+                        "--bandwidth 3e8 --latency 2e-4", "--bandwidth 3e8,1.25e9 --latency 2e-4,5e-5", "--csv"));
+    test_rmtree(dir);
 }
 
 static void test_find(void)
@@ -372,6 +434,9 @@ TEST_SUITE(cli_opts)
     test_add("-- ends the options", test_double_dash);
     test_add("abbreviations: unique accepted, ambiguous refused, exact wins", test_abbreviations);
     test_add("value kinds, ranges, refusals, list options", test_kinds_and_refusals);
+    test_add("cli_num_pair: B or B,B2", test_num_pair);
+    test_add("cli_json_add_numbers: members in table order", test_json_numbers);
+    test_add("plan's B means B,B; sweep's B keeps the inter-node default", test_link_pairs);
     test_add("cli_find: the hand-over look-up", test_find);
     test_add("--help list from the table", test_help_list);
     test_add("cleave --version and cleave version", test_version);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "cli.h"
 
 int cli_report(const cl_err *e)
@@ -98,6 +100,18 @@ int cli_num(const char *cmd, const char *opt, const char *s, double lo, double h
     return parse_num(0, cmd, opt, s, lo, hi, out);
 }
 
+int cli_num_pair(const char *cmd, const char *opt, const char *s, double lo, double a[2], int *n)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *comma = strchr(buf, ',');
+    if (comma) *comma = '\0';
+    *n = comma ? 2 : 1;
+    int rc = cli_num(cmd, opt, buf, lo, 1e300, &a[0]);
+    if (!rc && comma) rc = cli_num(cmd, opt, comma + 1, lo, 1e300, &a[1]);
+    return rc;
+}
+
 int cli_int_list(const char *cmd, const char *opt, const char *s, int64_t lo,
                  int64_t hi, int64_t **out, int *n)
 {
@@ -119,6 +133,12 @@ int cli_int_list(const char *cmd, const char *opt, const char *s, int64_t lo,
     *out = v;
     *n = k;
     return CL_OK;
+}
+
+cJSON *cli_json_add_numbers(cJSON *o, const cli_json_num *t, int n)
+{
+    for (int i = 0; i < n; i++) cJSON_AddNumberToObject(o, t[i].key, t[i].v);
+    return o;
 }
 
 int cli_stderr_tty(void)

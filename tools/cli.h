@@ -58,6 +58,9 @@ int cli_int(const char *cmd, const char *opt, const char *s, int64_t lo, int64_t
             int64_t *out);
 int cli_num(const char *cmd, const char *opt, const char *s, double lo, double hi,
             double *out);
+/* "X" or "X,Y", reals of at least lo (--bandwidth B,B2): a[0] = X, and
+ * a[1] = Y when given (else left as it is); *n gets how many were given. */
+int cli_num_pair(const char *cmd, const char *opt, const char *s, double lo, double a[2], int *n);
 /* Comma-separated integers ("1,2,4,8") into a caller-freed array. */
 int cli_int_list(const char *cmd, const char *opt, const char *s, int64_t lo,
                  int64_t hi, int64_t **out, int *n);
@@ -128,6 +131,15 @@ const char *cli_find(const cli_spec *s, int argc, char **argv, const char *name)
 /* The option list of --help: each option with a description, in table
  * order, "{}" replaced by the field's value in defaults. */
 void cli_help(const cli_spec *s, const void *defaults, FILE *f);
+
+/* Numbers written as a table: add t[i].key: t[i].v to the JSON object o,
+ * in order; returns o. */
+typedef struct cli_json_num {
+    const char *key;
+    double v;
+} cli_json_num;
+struct cJSON;
+struct cJSON *cli_json_add_numbers(struct cJSON *o, const cli_json_num *t, int n);
 
 /* True when stderr is a terminal (progress bars go there and only then). */
 int cli_stderr_tty(void);

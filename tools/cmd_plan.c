@@ -105,20 +105,6 @@ static int help(void)
     return 0;
 }
 
-/* "B" or "B,B2" into a[0], a[1] (a[1] = a[0] when absent). */
-static int two_nums(const char *opt, const char *s, double lo, double *a)
-{
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *comma = strchr(buf, ',');
-    if (comma) *comma = '\0';
-    int rc = cli_num("plan", opt, buf, lo, 1e300, &a[0]);
-    if (rc) return rc;
-    a[1] = a[0];
-    if (comma) rc = cli_num("plan", opt, comma + 1, lo, 1e300, &a[1]);
-    return rc;
-}
-
 static int is_pipedream(const char *path)
 {
     size_t n = strlen(path);
@@ -209,11 +195,14 @@ int cmd_plan(int argc, char **argv)
     int bw_given = pa.bandwidth != NULL, lat_given = pa.latency != NULL;
     plan_request rq = {.schedule = -1, .algo = (plan_algo)pa.algo, .optimizer = (plan_optim)pa.optimizer,
                        .comm = !pa.comm_off, .replication = !pa.no_replication, .chunks = pa.chunks};
-    if ((bw_given && (rc = two_nums("--bandwidth", pa.bandwidth, 1e-300, bw))) ||
-        (lat_given && (rc = two_nums("--latency", pa.latency, 0, lat))) ||
+    int n_bw = 0, n_lat = 0;
+    if ((bw_given && (rc = cli_num_pair("plan", "--bandwidth", pa.bandwidth, 1e-300, bw, &n_bw))) ||
+        (lat_given && (rc = cli_num_pair("plan", "--latency", pa.latency, 0, lat, &n_lat))) ||
         (pa.micro && strcmp(pa.micro, "auto") != 0 &&
          (rc = cli_int("plan", "--microbatches", pa.micro, 1, 1 << 30, &micro))))
         return rc;
+    if (n_bw == 1) bw[1] = bw[0]; /* B alone: the same between nodes */
+    if (n_lat == 1) lat[1] = lat[0];
     if (pa.schedule && strcmp(pa.schedule, "auto") != 0) {
         rq.schedule = sched_kind_from_name(pa.schedule);
         if (rq.schedule < 0)

@@ -262,6 +262,16 @@ static void merge_lanes(trace_data *d)
     }
 }
 
+/* Draw g with template tmpl into out, unless the time budget ran out while
+ * its data was written (the charts' common end); frees g. */
+static int render(gp_plot *g, const char *tmpl, const char *out, int width, int height, cl_err *e)
+{
+    int rc = cl_budget_over() ? cl_budget_fail(e, "writing the chart's data", "plot a shorter trace")
+                              : gp_render(g, tmpl, out, width, height, e);
+    gp_free(g);
+    return rc;
+}
+
 static int gantt(const char *trace, trace_data *d, const char *out, const char *title,
                  int width, int height, cl_err *e)
 {
@@ -353,9 +363,7 @@ static int gantt(const char *trace, trace_data *d, const char *out, const char *
             fprintf(f, "%.9g %d %.9g 0.4\n", a + w / 2, pos[s->row], w / 2);
         }
     }
-    int rc = cl_budget_over() ? cl_budget_fail(e, "writing the chart's data", "plot a shorter trace")
-                              : gp_render(g, "gantt", out, width, height, e);
-    gp_free(g);
+    int rc = render(g, "gantt", out, width, height, e);
     free(pos);
     free(sorted);
     return rc;
@@ -407,9 +415,7 @@ static int memory(const char *trace, trace_data *d, const char *out, const char 
     }
     free(rt);
     free(rv);
-    int rc = cl_budget_over() ? cl_budget_fail(e, "writing the chart's data", "plot a shorter trace")
-                              : gp_render(g, "memory", out, width, height, e);
-    gp_free(g);
+    int rc = render(g, "memory", out, width, height, e);
     free(keep);
     free(peak);
     return rc;

@@ -48,9 +48,20 @@ static const cli_opt links_opts[] = {
 #undef LA
 static const cli_spec links_spec = {"profile", links_opts, CLI_N(links_opts), .help_col = 21};
 
+/* The options' values before argv: the link probe's defaults. */
+static void defaults(links_args *a)
+{
+    memset(a, 0, sizeof *a);
+    exec_link_opts_default(&a->o);
+    a->backend = a->o.backend;
+    a->min_bytes = (int64_t)a->o.min_bytes;
+    a->max_bytes = (int64_t)a->o.max_bytes;
+}
+
 static void help(void)
 {
-    links_args d = {.min_bytes = EXEC_LINK_MIN_BYTES, .max_bytes = (int64_t)EXEC_LINK_MAX_BYTES};
+    links_args d;
+    defaults(&d);
     printf("usage: cleave profile --links [--backend threads|mpi] -o CLUSTER.json [options]\n"
            "       mpirun -np 2 cleave profile --links --backend mpi -o CLUSTER.json\n\n"
            "Ping-pong one message between two workers over sizes from 8 B to 64 MiB\n"
@@ -64,11 +75,7 @@ static void help(void)
 static int parse(int argc, char **argv, links_args *a)
 {
     const char *cmd = "profile";
-    memset(a, 0, sizeof *a);
-    exec_link_opts_default(&a->o);
-    a->backend = a->o.backend;
-    a->min_bytes = (int64_t)a->o.min_bytes;
-    a->max_bytes = (int64_t)a->o.max_bytes;
+    defaults(a);
     int rc = cli_parse(&links_spec, argc, argv, a, 0);
     if (rc == CLI_HELP) help();
     if (rc) return rc;
@@ -118,16 +125,13 @@ static void print_table(FILE *out, const links_args *a, const exec_link_sample *
 
 static cJSON *fit_json(const exec_link_fit *f)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "latency_s", f->latency_s);
-    cJSON_AddNumberToObject(o, "bandwidth_Bps", f->bw_Bps);
-    cJSON_AddNumberToObject(o, "latency_se_s", f->latency_se);
-    cJSON_AddNumberToObject(o, "inv_bandwidth_se_s_per_B", f->inv_bw_se);
-    cJSON_AddNumberToObject(o, "r2", f->r2);
-    cJSON_AddNumberToObject(o, "rms_rel_residual", f->rms_rel);
-    cJSON_AddNumberToObject(o, "max_rel_residual", f->max_rel);
-    cJSON_AddNumberToObject(o, "max_rel_residual_bytes", f->max_rel_bytes);
-    return o;
+    const cli_json_num v[] = {
+        {"latency_s", f->latency_s},     {"bandwidth_Bps", f->bw_Bps},
+        {"latency_se_s", f->latency_se}, {"inv_bandwidth_se_s_per_B", f->inv_bw_se},
+        {"r2", f->r2},                   {"rms_rel_residual", f->rms_rel},
+        {"max_rel_residual", f->max_rel}, {"max_rel_residual_bytes", f->max_rel_bytes},
+    };
+    return cli_json_add_numbers(cJSON_CreateObject(), v, CLI_N(v));
 }
 
 static int print_json(const links_args *a, const exec_link_sample *s, int n, const exec_link_fit *f,
@@ -137,17 +141,12 @@ static int print_json(const links_args *a, const exec_link_sample *s, int n, con
     cJSON_AddStringToObject(o, "backend", exec_link_backend_name(a->o.backend));
     cJSON *arr = cJSON_AddArrayToObject(o, "samples");
     for (int i = 0; i < n; i++) {
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddNumberToObject(x, "bytes", s[i].bytes);
-        cJSON_AddNumberToObject(x, "time_s", s[i].time_s);
-        cJSON_AddNumberToObject(x, "sd_s", s[i].sd_s);
-        cJSON_AddNumberToObject(x, "min_s", s[i].min_s);
-        cJSON_AddNumberToObject(x, "send_s", s[i].send_s);
-        cJSON_AddNumberToObject(x, "reps", s[i].reps);
-        cJSON_AddNumberToObject(x, "woke", s[i].woke);
-        cJSON_AddNumberToObject(x, "time_spin_s", s[i].time_spin_s);
-        cJSON_AddNumberToObject(x, "time_woke_s", s[i].time_woke_s);
-        cJSON_AddItemToArray(arr, x);
+        const cli_json_num v[] = {
+            {"bytes", s[i].bytes},   {"time_s", s[i].time_s},           {"sd_s", s[i].sd_s},
+            {"min_s", s[i].min_s},   {"send_s", s[i].send_s},           {"reps", s[i].reps},
+            {"woke", s[i].woke},     {"time_spin_s", s[i].time_spin_s}, {"time_woke_s", s[i].time_woke_s},
+        };
+        cJSON_AddItemToArray(arr, cli_json_add_numbers(cJSON_CreateObject(), v, CLI_N(v)));
     }
     cJSON_AddItemToObject(o, "fit", fit_json(f));
     cJSON_AddItemToObject(o, "send_fit", fit_json(fs));

@@ -146,14 +146,11 @@ static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *
 
 static cJSON *mem_json(const sim_mem *m)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "weights_bytes", m->weights);
-    cJSON_AddNumberToObject(o, "grads_bytes", m->grads);
-    cJSON_AddNumberToObject(o, "optimizer_bytes", m->optim);
-    cJSON_AddNumberToObject(o, "versions_bytes", m->versions);
-    cJSON_AddNumberToObject(o, "stash_bytes", m->stash);
-    cJSON_AddNumberToObject(o, "buffers_bytes", m->buffers);
-    return o;
+    const cli_json_num v[] = {
+        {"weights_bytes", m->weights},   {"grads_bytes", m->grads}, {"optimizer_bytes", m->optim},
+        {"versions_bytes", m->versions}, {"stash_bytes", m->stash}, {"buffers_bytes", m->buffers},
+    };
+    return cli_json_add_numbers(cJSON_CreateObject(), v, CLI_N(v));
 }
 
 static int print_json(const sim_args *a, const plan *p, const sched *sc, const sim_result *r)
@@ -163,19 +160,19 @@ static int print_json(const sim_args *a, const plan *p, const sched *sc, const s
     cJSON_AddNumberToObject(o, "version", 1);
     cJSON_AddStringToObject(o, "plan", a->plan);
     cJSON_AddStringToObject(o, "schedule", kind_str(r->kind));
-    cJSON_AddNumberToObject(o, "microbatches", r->n_micro);
-    cJSON_AddNumberToObject(o, "iterations", r->n_iter);
-    cJSON_AddNumberToObject(o, "warmup_iterations", r->warmup_iters);
-    cJSON_AddNumberToObject(o, "measured_iterations", r->measured_iters);
+    const cli_json_num counts[] = {
+        {"microbatches", r->n_micro},            {"iterations", r->n_iter},
+        {"warmup_iterations", r->warmup_iters}, {"measured_iterations", r->measured_iters},
+    };
+    cli_json_add_numbers(o, counts, CLI_N(counts));
     cJSON_AddBoolToObject(o, "comm", !a->comm_off);
-    cJSON_AddNumberToObject(o, "samples_per_iteration", r->samples);
-    cJSON_AddNumberToObject(o, "iteration_s", r->iteration_s);
-    cJSON_AddNumberToObject(o, "throughput", r->throughput);
-    cJSON_AddNumberToObject(o, "bubble", r->bubble);
-    cJSON_AddNumberToObject(o, "comm_wait", r->comm_wait);
-    cJSON_AddNumberToObject(o, "sequential_s", r->sequential_s);
-    cJSON_AddNumberToObject(o, "speedup", r->speedup);
-    cJSON_AddNumberToObject(o, "makespan_s", r->makespan_s);
+    const cli_json_num figures[] = {
+        {"samples_per_iteration", r->samples}, {"iteration_s", r->iteration_s},
+        {"throughput", r->throughput},         {"bubble", r->bubble},
+        {"comm_wait", r->comm_wait},           {"sequential_s", r->sequential_s},
+        {"speedup", r->speedup},               {"makespan_s", r->makespan_s},
+    };
+    cli_json_add_numbers(o, figures, CLI_N(figures));
     cJSON *sent = cJSON_AddObjectToObject(o, "sent_bytes");
     cJSON_AddNumberToObject(sent, "intra", r->sent_bytes[CLUSTER_INTRA]);
     cJSON_AddNumberToObject(sent, "inter", r->sent_bytes[CLUSTER_INTER]);
@@ -192,18 +189,17 @@ static int print_json(const sim_args *a, const plan *p, const sched *sc, const s
             for (int q = 0; q < p->stages[s].n_replicas && !holds; q++) holds = p->stages[s].devices[q] == d->device;
             if (holds) cJSON_AddItemToArray(st, cJSON_CreateNumber(s));
         }
-        cJSON_AddNumberToObject(x, "busy", d->busy);
-        cJSON_AddNumberToObject(x, "idle", d->idle);
-        cJSON_AddNumberToObject(x, "comm_wait", d->comm_wait);
-        cJSON_AddNumberToObject(x, "busy_s", d->busy_s);
-        cJSON_AddNumberToObject(x, "idle_s", d->idle_s);
-        cJSON_AddNumberToObject(x, "comm_wait_s", d->comm_wait_s);
-        cJSON_AddNumberToObject(x, "peak_mem_bytes", d->peak_mem_bytes);
-        cJSON_AddNumberToObject(x, "peak_t_s", d->peak_t_s);
+        const cli_json_num load[] = {
+            {"busy", d->busy},         {"idle", d->idle},         {"comm_wait", d->comm_wait},
+            {"busy_s", d->busy_s},     {"idle_s", d->idle_s},     {"comm_wait_s", d->comm_wait_s},
+            {"peak_mem_bytes", d->peak_mem_bytes}, {"peak_t_s", d->peak_t_s},
+        };
+        cli_json_add_numbers(x, load, CLI_N(load));
         cJSON_AddItemToObject(x, "memory_at_peak", mem_json(&d->at_peak));
-        cJSON_AddNumberToObject(x, "peak_stash", d->peak_stash);
-        cJSON_AddNumberToObject(x, "peak_versions", d->peak_versions);
-        cJSON_AddNumberToObject(x, "sent_bytes", d->sent_bytes);
+        const cli_json_num peaks[] = {
+            {"peak_stash", d->peak_stash}, {"peak_versions", d->peak_versions}, {"sent_bytes", d->sent_bytes},
+        };
+        cli_json_add_numbers(x, peaks, CLI_N(peaks));
         cJSON_AddItemToArray(devs, x);
     }
     return jx_puts(o);

@@ -94,17 +94,6 @@ typedef struct sweep_row {
     char reason[1100];
 } sweep_row;
 
-static int two_nums(const char *opt, const char *s, double lo, double *a)
-{
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *comma = strchr(buf, ',');
-    if (comma) *comma = '\0';
-    int rc = cli_num("sweep", opt, buf, lo, 1e300, &a[0]);
-    if (!rc && comma) rc = cli_num("sweep", opt, comma + 1, lo, 1e300, &a[1]);
-    return rc;
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -122,9 +111,10 @@ static int parse(int argc, char **argv, sweep_args *a)
     a->s.schedules = SWEEP_DEFAULT_SCHEDULES;
     int rc = cli_parse(&sweep_spec, argc, argv, a, 0);
     if (rc) return rc == CLI_HELP ? help() - 1 : rc;
-    int quick_links = a->bandwidth || a->latency;
-    if ((a->bandwidth && (rc = two_nums("--bandwidth", a->bandwidth, 1e-300, a->bw))) ||
-        (a->latency && (rc = two_nums("--latency", a->latency, 0, a->lat))) ||
+    int quick_links = a->bandwidth || a->latency, n;
+    /* B alone leaves the inter-node default in place (plan's B sets both) */
+    if ((a->bandwidth && (rc = cli_num_pair("sweep", "--bandwidth", a->bandwidth, 1e-300, a->bw, &n))) ||
+        (a->latency && (rc = cli_num_pair("sweep", "--latency", a->latency, 0, a->lat, &n))) ||
         (a->devices_s && (rc = cli_int_list("sweep", "--devices", a->devices_s, 1, CLUSTER_MAX_DEVICES,
                                             &a->devices, &a->n_devices))))
         return rc;

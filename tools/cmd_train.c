@@ -26,16 +26,16 @@ static const cli_opt train_opts[] = {
      .help = "epochs (default {})"},
     {"batch", 0, CLI_INT, CLI_FIELD(train_cmd, a.opt.batch), 1, 65536, .arg = "B",
      .help = "minibatch size (default {})"},
-    TRAIN_OPT_LR(train_cmd, a, "learning rate (default {})"),
+    TRAIN_OPT_LR(train_cmd, a),
     TRAIN_OPT_LR_SCHEDULE(train_cmd, a, "constant or cosine (default cosine: lr decays to 0 over the run)"),
     TRAIN_OPT_MOMENTUM(train_cmd, a, "SGD momentum (default {})"),
-    TRAIN_OPT_WEIGHT_DECAY(train_cmd, a, "L2 weight decay on conv/linear weights (default {})"),
-    TRAIN_OPT_SEED(train_cmd, a, "seed of weights, dropout and shuffling (default {})"),
-    TRAIN_OPT_LIMIT(train_cmd, a, "use only the first N training samples"),
-    TRAIN_OPT_DATA(train_cmd, a, "folder with the Fashion-MNIST IDX files (default {})"),
-    TRAIN_OPT_SYNTHETIC(train_cmd, a, "train on N synthetic samples instead (N/4 test samples)"),
-    TRAIN_OPT_LOG(train_cmd, a, "also write the epoch lines as CSV (rewritten after each epoch)"),
-    TRAIN_OPT_SAVE_WEIGHTS(train_cmd, a, "write the trained weights (cleave-weights format)"),
+    TRAIN_OPT_WEIGHT_DECAY(train_cmd, a),
+    TRAIN_OPT_SEED(train_cmd, a),
+    TRAIN_OPT_LIMIT(train_cmd, a),
+    TRAIN_OPT_DATA(train_cmd, a),
+    TRAIN_OPT_SYNTHETIC(train_cmd, a),
+    TRAIN_OPT_LOG(train_cmd, a),
+    TRAIN_OPT_SAVE_WEIGHTS(train_cmd, a),
     TRAIN_OPT_CHECKPOINT(train_cmd, a, "write a checkpoint at each epoch end, every --checkpoint-every\n"
                                        "minibatches, and on SIGINT/SIGTERM (then stop, exit 130/143)"),
     TRAIN_OPT_CHECKPOINT_EVERY(train_cmd, a, "also every N minibatch steps (default 0: epoch ends only)"),
@@ -50,12 +50,10 @@ static const cli_spec train_spec = {"train", train_opts, CLI_N(train_opts), .hel
 static void help(void)
 {
     train_cmd d = {0};
-    train_args_defaults(&d.a);
-    d.a.data = EXEC_FMNIST_DIR;
-    printf("usage: cleave train --model FILE [options]\n\n"
-           "Train the model sequentially (one thread) and print one line per epoch:\n"
-           "mean training loss, training and test accuracy, samples/s, elapsed seconds.\n\n");
-    cli_help(&train_spec, &d, stdout);
+    train_args_help(&train_spec, &d, &d.a,
+                    "usage: cleave train --model FILE [options]\n\n"
+                    "Train the model sequentially (one thread) and print one line per epoch:\n"
+                    "mean training loss, training and test accuracy, samples/s, elapsed seconds.\n\n");
 }
 
 typedef struct bar {
@@ -193,14 +191,7 @@ int cmd_train(int argc, char **argv)
     }
     hist = cl_calloc((size_t)o.epochs, sizeof *hist);
     if (resume) {
-        size_t kl;
-        const char *kind = exec_ckpt_find(resume, "kind", &kl);
-        if (!kind || kl != 10 || memcmp(kind, "sequential", 10) != 0) {
-            rc = cl_fail(&e, CL_EINPUT, "%s: the checkpoint is not of a sequential run (hint: resume a pipelined run with cleave train --plan)",
-                         a.resume);
-            goto done;
-        }
-        if ((rc = exec_ckpt_check_ids(resume, ids, n_ids, &e)) ||
+        if ((rc = train_args_resume_check(resume, "sequential", a.resume, ids, n_ids, &e)) ||
             (rc = exec_trainer_restore(t, resume, train.n, &e)) ||
             (rc = load_hist(resume, hist, o.epochs, &n_hist, &e)))
             goto done;

@@ -41,17 +41,17 @@ static const cli_opt train_plan_opts[] = {
              "starts mpirun -np workers itself, as root too)"},
     {"trace", 0, CLI_STR, CLI_FIELD(TP, trace), .arg = "FILE",
      .help = "write the measured timeline as a Chrome trace"},
-    TRAIN_OPT_SAVE_WEIGHTS(TP, a, "write the trained weights (cleave-weights format)"),
-    TRAIN_OPT_LR(TP, a, "learning rate (default {})"),
+    TRAIN_OPT_SAVE_WEIGHTS(TP, a),
+    TRAIN_OPT_LR(TP, a),
     TRAIN_OPT_LR_SCHEDULE(TP, a, "constant or cosine (default cosine over the whole run)"),
     TRAIN_OPT_MOMENTUM(TP, a, "SGD momentum (default {} when the plan's optimizer is\n"
                               "momentum, 0 when it is sgd)"),
-    TRAIN_OPT_WEIGHT_DECAY(TP, a, "L2 weight decay on conv/linear weights (default {})"),
-    TRAIN_OPT_SEED(TP, a, "seed of weights, dropout and shuffling (default {})"),
-    TRAIN_OPT_LIMIT(TP, a, "use only the first N training samples"),
-    TRAIN_OPT_DATA(TP, a, "folder with the Fashion-MNIST IDX files (default {})"),
-    TRAIN_OPT_SYNTHETIC(TP, a, "train on N synthetic samples instead (N/4 test samples)"),
-    TRAIN_OPT_LOG(TP, a, "also write the epoch lines as CSV (rewritten after each epoch)"),
+    TRAIN_OPT_WEIGHT_DECAY(TP, a),
+    TRAIN_OPT_SEED(TP, a),
+    TRAIN_OPT_LIMIT(TP, a),
+    TRAIN_OPT_DATA(TP, a),
+    TRAIN_OPT_SYNTHETIC(TP, a),
+    TRAIN_OPT_LOG(TP, a),
     TRAIN_OPT_CHECKPOINT(TP, a, "write a checkpoint at each epoch end and every\n"
                                 "--checkpoint-every N iterations (flushing schedules only);\n"
                                 "threads: SIGINT/SIGTERM stop at an iteration end after one"),
@@ -71,15 +71,13 @@ static const cli_spec train_plan_spec = {"train", train_plan_opts, CLI_N(train_p
 static void help(void)
 {
     train_plan_cmd d = {0};
-    train_args_defaults(&d.a);
-    d.a.data = EXEC_FMNIST_DIR;
-    printf("usage: cleave train --plan FILE [--backend threads|mpi] [options]\n"
-           "       mpirun -np N cleave train --plan FILE --backend mpi [options]\n\n"
-           "Train the plan's model pipelined: one worker per device of the plan, each\n"
-           "running its stages' op lists (the schedule the simulator replays), passing\n"
-           "activations and gradients through bounded channels.  One line per epoch:\n"
-           "mean training loss, training and test accuracy, samples/s, elapsed seconds.\n\n");
-    cli_help(&train_plan_spec, &d, stdout);
+    train_args_help(&train_plan_spec, &d, &d.a,
+                    "usage: cleave train --plan FILE [--backend threads|mpi] [options]\n"
+                    "       mpirun -np N cleave train --plan FILE --backend mpi [options]\n\n"
+                    "Train the plan's model pipelined: one worker per device of the plan, each\n"
+                    "running its stages' op lists (the schedule the simulator replays), passing\n"
+                    "activations and gradients through bounded channels.  One line per epoch:\n"
+                    "mean training loss, training and test accuracy, samples/s, elapsed seconds.\n\n");
 }
 
 typedef struct ctx {
@@ -245,14 +243,7 @@ int cmd_train_plan(int argc, char **argv)
         o.ckpt_every = a.every;
     }
     if (resume) {
-        size_t kl;
-        const char *kind = exec_ckpt_find(resume, "kind", &kl);
-        if (!kind || kl != 9 || memcmp(kind, "pipelined", 9) != 0) {
-            rc = cl_fail(&e, CL_EINPUT, "%s: the checkpoint is not of a pipelined run (hint: resume a sequential run without --plan)",
-                         a.resume);
-            goto done;
-        }
-        if ((rc = exec_ckpt_check_ids(resume, ids, n_ids, &e))) goto done;
+        if ((rc = train_args_resume_check(resume, "pipelined", a.resume, ids, n_ids, &e))) goto done;
         o.resume = resume;
     }
     o.train = &train;

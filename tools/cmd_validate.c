@@ -62,9 +62,16 @@ static const cli_opt val_opts[] = {
 static const cli_spec val_spec = {"validate", val_opts, CLI_N(val_opts), .args = CLI_AT(val_args, args),
                                   .help_col = 21};
 
+/* The options' values before argv. */
+static void defaults(val_args *a)
+{
+    *a = (val_args){.iters = DEFAULT_ITERS, .reps = DEFAULT_REPS};
+}
+
 static void help(void)
 {
-    val_args d = {.iters = DEFAULT_ITERS, .reps = DEFAULT_REPS};
+    val_args d;
+    defaults(&d);
     printf("usage: cleave validate --plan PLAN.json [--profile P.json] [--links CLUSTER.json]\n"
            "                       [--iterations N] [--backend threads|mpi] [--json]\n"
            "                       [--trace FILE] [--sim-trace FILE] [--reps N] [--layer-costs]\n\n"
@@ -78,9 +85,7 @@ static void help(void)
 static int parse(int argc, char **argv, val_args *a)
 {
     const char *cmd = "validate";
-    memset(a, 0, sizeof *a);
-    a->iters = DEFAULT_ITERS;
-    a->reps = DEFAULT_REPS;
+    defaults(a);
     int rc = cli_parse(&val_spec, argc, argv, a, 0);
     if (rc == CLI_HELP) help();
     if (rc) return rc;

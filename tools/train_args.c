@@ -15,6 +15,14 @@ void train_args_defaults(train_args *a)
     exec_train_defaults(&a->opt);
 }
 
+void train_args_help(const cli_spec *s, void *defaults, train_args *a, const char *usage)
+{
+    train_args_defaults(a);
+    a->data = EXEC_FMNIST_DIR;
+    fputs(usage, stdout);
+    cli_help(s, defaults, stdout);
+}
+
 _Static_assert(EXEC_LR_CONSTANT == 0 && EXEC_LR_COSINE == 1,
                "TRAIN_OPT_LR_SCHEDULE's words are in exec_lr_schedule's order");
 _Static_assert(sizeof(exec_lr_schedule) == sizeof(int), "an enum option fills an int");
@@ -64,6 +72,18 @@ int train_args_data(const train_args *a, const model *m, const char *file, exec_
         return rc;
     exec_data_normalise(train, test, mean, sd);
     return CL_OK;
+}
+
+int train_args_resume_check(const exec_ckpt *c, const char *kind, const char *path,
+                            const exec_ckpt_id *ids, int n, cl_err *e)
+{
+    size_t len;
+    const char *got = exec_ckpt_find(c, "kind", &len);
+    if (!got || len != strlen(kind) || memcmp(got, kind, len) != 0)
+        return cl_fail(e, CL_EINPUT, "%s: the checkpoint is not of a %s run (hint: %s)", path, kind,
+                       strcmp(kind, "sequential") == 0 ? "resume a pipelined run with cleave train --plan"
+                                                       : "resume a sequential run without --plan");
+    return exec_ckpt_check_ids(c, ids, n, e);
 }
 
 const char *train_args_schedule_name(exec_lr_schedule s)
