@@ -1,0 +1,132 @@
+/* test_fma_peak.c - the FMA peak probe (exec/probe/fma_peak.h) against what
+ * can be known without a clock: the loop's FMA count (from its results), the
+ * widths against the compiler's cpuid checks, and the measured peak within
+ * physical bounds; and the executor's kernel dispatch by feature. */
+#include <math.h>
+
+#include "exec/nn/gemm.h"
+#include "exec/nn/kern.h"
+#include "exec/probe/fma_peak.h"
+#include "test.h"
+
+static int widths(int w[3])
+{
+    exec_cpu_feat f;
+    exec_cpu_features(&f);
+    return exec_fma_widths(&f, w);
+}
+
+/* The closed form: chains x (width / 32) lanes x 2 operations per iteration. */
+static void test_flop_count(void)
+{
+    CU_ASSERT_EQUAL(exec_fma_flops(512, 1000), 2.0 * 16 * 12 * 1000);
+    CU_ASSERT_EQUAL(exec_fma_flops(256, 7), 2.0 * 8 * 12 * 7);
+    CU_ASSERT_EQUAL(exec_fma_flops(128, 0), 0);
+}
+
+/* With mul = add = 1 every FMA adds 1 to one lane of one accumulator, so the
+ * sum of all lanes is the start values plus the number of lane FMAs the loop
+ * really did: half the FLOPs exec_fma_flops credits it with. */
+static void test_loop_does_the_counted_fmas(void)
+{
+    int w[3], n = widths(w);
+    const long iters[] = {0, 1, 13, 1000, 65536};
+    for (int k = 0; k < n; k++) {
+        double lanes = w[k] / 32, start = lanes * (EXEC_FMA_CHAINS - 1) * EXEC_FMA_CHAINS / 2;
+        for (size_t i = 0; i < sizeof iters / sizeof iters[0]; i++) {
+            double secs = -1;
+            double got = exec_fma_run(w[k], iters[i], 1.0f, 1.0f, &secs);
+            CU_ASSERT_EQUAL(got - start, exec_fma_flops(w[k], iters[i]) / 2);
+            CU_ASSERT(secs >= 0);
+        }
+        /* mul and add are really used: acc = acc * 2 + 0 doubles the start */
+        CU_ASSERT_EQUAL(exec_fma_run(w[k], 3, 2.0f, 0.0f, NULL), 8 * start);
+    }
+    CU_ASSERT_EQUAL(exec_fma_run(384, 10, 1, 1, NULL), -1);
+    CU_ASSERT_EQUAL(exec_fma_run(w[0] ? w[0] : 128, -1, 1, 1, NULL), -1);
+}
+
+/* The widths are exactly what the compiler's cpuid checks allow. */
+static void test_widths_match_cpuid(void)
+{
+    int w[3], n = widths(w);
+    int fma = 0, avx2 = 0, avx512 = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    fma = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx");
+    avx2 = fma && __builtin_cpu_supports("avx2");
+    avx512 = fma && __builtin_cpu_supports("avx512f");
+#endif
+    CU_ASSERT_EQUAL(n, fma + avx2 + avx512);
+    int seen[3] = {0, 0, 0};
+    for (int k = 0; k < n; k++) {
+        seen[0] += w[k] == 128;
+        seen[1] += w[k] == 256;
+        seen[2] += w[k] == 512;
+        if (k) CU_ASSERT(w[k] > w[k - 1]);
+    }
+    CU_ASSERT_EQUAL(seen[0], fma);
+    CU_ASSERT_EQUAL(seen[1], avx2);
+    CU_ASSERT_EQUAL(seen[2], avx512);
+    /* a CPU without a feature gets no width for it, whatever else it has */
+    exec_cpu_feat none = {.fma = 0, .avx2 = 0, .avx512f = 0}, only = {.fma = 1, .avx512f = 1};
+    CU_ASSERT_EQUAL(exec_fma_widths(&none, w), 0);
+    CU_ASSERT_EQUAL(exec_fma_widths(&only, w), 2);
+    CU_ASSERT(w[0] == 128 && w[1] == 512);
+}
+
+/* The peak is physical (under 2 x 16 lanes x 2 ports x 6 GHz), is the best
+ * width's, and is not below half of what OpenBLAS's
+ * SGEMM reaches (an SGEMM does no more than the FMA units allow).  Bounds
+ * only: no timing target. */
+static void test_peak_bounds(void)
+{
+    int w[3], n = widths(w);
+    exec_fma_peak p;
+    exec_fma_measure(0.3, &p);
+    if (n == 0) {
+        CU_ASSERT_EQUAL(p.flops, 0);
+        CU_ASSERT_EQUAL(p.width, 0);
+        return;
+    }
+    CU_ASSERT(p.flops > 0 && p.flops < 2.0 * 16 * 2 * 6e9);
+    /* the peak is the best width's, and only widths the CPU has were run */
+    int slot = p.width == 128 ? 0 : p.width == 256 ? 1 : p.width == 512 ? 2 : -1;
+    CU_ASSERT_FATAL(slot >= 0);
+    CU_ASSERT_EQUAL(p.at[slot], p.flops);
+    for (int s = 0; s < 3; s++) {
+        CU_ASSERT(p.at[s] <= p.flops);
+        int has = 0;
+        for (int k = 0; k < n; k++) has |= w[k] == 128 << s;
+        CU_ASSERT_EQUAL(p.at[s] > 0, has);
+    }
+    double sgemm = exec_gemm_peak(0.3, NULL);
+    CU_ASSERT(p.flops >= 0.5 * sgemm);
+}
+
+/* The executor's own kernels run exactly when the CPU has the features
+ * they are compiled for (kern.h), whoever made it. */
+static void test_dispatch_by_feature(void)
+{
+    int want = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    want = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("fma");
+#endif
+    CU_ASSERT_EQUAL(exec_kern_avx512(), want);
+    /* OpenBLAS kernel choice: by features, with the same corename */
+    CU_ASSERT_STRING_EQUAL(exec_blas_better_core("Zen", 1, 1), "SkylakeX");
+    CU_ASSERT_PTR_NULL(exec_blas_better_core("Zen", 0, 1));
+    CU_ASSERT_PTR_NULL(exec_blas_better_core("Haswell", 0, 1));
+}
+
+TEST_SUITE(fma_peak)
+{
+    test_add_suite("fma_peak");
+    test_add("FLOP count closed form", test_flop_count);
+    test_add("the loop does the FMAs it is credited with", test_loop_does_the_counted_fmas);
+    test_add("widths match the cpuid checks", test_widths_match_cpuid);
+    test_add("measured peak within physical bounds and above SGEMM / 2", test_peak_bounds);
+    test_add("kernel dispatch by CPU feature", test_dispatch_by_feature);
+}
