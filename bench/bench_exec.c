@@ -271,6 +271,12 @@ int exec_bench(const char *outdir, int quick)
     printf(")\n  OpenBLAS SGEMM %.1f GFLOP/s (%.0f%% of the FMA peak), kernel %s, OPENBLAS_CORETYPE %s, best at n = %d\n",
            c.sgemm / 1e9, 100 * c.sgemm / c.peak, exec_blas_corename(),
            coretype ? coretype : "unset", n);
+    const char *better = exec_blas_wanted();
+    if (better)
+        printf("  note: this CPU runs OpenBLAS's faster %s kernel, but %s the %s one: passes through\n"
+               "  OpenBLAS are bound by it (unset OPENBLAS_CORETYPE and cleave picks %s itself)\n",
+               better, coretype ? "OPENBLAS_CORETYPE selects" : "OpenBLAS loaded", exec_blas_corename(),
+               better);
     char *ec = esc_csv(cpu), *ek = esc_csv(exec_blas_corename()),
          *et = esc_csv(coretype ? coretype : "");
     fprintf(c.out.f, "fma,,,fma%d,,,,%.3f,100,,,,,%.2f,,%s,%d,%.3f,%s,%s\n", fp.width,

@@ -115,6 +115,17 @@ static void test_dispatch_by_feature(void)
            __builtin_cpu_supports("fma");
 #endif
     CU_ASSERT_EQUAL(exec_kern_avx512(), want);
+    /* the OpenBLAS kernel wanted for this CPU is the pure choice on its features */
+    int avx512 = 0, avx2_fma = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    avx512 = want && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512cd");
+    avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    const char *w = exec_blas_wanted(),
+               *ref = exec_blas_better_core(exec_blas_corename(), avx512, avx2_fma);
+    CU_ASSERT((w == NULL) == (ref == NULL));
+    if (w && ref) CU_ASSERT_STRING_EQUAL(w, ref);
     /* OpenBLAS kernel choice: by features, with the same corename */
     CU_ASSERT_STRING_EQUAL(exec_blas_better_core("Zen", 1, 1), "SkylakeX");
     CU_ASSERT_PTR_NULL(exec_blas_better_core("Zen", 0, 1));
