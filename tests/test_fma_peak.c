@@ -3,11 +3,16 @@
  * widths against the compiler's cpuid checks, and the measured peak within
  * physical bounds; and the executor's kernel dispatch by feature. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 
+#include "base/spawn.h"
 #include "exec/nn/gemm.h"
 #include "exec/nn/kern.h"
 #include "exec/probe/fma_peak.h"
 #include "test.h"
+#include "test_csv.h"
 
 static int widths(int w[3])
 {
@@ -132,6 +137,100 @@ static void test_dispatch_by_feature(void)
     CU_ASSERT_PTR_NULL(exec_blas_better_core("Haswell", 0, 1));
 }
 
+/* `cleave bench --quick exec`: every row has the header's columns, the
+ * machine row names the widest width the CPU has, and each pass's
+ * percentages and `met` follow from its GFLOP/s and the two references
+ * recomputed here; PyTorch rows exactly when python3 imports torch. */
+static void test_bench_exec_csv(void)
+{
+    char dir_csv[512];
+    char *dir = test_scratch(sizeof dir_csv, "exec.csv", dir_csv, NULL);
+    char args[600], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "bench --quick --out %s exec", dir);
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &out, &err), 0);
+    test_csv c;
+    CU_ASSERT_EQUAL_FATAL(test_csv_read(dir_csv, &c), 0);
+    CU_ASSERT_EQUAL(c.n_cols, 20);
+    CU_ASSERT(!c.ragged);
+    int w[3], n = widths(w), n_fma = 0, n_sgemm = 0, n_pass = 0, n_torch = 0;
+    double fma = NAN, sgemm = NAN, bits = NAN, best = 0, best_bits = 0;
+    int n_width = 0;
+    for (int r = 0; r < c.n_rows; r++) {
+        const char *row = test_csv_get(&c, r, "row");
+        if (!strcmp(row, "fma")) {
+            n_fma++;
+            fma = test_csv_num(&c, r, "fma_gflops");
+            bits = test_csv_num(&c, r, "vector_bits");
+            CU_ASSERT_STRING_EQUAL(test_csv_get(&c, r, "blas_core"), exec_blas_corename());
+            const char *ct = getenv("OPENBLAS_CORETYPE");
+            CU_ASSERT_STRING_EQUAL(test_csv_get(&c, r, "coretype"), ct ? ct : "");
+            CU_ASSERT(*test_csv_get(&c, r, "cpu"));
+        } else if (!strcmp(row, "fma_width")) {
+            n_width++;
+            if (test_csv_num(&c, r, "gflops") > best) {
+                best = test_csv_num(&c, r, "gflops");
+                best_bits = test_csv_num(&c, r, "vector_bits");
+            }
+        } else if (!strcmp(row, "sgemm")) {
+            n_sgemm++;
+            sgemm = test_csv_num(&c, r, "gflops");
+        }
+    }
+    CU_ASSERT_EQUAL_FATAL(n_fma, 1);
+    CU_ASSERT_EQUAL_FATAL(n_sgemm, 1);
+    CU_ASSERT(fma > 0 && sgemm > 0);
+    /* one width row per width the CPU has; the peak is the best of them */
+    CU_ASSERT_EQUAL(n_width, n);
+    CU_ASSERT_EQUAL(bits, best_bits);
+    CU_ASSERT_EQUAL(fma, best);
+    for (int r = 0; r < c.n_rows; r++) {
+        const char *row = test_csv_get(&c, r, "row");
+        if (!strcmp(row, "torch")) {
+            n_torch++;
+            CU_ASSERT(test_csv_num(&c, r, "samples_per_s") > 0);
+        }
+        if (strcmp(row, "kernel") && strcmp(row, "layer")) continue;
+        n_pass++;
+        double gf = test_csv_num(&c, r, "gflops"), pct = test_csv_num(&c, r, "pct_of_peak");
+        CU_ASSERT(fabs(pct - 100 * gf / fma) < 0.02 + 1e-4 * pct);
+        CU_ASSERT(fabs(test_csv_num(&c, r, "pct_of_sgemm") - 100 * gf / sgemm) < 0.02 + 1e-3 * pct);
+        CU_ASSERT_EQUAL(test_csv_num(&c, r, "met"), pct >= 70);
+    }
+    /* mlp: 3 linears, 8 passes; cnn: 2 conv2d + 2 linear, 11; each on
+     * its own and in steps, at batch 64 */
+    CU_ASSERT_EQUAL(n_pass, 2 * (8 + 11));
+    char *const probe[] = {"/usr/bin/python3", "-c", "import torch", NULL};
+    int st = cl_spawn_wait(probe, "/dev/null");
+    int have = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    CU_ASSERT_EQUAL(n_torch, have ? 2 : 0);
+    if (!have) CU_ASSERT_PTR_NOT_NULL(strstr(out, "PyTorch reference skipped: "));
+    test_csv_free(&c);
+    free(out);
+    free(err);
+    test_rmtree(dir);
+}
+
+/* tools/torch_ref.py without torch on its path (python3 -S leaves out the
+ * site packages): exit 3 and a reason, which the bench prints. */
+static void test_torch_ref_absent(void)
+{
+    char path[512];
+    char *dir = test_scratch(sizeof path, "out.txt", path, NULL);
+    char *const argv[] = {"/usr/bin/python3", "-S", "tools/torch_ref.py", "models/fmnist-mlp.json",
+                          "64", "1", NULL};
+    int st = cl_spawn_wait(argv, path);
+    if (st == -1) { /* no python3 at all: nothing to check */
+        test_rmtree(dir);
+        return;
+    }
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+    char *text = test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_EQUAL(strncmp(text, "no torch", 8), 0);
+    free(text);
+    test_rmtree(dir);
+}
+
 TEST_SUITE(fma_peak)
 {
     test_add_suite("fma_peak");
@@ -140,4 +239,6 @@ TEST_SUITE(fma_peak)
     test_add("widths match the cpuid checks", test_widths_match_cpuid);
     test_add("measured peak within physical bounds and above SGEMM / 2", test_peak_bounds);
     test_add("kernel dispatch by CPU feature", test_dispatch_by_feature);
+    test_add("bench exec CSV: percentages of the FMA peak and SGEMM", test_bench_exec_csv);
+    test_add("torch_ref.py says when torch is absent", test_torch_ref_absent);
 }
