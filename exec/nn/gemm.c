@@ -78,6 +78,13 @@ void exec_blas_init(void)
     pthread_once(&once, pin_one_thread);
 }
 
+const char *exec_blas_wanted(void)
+{
+    int avx512, avx2_fma;
+    cpu_features(&avx512, &avx2_fma);
+    return exec_blas_better_core(openblas_get_corename(), avx512, avx2_fma);
+}
+
 const char *exec_blas_corename(void)
 {
     return openblas_get_corename();

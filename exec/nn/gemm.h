@@ -30,6 +30,11 @@ void exec_blas_setup(int argc, char **argv);
  * one of the fast ones (or nothing better can run).  Pure, for tests. */
 const char *exec_blas_better_core(const char *corename, int has_avx512, int has_avx2_fma);
 
+/* The kernel exec_blas_setup() would ask for on this CPU (by its features)
+ * instead of the one loaded, or NULL when the loaded one is already the
+ * best; non-NULL after setup means OPENBLAS_CORETYPE chose a slower one. */
+const char *exec_blas_wanted(void);
+
 /* Pin OpenBLAS to the calling thread (idempotent, cheap).  Every exec_
  * function that multiplies matrices calls it. */
 void exec_blas_init(void);
