@@ -115,6 +115,14 @@ int jx_load(const jx_format *f, const char *path, void *out, cl_err *e)
     return rc;
 }
 
+cJSON *jx_doc_new(const jx_format *f)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", f->tag);
+    cJSON_AddNumberToObject(root, "version", f->max_version);
+    return root;
+}
+
 void jx_join(char *buf, size_t cap, const char *path, const char *key)
 {
     if (!path || !*path) snprintf(buf, cap, "%s", key);

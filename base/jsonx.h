@@ -73,6 +73,10 @@ int jx_decode(const jx_format *f, const cJSON *root, const char *file, void *out
               cl_err *e);
 /* The same from a file: jx_parse_file, then jx_decode. */
 int jx_load(const jx_format *f, const char *path, void *out, cl_err *e);
+/* A new document of format f, holding the members every file of it starts
+ * with: {"format": tag, "version": max_version} (it is written in the newest
+ * version read).  The caller adds the rest and frees it (cJSON_Delete). */
+cJSON *jx_doc_new(const jx_format *f);
 
 /* Member lookup: *out is NULL when absent and optional. */
 int jx_member(jx *j, const cJSON *obj, const char *path, const char *key,

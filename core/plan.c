@@ -429,9 +429,7 @@ int plan_load(plan *p, const char *path, cl_err *e)
 
 cJSON *plan_to_json(const plan *p)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", FORMAT);
-    cJSON_AddNumberToObject(root, "version", VERSION);
+    cJSON *root = jx_doc_new(&plan_format);
     cJSON_AddStringToObject(root, "schedule", sched_kind_name(p->schedule));
     if (p->chunks != 1) cJSON_AddNumberToObject(root, "chunks", p->chunks);
     cJSON_AddStringToObject(root, "optimizer", plan_optim_name(p->optimizer));

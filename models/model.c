@@ -446,9 +446,7 @@ static cJSON *layer_json(const model *m, int i)
 
 cJSON *model_to_json(const model *m)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", FORMAT);
-    cJSON_AddNumberToObject(root, "version", VERSION);
+    cJSON *root = jx_doc_new(&model_format);
     cJSON_AddStringToObject(root, "name", m->name);
     cJSON *in = cJSON_AddObjectToObject(root, "input");
     cJSON_AddItemToObject(in, "shape", shape_json(&m->input));

@@ -94,14 +94,8 @@ static inline void keep_entry(exact_dp *X, dp_front *f, const dp_key *kv, int al
     e->edge = edge;
     e->from = from;
     e->r = r;
-    dp_key *nk = &f->key[f->n];
-    nk->B = kv->B;
-    nk->C = kv->C;
-    nk->H = kv->H;
-    nk->U = kv->U;
-    nk->d = kv->d;
-    nk->alive = alive;
-    for (int j = 0; j < X->sh.n; j++) nk->Hs[j] = kv->Hs[j];
+    f->key[f->n] = *kv;
+    f->key[f->n].alive = alive;
     f->ids[f->n++] = id;
 }
 

@@ -110,8 +110,13 @@ typedef struct run {
     int gas; /* microbatches per replica and iteration                */
 } run;
 
+/* The run target t makes of p, or CL_EINPUT saying why t cannot run it. */
 static int plan_run(const plan *p, plan_target t, const char *file, run *out, cl_err *e)
 {
+    if ((t == PLAN_TO_DEEPSPEED || t == PLAN_TO_DEEPSPEED_MODULE) && p->chunks > 1)
+        return cl_fail(e, CL_EINPUT,
+                       "%s: the plan interleaves %d chunks per device; DeepSpeed's PipelineModule runs one stage per rank (hint: plan with --schedule 1f1b)",
+                       file, p->chunks);
     int rc = check_contiguous(p, t, file, e);
     if (rc) return rc;
     int r = p->stages[0].n_replicas;
@@ -166,6 +171,16 @@ static void header(sbuf *b, const plan *p, plan_target t, const plan_export_orig
     }
 }
 
+/* The start of a commented export: the run target t makes of p (or why it
+ * cannot) and the header stating it. */
+static int run_header(sbuf *b, const plan *p, plan_target t, const plan_export_origin *planned,
+                      const char *file, const char *what, run *rn, cl_err *e)
+{
+    int rc = plan_run(p, t, file, rn, e);
+    if (!rc) header(b, p, t, planned, rn, what);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- torch -- */
 
 static const char *torch_schedule(sched_kind k)
@@ -182,9 +197,9 @@ static const char *torch_schedule(sched_kind k)
 static int to_torch(const plan *p, const plan_export_origin *planned, const char *file, sbuf *b, cl_err *e)
 {
     run rn;
-    int rc = plan_run(p, PLAN_TO_TORCH, file, &rn, e);
+    int rc = run_header(b, p, PLAN_TO_TORCH, planned, file, "torch.distributed.pipelining split points",
+                        &rn, e);
     if (rc) return rc;
-    header(b, p, PLAN_TO_TORCH, planned, &rn, "torch.distributed.pipelining split points");
     put(b, "# Keys are the model's layer names; they must be the module names (FQNs)\n"
            "# of your torch model, as they are for the zoo's torchvision-named models.\n"
            "# Each of the data_parallel_degree pipelines passes batch_per_replica samples\n"
@@ -215,15 +230,6 @@ static int to_torch(const plan *p, const plan_export_origin *planned, const char
 
 /* ------------------------------------------------------------ deepspeed -- */
 
-static int deepspeed_run(const plan *p, plan_target t, const char *file, run *rn, cl_err *e)
-{
-    if (p->chunks > 1)
-        return cl_fail(e, CL_EINPUT,
-                       "%s: the plan interleaves %d chunks per device; DeepSpeed's PipelineModule runs one stage per rank (hint: plan with --schedule 1f1b)",
-                       file, p->chunks);
-    return plan_run(p, t, file, rn, e);
-}
-
 /* ds_config.json: DeepSpeed's batch keys (docs/config-json, "Batch Size
  * Related Parameters"): train_batch_size = train_micro_batch_size_per_gpu x
  * gradient_accumulation_steps x data-parallel ranks.  Pipeline engines run
@@ -232,7 +238,7 @@ static int deepspeed_run(const plan *p, plan_target t, const char *file, run *rn
 static int to_deepspeed(const plan *p, const char *file, sbuf *b, cl_err *e)
 {
     run rn;
-    int rc = deepspeed_run(p, PLAN_TO_DEEPSPEED, file, &rn, e);
+    int rc = plan_run(p, PLAN_TO_DEEPSPEED, file, &rn, e);
     if (rc) return rc;
     put(b, "{\n  \"train_batch_size\": %d,\n  \"train_micro_batch_size_per_gpu\": %d,\n"
            "  \"gradient_accumulation_steps\": %d\n}\n",
@@ -248,9 +254,8 @@ static int to_deepspeed_module(const plan *p, const plan_export_origin *planned,
                                cl_err *e)
 {
     run rn;
-    int rc = deepspeed_run(p, PLAN_TO_DEEPSPEED_MODULE, file, &rn, e);
+    int rc = run_header(b, p, PLAN_TO_DEEPSPEED_MODULE, planned, file, "DeepSpeed PipelineModule", &rn, e);
     if (rc) return rc;
-    header(b, p, PLAN_TO_DEEPSPEED_MODULE, planned, &rn, "DeepSpeed PipelineModule");
     put(b, "# planned_pipeline(layers) groups the model's %d layers (nn.Modules, in\n"
            "# this order) into one nn.Sequential per stage; partition_method=\"uniform\"\n"
            "# then gives every stage exactly one of them (\"parameters\" and \"type:...\"\n"
@@ -411,8 +416,7 @@ int plan_export(const plan *p, plan_target t, const char *file, char **text, cl_
     if (kind != p->schedule) {
         /* refuse what the target cannot take before simulating anything */
         run rn;
-        int rc = t == PLAN_TO_DEEPSPEED || t == PLAN_TO_DEEPSPEED_MODULE ? deepspeed_run(p, t, file, &rn, e)
-                                                                          : plan_run(p, t, file, &rn, e);
+        int rc = plan_run(p, t, file, &rn, e);
         if (rc) return rc;
         /* the target's run of this partition and batch, with its own figure */
         sync.schedule = kind;

@@ -437,9 +437,7 @@ static int compact_form(const cluster *c, int ni, const int *idx, int count)
 
 cJSON *cluster_to_json(const cluster *c)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", "cleave-cluster");
-    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON *root = jx_doc_new(&cluster_format);
     cJSON_AddStringToObject(root, "name", c->name);
     if (c->note[0]) cJSON_AddStringToObject(root, "note", c->note);
     cJSON *types = cJSON_AddArrayToObject(root, "device_types");
@@ -592,9 +590,7 @@ int cluster_devtypes_load(const char *path, cluster_devtype **types, int *n, cl_
 
 cJSON *cluster_devtypes_to_json(const cluster_devtype *types, int n)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", "cleave-devices");
-    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON *root = jx_doc_new(&devtypes_format);
     cJSON *arr = cJSON_AddArrayToObject(root, "device_types");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, devtype_to_json(&types[i]));
     return root;

@@ -255,9 +255,7 @@ int prof_load(prof *p, const char *path, cl_err *e)
 
 cJSON *prof_to_json(const prof *p)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", "cleave-profile");
-    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON *root = jx_doc_new(&prof_format);
     cJSON_AddStringToObject(root, "model", p->model);
     cJSON_AddStringToObject(root, "device", p->device);
     cJSON_AddStringToObject(root, "source", prof_source_name(p->source));

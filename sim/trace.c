@@ -193,6 +193,37 @@ void trace_link_name(char *buf, size_t cap, const char *from, const char *to, in
     if (lane > 0 && n >= 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, " #%d", lane + 1);
 }
 
+void trace_compute(trace_w *t, int tid, const sched *sc, const sched_op *op, int iter,
+                   double t0_s, double dur_s)
+{
+    char args[256], label[32];
+    if (op->wver >= 0)
+        snprintf(args, sizeof args, "{\"stage\": %d, \"mb\": %d, \"iter\": %d, \"wver\": %d}",
+                 op->stage, op->micro, iter, op->wver);
+    else
+        snprintf(args, sizeof args, "{\"stage\": %d, \"mb\": %d, \"iter\": %d}", op->stage,
+                 op->micro, iter);
+    trace_slice(t, TRACE_PID_DEVICES, tid, sched_op_label(sc, op, label, sizeof label), "compute",
+                t0_s, dur_s, args);
+}
+
+void trace_transfer(trace_w *t, int tid, const char *label, double t0_s, double dur_s,
+                    double bytes, int stage, int mb, int iter, int from, int to)
+{
+    char args[256];
+    snprintf(args, sizeof args, "{\"bytes\": %.17g, \"stage\": %d, \"mb\": %d, \"iter\": %d, "
+             "\"from\": %d, \"to\": %d}", bytes, stage, mb, iter, from, to);
+    trace_slice(t, TRACE_PID_LINKS, tid, label, "link", t0_s, dur_s, args);
+}
+
+void trace_memory(trace_w *t, int dev, double t_s, double bytes)
+{
+    char name[64], args[64];
+    snprintf(name, sizeof name, "memory dev %d", dev);
+    snprintf(args, sizeof args, "{\"bytes\": %.17g}", bytes);
+    trace_counter(t, TRACE_PID_DEVICES, name, t_s, args);
+}
+
 /* ------------------------------------------------- simulator timeline -- */
 
 int sim_write_trace(const sim *s, const char *path, cl_err *e)
@@ -221,7 +252,7 @@ int sim_write_trace(const sim *s, const char *path, cl_err *e)
         free(tid_base);
         return rc;
     }
-    char name[256], args[256], label[32];
+    char name[256], label[32];
     snprintf(name, sizeof name, "%s on %s, %s, simulated", s->pl->model.name, cl->name,
              sched_kind_name(sc->kind));
     trace_title(t, name);
@@ -244,14 +275,7 @@ int sim_write_trace(const sim *s, const char *path, cl_err *e)
         const sim_span *sp = &s->spans[i];
         if (sp->link) continue;
         const sched_op *op = &sc->ops[sp->op];
-        if (op->wver >= 0)
-            snprintf(args, sizeof args, "{\"stage\": %d, \"mb\": %d, \"iter\": %d, \"wver\": %d}",
-                     op->stage, op->micro, op->iter, op->wver);
-        else
-            snprintf(args, sizeof args, "{\"stage\": %d, \"mb\": %d, \"iter\": %d}", op->stage,
-                     op->micro, op->iter);
-        trace_slice(t, TRACE_PID_DEVICES, sp->track, sched_op_label(sc, op, label, sizeof label),
-                    "compute", sp->t0, sp->t1 - sp->t0, args);
+        trace_compute(t, sp->track, sc, op, op->iter, sp->t0, sp->t1 - sp->t0);
     }
     for (int64_t i = 0; i < nl; i++) {
         const sim_span *sp = ls[i].ref;
@@ -259,19 +283,13 @@ int sim_write_trace(const sim *s, const char *path, cl_err *e)
         const sim_chan *ch = &s->ch[sp->track];
         double bytes = op->kind == SCHED_ALLREDUCE ? op->bytes / s->pl->stages[op->stage].n_replicas
                                                    : op->bytes;
-        snprintf(args, sizeof args, "{\"bytes\": %.17g, \"stage\": %d, \"mb\": %d, \"iter\": %d, "
-                 "\"from\": %d, \"to\": %d}", bytes, op->stage, op->micro, op->iter,
-                 sc->dev[ch->src], sc->dev[ch->dst]);
-        trace_slice(t, TRACE_PID_LINKS, tid_base[sp->track] + ls[i].lane,
-                    sched_op_label(sc, op, label, sizeof label), "link", sp->t0, sp->t1 - sp->t0, args);
+        trace_transfer(t, tid_base[sp->track] + ls[i].lane, sched_op_label(sc, op, label, sizeof label),
+                       sp->t0, sp->t1 - sp->t0, bytes, op->stage, op->micro, op->iter,
+                       sc->dev[ch->src], sc->dev[ch->dst]);
     }
     /* memory in use per device, as counters (one track per device) */
-    for (int64_t i = 0; i < s->n_mem; i++) {
-        const sim_memsample *ms = &s->mem_samples[i];
-        snprintf(name, sizeof name, "memory dev %d", sc->dev[ms->w]);
-        snprintf(args, sizeof args, "{\"bytes\": %.17g}", ms->bytes);
-        trace_counter(t, TRACE_PID_DEVICES, name, ms->t, args);
-    }
+    for (int64_t i = 0; i < s->n_mem; i++)
+        trace_memory(t, sc->dev[s->mem_samples[i].w], s->mem_samples[i].t, s->mem_samples[i].bytes);
     free(ls);
     free(tid_base);
     return trace_close(t, e);

@@ -22,6 +22,7 @@
 #define CL_SIM_TRACE_H
 
 #include "base/status.h"
+#include "core/schedule.h"
 
 enum { TRACE_PID_DEVICES = 1, TRACE_PID_LINKS = 2 };
 
@@ -62,6 +63,19 @@ int *trace_link_lanes(trace_link_span *s, int64_t n, int n_tracks);
 void trace_device_name(char *buf, size_t cap, int dev, const char *id, int n_stages, int stage);
 void trace_link_name(char *buf, size_t cap, const char *from, const char *to, int inter,
                      int lane);
+/* The events both writers emit, so that their args read alike:
+ * op's compute slice on thread tid of TRACE_PID_DEVICES, named by
+ * sched_op_label, args {stage, mb, iter} (+ wver when op has one); iter is
+ * the iteration it ran in. */
+void trace_compute(trace_w *t, int tid, const sched *sc, const sched_op *op, int iter,
+                   double t0_s, double dur_s);
+/* A transfer named `label` on thread tid of TRACE_PID_LINKS, args {bytes,
+ * stage, mb, iter, from, to} (from, to: devices; -1 for mb and iter of an
+ * all-reduce step where the writer has no microbatch). */
+void trace_transfer(trace_w *t, int tid, const char *label, double t0_s, double dur_s,
+                    double bytes, int stage, int mb, int iter, int from, int to);
+/* Device dev's memory in use from t_s on: counter "memory dev D", args {bytes}. */
+void trace_memory(trace_w *t, int dev, double t_s, double bytes);
 /* Finish and commit the file; frees t.  trace_abort drops it instead. */
 int trace_close(trace_w *t, cl_err *e);
 void trace_abort(trace_w *t);

@@ -42,7 +42,7 @@ int pipe_write_trace(const pipe_run *R, const char *path, cl_err *e)
         free(bl);
         return rc;
     }
-    char name[256], args[256], label[32];
+    char name[256], label[32];
     snprintf(name, sizeof name, "%s on %s, %s, measured (%s)", R->p->model.name, cl->name,
              sched_kind_name(sc->kind), R->x->rank >= 0 ? "mpi" : "threads");
     trace_title(t, name);
@@ -64,20 +64,12 @@ int pipe_write_trace(const pipe_run *R, const char *path, cl_err *e)
     for (int w = 0; w < n; w++)
         for (int64_t i = 0; i < bl[w].rep->n_spans; i++) {
             const pspan *s = &bl[w].spans[i];
-            if (s->kind != PSPAN_COMPUTE) continue;
-            const sched_op *op = &sc->ops[s->op];
-            if (op->wver >= 0)
-                snprintf(args, sizeof args, "{\"stage\": %d, \"mb\": %d, \"iter\": %d, \"wver\": %d}",
-                         op->stage, op->micro, s->iter, op->wver);
-            else
-                snprintf(args, sizeof args, "{\"stage\": %d, \"mb\": %d, \"iter\": %d}", op->stage,
-                         op->micro, s->iter);
-            trace_slice(t, TRACE_PID_DEVICES, w, sched_op_label(sc, op, label, sizeof label),
-                        "compute", s->t0, s->t1 - s->t0, args);
+            if (s->kind == PSPAN_COMPUTE)
+                trace_compute(t, w, sc, &sc->ops[s->op], s->iter, s->t0, s->t1 - s->t0);
         }
     for (int64_t i = 0; i < nl; i++) {
         const pspan *s = ls[i].ref;
-        int from = sc->dev[s->src], to = sc->dev[s->dst];
+        int from = sc->dev[s->src], to = sc->dev[s->dst], tid = tid_base[ls[i].track] + ls[i].lane;
         if (s->kind == PSPAN_LINK) {
             /* named from the sender's side, as the simulator names it: its
              * stage and chunk */
@@ -86,25 +78,16 @@ int pipe_write_trace(const pipe_run *R, const char *path, cl_err *e)
             snd.kind = SCHED_SEND;
             snd.stage = st;
             snd.chunk = (uint16_t)(sc->chunks > 1 ? st / R->P : 0);
-            snprintf(args, sizeof args, "{\"bytes\": %.17g, \"stage\": %d, \"mb\": %d, \"iter\": %d, \"from\": %d, \"to\": %d}",
-                     s->bytes, st, snd.micro, s->iter, from, to);
-            sched_op_label(sc, &snd, label, sizeof label);
+            trace_transfer(t, tid, sched_op_label(sc, &snd, label, sizeof label), s->t0, s->t1 - s->t0,
+                           s->bytes, st, snd.micro, s->iter, from, to);
         } else {
-            snprintf(args, sizeof args, "{\"bytes\": %.17g, \"stage\": %d, \"mb\": -1, \"iter\": -1, \"from\": %d, \"to\": %d}",
-                     s->bytes, (int)s->op, from, to);
-            snprintf(label, sizeof label, "AR");
+            trace_transfer(t, tid, "AR", s->t0, s->t1 - s->t0, s->bytes, (int)s->op, -1, -1, from, to);
         }
-        trace_slice(t, TRACE_PID_LINKS, tid_base[ls[i].track] + ls[i].lane, label, "link", s->t0,
-                    s->t1 - s->t0, args);
     }
     for (int w = 0; w < n; w++)
-        for (int64_t i = 0; i < bl[w].rep->n_spans; i++) {
-            const pspan *s = &bl[w].spans[i];
-            if (s->kind != PSPAN_MEM) continue;
-            snprintf(name, sizeof name, "memory dev %d", sc->dev[w]);
-            snprintf(args, sizeof args, "{\"bytes\": %.17g}", s->bytes);
-            trace_counter(t, TRACE_PID_DEVICES, name, s->t0, args);
-        }
+        for (int64_t i = 0; i < bl[w].rep->n_spans; i++)
+            if (bl[w].spans[i].kind == PSPAN_MEM)
+                trace_memory(t, sc->dev[w], bl[w].spans[i].t0, bl[w].spans[i].bytes);
     free(ls);
     free(tid_base);
     free(bl);
