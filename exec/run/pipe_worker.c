@@ -180,6 +180,12 @@ static int wait_until(pipe_worker *W, try_fn f, void *arg, int64_t k)
                                      W->w, W->R->sc.ops[k].peer, t - t0,
                                      (long long)(k - W->R->sc.off[W->w]), what, W->run,
                                      W->R->sc.ops[k].peer);
+            /* under MPI any other wait (an all-reduce, the evaluation, the
+             * final report) is a wait on the other ranks as well: a silent
+             * rank is the likely cause, not the schedule */
+            if (W->x->rank >= 0)
+                return pipe_run_fail(W->R, CL_ERUN, "rank %d: no message from the other ranks for %.0f s at %s in run %d (did one die or hang?)",
+                                     W->w, t - t0, what, W->run);
             return pipe_run_fail(W->R, CL_ERUN, "worker %d (stage %d) waited %.0f s at op %lld (%s) in run %d; the schedule cannot complete (please report it)",
                                  W->w, W->st[0].stage, t - t0,
                                  (long long)(k >= 0 ? k - W->R->sc.off[W->w] : -1), what, W->run);
