@@ -316,13 +316,6 @@ int plan_block_ok(const plan_inst *I, int pos, int r)
     return 1;
 }
 
-int plan_ring_level(const plan_inst *I, int pos, int r)
-{
-    int nodes = 1; /* a node's positions are contiguous: count the changes */
-    for (int d = pos + 1; d < pos + r; d++) nodes += I->node[d] != I->node[d - 1];
-    return nodes == 1 ? CLUSTER_INTRA : r > nodes ? PLAN_LINK_MIXED : CLUSTER_INTER;
-}
-
 int plan_link_level(const plan_inst *I, int pos_a, int r_a, int pos_b, int r_b)
 {
     int n = I->node[pos_a];
@@ -397,7 +390,7 @@ void plan_layout_eval(const plan_inst *I, const plan_lattice *L, const plan_layo
             spd = fmin(spd, I->speed[d]);
             cap = fmin(cap, I->mem_cap[d]);
         }
-        int level = plan_ring_level(I, pos, r);
+        int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
         double P = L->params[hi] - L->params[lo];
         double ar = plan_allreduce_s(I, P, r, level);
         double t = plan_stage_time(I, L->work[hi] - L->work[lo], r, spd, ar);

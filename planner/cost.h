@@ -59,10 +59,6 @@
 
 /* ------------------------------------------------------------- instance -- */
 
-/* Link levels: the cluster's two (CLUSTER_INTRA, CLUSTER_INTER) and the
- * slower of them for a ring that runs over both (plan_ring_level). */
-enum { PLAN_LINK_MIXED = CLUSTER_LEVELS, PLAN_LINK_LEVELS };
-
 /* One planning problem at a fixed microbatch count.  Owns every array. */
 typedef struct plan_inst {
     /* layers, in topological order; times per microbatch on the reference
@@ -81,8 +77,7 @@ typedef struct plan_inst {
     double *mem_cap;        /* bytes                                       */
     int *node;              /* node index; positions of a node are contiguous */
     int *dev;               /* cluster device index at each position       */
-    cluster_link link[PLAN_LINK_LEVELS]; /* CLUSTER_INTRA, CLUSTER_INTER and
-                               PLAN_LINK_MIXED (plan_ring_level)             */
+    cluster_link link[CLUSTER_LEVELS];
     /* settings */
     int m;                  /* microbatches per iteration, >= 1            */
     sched_kind sched;
@@ -197,22 +192,7 @@ int plan_eval_cmp(const plan_eval *a, const plan_eval *b);
 
 /* ------------------------------------------------ pricing one stage/cut -- */
 
-/* The links a ring all-reduce over positions pos..pos+r-1 runs on, as an
- * index into I->link: CLUSTER_INTRA (one node), CLUSTER_INTER (one device
- * on each node it spans) or PLAN_LINK_MIXED (a node holds two or more of
- * its devices and the ring also leaves it).  Every step of a ring moves a
- * chunk over all its links at once, so the slowest link sets the pace: the
- * mixed level is the lower bandwidth and the higher latency of the two,
- * as the simulator's ring over the real links runs it. */
-int plan_ring_level(const plan_inst *I, int pos, int r);
-/* The same for a ring over whole nodes of `per_node` devices each (r >
- * per_node: it spans nodes). */
-static inline int plan_ring_level_nodes(int r, int per_node)
-{
-    return r <= per_node ? CLUSTER_INTRA : per_node >= 2 ? PLAN_LINK_MIXED : CLUSTER_INTER;
-}
-/* Ring all-reduce of `bytes` over r devices on link level `level` (an
- * index into I->link), per iteration. */
+/* Ring all-reduce of `bytes` over r devices on `link`, per iteration. */
 double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level);
 /* Stage time per iteration for work w_s (per microbatch, reference device)
  * on r replicas whose slowest has relative speed spd; `ar` the all-reduce. */

@@ -71,8 +71,7 @@ static double global_upper(const exact_dp *X)
     int r = I->m < I->max_replicas ? I->m : I->max_replicas;
     if (r > X->pos.N) r = X->pos.N;
     double P = L->params[L->n_sets - 1];
-    double ar = 0; /* the dearest level any ring could run on */
-    for (int lv = 0; lv < PLAN_LINK_LEVELS; lv++) ar = fmax(ar, plan_allreduce_s(I, P, r, lv));
+    double ar = fmax(plan_allreduce_s(I, P, r, CLUSTER_INTRA), plan_allreduce_s(I, P, r, CLUSTER_INTER));
     double bnd = fmax(plan_boundary_s(I, cut_max, CLUSTER_INTRA), plan_boundary_s(I, cut_max, CLUSTER_INTER));
     return fmax(I->m * (L->work[L->n_sets - 1] / spd_min) + ar, bnd) * (1 + PLAN_BOUND_SLACK);
 }

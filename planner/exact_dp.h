@@ -113,7 +113,7 @@ typedef struct dp_tables {
     int *in, *ver, *in1, *ver1;
     /* plan_allreduce_s's factors per link level and r <= rtab: per byte
      * and the latency term, the same operations in the same order */
-    double *ar_pb[PLAN_LINK_LEVELS], *ar_lat[PLAN_LINK_LEVELS];
+    double *ar_pb[CLUSTER_LEVELS], *ar_lat[CLUSTER_LEVELS];
 } dp_tables;
 
 /* How the current pass runs, set by exact_dp_pass (exact_climb.c). */

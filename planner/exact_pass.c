@@ -184,10 +184,9 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
                 ncap = fmin(ncap, I->mem_cap[i]);
             }
         }
-        int a = n1s, nodes = 1;
+        int a = n1s;
         while (a > 0) {
             int b = X->pos.nstart[a - 1];
-            nodes++;
             for (int i = b; i < a; i++) {
                 nspd = mind(nspd, I->speed[i]);
                 ncap = mind(ncap, I->mem_cap[i]);
@@ -200,8 +199,7 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
                 continue;
             }
             X->budget.steps++;
-            /* whole nodes: only node-to-node links when each holds one */
-            double ar = allreduce_of(X, P, r, r > nodes ? PLAN_LINK_MIXED : CLUSTER_INTER);
+            double ar = allreduce_of(X, P, r, CLUSTER_INTER);
             double tm = plan_stage_time(I, w, r, nspd, ar);
             if (tm > X->run.bound && !feas) continue;
             double mem = mem_of(X, &g, x->U + r, r);

@@ -84,7 +84,7 @@ static void build_tables(exact_dp *X)
     T->rtab = rmax;
     T->qtab = cl_calloc((size_t)rmax + 1, sizeof(int));
     for (int r = 1; r <= rmax; r++) T->qtab[r] = (I->m + r - 1) / r;
-    for (int lv = 0; lv < PLAN_LINK_LEVELS; lv++) {
+    for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
         const cluster_link *l = &I->link[lv];
         T->ar_pb[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
         T->ar_lat[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
@@ -194,7 +194,7 @@ void exact_dp_teardown(exact_dp *X, plan_exact_stats *st)
         free(X->sh.in[j]);
         free(X->sh.ver[j]);
     }
-    for (int lv = 0; lv < PLAN_LINK_LEVELS; lv++) {
+    for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
         free(T->ar_pb[lv]);
         free(T->ar_lat[lv]);
     }

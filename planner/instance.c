@@ -64,9 +64,6 @@ void instance_build(const search_ctx *c, int m, plan_inst *I)
     I->link[CLUSTER_INTRA] = cl->links[CLUSTER_INTRA];
     I->link[CLUSTER_INTER] = cl->links[CLUSTER_INTER].bw_Bps > 0 ? cl->links[CLUSTER_INTER]
                                                                  : cl->links[CLUSTER_INTRA];
-    I->link[PLAN_LINK_MIXED] = (cluster_link){
-        .bw_Bps = fmin(I->link[CLUSTER_INTRA].bw_Bps, I->link[CLUSTER_INTER].bw_Bps),
-        .latency_s = fmax(I->link[CLUSTER_INTRA].latency_s, I->link[CLUSTER_INTER].latency_s)};
     I->m = m;
     I->optim_mult = plan_optim_state_mult(c->rq->optimizer);
     I->comm = c->rq->comm;
@@ -122,7 +119,8 @@ void instance_layout_plan(const search_ctx *c, const plan_inst *I, const plan_la
         st->act_out_bytes = s + 1 < y->p ? L->cut[hi] : 0;
         st->stash_bytes = L->stash[hi] - L->stash[lo];
         st->param_bytes = L->params[hi] - L->params[lo];
-        double ar = plan_allreduce_s(I, st->param_bytes, r, plan_ring_level(I, pos, r));
+        int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
+        double ar = plan_allreduce_s(I, st->param_bytes, r, level);
         st->compute_s = plan_stage_time(I, L->work[hi] - L->work[lo], r, spd, 0);
         double bnd = 0;
         if (s + 1 < y->p) {

@@ -157,7 +157,7 @@ static double stage_ref_time(const rep_ctx *c, int s, int r)
 {
     const plan_lattice *L = c->L;
     double P = L->params[c->cut[s + 1]] - L->params[c->cut[s]];
-    int level = c->whole ? plan_ring_level_nodes(r, c->whole) : CLUSTER_INTRA;
+    int level = c->whole && r > c->whole ? CLUSTER_INTER : CLUSTER_INTRA;
     double ar = plan_allreduce_s(c->I, P, r, level);
     return plan_stage_time(c->I, L->work[c->cut[s + 1]] - L->work[c->cut[s]], r, 1.0, ar);
 }

@@ -126,7 +126,7 @@ static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, i
             spd = fmin(spd, I->speed[d]);
             cap = fmin(cap, I->mem_cap[d]);
         }
-    int level = plan_ring_level(I, pos, r);
+    int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
     double Pb = L->params[j] - L->params[i];
     double t = plan_stage_time(I, L->work[j] - L->work[i], r, spd, plan_allreduce_s(I, Pb, r, level));
     if (t > B) return 0;
@@ -451,7 +451,7 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
                 }
             P->b_spd[ac] = spd;
             P->b_cap[ac] = cap;
-            P->b_lv[ac] = plan_ring_level(I, pos, r);
+            P->b_lv[ac] = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
             if (P->mem_free) continue;
             int in_min = INT32_MAX, ver_min = INT32_MAX;
             for (int D = r; D <= N; D++) {

@@ -30,25 +30,6 @@ static int one_node(const plan *p, const plan_stage *a, const plan_stage *b)
     return 1;
 }
 
-/* The link a stage's ring all-reduce runs at (plan_ring_level's rule): in
- * one node the node's; one replica per node the inter-node link; else both
- * kinds, so the slower bandwidth and the higher latency of the two. */
-static cluster_link ring_link(const plan *p, const plan_stage *st)
-{
-    const cluster *cl = &p->cluster;
-    int nodes = 0;
-    for (int r = 0; r < st->n_replicas; r++) {
-        int seen = 0;
-        for (int q = 0; q < r && !seen; q++)
-            seen = cl->devices[st->devices[q]].node == cl->devices[st->devices[r]].node;
-        nodes += !seen;
-    }
-    if (nodes <= 1) return cl->links[CLUSTER_INTRA];
-    if (nodes == st->n_replicas) return cl->links[CLUSTER_INTER];
-    return (cluster_link){.bw_Bps = fmin(cl->links[CLUSTER_INTRA].bw_Bps, cl->links[CLUSTER_INTER].bw_Bps),
-                          .latency_s = fmax(cl->links[CLUSTER_INTRA].latency_s, cl->links[CLUSTER_INTER].latency_s)};
-}
-
 int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan_timing *tm,
                  cl_err *e)
 {
@@ -80,10 +61,10 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
                (stage_flops(p, st) / fastest);
         w_min = fmin(w_min, st->bwd_w_s);
         if (comm) {
-            cluster_link l = ring_link(p, st);
+            const cluster_link *l = &p->cluster.links[one_node(p, st, NULL) ? CLUSTER_INTRA : CLUSTER_INTER];
             if (r > 1 && s < pipe) /* interleaved chunks share their device's all-reduce slot */
-                ar_max = fmax(ar_max, 2.0 * (r - 1) / r * st->param_bytes / l.bw_Bps +
-                                          2.0 * (r - 1) * l.latency_s);
+                ar_max = fmax(ar_max, 2.0 * (r - 1) / r * st->param_bytes / l->bw_Bps +
+                                          2.0 * (r - 1) * l->latency_s);
             if (s + 1 < S) {
                 const plan_stage *nx = &p->stages[s + 1];
                 const cluster_link *lb =
