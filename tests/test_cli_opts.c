@@ -212,7 +212,7 @@ static void test_json_numbers(void)
 static int same_file(const char *dir, const char *cmd, const char *args_a, const char *args_b,
                      const char *out)
 {
-    char args[1200], path[2][600];
+    char args[2400], path[2][600];
     const char *form[2] = {args_a, args_b};
     for (int i = 0; i < 2; i++) {
         snprintf(path[i], sizeof path[i], "%s/%c.out", dir, 'a' + i);

@@ -92,10 +92,10 @@ enum { C_PLAN_MODEL, C_PLAN_CLUSTER, C_SWEEP, C_COMPARE, C_EXPORT, C_INSPECT, C_
 
 static void test_names_refused(void)
 {
-    char marker[600], in[600], out[600], plan[600];
-    char *dir = test_scratch(sizeof marker, "PWN", marker, "result.json", out, "plan.json", plan, NULL);
+    char marker[600], in[600], out[600], plan_file[600];
+    char *dir = test_scratch(sizeof marker, "PWN", marker, "result.json", out, "plan.json", plan_file, NULL);
     char *mk[] = {"plan", "--model", "models/fmnist-mlp.json", "--cluster", "profiles/clusters/cpu-2cores.json",
-                  "--stages", "2", "-o", plan, NULL};
+                  "--stages", "2", "-o", plan_file, NULL};
     CU_ASSERT_FATAL(run(mk, dir, NULL, NULL) == 0);
     const site sites[] = {
         {"model name", "models/fmnist-mlp.json", "name", "fmnist-mlp", "name", C_PLAN_MODEL},
@@ -105,9 +105,9 @@ static void test_names_refused(void)
         {"device id", "profiles/clusters/cpu-2cores.json", "id", "core0", "nodes[0].devices[0].id", C_PLAN_CLUSTER},
         {"node name", "profiles/clusters/cpu-2cores.json", "name", "host", "nodes[0].name", C_PLAN_CLUSTER},
         {"device type", "profiles/clusters/cpu-2cores.json", "name", "cpu-core", "device_types[0].name", C_INSPECT},
-        {"layer in a plan", plan, "name", "relu1", "model: layers[2].name", C_EXPORT},
-        {"model in a plan", plan, "name", "fmnist-mlp", "model: name", C_EXPORT},
-        {"device id in a plan", plan, "id", "core1", "cluster: nodes[0].devices[1].id", C_SIM},
+        {"layer in a plan", plan_file, "name", "relu1", "model: layers[2].name", C_EXPORT},
+        {"model in a plan", plan_file, "name", "fmnist-mlp", "model: name", C_EXPORT},
+        {"device id in a plan", plan_file, "id", "core1", "cluster: nodes[0].devices[1].id", C_SIM},
     };
     for (size_t s = 0; s < sizeof sites / sizeof sites[0]; s++) {
         const site *x = &sites[s];
@@ -271,8 +271,8 @@ static void test_plot_verbatim(void)
  * picture) and the torch export (read back by python3's parser). */
 static void test_every_allowed_character(void)
 {
-    char cl[600], md[600], csv[600], svg[600], plan[600], py[600];
-    char *dir = test_scratch(sizeof cl, "c.json", cl, "m.json", md, "c.csv", csv, "c.svg", svg, "p.json", plan, "p.py", py, NULL);
+    char cl[600], md[600], csv[600], svg[600], plan_file[600], py[600];
+    char *dir = test_scratch(sizeof cl, "c.json", cl, "m.json", md, "c.csv", csv, "c.svg", svg, "p.json", plan_file, "p.py", py, NULL);
     const char *name = "Az09_-.+:/@#%()[]= x";
     CU_ASSERT_PTR_NULL_FATAL(esc_name_problem(name));
     edited("profiles/clusters/cpu-2cores.json", cl, "name", "cpu-2cores", name);
@@ -291,9 +291,9 @@ static void test_every_allowed_character(void)
     /* the torch export: split points keyed by layer names */
     edited("models/fmnist-mlp.json", md, "name", "relu1", name);
     char *mk[] = {"plan", "--model", md, "--cluster", "profiles/clusters/cpu-2cores.json", "--stages", "2",
-                  "-o", plan, NULL};
+                  "-o", plan_file, NULL};
     CU_ASSERT_FATAL(run(mk, dir, NULL, NULL) == 0);
-    char *ex[] = {"export", plan, "--to", "torch", "-o", py, NULL};
+    char *ex[] = {"export", plan_file, "--to", "torch", "-o", py, NULL};
     CU_ASSERT_EQUAL(run(ex, dir, NULL, NULL), 0);
     char *text = test_slurp(py);
     char *lit = esc_python(name);
