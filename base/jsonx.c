@@ -88,11 +88,11 @@ int jx_parse_file(const char *file, cJSON **root, cl_err *e)
 
 /* ------------------------------------------------------------ file formats */
 
-int jx_decode(const jx_format *f, const cJSON *root, const char *file, void *out,
-              cl_err *e)
+int jx_decode(const jx_format *f, const cJSON *root, const char *file, const void *ctx,
+              void *out, cl_err *e)
 {
     memset(out, 0, f->size);
-    jx j = {file, e};
+    jx j = {.file = file, .e = e, .ctx = ctx};
     int version = 0;
     int rc = jx_header(&j, root, f->tag, f->max_version, &version);
     if (!rc) rc = jx_only(&j, root, "", f->members);
@@ -104,13 +104,13 @@ int jx_decode(const jx_format *f, const cJSON *root, const char *file, void *out
     return rc;
 }
 
-int jx_load(const jx_format *f, const char *path, void *out, cl_err *e)
+int jx_load(const jx_format *f, const char *path, const void *ctx, void *out, cl_err *e)
 {
     cJSON *root;
     memset(out, 0, f->size);
     int rc = jx_parse_file(path, &root, e);
     if (rc) return rc;
-    rc = jx_decode(f, root, path, out, e);
+    rc = jx_decode(f, root, path, ctx, out, e);
     cJSON_Delete(root);
     return rc;
 }

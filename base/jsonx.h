@@ -21,6 +21,8 @@
 typedef struct jx {
     const char *file; /* named in every message */
     cl_err *e;
+    const void *ctx;  /* what a format's reader needs besides the document
+                         (the plan a schedule is read against), or NULL */
 } jx;
 
 /* Largest JSON file any loader accepts (a guard, not a design limit). */
@@ -68,11 +70,12 @@ typedef struct jx_format {
 } jx_format;
 
 /* Read `root` (from `file`, named in messages) as format f into out: out
- * is zeroed first, and on failure released and left zeroed. */
-int jx_decode(const jx_format *f, const cJSON *root, const char *file, void *out,
-              cl_err *e);
+ * is zeroed first, and on failure released and left zeroed.  ctx reaches
+ * the reader as j->ctx (NULL for a format that needs nothing else). */
+int jx_decode(const jx_format *f, const cJSON *root, const char *file, const void *ctx,
+              void *out, cl_err *e);
 /* The same from a file: jx_parse_file, then jx_decode. */
-int jx_load(const jx_format *f, const char *path, void *out, cl_err *e);
+int jx_load(const jx_format *f, const char *path, const void *ctx, void *out, cl_err *e);
 /* A new document of format f, holding the members every file of it starts
  * with: {"format": tag, "version": max_version} (it is written in the newest
  * version read).  The caller adds the rest and frees it (cJSON_Delete). */

@@ -73,7 +73,7 @@ int plan_device_count(const plan *p)
 
 int plan_validate(const plan *p, const char *file, cl_err *e)
 {
-    jx j = {file, e};
+    jx j = {.file = file, .e = e};
     const model *m = &p->model;
     int n = m->n_layers, nd = p->cluster.n_devices;
     if ((unsigned)p->schedule >= SCHED_COUNT) return jx_fail(&j, "schedule", "unknown schedule kind");
@@ -417,12 +417,12 @@ static const jx_format plan_format = {FORMAT, VERSION, plan_members, sizeof(plan
 
 int plan_from_json(plan *p, const cJSON *root, const char *file, cl_err *e)
 {
-    return jx_decode(&plan_format, root, file, p, e);
+    return jx_decode(&plan_format, root, file, NULL, p, e);
 }
 
 int plan_load(plan *p, const char *path, cl_err *e)
 {
-    return jx_load(&plan_format, path, p, e);
+    return jx_load(&plan_format, path, NULL, p, e);
 }
 
 /* ------------------------------------------------------------------ save -- */

@@ -153,19 +153,22 @@ static void insert_transfers(ld *l)
     s->n_ops = n;
 }
 
-int sched_from_json(const plan *pl, const cJSON *root, const char *file, sched *s, cl_err *e)
+/* The schedule's members (header and member names checked by jx_decode),
+ * read against the plan in j->ctx, then checked as a whole (sched_check). */
+static int sched_read(jx *jp, const cJSON *root, int version, void *out)
 {
-    memset(s, 0, sizeof *s);
-    jx j = {file, e};
-    static const char *const top[] = {"format", "version", "kind", "microbatches", "iterations",
-                                      "devices", NULL};
+    (void)version;
+    const plan *pl = jp->ctx;
+    sched *s = out;
+    const char *file = jp->file;
+    cl_err *e = jp->e;
+    jx j = *jp;
     static const char *const kinds[] = {"sequential", "gpipe", "1f1b", "interleaved", "zb-h1",
                                         "pipedream", "fbp", "custom"};
-    int ver, kind = SCHED_COUNT, rc;
+    int kind = SCHED_COUNT, rc;
     int64_t m = 0, iters = 1;
     const cJSON *devs;
-    if ((rc = jx_header(&j, root, "cleave-schedule", 1, &ver)) || (rc = jx_only(&j, root, "", top)) ||
-        (rc = jx_enum(&j, root, "", "kind", 0, kinds, SCHED_COUNT + 1, &kind)) ||
+    if ((rc = jx_enum(&j, root, "", "kind", 0, kinds, SCHED_COUNT + 1, &kind)) ||
         (rc = jx_int(&j, root, "", "microbatches", 1, 1, SCHED_MAX_MICRO, &m)) ||
         (rc = jx_int(&j, root, "", "iterations", 0, 1, SCHED_MAX_ITER, &iters)) ||
         (rc = jx_array(&j, root, "", "devices", 1, 1, pl->cluster.n_devices, &devs)))
@@ -272,26 +275,29 @@ int sched_from_json(const plan *pl, const cJSON *root, const char *file, sched *
     free(l.bw);
     free(l.has_w);
     if (!rc) rc = sched_check(pl, s, file, e);
-    if (rc) sched_free(s);
-    return rc;
+    return rc; /* on failure jx_decode releases s (sched_free) */
+}
+
+static void sched_release(void *s) { sched_free(s); }
+
+static const char *const sched_members[] = {"format", "version", "kind", "microbatches", "iterations",
+                                            "devices", NULL};
+static const jx_format sched_format = {"cleave-schedule", 1, sched_members, sizeof(sched), sched_read,
+                                       sched_release};
+
+int sched_from_json(const plan *pl, const cJSON *root, const char *file, sched *s, cl_err *e)
+{
+    return jx_decode(&sched_format, root, file, pl, s, e);
 }
 
 int sched_load(const plan *p, const char *path, sched *s, cl_err *e)
 {
-    cJSON *root;
-    memset(s, 0, sizeof *s);
-    int rc = jx_parse_file(path, &root, e);
-    if (rc) return rc;
-    rc = sched_from_json(p, root, path, s, e);
-    cJSON_Delete(root);
-    return rc;
+    return jx_load(&sched_format, path, p, s, e);
 }
 
 cJSON *sched_to_json(const sched *s)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", "cleave-schedule");
-    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON *root = jx_doc_new(&sched_format);
     cJSON_AddStringToObject(root, "kind", s->kind >= 0 ? sched_kind_name((sched_kind)s->kind) : "custom");
     cJSON_AddNumberToObject(root, "microbatches", s->n_micro);
     cJSON_AddNumberToObject(root, "iterations", s->n_iter);

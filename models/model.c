@@ -377,12 +377,12 @@ static const jx_format model_format = {FORMAT, VERSION, model_members, sizeof(mo
 
 int model_from_json(model *m, const cJSON *root, const char *file, cl_err *e)
 {
-    return jx_decode(&model_format, root, file, m, e);
+    return jx_decode(&model_format, root, file, NULL, m, e);
 }
 
 int model_load(model *m, const char *path, cl_err *e)
 {
-    return jx_load(&model_format, path, m, e);
+    return jx_load(&model_format, path, NULL, m, e);
 }
 
 /* ---------------------------------------------------------------- saving */

@@ -414,12 +414,12 @@ static const jx_format cluster_format = {"cleave-cluster", 1, cluster_members, s
 
 int cluster_from_json(cluster *c, const cJSON *root, const char *file, cl_err *e)
 {
-    return jx_decode(&cluster_format, root, file, c, e);
+    return jx_decode(&cluster_format, root, file, NULL, c, e);
 }
 
 int cluster_load(cluster *c, const char *path, cl_err *e)
 {
-    return jx_load(&cluster_format, path, c, e);
+    return jx_load(&cluster_format, path, NULL, c, e);
 }
 
 /* True when node ni's devices (count of them, starting at index first) are
@@ -582,7 +582,7 @@ int cluster_devtypes_load(const char *path, cluster_devtype **types, int *n, cl_
     char buf[4200];
     if (!path) path = default_devices_path(buf, sizeof buf);
     devtypes d;
-    int rc = jx_load(&devtypes_format, path, &d, e);
+    int rc = jx_load(&devtypes_format, path, NULL, &d, e);
     *types = d.types;
     *n = d.n;
     return rc;

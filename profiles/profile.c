@@ -243,12 +243,12 @@ static const jx_format prof_format = {"cleave-profile", 1, prof_members, sizeof(
 
 int prof_from_json(prof *p, const cJSON *root, const char *file, cl_err *e)
 {
-    return jx_decode(&prof_format, root, file, p, e);
+    return jx_decode(&prof_format, root, file, NULL, p, e);
 }
 
 int prof_load(prof *p, const char *path, cl_err *e)
 {
-    return jx_load(&prof_format, path, p, e);
+    return jx_load(&prof_format, path, NULL, p, e);
 }
 
 /* ------------------------------------------------------------------ save -- */

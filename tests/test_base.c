@@ -19,7 +19,7 @@ static int get_int(const char *text, const char *key, int64_t lo, int64_t hi,
     cJSON *root;
     int rc = jx_parse_text("t.json", text, strlen(text), &root, e);
     if (rc) return rc;
-    jx j = {"t.json", e};
+    jx j = {.file = "t.json", .e = e};
     rc = jx_int(&j, root, "a", key, 1, lo, hi, v);
     cJSON_Delete(root);
     return rc;
@@ -71,7 +71,7 @@ static void test_only_and_header(void)
     cJSON *r;
     const char *t = "{\"format\": \"cleave-x\", \"version\": 1, \"nmae\": 3}";
     CU_ASSERT_EQUAL(jx_parse_text("f.json", t, strlen(t), &r, &e), CL_OK);
-    jx j = {"f.json", &e};
+    jx j = {.file = "f.json", .e = &e};
     int ver = 0;
     CU_ASSERT_EQUAL(jx_header(&j, r, "cleave-x", 1, &ver), CL_OK);
     CU_ASSERT_EQUAL(ver, 1);

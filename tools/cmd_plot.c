@@ -125,7 +125,7 @@ static int read_trace(const char *path, trace_data *d, cl_err *e)
     char doing[300];
     snprintf(doing, sizeof doing, "reading %s", path);
     if (cl_budget_over()) rc = cl_budget_fail(e, doing, "plot a shorter trace");
-    jx j = {path, e};
+    jx j = {.file = path, .e = e};
     const cJSON *events = root;
     const char *base = "";
     if (cJSON_IsObject(root)) {

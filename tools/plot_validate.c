@@ -68,7 +68,7 @@ static int read_results(const char *path, pv_set *time, pv_set *mem, cl_err *e)
     cJSON *root;
     int rc = jx_parse_file(path, &root, e);
     if (rc) return rc;
-    jx j = {path, e};
+    jx j = {.file = path, .e = e};
     const cJSON *ws = NULL;
     int found = 0;
     if (!(rc = jx_header(&j, root, "cleave-validation", 1, NULL)) &&
