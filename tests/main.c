@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -91,11 +90,6 @@ int test_run_cli(const char *args, char **out, char **err)
 static char *run_dir;
 static pid_t run_pid; /* a forked child that calls exit() must not remove it */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path) ? -1 : 0;
-}
 
 int test_run_on_tty(char *const argv[], char *buf, size_t cap)
 {
@@ -141,7 +135,7 @@ int test_run_on_tty(char *const argv[], char *buf, size_t cap)
 
 int test_rmtree(char *dir)
 {
-    int rc = dir && nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) ? -1 : 0;
+    int rc = dir && cl_rmtree(dir) ? -1 : 0;
     if (rc) fprintf(stderr, "cleave_tests: cannot remove %s entirely\n", dir);
     free(dir);
     return rc;
@@ -150,7 +144,7 @@ int test_rmtree(char *dir)
 static void run_dir_remove(void)
 {
     if (!run_dir || getpid() != run_pid) return;
-    if (nftw(run_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS))
+    if (cl_rmtree(run_dir))
         fprintf(stderr, "cleave_tests: cannot remove %s entirely\n", run_dir);
     free(run_dir);
     run_dir = NULL;
