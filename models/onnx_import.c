@@ -484,9 +484,14 @@ static int do_node(ox *x, int ix, cl_err *e)
                 break;
             }
         x->st->unknown_priced++;
-        if (x->o->notes)
-            fprintf(x->o->notes, "cleave: note: %s: %s: unknown operator priced as memory-bound (no FLOPs, bytes in + out), output shape %s\n",
-                    x->file, lab, from_vi ? "from value_info" : "assumed equal to its first input's");
+        if (x->o->notes) { /* the path and the node's name come from outside: escaped */
+            char note[1024];
+            snprintf(note, sizeof note, "cleave: note: %s: %s: unknown operator priced as memory-bound (no FLOPs, bytes in + out), output shape %s",
+                     x->file, lab, from_vi ? "from value_info" : "assumed equal to its first input's");
+            char *safe = esc_term(note);
+            fprintf(x->o->notes, "%s\n", safe);
+            free(safe);
+        }
     }
     if (ox_check_dims(&n, "the output", c.rank, c.d, e)) return CL_EINPUT;
     int64_t total = ox_elems(c.rank, c.d);

@@ -220,6 +220,30 @@ static void test_price_unknown_and_round_trip(void)
     test_rmtree(dir);
 }
 
+/* The summary line and the note name the file: a path holding an escape
+ * sequence (ESC [ 3 1 m, "red") is printed as \x1b, never raw. */
+static void test_path_escaped(void)
+{
+    char *dir = test_tmpdir(), in[512], out[512];
+    snprintf(in, sizeof in, "%s/a\x1b[31m.onnx", dir);
+    snprintf(out, sizeof out, "%s/m.json", dir);
+    char *text = NULL;
+    size_t n = 0;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(cl_read_file(DIR "unknown_op.onnx", 1 << 20, &text, &n, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(cl_write_file(in, text, n, &e), CL_OK);
+    free(text);
+    char args[1200];
+    snprintf(args, sizeof args, "import --price-unknown memory '%s' -o '%s'", in, out);
+    char *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(err ? strstr(err, "a\\x1b[31m.onnx: node erf1 (Erf): unknown operator") : NULL);
+    CU_ASSERT_PTR_NOT_NULL(err ? strstr(err, "cleave import: ") : NULL);
+    CU_ASSERT_PTR_NULL(err ? strchr(err, 0x1b) : "no stderr");
+    free(err);
+    test_rmtree(dir);
+}
+
 TEST_SUITE(onnx)
 {
     test_add_suite("onnx");
@@ -229,4 +253,5 @@ TEST_SUITE(onnx)
     test_add("every prefix of a file is refused cleanly", test_truncated);
     test_add("bad files: exit 2 naming file and node, no output", test_bad_files);
     test_add("--price-unknown memory, and the written file loads back", test_price_unknown_and_round_trip);
+    test_add("a path with control bytes reaches the terminal escaped", test_path_escaped);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/escape.h"
 #include "base/fileio.h"
 #include "base/jsonx.h"
 #include "cli.h"
@@ -57,12 +58,15 @@ int cmd_import(int argc, char **argv)
     model_totals t = model_sum(&m);
     /* cl_out underneath: "-" is stdout, a file is replaced atomically */
     rc = jx_save(out ? out : "-", model_to_json(&m), &e);
-    if (!rc)
+    if (!rc) {
+        char *safe = esc_term(path); /* a path may hold control bytes */
         fprintf(stderr, "cleave import: %s: opset %lld, %d nodes -> %d layers (%d blocks, %d constants folded%s), "
                         "%llu params, %.4g GMAC (conv/gemm/matmul), %.4g GFLOP forward\n",
-                path, (long long)st.opset, st.nodes, m.n_layers, st.blocks, st.constants,
+                safe, (long long)st.opset, st.nodes, m.n_layers, st.blocks, st.constants,
                 st.unknown_priced ? ", unknown operators priced as memory-bound" : "",
                 (unsigned long long)t.params, st.macs / 1e9, t.fwd_flops / 1e9);
+        free(safe);
+    }
     model_free(&m);
     return rc ? cli_report(&e) : 0;
 }
