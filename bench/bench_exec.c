@@ -268,9 +268,10 @@ int exec_bench(const char *outdir, int quick)
     for (int s = 0; s < 3; s++)
         if (fp.at[s] > 0) printf("%s%d: %.1f", s && fp.at[s - 1] > 0 ? ", " : "", 128 << s,
                                  fp.at[s] / 1e9);
+    char *ct = esc_term(coretype ? coretype : "unset"); /* the environment's text, to a terminal */
     printf(")\n  OpenBLAS SGEMM %.1f GFLOP/s (%.0f%% of the FMA peak), kernel %s, OPENBLAS_CORETYPE %s, best at n = %d\n",
-           c.sgemm / 1e9, 100 * c.sgemm / c.peak, exec_blas_corename(),
-           coretype ? coretype : "unset", n);
+           c.sgemm / 1e9, 100 * c.sgemm / c.peak, exec_blas_corename(), ct, n);
+    free(ct);
     const char *better = exec_blas_wanted();
     if (better)
         printf("  note: this CPU runs OpenBLAS's faster %s kernel, but %s the %s one: passes through\n"
