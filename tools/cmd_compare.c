@@ -299,7 +299,8 @@ int cmd_compare(int argc, char **argv)
         fprintf(a.s.msg, "compare: %s, batch %d, epoch = %lld samples%s%s%s\n\n", st.md.name, st.batch,
                (long long)dataset, dsname[0] ? " (" : "", dsname, dsname[0] ? " training set)" : "");
         fprintf(a.s.msg, "%-18s %3s  %-22s  %-10s %6s %10s %10s %10s  %s\n", "cluster", "dev", "device type",
-               "schedule", "stages", "samples/s", "epoch", "cost", "memory headroom");
+               "schedule", "stages", st.md.unit == MODEL_UNIT_SAMPLE ? "samples/s" : "minibatch/s", "epoch",
+               "cost", "memory headroom");
     }
     prog pg;
     prog_catch_sigint();

@@ -36,7 +36,7 @@
 typedef struct plan_args {
     const char *model, *profile, *cluster, *out, *device, *profiled_on;
     const char *bandwidth, *latency, *micro, *schedule; /* as given */
-    int64_t devices, per_node, batch, stages, max_cuts;
+    int64_t devices, per_node, batch, stages, max_cuts, profile_batch;
     int chunks, algo, optimizer, comm_off, no_replication, json;
     double max_seconds;
 } plan_args;
@@ -59,6 +59,10 @@ static const cli_opt plan_opts[] = {
     {"bandwidth", 0, CLI_STR, CLI_FIELD(PA, bandwidth), .help = NULL},
     {"latency", 0, CLI_STR, CLI_FIELD(PA, latency), .help = NULL},
     {"device", 0, CLI_STR, CLI_FIELD(PA, device), .help = NULL},
+    {"profile-batch", 0, CLI_INT, CLI_FIELD(PA, profile_batch), 1, 1 << 30, .arg = "N",
+     .help = "the batch size a PipeDream graph.txt was profiled at, when its\n"
+             "input does not tell (default: inferred from image inputs; else\n"
+             "throughputs count the profiled minibatches)"},
     {"profiled-on", 0, CLI_STR, CLI_FIELD(PA, profiled_on),
      .help = "the device type the profile was measured on (for mixed clusters)"},
     {"batch", 0, CLI_INT, CLI_FIELD(PA, batch), 1, 1 << 30, .help = NULL},
@@ -164,8 +168,11 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
     }
     fprintf(f, "\nslowest stage: %.6f s per iteration (%s %d)\n", res->bottleneck_s,
            res->bottleneck_is_boundary ? "boundary after stage" : "stage", res->bottleneck_stage);
-    fprintf(f, "predicted: iteration %.6f s, throughput %.1f samples/s, bubble %.1f%%, speed-up %.2fx over one device\n",
-           p->pred.iteration_s, p->pred.throughput, 100 * p->pred.bubble, p->pred.speedup);
+    fprintf(f, "predicted: iteration %.6f s, throughput %.1f %s/s, bubble %.1f%%, speed-up %.2fx over one device\n",
+           p->pred.iteration_s, p->pred.throughput, model_unit_plural(p->model.unit), 100 * p->pred.bubble,
+           p->pred.speedup);
+    if (p->model.unit == MODEL_UNIT_MINIBATCH)
+        fprintf(f, "units: the profile does not tell its batch size, so a batch counts its profiled minibatches (hint: --profile-batch N states it)\n");
     if (p->idle_why[0])
         fprintf(f, "devices: uses %d of %d: %s\n", res->devices_used, c->n_devices, p->idle_why);
     if (!isnan(res->exact_s) && !isnan(res->merge_s))
@@ -222,6 +229,8 @@ int cmd_plan(int argc, char **argv)
         return cli_usage_error("plan", "--per-node, --bandwidth and --latency describe a --devices cluster");
     if (prof_path && model_path && is_pipedream(prof_path))
         return cli_usage_error("plan", "a PipeDream profile is the model too: drop --model");
+    if (pa.profile_batch && !(prof_path && is_pipedream(prof_path)))
+        return cli_usage_error("plan", "--profile-batch states a PipeDream graph.txt's batch size (a cleave profile names its own)");
 
     cl_err e = {0};
     cl_budget_start(max_seconds, "--max-seconds"); /* loading, search and ranking */
@@ -233,7 +242,7 @@ int cmd_plan(int argc, char **argv)
     char links[256] = "", *quick = NULL, derived_from[CLUSTER_NAME_MAX + 256] = "";
     /* model and profile */
     if (prof_path && is_pipedream(prof_path)) {
-        if ((rc = pipedream_import(prof_path, 0, &md, &pf, NULL, &e))) goto fail;
+        if ((rc = pipedream_import(prof_path, (double)pa.profile_batch, &md, &pf, NULL, &e))) goto fail;
         have_prof = 1;
     } else {
         if (!model_path) {

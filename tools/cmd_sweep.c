@@ -400,8 +400,9 @@ int cmd_sweep(int argc, char **argv)
         cluster_free(&one);
         if (!rc && pt.ok) {
             base_thr = pt.sim.throughput;
-            snprintf(base_desc, sizeof base_desc, "one device, %s, %d x %d: %.6g samples/s",
-                     sched_kind_name(pt.res.plan.schedule), pt.res.plan.n_micro, pt.res.plan.microbatch, base_thr);
+            snprintf(base_desc, sizeof base_desc, "one device, %s, %d x %d: %.6g %s/s",
+                     sched_kind_name(pt.res.plan.schedule), pt.res.plan.n_micro, pt.res.plan.microbatch, base_thr,
+                     model_unit_plural(st.md.unit));
         } else if (!rc) {
             snprintf(base_desc, sizeof base_desc, "none (%.200s); speed-up is over the same microbatches run on one device", pt.reason);
         }
@@ -414,7 +415,8 @@ int cmd_sweep(int argc, char **argv)
                have_full ? full.name : a.device, st.batch, a.n_devices, n_kinds);
         fprintf(a.s.msg, "baseline: %s\n\n", base_desc);
         fprintf(a.s.msg, "%7s %5s  %-10s %6s %-15s %12s %12s %11s %9s %8s %11s\n", "devices", "used", "schedule",
-               "stages", "replicas", "micro x size", "iteration_s", "samples/s", "speed-up", "bubble",
+               "stages", "replicas", "micro x size", "iteration_s",
+               st.md.unit == MODEL_UNIT_SAMPLE ? "samples/s" : "minibatch/s", "speed-up", "bubble",
                "peak mem");
     }
     rows = cl_calloc((size_t)(a.n_devices * n_kinds), sizeof *rows);

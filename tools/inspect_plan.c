@@ -40,8 +40,9 @@ int inspect_plan(const char *path, int as_json)
                st->fwd_s, st->bwd_in_s, st->bwd_w_s, st->compute_s, st->comm_s,
                cl_fmt_bytes(mem, sizeof mem, st->mem_bytes, plan_bytes));
     }
-    printf("\npredicted: iteration %.6f s, throughput %.1f samples/s, bubble %.1f%%, speed-up %.2fx\n",
-           p.pred.iteration_s, p.pred.throughput, 100 * p.pred.bubble, p.pred.speedup);
+    printf("\npredicted: iteration %.6f s, throughput %.1f %s/s, bubble %.1f%%, speed-up %.2fx\n",
+           p.pred.iteration_s, p.pred.throughput, model_unit_plural(p.model.unit), 100 * p.pred.bubble,
+           p.pred.speedup);
     plan_free(&p);
     return 0;
 }
