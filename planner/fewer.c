@@ -170,7 +170,8 @@ int search_floor_ok(const plan_request *rq)
     int ok = f->cluster.n_devices < rq->cluster->n_devices && f->batch == rq->batch &&
              f->model.n_layers == rq->model->n_layers && (rq->schedule < 0 || (int)f->schedule == rq->schedule) &&
              (rq->microbatches == 0 || f->n_micro == rq->microbatches) &&
-             (rq->stages == 0 || f->n_stages == rq->stages) && plan_device_count(f) > 0;
+             (rq->stages == 0 || f->n_stages == rq->stages) && f->framework == rq->framework &&
+             plan_device_count(f) > 0;
     for (int s = 0; s < f->n_stages && ok; s++)
         for (int r = 0; r < f->stages[s].n_replicas; r++) ok &= f->stages[s].devices[r] < f->cluster.n_devices;
     return ok;
