@@ -61,9 +61,9 @@ int plan_for_runs(plan_for f, sched_kind k)
 const char *plan_for_schedules(plan_for f)
 {
     switch (f) {
-    case PLAN_FOR_TORCH: return "--schedule gpipe, 1f1b, zb-h1 or interleaved";
-    case PLAN_FOR_DEEPSPEED: return "--schedule 1f1b";
-    default: return "--schedule 1f1b or interleaved";
+    case PLAN_FOR_TORCH: return "gpipe, 1f1b, zb-h1 or interleaved";
+    case PLAN_FOR_DEEPSPEED: return "1f1b";
+    default: return "1f1b or interleaved";
     }
 }
 

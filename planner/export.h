@@ -57,8 +57,8 @@ plan_target plan_for_target(plan_for f);
 
 /* Does framework f run schedule k (plan_target_runs of its target)? */
 int plan_for_runs(plan_for f, sched_kind k);
-/* The schedules framework f runs, as a hint: "--schedule 1f1b or
- * interleaved" (static text). */
+/* The schedules framework f runs, for hints: "1f1b or interleaved"
+ * (static text). */
 const char *plan_for_schedules(plan_for f);
 
 /* Can target t take a plan of model m at all?  Only Megatron asks: an

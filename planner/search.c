@@ -227,7 +227,10 @@ static void interleaved_rank(search_ctx *c, search_best *B, plan *pl, const plan
     plan_timing tm;
     cl_err pe = {0};
     plan_predict_opts po = {.comm = c->rq->comm};
-    if (ev->feasible && plan_predict(pl, &po, &pr, &tm, &pe) == CL_OK) {
+    /* for a framework the figure is the simulated run its export describes
+     * (plain interleaved plans keep the closed form they were ranked by) */
+    if (ev->feasible && plan_predict(pl, &po, &pr, &tm, &pe) == CL_OK &&
+        (c->rq->framework == PLAN_FOR_ANY || plan_predict_sim(pl, &pr) == CL_OK)) {
         keep_if_better(c, B, pl, &pr, &tm, ev, "chunk split", NAN, NAN);
     } else if (!ev->feasible && (!B->have_bad || ev->worst_need_bytes - ev->worst_cap_bytes <
                                                     B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes)) {
@@ -344,16 +347,16 @@ static int search_check(const plan_request *rq, cl_err *e)
     if (rq->framework != PLAN_FOR_ANY) {
         const char *fw = plan_for_name(rq->framework);
         if (rq->schedule >= 0 && !plan_for_runs(rq->framework, (sched_kind)rq->schedule))
-            return cl_fail(e, CL_EINPUT, "--schedule %s: %s does not run it (hint: %s, or --schedule auto)",
+            return cl_fail(e, CL_EINPUT, "--schedule %s: %s does not run it (hint: --schedule %s, or auto)",
                            sched_kind_name((sched_kind)rq->schedule), fw, plan_for_schedules(rq->framework));
         if (rq->schedule == SCHED_INTERLEAVED && rq->chunks > 1 && rq->framework == PLAN_FOR_DEEPSPEED)
             return cl_fail(e, CL_EINPUT, "--chunks %d: deepspeed runs one stage per rank (hint: drop --chunks)",
                            rq->chunks);
         int head;
-        char what[300];
-        snprintf(what, sizeof what, "%s", rq->model_origin ? rq->model_origin : "the model");
-        if (plan_target_model(rq->model, plan_for_target(rq->framework), what, &head, e))
-            return cl_fail(e, CL_EINPUT, "--for %s: %s", fw, e->msg);
+        cl_err me = {0};
+        if (plan_target_model(rq->model, plan_for_target(rq->framework),
+                              rq->model_origin ? rq->model_origin : "the model", &head, &me))
+            return cl_fail(e, CL_EINPUT, "--for %s: %s (hint: --for torch or deepspeed)", fw, me.msg);
     }
     if (rq->floor && !search_floor_ok(rq))
         return cl_fail(e, CL_EINPUT, "plan_search: the floor plan does not answer the same question on fewer devices");

@@ -230,7 +230,7 @@ int cmd_plan(int argc, char **argv)
         rq.framework = (plan_for)f;
         if (rq.schedule >= 0 && !plan_for_runs(rq.framework, (sched_kind)rq.schedule)) {
             char hint[128];
-            snprintf(hint, sizeof hint, "%s, or auto", plan_for_schedules(rq.framework));
+            snprintf(hint, sizeof hint, "--schedule %s, or auto", plan_for_schedules(rq.framework));
             return cli_usage_hint("plan", hint, "--schedule %s: %s does not run it",
                                   sched_kind_name((sched_kind)rq.schedule), plan_for_name(rq.framework));
         }
