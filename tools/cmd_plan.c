@@ -147,7 +147,7 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
            p->microbatch, sched_kind_name(p->schedule), res->algo);
     if (quick_links) fprintf(f, "links: %s\n", quick_links);
     if (p->framework != PLAN_FOR_ANY)
-        fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica); `cleave export --to %s` runs this schedule\n",
+        fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica): the run `cleave export --to %s` describes\n",
                 plan_for_name(p->framework), p->stages[0].n_replicas, p->n_micro / p->stages[0].n_replicas,
                 p->n_micro / p->stages[0].n_replicas == 1 ? "" : "es", plan_for_name(p->framework));
     if (!rq->comm) fprintf(f, "communication: left out (--comm off)\n");
