@@ -308,6 +308,100 @@ static void test_random(void)
     summary("random", &ty);
 }
 
+/* Megatron keeps the head layers (here "head" and "loss", the second the
+ * heaviest layer, so a cut before it would balance best) on the last
+ * stage: no --for megatron plan starts a stage at "loss", while the
+ * unrestricted search does; the export takes every plan. */
+static void test_megatron_head(void)
+{
+    int n = 8, cut_at_loss = 0;
+    model m = {0};
+    snprintf(m.name, sizeof m.name, "tiny-gpt");
+    m.input = (model_shape){1, {64, 0, 0}};
+    m.n_layers = n;
+    m.layers = cl_calloc((size_t)n, sizeof *m.layers);
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        if (i == 0) snprintf(name, sizeof name, "embedding");
+        else if (i == n - 2) snprintf(name, sizeof name, "head");
+        else if (i == n - 1) snprintf(name, sizeof name, "loss");
+        else snprintf(name, sizeof name, "layer.%d", i - 1);
+        model_block_init(&m.layers[i], name, 1e6, 1e5, 4096, 4096);
+    }
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(model_derive(&m, "tiny", &e), CL_OK);
+    prof pf = {0};
+    snprintf(pf.model, sizeof pf.model, "%s", m.name);
+    snprintf(pf.device, sizeof pf.device, "ref");
+    pf.n_layers = n;
+    pf.layers = cl_calloc((size_t)n, sizeof *pf.layers);
+    for (int i = 0; i < n; i++) {
+        prof_layer *l = &pf.layers[i];
+        snprintf(l->name, sizeof l->name, "%s", m.layers[i].name);
+        prof_layer_points(l, 1);
+        l->batch[0] = 1;
+        l->fwd_s[0] = i == n - 1 ? 4e-3 : 1e-3;
+        l->bwd_in_s[0] = l->bwd_w_s[0] = l->fwd_s[0];
+        l->act_bytes = 4096;
+        l->param_bytes = 1e6;
+    }
+    for (int devices = 2; devices <= 6; devices++) {
+        cluster c;
+        cluster_of(&c, devices, 0, 1e15, 1e10, 1e10);
+        plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .batch = 8, .microbatches = 8,
+                           .schedule = SCHED_1F1B, .algo = PLAN_ALGO_AUTO, .comm = 1, .replication = 0};
+        plan_result res;
+        CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+        for (int s = 0; s < res.plan.n_stages; s++) cut_at_loss += res.plan.stages[s].first == n - 1;
+        plan_result_free(&res);
+        rq.framework = PLAN_FOR_MEGATRON;
+        CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+        for (int s = 0; s < res.plan.n_stages; s++) CU_ASSERT(res.plan.stages[s].first < n - 1);
+        char *text = NULL;
+        CU_ASSERT_EQUAL(plan_export(&res.plan, PLAN_TO_MEGATRON, "plan", &text, &e), CL_OK);
+        free(text);
+        plan_result_free(&res);
+        cluster_free(&c);
+    }
+    CU_ASSERT(cut_at_loss > 0); /* the rule changes something here */
+    model_free(&m);
+    prof_free(&pf);
+}
+
+/* "for" in a plan file: written by --for, read back, an unknown framework
+ * named with its JSON path, absent in older plans. */
+static void test_plan_file(void)
+{
+    model m;
+    prof pf;
+    if (test_pipedream("alexnet", &m, &pf)) return;
+    cluster c;
+    cluster_of(&c, 4, 0, 1e15, 1e10, 1e10);
+    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .batch = 32, .schedule = -1,
+                       .algo = PLAN_ALGO_AUTO, .comm = 1, .replication = 1, .framework = PLAN_FOR_DEEPSPEED};
+    plan_result res;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    cJSON *j = plan_to_json(&res.plan);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(j, "for")), "deepspeed");
+    plan back;
+    CU_ASSERT_EQUAL(plan_from_json(&back, j, "p.json", &e), CL_OK);
+    CU_ASSERT_EQUAL(back.framework, PLAN_FOR_DEEPSPEED);
+    plan_free(&back);
+    cJSON_ReplaceItemInObject(j, "for", cJSON_CreateString("jax"));
+    CU_ASSERT_EQUAL(plan_from_json(&back, j, "p.json", &e), CL_EINPUT);
+    CU_ASSERT(strstr(e.msg, "p.json: for: unknown value \"jax\"") != NULL);
+    cJSON_DeleteItemFromObject(j, "for");
+    CU_ASSERT_EQUAL(plan_from_json(&back, j, "p.json", &e), CL_OK);
+    CU_ASSERT_EQUAL(back.framework, PLAN_FOR_ANY);
+    plan_free(&back);
+    cJSON_Delete(j);
+    plan_result_free(&res);
+    cluster_free(&c);
+    model_free(&m);
+    prof_free(&pf);
+}
+
 /* ---------------------------------------------------------- the CLI -- */
 
 static char *dir;
@@ -467,6 +561,8 @@ TEST_SUITE(plan_for)
     test_add("PipeDream profiles: --for plans obey the framework, export, simulate to their figure", test_pipedream_profiles);
     test_add("transformers: every framework and schedule", test_transformers);
     test_add("200 random questions: chains and DAGs, nodes, mixed devices, memory", test_random);
+    test_add("megatron: the head layers stay on the last stage", test_megatron_head);
+    test_add("plan files: \"for\" written, read, checked, optional", test_plan_file);
     test_add("CLI: plan --for, export and sim agree", test_cli_roundtrip);
     test_add("CLI: refusals are one line, exit 2, with a hint", test_cli_refusals);
     test_add("CLI: sweep --for torch", test_cli_sweep);
