@@ -349,9 +349,6 @@ static int search_check(const plan_request *rq, cl_err *e)
         if (rq->schedule >= 0 && !plan_for_runs(rq->framework, (sched_kind)rq->schedule))
             return cl_fail(e, CL_EINPUT, "--schedule %s: %s does not run it (hint: --schedule %s, or auto)",
                            sched_kind_name((sched_kind)rq->schedule), fw, plan_for_schedules(rq->framework));
-        if (rq->schedule == SCHED_INTERLEAVED && rq->chunks > 1 && rq->framework == PLAN_FOR_DEEPSPEED)
-            return cl_fail(e, CL_EINPUT, "--chunks %d: deepspeed runs one stage per rank (hint: drop --chunks)",
-                           rq->chunks);
         int head;
         cl_err me = {0};
         if (plan_target_model(rq->model, plan_for_target(rq->framework),
