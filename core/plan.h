@@ -46,6 +46,16 @@ int plan_optim_from_name(const char *name);
 /* Optimiser state in units of the parameter bytes: 0 (SGD), 1 (momentum), 2 (Adam). */
 int plan_optim_state_mult(plan_optim o);
 
+/* The training framework a plan was searched for (cleave plan --for): the
+ * planner then considers only what that framework runs, and the plan's
+ * figure is that run's (docs/planner.md, "Plans a framework runs").
+ * Written as "for" in the plan file. */
+typedef enum plan_for { PLAN_FOR_ANY, PLAN_FOR_TORCH, PLAN_FOR_DEEPSPEED, PLAN_FOR_MEGATRON, PLAN_FOR_COUNT } plan_for;
+/* "torch", "deepspeed", "megatron"; "" for PLAN_FOR_ANY */
+const char *plan_for_name(plan_for f);
+/* a framework's name to its plan_for; -1 if unknown ("" included) */
+int plan_for_from_name(const char *name);
+
 typedef struct plan_stage {
     int first, last;          /* layer range for a chain (inclusive)          */
     int n_layers;
@@ -92,6 +102,7 @@ typedef struct plan {
     int n_stages;
     plan_stage *stages;       /* owned */
     plan_pred pred;
+    plan_for framework;       /* searched for this framework (PLAN_FOR_ANY: none) */
     /* when the plan leaves devices of its cluster idle, why, one line ("":
      * not said; the planner always says); "devices_used" in the file */
     char idle_why[320];

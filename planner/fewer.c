@@ -139,9 +139,11 @@ void search_consider_floor(search_ctx *c, search_best *B)
     cl_err e = {0};
     plan_predict_opts po = {.comm = c->rq->comm};
     /* predicted as its search predicted it: interleaved plans by the
-     * closed form (search_interleaved), the others by the simulator */
+     * closed form (search_interleaved) unless planned for a framework,
+     * the others by the simulator */
     if (plan_predict(&pl, &po, &pr, &tm, &e) != CL_OK ||
-        (pl.schedule != SCHED_INTERLEAVED && plan_predict_sim(&pl, &pr) != CL_OK) ||
+        ((pl.schedule != SCHED_INTERLEAVED || c->rq->framework != PLAN_FOR_ANY) &&
+         plan_predict_sim(&pl, &pr) != CL_OK) ||
         (B->have && !(pr.iteration_s < B->pred.iteration_s))) {
         instance_free_stages(&pl);
         return;
@@ -170,7 +172,8 @@ int search_floor_ok(const plan_request *rq)
     int ok = f->cluster.n_devices < rq->cluster->n_devices && f->batch == rq->batch &&
              f->model.n_layers == rq->model->n_layers && (rq->schedule < 0 || (int)f->schedule == rq->schedule) &&
              (rq->microbatches == 0 || f->n_micro == rq->microbatches) &&
-             (rq->stages == 0 || f->n_stages == rq->stages) && plan_device_count(f) > 0;
+             (rq->stages == 0 || f->n_stages == rq->stages) && f->framework == rq->framework &&
+             plan_device_count(f) > 0;
     for (int s = 0; s < f->n_stages && ok; s++)
         for (int r = 0; r < f->stages[s].n_replicas; r++) ok &= f->stages[s].devices[r] < f->cluster.n_devices;
     return ok;

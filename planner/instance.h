@@ -25,6 +25,10 @@ typedef struct search_ctx {
     int n_dev;
     double *speed;          /* per cluster device */
     int *order;             /* current device order (positions -> devices) */
+    /* rq->framework: the replica count every stage of the instances built
+     * now has (search_view), and the last layer a stage may start at
+     * (plan_target_model); 0 and the layer count otherwise */
+    int rep, cut_max;
     int no_prune;           /* plan_search_unpruned (search_test.h): no bound
                                skips a candidate, no exact search is shared */
 } search_ctx;

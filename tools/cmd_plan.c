@@ -16,11 +16,13 @@
 #include <time.h>
 
 #include "models/model.h"
+#include "planner/export.h"
 #include "planner/search.h"
 #include "profiles/cluster.h"
 #include "profiles/pipedream.h"
 #include "profiles/profile.h"
 #include "base/budget.h"
+#include "base/escape.h"
 #include "cli.h"
 #include "base/fileio.h"
 #include "base/units.h"
@@ -35,7 +37,7 @@
 
 typedef struct plan_args {
     const char *model, *profile, *cluster, *out, *device, *profiled_on;
-    const char *bandwidth, *latency, *micro, *schedule; /* as given */
+    const char *bandwidth, *latency, *micro, *schedule, *framework; /* as given */
     int64_t devices, per_node, batch, stages, max_cuts, profile_batch;
     int chunks, algo, optimizer, comm_off, no_replication, json;
     double max_seconds;
@@ -79,6 +81,10 @@ static const cli_opt plan_opts[] = {
      .help = "model chunks per device for --schedule interleaved (default 2;\n"
              "a balanced chunk split, not the exact search)"},
     {"optimizer", 0, CLI_ENUM, CLI_FIELD(PA, optimizer), .words = "sgd|momentum|adam", .help = NULL},
+    {"for", 0, CLI_STR, CLI_FIELD(PA, framework), .arg = "F",
+     .help = "search only what framework F (torch, deepspeed, megatron) runs:\n"
+             "its schedules, one data-parallel degree for all stages, stages\n"
+             "that are runs of layers; the figure is that run's"},
     {"no-replication", 0, CLI_FLAG, CLI_FIELD(PA, no_replication), .help = NULL},
     {"max-cuts", 0, CLI_INT, CLI_FIELD(PA, max_cuts), 2, (int64_t)1 << 30, .arg = "N",
      .help = "cap on the cuts listed for a branching model (default 100000)"},
@@ -101,6 +107,7 @@ static int help(void)
         "                   [--schedule gpipe|1f1b|interleaved|zb-h1|pipedream|fbp|sequential|auto]\n"
         "                   [--microbatches m|auto] [--stages p] [--chunks v] [--algo auto|exact|merge]\n"
         "                   [--optimizer sgd|momentum|adam] [--comm on|off] [--no-replication]\n"
+        "                   [--for torch|deepspeed|megatron]\n"
         "                   [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
@@ -143,6 +150,10 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
            c->n_nodes == 1 ? "" : "s", p->batch, p->n_micro, p->n_micro == 1 ? "" : "es",
            p->microbatch, sched_kind_name(p->schedule), res->algo);
     if (quick_links) fprintf(f, "links: %s\n", quick_links);
+    if (p->framework != PLAN_FOR_ANY)
+        fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica): the run `cleave export --to %s` describes\n",
+                plan_for_name(p->framework), p->stages[0].n_replicas, p->n_micro / p->stages[0].n_replicas,
+                p->n_micro / p->stages[0].n_replicas == 1 ? "" : "es", plan_for_name(p->framework));
     if (!rq->comm) fprintf(f, "communication: left out (--comm off)\n");
     fprintf(f, "\n%-5s  %-44s %-8s %11s %11s %10s %10s %5s\n", "stage", "layers", "devices",
            "compute_s", "comm_s", "memory", "capacity", "util");
@@ -214,6 +225,22 @@ int cmd_plan(int argc, char **argv)
         rq.schedule = sched_kind_from_name(pa.schedule);
         if (rq.schedule < 0)
             return cli_usage_error("plan", "--schedule: unknown schedule \"%s\" (gpipe, 1f1b, interleaved, zb-h1, pipedream, fbp, sequential, auto)", pa.schedule);
+    }
+    if (pa.framework) {
+        int f = plan_for_from_name(pa.framework);
+        if (f < 0) {
+            char *shown = esc_term(pa.framework); /* argv: no control byte to the terminal */
+            rc = cli_usage_error("plan", "--for: unknown framework \"%s\" (torch, deepspeed, megatron)", shown);
+            free(shown);
+            return rc;
+        }
+        rq.framework = (plan_for)f;
+        if (rq.schedule >= 0 && !plan_for_runs(rq.framework, (sched_kind)rq.schedule)) {
+            char hint[128];
+            snprintf(hint, sizeof hint, "--schedule %s, or auto", plan_for_schedules(rq.framework));
+            return cli_usage_hint("plan", hint, "--schedule %s: %s does not run it",
+                                  sched_kind_name((sched_kind)rq.schedule), plan_for_name(rq.framework));
+        }
     }
     /* machine-readable stdout: with --json or -o -, the plan JSON is all
      * stdout carries; the table, notes and "wrote" go to stderr */
@@ -333,6 +360,7 @@ int cmd_plan(int argc, char **argv)
                  t->mem_bw_Bps);
     }
     rq.prof_origin = have_prof ? prof_path : derived_from;
+    rq.model_origin = model_path ? model_path : prof_path;
     rq.cluster_origin = cluster_path ? cluster_path : "the --devices cluster (--device, --bandwidth, --latency)";
     rq.model = &md;
     rq.prof = &pf;

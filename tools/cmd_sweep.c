@@ -68,7 +68,8 @@ static int help(void)
         "                    [--devices 1,2,4,...] [--schedules " SWEEP_DEFAULT_SCHEDULES "]\n"
         "                    [--batch B] [--microbatches M] [--optimizer sgd|momentum|adam]\n"
         "                    [--no-replication] [-o DIR | --csv F.csv --png F.png --svg F.svg]\n"
-        "                    [--save-plans DIR] [--title TEXT] [--quiet] [--max-seconds S]\n\n"
+        "                    [--save-plans DIR] [--title TEXT] [--quiet] [--max-seconds S]\n"
+        "                    [--for torch|deepspeed|megatron]\n\n"
         "For every device count N and schedule, plans the model on the first N devices of\n"
         "the cluster (or on N devices of TYPE, K per node) with that schedule and simulates\n"
         "the plan. Prints a row per point and writes:\n"
@@ -77,7 +78,9 @@ static int help(void)
         "  image speed-up against device count per schedule with the ideal line, and peak\n"
         "        memory per device below (PNG and SVG)\n"
         "Speed-up is throughput over the best plan on one device; points that fit nowhere\n"
-        "or that the simulator refuses are rows with the reason and stay off the curve.\n\n");
+        "or that the simulator refuses are rows with the reason and stay off the curve.\n"
+        "--for F plans only what framework F runs, as `cleave plan --for F` does: the\n"
+        "default schedules shrink to F's, and --schedules may name only those.\n\n");
     cli_help(&sweep_spec, &d, stdout);
     printf("On a terminal a progress bar shows on stderr; Ctrl-C stops after the current point\n"
            "and writes complete files for the points done (exit status 130).\n");
@@ -353,7 +356,7 @@ int cmd_sweep(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     }
     int *kinds = NULL, n_kinds = 0;
-    if ((rc = study_schedules("sweep", a.s.schedules, &kinds, &n_kinds))) {
+    if ((rc = study_args_schedules(&a.s, "sweep", &kinds, &n_kinds))) {
         free(a.devices);
         return rc;
     }

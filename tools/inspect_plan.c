@@ -25,8 +25,9 @@ int inspect_plan(const char *path, int as_json)
     printf("plan: %s on %s (%d devices), schedule %s", p.model.name, p.cluster.name,
            plan_device_count(&p), sched_kind_name(p.schedule));
     if (p.chunks > 1) printf(" with %d chunks per device", p.chunks);
-    printf(", optimiser %s%s\n", plan_optim_name(p.optimizer),
-           p.comm_off ? ", communication left out" : "");
+    printf(", optimiser %s%s", plan_optim_name(p.optimizer), p.comm_off ? ", communication left out" : "");
+    if (p.framework != PLAN_FOR_ANY) printf(", planned for %s", plan_for_name(p.framework));
+    printf("\n");
     printf("batch %d = %d microbatches of %d\n\n", p.batch, p.n_micro, p.microbatch);
     printf("%-6s %-12s %-10s %12s %12s %12s %11s %11s %11s\n", "stage", "layers", "devices",
            "fwd_s/mb", "bwd_in_s/mb", "bwd_w_s/mb", "compute_s", "comm_s", "memory");
