@@ -331,6 +331,31 @@ static void test_kind_by_content(void)
     test_rmtree(dir);
 }
 
+/* The notes and the summary name the file: a path holding an escape
+ * sequence (ESC [ 3 1 m) reaches the terminal as \x1b, never raw. */
+static void test_path_escaped(void)
+{
+    char *dir = test_tmpdir(), in[512], out[512], args[1300];
+    snprintf(in, sizeof in, "%s/a\x1b[31m.json", dir);
+    snprintf(out, sizeof out, "%s/m.json", dir);
+    char *text = test_slurp(HF "mistral-7b/config.json");
+    cl_err e = {0};
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_EQUAL_FATAL(cl_write_file(in, text, strlen(text), &e), CL_OK);
+    free(text);
+    snprintf(args, sizeof args, "import '%s' -o '%s'", in, out);
+    char *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(err ? strstr(err, "a\\x1b[31m.json: note: sequence 8192") : NULL);
+    CU_ASSERT_PTR_NULL(err ? strchr(err, 0x1b) : "no stderr");
+    free(err);
+    snprintf(args, sizeof args, "import --price-unknown memory '%s' -o '%s'", in, out);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 2);
+    CU_ASSERT_PTR_NULL(err ? strchr(err, 0x1b) : "no stderr");
+    free(err);
+    test_rmtree(dir);
+}
+
 TEST_SUITE(hf_import)
 {
     test_add_suite("hf_import");
@@ -341,4 +366,5 @@ TEST_SUITE(hf_import)
     test_add("defaults: --seq cap, torch_dtype, position table", test_defaults);
     test_add("bad configs: exit 2 naming file and key, no output", test_bad_configs);
     test_add("input kind read from the content, not the name", test_kind_by_content);
+    test_add("a path with control bytes reaches the terminal escaped", test_path_escaped);
 }
