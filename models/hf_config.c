@@ -224,13 +224,14 @@ static int choose_seq(jx *j, const family *f, const hf_opts *o, hf_info *info, i
     return CL_OK;
 }
 
-int hf_config_read(const cJSON *root, const char *file, const hf_opts *o, hf_info *info,
-                   cl_err *e)
+/* The jx_format reader (out is the zeroed hf_info, j->ctx the options). */
+static int read_config(jx *jp, const cJSON *root, int version, void *out)
 {
-    static const hf_opts none = {.seq = 0, .dtype = -1, .name = NULL};
-    if (!o) o = &none;
-    memset(info, 0, sizeof *info);
-    jx j = {.file = file, .e = e, .ctx = NULL};
+    (void)version;
+    const hf_opts *o = jp->ctx;
+    hf_info *info = out;
+    jx j = *jp;
+    cl_err *e = j.e;
     const family *f = NULL;
     int rc = read_family(&j, root, &f);
     if (rc) return rc;
@@ -289,6 +290,19 @@ int hf_config_read(const cJSON *root, const char *file, const hf_opts *o, hf_inf
     return CL_OK;
 }
 
+/* A config.json has no cleave header: the skeleton's foreign form (tag
+ * NULL) parses it under JX_MAX_FILE_BYTES and hands it to read_config. */
+static const jx_format hf_format = {.tag = NULL, .max_version = 0, .members = NULL,
+                                    .size = sizeof(hf_info), .read = read_config,
+                                    .release = NULL};
+static const hf_opts no_opts = {.seq = 0, .dtype = -1, .name = NULL};
+
+int hf_config_read(const cJSON *root, const char *file, const hf_opts *o, hf_info *info,
+                   cl_err *e)
+{
+    return jx_decode(&hf_format, root, file, o ? o : &no_opts, info, e);
+}
+
 /* --------------------------------------------------------------- import */
 
 void hf_name_from_path(const char *path, char *buf, size_t cap)
@@ -313,6 +327,21 @@ void hf_name_from_path(const char *path, char *buf, size_t cap)
     esc_name_fix(buf);
 }
 
+/* The model's name: --name checked against the names rule, else derived. */
+static int model_name(const char *file, const hf_opts *o, char *name, size_t cap, cl_err *e)
+{
+    if (!o || !o->name) {
+        hf_name_from_path(file, name, cap);
+        return CL_OK;
+    }
+    const char *bad = esc_name_problem(o->name);
+    if (bad)
+        return cl_fail(e, CL_EINPUT, "%s: --name: the name \"%.40s\" %s (hint: %s)", file, o->name,
+                       bad, JX_NAME_HINT);
+    snprintf(name, cap, "%s", o->name);
+    return CL_OK;
+}
+
 int hf_import_text(model *m, const char *text, size_t len, const char *file,
                    const hf_opts *o, hf_info *info, cl_err *e)
 {
@@ -320,17 +349,10 @@ int hf_import_text(model *m, const char *text, size_t len, const char *file,
     if (!info) info = &local;
     memset(m, 0, sizeof *m);
     char name[MODEL_NAME_MAX];
-    if (o && o->name) {
-        const char *bad = esc_name_problem(o->name);
-        if (bad)
-            return cl_fail(e, CL_EINPUT, "%s: --name: the name \"%.40s\" %s (hint: %s)", file,
-                           o->name, bad, JX_NAME_HINT);
-        snprintf(name, sizeof name, "%s", o->name);
-    } else {
-        hf_name_from_path(file, name, sizeof name);
-    }
+    int rc = model_name(file, o, name, sizeof name, e);
+    if (rc) return rc;
     cJSON *root = NULL;
-    int rc = jx_parse_text(file, text, len, &root, e);
+    rc = jx_parse_text(file, text, len, &root, e);
     if (!rc) rc = hf_config_read(root, file, o, info, e);
     cJSON_Delete(root);
     if (!rc) rc = tfm_model_build(m, &info->desc, info->dtype, name, file, e);
@@ -339,12 +361,12 @@ int hf_import_text(model *m, const char *text, size_t len, const char *file,
 
 int hf_import(model *m, const char *path, const hf_opts *o, hf_info *info, cl_err *e)
 {
-    char *text = NULL;
-    size_t len = 0;
+    hf_info local;
+    if (!info) info = &local;
     memset(m, 0, sizeof *m);
-    int rc = cl_read_file(path, JX_MAX_FILE_BYTES, &text, &len, e);
-    if (rc) return rc;
-    rc = hf_import_text(m, text, len, path, o, info, e);
-    free(text);
+    char name[MODEL_NAME_MAX];
+    int rc = model_name(path, o, name, sizeof name, e);
+    if (!rc) rc = jx_load(&hf_format, path, o ? o : &no_opts, info, e);
+    if (!rc) rc = tfm_model_build(m, &info->desc, info->dtype, name, path, e);
     return rc;
 }
