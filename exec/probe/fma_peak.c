@@ -66,13 +66,22 @@ double exec_fma_flops(int width, long iters)
 
 _Static_assert(EXEC_FMA_CHAINS == 12, "FMA_LOOP names 12 accumulators");
 
+/* The loops' result (exec_fma_run): the n lanes of the accumulators' sum,
+ * added in double in lane order. */
+static double sum_lanes(const float *v, int n)
+{
+    double t = 0;
+    for (int i = 0; i < n; i++) t += v[i];
+    return t;
+}
+
 __attribute__((target("avx,fma"), noinline)) static double loop128(long iters, float mul,
                                                                     float add)
 {
     FMA_LOOP(__m128, _mm_set1_ps, _mm_fmadd_ps, _mm_add_ps)
     float v[4];
     _mm_storeu_ps(v, s);
-    return (double)v[0] + v[1] + v[2] + v[3];
+    return sum_lanes(v, 4);
 }
 
 __attribute__((target("avx2,fma"), noinline)) static double loop256(long iters, float mul,
@@ -81,9 +90,7 @@ __attribute__((target("avx2,fma"), noinline)) static double loop256(long iters, 
     FMA_LOOP(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
     float v[8];
     _mm256_storeu_ps(v, s);
-    double t = 0;
-    for (int i = 0; i < 8; i++) t += v[i];
-    return t;
+    return sum_lanes(v, 8);
 }
 
 __attribute__((target("avx512f,fma"), noinline)) static double loop512(long iters, float mul,
@@ -92,9 +99,7 @@ __attribute__((target("avx512f,fma"), noinline)) static double loop512(long iter
     FMA_LOOP(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
     float v[16];
     _mm512_storeu_ps(v, s);
-    double t = 0;
-    for (int i = 0; i < 16; i++) t += v[i];
-    return t;
+    return sum_lanes(v, 16);
 }
 #endif
 
