@@ -72,6 +72,29 @@ static int better(const search_best *B, const plan_pred *a, const plan_eval *ea)
     return plan_eval_cmp(ea, &B->ev) < 0;
 }
 
+void search_take(search_best *B, const plan *pl, const plan_pred *pr, const plan_timing *tm,
+                 const plan_eval *ev, const char *algo, double exact_s, double merge_s, int view_n)
+{
+    if (B->have) instance_free_stages(&B->pl);
+    B->pl = *pl;
+    B->pred = *pr;
+    B->tm = *tm;
+    B->ev = *ev;
+    B->algo = algo;
+    B->exact_s = exact_s;
+    B->merge_s = merge_s;
+    B->view_n = view_n;
+    B->have = 1;
+}
+
+void search_take_bad(search_best *B, const plan *pl, const plan_eval *ev)
+{
+    if (B->have_bad) instance_free_stages(&B->bad_pl);
+    B->bad_pl = *pl;
+    B->bad_ev = *ev;
+    B->have_bad = 1;
+}
+
 /* A predicted candidate pl (stages owned) into *B when it beats B's plan,
  * else freed. */
 static void keep_if_better(search_ctx *c, search_best *B, plan *pl, const plan_pred *pr,
@@ -80,20 +103,10 @@ static void keep_if_better(search_ctx *c, search_best *B, plan *pl, const plan_p
 {
     pl->pred = *pr;
     c->res->candidates++;
-    if (better(B, pr, ev)) {
-        if (B->have) instance_free_stages(&B->pl);
-        B->pl = *pl;
-        B->pred = *pr;
-        B->tm = *tm;
-        B->ev = *ev;
-        B->algo = algo;
-        B->exact_s = exact_s;
-        B->merge_s = merge_s;
-        B->view_n = c->n_dev;
-        B->have = 1;
-    } else {
+    if (better(B, pr, ev))
+        search_take(B, pl, pr, tm, ev, algo, exact_s, merge_s, c->n_dev);
+    else
         instance_free_stages(pl);
-    }
 }
 
 void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
@@ -138,10 +151,9 @@ void search_consider_bad(search_ctx *c, search_best *B, const plan_inst *I, cons
     if (!ev.valid) return;
     double over = ev.worst_need_bytes - ev.worst_cap_bytes;
     if (B->have_bad && over >= B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes) return;
-    if (B->have_bad) instance_free_stages(&B->bad_pl);
-    instance_layout_plan(c, I, L, y, &B->bad_pl);
-    B->bad_ev = ev;
-    B->have_bad = 1;
+    plan pl;
+    instance_layout_plan(c, I, L, y, &pl);
+    search_take_bad(B, &pl, &ev);
 }
 
 /* -------------------------------------------------------- interleaved -- */
@@ -234,10 +246,7 @@ static void interleaved_rank(search_ctx *c, search_best *B, plan *pl, const plan
         keep_if_better(c, B, pl, &pr, &tm, ev, "chunk split", NAN, NAN);
     } else if (!ev->feasible && (!B->have_bad || ev->worst_need_bytes - ev->worst_cap_bytes <
                                                     B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes)) {
-        if (B->have_bad) instance_free_stages(&B->bad_pl);
-        B->bad_pl = *pl;
-        B->bad_ev = *ev;
-        B->have_bad = 1;
+        search_take_bad(B, pl, ev);
     } else {
         instance_free_stages(pl);
     }
