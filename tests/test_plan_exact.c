@@ -199,6 +199,17 @@ static int brute_force(const plan_inst *I, const plan_lattice *L, int p_fixed, i
 
 /* ------------------------------------------------------------- tests -- */
 
+/* A random chain of g, its prefix cuts, and the exact search's options for
+ * the stage and device counts the instance fixes (no upper bound). */
+static void gen_chain_case(const gen_opts *g, plan_inst *I, plan_lattice *L, plan_exact_opts *o)
+{
+    int dev_fixed;
+    int p_fixed = gen_instance(I, g, &dev_fixed);
+    plan_lattice_prefix(L, I);
+    *o = (plan_exact_opts){.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
+}
+
+
 static int check_instances(const gen_opts *g, int count, uint64_t seed, int *n_feasible)
 {
     rng_state = seed;
@@ -275,12 +286,11 @@ static void test_merge_and_lower_bound(void)
     int merged = 0, worse = 0;
     for (int it = 0; it < 300; it++) {
         plan_inst I;
-        int dev_fixed;
-        int p_fixed = gen_instance(&I, &g, &dev_fixed);
         plan_lattice L;
-        plan_lattice_prefix(&L, &I);
+        plan_exact_opts o;
+        gen_chain_case(&g, &I, &L, &o);
+        const int p_fixed = o.p_fixed, dev_fixed = o.devices_fixed;
         cl_err e = {0};
-        plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
         plan_layout yx, ym, yl;
         plan_exact_result okx = plan_exact(&I, &L, &o, &yx, NULL, &e);
         int okm = plan_merge(&I, &L, p_fixed, &ym, NULL);
@@ -335,12 +345,11 @@ static void test_framework_rules(void)
     int bad = 0, found = 0, merged = 0, stricter = 0;
     for (int it = 0; it < 300; it++) {
         plan_inst I;
-        int dev_fixed;
-        int p_fixed = gen_instance(&I, &g, &dev_fixed);
         plan_lattice L;
-        plan_lattice_prefix(&L, &I);
+        plan_exact_opts o;
+        gen_chain_case(&g, &I, &L, &o);
+        const int p_fixed = o.p_fixed, dev_fixed = o.devices_fixed;
         cl_err e = {0};
-        plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
         plan_layout ya, yf, ym;
         plan_exact_result oka = plan_exact(&I, &L, &o, &ya, NULL, &e);
         int rmax = I.m < I.max_replicas ? I.m : I.max_replicas;

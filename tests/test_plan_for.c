@@ -32,6 +32,7 @@
 #include "sim/sim.h"
 #include "test.h"
 #include "test_rand.h"
+#include "test_rand_model.h"
 
 static const plan_for frameworks[] = {PLAN_FOR_TORCH, PLAN_FOR_DEEPSPEED, PLAN_FOR_MEGATRON};
 
@@ -221,52 +222,6 @@ static void test_transformers(void)
     summary("transformers", &ty);
 }
 
-/* A random model of 2 to 9 block layers (a chain, or a DAG with skips) and
- * its profile at batch 1 to 16 (time = a + c x batch). */
-static void gen_model(model *m, prof *pf, int dag)
-{
-    int n = irand(2, 9);
-    memset(m, 0, sizeof *m);
-    snprintf(m->name, sizeof m->name, "rand%d", n);
-    m->input = (model_shape){1, {64, 0, 0}};
-    m->n_layers = n;
-    m->layers = cl_calloc((size_t)n, sizeof *m->layers);
-    for (int i = 0; i < n; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "l%d", i);
-        model_block_init(&m->layers[i], name, 1e6, irand(0, 3) ? floor(urand() * 1e6) : 0, floor(256 + urand() * 4e5),
-                         floor(urand() * 4e5));
-        if (dag && i >= 2 && irand(0, 2) == 0) {
-            m->layers[i].n_inputs = 2;
-            m->layers[i].inputs[0] = irand(-1, i - 2);
-            m->layers[i].inputs[1] = i - 1;
-        }
-    }
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(model_derive(m, "rand", &e), CL_OK);
-    memset(pf, 0, sizeof *pf);
-    snprintf(pf->model, sizeof pf->model, "%s", m->name);
-    snprintf(pf->device, sizeof pf->device, "ref");
-    pf->n_layers = n;
-    pf->layers = cl_calloc((size_t)n, sizeof *pf->layers);
-    for (int i = 0; i < n; i++) {
-        prof_layer *l = &pf->layers[i];
-        snprintf(l->name, sizeof l->name, "l%d", i);
-        double a = urand() * 2e-3, c = 1e-4 + urand() * 1e-3, bi = 0.5 + urand(), bw = urand();
-        prof_layer_points(l, 5);
-        for (int k = 0; k < 5; k++) {
-            double b = (double)(1 << k);
-            l->batch[k] = b;
-            l->fwd_s[k] = a + c * b;
-            l->bwd_in_s[k] = bi * (a + c * b);
-            l->bwd_w_s[k] = bw * (a + c * b);
-        }
-        l->act_bytes = 256 + urand() * 4e5;
-        l->stash_bytes = urand() * 4e5;
-        l->param_bytes = irand(0, 3) ? urand() * 4e6 : 0;
-    }
-}
-
 /* 200 random questions: 2 to 8 devices in one node or nodes of 2, 3 or 4,
  * equal or mixed devices, slow or fast links, memory unlimited or about
  * what the model needs, batch 8 or 16; torch and deepspeed. */
@@ -277,7 +232,7 @@ static void test_random(void)
     for (int q = 0; q < 200; q++) {
         model m;
         prof pf;
-        gen_model(&m, &pf, q % 3 == 2);
+        rand_block_model(&m, &pf, q % 3 == 2, 0);
         int batch = irand(0, 1) ? 8 : 16, n = irand(2, 8);
         double need = 0;
         for (int i = 0; i < pf.n_layers; i++)

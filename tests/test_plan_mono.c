@@ -26,59 +26,9 @@
 #include "tools/study.h"
 #include "test.h"
 #include "test_rand.h"
+#include "test_rand_model.h"
 #include "test_csv.h"
 
-
-/* A random model of block layers (a chain, or a DAG with skips and joins)
- * and its profile at batch sizes 1, 2, 4, ..., 16: time = a + c x batch, so
- * a small microbatch pays the fixed part a more often. */
-static void gen_model(model *m, prof *pf, int dag)
-{
-    int n = irand(2, 9);
-    memset(m, 0, sizeof *m);
-    snprintf(m->name, sizeof m->name, "rand%d", n);
-    m->input = (model_shape){1, {64, 0, 0}};
-    m->n_layers = n;
-    m->layers = cl_calloc((size_t)n, sizeof *m->layers);
-    for (int i = 0; i < n; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "l%d", i);
-        model_block_init(&m->layers[i], name, 1e6, irand(0, 3) ? floor(urand() * 1e6) : 0, floor(256 + urand() * 4e5),
-                         floor(urand() * 4e5));
-        if (dag && i >= 2 && irand(0, 2) == 0) {
-            int src = irand(-1, i - 2);
-            m->layers[i].n_inputs = 2;
-            m->layers[i].inputs[0] = src;
-            m->layers[i].inputs[1] = i - 1;
-        }
-    }
-    cl_err e = {0};
-    int rc = model_derive(m, "rand", &e);
-    if (rc) fprintf(stderr, "\n  %s\n", e.msg);
-    CU_ASSERT_EQUAL_FATAL(rc, CL_OK);
-    memset(pf, 0, sizeof *pf);
-    snprintf(pf->model, sizeof pf->model, "%s", m->name);
-    snprintf(pf->device, sizeof pf->device, "ref");
-    pf->n_layers = n;
-    pf->layers = cl_calloc((size_t)n, sizeof *pf->layers);
-    for (int i = 0; i < n; i++) {
-        prof_layer *l = &pf->layers[i];
-        snprintf(l->name, sizeof l->name, "l%d", i);
-        double a = urand() * 2e-3, c = 1e-4 + urand() * 1e-3, bi = 0.5 + urand(), bw = urand();
-        prof_layer_points(l, 5);
-        for (int k = 0; k < 5; k++) {
-            double b = (double)(1 << k);
-            l->batch[k] = b;
-            l->fwd_s[k] = a + c * b;
-            l->bwd_in_s[k] = bi * (a + c * b);
-            l->bwd_w_s[k] = bw * (a + c * b);
-        }
-        l->act_bytes = 256 + urand() * 4e5;
-        l->stash_bytes = urand() * 4e5;
-        l->param_bytes = irand(0, 3) ? urand() * 4e6 : 0;
-        l->update_s = irand(0, 2) == 0 ? urand() * 1e-3 : 0;
-    }
-}
 
 /* n devices, k per node (0: one node), of type "ref" or, mixed, also
  * "fast" (1.5x to 3x); memory unlimited or about what the model needs. */
@@ -153,7 +103,7 @@ static int random_monotone(int si, uint64_t seed, int *bad_out)
     for (int inst = 0; inst < 150; inst++) {
         model m;
         prof pf;
-        gen_model(&m, &pf, inst % 2);
+        rand_block_model(&m, &pf, inst % 2, 1);
         int batch = batches[irand(0, 4)], nmax = irand(3, 8);
         cluster c;
         gen_cluster(&c, nmax, &pf, batch);
@@ -239,7 +189,7 @@ static void test_budget_note(void)
     for (int inst = 0; inst < 4; inst++) {
         model m;
         prof pf;
-        gen_model(&m, &pf, inst % 2);
+        rand_block_model(&m, &pf, inst % 2, 1);
         cluster_devtype t = {.name = "ref", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)1e15,
                              .mem_bw_Bps = 1e12, .efficiency = 1};
         cluster c;
