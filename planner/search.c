@@ -160,6 +160,8 @@ static void interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
     pl->schedule = SCHED_INTERLEAVED;
     pl->chunks = I->chunks;
     pl->optimizer = rq->optimizer;
+    pl->precision = plan_prec_resolve(rq->precision, model_dtype_bytes(rq->model->dtype));
+    pl->zero = rq->zero;
     pl->comm_off = !rq->comm;
     pl->batch = rq->batch;
     pl->n_micro = I->m;
@@ -197,7 +199,7 @@ static void interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
             ev->comm_s += st->comm_s;
         }
         busy[q] += st->compute_s;
-        fixed[q] += plan_mem_weights(I, st->param_bytes) + plan_mem_io(L->cut[a], L->cut[b]);
+        fixed[q] += plan_mem_weights(I, st->param_bytes, 1) + plan_mem_io(L->cut[a], L->cut[b]);
         stash_max[q] = fmax(stash_max[q], st->stash_bytes);
     }
     for (int q = 0; q < p; q++) {
@@ -309,6 +311,9 @@ static int search_check(const plan_request *rq, cl_err *e)
     const model *md = rq->model;
     int N = rq->cluster->n_devices;
     if (rq->batch < 1) return cl_fail(e, CL_EINPUT, "batch %d: expected a positive sample count", rq->batch);
+    if ((unsigned)rq->precision >= PREC_COUNT || rq->zero < 0 || rq->zero > PLAN_ZERO_MAX)
+        return cl_fail(e, CL_EINPUT, "precision %d or ZeRO stage %d is not modelled (hint: --precision fp32|mixed, --zero 0|1|2)",
+                       (int)rq->precision, rq->zero);
     if (rq->microbatches > 0 && rq->batch % rq->microbatches != 0)
         return cl_fail(e, CL_EINPUT,
                        "--microbatches %d does not divide the batch of %d (hint: pick a divisor, or auto)",

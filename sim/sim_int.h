@@ -51,7 +51,6 @@ typedef struct sim_worker {
     int64_t *last_ar;       /* per local stage: last all-reduce instance posted, -1 */
     int64_t *ar_posted;     /* per local stage: all-reduces posted so far    */
     int *ar_q;              /* per local stage: replica index in its ring    */
-    double mem_static;      /* weights + grads + optimiser state             */
     int *vcur, *vlive, *vcap;
 } sim_worker;
 
@@ -138,6 +137,7 @@ struct sim {
     int S, m, n_iter, n_w;
     int64_t G;              /* microbatches over all iterations              */
     sim_stage *stg;         /* per stage: durations and sizes, one line each */
+    plan_state_f state;     /* model state per parameter byte (memory.c)     */
     sim_worker *w;
     int *worker_of_dev;     /* cluster device -> worker, -1                  */
     int *pool_i;            /* the workers' local and ar_q arrays            */

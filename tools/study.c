@@ -80,7 +80,7 @@ static void memory_figures(study_point *pt)
     for (int i = 0; i < pt->sim.n_dev; i++) {
         const sim_dev_result *d = &pt->sim.dev[i];
         pt->peak_mem_bytes = fmax(pt->peak_mem_bytes, d->peak_mem_bytes);
-        double cap = (double)p->cluster.types[p->cluster.devices[d->device].type].mem_bytes;
+        double cap = (double)cluster_usable_bytes(&p->cluster.types[p->cluster.devices[d->device].type]);
         if (cap >= STUDY_MEM_UNKNOWN || !(cap > 0)) continue;
         known = 1;
         pt->headroom_bytes = fmin(pt->headroom_bytes, cap - d->peak_mem_bytes);
