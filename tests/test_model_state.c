@@ -361,6 +361,60 @@ static void test_gpt2_one_a100(void)
     free(se);
 }
 
+/* cleave sim --precision and --zero replay a plan under other settings:
+ * a plan of the 2-byte chain made in fp32 with Adam (2 stages x 2
+ * replicas: 4 + 4 + 8 bytes per parameter), replayed in mixed precision
+ * under ZeRO 1, keeps 6 + 12/2 = 12: 2 per parameter of weights, 4 of
+ * gradients, 6 of optimiser state (fp32 master and moments, 12, halved). */
+static void test_sim_overrides(void)
+{
+    model m;
+    prof pf;
+    cluster c;
+    chain(&m, &pf, &c, MODEL_F16);
+    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &c.types[0], .batch = 4,
+                       .schedule = SCHED_GPIPE, .microbatches = 4, .stages = 2, .algo = PLAN_ALGO_EXACT,
+                       .optimizer = OPTIM_ADAM, .precision = PREC_FP32, .comm = 0, .replication = 1};
+    plan_result res;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    char *dir = test_tmpdir(), path[600], args[800];
+    snprintf(path, sizeof path, "%s/p.json", dir);
+    CU_ASSERT_EQUAL_FATAL(plan_save(&res.plan, path, &e), CL_OK);
+    double params = PB * NL / 2 / 2; /* per stage, 2-byte elements */
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, k ? "sim %s --json --precision mixed --zero 1" : "sim %s --json", path);
+        char *so, *se;
+        CU_ASSERT_EQUAL(test_run_cli(args, &so, &se), 0);
+        cJSON *j = cJSON_Parse(so);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+        const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "devices"), 0);
+        const cJSON *mem = cJSON_GetObjectItem(d, "memory_at_peak");
+        double w = cJSON_GetNumberValue(cJSON_GetObjectItem(mem, "weights_bytes"));
+        double g = cJSON_GetNumberValue(cJSON_GetObjectItem(mem, "grads_bytes"));
+        double o = cJSON_GetNumberValue(cJSON_GetObjectItem(mem, "optimizer_bytes"));
+        /* as planned: fp32, 4 + 4 + 8 per parameter; overridden: 2 + 4 + 12/2 */
+        CU_ASSERT_DOUBLE_EQUAL(w, params * (k ? 2 : 4), 1e-9);
+        CU_ASSERT_DOUBLE_EQUAL(g, params * 4, 1e-9);
+        CU_ASSERT_DOUBLE_EQUAL(o, params * (k ? 6 : 8), 1e-9);
+        cJSON_Delete(j);
+        free(so);
+        free(se);
+    }
+    /* the table says how the state is kept */
+    char *so, *se;
+    snprintf(args, sizeof args, "sim %s --zero 2", path);
+    CU_ASSERT_EQUAL(test_run_cli(args, &so, &se), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(so, "model state: fp32 (weights, gradients, moments), adam: 4 + 12/r bytes per parameter"));
+    free(so);
+    free(se);
+    test_rmtree(dir);
+    plan_result_free(&res);
+    cluster_free(&c);
+    model_free(&m);
+    prof_free(&pf);
+}
+
 TEST_SUITE(model_state)
 {
     test_add_suite("model_state");
@@ -370,4 +424,5 @@ TEST_SUITE(model_state)
     test_add("plan JSON: precision and zero written, old plans load", test_plan_json);
     test_add("cluster JSON: reserve_bytes read and checked", test_reserve_json);
     test_add("GPT-2 1.5B, Adam, one A100 80GB: gpipe no longer fits", test_gpt2_one_a100);
+    test_add("cleave sim --precision, --zero replay under other settings", test_sim_overrides);
 }

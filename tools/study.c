@@ -121,7 +121,8 @@ int study_run_after(const study *s, const cluster *c, int kind, const study_poin
     }
     plan_request rq = {.model = &s->md, .prof = pf, .cluster = c, .ref_type = have_ref ? &ref : NULL,
                        .batch = s->batch, .schedule = kind, .microbatches = s->microbatches,
-                       .algo = PLAN_ALGO_AUTO, .optimizer = s->optimizer, .comm = 1,
+                       .algo = PLAN_ALGO_AUTO, .optimizer = s->optimizer,
+                       .precision = s->precision, .zero = s->zero, .comm = 1,
                        .replication = s->replication,
                        .floor = prev && prev->planned ? &prev->res : NULL};
     if ((rc = plan_search(&rq, &pt->res, &pe))) {
