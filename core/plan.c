@@ -84,14 +84,6 @@ plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, in
     return f;
 }
 
-double plan_state_bytes(const plan_state_f *f, double param_bytes, int r)
-{
-    assert(r >= 1);
-    double b = param_bytes * f->rep;
-    if (f->shard > 0) b += param_bytes * f->shard / r;
-    return b;
-}
-
 int plan_state_describe(const plan *p, char *buf, size_t cap)
 {
     int elem = model_dtype_bytes(p->model.dtype);

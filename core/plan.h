@@ -84,7 +84,12 @@ plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, in
 /* Model state of one device of a stage of param_bytes on r replicas:
  * param_bytes x (rep + shard / r), the shard term left out when it is 0
  * (so that plans without ZeRO keep their bits). */
-double plan_state_bytes(const plan_state_f *f, double param_bytes, int r);
+static inline double plan_state_bytes(const plan_state_f *f, double param_bytes, int r)
+{
+    double b = param_bytes * f->rep;
+    if (f->shard > 0) b += param_bytes * f->shard / r;
+    return b;
+}
 
 typedef struct plan_stage {
     int first, last;          /* layer range for a chain (inclusive)          */
