@@ -308,16 +308,17 @@ static void test_plan_json(void)
 
 static void test_reserve_json(void)
 {
-    static const char *good =
+    static const char *head =
         "{\"format\": \"cleave-cluster\", \"version\": 1, \"name\": \"r\", \"device_types\": [{"
-        "\"name\": \"g\", \"peak_fp32_flops\": 1e12, \"memory_bytes\": 1000, \"reserve_bytes\": %s,"
-        "\"memory_bw_Bps\": 1e12, \"efficiency\": 0.5}], \"nodes\": [{\"name\": \"n\", \"devices\": "
+        "\"name\": \"g\", \"peak_fp32_flops\": 1e12, \"memory_bytes\": 1000, \"reserve_bytes\": ";
+    static const char *tail =
+        ", \"memory_bw_Bps\": 1e12, \"efficiency\": 0.5}], \"nodes\": [{\"name\": \"n\", \"devices\": "
         "{\"type\": \"g\", \"count\": 2}}], \"links\": {\"intra_node\": {\"bandwidth_Bps\": 1e9, "
         "\"latency_s\": 0}}}";
     char txt[1024];
     cluster c;
     cl_err e = {0};
-    snprintf(txt, sizeof txt, good, "250");
+    snprintf(txt, sizeof txt, "%s%s%s", head, "250", tail);
     cJSON *j = cJSON_Parse(txt);
     CU_ASSERT_EQUAL_FATAL(cluster_from_json(&c, j, "r.json", &e), CL_OK);
     CU_ASSERT_EQUAL(c.types[0].reserve_bytes, 250);
@@ -326,7 +327,7 @@ static void test_reserve_json(void)
     cJSON_Delete(j);
     const char *bad[] = {"1000", "-1", "2.5"};
     for (int k = 0; k < 3; k++) {
-        snprintf(txt, sizeof txt, good, bad[k]);
+        snprintf(txt, sizeof txt, "%s%s%s", head, bad[k], tail);
         j = cJSON_Parse(txt);
         cl_err_clear(&e);
         CU_ASSERT_EQUAL(cluster_from_json(&c, j, "r.json", &e), CL_EINPUT);
