@@ -393,9 +393,10 @@ static int search_none_fits(const plan_request *rq, const search_best *B, cl_err
     gib(cap, sizeof cap, B->bad_ev.worst_cap_bytes);
     gib(over, sizeof over, B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes);
     return cl_fail(e, CL_EINPUT,
-                   "no plan fits in memory: at best, stage %d (layers %s .. %s, %s) needs %s per device but device %s has %s, over by %s (hint: more devices, a smaller batch, fewer microbatches in flight (1f1b, fbp), or replication)",
+                   "no plan fits in memory: at best, stage %d (layers %s .. %s, %s) needs %s per device but device %s has %s, over by %s (hint: more devices, a smaller batch, fewer microbatches in flight (1f1b, fbp), or replication%s)",
                    B->bad_ev.worst_stage, rq->model->layers[st->first].name, rq->model->layers[st->last].name,
-                   sched_kind_name(B->bad_pl.schedule), need, rq->cluster->devices[st->devices[0]].id, cap, over);
+                   sched_kind_name(B->bad_pl.schedule), need, rq->cluster->devices[st->devices[0]].id, cap, over,
+                   rq->replication && rq->zero < PLAN_ZERO_MAX ? "; with replicas, --zero 1 or 2 shards the optimiser state over them" : "");
 }
 
 /* The best candidate as the result; the plan owns copies of the model and
