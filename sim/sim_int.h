@@ -112,7 +112,9 @@ typedef struct sim_ar {
     int r;
     int posted;
     double last_post_t;
-    int64_t member_off;     /* into ar_done / ar_op / ar_step                */
+    int64_t member_off;     /* into ar_done / ar_op / ar_step; ar_done is 0,
+                               2 when a member's reduce-scatter is done
+                               (zero_split), 1 when all of it is         */
 } sim_ar;
 
 typedef struct sim_memsample {
@@ -138,6 +140,10 @@ struct sim {
     int64_t G;              /* microbatches over all iterations              */
     sim_stage *stg;         /* per stage: durations and sizes, one line each */
     plan_state_f state;     /* model state per parameter byte (memory.c)     */
+    int zero_split;         /* ZeRO 1/2 under a flushing kind: a replicated
+                               stage's all-reduce is a reduce-scatter, the
+                               UPDATE of its shard (update_s / r), then an
+                               all-gather the stage's next F waits for     */
     sim_worker *w;
     int *worker_of_dev;     /* cluster device -> worker, -1                  */
     int *pool_i;            /* the workers' local and ar_q arrays            */

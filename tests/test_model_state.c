@@ -17,6 +17,8 @@
 
 #include <cJSON.h>
 
+#include "core/schedule.h"
+#include "planner/predict.h"
 #include "planner/search.h"
 #include "sim/sim.h"
 #include "test.h"
@@ -416,6 +418,69 @@ static void test_sim_overrides(void)
     prof_free(&pf);
 }
 
+/* ZeRO's collectives in the simulator: one stage on 4 replicas, 4
+ * microbatches (one per replica) under gpipe, F 1 ms, B 1 ms, an optimiser
+ * step of 8 ms, 4 MB of parameters over 1 GB/s links (every pair its own
+ * link), no latency.  A ring step moves 4 MB / 4 = 1 ms.
+ *   ZeRO 0: F + B 2 ms, all-reduce 6 steps 6 ms, step 8 ms       = 16 ms
+ *   ZeRO 1: F + B 2 ms, reduce-scatter 3 ms, the shard's step 8/4 = 2 ms,
+ *           all-gather 3 ms (the next F waits for it)           = 10 ms
+ * per iteration, over 1 and 3 iterations; the closed form (plan_predict)
+ * moves by the same 6 ms. */
+static void test_zero_collectives(void)
+{
+    for (int it = 1; it <= 3; it += 2)
+        for (int zero = 0; zero <= 2; zero++) {
+            sim_uniform u = {.stages = 1, .replicas = 4, .micro = 4, .schedule = SCHED_GPIPE,
+                             .fwd_s = 1e-3, .bwd_in_s = 1e-3, .param_bytes = 4e6,
+                             .intra = {1e9, 0}, .inter = {1e9, 0}};
+            plan p;
+            cl_err e = {0};
+            CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(&p, &u, &e), CL_OK);
+            p.stages[0].update_s = 8e-3;
+            p.zero = zero;
+            sched sc;
+            CU_ASSERT_EQUAL_FATAL(sched_build(&p, SCHED_GPIPE, 4, it, &sc, &e), CL_OK);
+            sim_opts o = {0};
+            sim *s = sim_create(&p, &sc, &o, &e);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+            sim_result r;
+            CU_ASSERT_EQUAL_FATAL(sim_run(s, &r, &e), CL_OK);
+            double want = zero ? 10e-3 : 16e-3;
+            CU_ASSERT_DOUBLE_EQUAL(r.iteration_s, want, 1e-12);
+            CU_ASSERT_DOUBLE_EQUAL(r.makespan_s, it * want, 1e-12);
+            /* the same bytes either way: 2 (r - 1) / r x 4 MB per device per iteration */
+            CU_ASSERT_DOUBLE_EQUAL(r.dev[0].sent_bytes, it * 1.5 * 4e6, 1e-3);
+            sim_result_free(&r);
+            sim_destroy(s);
+            sched_free(&sc);
+            sim_uniform_free(&p);
+        }
+    /* the closed form: 2 stages x 2 replicas of the chain, an 8 ms step on
+     * each; ZeRO halves the step at the end of the iteration, 8 - 4 = 4 ms */
+    model m;
+    prof pf;
+    cluster c;
+    chain(&m, &pf, &c, MODEL_F16);
+    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &c.types[0], .batch = 4,
+                       .schedule = SCHED_GPIPE, .microbatches = 4, .stages = 2, .algo = PLAN_ALGO_EXACT,
+                       .optimizer = OPTIM_ADAM, .comm = 1, .replication = 1};
+    plan_result res;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(res.plan.stages[0].n_replicas, 2);
+    for (int k = 0; k < res.plan.n_stages; k++) res.plan.stages[k].update_s = 8e-3;
+    plan_pred pr0, pr1;
+    CU_ASSERT_EQUAL(plan_predict(&res.plan, NULL, &pr0, NULL, &e), CL_OK);
+    res.plan.zero = 1;
+    CU_ASSERT_EQUAL(plan_predict(&res.plan, NULL, &pr1, NULL, &e), CL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(pr0.iteration_s - pr1.iteration_s, 4e-3, 1e-12);
+    plan_result_free(&res);
+    cluster_free(&c);
+    model_free(&m);
+    prof_free(&pf);
+}
+
 TEST_SUITE(model_state)
 {
     test_add_suite("model_state");
@@ -426,4 +491,5 @@ TEST_SUITE(model_state)
     test_add("cluster JSON: reserve_bytes read and checked", test_reserve_json);
     test_add("GPT-2 1.5B, Adam, one A100 80GB: gpipe no longer fits", test_gpt2_one_a100);
     test_add("cleave sim --precision, --zero replay under other settings", test_sim_overrides);
+    test_add("ZeRO 1/2 in the simulator: reduce-scatter, shard update, all-gather", test_zero_collectives);
 }
