@@ -202,6 +202,9 @@ install: all
 	  $(DESTDIR)$(PREFIX)/share/cleave/profiles/clusters
 	install -m 755 $(BUILD)/cleave $(DESTDIR)$(PREFIX)/bin/cleave
 	install -m 644 models/*.json $(DESTDIR)$(PREFIX)/share/cleave/models/
+	for d in models/hf/*/; do n=$$(basename $$d); \
+	  install -d $(DESTDIR)$(PREFIX)/share/cleave/models/hf/$$n && \
+	  install -m 644 $$d/config.json $(DESTDIR)$(PREFIX)/share/cleave/models/hf/$$n/ || exit 1; done
 	install -m 644 profiles/*.json $(DESTDIR)$(PREFIX)/share/cleave/profiles/
 	install -m 644 profiles/clusters/*.json $(DESTDIR)$(PREFIX)/share/cleave/profiles/clusters/
 

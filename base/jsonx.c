@@ -94,8 +94,8 @@ int jx_decode(const jx_format *f, const cJSON *root, const char *file, const voi
     memset(out, 0, f->size);
     jx j = {.file = file, .e = e, .ctx = ctx};
     int version = 0;
-    int rc = jx_header(&j, root, f->tag, f->max_version, &version);
-    if (!rc) rc = jx_only(&j, root, "", f->members);
+    int rc = f->tag ? jx_header(&j, root, f->tag, f->max_version, &version) : CL_OK;
+    if (!rc && f->members) rc = jx_only(&j, root, "", f->members);
     if (!rc) rc = f->read(&j, root, version, out);
     if (rc) {
         if (f->release) f->release(out);

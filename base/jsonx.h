@@ -58,9 +58,13 @@ int jx_only(jx *j, const cJSON *obj, const char *path, const char *const *allowe
  * member outside `members`, then let the format read the rest.  A format
  * describes only what is its own: */
 typedef struct jx_format {
-    const char *tag;            /* "cleave-model", ...                      */
+    const char *tag;            /* "cleave-model", ...; NULL for a foreign
+                                   format read through the same skeleton (a
+                                   Hugging Face config.json): no header and
+                                   no member check, version 0               */
     int max_version;            /* the newest version this cleave reads     */
-    const char *const *members; /* top-level members allowed, NULL-ended    */
+    const char *const *members; /* top-level members allowed, NULL-ended
+                                   (NULL: any, for a foreign format)        */
     size_t size;                /* sizeof what `read` fills                 */
     /* Read the document (header and members already checked) into out,
      * which is zeroed; report failures through j (jx_fail). */

@@ -47,11 +47,14 @@
 #include "exec/nn/gemm.h"
 #include "exec/probe/linkprof.h"
 #include "exec/probe/profile_layers.h"
+#include "exec/probe/steady.h"
 #include "validate.h"
 
 #define ITER_TARGET_MEAN 0.05
 #define ITER_TARGET_MAX 0.10
 #define MEM_TARGET 0.10
+/* seconds of the host-steadiness probe before and after each case's runs */
+#define STEADY_PROBE_S 0.2
 
 typedef struct vcase {
     int model;           /* index into models[] */
@@ -168,6 +171,7 @@ typedef struct vres {
     double p10, err_p10;   /* 10th percentile of every window iteration of every run */
     double pred_layers, err_layers; /* predicted from the layer sums (exec_val_layer_costs) */
     double post_s, handoff_s; /* the case's message probe: the sender's share and the rest */
+    double host_slow50, host_slow90; /* exec_steady right before and after the runs, the worse */
     char notes[400];
 } vres;
 
@@ -248,6 +252,10 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     sim_result pred;
     memset(&pred, 0, sizeof pred);
     if (!rc) rc = exec_val_predict(&p, iters, NULL, &pred, e);
+    /* how steady the host computes around the runs (exec/probe/steady.h):
+     * the same fixed work timed on as many threads as the plan has workers */
+    exec_steady st[2];
+    if (!rc && exec_steady_measure(STEADY_PROBE_S, c->stages, &st[0])) memset(&st[0], 0, sizeof st[0]);
     exec_pipe_result *meas = cl_calloc((size_t)runs, sizeof *meas);
     double *its = cl_malloc((size_t)runs * sizeof *its);
     double *all = cl_malloc((size_t)runs * (size_t)iters * sizeof *all);
@@ -259,6 +267,11 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
         int first, last;
         exec_val_measured_iteration(&p, &meas[r], &first, &last);
         for (int k = first; k <= last; k++) all[n_all++] = meas[r].iter_s[k];
+    }
+    if (!rc && exec_steady_measure(STEADY_PROBE_S, c->stages, &st[1])) memset(&st[1], 0, sizeof st[1]);
+    if (!rc) {
+        v->host_slow50 = fmax(st[0].slow50, st[1].slow50);
+        v->host_slow90 = fmax(st[0].slow90, st[1].slow90);
     }
     if (!rc && n_all > 0) {
         qsort(all, (size_t)n_all, sizeof *all, cmp_dbl);
@@ -428,10 +441,10 @@ int exec_val_bench(const char *outdir, int quick)
                fit.latency_s * 1e6, fit.bw_Bps * 1e-9, fit.r2, post_s * 1e6);
         if (why[0]) printf("  the link fit is %s\n", why);
         printf("  each case measures what a small message costs right before its runs, with the wait behaviour the runs will have: the sender's share (post_s, added to F/B) and the rest, the hand-off (handoff_s; the copy is in F)\n");
-        printf("  %-4s %-10s %-12s %3s %3s %3s %11s %11s %8s %8s %8s %8s %8s %5s  %s\n", "case", "model",
+        printf("  %-4s %-10s %-12s %3s %3s %3s %11s %11s %8s %8s %8s %8s %8s %5s  %-16s %s\n", "case", "model",
                "schedule", "p", "v", "m", "predicted", "measured", "error", "vs p10", "layers",
-               "busy", "memory", "load", "post/hand-off us");
-        fprintf(out.f, "case,model,schedule,stages,chunks,microbatches,microbatch,iterations,pred_iter_s,meas_iter_s,iter_error,busy_max_error,mem_pred_bytes,mem_meas_bytes,mem_error,meas_iter_min_s,meas_iter_max_s,meas_iter_p10_s,iter_error_p10,pred_layers_iter_s,iter_error_layers,load,post_s,handoff_s,cpu,blas_kernel,notes\n");
+               "busy", "memory", "load", "post/hand-off us", "host");
+        fprintf(out.f, "case,model,schedule,stages,chunks,microbatches,microbatch,iterations,pred_iter_s,meas_iter_s,iter_error,busy_max_error,mem_pred_bytes,mem_meas_bytes,mem_error,meas_iter_min_s,meas_iter_max_s,meas_iter_p10_s,iter_error_p10,pred_layers_iter_s,iter_error_layers,load,post_s,handoff_s,host_slow50,host_slow90,cpu,blas_kernel,notes\n");
     }
     /* Rounds: every case profiled, predicted and measured once per round,
      * round after round, so a slow spell of the machine (seconds long on a
@@ -463,19 +476,19 @@ int exec_val_bench(const char *outdir, int quick)
             if (below + equal_before == (rounds - 1) / 2) pick = k;
         }
         v[i] = r[pick];
-        printf("  %-4d %-10s %-12s %3d %3d %3d %9.3f ms %9.3f ms %+7.2f%% %+7.2f%% %+7.2f%% %7.2f%% %+7.2f%% %5.2f  %5.2f/%5.2f%s\n",
+        printf("  %-4d %-10s %-12s %3d %3d %3d %9.3f ms %9.3f ms %+7.2f%% %+7.2f%% %+7.2f%% %7.2f%% %+7.2f%% %5.2f  %5.2f/%5.2f  %+5.1f%%%s\n",
                i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
                v[i].pred * 1e3, v[i].meas * 1e3, 100 * v[i].err, 100 * v[i].err_p10,
                100 * v[i].err_layers, 100 * v[i].busy_err, 100 * v[i].mem_err, v[i].load,
-               v[i].post_s * 1e6, v[i].handoff_s * 1e6,
+               v[i].post_s * 1e6, v[i].handoff_s * 1e6, 100 * v[i].host_slow90,
                fabs(v[i].err) > 0.05 ? "  (over 5%)" : "");
         fflush(stdout);
-        fprintf(out.f, "%d,%s,%s,%d,%d,%d,%d,%d,%.9g,%.9g,%.5f,%.5f,%.0f,%.0f,%.5f,%.9g,%.9g,%.9g,%.5f,%.9g,%.5f,%.2f,%.4g,%.4g,",
+        fprintf(out.f, "%d,%s,%s,%d,%d,%d,%d,%d,%.9g,%.9g,%.5f,%.5f,%.0f,%.0f,%.5f,%.9g,%.9g,%.9g,%.5f,%.9g,%.5f,%.2f,%.4g,%.4g,%.4f,%.4f,",
                 i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
                 model_mb[c->model], iters, v[i].pred, v[i].meas, v[i].err, v[i].busy_err,
                 v[i].mem_pred, v[i].mem_meas, v[i].mem_err, v[i].meas_min, v[i].meas_max,
                 v[i].p10, v[i].err_p10, v[i].pred_layers, v[i].err_layers, v[i].load,
-                v[i].post_s, v[i].handoff_s);
+                v[i].post_s, v[i].handoff_s, v[i].host_slow50, v[i].host_slow90);
         csv_text(out.f, cpu);
         fputc(',', out.f);
         csv_text(out.f, exec_blas_corename());
@@ -490,14 +503,23 @@ int exec_val_bench(const char *outdir, int quick)
         summary(v, n, 1, &mean10, &max10, &mem);
         summary(v, n, 2, &meanl, &maxl, &mem);
         int ok = mean <= ITER_TARGET_MEAN && max <= ITER_TARGET_MAX && mem <= MEM_TARGET;
-        fprintf(out.f, "summary,,,,,,,,,,%.5f,,,,%.5f,,,,%.5f,,%.5f,,,,,,", mean, mem, mean10, meanl);
+        fprintf(out.f, "summary,,,,,,,,,,%.5f,,,,%.5f,,,,%.5f,,%.5f,,,,,,,,", mean, mem, mean10, meanl);
         csv_text(out.f, "mean |iteration error| (iter_error, iter_error_p10, iter_error_layers), largest |memory error| (mem_error)");
-        fprintf(out.f, "\nsummary_max,,,,,,,,,,%.5f,,,,,,,,%.5f,,%.5f,,,,,,", max, max10, maxl);
+        fprintf(out.f, "\nsummary_max,,,,,,,,,,%.5f,,,,,,,,%.5f,,%.5f,,,,,,,,", max, max10, maxl);
         csv_text(out.f, "largest |iteration error| (iter_error, iter_error_p10, iter_error_layers)");
         fputc('\n', out.f);
         rc = cl_out_commit(&out, &e);
+        int unsteady = 0;
+        double worst = 0;
+        for (int i = 0; i < n; i++) {
+            unsteady += !(v[i].host_slow90 <= EXEC_STEADY_MAX_SLOW90);
+            worst = fmax(worst, v[i].host_slow90);
+        }
         printf("  %d plans: iteration time error mean %.2f%%, largest %.2f%% (targets 5%%, 10%%); peak memory error largest %.2f%% (target 10%%): %s\n",
                n, 100 * mean, 100 * max, 100 * mem, ok ? "met" : "NOT met");
+        if (unsteady)
+            printf("  the host was unsteady around %d of %d cases: a fixed FMA loop ran up to %+.0f%% slower than its fastest in one slice of ten (column host; steady is at most %+.0f%%), so these errors measure the host's other work as much as the model; judge the targets on a steady host\n",
+                   unsteady, n, 100 * worst, 100 * EXEC_STEADY_MAX_SLOW90);
         printf("  against the 10th percentile of the measured iterations (a diagnostic: iterations a neighbour did not stall): mean %.2f%%, largest %.2f%%\n",
                100 * mean10, 100 * max10);
         printf("  predicted from the per-layer profile's sums instead (the planner's cost model, a diagnostic): mean %.2f%%, largest %.2f%%\n",

@@ -25,6 +25,22 @@ const char *plan_optim_name(plan_optim o)
     return optim_names[o];
 }
 
+static const char *const for_names[] = {"", "torch", "deepspeed", "megatron"};
+_Static_assert(sizeof for_names / sizeof for_names[0] == PLAN_FOR_COUNT, "for_names out of sync with plan_for");
+
+const char *plan_for_name(plan_for f)
+{
+    assert((unsigned)f < PLAN_FOR_COUNT);
+    return for_names[f];
+}
+
+int plan_for_from_name(const char *name)
+{
+    for (int f = 1; f < PLAN_FOR_COUNT; f++)
+        if (name && strcmp(name, for_names[f]) == 0) return f;
+    return -1;
+}
+
 int plan_optim_from_name(const char *name)
 {
     for (int o = 0; o < OPTIM_COUNT; o++)
@@ -415,8 +431,11 @@ static int plan_read(jx *j, const cJSON *root, int version, void *out)
         return rc;
     p->precision = cJSON_GetObjectItemCaseSensitive(root, "precision") ? (plan_prec)(prec + 1) : PREC_AUTO;
     p->zero = (int)zero;
-    int comm = 1;
-    if ((rc = jx_bool(j, root, "", "communication", 0, &comm))) return rc;
+    int comm = 1, fw = -1;
+    if ((rc = jx_bool(j, root, "", "communication", 0, &comm)) ||
+        (rc = jx_enum(j, root, "", "for", 0, for_names + 1, PLAN_FOR_COUNT - 1, &fw)))
+        return rc;
+    p->framework = (plan_for)(fw + 1); /* absent: -1 + 1, PLAN_FOR_ANY */
     p->comm_off = !comm;
     p->schedule = (sched_kind)sk;
     p->optimizer = (plan_optim)ok;
@@ -488,7 +507,7 @@ static void plan_release(void *p) { plan_free(p); }
 static const char *const plan_members[] = {"format", "version", "schedule", "chunks", "optimizer",
                                            "batch", "microbatch", "microbatches", "stages",
                                            "predictions", "model", "model_hash", "cluster",
-                                           "communication", "devices_used", "precision",
+                                           "communication", "devices_used", "for", "precision",
                                            "zero", NULL};
 static const jx_format plan_format = {FORMAT, VERSION, plan_members, sizeof(plan), plan_read,
                                       plan_release};
@@ -518,6 +537,7 @@ cJSON *plan_to_json(const plan *p)
     if (prec != PREC_FP32 || elem != 4) cJSON_AddStringToObject(root, "precision", plan_prec_name(prec));
     if (p->zero) cJSON_AddNumberToObject(root, "zero", p->zero);
     if (p->comm_off) cJSON_AddBoolToObject(root, "communication", 0);
+    if (p->framework != PLAN_FOR_ANY) cJSON_AddStringToObject(root, "for", plan_for_name(p->framework));
     cJSON_AddNumberToObject(root, "batch", p->batch);
     cJSON_AddNumberToObject(root, "microbatch", p->microbatch);
     cJSON_AddNumberToObject(root, "microbatches", p->n_micro);

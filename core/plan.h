@@ -90,6 +90,15 @@ static inline double plan_state_bytes(const plan_state_f *f, double param_bytes,
     if (f->shard > 0) b += param_bytes * f->shard / r;
     return b;
 }
+/* The training framework a plan was searched for (cleave plan --for): the
+ * planner then considers only what that framework runs, and the plan's
+ * figure is that run's (docs/planner.md, "Plans a framework runs").
+ * Written as "for" in the plan file. */
+typedef enum plan_for { PLAN_FOR_ANY, PLAN_FOR_TORCH, PLAN_FOR_DEEPSPEED, PLAN_FOR_MEGATRON, PLAN_FOR_COUNT } plan_for;
+/* "torch", "deepspeed", "megatron"; "" for PLAN_FOR_ANY */
+const char *plan_for_name(plan_for f);
+/* a framework's name to its plan_for; -1 if unknown ("" included) */
+int plan_for_from_name(const char *name);
 
 typedef struct plan_stage {
     int first, last;          /* layer range for a chain (inclusive)          */
@@ -140,6 +149,7 @@ typedef struct plan {
     int n_stages;
     plan_stage *stages;       /* owned */
     plan_pred pred;
+    plan_for framework;       /* searched for this framework (PLAN_FOR_ANY: none) */
     /* when the plan leaves devices of its cluster idle, why, one line ("":
      * not said; the planner always says); "devices_used" in the file */
     char idle_why[320];

@@ -50,6 +50,22 @@ int model_kind_from_name(const char *name)
     return -1;
 }
 
+static const char *const unit_names[] = {"sample", "minibatch"};
+static const char *const unit_plurals[] = {"samples", "minibatches"};
+_Static_assert(sizeof unit_names / sizeof unit_names[0] == MODEL_UNIT_COUNT &&
+                   sizeof unit_plurals / sizeof unit_plurals[0] == MODEL_UNIT_COUNT,
+               "unit names out of sync with model_unit");
+
+const char *model_unit_name(model_unit u)
+{
+    return (unsigned)u < MODEL_UNIT_COUNT ? unit_names[u] : "?";
+}
+
+const char *model_unit_plural(model_unit u)
+{
+    return (unsigned)u < MODEL_UNIT_COUNT ? unit_plurals[u] : "?";
+}
+
 const char *model_dtype_name(model_dtype t)
 {
     return (unsigned)t < MODEL_DTYPE_COUNT ? dtype_names[t] : "?";
@@ -344,6 +360,9 @@ static int model_read(jx *j, const cJSON *root, int version, void *out)
     int64_t classes = 0;
     if ((rc = jx_int(j, root, "", "classes", 0, 1, INT32_MAX, &classes))) return rc;
     m->classes = (int)classes;
+    int unit = MODEL_UNIT_SAMPLE;
+    if ((rc = jx_enum(j, root, "", "unit", 0, unit_names, MODEL_UNIT_COUNT, &unit))) return rc;
+    m->unit = (model_unit)unit;
 
     if ((rc = jx_member(j, root, "", "layers", 0, &layers))) return rc;
     if (!layers)
@@ -371,7 +390,7 @@ static int model_read(jx *j, const cJSON *root, int version, void *out)
 static void model_release(void *m) { model_free(m); }
 
 static const char *const model_members[] = {"format", "version", "name", "input", "classes",
-                                            "layers", NULL};
+                                            "unit", "layers", NULL};
 static const jx_format model_format = {FORMAT, VERSION, model_members, sizeof(model),
                                        model_read, model_release};
 
@@ -452,6 +471,7 @@ cJSON *model_to_json(const model *m)
     cJSON_AddItemToObject(in, "shape", shape_json(&m->input));
     cJSON_AddStringToObject(in, "dtype", model_dtype_name(m->dtype));
     if (m->classes > 0) cJSON_AddNumberToObject(root, "classes", m->classes);
+    if (m->unit != MODEL_UNIT_SAMPLE) cJSON_AddStringToObject(root, "unit", model_unit_name(m->unit));
     cJSON *a = cJSON_AddArrayToObject(root, "layers");
     for (int i = 0; i < m->n_layers; i++) cJSON_AddItemToArray(a, layer_json(m, i));
     return root;

@@ -46,6 +46,13 @@ typedef enum model_dtype { MODEL_F32, MODEL_F16, MODEL_BF16, MODEL_DTYPE_COUNT }
 const char *model_dtype_name(model_dtype t);
 int model_dtype_bytes(model_dtype t);
 
+/* What one unit of the batch is: a sample, or, for a PipeDream profile
+ * whose batch size cannot be told from its input (a sequence model), one of
+ * the minibatches it was profiled at; throughputs are counted in it. */
+typedef enum model_unit { MODEL_UNIT_SAMPLE, MODEL_UNIT_MINIBATCH, MODEL_UNIT_COUNT } model_unit;
+const char *model_unit_name(model_unit u);   /* "sample", "minibatch" */
+const char *model_unit_plural(model_unit u); /* "samples", "minibatches" */
+
 #define MODEL_MAX_DIMS 3
 #define MODEL_NAME_MAX 64
 #define MODEL_MAX_INPUTS 8
@@ -111,6 +118,7 @@ typedef struct model {
     model_shape input;       /* per-sample input shape                       */
     model_dtype dtype;       /* sample and activation element type           */
     int classes;             /* label count for a model ending in softmax_xent, else 0 */
+    model_unit unit;         /* what a batch counts ("unit" in files; default sample) */
     int n_layers;
     model_layer *layers;     /* owned */
     int is_dag;              /* derived: some layer's inputs are not just the

@@ -30,6 +30,11 @@ int tfm_check(const tfm_desc *d, const tfm_layout *l, cl_err *e)
     if (d->heads % d->groups)
         return cl_fail(e, CL_EINPUT, "transformer: heads %lld is not a multiple of groups %lld %s",
                        (long long)d->heads, (long long)d->groups, hint);
+    if (d->positions < 0 || (d->positions > 0 && d->pos == TFM_POS_LEARNED && d->seq > d->positions))
+        return cl_fail(e, CL_EINPUT,
+                       "transformer: seq %lld is longer than the %lld rows of the learned position "
+                       "table (hint: a learned table has no row past its last)",
+                       (long long)d->seq, (long long)d->positions);
     if ((unsigned)d->pos > TFM_POS_ROTARY || (unsigned)d->norm > TFM_NORM_RMS)
         return cl_fail(e, CL_EINPUT, "transformer: unknown position or norm kind %s", hint);
     if (!l) return CL_OK;
@@ -103,7 +108,10 @@ double tfm_block_params_rank(const tfm_desc *d, int t)
 
 double tfm_embed_params(const tfm_desc *d)
 {
-    double pos = d->pos == TFM_POS_LEARNED ? (double)d->seq : 0;
+    /* the table has as many rows as the model was built with, whatever
+     * sequence length it is trained at */
+    double rows = d->positions > 0 ? (double)d->positions : (double)d->seq;
+    double pos = d->pos == TFM_POS_LEARNED ? rows : 0;
     return ((double)d->vocab + pos) * (double)d->hidden;
 }
 

@@ -47,6 +47,8 @@ typedef struct tfm_desc {
     int bias;        /* 1: every linear layer has a bias (GPT), 0: none (LLaMA) */
     int dropout;     /* 1: dropout after the softmax and after both residual
                       * branches (GPT, Korthikanti's assumption), 0: none    */
+    int64_t positions; /* rows of the learned position table (GPT-2's
+                      * n_positions) when it differs from s; 0: s rows     */
 } tfm_desc;
 
 /* The GPT family of Narayanan et al. 2021: f = 4h, g = a, ungated, tied,
@@ -93,7 +95,8 @@ double tfm_block_params(const tfm_desc *d);
  * norms are replicated on every rank, as in Megatron-LM. */
 double tfm_block_params_rank(const tfm_desc *d, int t);
 
-/* Input embedding V x h plus, with learned positions, s x h. */
+/* Input embedding V x h plus, with learned positions, s x h (or
+ * positions x h when d->positions is set). */
 double tfm_embed_params(const tfm_desc *d);
 
 /* Final norm plus, when not tied, the logit matrix V x h (no bias). */

@@ -34,6 +34,8 @@ void plan_inst_alloc(plan_inst *I, int n, int n_in, int n_dev)
     I->comm = 1;
     I->max_replicas = n_dev;
     I->state = plan_state_factors(4, PREC_FP32, OPTIM_SGD, 0);
+    I->rep_fixed = 0;
+    I->cut_max = n;
 }
 
 void plan_inst_free(plan_inst *I)
@@ -374,6 +376,8 @@ void plan_layout_eval(const plan_inst *I, const plan_lattice *L, const plan_layo
     for (int s = 0; s < p; s++) {
         if (!is_subset(L, y->cut[s], y->cut[s + 1])) return;
         if (y->r[s] < 1 || y->r[s] > I->m || y->r[s] > I->max_replicas) return;
+        if (I->rep_fixed > 0 && y->r[s] != I->rep_fixed) return;
+        if (L->chain && s > 0 && y->cut[s] > I->cut_max) return;
         if (!plan_block_ok(I, y->pos[s], y->r[s])) return;
         if (s > 0 && y->pos[s - 1] + y->r[s - 1] > y->pos[s]) return;
     }

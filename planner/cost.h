@@ -93,12 +93,20 @@ typedef struct plan_inst {
                                still do): a bound the simulator cannot beat
                                (search.c, skip_count)                      */
     int max_replicas;       /* 1 forbids replication                       */
+    int rep_fixed;          /* > 0: every stage has exactly this many replicas
+                               (one data-parallel degree, as frameworks
+                               replicate whole pipelines); max_replicas is
+                               then the same; 0: any count                 */
+    int cut_max;            /* chain views: a stage may start at layer j only
+                               when j <= cut_max (Megatron keeps its head
+                               layers on the last stage); n: anywhere       */
 } plan_inst;
 
 /* Allocate every array for n layers with n_in inputs in all and n_dev
  * devices (zeroed; in_off has n + 1 entries).  Settings default to m = 1,
  * 1f1b, chunks 1, SGD in fp32 without ZeRO, comm on, replication up to
- * n_dev.  plan_inst_free releases it. */
+ * n_dev, any replica count per stage (rep_fixed 0), stages starting
+ * anywhere (cut_max n).  plan_inst_free releases it. */
 void plan_inst_alloc(plan_inst *I, int n, int n_in, int n_dev);
 void plan_inst_free(plan_inst *I);
 /* Layer i's work per microbatch on the reference device: F + B + W. */

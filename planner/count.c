@@ -187,7 +187,8 @@ static int count_prepare(search_ctx *c, dag_state *lt, int m, count_state *S, cl
     instance_build(c, m, &S->I);
     plan_lattice_prefix(&S->pre, &S->I);
     S->XL = &S->pre;
-    if (rq->model->is_dag && rq->algo != PLAN_ALGO_MERGE && !lt->failed) {
+    /* a framework splits a model at points of its layer list: prefixes */
+    if (rq->model->is_dag && rq->algo != PLAN_ALGO_MERGE && !lt->failed && rq->framework == PLAN_FOR_ANY) {
         if (!lt->have) {
             cl_err de = {0};
             int64_t cap = rq->max_downsets > 0 ? rq->max_downsets : DEFAULT_MAX_DOWNSETS;

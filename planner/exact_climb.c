@@ -23,14 +23,14 @@ int exact_dp_pass(exact_dp *X, int relaxed, xgoal goal, double bound, plan_exact
 /* Does any layout fit in memory (with this relaxation)?  Cheap: with no
  * times to compare, fronts keep only span and devices.  A witness first:
  * the whole model as one stage on one device is a layout whenever the
- * stage and device counts are free (or 1), and any position can hold it
+ * stage, device and replica counts are free (or 1), and any position can hold it
  * (positions mode reaches each through gaps; the other modes have one
  * kind of device). */
 static int feasible(exact_dp *X, int relaxed, plan_exact_stats *st)
 {
     const plan_lattice *L = X->L;
     int all = L->n_sets - 1;
-    if (X->p_fixed <= 1 && X->dev_fixed <= 1 && all > 0) {
+    if (X->p_fixed <= 1 && X->dev_fixed <= 1 && X->I->rep_fixed <= 1 && all > 0) {
         int keep = X->run.relaxed;
         X->run.relaxed = relaxed;
         xstage g;

@@ -156,6 +156,7 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
             if (x->U + r + need_lo > X->dev_fixed) break;
             continue;
         }
+        if (r < I->rep_fixed) continue; /* one replica count for all stages */
         int q = X->tab.qtab[r];
         if (q > qmax) continue;
         if (X->pos.mode == MODE_FLAT && q == prev_q) continue; /* fewer replicas do as well */
@@ -198,6 +199,7 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
                 if (x->U + r + need_lo > X->dev_fixed) break;
                 continue;
             }
+            if (r < I->rep_fixed) continue;
             X->budget.steps++;
             double ar = allreduce_of(X, P, r, CLUSTER_INTER);
             double tm = plan_stage_time(I, w, r, nspd, ar);
@@ -254,8 +256,10 @@ static void expand(exact_dp *X, int xi)
     row_of(X, &x, &R);
     int64_t tries = 0;
     if (L->chain) {
+        /* the stage placed holds layers lo .. x.t - 1: it may start at lo
+         * only up to cut_max (plan_inst) */
         for (int lo = x.t - 1; lo >= 0 && !X->budget.over; lo--, tries++)
-            if (!place(X, xi, &x, &R, lo, bnd)) break;
+            if (lo <= I->cut_max && !place(X, xi, &x, &R, lo, bnd)) break;
     } else {
         for (int64_t j = L->sub_off[x.t]; j < L->sub_off[x.t + 1] && !X->budget.over; j++, tries++)
             if (!place(X, xi, &x, &R, L->sub[j], bnd)) break;

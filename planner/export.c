@@ -28,7 +28,7 @@ int plan_target_from_name(const char *name)
 
 /* Does target t run schedule k?  One stage has nothing to pipeline, so every
  * target runs the sequential kind. */
-static int target_runs(plan_target t, sched_kind k)
+int plan_target_runs(plan_target t, sched_kind k)
 {
     if (k == SCHED_SEQUENTIAL) return 1;
     switch (t) {
@@ -43,10 +43,34 @@ static int target_runs(plan_target t, sched_kind k)
     }
 }
 
+plan_target plan_for_target(plan_for f)
+{
+    switch (f) {
+    case PLAN_FOR_TORCH: return PLAN_TO_TORCH;
+    case PLAN_FOR_DEEPSPEED: return PLAN_TO_DEEPSPEED;
+    case PLAN_FOR_MEGATRON: return PLAN_TO_MEGATRON;
+    default: assert(!"a framework"); return PLAN_TO_TORCH;
+    }
+}
+
+int plan_for_runs(plan_for f, sched_kind k)
+{
+    return plan_target_runs(plan_for_target(f), k);
+}
+
+const char *plan_for_schedules(plan_for f)
+{
+    switch (f) {
+    case PLAN_FOR_TORCH: return "gpipe, 1f1b, zb-h1 or interleaved";
+    case PLAN_FOR_DEEPSPEED: return "1f1b";
+    default: return "1f1b or interleaved";
+    }
+}
+
 sched_kind plan_export_schedule(const plan *p, plan_target t)
 {
     /* interleaving changes the stages; a target without it refuses instead */
-    if (target_runs(t, p->schedule) || p->chunks > 1) return p->schedule;
+    if (plan_target_runs(t, p->schedule) || p->chunks > 1) return p->schedule;
     return SCHED_1F1B;
 }
 
@@ -332,10 +356,11 @@ static int megatron_previous(sbuf *b, const plan *p, const int *tl, int S, int n
     return 1;
 }
 
-static int to_megatron(const plan *p, const plan_export_origin *planned, const char *file, sbuf *b, cl_err *e)
+int plan_target_model(const model *m, plan_target t, const char *file, int *head, cl_err *e)
 {
-    const model *m = &p->model;
     int n = m->n_layers;
+    *head = n;
+    if (t != PLAN_TO_MEGATRON) return CL_OK;
     /* E: a leading embedding; L: the trailing head/loss layers; t: blocks */
     if (n < 2 || !name_has(m->layers[0].name, "embed"))
         return cl_fail(e, CL_EINPUT,
@@ -352,8 +377,18 @@ static int to_megatron(const plan *p, const plan_export_origin *planned, const c
             return cl_fail(e, CL_EINPUT,
                            "%s: megatron needs transformer layers between the embedding and the head; layer %d (\"%s\") is a %s",
                            file, i, m->layers[i].name, model_kind_name(m->layers[i].kind));
+    *head = tail;
+    return CL_OK;
+}
+
+static int to_megatron(const plan *p, const plan_export_origin *planned, const char *file, sbuf *b, cl_err *e)
+{
+    const model *m = &p->model;
+    int tail;
+    int rc = plan_target_model(m, PLAN_TO_MEGATRON, file, &tail, e);
+    if (rc) return rc;
     run rn;
-    int rc = plan_run(p, PLAN_TO_MEGATRON, file, &rn, e);
+    rc = plan_run(p, PLAN_TO_MEGATRON, file, &rn, e);
     if (rc) return rc;
     /* the head layers stay together on the last stage */
     for (int s = 0; s < p->n_stages; s++)

@@ -48,6 +48,26 @@ typedef enum plan_target {
 const char *plan_target_name(plan_target t);
 int plan_target_from_name(const char *name);
 
+/* Does target t run schedule k (the sequential kind, one stage, always)? */
+int plan_target_runs(plan_target t, sched_kind k);
+
+/* The target that runs plans made for framework f (torch, deepspeed,
+ * megatron; f != PLAN_FOR_ANY). */
+plan_target plan_for_target(plan_for f);
+
+/* Does framework f run schedule k (plan_target_runs of its target)? */
+int plan_for_runs(plan_for f, sched_kind k);
+/* The schedules framework f runs, for hints: "1f1b or interleaved"
+ * (static text). */
+const char *plan_for_schedules(plan_for f);
+
+/* Can target t take a plan of model m at all?  Only Megatron asks: an
+ * embedding, transformer layers, then head or loss layers, which stay
+ * together on the last stage.  CL_OK with *head the first head layer's
+ * index (m->n_layers for the other targets: no layer is a head), or
+ * CL_EINPUT with one line naming `file`. */
+int plan_target_model(const model *m, plan_target t, const char *file, int *head, cl_err *e);
+
 /* The schedule target t runs for p: p's own when t has it, else the
  * synchronous kind it falls back to (1f1b; interleaved keeps its chunks). */
 sched_kind plan_export_schedule(const plan *p, plan_target t);

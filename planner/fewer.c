@@ -27,24 +27,12 @@ static int64_t work_done(const plan_result *res)
  * stays); the least bad infeasible layout likewise, for the message. */
 static void take_best(search_best *B, search_best *Bk)
 {
-    if (Bk->have && (!B->have || Bk->pred.iteration_s < B->pred.iteration_s)) {
-        if (B->have) instance_free_stages(&B->pl);
-        B->pl = Bk->pl;
-        B->pred = Bk->pred;
-        B->tm = Bk->tm;
-        B->ev = Bk->ev;
-        B->exact_s = Bk->exact_s;
-        B->merge_s = Bk->merge_s;
-        B->algo = Bk->algo;
-        B->view_n = Bk->view_n;
-        B->have = 1;
-    } else if (Bk->have) {
+    if (Bk->have && (!B->have || Bk->pred.iteration_s < B->pred.iteration_s))
+        search_take(B, &Bk->pl, &Bk->pred, &Bk->tm, &Bk->ev, Bk->algo, Bk->exact_s, Bk->merge_s, Bk->view_n);
+    else if (Bk->have)
         instance_free_stages(&Bk->pl);
-    }
     if (Bk->have_bad && !B->have_bad) {
-        B->bad_pl = Bk->bad_pl;
-        B->bad_ev = Bk->bad_ev;
-        B->have_bad = 1;
+        search_take_bad(B, &Bk->bad_pl, &Bk->bad_ev);
     } else if (Bk->have_bad) {
         instance_free_stages(&Bk->bad_pl);
     }
@@ -139,27 +127,20 @@ void search_consider_floor(search_ctx *c, search_best *B)
     cl_err e = {0};
     plan_predict_opts po = {.comm = c->rq->comm};
     /* predicted as its search predicted it: interleaved plans by the
-     * closed form (search_interleaved), the others by the simulator */
+     * closed form (search_interleaved) unless planned for a framework,
+     * the others by the simulator */
     if (plan_predict(&pl, &po, &pr, &tm, &e) != CL_OK ||
-        (pl.schedule != SCHED_INTERLEAVED && plan_predict_sim(&pl, &pr) != CL_OK) ||
+        ((pl.schedule != SCHED_INTERLEAVED || c->rq->framework != PLAN_FOR_ANY) &&
+         plan_predict_sim(&pl, &pr) != CL_OK) ||
         (B->have && !(pr.iteration_s < B->pred.iteration_s))) {
         instance_free_stages(&pl);
         return;
     }
     pl.pred = pr;
-    if (B->have) instance_free_stages(&B->pl);
-    B->pl = pl;
-    B->pred = pr;
-    B->tm = tm;
-    memset(&B->ev, 0, sizeof B->ev);
-    B->ev.bottleneck_s = f->bottleneck_s;
-    B->ev.bottleneck_stage = f->bottleneck_stage;
-    B->ev.bottleneck_is_boundary = f->bottleneck_is_boundary;
-    B->algo = f->algo;
-    B->exact_s = f->exact_s;
-    B->merge_s = f->merge_s;
-    B->view_n = f->plan.cluster.n_devices;
-    B->have = 1;
+    /* of the evaluation, only what the result reports (search.c) */
+    plan_eval ev = {.bottleneck_s = f->bottleneck_s, .bottleneck_stage = f->bottleneck_stage,
+                    .bottleneck_is_boundary = f->bottleneck_is_boundary};
+    search_take(B, &pl, &pr, &tm, &ev, f->algo, f->exact_s, f->merge_s, f->plan.cluster.n_devices);
 }
 
 /* Is the floor plan a plan for the first devices of this cluster, for the
@@ -170,7 +151,8 @@ int search_floor_ok(const plan_request *rq)
     int ok = f->cluster.n_devices < rq->cluster->n_devices && f->batch == rq->batch &&
              f->model.n_layers == rq->model->n_layers && (rq->schedule < 0 || (int)f->schedule == rq->schedule) &&
              (rq->microbatches == 0 || f->n_micro == rq->microbatches) &&
-             (rq->stages == 0 || f->n_stages == rq->stages) && plan_device_count(f) > 0;
+             (rq->stages == 0 || f->n_stages == rq->stages) && f->framework == rq->framework &&
+             plan_device_count(f) > 0;
     for (int s = 0; s < f->n_stages && ok; s++)
         for (int r = 0; r < f->stages[s].n_replicas; r++) ok &= f->stages[s].devices[r] < f->cluster.n_devices;
     return ok;

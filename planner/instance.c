@@ -70,6 +70,8 @@ void instance_build(const search_ctx *c, int m, plan_inst *I)
                                   c->rq->optimizer, c->rq->zero);
     I->comm = c->rq->comm;
     I->max_replicas = c->rq->replication ? cl->n_devices : 1;
+    if (c->rep > 0) I->max_replicas = I->rep_fixed = c->rep;
+    I->cut_max = c->cut_max;
     I->chunks = 1;
 }
 

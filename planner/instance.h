@@ -25,6 +25,10 @@ typedef struct search_ctx {
     int n_dev;
     double *speed;          /* per cluster device */
     int *order;             /* current device order (positions -> devices) */
+    /* rq->framework: the replica count every stage of the instances built
+     * now has (search_view), and the last layer a stage may start at
+     * (plan_target_model); 0 and the layer count otherwise */
+    int rep, cut_max;
     int no_prune;           /* plan_search_unpruned (search_test.h): no bound
                                skips a candidate, no exact search is shared */
 } search_ctx;
@@ -103,6 +107,15 @@ void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const pl
  * by less than the least bad so far (for the message when nothing fits). */
 void search_consider_bad(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
                          const plan_layout *y);
+/* search.c: pl (its stages now owned by B) becomes B's plan, with its
+ * prediction, timing, evaluation and where it came from (algo, exact_s,
+ * merge_s; found on the first view_n devices); B's plan before is freed.
+ * The caller has decided it is better.  B's least bad layout stays. */
+void search_take(search_best *B, const plan *pl, const plan_pred *pr, const plan_timing *tm,
+                 const plan_eval *ev, const char *algo, double exact_s, double merge_s, int view_n);
+/* search.c: pl (stages now owned by B) and ev become B's least bad layout,
+ * freeing the one before. */
+void search_take_bad(search_best *B, const plan *pl, const plan_eval *ev);
 
 /* count.c: the search at m microbatches over c->order, every schedule of
  * kinds, ranking every candidate into *B.  *hint carries the least-memory

@@ -369,14 +369,22 @@ int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layo
         if (rc.rcap > I->m) rc.rcap = I->m;
         if (rc.rcap < 1) rc.rcap = 1;
         for (int s = 0; s < p; s++) y.r[s] = 1;
-        int placed = 0;
-        if (rc.rcap > 1 && N > p) {
+        int placed = 0, allowed = 1;
+        for (int s = 1; s < p; s++) allowed &= y.cut[s] <= I->cut_max;
+        if (I->rep_fixed > 0) {
+            /* one replica count for every stage: no spare devices to spread */
+            for (int s = 0; s < p; s++) y.r[s] = I->rep_fixed;
+            placed = allowed && p * I->rep_fixed <= N && place_blocks(I, L, &y);
+            allowed = 0; /* nothing else to try */
+        } else if (!allowed) {
+            /* a stage would start where none may (cut_max) */
+        } else if (rc.rcap > 1 && N > p) {
             add_replicas(&rc, p, N - p);
             placed = place_blocks(I, L, &y);
             if (!placed)
                 for (int s = 0; s < p; s++) y.r[s] = 1;
         }
-        if (!placed) placed = place_blocks(I, L, &y);
+        if (!placed && allowed) placed = place_blocks(I, L, &y);
         tried++;
         if (placed) {
             plan_eval ev;

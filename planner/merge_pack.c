@@ -214,6 +214,7 @@ static int pk_run(packer *P, double B)
     if (P->pos_mode)
         for (int c = N - 1; c >= 0; c--) pk_offer(P, n, 0, c, c, 0, -1, -1, N, 0);
     for (int i = n - 1; i >= 0; i--) {
+        if (i > I->cut_max) continue; /* no stage may start at layer i */
         int k_hi = K ? K : 1;
         for (int k = 1; k <= k_hi; k++) {
             if (K && n - i < k) break;
@@ -395,7 +396,7 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
     P->rs = cl_malloc((size_t)rmax * sizeof(int));
     P->mem_free = plan_exact_mem_free(I, L);
     int last_q = 0;
-    for (int r = 1; r <= rmax; r++) {
+    for (int r = I->rep_fixed > 0 ? I->rep_fixed : 1; r <= rmax; r++) {
         int q = (I->m + r - 1) / r;
         /* when memory can bind, more replicas of the same ceil(m / r) can
          * still help: fewer microbatches in flight per replica (PipeDream,
@@ -408,6 +409,10 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
         P->rs[P->nr++] = rr;
         last_q = (I->m + rr - 1) / rr;
         r = rr;
+    }
+    if (P->nr == 0) { /* the one replica count allowed (rep_fixed) is no block here */
+        free(P->rs);
+        return 0;
     }
     P->devices_arg = plan_mem_dependence(I) == PLAN_MEM_BY_TOTAL;
     P->e = cl_malloc(states * sizeof(int));

@@ -18,6 +18,7 @@
 #include "base/budget.h"
 #include "core/schedule.h"
 #include "cost.h"
+#include "export.h"
 #include "instance.h"
 #include "search.h"
 #include "search_test.h"
@@ -71,6 +72,29 @@ static int better(const search_best *B, const plan_pred *a, const plan_eval *ea)
     return plan_eval_cmp(ea, &B->ev) < 0;
 }
 
+void search_take(search_best *B, const plan *pl, const plan_pred *pr, const plan_timing *tm,
+                 const plan_eval *ev, const char *algo, double exact_s, double merge_s, int view_n)
+{
+    if (B->have) instance_free_stages(&B->pl);
+    B->pl = *pl;
+    B->pred = *pr;
+    B->tm = *tm;
+    B->ev = *ev;
+    B->algo = algo;
+    B->exact_s = exact_s;
+    B->merge_s = merge_s;
+    B->view_n = view_n;
+    B->have = 1;
+}
+
+void search_take_bad(search_best *B, const plan *pl, const plan_eval *ev)
+{
+    if (B->have_bad) instance_free_stages(&B->bad_pl);
+    B->bad_pl = *pl;
+    B->bad_ev = *ev;
+    B->have_bad = 1;
+}
+
 /* A predicted candidate pl (stages owned) into *B when it beats B's plan,
  * else freed. */
 static void keep_if_better(search_ctx *c, search_best *B, plan *pl, const plan_pred *pr,
@@ -79,20 +103,10 @@ static void keep_if_better(search_ctx *c, search_best *B, plan *pl, const plan_p
 {
     pl->pred = *pr;
     c->res->candidates++;
-    if (better(B, pr, ev)) {
-        if (B->have) instance_free_stages(&B->pl);
-        B->pl = *pl;
-        B->pred = *pr;
-        B->tm = *tm;
-        B->ev = *ev;
-        B->algo = algo;
-        B->exact_s = exact_s;
-        B->merge_s = merge_s;
-        B->view_n = c->n_dev;
-        B->have = 1;
-    } else {
+    if (better(B, pr, ev))
+        search_take(B, pl, pr, tm, ev, algo, exact_s, merge_s, c->n_dev);
+    else
         instance_free_stages(pl);
-    }
 }
 
 void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
@@ -137,10 +151,9 @@ void search_consider_bad(search_ctx *c, search_best *B, const plan_inst *I, cons
     if (!ev.valid) return;
     double over = ev.worst_need_bytes - ev.worst_cap_bytes;
     if (B->have_bad && over >= B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes) return;
-    if (B->have_bad) instance_free_stages(&B->bad_pl);
-    instance_layout_plan(c, I, L, y, &B->bad_pl);
-    B->bad_ev = ev;
-    B->have_bad = 1;
+    plan pl;
+    instance_layout_plan(c, I, L, y, &pl);
+    search_take_bad(B, &pl, &ev);
 }
 
 /* -------------------------------------------------------- interleaved -- */
@@ -228,14 +241,14 @@ static void interleaved_rank(search_ctx *c, search_best *B, plan *pl, const plan
     plan_timing tm;
     cl_err pe = {0};
     plan_predict_opts po = {.comm = c->rq->comm};
-    if (ev->feasible && plan_predict(pl, &po, &pr, &tm, &pe) == CL_OK) {
+    /* for a framework the figure is the simulated run its export describes
+     * (plain interleaved plans keep the closed form they were ranked by) */
+    if (ev->feasible && plan_predict(pl, &po, &pr, &tm, &pe) == CL_OK &&
+        (c->rq->framework == PLAN_FOR_ANY || plan_predict_sim(pl, &pr) == CL_OK)) {
         keep_if_better(c, B, pl, &pr, &tm, ev, "chunk split", NAN, NAN);
     } else if (!ev->feasible && (!B->have_bad || ev->worst_need_bytes - ev->worst_cap_bytes <
                                                     B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes)) {
-        if (B->have_bad) instance_free_stages(&B->bad_pl);
-        B->bad_pl = *pl;
-        B->bad_ev = *ev;
-        B->have_bad = 1;
+        search_take_bad(B, pl, ev);
     } else {
         instance_free_stages(pl);
     }
@@ -260,7 +273,9 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
             if (m % p != 0 || (rq->stages > 0 && p != rq->stages)) continue;
             int n = p * v;
             int *cut = cl_malloc((size_t)(n + 1) * sizeof(int));
-            if (plan_chunks_minmax(&I, &L, p, n, cut)) {
+            int ok = plan_chunks_minmax(&I, &L, p, n, cut);
+            for (int k = 1; k < n && ok; k++) ok = cut[k] <= c->cut_max;
+            if (ok) {
                 plan pl;
                 plan_eval ev;
                 interleaved_plan(c, &I, &L, p, cut, &pl, &ev);
@@ -296,8 +311,21 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
     for (int oi = 0; oi < n_orders && !rc && rq->schedule != SCHED_INTERLEAVED; oi++) {
         c->order = orders[oi];
         /* largest count first: it usually wins, and bounds the rest */
-        for (int mi = n_micro - 1; mi >= 0 && !rc; mi--)
-            if (!(rc = search_budget_out(e))) rc = count_search(c, B, lt, micro[mi], kinds, n_kinds, &hint, e);
+        for (int mi = n_micro - 1; mi >= 0 && !rc; mi--) {
+            if (rq->framework == PLAN_FOR_ANY) {
+                if (!(rc = search_budget_out(e))) rc = count_search(c, B, lt, micro[mi], kinds, n_kinds, &hint, e);
+                continue;
+            }
+            /* a framework: one replica count r for every stage, dividing
+             * the microbatches (each data-parallel replica runs m / r) */
+            int m = micro[mi], rmax = rq->replication ? (m < c->n_dev ? m : c->n_dev) : 1;
+            for (int r = 1; r <= rmax && !rc; r++) {
+                if (m % r) continue;
+                c->rep = r;
+                if (!(rc = search_budget_out(e))) rc = count_search(c, B, lt, m, kinds, n_kinds, &hint, e);
+            }
+            c->rep = 0;
+        }
     }
     for (int k = 0; k < n_orders; k++) free(orders[k]);
     return rc;
@@ -330,6 +358,17 @@ static int search_check(const plan_request *rq, cl_err *e)
                        "interleaved plans come from a balanced chunk split, not the exact search (hint: --algo auto or merge)");
     if (rq->schedule == SCHED_SEQUENTIAL && rq->stages > 1)
         return cl_fail(e, CL_EINPUT, "--schedule sequential runs one stage, not %d", rq->stages);
+    if (rq->framework != PLAN_FOR_ANY) {
+        const char *fw = plan_for_name(rq->framework);
+        if (rq->schedule >= 0 && !plan_for_runs(rq->framework, (sched_kind)rq->schedule))
+            return cl_fail(e, CL_EINPUT, "--schedule %s: %s does not run it (hint: --schedule %s, or auto)",
+                           sched_kind_name((sched_kind)rq->schedule), fw, plan_for_schedules(rq->framework));
+        int head;
+        cl_err me = {0};
+        if (plan_target_model(rq->model, plan_for_target(rq->framework),
+                              rq->model_origin ? rq->model_origin : "the model", &head, &me))
+            return cl_fail(e, CL_EINPUT, "--for %s: %s (hint: --for torch or deepspeed)", fw, me.msg);
+    }
     if (rq->floor && !search_floor_ok(rq))
         return cl_fail(e, CL_EINPUT, "plan_search: the floor plan does not answer the same question on fewer devices");
     return CL_OK;
@@ -360,9 +399,10 @@ static int search_speeds(search_ctx *c, cl_err *e)
     return CL_OK;
 }
 
-/* The schedules to try: the request's, or every kind with the method's
- * first (it wins ties) and sequential after the count returned (the caller
- * adds it on one device only). */
+/* The schedules to try: the request's, or every kind (every kind the
+ * request's framework runs) with the method's first (it wins ties) and
+ * sequential after the count returned (the caller adds it on one device
+ * only). */
 static int search_kinds(const plan_request *rq, sched_kind *kinds)
 {
     int n_kinds = 0;
@@ -371,7 +411,9 @@ static int search_kinds(const plan_request *rq, sched_kind *kinds)
         return n_kinds;
     }
     static const sched_kind auto_kinds[] = {SCHED_FBP, SCHED_1F1B, SCHED_GPIPE, SCHED_ZBH1, SCHED_PIPEDREAM};
-    for (size_t k = 0; k < sizeof auto_kinds / sizeof auto_kinds[0]; k++) kinds[n_kinds++] = auto_kinds[k];
+    for (size_t k = 0; k < sizeof auto_kinds / sizeof auto_kinds[0]; k++)
+        if (rq->framework == PLAN_FOR_ANY || plan_for_runs(rq->framework, auto_kinds[k]))
+            kinds[n_kinds++] = auto_kinds[k];
     kinds[n_kinds] = SCHED_SEQUENTIAL; /* tried on one device only */
     return n_kinds;
 }
@@ -412,6 +454,7 @@ static int search_result(const plan_request *rq, search_best *B, plan_result *re
     model_copy(&pl->model, rq->model);
     cluster_copy(&pl->cluster, rq->cluster);
     pl->pred = B->pred;
+    pl->framework = rq->framework;
     if (pl->schedule == SCHED_ZBH1)
         search_note(res, "zb-h1 was searched on as many devices as the schedules before it chose (its memory depends on the device count)");
     /* Below its smallest measured batch a profile's times are scaled in
@@ -457,7 +500,14 @@ static int search_run(const plan_request *rq, plan_result *res, int no_prune, cl
         search_note(res, "the exact search was skipped: %d layers, more than the %d --algo auto searches exactly (hint: --algo exact runs it, within --max-seconds)",
                     rq->model->n_layers, PLAN_EXACT_AUTO_MAX_LAYERS);
     }
-    search_ctx c = {.rq = rq, .res = res, .n_dev = rq->cluster->n_devices, .no_prune = no_prune};
+    search_ctx c = {.rq = rq, .res = res, .n_dev = rq->cluster->n_devices, .no_prune = no_prune,
+                    .cut_max = rq->model->n_layers};
+    if (rq->framework != PLAN_FOR_ANY) {
+        /* Megatron: no stage starts inside the head layers (checked above) */
+        cl_err he = {0};
+        rc = plan_target_model(rq->model, plan_for_target(rq->framework), "", &c.cut_max, &he);
+        assert(rc == CL_OK);
+    }
     if ((rc = search_speeds(&c, e))) return rc;
     int micro[INSTANCE_MAX_MICRO + 1];
     int n_micro = instance_micro_candidates(rq, micro);

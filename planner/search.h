@@ -45,6 +45,11 @@ typedef struct plan_request {
                                replicas                                       */
     int comm;               /* 0: leave communication out of every cost       */
     int replication;        /* 0: never replicate a stage                     */
+    /* PLAN_FOR_ANY, or search only what that framework runs (its schedules,
+     * one replica count for every stage dividing the microbatches, stages
+     * that are runs of layers in model order), so the plan's figure is the
+     * run its export describes (docs/planner.md, "Plans a framework runs") */
+    plan_for framework;
     int64_t max_downsets;   /* cap on listed cuts of a branching model (0: default) */
     int64_t exact_budget;   /* exact-search steps per candidate (0: default)  */
     /* optional: the plan found for the first floor->plan.cluster.n_devices
@@ -53,8 +58,8 @@ typedef struct plan_request {
      * fewer devices stop above that count instead of searching it again */
     const struct plan_result *floor;
     /* what to call the profile and the cluster in messages (file names, or
-     * how they were made); NULL: "the profile", "the cluster" */
-    const char *prof_origin, *cluster_origin;
+     * how they were made); NULL: "the profile", "the cluster", "the model" */
+    const char *prof_origin, *cluster_origin, *model_origin;
 } plan_request;
 
 /* The longest iteration a plan may take, seconds (3e22 years): anything

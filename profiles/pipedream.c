@@ -624,9 +624,12 @@ int pipedream_parse(const char *file, const char *text, size_t len, double batch
         order = cl_malloc((size_t)g.n * sizeof *order);
         rc = topo_order(&g, order);
     }
-    int side = 0;
+    int side = 0, given = batch > 0;
     if (!rc) batch = pick_batch(&g, batch, &side);
     if (!rc) rc = build(&g, order, batch, side, m, p);
+    /* neither given nor told by the input: the times are per profiled
+     * minibatch of unknown size, and so is every throughput planned on them */
+    if (!rc && !given && !side) m->unit = MODEL_UNIT_MINIBATCH;
     if (!rc) rc = model_derive(m, file, e);
     if (!rc && info) *info = (pipedream_info){g.n, g.ne, batch, side > 0, side};
     free(order);

@@ -37,7 +37,8 @@ typedef struct pipedream_info {
 /* Import a graph.txt.  batch > 0 states the profiled batch size; batch 0
  * infers it from the first Input node's activation size when that is a
  * whole number of 3 x side x side float32 images (PIPEDREAM_IMAGE_SIDES),
- * else uses 1 (the numbers are then "per minibatch").  Fills *m (model_free) and *p (prof_free), and
+ * else uses 1 (the numbers are then "per minibatch", and the model's unit
+ * is MODEL_UNIT_MINIBATCH).  Fills *m (model_free) and *p (prof_free), and
  * *info when not NULL.  Bad input fails with CL_EINPUT and a message
  * "<file>:<line>: <problem> (hint: ...)"; nothing is left to free. */
 int pipedream_import(const char *path, double batch, struct model *m, struct prof *p,

@@ -84,6 +84,16 @@ int test_run_cli(const char *args, char **out, char **err)
     return -1;
 }
 
+int test_run_interrupted(const char *args, int after, char **out, char **err)
+{
+    char n[24];
+    snprintf(n, sizeof n, "%d", after);
+    setenv("CLEAVE_TEST_INTERRUPT_AFTER", n, 1);
+    int st = test_run_cli(args, out, err);
+    unsetenv("CLEAVE_TEST_INTERRUPT_AFTER");
+    return st;
+}
+
 /* Every test folder is made inside one folder of this run, removed with
  * whatever is left in it when the runner ends, so a test that fails before
  * its own clean-up (or forgets one) leaves nothing in /tmp. */

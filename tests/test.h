@@ -23,6 +23,9 @@ void test_add(const char *name, void (*fn)(void));
  * shell-quoted argument string; captures stdout and stderr (caller frees)
  * and returns the exit status (128+signal if killed). */
 int test_run_cli(const char *args, char **out, char **err);
+/* test_run_cli with CLEAVE_TEST_INTERRUPT_AFTER=after (base/progress.h: a
+ * SIGINT right after the after-th work item, as if Ctrl-C), unset again. */
+int test_run_interrupted(const char *args, int after, char **out, char **err);
 
 /* A file's whole text (at most 256 MiB), or NULL when it cannot be read;
  * caller frees. */

@@ -119,20 +119,11 @@ static void test_interrupt_and_errors(void)
              "compare --model models/vgg16.json --clusters profiles/clusters/v100-8-pcie.json "
              "profiles/clusters/dgx-a100-1node.json profiles/clusters/h100-8-nvlink.json --schedules gpipe "
              "--csv %s --png %s", csv, png);
-    setenv("CLEAVE_TEST_INTERRUPT_AFTER", "2", 1);
     char *err = NULL;
-    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 130);
-    unsetenv("CLEAVE_TEST_INTERRUPT_AFTER");
+    CU_ASSERT_EQUAL(test_run_interrupted(args, 2, NULL, &err), 130);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "interrupted after 1 of 3 clusters"));
     free(err);
-    test_csv c;
-    CU_ASSERT_FATAL(test_csv_read(csv, &c) == 0);
-    CU_ASSERT_EQUAL(c.n_rows, 1);
-    CU_ASSERT_FALSE(c.ragged);
-    test_csv_free(&c);
-    int tmp = 0;
-    CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 2);
-    CU_ASSERT_EQUAL(tmp, 0);
+    test_check_interrupted(csv, 1, dir, 2);
     remove(csv);
     remove(png);
 
@@ -152,6 +143,7 @@ static void test_interrupt_and_errors(void)
     CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "bad.json"));
     free(err);
+    int tmp = 0;
     CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 1);
     /* gnuplot missing: a clear message and no image */
     setenv("GNUPLOT", "/nonexistent/gnuplot", 1);

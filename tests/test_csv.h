@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <CUnit/CUnit.h>
+
 #include "base/fileio.h"
 
 typedef struct test_csv {
@@ -109,6 +111,21 @@ static inline int test_dir_count(const char *dir, int *tmp_seen)
     }
     closedir(d);
     return n;
+}
+
+/* What an interrupted sweep or compare leaves (the caller checks its
+ * message): a CSV of n_rows whole rows, none cut short, and n_files files
+ * in dir, none a temporary. */
+static inline void test_check_interrupted(const char *csv, int n_rows, const char *dir, int n_files)
+{
+    test_csv c;
+    CU_ASSERT_FATAL(test_csv_read(csv, &c) == 0);
+    CU_ASSERT_EQUAL(c.n_rows, n_rows);
+    CU_ASSERT_FALSE(c.ragged);
+    test_csv_free(&c);
+    int tmp = 0;
+    CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), n_files);
+    CU_ASSERT_EQUAL(tmp, 0);
 }
 
 /* Remove a folder and the files in it (one level). */

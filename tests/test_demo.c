@@ -92,10 +92,8 @@ static void test_interrupt(void)
     char *dir = test_tmpdir();
     char args[700];
     snprintf(args, sizeof args, "demo --quick -o %s", dir);
-    setenv("CLEAVE_TEST_INTERRUPT_AFTER", "3", 1);
     char *out = NULL, *err = NULL;
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 130);
-    unsetenv("CLEAVE_TEST_INTERRUPT_AFTER");
+    CU_ASSERT_EQUAL(test_run_interrupted(args, 3, &out, &err), 130);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "files (0):"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "interrupted"));
     int tmp = 0;

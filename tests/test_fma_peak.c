@@ -11,6 +11,7 @@
 #include "exec/nn/gemm.h"
 #include "exec/nn/kern.h"
 #include "exec/probe/fma_peak.h"
+#include "exec/probe/steady.h"
 #include "test.h"
 #include "test_csv.h"
 
@@ -107,6 +108,36 @@ static void test_peak_bounds(void)
     }
     double sgemm = exec_gemm_peak(0.3, NULL);
     CU_ASSERT(p.flops >= 0.5 * sgemm);
+}
+
+/* The steadiness probe: refuses thread counts it cannot run, times at least
+ * one slice per thread, sizes slices from its warm-up (no faster than
+ * 0.2 ms: a warm-up slowed by other jobs only makes them longer), and its
+ * quantiles are in order; exec_steady_ok is the documented threshold.
+ * Bounds only: how steady this machine is is not a test's business. */
+static void test_steady(void)
+{
+    exec_steady s;
+    CU_ASSERT_EQUAL(exec_steady_measure(0.05, 0, &s), -1);
+    CU_ASSERT_EQUAL(s.slices, 0);
+    CU_ASSERT_EQUAL(exec_steady_measure(0.05, 65, &s), -1);
+    int w[3];
+    if (widths(w) == 0) {
+        CU_ASSERT_EQUAL(exec_steady_measure(0.05, 2, &s), -1);
+        return;
+    }
+    CU_ASSERT_EQUAL_FATAL(exec_steady_measure(0.05, 2, &s), 0);
+    CU_ASSERT_EQUAL(s.threads, 2);
+    CU_ASSERT(s.slices >= 2);
+    CU_ASSERT(s.slice_s >= 2e-4);
+    CU_ASSERT(s.slow50 >= 0 && s.slow50 <= s.slow90 && s.slow90 <= s.slow_max);
+    CU_ASSERT_EQUAL(exec_steady_ok(&s), s.slow90 <= EXEC_STEADY_MAX_SLOW90);
+    exec_steady t = {.threads = 1, .slices = 10, .slice_s = 1e-3, .slow90 = 0.051};
+    CU_ASSERT_FALSE(exec_steady_ok(&t));
+    t.slow90 = 0.049;
+    CU_ASSERT_TRUE(exec_steady_ok(&t));
+    t.slices = 0;
+    CU_ASSERT_FALSE(exec_steady_ok(&t));
 }
 
 /* The executor's own kernels run exactly when the CPU has the features
@@ -238,6 +269,7 @@ TEST_SUITE(fma_peak)
     test_add("the loop does the FMAs it is credited with", test_loop_does_the_counted_fmas);
     test_add("widths match the cpuid checks", test_widths_match_cpuid);
     test_add("measured peak within physical bounds and above SGEMM / 2", test_peak_bounds);
+    test_add("host steadiness probe: bounds, order, threshold", test_steady);
     test_add("kernel dispatch by CPU feature", test_dispatch_by_feature);
     test_add("bench exec CSV: percentages of the FMA peak and SGEMM", test_bench_exec_csv);
     test_add("torch_ref.py says when torch is absent", test_torch_ref_absent);

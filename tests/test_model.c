@@ -16,7 +16,8 @@
 static const char *const zoo[] = {
     "models/fmnist-mlp.json", "models/fmnist-cnn.json", "models/vgg16.json",
     "models/resnet50.json",   "models/bert-large.json", "models/gpt2-1.5b.json",
-    "models/gpt3-175b.json",
+    "models/gpt3-175b.json",  "models/llama2-7b.json",  "models/llama2-70b.json",
+    "models/llama3-8b.json",  "models/llama3-70b.json",
 };
 
 static int load_ok(model *m, const char *path)

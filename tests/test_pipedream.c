@@ -300,10 +300,17 @@ static void test_image_sides(void)
         CU_ASSERT_EQUAL(info.batch, cases[i].batch);
         CU_ASSERT_EQUAL(info.batch_inferred, cases[i].side > 0);
         CU_ASSERT_EQUAL(info.image_side, cases[i].side);
+        /* a batch nobody can tell counts minibatches */
+        CU_ASSERT_EQUAL(m.unit, cases[i].side ? MODEL_UNIT_SAMPLE : MODEL_UNIT_MINIBATCH);
         if (cases[i].side) {
             CU_ASSERT_EQUAL(m.input.ndim, 3);
             CU_ASSERT(m.input.d[0] == 3 && m.input.d[1] == cases[i].side && m.input.d[2] == cases[i].side);
         }
+        model_free(&m);
+        prof_free(&p);
+        /* a stated batch is samples, whatever the input */
+        CU_ASSERT_EQUAL_FATAL(pipedream_parse("sides.txt", text, strlen(text), 8, &m, &p, &info, &e), CL_OK);
+        CU_ASSERT_EQUAL(m.unit, MODEL_UNIT_SAMPLE);
         model_free(&m);
         prof_free(&p);
     }
@@ -400,6 +407,7 @@ static void test_round_trip(void)
         cJSON_Delete(j);
         if (e.code) fprintf(stderr, "\n  %s\n", e.msg);
         CU_ASSERT(same_model_layers(&m, &m2));
+        CU_ASSERT_EQUAL(m2.unit, m.unit);
         CU_ASSERT_EQUAL(prof_check_model(&p2, &m2, "mem", &e), CL_OK);
         model_free(&m);
         model_free(&m2);
@@ -514,6 +522,46 @@ static void test_cli(void)
     free(err);
 }
 
+/* gnmt's input is token ids: its batch cannot be told, so plans count its
+ * profiled minibatches and say so; --profile-batch B makes them samples,
+ * B times as many per second for the same plan; a bad "unit" in a model
+ * file is refused by name. */
+static void test_units(void)
+{
+    char buf[256], args[512];
+    const char *path = test_shared("pipedream/gnmt.txt", buf, sizeof buf);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(path);
+    char *out, *err;
+    double thr[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "plan --profile %s --devices 4 --schedule 1f1b --microbatches 1%s", path,
+                 k ? " --profile-batch 64" : "");
+        CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &out, &err), 0);
+        const char *s = strstr(out, "throughput ");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        char unit[32] = "";
+        CU_ASSERT_EQUAL(sscanf(s, "throughput %lf %31s", &thr[k], unit), 2);
+        CU_ASSERT_STRING_EQUAL(unit, k ? "samples/s," : "minibatches/s,");
+        CU_ASSERT_EQUAL(strstr(out, "units: the profile does not tell its batch size") != NULL, k == 0);
+        free(out);
+        free(err);
+    }
+    CU_ASSERT(fabs(thr[1] - 64 * thr[0]) <= 0.1 * 64 + 1e-9 * thr[1]); /* printed to 0.1 */
+    CU_ASSERT_EQUAL(test_run_cli("plan --model models/vgg16.json --profile-batch 3 --devices 2", &out, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--profile-batch"));
+    free(out);
+    free(err);
+    const char *bad = "{\"format\": \"cleave-model\", \"version\": 1, \"name\": \"u\", \"unit\": \"token\","
+                      " \"input\": {\"shape\": [4]}, \"layers\": [{\"kind\": \"linear\", \"name\": \"fc\", \"out_features\": 2}]}";
+    cJSON *j = cJSON_Parse(bad);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    model m;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL(model_from_json(&m, j, "u.json", &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "unit"));
+    cJSON_Delete(j);
+}
+
 TEST_SUITE(pipedream)
 {
     test_add_suite("pipedream");
@@ -526,4 +574,5 @@ TEST_SUITE(pipedream)
     test_add("bad graph files name file and line", test_bad_files);
     test_add("a file cut short at any byte is refused", test_cut_short);
     test_add("cleave inspect on a PipeDream graph", test_cli);
+    test_add("units: minibatches when the batch is unknown, --profile-batch", test_units);
 }

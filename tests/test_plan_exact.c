@@ -135,6 +135,8 @@ typedef struct brute {
     const plan_inst *I;
     const plan_lattice *L;
     int p_fixed, dev_fixed;
+    int rep;                /* > 0: every stage on exactly this many devices */
+    int cut_max;            /* a stage starts at a set (prefix) <= this      */
     plan_layout cur;
     plan_eval best;
     int have;
@@ -172,12 +174,13 @@ static void brute_rec(brute *b, int s, int set, int pos_min)
         }
         return;
     }
-    if (s == I->n_dev) return;
+    if (s == I->n_dev || set > b->cut_max) return;
     for (int nxt = set + 1; nxt < L->n_sets; nxt++) {
         if (!subset(L, set, nxt)) continue;
         for (int pos = pos_min; pos < I->n_dev; pos++)
             for (int r = 1; pos + r <= I->n_dev; r++) {
                 if (r > I->m || r > I->max_replicas || !plan_block_ok(I, pos, r)) continue;
+                if (b->rep && r != b->rep) continue;
                 b->cur.cut[s + 1] = nxt;
                 b->cur.pos[s] = pos;
                 b->cur.r[s] = r;
@@ -186,11 +189,14 @@ static void brute_rec(brute *b, int s, int set, int pos_min)
     }
 }
 
-/* Returns 1 with *best when some layout is feasible. */
+/* Returns 1 with *best when some layout is feasible.  With I->rep_fixed or
+ * I->cut_max set, only layouts that obey them (checked here on their own,
+ * not by the search's rules). */
 static int brute_force(const plan_inst *I, const plan_lattice *L, int p_fixed, int dev_fixed,
                        plan_eval *best, long *evals)
 {
-    brute b = {.I = I, .L = L, .p_fixed = p_fixed, .dev_fixed = dev_fixed};
+    brute b = {.I = I, .L = L, .p_fixed = p_fixed, .dev_fixed = dev_fixed, .rep = I->rep_fixed,
+               .cut_max = L->chain ? I->cut_max : L->n_sets};
     plan_layout_alloc(&b.cur, I->n_dev + 1);
     b.cur.cut[0] = 0;
     brute_rec(&b, 0, 0, 0);
@@ -323,6 +329,85 @@ static void test_merge_and_lower_bound(void)
     }
     CU_ASSERT_TRUE(merged > 100);
     CU_ASSERT_TRUE(worse > 0); /* the heuristic is not always optimal */
+}
+
+/* One replica count for every stage and a last allowed stage start (what
+ * `cleave plan --for` asks, plan_inst.rep_fixed and cut_max): on 300 random
+ * chains the exact search equals the brute force over the layouts that obey
+ * them, never beats the unrestricted optimum (it searches a subset:
+ * plan_eval_cmp >= 0), and partition-and-merge's layout obeys them and
+ * never beats the exact one. */
+static void test_framework_rules(void)
+{
+    gen_opts g = {.max_layers = 10, .dag = 0, .max_dev = 5};
+    rng_state = 1616;
+    int bad = 0, found = 0, merged = 0, stricter = 0;
+    for (int it = 0; it < 300; it++) {
+        plan_inst I;
+        int dev_fixed;
+        int p_fixed = gen_instance(&I, &g, &dev_fixed);
+        plan_lattice L;
+        plan_lattice_prefix(&L, &I);
+        cl_err e = {0};
+        plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
+        plan_layout ya, yf, ym;
+        plan_exact_result oka = plan_exact(&I, &L, &o, &ya, NULL, &e);
+        int rmax = I.m < I.max_replicas ? I.m : I.max_replicas;
+        if (rmax > I.n_dev) rmax = I.n_dev;
+        I.rep_fixed = I.max_replicas = irand(1, rmax);
+        I.cut_max = irand(0, 2) ? I.n : irand(0, I.n);
+        plan_eval want;
+        long evals;
+        int have = brute_force(&I, &L, p_fixed, dev_fixed, &want, &evals);
+        plan_exact_result okf = plan_exact(&I, &L, &o, &yf, NULL, &e);
+        CU_ASSERT_TRUE(okf == PLAN_EXACT_FOUND || okf == PLAN_EXACT_NONE_FITS);
+        if ((okf == PLAN_EXACT_FOUND) != have) {
+            bad++;
+            fprintf(stderr, "\n  instance %d: exact says %s, brute force %s [r %d, cut_max %d]", it,
+                    okf == PLAN_EXACT_FOUND ? "feasible" : "infeasible", have ? "feasible" : "infeasible", I.rep_fixed,
+                    I.cut_max);
+        } else if (okf == PLAN_EXACT_FOUND) {
+            found++;
+            plan_eval ef, ea;
+            plan_layout_eval(&I, &L, &yf, &ef);
+            if (plan_eval_cmp(&ef, &want) != 0 || ef.bottleneck_s != want.bottleneck_s) {
+                bad++;
+                fprintf(stderr, "\n  instance %d: exact B %.17g, brute force B %.17g [r %d, cut_max %d]", it,
+                        ef.bottleneck_s, want.bottleneck_s, I.rep_fixed, I.cut_max);
+            }
+            /* the unrestricted optimum is at least as good */
+            CU_ASSERT_EQUAL_FATAL(oka, PLAN_EXACT_FOUND);
+            plan_inst Ia = I;
+            Ia.rep_fixed = 0;
+            Ia.max_replicas = I.n_dev;
+            Ia.cut_max = I.n;
+            plan_layout_eval(&Ia, &L, &ya, &ea);
+            CU_ASSERT_TRUE(plan_eval_cmp(&ea, &ef) <= 0);
+            stricter += plan_eval_cmp(&ea, &ef) < 0;
+        }
+        int okm = plan_merge(&I, &L, p_fixed, &ym, NULL);
+        if (okm == 1 && !dev_fixed) {
+            merged++;
+            int obeys = 1;
+            for (int s = 0; s < ym.p; s++) obeys &= ym.r[s] == I.rep_fixed && (s == 0 || ym.cut[s] <= I.cut_max);
+            CU_ASSERT_TRUE(obeys);
+            CU_ASSERT_EQUAL(okf, PLAN_EXACT_FOUND);
+            if (okf == PLAN_EXACT_FOUND) {
+                plan_eval ef, em;
+                plan_layout_eval(&I, &L, &yf, &ef);
+                plan_layout_eval(&I, &L, &ym, &em);
+                CU_ASSERT_TRUE(plan_eval_cmp(&ef, &em) <= 0);
+            }
+        }
+        if (ym.p) plan_layout_free(&ym);
+        if (okf == PLAN_EXACT_FOUND) plan_layout_free(&yf);
+        if (oka == PLAN_EXACT_FOUND) plan_layout_free(&ya);
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    fprintf(stderr, "\n    %d feasible, %d strictly worse than unrestricted, %d merged ", found, stricter, merged);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(found > 150 && stricter > 20 && merged > 50); /* not vacuous */
 }
 
 /* Random case `it` (a chain when it is even, else a DAG; up to 10 layers
@@ -458,4 +543,6 @@ TEST_SUITE(plan_exact)
     test_add("merge never beats exact; lower bounds keep the optimum", test_merge_and_lower_bound);
     test_add("shadow schedules get their own search's layout", test_shadows);
     test_add("any_below agrees with the least-memory optimum", test_any_below);
+    test_add("one replica count, a last stage start: exact equals brute force, never beats unrestricted",
+             test_framework_rules);
 }

@@ -169,22 +169,12 @@ static void test_interrupt(void)
     snprintf(args, sizeof args,
              "sweep --model models/vgg16.json --cluster profiles/clusters/dgx-a100-1node.json "
              "--devices 1,2,4,8 --schedules gpipe,1f1b,zb-h1 --csv %s --png %s", csv, png);
-    setenv("CLEAVE_TEST_INTERRUPT_AFTER", "5", 1);
-    char *out = NULL, *err = NULL;
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 130);
-    unsetenv("CLEAVE_TEST_INTERRUPT_AFTER");
+    char *err = NULL;
+    CU_ASSERT_EQUAL(test_run_interrupted(args, 5, NULL, &err), 130);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "interrupted after 5 of 12 points"));
-    free(out);
     free(err);
-    test_csv c;
-    CU_ASSERT_FATAL(test_csv_read(csv, &c) == 0);
-    CU_ASSERT_FALSE(c.ragged);
-    CU_ASSERT_EQUAL(c.n_rows, 5);
-    test_csv_free(&c);
+    test_check_interrupted(csv, 5, dir, 2);
     CU_ASSERT(file_is_png(png));
-    int tmp = 0;
-    CU_ASSERT_EQUAL(test_dir_count(dir, &tmp), 2);
-    CU_ASSERT_EQUAL(tmp, 0);
     CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 

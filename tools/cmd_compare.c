@@ -56,12 +56,14 @@ static int help(void)
         "                      [--batch B] [--schedules " COMPARE_DEFAULT_SCHEDULES "]\n"
         "                      [--profile P.json [--profiled-on TYPE]] [--no-replication]\n"
         "                      [-o DIR | --csv F.csv --png F.png --svg F.svg] [--save-plans DIR]\n"
-        "                      [--title T] [--quiet] [--max-seconds S]\n\n"
+        "                      [--for torch|deepspeed|megatron] [--title T] [--quiet] [--max-seconds S]\n\n"
         "Finds the best plan for the model on each cluster (every schedule listed, stages\n"
         "replicated or not, ranked by simulated throughput) and prints: devices, device\n"
         "type, best schedule, stages, throughput, time per epoch, cost per epoch (the\n"
         "cluster's price per device-hour x its devices x epoch hours; n/a without a price)\n"
-        "and memory headroom (the smallest free memory on a device the plan uses).\n\n");
+        "and memory headroom (the smallest free memory on a device the plan uses).\n"
+        "--for F plans only what framework F runs (its schedules, one data-parallel degree\n"
+        "for all stages), as `cleave plan --for F` does.\n\n");
     cli_help(&compare_spec, NULL, stdout);
     printf(
         "Prices are the presets' indicative on-demand list prices (their notes say where each\n"
@@ -273,7 +275,7 @@ int cmd_compare(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
     int *kinds = NULL, n_kinds = 0;
-    if ((rc = study_schedules("compare", a.s.schedules, &kinds, &n_kinds))) return rc;
+    if ((rc = study_args_schedules(&a.s, "compare", &kinds, &n_kinds))) return rc;
     cl_err e = {0};
     study st;
     int have_study = 0, n_done = 0, interrupted = 0;
@@ -299,7 +301,8 @@ int cmd_compare(int argc, char **argv)
         fprintf(a.s.msg, "compare: %s, batch %d, epoch = %lld samples%s%s%s\n\n", st.md.name, st.batch,
                (long long)dataset, dsname[0] ? " (" : "", dsname, dsname[0] ? " training set)" : "");
         fprintf(a.s.msg, "%-18s %3s  %-22s  %-10s %6s %10s %10s %10s  %s\n", "cluster", "dev", "device type",
-               "schedule", "stages", "samples/s", "epoch", "cost", "memory headroom");
+               "schedule", "stages", st.md.unit == MODEL_UNIT_SAMPLE ? "samples/s" : "minibatch/s", "epoch",
+               "cost", "memory headroom");
     }
     prog pg;
     prog_catch_sigint();

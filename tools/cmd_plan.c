@@ -16,11 +16,13 @@
 #include <time.h>
 
 #include "models/model.h"
+#include "planner/export.h"
 #include "planner/search.h"
 #include "profiles/cluster.h"
 #include "profiles/pipedream.h"
 #include "profiles/profile.h"
 #include "base/budget.h"
+#include "base/escape.h"
 #include "cli.h"
 #include "base/fileio.h"
 #include "base/units.h"
@@ -35,8 +37,8 @@
 
 typedef struct plan_args {
     const char *model, *profile, *cluster, *out, *device, *profiled_on;
-    const char *bandwidth, *latency, *micro, *schedule; /* as given */
-    int64_t devices, per_node, batch, stages, max_cuts;
+    const char *bandwidth, *latency, *micro, *schedule, *framework; /* as given */
+    int64_t devices, per_node, batch, stages, max_cuts, profile_batch;
     int chunks, algo, optimizer, precision, zero, comm_off, no_replication, json;
     double max_seconds;
 } plan_args;
@@ -60,6 +62,10 @@ static const cli_opt plan_opts[] = {
     {"bandwidth", 0, CLI_STR, CLI_FIELD(PA, bandwidth), .help = NULL},
     {"latency", 0, CLI_STR, CLI_FIELD(PA, latency), .help = NULL},
     {"device", 0, CLI_STR, CLI_FIELD(PA, device), .help = NULL},
+    {"profile-batch", 0, CLI_INT, CLI_FIELD(PA, profile_batch), 1, 1 << 30, .arg = "N",
+     .help = "the batch size a PipeDream graph.txt was profiled at, when its\n"
+             "input does not tell (default: inferred from image inputs; else\n"
+             "throughputs count the profiled minibatches)"},
     {"profiled-on", 0, CLI_STR, CLI_FIELD(PA, profiled_on),
      .help = "the device type the profile was measured on (for mixed clusters)"},
     {"batch", 0, CLI_INT, CLI_FIELD(PA, batch), 1, 1 << 30, .help = NULL},
@@ -83,6 +89,10 @@ static const cli_opt plan_opts[] = {
     {"zero", 0, CLI_INT, CLI_FIELD(PA, zero), 0, PLAN_ZERO_MAX, .arg = "0|1|2",
      .help = "ZeRO stage: 1 shards master weights and moments over each\n"
              "stage's replicas, 2 the gradients too (default 0)"},
+    {"for", 0, CLI_STR, CLI_FIELD(PA, framework), .arg = "F",
+     .help = "search only what framework F (torch, deepspeed, megatron) runs:\n"
+             "its schedules, one data-parallel degree for all stages, stages\n"
+             "that are runs of layers; the figure is that run's"},
     {"no-replication", 0, CLI_FLAG, CLI_FIELD(PA, no_replication), .help = NULL},
     {"max-cuts", 0, CLI_INT, CLI_FIELD(PA, max_cuts), 2, (int64_t)1 << 30, .arg = "N",
      .help = "cap on the cuts listed for a branching model (default 100000)"},
@@ -105,7 +115,7 @@ static int help(void)
         "                   [--schedule gpipe|1f1b|interleaved|zb-h1|pipedream|fbp|sequential|auto]\n"
         "                   [--microbatches m|auto] [--stages p] [--chunks v] [--algo auto|exact|merge]\n"
         "                   [--optimizer sgd|momentum|adam] [--precision auto|fp32|mixed] [--zero 0|1|2]\n"
-        "                   [--comm on|off] [--no-replication]\n"
+        "                   [--comm on|off] [--no-replication] [--for torch|deepspeed|megatron]\n"
         "                   [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
@@ -174,6 +184,10 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
            c->n_nodes == 1 ? "" : "s", p->batch, p->n_micro, p->n_micro == 1 ? "" : "es",
            p->microbatch, sched_kind_name(p->schedule), res->algo);
     if (quick_links) fprintf(f, "links: %s\n", quick_links);
+    if (p->framework != PLAN_FOR_ANY)
+        fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica): the run `cleave export --to %s` describes\n",
+                plan_for_name(p->framework), p->stages[0].n_replicas, p->n_micro / p->stages[0].n_replicas,
+                p->n_micro / p->stages[0].n_replicas == 1 ? "" : "es", plan_for_name(p->framework));
     if (!rq->comm) fprintf(f, "communication: left out (--comm off)\n");
     fprintf(f, "\n%-5s  %-44s %-8s %11s %11s %10s %10s %5s\n", "stage", "layers", "devices",
            "compute_s", "comm_s", "memory", "capacity", "util");
@@ -201,8 +215,11 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
     print_memory_terms(f, p);
     fprintf(f, "slowest stage: %.6f s per iteration (%s %d)\n", res->bottleneck_s,
            res->bottleneck_is_boundary ? "boundary after stage" : "stage", res->bottleneck_stage);
-    fprintf(f, "predicted: iteration %.6f s, throughput %.1f samples/s, bubble %.1f%%, speed-up %.2fx over one device\n",
-           p->pred.iteration_s, p->pred.throughput, 100 * p->pred.bubble, p->pred.speedup);
+    fprintf(f, "predicted: iteration %.6f s, throughput %.1f %s/s, bubble %.1f%%, speed-up %.2fx over one device\n",
+           p->pred.iteration_s, p->pred.throughput, model_unit_plural(p->model.unit), 100 * p->pred.bubble,
+           p->pred.speedup);
+    if (p->model.unit == MODEL_UNIT_MINIBATCH)
+        fprintf(f, "units: the profile does not tell its batch size, so a batch counts its profiled minibatches (hint: --profile-batch N states it)\n");
     if (p->idle_why[0])
         fprintf(f, "devices: uses %d of %d: %s\n", res->devices_used, c->n_devices, p->idle_why);
     if (!isnan(res->exact_s) && !isnan(res->merge_s))
@@ -246,6 +263,22 @@ int cmd_plan(int argc, char **argv)
         if (rq.schedule < 0)
             return cli_usage_error("plan", "--schedule: unknown schedule \"%s\" (gpipe, 1f1b, interleaved, zb-h1, pipedream, fbp, sequential, auto)", pa.schedule);
     }
+    if (pa.framework) {
+        int f = plan_for_from_name(pa.framework);
+        if (f < 0) {
+            char *shown = esc_term(pa.framework); /* argv: no control byte to the terminal */
+            rc = cli_usage_error("plan", "--for: unknown framework \"%s\" (torch, deepspeed, megatron)", shown);
+            free(shown);
+            return rc;
+        }
+        rq.framework = (plan_for)f;
+        if (rq.schedule >= 0 && !plan_for_runs(rq.framework, (sched_kind)rq.schedule)) {
+            char hint[128];
+            snprintf(hint, sizeof hint, "--schedule %s, or auto", plan_for_schedules(rq.framework));
+            return cli_usage_hint("plan", hint, "--schedule %s: %s does not run it",
+                                  sched_kind_name((sched_kind)rq.schedule), plan_for_name(rq.framework));
+        }
+    }
     /* machine-readable stdout: with --json or -o -, the plan JSON is all
      * stdout carries; the table, notes and "wrote" go to stderr */
     int json_out = pa.json || (out && !strcmp(out, "-"));
@@ -260,6 +293,8 @@ int cmd_plan(int argc, char **argv)
         return cli_usage_error("plan", "--per-node, --bandwidth and --latency describe a --devices cluster");
     if (prof_path && model_path && is_pipedream(prof_path))
         return cli_usage_error("plan", "a PipeDream profile is the model too: drop --model");
+    if (pa.profile_batch && !(prof_path && is_pipedream(prof_path)))
+        return cli_usage_error("plan", "--profile-batch states a PipeDream graph.txt's batch size (a cleave profile names its own)");
 
     cl_err e = {0};
     cl_budget_start(max_seconds, "--max-seconds"); /* loading, search and ranking */
@@ -271,7 +306,7 @@ int cmd_plan(int argc, char **argv)
     char links[256] = "", *quick = NULL, derived_from[CLUSTER_NAME_MAX + 256] = "";
     /* model and profile */
     if (prof_path && is_pipedream(prof_path)) {
-        if ((rc = pipedream_import(prof_path, 0, &md, &pf, NULL, &e))) goto fail;
+        if ((rc = pipedream_import(prof_path, (double)pa.profile_batch, &md, &pf, NULL, &e))) goto fail;
         have_prof = 1;
     } else {
         if (!model_path) {
@@ -362,6 +397,7 @@ int cmd_plan(int argc, char **argv)
                  t->mem_bw_Bps);
     }
     rq.prof_origin = have_prof ? prof_path : derived_from;
+    rq.model_origin = model_path ? model_path : prof_path;
     rq.cluster_origin = cluster_path ? cluster_path : "the --devices cluster (--device, --bandwidth, --latency)";
     rq.model = &md;
     rq.prof = &pf;

@@ -124,9 +124,9 @@ static const char *kind_str(int kind) { return kind >= 0 ? sched_kind_name((sche
 static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *sc, const sim_result *r)
 {
     char b1[32], b2[32], b3[32], st[64];
-    fprintf(f, "%s: %d stages on %d devices, schedule %s, %d microbatches x %d samples per iteration\n",
+    fprintf(f, "%s: %d stages on %d devices, schedule %s, %d microbatches x %d %s per iteration\n",
            a->plan, p->n_stages, r->n_dev, kind_str(r->kind), r->n_micro,
-           p->microbatch > 0 ? p->microbatch : 1);
+           p->microbatch > 0 ? p->microbatch : 1, model_unit_plural(p->model.unit));
     if (r->warmup_iters)
         fprintf(f, "simulated %d iterations; steady state measured over %d (after %d of warm-up%s)\n",
                r->n_iter, r->measured_iters, r->warmup_iters,
@@ -134,8 +134,9 @@ static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *
     else
         fprintf(f, "simulated %d iteration%s%s\n", r->n_iter, r->n_iter > 1 ? "s" : "",
                a->comm_off ? ", communication off" : "");
-    fprintf(f, "iteration %s   throughput %.6g samples/s   bubble %.2f%%   comm-wait %.2f%%\n",
-           time_str(r->iteration_s, b1, sizeof b1), r->throughput, 100 * r->bubble, 100 * r->comm_wait);
+    fprintf(f, "iteration %s   throughput %.6g %s/s   bubble %.2f%%   comm-wait %.2f%%\n",
+           time_str(r->iteration_s, b1, sizeof b1), r->throughput, model_unit_plural(p->model.unit),
+           100 * r->bubble, 100 * r->comm_wait);
     fprintf(f, "speed-up %.3fx over sequential (%s per iteration on one device)\n", r->speedup,
            time_str(r->sequential_s, b2, sizeof b2));
     char line[256];

@@ -74,7 +74,8 @@ static int help(void)
         "                    [--batch B] [--microbatches M] [--optimizer sgd|momentum|adam]\n"
         "                    [--precision auto|fp32|mixed] [--zero 0|1|2]\n"
         "                    [--no-replication] [-o DIR | --csv F.csv --png F.png --svg F.svg]\n"
-        "                    [--save-plans DIR] [--title TEXT] [--quiet] [--max-seconds S]\n\n"
+        "                    [--save-plans DIR] [--title TEXT] [--quiet] [--max-seconds S]\n"
+        "                    [--for torch|deepspeed|megatron]\n\n"
         "For every device count N and schedule, plans the model on the first N devices of\n"
         "the cluster (or on N devices of TYPE, K per node) with that schedule and simulates\n"
         "the plan. Prints a row per point and writes:\n"
@@ -83,7 +84,9 @@ static int help(void)
         "  image speed-up against device count per schedule with the ideal line, and peak\n"
         "        memory per device below (PNG and SVG)\n"
         "Speed-up is throughput over the best plan on one device; points that fit nowhere\n"
-        "or that the simulator refuses are rows with the reason and stay off the curve.\n\n");
+        "or that the simulator refuses are rows with the reason and stay off the curve.\n"
+        "--for F plans only what framework F runs, as `cleave plan --for F` does: the\n"
+        "default schedules shrink to F's, and --schedules may name only those.\n\n");
     cli_help(&sweep_spec, &d, stdout);
     printf("On a terminal a progress bar shows on stderr; Ctrl-C stops after the current point\n"
            "and writes complete files for the points done (exit status 130).\n");
@@ -359,7 +362,7 @@ int cmd_sweep(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     }
     int *kinds = NULL, n_kinds = 0;
-    if ((rc = study_schedules("sweep", a.s.schedules, &kinds, &n_kinds))) {
+    if ((rc = study_args_schedules(&a.s, "sweep", &kinds, &n_kinds))) {
         free(a.devices);
         return rc;
     }
@@ -408,8 +411,9 @@ int cmd_sweep(int argc, char **argv)
         cluster_free(&one);
         if (!rc && pt.ok) {
             base_thr = pt.sim.throughput;
-            snprintf(base_desc, sizeof base_desc, "one device, %s, %d x %d: %.6g samples/s",
-                     sched_kind_name(pt.res.plan.schedule), pt.res.plan.n_micro, pt.res.plan.microbatch, base_thr);
+            snprintf(base_desc, sizeof base_desc, "one device, %s, %d x %d: %.6g %s/s",
+                     sched_kind_name(pt.res.plan.schedule), pt.res.plan.n_micro, pt.res.plan.microbatch, base_thr,
+                     model_unit_plural(st.md.unit));
         } else if (!rc) {
             snprintf(base_desc, sizeof base_desc, "none (%.200s); speed-up is over the same microbatches run on one device", pt.reason);
         }
@@ -422,7 +426,8 @@ int cmd_sweep(int argc, char **argv)
                have_full ? full.name : a.device, st.batch, a.n_devices, n_kinds);
         fprintf(a.s.msg, "baseline: %s\n\n", base_desc);
         fprintf(a.s.msg, "%7s %5s  %-10s %6s %-15s %12s %12s %11s %9s %8s %11s\n", "devices", "used", "schedule",
-               "stages", "replicas", "micro x size", "iteration_s", "samples/s", "speed-up", "bubble",
+               "stages", "replicas", "micro x size", "iteration_s",
+               st.md.unit == MODEL_UNIT_SAMPLE ? "samples/s" : "minibatch/s", "speed-up", "bubble",
                "peak mem");
     }
     rows = cl_calloc((size_t)(a.n_devices * n_kinds), sizeof *rows);

@@ -10,7 +10,10 @@ Writes vgg16.json and resnet50.json (the torchvision architectures, layer
 for layer, with torchvision's module names) and bert-large.json,
 gpt2-1.5b.json and gpt3-175b.json (chains of `block` layers whose costs
 follow the formulas in docs/formats.md, "Transformer blocks").  The small
-Fashion-MNIST models are written by hand.
+Fashion-MNIST models are written by hand.  The LLaMA files are not written
+here: `cleave import models/hf/<name>/config.json -o models/<name>.json`
+makes them (and, for models/hf/gpt3-175b and gpt2-xl with --dtype float16,
+the same layers as the GPT files written here).
 """
 import json
 import os

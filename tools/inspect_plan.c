@@ -25,8 +25,9 @@ int inspect_plan(const char *path, int as_json)
     printf("plan: %s on %s (%d devices), schedule %s", p.model.name, p.cluster.name,
            plan_device_count(&p), sched_kind_name(p.schedule));
     if (p.chunks > 1) printf(" with %d chunks per device", p.chunks);
-    printf(", optimiser %s%s\n", plan_optim_name(p.optimizer),
-           p.comm_off ? ", communication left out" : "");
+    printf(", optimiser %s%s", plan_optim_name(p.optimizer), p.comm_off ? ", communication left out" : "");
+    if (p.framework != PLAN_FOR_ANY) printf(", planned for %s", plan_for_name(p.framework));
+    printf("\n");
     printf("batch %d = %d microbatches of %d\n", p.batch, p.n_micro, p.microbatch);
     char line[256];
     if (plan_state_describe(&p, line, sizeof line)) printf("model state: %s\n", line);
@@ -43,8 +44,9 @@ int inspect_plan(const char *path, int as_json)
                st->fwd_s, st->bwd_in_s, st->bwd_w_s, st->compute_s, st->comm_s,
                cl_fmt_bytes(mem, sizeof mem, st->mem_bytes, plan_bytes));
     }
-    printf("\npredicted: iteration %.6f s, throughput %.1f samples/s, bubble %.1f%%, speed-up %.2fx\n",
-           p.pred.iteration_s, p.pred.throughput, 100 * p.pred.bubble, p.pred.speedup);
+    printf("\npredicted: iteration %.6f s, throughput %.1f %s/s, bubble %.1f%%, speed-up %.2fx\n",
+           p.pred.iteration_s, p.pred.throughput, model_unit_plural(p.model.unit), 100 * p.pred.bubble,
+           p.pred.speedup);
     plan_free(&p);
     return 0;
 }

@@ -10,6 +10,7 @@
 #include "base/budget.h"
 #include "cli.h"
 #include "base/escape.h"
+#include "planner/export.h"
 #include "study.h"
 
 /* Device memory at or above this is "unknown" (quick clusters built from a
@@ -123,7 +124,7 @@ int study_run_after(const study *s, const cluster *c, int kind, const study_poin
                        .batch = s->batch, .schedule = kind, .microbatches = s->microbatches,
                        .algo = PLAN_ALGO_AUTO, .optimizer = s->optimizer,
                        .precision = s->precision, .zero = s->zero, .comm = 1,
-                       .replication = s->replication,
+                       .replication = s->replication, .framework = s->framework,
                        .floor = prev && prev->planned ? &prev->res : NULL};
     if ((rc = plan_search(&rq, &pt->res, &pe))) {
         plan_result_free(&pt->res); /* whatever a failed search left */
@@ -330,7 +331,37 @@ int study_args_check(study_args *a, const char *cmd)
     if (a->out_dir && (a->csv || a->png || a->svg))
         return cli_usage_error(cmd, "-o DIR and --csv/--png/--svg exclude each other");
     if (a->profiled_on && !a->profile) return cli_usage_error(cmd, "--profiled-on describes a --profile");
+    if (a->framework && plan_for_from_name(a->framework) < 0) {
+        char *shown = esc_term(a->framework); /* argv: no control byte to the terminal */
+        int rc = cli_usage_error(cmd, "--for: unknown framework \"%s\" (torch, deepspeed, megatron)", shown);
+        free(shown);
+        return rc;
+    }
     return 0;
+}
+
+int study_args_schedules(const study_args *a, const char *cmd, int **kinds, int *n)
+{
+    int rc = study_schedules(cmd, a->schedules, kinds, n);
+    if (rc || !a->framework) return rc;
+    plan_for f = (plan_for)plan_for_from_name(a->framework);
+    int k = 0;
+    for (int i = 0; i < *n; i++) {
+        if (plan_for_runs(f, (sched_kind)(*kinds)[i])) {
+            (*kinds)[k++] = (*kinds)[i];
+        } else if (a->schedules_given) {
+            char hint[128];
+            snprintf(hint, sizeof hint, "%s runs %s", plan_for_name(f), plan_for_schedules(f));
+            rc = cli_usage_hint(cmd, hint, "--schedules: %s does not run %s", plan_for_name(f),
+                                sched_kind_name((sched_kind)(*kinds)[i]));
+            free(*kinds);
+            *kinds = NULL;
+            *n = 0;
+            return rc;
+        }
+    }
+    *n = k;
+    return CL_OK;
 }
 
 int study_args_load(const study_args *a, study *s, cl_err *e)
@@ -340,6 +371,16 @@ int study_args_load(const study_args *a, study *s, cl_err *e)
     if (rc) return rc;
     if (a->profiled_on) snprintf(s->profiled_on, sizeof s->profiled_on, "%s", a->profiled_on);
     s->replication = !a->no_replication;
+    if (a->framework) {
+        s->framework = (plan_for)plan_for_from_name(a->framework);
+        int head;
+        cl_err me = {0};
+        if ((rc = plan_target_model(&s->md, plan_for_target(s->framework), a->model, &head, &me))) {
+            const char *fw = plan_for_name(s->framework);
+            study_free(s); /* the caller frees only a study it got */
+            return cl_fail(e, rc, "--for %s: %s (hint: --for torch or deepspeed)", fw, me.msg);
+        }
+    }
     return CL_OK;
 }
 

@@ -43,6 +43,7 @@ typedef struct study {
     int zero;               /* ZeRO stage */
     int replication;        /* 0: never replicate a stage                  */
     char profiled_on[CLUSTER_NAME_MAX]; /* device type of the profile ("" = its own) */
+    plan_for framework;     /* --for: plan only what it runs (PLAN_FOR_ANY: anything) */
 } study;
 
 /* Load the model (and a cleave profile of it when prof_path is not NULL);
@@ -122,6 +123,8 @@ typedef struct study_args {
     const char *model, *profile, *profiled_on; /* --model, --profile, --profiled-on */
     const char *out_dir;    /* -o/--out DIR: <DIR>/<stem>.csv, .png, .svg    */
     const char *csv, *png, *svg, *title, *save_plans, *schedules;
+    const char *framework;  /* --for, as given                              */
+    int schedules_given;    /* --schedules given (else the command's default) */
     int64_t batch;          /* --batch (0: the study's default)             */
     int no_replication, quiet;
     double max_seconds;     /* --max-seconds (when max_seconds_given)       */
@@ -149,19 +152,26 @@ typedef struct study_args {
     {"png", 0, CLI_STR, CLI_FIELD(T, m.png), .help = NULL},                                \
     {"svg", 0, CLI_STR, CLI_FIELD(T, m.svg), .help = NULL},                                \
     {"title", 0, CLI_STR, CLI_FIELD(T, m.title), .help = NULL},                            \
-    {"schedules", 0, CLI_STR, CLI_FIELD(T, m.schedules), .help = NULL},                    \
+    {"schedules", 0, CLI_STR, CLI_FIELD(T, m.schedules), .given = CLI_AT(T, m.schedules_given),      \
+     .help = NULL},                                                                        \
+    {"for", 0, CLI_STR, CLI_FIELD(T, m.framework), .help = NULL},                          \
     {"batch", 0, CLI_INT, CLI_FIELD(T, m.batch), 1, 1 << 30, .help = NULL},                \
     {"no-replication", 0, CLI_FLAG, CLI_FIELD(T, m.no_replication), .help = NULL},         \
     {"quiet", 0, CLI_FLAG, CLI_FIELD(T, m.quiet), .help = NULL}
 
 /* The checks across shared options: --model given, -o vs --csv/--png/--svg,
- * --profiled-on without --profile; and the folders' trailing "/" dropped.
- * 0 or the usage-error status. */
+ * --profiled-on without --profile, --for a framework; and the folders'
+ * trailing "/" dropped.  0 or the usage-error status. */
 int study_args_check(study_args *a, const char *cmd);
 /* Start the command's wall-clock budget (--max-seconds, budget.h) and load
- * the study the options describe (study_load, then --profiled-on and
- * --no-replication). */
+ * the study the options describe (study_load, then --profiled-on,
+ * --no-replication and --for; CL_EINPUT naming the model when --for's
+ * framework cannot take it). */
 int study_args_load(const study_args *a, study *s, cl_err *e);
+/* The schedules of --schedules (study_schedules) as --for allows: a
+ * schedule given that the framework does not run is a usage error (status
+ * 2, with a hint); the command's default list keeps those it runs. */
+int study_args_schedules(const study_args *a, const char *cmd, int **kinds, int *n);
 /* The output paths (empty when not wanted): <out_dir>/<stem>.{csv,png,svg}
  * (the folder is created) or --csv/--png/--svg; and --save-plans created. */
 int study_args_outputs(const study_args *a, const char *stem, char *csv, char *png, char *svg,

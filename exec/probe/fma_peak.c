@@ -46,11 +46,21 @@ double exec_fma_flops(int width, long iters)
 }
 
 #if FMA_X86
+/* The loops' result (exec_fma_run): the n lanes of the accumulators' sum,
+ * added in double in lane order. */
+static double sum_lanes(const float *v, int n)
+{
+    double t = 0;
+    for (int i = 0; i < n; i++) t += v[i];
+    return t;
+}
+
 /* One loop per width: EXEC_FMA_CHAINS named accumulators (registers; the
  * macro keeps the three loops the same), no loads or stores inside.  The
  * accumulators start different so the compiler cannot merge the chains,
- * and mul and add come in as arguments so it cannot fold the FMA. */
-#define FMA_LOOP(T, SET1, FMADD, ADD)                                              \
+ * and mul and add come in as arguments so it cannot fold the FMA.  The
+ * body returns the sum over the accumulators' lanes (sum_lanes). */
+#define FMA_LOOP(T, SET1, FMADD, ADD, STORE)                                       \
     T m = SET1(mul), c = SET1(add);                                                \
     T a0 = SET1(0), a1 = SET1(1), a2 = SET1(2), a3 = SET1(3), a4 = SET1(4),        \
       a5 = SET1(5), a6 = SET1(6), a7 = SET1(7), a8 = SET1(8), a9 = SET1(9),        \
@@ -62,39 +72,29 @@ double exec_fma_flops(int width, long iters)
         a9 = FMADD(a9, m, c); a10 = FMADD(a10, m, c); a11 = FMADD(a11, m, c);     \
     }                                                                              \
     T s = ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7)));       \
-    s = ADD(s, ADD(ADD(a8, a9), ADD(a10, a11)));
+    s = ADD(s, ADD(ADD(a8, a9), ADD(a10, a11)));                                   \
+    float v[sizeof(T) / sizeof(float)];                                            \
+    STORE(v, s);                                                                   \
+    return sum_lanes(v, (int)(sizeof v / sizeof *v));
 
 _Static_assert(EXEC_FMA_CHAINS == 12, "FMA_LOOP names 12 accumulators");
 
 __attribute__((target("avx,fma"), noinline)) static double loop128(long iters, float mul,
                                                                     float add)
 {
-    FMA_LOOP(__m128, _mm_set1_ps, _mm_fmadd_ps, _mm_add_ps)
-    float v[4];
-    _mm_storeu_ps(v, s);
-    return (double)v[0] + v[1] + v[2] + v[3];
+    FMA_LOOP(__m128, _mm_set1_ps, _mm_fmadd_ps, _mm_add_ps, _mm_storeu_ps)
 }
 
 __attribute__((target("avx2,fma"), noinline)) static double loop256(long iters, float mul,
                                                                      float add)
 {
-    FMA_LOOP(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
-    float v[8];
-    _mm256_storeu_ps(v, s);
-    double t = 0;
-    for (int i = 0; i < 8; i++) t += v[i];
-    return t;
+    FMA_LOOP(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_storeu_ps)
 }
 
 __attribute__((target("avx512f,fma"), noinline)) static double loop512(long iters, float mul,
                                                                         float add)
 {
-    FMA_LOOP(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
-    float v[16];
-    _mm512_storeu_ps(v, s);
-    double t = 0;
-    for (int i = 0; i < 16; i++) t += v[i];
-    return t;
+    FMA_LOOP(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_storeu_ps)
 }
 #endif
 

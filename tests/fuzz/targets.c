@@ -9,6 +9,7 @@
  * needs its two lines here. */
 #include "common.c"
 #include "fuzz_cluster.c"
+#include "fuzz_hfconfig.c"
 #include "fuzz_model.c"
 #include "fuzz_onnx.c"
 #include "fuzz_pipedream.c"
@@ -35,6 +36,7 @@ typedef struct fuzz_target {
 
 static const fuzz_target fuzz_targets[] = {
     {"cluster", fuzz_cluster},
+    {"hfconfig", fuzz_hfconfig},
     {"model", fuzz_model},
     {"onnx", fuzz_onnx},
     {"pipedream", fuzz_pipedream},
