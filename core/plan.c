@@ -54,6 +54,73 @@ int plan_optim_state_mult(plan_optim o)
     return o == OPTIM_SGD ? 0 : o == OPTIM_MOMENTUM ? 1 : 2;
 }
 
+/* ------------------------------------------------------------- precision -- */
+
+static const char *const prec_names[] = {"auto", "fp32", "mixed"};
+_Static_assert(sizeof prec_names / sizeof prec_names[0] == PREC_COUNT,
+               "prec_names out of sync with plan_prec");
+
+const char *plan_prec_name(plan_prec p)
+{
+    assert((unsigned)p < PREC_COUNT);
+    return prec_names[p];
+}
+
+int plan_prec_from_name(const char *name)
+{
+    for (int p = 0; p < PREC_COUNT; p++)
+        if (name && strcmp(name, prec_names[p]) == 0) return p;
+    return -1;
+}
+
+plan_prec plan_prec_resolve(plan_prec p, int elem_bytes)
+{
+    if (p != PREC_AUTO) return p;
+    return elem_bytes == 2 ? PREC_MIXED : PREC_FP32;
+}
+
+plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, int zero)
+{
+    assert(elem_bytes > 0 && prec != PREC_AUTO && (unsigned)prec < PREC_COUNT);
+    assert(zero >= 0 && zero <= PLAN_ZERO_MAX);
+    double e = elem_bytes;
+    plan_state_f f = {0};
+    /* bytes per parameter over bytes per parameter in the model's element
+     * size: small integers over 2 or 4, so every factor is exact */
+    f.weights = (prec == PREC_FP32 ? 4.0 : 2.0) / e;
+    f.grads = 4.0 / e;                           /* fp32 gradients either way */
+    f.master = (prec == PREC_MIXED ? 4.0 : 0.0) / e;
+    f.moments = 4.0 * plan_optim_state_mult(o) / e;
+    f.grads_sharded = zero >= 2;
+    f.opt_sharded = zero >= 1;
+    double opt = f.master + f.moments;
+    f.rep = f.weights + (f.grads_sharded ? 0 : f.grads) + (f.opt_sharded ? 0 : opt);
+    f.shard = (f.grads_sharded ? f.grads : 0) + (f.opt_sharded ? opt : 0);
+    f.version = f.weights;
+    return f;
+}
+
+int plan_state_describe(const plan *p, char *buf, size_t cap)
+{
+    int elem = model_dtype_bytes(p->model.dtype);
+    plan_prec prec = plan_prec_resolve(p->precision, elem);
+    buf[0] = '\0';
+    if (prec == PREC_FP32 && elem == 4 && !p->zero) return 0;
+    plan_state_f s = plan_state_factors(elem, prec, p->optimizer, p->zero);
+    char per[96];
+    if (s.shard > 0)
+        snprintf(per, sizeof per, "%g + %g/r bytes per parameter on a stage of r replicas (ZeRO %d)",
+                 s.rep * elem, s.shard * elem, p->zero);
+    else
+        snprintf(per, sizeof per, "%g bytes per parameter%s", s.rep * elem,
+                 p->zero ? " (ZeRO has nothing to shard)" : "");
+    snprintf(buf, cap, "%s, %s: %s",
+             prec == PREC_MIXED ? "mixed precision (16-bit weights; fp32 gradients, master weights, moments)"
+                                : "fp32 (weights, gradients, moments)",
+             plan_optim_name(p->optimizer), per);
+    return 1;
+}
+
 /* ------------------------------------------------------------------ free -- */
 
 void plan_free(plan *p)
@@ -354,6 +421,16 @@ static int plan_read(jx *j, const cJSON *root, int version, void *out)
         (rc = jx_int(j, root, "", "microbatch", 1, 1, INT32_MAX, &mb)) ||
         (rc = jx_int(j, root, "", "microbatches", 1, 1, INT32_MAX, &nm)))
         return rc;
+    /* precision and ZeRO: absent in plans written before they existed,
+     * which load as the model's default precision (fp32 for a 4-byte
+     * model: the meaning they were written with) and ZeRO 0 */
+    int prec = PREC_AUTO;
+    int64_t zero = 0;
+    if ((rc = jx_enum(j, root, "", "precision", 0, prec_names + 1, PREC_COUNT - 1, &prec)) ||
+        (rc = jx_int(j, root, "", "zero", 0, 0, PLAN_ZERO_MAX, &zero)))
+        return rc;
+    p->precision = cJSON_GetObjectItemCaseSensitive(root, "precision") ? (plan_prec)(prec + 1) : PREC_AUTO;
+    p->zero = (int)zero;
     int comm = 1, fw = -1;
     if ((rc = jx_bool(j, root, "", "communication", 0, &comm)) ||
         (rc = jx_enum(j, root, "", "for", 0, for_names + 1, PLAN_FOR_COUNT - 1, &fw)))
@@ -430,7 +507,8 @@ static void plan_release(void *p) { plan_free(p); }
 static const char *const plan_members[] = {"format", "version", "schedule", "chunks", "optimizer",
                                            "batch", "microbatch", "microbatches", "stages",
                                            "predictions", "model", "model_hash", "cluster",
-                                           "communication", "devices_used", "for", NULL};
+                                           "communication", "devices_used", "for", "precision",
+                                           "zero", NULL};
 static const jx_format plan_format = {FORMAT, VERSION, plan_members, sizeof(plan), plan_read,
                                       plan_release};
 
@@ -452,6 +530,12 @@ cJSON *plan_to_json(const plan *p)
     cJSON_AddStringToObject(root, "schedule", sched_kind_name(p->schedule));
     if (p->chunks != 1) cJSON_AddNumberToObject(root, "chunks", p->chunks);
     cJSON_AddStringToObject(root, "optimizer", plan_optim_name(p->optimizer));
+    /* written unless it is fp32 for a 4-byte model, which is what a plan
+     * without it means (and every plan meant before it existed) */
+    int elem = model_dtype_bytes(p->model.dtype);
+    plan_prec prec = plan_prec_resolve(p->precision, elem);
+    if (prec != PREC_FP32 || elem != 4) cJSON_AddStringToObject(root, "precision", plan_prec_name(prec));
+    if (p->zero) cJSON_AddNumberToObject(root, "zero", p->zero);
     if (p->comm_off) cJSON_AddBoolToObject(root, "communication", 0);
     if (p->framework != PLAN_FOR_ANY) cJSON_AddStringToObject(root, "for", plan_for_name(p->framework));
     cJSON_AddNumberToObject(root, "batch", p->batch);

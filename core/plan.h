@@ -16,6 +16,7 @@
 #ifndef CL_PLAN_H
 #define CL_PLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "models/model.h"
@@ -46,6 +47,49 @@ int plan_optim_from_name(const char *name);
 /* Optimiser state in units of the parameter bytes: 0 (SGD), 1 (momentum), 2 (Adam). */
 int plan_optim_state_mult(plan_optim o);
 
+/* The precision a model trains in, which decides the bytes of its model
+ * state (docs/planner.md, "Model state").  PREC_AUTO (0, what a zeroed plan
+ * holds) follows the model's element size: 2 bytes (float16, bfloat16)
+ * trains in mixed precision, 4 bytes in fp32. */
+typedef enum plan_prec { PREC_AUTO, PREC_FP32, PREC_MIXED, PREC_COUNT } plan_prec;
+const char *plan_prec_name(plan_prec p);  /* "auto", "fp32", "mixed" */
+int plan_prec_from_name(const char *name); /* -1 if unknown */
+/* p itself, or for PREC_AUTO the model's default: PREC_MIXED when an element
+ * is elem_bytes = 2, else PREC_FP32. */
+plan_prec plan_prec_resolve(plan_prec p, int elem_bytes);
+
+/* ZeRO stages modelled: 0 replicated, 1 optimiser state (fp32 master weights
+ * and moments) sharded over a stage's replicas, 2 the gradients too. */
+#define PLAN_ZERO_MAX 2
+
+/* Model state of a stage in bytes per byte of its param_bytes (parameters
+ * counted in the model's element size elem_bytes), as frameworks keep it:
+ *   fp32:   weights 4, gradients 4, moments 4 per moment (momentum 1, Adam 2)
+ *   mixed:  16-bit weights 2, fp32 gradients 4, fp32 master weights 4,
+ *           moments as above: Adam 18 bytes per parameter (Megatron-LM's
+ *           "float16 param, fp32 grads" row; the ZeRO paper's 16 counts
+ *           16-bit gradients)
+ * ZeRO 1 divides master weights and moments by the stage's replicas r,
+ * ZeRO 2 the gradients too.  rep is the part every replica keeps whole,
+ * shard the part divided by r; version the bytes of one stashed weight
+ * version (PipeDream), the weights.  For an fp32 model in fp32 without ZeRO
+ * rep = 2 + plan_optim_state_mult exactly and shard = 0: the memory of
+ * plans made before precision and ZeRO existed. */
+typedef struct plan_state_f {
+    double weights, grads, master, moments; /* per param byte, unsharded */
+    double rep, shard, version;
+    int grads_sharded, opt_sharded;         /* divided by r               */
+} plan_state_f;
+plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, int zero);
+/* Model state of one device of a stage of param_bytes on r replicas:
+ * param_bytes x (rep + shard / r), the shard term left out when it is 0
+ * (so that plans without ZeRO keep their bits). */
+static inline double plan_state_bytes(const plan_state_f *f, double param_bytes, int r)
+{
+    double b = param_bytes * f->rep;
+    if (f->shard > 0) b += param_bytes * f->shard / r;
+    return b;
+}
 /* The training framework a plan was searched for (cleave plan --for): the
  * planner then considers only what that framework runs, and the plan's
  * figure is that run's (docs/planner.md, "Plans a framework runs").
@@ -93,6 +137,9 @@ typedef struct plan {
     sched_kind schedule;
     int chunks;               /* v: model chunks per device (interleaved), else 1 */
     plan_optim optimizer;
+    plan_prec precision;      /* PREC_AUTO: from the model's element size     */
+    int zero;                 /* ZeRO stage 0..PLAN_ZERO_MAX over each stage's
+                                 replicas                                     */
     int batch;                /* samples per iteration = microbatch x n_micro */
     int microbatch;           /* samples per microbatch                       */
     int n_micro;              /* microbatches per iteration                   */
@@ -125,5 +172,11 @@ int plan_validate(const plan *p, const char *file, cl_err *e);
 
 /* Number of distinct devices the plan uses (p x replicas, chunks shared). */
 int plan_device_count(const plan *p);
+
+/* One line saying how plan p keeps its model state ("mixed precision
+ * (...), adam: 18 bytes per parameter") into buf; returns 0 and writes ""
+ * when there is nothing new to say: fp32 state of a 4-byte model without
+ * ZeRO, what every plan meant before precision and ZeRO were modelled. */
+int plan_state_describe(const plan *p, char *buf, size_t cap);
 
 #endif

@@ -33,6 +33,7 @@ void plan_inst_alloc(plan_inst *I, int n, int n_in, int n_dev)
     I->chunks = 1;
     I->comm = 1;
     I->max_replicas = n_dev;
+    I->state = plan_state_factors(4, PREC_FP32, OPTIM_SGD, 0);
     I->rep_fixed = 0;
     I->cut_max = n;
 }
@@ -292,13 +293,13 @@ double plan_stage_mem(const plan_inst *I, double params, double stash, double in
     assert(r >= 1 && depth >= r && devices >= depth);
     int inflight = sched_inflight_rep(I->sched, devices, depth, r, I->m, I->chunks);
     int versions = sched_versions_rep(I->sched, depth, r);
-    return plan_stage_mem_counts(I, params, stash, in_bytes, out_bytes, inflight, versions);
+    return plan_stage_mem_counts(I, params, stash, in_bytes, out_bytes, inflight, versions, r);
 }
 
 double plan_stage_mem_least(const plan_inst *I, double params, double stash, double in_bytes,
                             double out_bytes)
 {
-    return plan_stage_mem_counts(I, params, stash, in_bytes, out_bytes, 1, 1);
+    return plan_stage_mem_counts(I, params, stash, in_bytes, out_bytes, 1, 1, plan_inst_rmax(I));
 }
 
 double plan_chunks_mem(const plan_inst *I, double fixed, double stash_max, int q, int p)

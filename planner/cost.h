@@ -10,8 +10,12 @@
  *   boundary time  2 x m x (latency + cut bytes / bw)     (activations and
  *                  gradients, overlapped with compute like a pipeline stage)
  *   bottleneck     the largest stage time or boundary time
- *   memory/device  params x (2 + optimiser) + (versions - 1) x params
- *                  + stash x in-flight microbatches + 2 x (cut in + cut out)
+ *   memory/device  params x (rep + shard / r) + (versions - 1) x params x
+ *                  version + stash x in-flight microbatches
+ *                  + 2 x (cut in + cut out)
+ *                  (model state per parameter byte: core/plan.h,
+ *                  plan_state_factors; fp32 without ZeRO: rep = 2 +
+ *                  optimiser, shard 0, version 1)
  *
  * F, B, W are per microbatch on the profiled (reference) device; `speed` is
  * a device's effective FLOP/s over the reference's.  Replica i of a stage
@@ -82,7 +86,8 @@ typedef struct plan_inst {
     int m;                  /* microbatches per iteration, >= 1            */
     sched_kind sched;
     int chunks;             /* v for interleaved, else 1                   */
-    int optim_mult;         /* optimiser state in parameter sizes: 0, 1, 2 */
+    plan_state_f state;     /* model state per parameter byte (precision,
+                               optimiser, ZeRO: plan_state_factors)        */
     int comm;               /* 1: price communication; 0: leave it out     */
     int bnd_off;            /* 1: stage boundaries cost nothing (all-reduces
                                still do): a bound the simulator cannot beat
@@ -99,9 +104,9 @@ typedef struct plan_inst {
 
 /* Allocate every array for n layers with n_in inputs in all and n_dev
  * devices (zeroed; in_off has n + 1 entries).  Settings default to m = 1,
- * 1f1b, chunks 1, SGD, comm on, replication up to n_dev, any replica
- * count per stage (rep_fixed 0), stages starting anywhere (cut_max n).  plan_inst_free
- * releases it. */
+ * 1f1b, chunks 1, SGD in fp32 without ZeRO, comm on, replication up to
+ * n_dev, any replica count per stage (rep_fixed 0), stages starting
+ * anywhere (cut_max n).  plan_inst_free releases it. */
 void plan_inst_alloc(plan_inst *I, int n, int n_in, int n_dev);
 void plan_inst_free(plan_inst *I);
 /* Layer i's work per microbatch on the reference device: F + B + W. */
@@ -212,8 +217,9 @@ static inline double plan_stage_time(const plan_inst *I, double w_s, int r, doub
 }
 /* Boundary time per iteration for `bytes` per microbatch over link level. */
 double plan_boundary_s(const plan_inst *I, double bytes, int level);
-/* Bytes one device of a stage needs: params x (2 + optimiser) + (versions
- * - 1) x params + stash x in-flight + 2 x (in + out) buffers, for a stage
+/* Bytes one device of a stage needs: its model state (plan_mem_weights) +
+ * (versions - 1) x a weight version + stash x in-flight + 2 x (in + out)
+ * buffers, for a stage
  * of r replicas at depth `depth` in a pipeline of `devices` devices (pass
  * devices = depth when the schedule's memory is not BY_TOTAL).  in/out:
  * cut bytes before and after it, per microbatch. */
@@ -222,15 +228,26 @@ double plan_stage_mem(const plan_inst *I, double params, double stash, double in
 /* plan_stage_mem's sum for given in-flight microbatches and weight
  * versions (one expression, so callers that tabulate the counts get the
  * same bits). */
-static inline double plan_stage_mem_parts(double fixed, double params, double stash, double io,
+static inline double plan_stage_mem_parts(double fixed, double vbytes, double stash, double io,
                                           int inflight, int versions);
 /* The parts of a stage's memory no schedule changes: its weights with
- * their gradients and optimiser state, params x (2 + optimiser), and its
- * boundary buffers, 2 x (in + out) bytes per microbatch (activations in and
- * out, their gradients back). */
-static inline double plan_mem_weights(const plan_inst *I, double params)
+ * their gradients and optimiser state on one of r replicas (ZeRO shards
+ * some of it over r), and its boundary buffers, 2 x (in + out) bytes per
+ * microbatch (activations in and out, their gradients back). */
+static inline double plan_mem_weights(const plan_inst *I, double params, int r)
 {
-    return params * (2.0 + I->optim_mult);
+    return plan_state_bytes(&I->state, params, r);
+}
+/* Bytes of one weight version of a stage (PipeDream's stashed copies). */
+static inline double plan_mem_version(const plan_inst *I, double params)
+{
+    return params * I->state.version;
+}
+/* The largest replica count a stage may have: r <= m, max_replicas, n_dev. */
+static inline int plan_inst_rmax(const plan_inst *I)
+{
+    int r = I->m < I->max_replicas ? I->m : I->max_replicas;
+    return r < I->n_dev ? r : I->n_dev;
 }
 static inline double plan_mem_io(double in_bytes, double out_bytes)
 {
@@ -238,21 +255,23 @@ static inline double plan_mem_io(double in_bytes, double out_bytes)
 }
 static inline double plan_stage_mem_counts(const plan_inst *I, double params, double stash,
                                            double in_bytes, double out_bytes, int inflight,
-                                           int versions)
+                                           int versions, int r)
 {
-    return plan_stage_mem_parts(plan_mem_weights(I, params), params, stash,
+    return plan_stage_mem_parts(plan_mem_weights(I, params, r), plan_mem_version(I, params), stash,
                                 plan_mem_io(in_bytes, out_bytes), inflight, versions);
 }
 /* The same sum from its parts that do not depend on the counts: fixed =
- * plan_mem_weights, io = plan_mem_io (so a caller pricing one stage under
- * many counts computes them once and gets the same bits). */
-static inline double plan_stage_mem_parts(double fixed, double params, double stash, double io,
+ * plan_mem_weights, vbytes = plan_mem_version, io = plan_mem_io (so a
+ * caller pricing one stage under many counts computes them once and gets
+ * the same bits). */
+static inline double plan_stage_mem_parts(double fixed, double vbytes, double stash, double io,
                                           int inflight, int versions)
 {
-    return fixed + (versions - 1) * params + stash * inflight + io;
+    return fixed + (versions - 1) * vbytes + stash * inflight + io;
 }
 /* The least memory any schedule needs for the stage (one microbatch in
- * flight, one weight version): a lower bound of plan_stage_mem. */
+ * flight, one weight version, the most replicas allowed, which shard the
+ * most under ZeRO): a lower bound of plan_stage_mem. */
 double plan_stage_mem_least(const plan_inst *I, double params, double stash, double in_bytes,
                             double out_bytes);
 /* Interleaved plans: bytes the device at position q of p needs for all

@@ -142,7 +142,8 @@ int plan_exact_mem_free(const plan_inst *I, const plan_lattice *L)
     for (int t = 0; t < L->n_sets; t++) cut_max = fmax(cut_max, L->cut[t]);
     for (int d = 0; d < N; d++) cap_min = fmin(cap_min, I->mem_cap[d]);
     int all = L->n_sets - 1;
-    double M = plan_stage_mem_counts(I, L->params[all], L->stash[all], cut_max, cut_max, in_max, ver_max);
+    /* one replica: ZeRO's sharding only lowers the model state */
+    double M = plan_stage_mem_counts(I, L->params[all], L->stash[all], cut_max, cut_max, in_max, ver_max, 1);
     return M <= cap_min;
 }
 

@@ -189,7 +189,8 @@ static inline int class_of(const exact_dp *X, int e, int bit)
 /* One stage's set sums, priced once for every block that may hold it. */
 typedef struct xstage {
     double P, st, in, out;  /* parameters, stash, cut bytes before and after */
-    double fixed, io;       /* plan_stage_mem_parts's count-free parts      */
+    double fixed, vb, io;   /* plan_stage_mem_parts's count-free parts
+                               (fixed for one replica: xfixed for r)      */
     double least;           /* plan_stage_mem_least (relaxed 2)             */
 } xstage;
 
@@ -200,9 +201,16 @@ static inline void stage_sums(const exact_dp *X, xstage *g, double P, double st,
     g->st = st;
     g->in = in;
     g->out = out;
-    g->fixed = plan_mem_weights(X->I, P);
+    g->fixed = plan_mem_weights(X->I, P, 1);
+    g->vb = plan_mem_version(X->I, P);
     g->io = plan_mem_io(in, out);
     g->least = X->run.relaxed == 2 ? plan_stage_mem_least(X->I, P, st, in, out) : 0;
+}
+
+/* plan_mem_weights of stage g on r replicas: g->fixed unless ZeRO shards. */
+static inline double xfixed(const exact_dp *X, const xstage *g, int r)
+{
+    return X->I->state.shard > 0 ? plan_mem_weights(X->I, g->P, r) : g->fixed;
 }
 
 /* Memory of one device of stage g on r replicas at `depth` (the bits of
@@ -214,14 +222,14 @@ static inline __attribute__((always_inline)) double mem_of(const exact_dp *X, co
     if (X->run.relaxed == 2) return g->least;
     if (X->run.relaxed == 1) {
         if (T->in1 && r <= T->rtab)
-            return plan_stage_mem_parts(g->fixed, g->P, g->st, g->io, T->in1[r], T->ver1[r]);
+            return plan_stage_mem_parts(xfixed(X, g, r), g->vb, g->st, g->io, T->in1[r], T->ver1[r]);
         return plan_stage_mem(X->I, g->P, g->st, g->in, g->out, r, r, r);
     }
     int devices = X->dev_fixed ? X->dev_fixed : depth;
     if (depth > devices) return HUGE_VAL;
     if (T->in && r <= T->rtab && depth <= X->pos.N) {
         size_t k = (size_t)depth * (size_t)(T->rtab + 1) + (size_t)r;
-        return plan_stage_mem_parts(g->fixed, g->P, g->st, g->io, T->in[k], T->ver[k]);
+        return plan_stage_mem_parts(xfixed(X, g, r), g->vb, g->st, g->io, T->in[k], T->ver[k]);
     }
     return plan_stage_mem(X->I, g->P, g->st, g->in, g->out, depth, r, devices);
 }

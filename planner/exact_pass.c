@@ -66,7 +66,7 @@ static inline void shadow_h(const exact_dp *X, dp_key *v, const dp_entry *x, con
 {
     for (int j = 0; j < X->sh.n; j++) {
         size_t k = (size_t)v->U * (size_t)(X->tab.rtab + 1) + (size_t)r;
-        double mem = plan_stage_mem_parts(g->fixed, g->P, g->st, g->io, X->sh.in[j][k], X->sh.ver[j][k]);
+        double mem = plan_stage_mem_parts(xfixed(X, g, r), g->vb, g->st, g->io, X->sh.in[j][k], X->sh.ver[j][k]);
         v->Hs[j] = mind(x->Hs[j], cap - mem);
     }
 }

@@ -126,8 +126,8 @@ static void build_tables(exact_dp *X)
                 ci = sched_inflight_rep(I->sched, devs, D, r, I->m, I->chunks);
                 cv = sched_versions_rep(I->sched, D, r);
             }
-            pm = fmin(pm, plan_stage_mem_counts(I, 1, 0, 0, 0, ci, cv));
-            infl = fmin(infl, plan_stage_mem_counts(I, 0, 1, 0, 0, ci, cv));
+            pm = fmin(pm, plan_stage_mem_counts(I, 1, 0, 0, 0, ci, cv, r));
+            infl = fmin(infl, plan_stage_mem_counts(I, 0, 1, 0, 0, ci, cv, r));
         }
         T->pm[U] = pm < HUGE_VAL ? pm : T->pm_least;
         T->infl[U] = infl < HUGE_VAL ? infl : T->infl_least;

@@ -464,7 +464,7 @@ int plan_export(const plan *p, plan_target t, const char *file, char **text, cl_
         for (int i = 0; i < r.n_dev; i++) { /* a schedule with more in flight may not fit */
             int d = r.dev[i].device;
             if (d < 0 || d >= p->cluster.n_devices) continue;
-            double cap = (double)p->cluster.types[p->cluster.devices[d].type].mem_bytes;
+            double cap = (double)cluster_usable_bytes(&p->cluster.types[p->cluster.devices[d].type]);
             if (r.dev[i].peak_mem_bytes - cap > from.need_bytes - from.cap_bytes) {
                 from.over_dev = d;
                 from.need_bytes = r.dev[i].peak_mem_bytes;

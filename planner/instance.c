@@ -58,14 +58,16 @@ void instance_build(const search_ctx *c, int m, plan_inst *I)
         int d = c->order[q];
         I->dev[q] = d;
         I->speed[q] = c->speed[d];
-        I->mem_cap[q] = (double)cl->types[cl->devices[d].type].mem_bytes;
+        I->mem_cap[q] = (double)cluster_usable_bytes(&cl->types[cl->devices[d].type]);
         I->node[q] = cl->devices[d].node;
     }
     I->link[CLUSTER_INTRA] = cl->links[CLUSTER_INTRA];
     I->link[CLUSTER_INTER] = cl->links[CLUSTER_INTER].bw_Bps > 0 ? cl->links[CLUSTER_INTER]
                                                                  : cl->links[CLUSTER_INTRA];
     I->m = m;
-    I->optim_mult = plan_optim_state_mult(c->rq->optimizer);
+    I->state = plan_state_factors(model_dtype_bytes(md->dtype),
+                                  plan_prec_resolve(c->rq->precision, model_dtype_bytes(md->dtype)),
+                                  c->rq->optimizer, c->rq->zero);
     I->comm = c->rq->comm;
     I->max_replicas = c->rq->replication ? cl->n_devices : 1;
     if (c->rep > 0) I->max_replicas = I->rep_fixed = c->rep;
@@ -84,6 +86,8 @@ void instance_layout_plan(const search_ctx *c, const plan_inst *I, const plan_la
     pl->schedule = I->sched;
     pl->chunks = 1;
     pl->optimizer = c->rq->optimizer;
+    pl->precision = plan_prec_resolve(c->rq->precision, model_dtype_bytes(c->rq->model->dtype));
+    pl->zero = c->rq->zero;
     pl->comm_off = !c->rq->comm;
     pl->batch = c->rq->batch;
     pl->n_micro = I->m;

@@ -146,7 +146,7 @@ static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, i
         }
         if (r == P->rs[a] && plan_stage_mem_counts(I, Pb, L->stash[j] - L->stash[i], L->cut[i],
                                                    L->cut[j], P->tab_in[ti],
-                                                   P->tab_ver[ti]) > cap)
+                                                   P->tab_ver[ti], r) > cap)
             return 0;
     }
     *at = pos;
@@ -168,7 +168,7 @@ static int pk_check_loose(const packer *P, double B, int i, int j, size_t ac)
                         plan_allreduce_s(I, Pb, r, P->b_lv[ac])) > B)
         return 0;
     if (!P->mem_free && plan_stage_mem_counts(I, Pb, L->stash[j] - L->stash[i], L->cut[i], 0,
-                                              P->b_in[ac], P->b_ver[ac]) > P->b_cap[ac])
+                                              P->b_in[ac], P->b_ver[ac], r) > P->b_cap[ac])
         return 0;
     return 1;
 }

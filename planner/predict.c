@@ -51,12 +51,15 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
         const plan_stage *st = &p->stages[s];
         int r = st->n_replicas, q = (m + r - 1) / r;
         double u = st->update_s;
+        /* ZeRO 1/2 under a flushing kind: each replica updates its shard
+         * between the reduce-scatter and the all-gather (as the simulator) */
+        double u_step = p->zero >= 1 && !async && p->schedule != SCHED_SEQUENTIAL && r > 1 ? u / r : u;
         double t = st->fwd_s + st->bwd_in_s + st->bwd_w_s + (async ? u : 0);
         double busy = (double)q * t;
         dev_busy[s % pipe] += busy;
         fill += t;
         work += (double)m * t + (async ? 0 : u);
-        upd_max = fmax(upd_max, async ? 0 : u);
+        upd_max = fmax(upd_max, async ? 0 : u_step);
         seq += ((double)m * (st->fwd_s + st->bwd_in_s + st->bwd_w_s) + u) *
                (stage_flops(p, st) / fastest);
         w_min = fmin(w_min, st->bwd_w_s);

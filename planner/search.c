@@ -173,6 +173,8 @@ static void interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
     pl->schedule = SCHED_INTERLEAVED;
     pl->chunks = I->chunks;
     pl->optimizer = rq->optimizer;
+    pl->precision = plan_prec_resolve(rq->precision, model_dtype_bytes(rq->model->dtype));
+    pl->zero = rq->zero;
     pl->comm_off = !rq->comm;
     pl->batch = rq->batch;
     pl->n_micro = I->m;
@@ -210,7 +212,7 @@ static void interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
             ev->comm_s += st->comm_s;
         }
         busy[q] += st->compute_s;
-        fixed[q] += plan_mem_weights(I, st->param_bytes) + plan_mem_io(L->cut[a], L->cut[b]);
+        fixed[q] += plan_mem_weights(I, st->param_bytes, 1) + plan_mem_io(L->cut[a], L->cut[b]);
         stash_max[q] = fmax(stash_max[q], st->stash_bytes);
     }
     for (int q = 0; q < p; q++) {
@@ -337,6 +339,9 @@ static int search_check(const plan_request *rq, cl_err *e)
     const model *md = rq->model;
     int N = rq->cluster->n_devices;
     if (rq->batch < 1) return cl_fail(e, CL_EINPUT, "batch %d: expected a positive sample count", rq->batch);
+    if ((unsigned)rq->precision >= PREC_COUNT || rq->zero < 0 || rq->zero > PLAN_ZERO_MAX)
+        return cl_fail(e, CL_EINPUT, "precision %d or ZeRO stage %d is not modelled (hint: --precision fp32|mixed, --zero 0|1|2)",
+                       (int)rq->precision, rq->zero);
     if (rq->microbatches > 0 && rq->batch % rq->microbatches != 0)
         return cl_fail(e, CL_EINPUT,
                        "--microbatches %d does not divide the batch of %d (hint: pick a divisor, or auto)",
@@ -430,9 +435,10 @@ static int search_none_fits(const plan_request *rq, const search_best *B, cl_err
     gib(cap, sizeof cap, B->bad_ev.worst_cap_bytes);
     gib(over, sizeof over, B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes);
     return cl_fail(e, CL_EINPUT,
-                   "no plan fits in memory: at best, stage %d (layers %s .. %s, %s) needs %s per device but device %s has %s, over by %s (hint: more devices, a smaller batch, fewer microbatches in flight (1f1b, fbp), or replication)",
+                   "no plan fits in memory: at best, stage %d (layers %s .. %s, %s) needs %s per device but device %s has %s, over by %s (hint: more devices, a smaller batch, fewer microbatches in flight (1f1b, fbp), or replication%s)",
                    B->bad_ev.worst_stage, rq->model->layers[st->first].name, rq->model->layers[st->last].name,
-                   sched_kind_name(B->bad_pl.schedule), need, rq->cluster->devices[st->devices[0]].id, cap, over);
+                   sched_kind_name(B->bad_pl.schedule), need, rq->cluster->devices[st->devices[0]].id, cap, over,
+                   rq->replication && rq->zero < PLAN_ZERO_MAX ? "; with replicas, --zero 1 or 2 shards the optimiser state over them" : "");
 }
 
 /* The best candidate as the result; the plan owns copies of the model and

@@ -40,6 +40,9 @@ typedef struct plan_request {
     int stages;             /* 0: any stage count; else exactly this many     */
     plan_algo algo;
     plan_optim optimizer;
+    plan_prec precision;    /* PREC_AUTO: from the model's element size       */
+    int zero;               /* ZeRO stage 0..PLAN_ZERO_MAX over each stage's
+                               replicas                                       */
     int comm;               /* 0: leave communication out of every cost       */
     int replication;        /* 0: never replicate a stage                     */
     /* PLAN_FOR_ANY, or search only what that framework runs (its schedules,

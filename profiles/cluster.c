@@ -68,6 +68,8 @@ int cluster_devtype_check(const cluster_devtype *t, const char *what, cl_err *e)
         return cl_fail(e, CL_EINPUT, "%s: peak_fp16_flops must be >= 0 (0: same as fp32)", what);
     if (t->mem_bytes == 0)
         return cl_fail(e, CL_EINPUT, "%s: memory_bytes must be positive", what);
+    if (t->reserve_bytes >= t->mem_bytes)
+        return cl_fail(e, CL_EINPUT, "%s: reserve_bytes must be below memory_bytes", what);
     if (!(t->mem_bw_Bps > 0) || !isfinite(t->mem_bw_Bps))
         return cl_fail(e, CL_EINPUT, "%s: memory_bw_Bps must be a positive finite number", what);
     if (!(t->efficiency > 0 && t->efficiency <= 1))
@@ -89,10 +91,10 @@ static int devtype_from_json(jx *j, const cJSON *o, const char *path, cluster_de
 {
     static const char *const allowed[] = {"name", "peak_fp32_flops", "peak_fp16_flops",
                                           "memory_bytes", "memory_bw_Bps", "efficiency",
-                                          "price_per_hour", "note", NULL};
+                                          "price_per_hour", "note", "reserve_bytes", NULL};
     memset(t, 0, sizeof *t);
     if (!cJSON_IsObject(o)) return jx_fail(j, path, "expected an object describing a device type");
-    int64_t mem = 0;
+    int64_t mem = 0, reserve = 0;
     double eff = 0;
     int rc;
     if ((rc = jx_only(j, o, path, allowed)) ||
@@ -100,6 +102,7 @@ static int devtype_from_json(jx *j, const cJSON *o, const char *path, cluster_de
         (rc = jx_pos(j, o, path, "peak_fp32_flops", 1, &t->peak_fp32_flops)) ||
         (rc = jx_pos(j, o, path, "peak_fp16_flops", 0, &t->peak_fp16_flops)) ||
         (rc = jx_int(j, o, path, "memory_bytes", 1, 1, (int64_t)1 << 53, &mem)) ||
+        (rc = jx_int(j, o, path, "reserve_bytes", 0, 0, (int64_t)1 << 53, &reserve)) ||
         (rc = jx_pos(j, o, path, "memory_bw_Bps", 1, &t->mem_bw_Bps)) ||
         (rc = jx_num(j, o, path, "efficiency", 1, -HUGE_VAL, HUGE_VAL, &eff)) ||
         (rc = jx_num(j, o, path, "price_per_hour", 0, 0, HUGE_VAL, &t->price_per_hour)) ||
@@ -110,7 +113,14 @@ static int devtype_from_json(jx *j, const cJSON *o, const char *path, cluster_de
         jx_join(p, sizeof p, path, "efficiency");
         return jx_fail(j, p, "expected a fraction in (0, 1], got %.17g (hint: the share of peak FLOP/s real layers reach, e.g. 0.5)", eff);
     }
+    if (reserve >= mem) {
+        char p[256];
+        jx_join(p, sizeof p, path, "reserve_bytes");
+        return jx_fail(j, p, "%lld is not below memory_bytes %lld (hint: the bytes a device keeps for its runtime, e.g. 1073741824)",
+                       (long long)reserve, (long long)mem);
+    }
     t->mem_bytes = (uint64_t)mem;
+    t->reserve_bytes = (uint64_t)reserve;
     t->efficiency = eff;
     return CL_OK;
 }
@@ -122,6 +132,7 @@ static cJSON *devtype_to_json(const cluster_devtype *t)
     cJSON_AddNumberToObject(o, "peak_fp32_flops", t->peak_fp32_flops);
     if (t->peak_fp16_flops > 0) cJSON_AddNumberToObject(o, "peak_fp16_flops", t->peak_fp16_flops);
     cJSON_AddNumberToObject(o, "memory_bytes", (double)t->mem_bytes);
+    if (t->reserve_bytes) cJSON_AddNumberToObject(o, "reserve_bytes", (double)t->reserve_bytes);
     cJSON_AddNumberToObject(o, "memory_bw_Bps", t->mem_bw_Bps);
     cJSON_AddNumberToObject(o, "efficiency", t->efficiency);
     if (t->price_per_hour > 0) cJSON_AddNumberToObject(o, "price_per_hour", t->price_per_hour);

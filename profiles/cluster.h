@@ -20,6 +20,9 @@ typedef struct cluster_devtype {
     double peak_fp32_flops;   /* FLOP/s */
     double peak_fp16_flops;   /* FLOP/s, fp16/bf16 tensor path (0: same as fp32) */
     uint64_t mem_bytes;       /* device memory */
+    uint64_t reserve_bytes;   /* of it, what training cannot use: the runtime's
+                                 context, library workspaces, allocator
+                                 fragmentation (0: none; < mem_bytes) */
     double mem_bw_Bps;        /* memory bandwidth, bytes/s */
     double efficiency;        /* fraction of peak real layers reach, (0, 1] */
     double price_per_hour;    /* currency units per device-hour; 0 = unknown */
@@ -72,6 +75,13 @@ int cluster_uniform(cluster *c, const cluster_devtype *type, int n, int per_node
 static inline const cluster_link *cluster_link_between(const cluster *c, int a, int b)
 {
     return &c->links[c->devices[a].node == c->devices[b].node ? CLUSTER_INTRA : CLUSTER_INTER];
+}
+
+/* Memory a device of type t can give to training: mem_bytes less its
+ * reserve.  Plans fit against this. */
+static inline uint64_t cluster_usable_bytes(const cluster_devtype *t)
+{
+    return t->mem_bytes - t->reserve_bytes;
 }
 
 /* Effective compute speed of a device type in FLOP/s (peak x efficiency),

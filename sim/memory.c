@@ -1,10 +1,15 @@
 /* memory.c - memory over time per device, and its peak.
  *
  * Components (bytes), matching the planner's cost model (issue 3, "memory per
- * device"; docs/simulator.md, "Memory"):
- *   weights    sum of param_bytes of the stages on the device, from t = 0;
- *   grads      the same again (one gradient buffer);
- *   optim      optimiser state: 0 (SGD), 1 (momentum), 2 (Adam) x weights;
+ * device"; docs/simulator.md, "Memory"), per parameter as the plan's
+ * precision keeps them (core/plan.h, plan_state_factors; fp32 below):
+ *   weights    sum of param_bytes of the stages on the device, from t = 0
+ *              (mixed precision: 16-bit weights);
+ *   grads      the same again (one gradient buffer; fp32 in mixed
+ *              precision), divided by the stage's replicas under ZeRO 2;
+ *   optim      optimiser state: 0 (SGD), 1 (momentum), 2 (Adam) x weights,
+ *              plus fp32 master weights in mixed precision; divided by the
+ *              stage's replicas under ZeRO 1 and 2;
  *   versions   PipeDream's stashed weight versions beyond the current one: a
  *              version stays alive while an in-flight microbatch's F used it
  *              (released when its stash is freed) or while it is current;
@@ -47,15 +52,30 @@ void sim_mem_sample(sim *s, sim_worker *W, double tot)
 void sim_mem_init(sim *s)
 {
     const plan *p = s->pl;
-    int mult = (unsigned)p->optimizer < OPTIM_COUNT ? plan_optim_state_mult(p->optimizer) : 0;
+    int elem = model_dtype_bytes(p->model.dtype);
+    plan_optim o = (unsigned)p->optimizer < OPTIM_COUNT ? p->optimizer : OPTIM_SGD;
+    int zero = p->zero >= 0 && p->zero <= PLAN_ZERO_MAX ? p->zero : 0;
+    plan_prec prec = (unsigned)p->precision < PREC_COUNT ? p->precision : PREC_AUTO;
+    s->state = plan_state_factors(elem, plan_prec_resolve(prec, elem), o, zero);
+    const plan_state_f *f = &s->state;
+    double opt = f->master + f->moments;
     for (int w = 0; w < s->n_w; w++) {
         sim_worker *W = &s->w[w];
-        double params = 0;
-        for (int j = 0; j < W->n_local; j++) params += p->stages[W->local[j]].param_bytes;
-        W->mem.weights = params;
-        W->mem.grads = params;
-        W->mem.optim = mult * params;
-        W->mem_static = (2.0 + mult) * params;
+        /* the whole sums first, so that unsharded state keeps the bits
+         * params x factor; sharded state stage by stage over its replicas */
+        double params = 0, grads = 0, optim = 0;
+        for (int j = 0; j < W->n_local; j++) {
+            const plan_stage *st = &p->stages[W->local[j]];
+            /* the sequential kind runs every stage on one device: nothing
+             * to shard over */
+            int r = s->sc->kind == SCHED_SEQUENTIAL ? 1 : st->n_replicas;
+            params += st->param_bytes;
+            grads += st->param_bytes * f->grads / r;
+            optim += st->param_bytes * opt / r;
+        }
+        W->mem.weights = params * f->weights;
+        W->mem.grads = f->grads_sharded ? grads : params * f->grads;
+        W->mem.optim = f->opt_sharded ? optim : params * opt;
         W->peak = -1;
         W->last_sample = -1;
         check_peak(s, w);
@@ -105,10 +125,10 @@ static void vref_add(sim *s, int w, int j, int ver, int delta)
     if (delta > 0 && (*r)++ == 0) {
         W->vlive[j]++;
         if (W->vlive[j] > W->peak_versions) W->peak_versions = W->vlive[j];
-        W->mem.versions += s->stg[W->local[j]].param_bytes;
+        W->mem.versions += s->stg[W->local[j]].param_bytes * s->state.version;
     } else if (delta < 0 && --(*r) == 0) {
         W->vlive[j]--;
-        W->mem.versions -= s->stg[W->local[j]].param_bytes;
+        W->mem.versions -= s->stg[W->local[j]].param_bytes * s->state.version;
     }
     assert(*r >= 0);
 }

@@ -6,7 +6,13 @@
  * end).  A transfer is handed to its link (link.c) and comes back through
  * sim_arrive.  A ring all-reduce among r replicas is 2(r - 1) steps; in each
  * step every member sends bytes / r to its successor as soon as it has
- * received the previous step, over the same links.
+ * received the previous step, over the same links.  Under ZeRO 1 and 2
+ * (flushing kinds) the first r - 1 steps are the reduce-scatter of the
+ * gradients: a member then runs the UPDATE of its shard (update_s / r) and
+ * only after it sends its step r, the first of the all-gather of the
+ * updated weights (the same bytes: a ring all-reduce is a reduce-scatter
+ * and an all-gather); the stage's next F on that member waits for the
+ * all-gather.
  *
  * Everything that wakes a worker puts it on a FIFO run queue drained at the
  * end of each callback, so ties resolve in a fixed order and the run is
@@ -152,14 +158,23 @@ static int ar_member_worker(const sim *s, const sim_ar *a, int q)
     return s->worker_of_dev[s->pl->stages[a->stage].devices[q]];
 }
 
-static void ar_member_done(sim *s, int64_t inst, int q, double t)
+/* Member q's part of all-reduce inst is done (how = 1), or under ZeRO its
+ * reduce-scatter (how = 2): wake it if it waits for that. */
+static void ar_member_mark(sim *s, int64_t inst, int q, double t, int how)
 {
     sim_ar *a = &s->ar[inst];
-    s->ar_done[a->member_off + q] = 1;
+    s->ar_done[a->member_off + q] = (uint8_t)how;
     int w = ar_member_worker(s, a, q);
     sim_worker *W = &s->w[w];
+    /* the all-gather ends the member's iteration, even after its last op */
+    if (how == 1 && s->zero_split && t > W->t_last) W->t_last = t;
     if (W->state == W_WAIT_AR && W->wait_ref == inst)
         wake(s, w, t, a->last_post_t);
+}
+
+static void ar_member_done(sim *s, int64_t inst, int q, double t)
+{
+    ar_member_mark(s, inst, q, t, 1);
 }
 
 static void ring_send(sim *s, int64_t inst, int q)
@@ -177,6 +192,8 @@ static void ring_recv(sim *s, int64_t inst, int q, double t)
     int got = ++s->ar_step[a->member_off + q];
     if (got == 2 * (a->r - 1))
         ar_member_done(s, inst, q, t);
+    else if (s->zero_split && got == a->r - 1)
+        ar_member_mark(s, inst, q, t, 2); /* its UPDATE sends step r */
     else
         ring_send(s, inst, q);
 }
@@ -268,8 +285,14 @@ static void finish_compute(sim *s, int w, double t)
     if (t > s->iter_end[op->iter]) s->iter_end[op->iter] = t;
     if ((op->kind == SCHED_B && (op->flags & SCHED_FUSED_W)) || op->kind == SCHED_W)
         sim_mem_stash_free(s, w, op);
-    else if (op->kind == SCHED_UPDATE)
+    else if (op->kind == SCHED_UPDATE) {
         sim_mem_update(s, w, op);
+        /* ZeRO: the updated shard starts the all-gather */
+        int li = s->zero_split ? sim_local_index(W, op->stage) : -1;
+        int64_t inst = li >= 0 ? W->last_ar[li] : -1;
+        if (inst >= 0 && s->ar[inst].r > 1 && !s->o.comm_off && W->ar_q[li] >= 0)
+            ring_send(s, inst, W->ar_q[li]);
+    }
     if (W->held > 0) { /* the RECVs before this op were its inputs */
         sim_mem_buffers(s, w, -W->held);
         W->held = 0;
@@ -343,6 +366,17 @@ static void advance(sim *s, int w)
         case SCHED_F:
         case SCHED_B:
         case SCHED_W: {
+            if (s->zero_split && op->kind == SCHED_F) { /* the weights' all-gather */
+                int li = sim_local_index(W, op->stage);
+                int64_t inst = li >= 0 ? W->last_ar[li] : -1;
+                if (inst >= 0 && W->ar_q[li] >= 0 && s->ar_done[s->ar[inst].member_off + W->ar_q[li]] != 1) {
+                    W->state = W_WAIT_AR;
+                    W->wait_ref = inst;
+                    W->wait_iter = op->iter;
+                    W->block_t = t;
+                    return;
+                }
+            }
             double d = op_dur(s, op);
             if (op->kind == SCHED_F) sim_mem_f_start(s, w, op);
             W->run_t0 = t;
@@ -455,11 +489,17 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
     s->n_w = sc->n_dev;
     s->stg = aligned_alloc(64, (size_t)(s->S > 0 ? s->S : 1) * sizeof *s->stg);
     if (!s->stg) abort();
+    /* ZeRO 1/2 splits the all-reduce around the UPDATE under the flushing
+     * kinds; the asynchronous ones and explicit schedules keep one ring */
+    s->zero_split = p->zero >= 1 && p->zero <= PLAN_ZERO_MAX &&
+                    (sc->kind == SCHED_GPIPE || sc->kind == SCHED_1F1B ||
+                     sc->kind == SCHED_INTERLEAVED || sc->kind == SCHED_ZBH1);
     for (int i = 0; i < s->S; i++) {
         const plan_stage *st = &p->stages[i];
+        int shard = s->zero_split && st->n_replicas > 1 ? st->n_replicas : 1;
         s->stg[i] = (sim_stage){.fwd = st->fwd_s, .bin = st->bwd_in_s,
                                 .bfused = st->bwd_in_s + st->bwd_w_s, .bw = st->bwd_w_s,
-                                .up = st->update_s, .stash_bytes = st->stash_bytes,
+                                .up = st->update_s / shard, .stash_bytes = st->stash_bytes,
                                 .param_bytes = st->param_bytes};
     }
     s->n_slots = s->S > 1 ? G * (s->S - 1) * 2 : 0;
@@ -615,9 +655,9 @@ static void describe_wait(const sim *s, int w, char *buf, size_t cap)
                  op->stage, op->micro, op->iter, op->peer, sched_peer_stage(op));
     } else if (W->state == W_WAIT_AR) {
         const sim_ar *a = &s->ar[W->wait_ref];
-        snprintf(buf + n, cap - n, "; device %d (worker %d) waits at op %lld UPDATE of stage %d "
-                 "for its all-reduce (%d of %d replicas posted)", s->sc->dev[w], w, idx, op->stage,
-                 a->posted, a->r);
+        snprintf(buf + n, cap - n, "; device %d (worker %d) waits at op %lld %s of stage %d "
+                 "for its all-reduce (%d of %d replicas posted)", s->sc->dev[w], w, idx,
+                 op->kind == SCHED_F ? "F" : "UPDATE", op->stage, a->posted, a->r);
     } else {
         snprintf(buf + n, cap - n, "; device %d (worker %d) stopped at op %lld", s->sc->dev[w], w, idx);
     }

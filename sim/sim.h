@@ -38,7 +38,9 @@ typedef struct sim_opts {
 typedef struct sim_mem {
     double weights;        /* parameters of the stages it holds               */
     double grads;          /* their gradients                                 */
-    double optim;          /* optimiser state (0, 1 or 2 x parameters)        */
+    double optim;          /* optimiser state: moments (0, 1 or 2 per
+                              parameter) and, in mixed precision, the fp32
+                              master weights                                 */
     double versions;       /* extra stashed weight versions (PipeDream)       */
     double stash;          /* activations kept for the backward pass          */
     double buffers;        /* transfers sent but not yet arrived, and arrived

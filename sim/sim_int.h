@@ -51,7 +51,6 @@ typedef struct sim_worker {
     int64_t *last_ar;       /* per local stage: last all-reduce instance posted, -1 */
     int64_t *ar_posted;     /* per local stage: all-reduces posted so far    */
     int *ar_q;              /* per local stage: replica index in its ring    */
-    double mem_static;      /* weights + grads + optimiser state             */
     int *vcur, *vlive, *vcap;
 } sim_worker;
 
@@ -113,7 +112,9 @@ typedef struct sim_ar {
     int r;
     int posted;
     double last_post_t;
-    int64_t member_off;     /* into ar_done / ar_op / ar_step                */
+    int64_t member_off;     /* into ar_done / ar_op / ar_step; ar_done is 0,
+                               2 when a member's reduce-scatter is done
+                               (zero_split), 1 when all of it is         */
 } sim_ar;
 
 typedef struct sim_memsample {
@@ -138,6 +139,11 @@ struct sim {
     int S, m, n_iter, n_w;
     int64_t G;              /* microbatches over all iterations              */
     sim_stage *stg;         /* per stage: durations and sizes, one line each */
+    plan_state_f state;     /* model state per parameter byte (memory.c)     */
+    int zero_split;         /* ZeRO 1/2 under a flushing kind: a replicated
+                               stage's all-reduce is a reduce-scatter, the
+                               UPDATE of its shard (update_s / r), then an
+                               all-gather the stage's next F waits for     */
     sim_worker *w;
     int *worker_of_dev;     /* cluster device -> worker, -1                  */
     int *pool_i;            /* the workers' local and ar_q arrays            */

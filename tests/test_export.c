@@ -226,10 +226,12 @@ static void test_async_figure(void)
         free(t);
         free(err);
     }
-    /* the 1f1b run over the devices' memory: said, with its peak; within it: not */
+    /* the 1f1b run over the memory the devices leave training (their memory
+     * less their runtime reserve): said, with its peak; within it: not */
     for (int over = 0; over < 2; over++) {
         for (int k = 0; k < p.cluster.n_types; k++)
-            p.cluster.types[k].mem_bytes = (uint64_t)(over ? peak - (1 << 30) : peak + (1 << 30));
+            p.cluster.types[k].mem_bytes = (uint64_t)(over ? peak - (1 << 30) : peak + (1 << 30)) +
+                                           p.cluster.types[k].reserve_bytes;
         cl_err e = {0};
         CU_ASSERT_EQUAL_FATAL(plan_save(&p, out, &e), CL_OK);
         char *t = export(out, "torch", NULL);

@@ -99,14 +99,15 @@ static int gen_instance(plan_inst *I, const gen_opts *g, int *dev_fixed)
     static const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_FBP, SCHED_PIPEDREAM,
                                        SCHED_ZBH1};
     I->sched = kinds[irand(0, 4)];
-    I->optim_mult = irand(0, 2);
+    int k = irand(0, 2);
+    I->state = plan_state_factors(4, PREC_FP32, (plan_optim)k, 0);
     I->comm = irand(0, 3) != 0;
     I->max_replicas = irand(0, 2) == 0 ? 1 : nd;
     /* memory: a cap around what the model needs spread over the devices,
      * so it binds sometimes and makes some instances infeasible */
     double need = 0;
     for (int i = 0; i < n; i++)
-        need += I->param_bytes[i] * (3 + I->optim_mult) + I->stash_bytes[i] * I->m + 4 * I->out_bytes[i];
+        need += I->param_bytes[i] * (3 + k) + I->stash_bytes[i] * I->m + 4 * I->out_bytes[i];
     if (irand(0, 3) != 0) {
         double f = 0.4 + urand() * 1.2;
         for (int d = 0; d < nd; d++) I->mem_cap[d] = need / nd * f * (mixed ? 0.7 + urand() * 0.6 : 1.0);
@@ -117,6 +118,14 @@ static int gen_instance(plan_inst *I, const gen_opts *g, int *dev_fixed)
     *dev_fixed = 0;
     if (plan_mem_dependence(I) == PLAN_MEM_BY_TOTAL) *dev_fixed = irand(1, nd);
     if (irand(0, 5) == 0) p_fixed = irand(1, nd < n ? nd : n);
+    /* a third of the instances in mixed precision and/or under ZeRO, whose
+     * model state shrinks with a stage's replicas; drawn from a hash of the
+     * generator's state without advancing it, so every instance is
+     * otherwise the one it was before they were modelled */
+    uint64_t h = state_hash();
+    if (h % 3 == 0)
+        I->state = plan_state_factors((h >> 8) & 1 ? 2 : 4, (h >> 9) & 1 ? PREC_MIXED : PREC_FP32,
+                                      (plan_optim)k, (int)((h >> 10) % (PLAN_ZERO_MAX + 1)));
     return p_fixed;
 }
 

@@ -91,17 +91,25 @@ static void gen(plan_inst *I, int kind)
     I->m = ms[irand(0, 5)];
     static const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_FBP, SCHED_PIPEDREAM};
     I->sched = kinds[irand(0, 3)];
-    I->optim_mult = irand(0, 2);
+    int k = irand(0, 2);
+    I->state = plan_state_factors(4, PREC_FP32, (plan_optim)k, 0);
     I->comm = uni ? irand(0, 1) : irand(0, 3) != 0;
     I->max_replicas = irand(0, 2) == 0 ? 1 : nd;
     if (!uni && irand(0, 2) == 0) {
         /* a cap that binds: a share of the whole model's least memory */
         double need = 0;
         for (int i = 0; i < n; i++)
-            need += I->param_bytes[i] * (3 + I->optim_mult) + I->stash_bytes[i] * I->m + 4 * I->out_bytes[i];
+            need += I->param_bytes[i] * (3 + k) + I->stash_bytes[i] * I->m + 4 * I->out_bytes[i];
         double cap = need / nd * (1.0 + urand() * 2.0);
         for (int d = 0; d < nd; d++) I->mem_cap[d] = cap;
     }
+    /* a third in mixed precision and/or under ZeRO (from a hash of the
+     * generator's state, which it does not advance: every instance is
+     * otherwise the one it was before they were modelled) */
+    uint64_t h = state_hash();
+    if (h % 3 == 0)
+        I->state = plan_state_factors((h >> 8) & 1 ? 2 : 4, (h >> 9) & 1 ? PREC_MIXED : PREC_FP32,
+                                      (plan_optim)k, (int)((h >> 10) % (PLAN_ZERO_MAX + 1)));
 }
 
 /* Runs count instances of a kind; returns the worst gap (merge over exact

@@ -95,7 +95,7 @@ static uint64_t next(uint64_t *x)
 static void test_random_plans(void)
 {
     enum { PLANS = 600, BYTES = 256 };
-    int kinds[SCHED_COUNT] = {0}, replicated = 0, nodes = 0, comm = 0, failures = 0;
+    int kinds[SCHED_COUNT] = {0}, replicated = 0, nodes = 0, comm = 0, zero = 0, failures = 0;
     uint64_t x = 0x9E3779B97F4A7C15ULL;
     for (int i = 0; i < PLANS; i++) {
         uint8_t bytes[BYTES];
@@ -104,6 +104,7 @@ static void test_random_plans(void)
         plan p;
         gen_run run;
         gen_plan(&g, &p, &run);
+        p.zero = i % 3; /* ZeRO 0, 1, 2 in turn (outside the bytes: the plans are as before) */
         cl_err e = {0};
         const char *broken = NULL;
         int rc = gen_sim_check(&p, &run, NULL, &broken, &e);
@@ -116,6 +117,7 @@ static void test_random_plans(void)
             replicated += rep;
             nodes += p.cluster.n_nodes > 1;
             comm += !run.comm_off && rep && p.cluster.n_nodes > 1;
+            zero += !run.comm_off && rep && p.zero && !sched_is_async((sched_kind)run.kind);
         }
         gen_plan_free(&p);
     }
@@ -124,6 +126,8 @@ static void test_random_plans(void)
      * runs with communication on */
     for (int k = 0; k < SCHED_COUNT; k++) CU_ASSERT(kinds[k] >= PLANS / SCHED_COUNT / 3);
     CU_ASSERT(replicated > PLANS / 2 && nodes > PLANS / 2 && comm > PLANS / 4);
+    CU_ASSERT(zero > PLANS / 10); /* ZeRO's split ring, communication on */
+    fprintf(stderr, "\n    %d runs with ZeRO's split ring\n", zero);
 }
 
 TEST_SUITE(sim_random)

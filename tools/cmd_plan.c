@@ -39,13 +39,14 @@ typedef struct plan_args {
     const char *model, *profile, *cluster, *out, *device, *profiled_on;
     const char *bandwidth, *latency, *micro, *schedule, *framework; /* as given */
     int64_t devices, per_node, batch, stages, max_cuts, profile_batch;
-    int chunks, algo, optimizer, comm_off, no_replication, json;
+    int chunks, algo, optimizer, precision, zero, comm_off, no_replication, json;
     double max_seconds;
 } plan_args;
 
 /* the enum options' words in their enums' order: the index is the value */
 _Static_assert(PLAN_ALGO_AUTO == 0 && PLAN_ALGO_EXACT == 1 && PLAN_ALGO_MERGE == 2, "--algo words");
 _Static_assert(OPTIM_SGD == 0 && OPTIM_MOMENTUM == 1 && OPTIM_ADAM == 2, "--optimizer words");
+_Static_assert(PREC_AUTO == 0 && PREC_FP32 == 1 && PREC_MIXED == 2, "--precision words");
 
 #define PA plan_args
 static const cli_opt plan_opts[] = {
@@ -81,6 +82,13 @@ static const cli_opt plan_opts[] = {
      .help = "model chunks per device for --schedule interleaved (default 2;\n"
              "a balanced chunk split, not the exact search)"},
     {"optimizer", 0, CLI_ENUM, CLI_FIELD(PA, optimizer), .words = "sgd|momentum|adam", .help = NULL},
+    {"precision", 0, CLI_ENUM, CLI_FIELD(PA, precision), .words = "auto|fp32|mixed",
+     .help = "model state: fp32, or mixed (16-bit weights, fp32 gradients,\n"
+             "master weights and moments); auto (default): mixed for a\n"
+             "2-byte model, fp32 for a 4-byte one"},
+    {"zero", 0, CLI_INT, CLI_FIELD(PA, zero), 0, PLAN_ZERO_MAX, .arg = "0|1|2",
+     .help = "ZeRO stage: 1 shards master weights and moments over each\n"
+             "stage's replicas, 2 the gradients too (default 0)"},
     {"for", 0, CLI_STR, CLI_FIELD(PA, framework), .arg = "F",
      .help = "search only what framework F (torch, deepspeed, megatron) runs:\n"
              "its schedules, one data-parallel degree for all stages, stages\n"
@@ -106,8 +114,8 @@ static int help(void)
         "                   [--device TYPE] [--profiled-on TYPE] [--batch B]\n"
         "                   [--schedule gpipe|1f1b|interleaved|zb-h1|pipedream|fbp|sequential|auto]\n"
         "                   [--microbatches m|auto] [--stages p] [--chunks v] [--algo auto|exact|merge]\n"
-        "                   [--optimizer sgd|momentum|adam] [--comm on|off] [--no-replication]\n"
-        "                   [--for torch|deepspeed|megatron]\n"
+        "                   [--optimizer sgd|momentum|adam] [--precision auto|fp32|mixed] [--zero 0|1|2]\n"
+        "                   [--comm on|off] [--no-replication] [--for torch|deepspeed|megatron]\n"
         "                   [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
@@ -140,6 +148,32 @@ static void dev_list(char *buf, size_t cap, const plan_stage *st)
     }
 }
 
+/* The model state and the runtime reserve, when either differs from what
+ * plans meant before they were modelled (fp32 state of a 4-byte model, no
+ * ZeRO, no reserve): one line each. */
+static void print_memory_terms(FILE *f, const plan *p)
+{
+    char line[256];
+    if (plan_state_describe(p, line, sizeof line)) fprintf(f, "model state: %s\n", line);
+    uint64_t lo = UINT64_MAX, hi = 0;
+    const cluster *c = &p->cluster;
+    for (int s = 0; s < p->n_stages; s++)
+        for (int r = 0; r < p->stages[s].n_replicas; r++) {
+            uint64_t v = c->types[c->devices[p->stages[s].devices[r]].type].reserve_bytes;
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+    if (hi > 0) {
+        char a[24], b[24];
+        cl_fmt_bytes(a, sizeof a, (double)lo, table_bytes);
+        cl_fmt_bytes(b, sizeof b, (double)hi, table_bytes);
+        if (lo == hi)
+            fprintf(f, "capacity: device memory less a runtime reserve of %s per device (reserve_bytes)\n", a);
+        else
+            fprintf(f, "capacity: device memory less a runtime reserve of %s to %s per device (reserve_bytes)\n", a, b);
+    }
+}
+
 static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, const char *quick_links)
 {
     const plan *p = &res->plan;
@@ -169,7 +203,7 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
         cl_fmt_bytes(mem, sizeof mem, st->mem_bytes, table_bytes);
         double capb = HUGE_VAL;
         for (int r = 0; r < st->n_replicas; r++)
-            capb = fmin(capb, (double)c->types[c->devices[st->devices[r]].type].mem_bytes);
+            capb = fmin(capb, (double)cluster_usable_bytes(&c->types[c->devices[st->devices[r]].type]));
         if (capb >= 9e15) snprintf(cap, sizeof cap, "unknown");
         else cl_fmt_bytes(cap, sizeof cap, capb, table_bytes);
         double busy = (double)p->n_micro / st->n_replicas * (st->fwd_s + st->bwd_in_s + st->bwd_w_s);
@@ -177,7 +211,9 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
         fprintf(f, "%-5d  %-44s %-8s %11.6f %11.6f %10s %10s %4.0f%%\n", s, lay, dv, st->compute_s,
                st->comm_s, mem, cap, 100 * util);
     }
-    fprintf(f, "\nslowest stage: %.6f s per iteration (%s %d)\n", res->bottleneck_s,
+    fputc('\n', f);
+    print_memory_terms(f, p);
+    fprintf(f, "slowest stage: %.6f s per iteration (%s %d)\n", res->bottleneck_s,
            res->bottleneck_is_boundary ? "boundary after stage" : "stage", res->bottleneck_stage);
     fprintf(f, "predicted: iteration %.6f s, throughput %.1f %s/s, bubble %.1f%%, speed-up %.2fx over one device\n",
            p->pred.iteration_s, p->pred.throughput, model_unit_plural(p->model.unit), 100 * p->pred.bubble,
@@ -212,6 +248,7 @@ int cmd_plan(int argc, char **argv)
     double max_seconds = pa.max_seconds;
     int bw_given = pa.bandwidth != NULL, lat_given = pa.latency != NULL;
     plan_request rq = {.schedule = -1, .algo = (plan_algo)pa.algo, .optimizer = (plan_optim)pa.optimizer,
+                       .precision = (plan_prec)pa.precision, .zero = pa.zero,
                        .comm = !pa.comm_off, .replication = !pa.no_replication, .chunks = pa.chunks};
     int n_bw = 0, n_lat = 0;
     if ((bw_given && (rc = cli_num_pair("plan", "--bandwidth", pa.bandwidth, 1e-300, bw, &n_bw))) ||

@@ -20,6 +20,7 @@ typedef struct sim_args {
     int64_t micro, iters, max_events;
     double max_wall;
     int comm_off, json;
+    int precision, zero;    /* -1: as the plan says */
     cli_list args;          /* PLAN.json */
 } sim_args;
 
@@ -38,6 +39,13 @@ static const cli_opt sim_table[] = {
     {"comm", 0, CLI_ENUM, CLI_FIELD(SA, comm_off), .words = "on|off", .arg = "on|off",
      .help = "off: transfers and all-reduces take no time (default: as\n"
              "the plan was made, see cleave plan --comm)"},
+    /* precision, zero: -1 follows the plan */
+    {"precision", 0, CLI_ENUM, CLI_FIELD(SA, precision), .words = "auto|fp32|mixed",
+     .help = "model state in fp32, or mixed (16-bit weights, fp32 gradients,\n"
+             "master weights and moments); auto: from the model's element\n"
+             "size (default: as the plan says)"},
+    {"zero", 0, CLI_INT, CLI_FIELD(SA, zero), 0, PLAN_ZERO_MAX, .arg = "0|1|2",
+     .help = "ZeRO stage over each stage's replicas (default: as the plan says)"},
     {"trace", 0, CLI_STR, CLI_FIELD(SA, trace), .arg = "FILE",
      .help = "write a Chrome trace (open in Perfetto or chrome://tracing)"},
     {"dump-schedule", 0, CLI_STR, CLI_FIELD(SA, dump), .arg = "FILE",
@@ -68,6 +76,8 @@ static int parse(int argc, char **argv, sim_args *a)
 {
     memset(a, 0, sizeof *a);
     a->comm_off = -1; /* follow the plan */
+    a->precision = -1;
+    a->zero = -1;
     a->max_wall = SIM_MAX_WALL_S;
     int rc = cli_parse(&sim_spec, argc, argv, a, 0);
     if (rc) return rc == CLI_HELP ? help() - 1 : rc;
@@ -127,8 +137,11 @@ static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *
     fprintf(f, "iteration %s   throughput %.6g %s/s   bubble %.2f%%   comm-wait %.2f%%\n",
            time_str(r->iteration_s, b1, sizeof b1), r->throughput, model_unit_plural(p->model.unit),
            100 * r->bubble, 100 * r->comm_wait);
-    fprintf(f, "speed-up %.3fx over sequential (%s per iteration on one device)\n\n", r->speedup,
+    fprintf(f, "speed-up %.3fx over sequential (%s per iteration on one device)\n", r->speedup,
            time_str(r->sequential_s, b2, sizeof b2));
+    char line[256];
+    if (plan_state_describe(p, line, sizeof line)) fprintf(f, "model state: %s\n", line);
+    fputc('\n', f);
     fprintf(f, "%-6s %-16s %-8s %7s %7s %7s %12s %11s %6s %8s %12s\n", "device", "id", "stages", "busy",
            "idle", "comm", "peak memory", "at", "stash", "versions", "sent");
     for (int i = 0; i < r->n_dev; i++) {
@@ -281,6 +294,8 @@ int cmd_sim(int argc, char **argv)
     plan p;
     if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
     if (a.comm_off < 0) a.comm_off = p.comm_off;
+    if (a.precision >= 0) p.precision = (plan_prec)a.precision;
+    if (a.zero >= 0) p.zero = a.zero;
     sched sc = {0};
     sim *s = NULL;
     sim_result r = {0};

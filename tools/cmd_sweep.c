@@ -30,6 +30,7 @@ typedef struct sweep_args {
     int n_devices;
     double bw[2], lat[2];
     int optimizer;          /* plan_optim */
+    int precision, zero;    /* plan_prec, ZeRO stage */
     const char *devices_s, *bandwidth, *latency; /* as given */
 } sweep_args;
 
@@ -52,6 +53,10 @@ static const cli_opt sweep_opts[] = {
     {"microbatches", 0, CLI_INT, CLI_FIELD(SW, micro), 1, 1 << 30, .help = NULL},
     {"latency", 0, CLI_STR, CLI_FIELD(SW, latency), .help = NULL},
     {"optimizer", 0, CLI_ENUM, CLI_FIELD(SW, optimizer), .words = "sgd|momentum|adam", .help = NULL},
+    {"precision", 0, CLI_ENUM, CLI_FIELD(SW, precision), .words = "auto|fp32|mixed",
+     .help = "model state as in cleave plan (default auto: from the model)"},
+    {"zero", 0, CLI_INT, CLI_FIELD(SW, zero), 0, PLAN_ZERO_MAX, .arg = "0|1|2",
+     .help = "ZeRO stage as in cleave plan (default 0)"},
 };
 #undef SW
 static const cli_spec sweep_spec = {"sweep", sweep_opts, CLI_N(sweep_opts), .help_col = 18};
@@ -67,6 +72,7 @@ static int help(void)
         "                     [--bandwidth B[,B2]] [--latency L[,L2]])\n"
         "                    [--devices 1,2,4,...] [--schedules " SWEEP_DEFAULT_SCHEDULES "]\n"
         "                    [--batch B] [--microbatches M] [--optimizer sgd|momentum|adam]\n"
+        "                    [--precision auto|fp32|mixed] [--zero 0|1|2]\n"
         "                    [--no-replication] [-o DIR | --csv F.csv --png F.png --svg F.svg]\n"
         "                    [--save-plans DIR] [--title TEXT] [--quiet] [--max-seconds S]\n"
         "                    [--for torch|deepspeed|megatron]\n\n"
@@ -372,6 +378,8 @@ int cmd_sweep(int argc, char **argv)
     have_study = 1;
     st.microbatches = (int)a.micro;
     st.optimizer = (plan_optim)a.optimizer;
+    st.precision = (plan_prec)a.precision;
+    st.zero = a.zero;
     if (a.cluster) {
         if ((rc = cluster_load(&full, a.cluster, &e))) goto fail;
         have_full = 1;

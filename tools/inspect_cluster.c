@@ -69,15 +69,16 @@ static void node_desc(const cluster *c, const int *start, const int *by_node, in
                                     c->types[t].name);
 }
 
-/* One row per device type: peaks, memory, bandwidth, efficiency, price. */
+/* One row per device type: peaks, memory and its runtime reserve,
+ * bandwidth, efficiency, price. */
 static void print_types(const cluster_devtype *types, int n)
 {
-    char a[64], b[64];
+    char a[64], b[64], r[64];
     int wn = 4;
     for (int t = 0; t < n; t++)
         if ((int)strlen(types[t].name) > wn) wn = (int)strlen(types[t].name);
-    printf("  %-*s  %12s  %12s  %10s  %12s  %5s  %8s\n", wn, "name", "fp32 TFLOP/s",
-           "fp16 TFLOP/s", "memory", "memory bw", "eff", "$/hour");
+    printf("  %-*s  %12s  %12s  %10s  %10s  %12s  %5s  %8s\n", wn, "name", "fp32 TFLOP/s",
+           "fp16 TFLOP/s", "memory", "reserve", "memory bw", "eff", "$/hour");
     for (int t = 0; t < n; t++) {
         const cluster_devtype *ty = &types[t];
         char f16[32], price[32];
@@ -85,9 +86,11 @@ static void print_types(const cluster_devtype *types, int n)
         else snprintf(f16, sizeof f16, "-");
         if (ty->price_per_hour > 0) snprintf(price, sizeof price, "%.2f", ty->price_per_hour);
         else snprintf(price, sizeof price, "-");
-        printf("  %-*s  %12.4g  %12s  %10s  %12s  %5.2f  %8s\n", wn, ty->name,
+        if (ty->reserve_bytes) cl_fmt_bytes(r, sizeof r, (double)ty->reserve_bytes, cluster_bytes);
+        else snprintf(r, sizeof r, "-");
+        printf("  %-*s  %12.4g  %12s  %10s  %10s  %12s  %5.2f  %8s\n", wn, ty->name,
                ty->peak_fp32_flops / 1e12, f16, cl_fmt_bytes(a, sizeof a, (double)ty->mem_bytes, cluster_bytes),
-               rate_str(ty->mem_bw_Bps, "B/s", b, sizeof b), ty->efficiency, price);
+               r, rate_str(ty->mem_bw_Bps, "B/s", b, sizeof b), ty->efficiency, price);
     }
 }
 

@@ -28,7 +28,10 @@ int inspect_plan(const char *path, int as_json)
     printf(", optimiser %s%s", plan_optim_name(p.optimizer), p.comm_off ? ", communication left out" : "");
     if (p.framework != PLAN_FOR_ANY) printf(", planned for %s", plan_for_name(p.framework));
     printf("\n");
-    printf("batch %d = %d microbatches of %d\n\n", p.batch, p.n_micro, p.microbatch);
+    printf("batch %d = %d microbatches of %d\n", p.batch, p.n_micro, p.microbatch);
+    char line[256];
+    if (plan_state_describe(&p, line, sizeof line)) printf("model state: %s\n", line);
+    putchar('\n');
     printf("%-6s %-12s %-10s %12s %12s %12s %11s %11s %11s\n", "stage", "layers", "devices",
            "fwd_s/mb", "bwd_in_s/mb", "bwd_w_s/mb", "compute_s", "comm_s", "memory");
     for (int s = 0; s < p.n_stages; s++) {

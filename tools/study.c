@@ -81,7 +81,7 @@ static void memory_figures(study_point *pt)
     for (int i = 0; i < pt->sim.n_dev; i++) {
         const sim_dev_result *d = &pt->sim.dev[i];
         pt->peak_mem_bytes = fmax(pt->peak_mem_bytes, d->peak_mem_bytes);
-        double cap = (double)p->cluster.types[p->cluster.devices[d->device].type].mem_bytes;
+        double cap = (double)cluster_usable_bytes(&p->cluster.types[p->cluster.devices[d->device].type]);
         if (cap >= STUDY_MEM_UNKNOWN || !(cap > 0)) continue;
         known = 1;
         pt->headroom_bytes = fmin(pt->headroom_bytes, cap - d->peak_mem_bytes);
@@ -122,7 +122,8 @@ int study_run_after(const study *s, const cluster *c, int kind, const study_poin
     }
     plan_request rq = {.model = &s->md, .prof = pf, .cluster = c, .ref_type = have_ref ? &ref : NULL,
                        .batch = s->batch, .schedule = kind, .microbatches = s->microbatches,
-                       .algo = PLAN_ALGO_AUTO, .optimizer = s->optimizer, .comm = 1,
+                       .algo = PLAN_ALGO_AUTO, .optimizer = s->optimizer,
+                       .precision = s->precision, .zero = s->zero, .comm = 1,
                        .replication = s->replication, .framework = s->framework,
                        .floor = prev && prev->planned ? &prev->res : NULL};
     if ((rc = plan_search(&rq, &pt->res, &pe))) {

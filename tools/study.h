@@ -39,6 +39,8 @@ typedef struct study {
     int batch;              /* samples per iteration, >= 1                 */
     int microbatches;       /* 0: the planner chooses                      */
     plan_optim optimizer;
+    plan_prec precision;    /* PREC_AUTO: from the model */
+    int zero;               /* ZeRO stage */
     int replication;        /* 0: never replicate a stage                  */
     char profiled_on[CLUSTER_NAME_MAX]; /* device type of the profile ("" = its own) */
     plan_for framework;     /* --for: plan only what it runs (PLAN_FOR_ANY: anything) */

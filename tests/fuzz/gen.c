@@ -125,15 +125,18 @@ void gen_plan(gen *g, plan *p, gen_run *run)
     run->comm_off = p->comm_off;
 }
 
-/* Compute seconds of one op (the simulator's durations, from the plan). */
-static double gen_op_s(const plan *p, const sched_op *op)
+/* Compute seconds of one op (the simulator's durations, from the plan):
+ * under ZeRO 1/2 and a flushing kind a replica updates 1/r of a stage. */
+static double gen_op_s(const plan *p, sched_kind kind, const sched_op *op)
 {
     const plan_stage *st = &p->stages[op->stage];
+    int split = p->zero >= 1 && (kind == SCHED_GPIPE || kind == SCHED_1F1B ||
+                                 kind == SCHED_INTERLEAVED || kind == SCHED_ZBH1);
     switch (op->kind) {
     case SCHED_F: return st->fwd_s;
     case SCHED_B: return (op->flags & SCHED_FUSED_W) ? st->bwd_in_s + st->bwd_w_s : st->bwd_in_s;
     case SCHED_W: return st->bwd_w_s;
-    case SCHED_UPDATE: return st->update_s;
+    case SCHED_UPDATE: return split && st->n_replicas > 1 ? st->update_s / st->n_replicas : st->update_s;
     default: return 0;
     }
 }
@@ -158,7 +161,7 @@ int gen_sim_check(const plan *p, const gen_run *run, sim_result *out, const char
     for (int w = 0; w < sc.n_dev; w++)
         for (int64_t i = sc.off[w]; i < sc.off[w + 1]; i++) {
             const sched_op *op = &sc.ops[i];
-            busy[w] += gen_op_s(p, op);
+            busy[w] += gen_op_s(p, (sched_kind)run->kind, op);
             if (op->kind == SCHED_SEND) {
                 sent_on[w] += op->bytes;
                 sent_off[w] += op->bytes;
