@@ -120,9 +120,13 @@ static int inputs_in(const enumr *E, int i, const uint64_t *r, int64_t *steps)
     return 1;
 }
 
-/* Add every eager layer whose inputs are all in. */
+/* Add every eager layer whose inputs are all in, with its lazy sources
+ * (they join with their first reader, also an eager one: an inert layer
+ * reading only an inert source of the model input was added without it,
+ * the set was no downset, and the full set was never reached). */
 static void close_eager(const enumr *E, uint64_t *r, int64_t *steps)
 {
+    const plan_inst *I = E->I;
     int changed = 1;
     while (changed) {
         changed = 0;
@@ -131,6 +135,10 @@ static void close_eager(const enumr *E, uint64_t *r, int64_t *steps)
             if (E->rule[i] != RULE_EAGER || row_has(r, i)) continue;
             if (inputs_in(E, i, r, steps)) {
                 r[i >> 6] |= 1ull << (i & 63);
+                for (int q = I->in_off[i]; q < I->in_off[i + 1]; q++) {
+                    int j = I->in_idx[q];
+                    if (j >= 0 && E->rule[j] == RULE_LAZY) r[j >> 6] |= 1ull << (j & 63);
+                }
                 changed = 1;
             }
         }
@@ -198,9 +206,13 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
     E.rule = cl_calloc((size_t)n, 1);
     classify(&E);
 
+    /* the empty set first: the lattice starts there (the first stage is
+     * the second set minus the first); then its eager closure, when that
+     * is not empty (inert sinks of inert sources), a downset of its own */
     uint64_t *row = cl_calloc((size_t)W, 8);
-    close_eager(&E, row, &work);
     int fresh, rc = CL_OK;
+    table_put(&E, row, &fresh);
+    close_eager(&E, row, &work);
     table_put(&E, row, &fresh);
     /* depth-first over the rows in discovery order (a work list) */
     for (int64_t k = 0; k < E.n_rows && !rc; k++) {

@@ -562,6 +562,42 @@ static void test_units(void)
     cJSON_Delete(j);
 }
 
+/* An inert layer (no time, no parameters) reading only the inert Input,
+ * beside a real branch: `plan` aborted on it (the DAG lattice placed the
+ * inert pair with the empty set, so they were in no stage).  Now it plans,
+ * with every layer in a stage. */
+static void test_inert_source(void)
+{
+    char *out, *err;
+    CU_ASSERT_EQUAL(test_run_cli("plan --profile tests/data/pipedream/inert-source.txt --devices 2 --stages 2 --json",
+                                 &out, &err), 0);
+    cJSON *j = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    const cJSON *stages = cJSON_GetObjectItem(j, "stages");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(stages);
+    int seen[4] = {0}, n = 0;
+    const cJSON *st;
+    cJSON_ArrayForEach(st, stages) {
+        const cJSON *l, *list = cJSON_GetObjectItem(st, "layers");
+        if (list) { /* a stage of a DAG's layers, or a range in model order */
+            cJSON_ArrayForEach(l, list) {
+                int i = (int)l->valuedouble;
+                if (i >= 0 && i < 4) seen[i]++;
+                n++;
+            }
+        } else {
+            for (int i = (int)cJSON_GetObjectItem(st, "first")->valuedouble;
+                 i <= (int)cJSON_GetObjectItem(st, "last")->valuedouble; i++, n++)
+                if (i >= 0 && i < 4) seen[i]++;
+        }
+    }
+    CU_ASSERT_EQUAL(n, 4);
+    for (int i = 0; i < 4; i++) CU_ASSERT_EQUAL(seen[i], 1);
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+}
+
 TEST_SUITE(pipedream)
 {
     test_add_suite("pipedream");
@@ -575,4 +611,5 @@ TEST_SUITE(pipedream)
     test_add("a file cut short at any byte is refused", test_cut_short);
     test_add("cleave inspect on a PipeDream graph", test_cli);
     test_add("units: minibatches when the batch is unknown, --profile-batch", test_units);
+    test_add("an inert layer reading only the inert Input plans (it aborted)", test_inert_source);
 }

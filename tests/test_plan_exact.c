@@ -438,6 +438,77 @@ static int random_case(plan_inst *I, plan_lattice *L, int it, int *dev_fixed, in
     return p_fixed;
 }
 
+/* The DAG lattice (dag.c) on random graphs with inert layers, and on the
+ * shape that broke it (an inert sink reading only an inert source of the
+ * model input: it was placed with the empty set, so set 0 was not empty,
+ * those layers were in no stage, and `plan` aborted; with nothing else
+ * around, the full set was never reached): set 0 is empty, the last set
+ * holds every layer, sizes ascend, and every set is a downset. */
+static void check_lattice(const plan_inst *I, const plan_lattice *L, int *bad)
+{
+    int ok = L->n_sets >= 2 && L->size[0] == 0 && L->size[L->n_sets - 1] == I->n;
+    for (int t = 0; t < L->n_sets && ok; t++) {
+        const uint64_t *r = &L->bits[(size_t)t * (size_t)L->words];
+        int count = 0;
+        for (int i = 0; i < I->n; i++) {
+            if (!((r[i >> 6] >> (i & 63)) & 1)) continue;
+            count++;
+            for (int k = I->in_off[i]; k < I->in_off[i + 1]; k++) {
+                int j = I->in_idx[k];
+                if (j >= 0 && !((r[j >> 6] >> (j & 63)) & 1)) ok = 0;
+            }
+        }
+        ok &= count == L->size[t] && (t == 0 || L->size[t] >= L->size[t - 1]);
+    }
+    *bad += !ok;
+}
+
+static void test_lattice_downsets(void)
+{
+    int bad = 0;
+    /* layer 0 reads the model input, 1 reads 0, 2 reads 0 (the DAG), 3
+     * reads 1; layers 0 and 2 inert */
+    plan_inst I;
+    plan_inst_alloc(&I, 4, 4, 2);
+    static const int in_idx[] = {-1, 0, 0, 1}, in_off[] = {0, 1, 2, 3, 4};
+    memcpy(I.in_idx, in_idx, sizeof in_idx);
+    memcpy(I.in_off, in_off, sizeof in_off);
+    for (int i = 0; i < 4; i++) {
+        int inert = i == 0 || i == 2;
+        I.fwd_s[i] = inert ? 0 : 0.005;
+        I.bwd_in_s[i] = inert ? 0 : 0.005;
+        I.bwd_w_s[i] = inert ? 0 : 0.005;
+        I.param_bytes[i] = inert ? 0 : 4e5;
+    }
+    plan_lattice L;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, 10000000, &e), CL_OK);
+    check_lattice(&I, &L, &bad);
+    CU_ASSERT_EQUAL(bad, 0);
+    plan_lattice_free(&L);
+    /* every layer inert: 0 reads the input, 1 reads 0 */
+    I.n = 2;
+    I.in_off[2] = 2;
+    I.fwd_s[1] = I.bwd_in_s[1] = I.bwd_w_s[1] = I.param_bytes[1] = 0;
+    CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, 10000000, &e), CL_OK);
+    check_lattice(&I, &L, &bad);
+    CU_ASSERT_EQUAL(bad, 0);
+    plan_lattice_free(&L);
+    I.n = 4;
+    plan_inst_free(&I);
+    gen_opts g = {.max_layers = 10, .dag = 1, .max_dev = 4};
+    rng_state = 2654435762ull; /* the first seed that found it */
+    for (int it = 0; it < 2000; it++) {
+        int dev_fixed;
+        gen_instance(&I, &g, &dev_fixed);
+        CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, 10000000, &e), CL_OK);
+        check_lattice(&I, &L, &bad);
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* plan_exact_any_below against plan_exact_lower (both with the least
  * memory): no layout lies strictly below that optimum lb, the one reaching
  * lb lies below the next double up, and when nothing fits, nothing lies
@@ -552,6 +623,7 @@ TEST_SUITE(plan_exact)
     test_add("merge never beats exact; lower bounds keep the optimum", test_merge_and_lower_bound);
     test_add("shadow schedules get their own search's layout", test_shadows);
     test_add("any_below agrees with the least-memory optimum", test_any_below);
+    test_add("DAG lattice: set 0 empty, last full, every set a downset", test_lattice_downsets);
     test_add("one replica count, a last stage start: exact equals brute force, never beats unrestricted",
              test_framework_rules);
 }
