@@ -224,7 +224,9 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
         fprintf(f, "devices: uses %d of %d: %s\n", res->devices_used, c->n_devices, p->idle_why);
     if (!isnan(res->exact_s) && !isnan(res->merge_s))
         fprintf(f, "exact search: slowest stage %.6f s; partition-and-merge: %.6f s (gap %+.2f%%)\n",
-               res->exact_s, res->merge_s, 100 * (res->merge_s - res->exact_s) / res->exact_s);
+               res->exact_s, res->merge_s,
+               /* a model of no work at all: both 0, no gap */
+               res->exact_s > 0 ? 100 * (res->merge_s - res->exact_s) / res->exact_s : 0.0);
     else if (!isnan(res->exact_s))
         fprintf(f, "exact search: slowest stage %.6f s (partition-and-merge found nothing that fits)\n", res->exact_s);
     else if (!isnan(res->merge_s))
