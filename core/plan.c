@@ -360,6 +360,7 @@ static int plan_read(jx *j, const cJSON *root, int version, void *out)
         return rc;
     p->framework = (plan_for)(fw + 1); /* absent: -1 + 1, PLAN_FOR_ANY */
     p->comm_off = !comm;
+    if ((rc = plan_tp_read(j, root, p))) return rc;
     p->schedule = (sched_kind)sk;
     p->optimizer = (plan_optim)ok;
     p->chunks = (int)chunks;
@@ -430,7 +431,8 @@ static void plan_release(void *p) { plan_free(p); }
 static const char *const plan_members[] = {"format", "version", "schedule", "chunks", "optimizer",
                                            "batch", "microbatch", "microbatches", "stages",
                                            "predictions", "model", "model_hash", "cluster",
-                                           "communication", "devices_used", "for", NULL};
+                                           "communication", "devices_used", "for", "tensor",
+                                           "sequence_parallel", "recompute", NULL};
 static const jx_format plan_format = {FORMAT, VERSION, plan_members, sizeof(plan), plan_read,
                                       plan_release};
 
@@ -454,6 +456,7 @@ cJSON *plan_to_json(const plan *p)
     cJSON_AddStringToObject(root, "optimizer", plan_optim_name(p->optimizer));
     if (p->comm_off) cJSON_AddBoolToObject(root, "communication", 0);
     if (p->framework != PLAN_FOR_ANY) cJSON_AddStringToObject(root, "for", plan_for_name(p->framework));
+    plan_tp_write(root, p);
     cJSON_AddNumberToObject(root, "batch", p->batch);
     cJSON_AddNumberToObject(root, "microbatch", p->microbatch);
     cJSON_AddNumberToObject(root, "microbatches", p->n_micro);

@@ -18,6 +18,7 @@
 #include "models/model.h"
 #include "planner/export.h"
 #include "planner/search.h"
+#include "planner/tensor.h"
 #include "profiles/cluster.h"
 #include "profiles/pipedream.h"
 #include "profiles/profile.h"
@@ -40,6 +41,8 @@ typedef struct plan_args {
     const char *bandwidth, *latency, *micro, *schedule, *framework; /* as given */
     int64_t devices, per_node, batch, stages, max_cuts, profile_batch;
     int chunks, algo, optimizer, comm_off, no_replication, json;
+    int64_t tensor;
+    int seq_par, recompute;
     double max_seconds;
 } plan_args;
 
@@ -85,6 +88,15 @@ static const cli_opt plan_opts[] = {
      .help = "search only what framework F (torch, deepspeed, megatron) runs:\n"
              "its schedules, one data-parallel degree for all stages, stages\n"
              "that are runs of layers; the figure is that run's"},
+    {"tensor", 0, CLI_INT, CLI_FIELD(PA, tensor), 1, 1024, .arg = "t",
+     .help = "tensor-parallel degree inside a node (Megatron-LM; a model with\n"
+             "a \"transformer\" member, costs derived): each device of the\n"
+             "plan is then a group of t GPUs (default 1)"},
+    {"sequence-parallel", 0, CLI_FLAG, CLI_FIELD(PA, seq_par),
+     .help = "with --tensor: sequence parallelism (reduce-scatter and\n"
+             "all-gather instead of all-reduce, norms and dropout split)"},
+    {"recompute", 0, CLI_ENUM, CLI_FIELD(PA, recompute), .words = "none|selective|full",
+     .help = "activation recomputation of the transformer blocks (default none)"},
     {"no-replication", 0, CLI_FLAG, CLI_FIELD(PA, no_replication), .help = NULL},
     {"max-cuts", 0, CLI_INT, CLI_FIELD(PA, max_cuts), 2, (int64_t)1 << 30, .arg = "N",
      .help = "cap on the cuts listed for a branching model (default 100000)"},
@@ -108,6 +120,7 @@ static int help(void)
         "                   [--microbatches m|auto] [--stages p] [--chunks v] [--algo auto|exact|merge]\n"
         "                   [--optimizer sgd|momentum|adam] [--comm on|off] [--no-replication]\n"
         "                   [--for torch|deepspeed|megatron]\n"
+        "                   [--tensor t [--sequence-parallel]] [--recompute none|selective|full]\n"
         "                   [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
@@ -155,6 +168,15 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
                 plan_for_name(p->framework), p->stages[0].n_replicas, p->n_micro / p->stages[0].n_replicas,
                 p->n_micro / p->stages[0].n_replicas == 1 ? "" : "es", plan_for_name(p->framework));
     if (!rq->comm) fprintf(f, "communication: left out (--comm off)\n");
+    if (plan_tensor(p) > 1 || p->recompute) {
+        char layout[96];
+        plan_layout_str(p, layout, sizeof layout);
+        fprintf(f, "tensor: %d%s, recompute %s: every device below is a group of %d GPU%s "
+                   "(one rank's figures); %s\n",
+                plan_tensor(p), p->seq_par ? " with sequence parallelism" : "",
+                tfm_recomp_name((tfm_recomp)p->recompute), plan_tensor(p), plan_tensor(p) == 1 ? "" : "s",
+                layout);
+    }
     fprintf(f, "\n%-5s  %-44s %-8s %11s %11s %10s %10s %5s\n", "stage", "layers", "devices",
            "compute_s", "comm_s", "memory", "capacity", "util");
     for (int s = 0; s < p->n_stages; s++) {
@@ -259,9 +281,23 @@ int cmd_plan(int argc, char **argv)
     if (pa.profile_batch && !(prof_path && is_pipedream(prof_path)))
         return cli_usage_error("plan", "--profile-batch states a PipeDream graph.txt's batch size (a cleave profile names its own)");
 
+    /* tensor parallelism and recomputation: the per-rank question
+     * (planner/tensor.h), priced from the model's transformer member */
+    int tp = pa.tensor > 1 ? (int)pa.tensor : 1;
+    tfm_rank_opts tro = {tp, pa.seq_par, (tfm_recomp)pa.recompute};
+    int restate = tp > 1 || pa.seq_par || pa.recompute;
+    if (pa.seq_par && tp == 1)
+        return cli_usage_hint("plan", "--tensor 2 or more", "--sequence-parallel splits the sequence over tensor-parallel ranks, and --tensor is 1");
+    if (restate && prof_path)
+        return cli_usage_hint("plan", "drop --profile: the costs are derived from the model's \"transformer\" member",
+                              "--tensor and --recompute re-price a transformer's layers, which a profile measured whole");
+    if (restate && pa.framework)
+        return cli_usage_hint("plan", "drop --for; export does not write tensor-parallel runs yet",
+                              "--for with --tensor or --recompute is not supported yet");
     cl_err e = {0};
     cl_budget_start(max_seconds, "--max-seconds"); /* loading, search and ranking */
-    model md = {0};
+    model md = {0}, mdr = {0};
+    cluster clr = {0};
     prof pf = {0};
     cluster cl = {0};
     cluster_devtype dev_type, ref_type, *ref = NULL;
@@ -332,6 +368,12 @@ int cmd_plan(int argc, char **argv)
             ref = &ref_type;
         }
     }
+    if (restate) {
+        if ((rc = tfm_rank_check(&md, &tro, model_path, &e)) ||
+            (rc = tp_cluster(&clr, &cl, tp, cluster_path ? cluster_path : "--devices", &e)) ||
+            (rc = tfm_rank_model(&mdr, &md, &tro, model_path, &e)))
+            goto fail;
+    }
     if (batch == 0) {
         int b = 0;
         if (have_prof && (rc = prof_default_batch(&pf, prof_path, &b, &e))) goto fail;
@@ -351,7 +393,8 @@ int cmd_plan(int argc, char **argv)
         int np = 0;
         for (int64_t d = 1; d <= batch && np < PROF_MAX_POINTS; d++)
             if (batch % d == 0 && (micro == 0 || d == batch / micro)) pts[np++] = (double)d;
-        if ((rc = prof_derive(&pf, &md, t, pts, np, &e))) goto fail;
+        if ((rc = prof_derive(&pf, restate ? &mdr : &md, t, pts, np, &e))) goto fail;
+        if (restate) tp_add_comm(&pf, &md, &tro, cl.links[CLUSTER_INTRA]);
         ref_type = *t;
         ref = &ref_type;
         snprintf(derived_from, sizeof derived_from,
@@ -362,9 +405,9 @@ int cmd_plan(int argc, char **argv)
     rq.prof_origin = have_prof ? prof_path : derived_from;
     rq.model_origin = model_path ? model_path : prof_path;
     rq.cluster_origin = cluster_path ? cluster_path : "the --devices cluster (--device, --bandwidth, --latency)";
-    rq.model = &md;
+    rq.model = restate ? &mdr : &md;
     rq.prof = &pf;
-    rq.cluster = &cl;
+    rq.cluster = restate ? &clr : &cl;
     rq.ref_type = ref;
     rq.batch = (int)batch;
     rq.microbatches = (int)micro;
@@ -375,6 +418,9 @@ int cmd_plan(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if ((rc = plan_search(&rq, &res, &e))) goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    res.plan.tensor = tp;
+    res.plan.seq_par = pa.seq_par;
+    res.plan.recompute = pa.recompute;
     print_plan(msg, &rq, &res, quick);
     /* every part of the search the clock can tell apart, listing a DAG's
      * cuts (which can take seconds) included */
@@ -396,7 +442,9 @@ fail:
     rc = cli_report(&e);
 done:
     model_free(&md);
+    model_free(&mdr);
     prof_free(&pf);
     cluster_free(&cl);
+    cluster_free(&clr);
     return rc;
 }
