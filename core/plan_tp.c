@@ -44,3 +44,13 @@ void plan_layout_str(const plan *p, char *buf, size_t cap)
     snprintf(buf, cap, "t x p x d = %d x %d x %s = %lld GPUs", plan_tensor(p), pp, d,
              (long long)plan_tensor(p) * plan_device_count(p));
 }
+
+int plan_tp_refuse(const plan *p, const char *file, const char *what, cl_err *e)
+{
+    if (plan_tensor(p) == 1 && !p->recompute) return CL_OK;
+    return cl_fail(e, CL_EINPUT,
+                   "%s: a plan with tensor %d and recompute %s is a per-rank prediction; %s does "
+                   "not run tensor parallelism or recomputation yet (hint: `cleave sim` replays "
+                   "it; plan without --tensor and --recompute for %s)",
+                   file, plan_tensor(p), recomp_words[p->recompute], what, what);
+}
