@@ -164,9 +164,10 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
            p->microbatch, sched_kind_name(p->schedule), res->algo);
     if (quick_links) fprintf(f, "links: %s\n", quick_links);
     if (p->framework != PLAN_FOR_ANY)
-        fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica): the run `cleave export --to %s` describes\n",
+        fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica): the run `cleave export --to %s` describes%s\n",
                 plan_for_name(p->framework), p->stages[0].n_replicas, p->n_micro / p->stages[0].n_replicas,
-                p->n_micro / p->stages[0].n_replicas == 1 ? "" : "es", plan_for_name(p->framework));
+                p->n_micro / p->stages[0].n_replicas == 1 ? "" : "es", plan_for_name(p->framework),
+                plan_tensor(p) > 1 || p->recompute ? ", with tensor parallelism and recomputation added by hand (export does not write them yet)" : "");
     if (!rq->comm) fprintf(f, "communication: left out (--comm off)\n");
     if (plan_tensor(p) > 1 || p->recompute) {
         char layout[96];
@@ -291,9 +292,6 @@ int cmd_plan(int argc, char **argv)
     if (restate && prof_path)
         return cli_usage_hint("plan", "drop --profile: the costs are derived from the model's \"transformer\" member",
                               "--tensor and --recompute re-price a transformer's layers, which a profile measured whole");
-    if (restate && pa.framework)
-        return cli_usage_hint("plan", "drop --for; export does not write tensor-parallel runs yet",
-                              "--for with --tensor or --recompute is not supported yet");
     cl_err e = {0};
     cl_budget_start(max_seconds, "--max-seconds"); /* loading, search and ranking */
     model md = {0}, mdr = {0};
