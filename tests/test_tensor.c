@@ -199,6 +199,65 @@ static void test_plan_sim_by_hand(void)
     test_rmtree(dir);
 }
 
+/* --tensor auto --recompute auto against brute force: every fixed
+ * (t, mode) asked one at a time; auto must return the fastest of those
+ * that fit (the first of equals), with its t and mode recorded.  The
+ * 1.6 MB devices make memory bind (t = 1 without recomputation plans
+ * slower than with more memory), and the winner (t = 2) is neither the
+ * first nor the last candidate. */
+static void test_auto_brute(void)
+{
+    char mpath[512], cpath[512], ppath[512], args[2000];
+    char *dir = test_scratch(sizeof mpath, "m.json", mpath, "c.json", cpath, "p.json", ppath, NULL);
+    tfm_desc d = tfm_gpt(4, 64, 4, 32, 64);
+    model m;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(tfm_model_build(&m, &d, MODEL_F32, "small", "small", &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(model_save(&m, mpath, &e), CL_OK);
+    model_free(&m);
+    FILE *f = fopen(cpath, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "{\"format\": \"cleave-cluster\", \"version\": 1, \"name\": \"four\",\n"
+               " \"device_types\": [{\"name\": \"g\", \"peak_fp32_flops\": 1e9, \"memory_bytes\": 1.6e6,\n"
+               "   \"memory_bw_Bps\": 1e12, \"efficiency\": 1}],\n"
+               " \"nodes\": [{\"name\": \"n\", \"devices\": [{\"id\": \"a\", \"type\": \"g\"}, {\"id\": \"b\", \"type\": \"g\"},\n"
+               "   {\"id\": \"c\", \"type\": \"g\"}, {\"id\": \"d\", \"type\": \"g\"}]}],\n"
+               " \"links\": {\"intra_node\": {\"bandwidth_Bps\": 1e9, \"latency_s\": 1e-6}}}\n");
+    fclose(f);
+#define AUTO_Q "plan --cluster %s --model %s --batch 8 --schedule 1f1b %s -o %s"
+    double best = HUGE_VAL;
+    int best_t = 0, best_r = -1, fits = 0;
+    static const char *const modes[] = {"none", "selective", "full"};
+    for (int t = 1; t <= 4; t *= 2)
+        for (int r = 0; r < 3; r++) {
+            char extra[64];
+            snprintf(extra, sizeof extra, "--tensor %d --recompute %s", t, modes[r]);
+            snprintf(args, sizeof args, AUTO_Q, cpath, mpath, extra, ppath);
+            remove(ppath);
+            if (test_run_cli(args, NULL, NULL) != 0) continue;
+            plan p;
+            CU_ASSERT_EQUAL_FATAL(plan_load(&p, ppath, &e), CL_OK);
+            fits++;
+            if (p.pred.iteration_s < best) best = p.pred.iteration_s, best_t = t, best_r = r;
+            plan_free(&p);
+        }
+    CU_ASSERT_FATAL(fits >= 2);
+    snprintf(args, sizeof args, AUTO_Q, cpath, mpath, "--tensor auto --recompute auto", ppath);
+    remove(ppath);
+    char *out = NULL;
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &out, NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "tensor and recomputation search (9 candidates)"));
+    free(out);
+    plan p;
+    CU_ASSERT_EQUAL_FATAL(plan_load(&p, ppath, &e), CL_OK);
+    CU_ASSERT_EQUAL(p.pred.iteration_s, best);
+    CU_ASSERT_EQUAL(plan_tensor(&p), best_t);
+    CU_ASSERT_EQUAL(p.recompute, best_r);
+    plan_free(&p);
+    test_rmtree(dir);
+#undef AUTO_Q
+}
+
 /* Bad --tensor, --sequence-parallel and --recompute requests: exit 2, one
  * line with a hint, no plan file; --tensor 1 is byte for byte no flag. */
 static void test_refused(void)
@@ -248,5 +307,6 @@ TEST_SUITE(tensor)
     test_add("ring collective times by hand", test_coll_time);
     test_add("tensor-parallel groups of a cluster", test_tp_cluster);
     test_add("t = 2 plan and sim iteration by hand", test_plan_sim_by_hand);
+    test_add("--tensor auto --recompute auto is the best fixed choice", test_auto_brute);
     test_add("bad --tensor refused, --tensor 1 changes nothing", test_refused);
 }

@@ -177,6 +177,12 @@ static int print_json(const sim_args *a, const plan *p, const sched *sc, const s
     };
     cli_json_add_numbers(o, counts, CLI_N(counts));
     cJSON_AddBoolToObject(o, "comm", !a->comm_off);
+    if (plan_tensor(p) > 1 || p->recompute) {
+        /* the per-rank question: devices are groups of t GPUs */
+        cJSON_AddNumberToObject(o, "tensor", plan_tensor(p));
+        cJSON_AddBoolToObject(o, "sequence_parallel", p->seq_par);
+        cJSON_AddNumberToObject(o, "gpus", (double)plan_tensor(p) * plan_device_count(p));
+    }
     const cli_json_num figures[] = {
         {"samples_per_iteration", r->samples}, {"iteration_s", r->iteration_s},
         {"throughput", r->throughput},         {"bubble", r->bubble},
