@@ -437,6 +437,7 @@ static int plan_read(jx *j, const cJSON *root, int version, void *out)
         return rc;
     p->framework = (plan_for)(fw + 1); /* absent: -1 + 1, PLAN_FOR_ANY */
     p->comm_off = !comm;
+    if ((rc = plan_tp_read(j, root, p))) return rc;
     p->schedule = (sched_kind)sk;
     p->optimizer = (plan_optim)ok;
     p->chunks = (int)chunks;
@@ -508,7 +509,7 @@ static const char *const plan_members[] = {"format", "version", "schedule", "chu
                                            "batch", "microbatch", "microbatches", "stages",
                                            "predictions", "model", "model_hash", "cluster",
                                            "communication", "devices_used", "for", "precision",
-                                           "zero", NULL};
+                                           "zero", "tensor", "sequence_parallel", "recompute", NULL};
 static const jx_format plan_format = {FORMAT, VERSION, plan_members, sizeof(plan), plan_read,
                                       plan_release};
 
@@ -538,6 +539,7 @@ cJSON *plan_to_json(const plan *p)
     if (p->zero) cJSON_AddNumberToObject(root, "zero", p->zero);
     if (p->comm_off) cJSON_AddBoolToObject(root, "communication", 0);
     if (p->framework != PLAN_FOR_ANY) cJSON_AddStringToObject(root, "for", plan_for_name(p->framework));
+    plan_tp_write(root, p);
     cJSON_AddNumberToObject(root, "batch", p->batch);
     cJSON_AddNumberToObject(root, "microbatch", p->microbatch);
     cJSON_AddNumberToObject(root, "microbatches", p->n_micro);

@@ -150,6 +150,11 @@ typedef struct plan {
     plan_stage *stages;       /* owned */
     plan_pred pred;
     plan_for framework;       /* searched for this framework (PLAN_FOR_ANY: none) */
+    /* tensor parallelism (core/plan_tp.c, docs/transformer.md): with
+     * tensor t > 1 every device of `cluster` stands for a group of t GPUs
+     * and `model` is one rank's share; 0 or 1: none.  seq_par: sequence
+     * parallelism; recompute: a tfm_recomp (0 none) */
+    int tensor, seq_par, recompute;
     /* when the plan leaves devices of its cluster idle, why, one line ("":
      * not said; the planner always says); "devices_used" in the file */
     char idle_why[320];
@@ -169,6 +174,22 @@ void plan_free(plan *p);
  * stage, device indices exist, batch = microbatch x n_micro.  `file` is named
  * in messages (the plan file, or "plan" for one built in memory). */
 int plan_validate(const plan *p, const char *file, cl_err *e);
+
+/* The plan file's "tensor", "sequence_parallel" and "recompute" members
+ * (core/plan_tp.c): absent, t = 1 and no recomputation; written only when
+ * t > 1 or recomputation is on, so other plans keep their bytes. */
+struct jx;
+int plan_tp_read(struct jx *j, const struct cJSON *root, plan *p);
+void plan_tp_write(struct cJSON *root, const plan *p);
+/* CL_EINPUT naming file when p has tensor > 1 or recomputation, which
+ * `what` ("cleave train", ...) does not carry out; CL_OK otherwise. */
+int plan_tp_refuse(const plan *p, const char *file, const char *what, cl_err *e);
+/* The tensor-parallel degree (1 when none). */
+static inline int plan_tensor(const plan *p) { return p->tensor > 1 ? p->tensor : 1; }
+
+/* "t x p x d = 8 x 16 x 8 = 1024 GPUs" (d "r0/r1/.." when stages differ
+ * in replicas) into buf. */
+void plan_layout_str(const plan *p, char *buf, size_t cap);
 
 /* Number of distinct devices the plan uses (p x replicas, chunks shared). */
 int plan_device_count(const plan *p);

@@ -384,13 +384,14 @@ static int model_read(jx *j, const cJSON *root, int version, void *out)
     if (!rc) rc = resolve_inputs(j, m, inputs);
     free(inputs);
     if (!rc) rc = model_derive(m, j->file, j->e);
+    if (!rc) rc = model_tfm_read(j, root, m);
     return rc;
 }
 
 static void model_release(void *m) { model_free(m); }
 
 static const char *const model_members[] = {"format", "version", "name", "input", "classes",
-                                            "unit", "layers", NULL};
+                                            "unit", "layers", "transformer", NULL};
 static const jx_format model_format = {FORMAT, VERSION, model_members, sizeof(model),
                                        model_read, model_release};
 
@@ -474,6 +475,7 @@ cJSON *model_to_json(const model *m)
     if (m->unit != MODEL_UNIT_SAMPLE) cJSON_AddStringToObject(root, "unit", model_unit_name(m->unit));
     cJSON *a = cJSON_AddArrayToObject(root, "layers");
     for (int i = 0; i < m->n_layers; i++) cJSON_AddItemToArray(a, layer_json(m, i));
+    model_tfm_write(root, m);
     return root;
 }
 

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "models/transformer.h"
 
 typedef enum model_kind {
     MODEL_CONV2D,
@@ -123,6 +124,11 @@ typedef struct model {
     model_layer *layers;     /* owned */
     int is_dag;              /* derived: some layer's inputs are not just the
                               * layer before it (a residual join, a skip)    */
+    /* optional "transformer" member (models/model_tfm.c): the architecture
+     * the block layers were built from, which tensor parallelism needs to
+     * split them (planner/tensor.h); has_tfm 0: none given */
+    int has_tfm;
+    tfm_desc tfm;
 } model;
 
 /* Load and validate a model file; derives shapes and costs.  On failure the
@@ -165,6 +171,14 @@ int model_derive(model *m, const char *file, cl_err *e);
  * chain default (set n_inputs/inputs afterwards for a DAG). */
 void model_block_init(model_layer *l, const char *name, double fwd_flops,
                       double params, double out_bytes, double stash_bytes);
+
+/* The "transformer" member (models/model_tfm.c).  Read: absent leaves
+ * m->has_tfm 0; present, it must pass tfm_check and describe the layers
+ * (L + 2 of them, the whole model's parameters = tfm_params), else
+ * CL_EINPUT naming "transformer".  Write: adds it to root when has_tfm. */
+struct jx;
+int model_tfm_read(struct jx *j, const struct cJSON *root, model *m);
+void model_tfm_write(struct cJSON *root, const model *m);
 
 /* Index of the layer called `name`, or -1 (linear search). */
 int model_find(const model *m, const char *name);

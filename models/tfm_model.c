@@ -101,6 +101,8 @@ int tfm_model_build(model *m, const tfm_desc *d, model_dtype dt, const char *nam
     }
     set(&m->layers[n - 1], "head", head(d, eb));
     m->layers[n - 1].blk_out_shape = (model_shape){1, {1}};
+    m->has_tfm = 1; /* the file says what it was built from (model_tfm.c) */
+    m->tfm = *d;
     int rc = model_derive(m, file, e);
     if (rc) model_free(m), memset(m, 0, sizeof *m);
     return rc;

@@ -4,8 +4,10 @@
  *
  * Pure arithmetic on two plain structs, no I/O and no allocation.  The
  * formulas, their sources and what is not modelled are in docs/transformer.md;
- * each function's comment names the paper it follows.  Nothing in plan/ or
- * sim/ calls this module yet: that integration is later work of issue 15.
+ * each function's comment names the paper it follows.  models/tfm_rank.h
+ * builds one tensor-parallel rank's layers from it for `cleave plan
+ * --tensor` (planner/tensor.h); the model-state functions are not used by
+ * the planner yet.
  *
  * Units: counts are elements or parameters, FLOPs count a multiply-add as 2,
  * bytes are bytes.  Everything is returned as double so that 1T-parameter

@@ -59,6 +59,10 @@ int cmd_export(int argc, char **argv)
     cl_err e = {0};
     plan p;
     if (plan_load(&p, path, &e)) return cli_report(&e);
+    if (plan_tp_refuse(&p, path, "cleave export", &e)) {
+        plan_free(&p);
+        return cli_report(&e);
+    }
     plan_target t = (plan_target)target;
     sched_kind kind = plan_export_schedule(&p, t);
     char *text = NULL;

@@ -18,6 +18,7 @@
 #include "models/model.h"
 #include "planner/export.h"
 #include "planner/search.h"
+#include "planner/tensor.h"
 #include "profiles/cluster.h"
 #include "profiles/pipedream.h"
 #include "profiles/profile.h"
@@ -31,6 +32,8 @@
  * not given: 10 GB/s and 10 us inside a node (PCIe-class), 1.25 GB/s and
  * 50 us between nodes (10 Gb/s Ethernet).  Printed with every plan. */
 #define DEF_INTRA_BPS 10e9
+/* --recompute auto: the word after tfm_recomp's three */
+#define RECOMP_AUTO 3
 #define DEF_INTRA_LAT 10e-6
 #define DEF_INTER_BPS 1.25e9
 #define DEF_INTER_LAT 50e-6
@@ -40,6 +43,8 @@ typedef struct plan_args {
     const char *bandwidth, *latency, *micro, *schedule, *framework; /* as given */
     int64_t devices, per_node, batch, stages, max_cuts, profile_batch;
     int chunks, algo, optimizer, precision, zero, comm_off, no_replication, json;
+    const char *tensor;     /* t or auto, as given */
+    int seq_par, recompute; /* recompute: a tfm_recomp, or RECOMP_AUTO */
     double max_seconds;
 } plan_args;
 
@@ -93,6 +98,17 @@ static const cli_opt plan_opts[] = {
      .help = "search only what framework F (torch, deepspeed, megatron) runs:\n"
              "its schedules, one data-parallel degree for all stages, stages\n"
              "that are runs of layers; the figure is that run's"},
+    {"tensor", 0, CLI_STR, CLI_FIELD(PA, tensor), .arg = "t|auto",
+     .help = "tensor-parallel degree inside a node (Megatron-LM; a model with\n"
+             "a \"transformer\" member, costs derived): each device of the\n"
+             "plan is then a group of t GPUs (default 1); auto: try every t\n"
+             "that divides the devices per node and the heads"},
+    {"sequence-parallel", 0, CLI_FLAG, CLI_FIELD(PA, seq_par),
+     .help = "with --tensor: sequence parallelism (reduce-scatter and\n"
+             "all-gather instead of all-reduce, norms and dropout split)"},
+    {"recompute", 0, CLI_ENUM, CLI_FIELD(PA, recompute), .words = "none|selective|full|auto",
+     .help = "activation recomputation of the transformer blocks (default\n"
+             "none); auto: try the three, keep the fastest that fits"},
     {"no-replication", 0, CLI_FLAG, CLI_FIELD(PA, no_replication), .help = NULL},
     {"max-cuts", 0, CLI_INT, CLI_FIELD(PA, max_cuts), 2, (int64_t)1 << 30, .arg = "N",
      .help = "cap on the cuts listed for a branching model (default 100000)"},
@@ -116,6 +132,7 @@ static int help(void)
         "                   [--microbatches m|auto] [--stages p] [--chunks v] [--algo auto|exact|merge]\n"
         "                   [--optimizer sgd|momentum|adam] [--precision auto|fp32|mixed] [--zero 0|1|2]\n"
         "                   [--comm on|off] [--no-replication] [--for torch|deepspeed|megatron]\n"
+        "                   [--tensor t|auto [--sequence-parallel]] [--recompute none|selective|full|auto]\n"
         "                   [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
@@ -185,10 +202,20 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
            p->microbatch, sched_kind_name(p->schedule), res->algo);
     if (quick_links) fprintf(f, "links: %s\n", quick_links);
     if (p->framework != PLAN_FOR_ANY)
-        fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica): the run `cleave export --to %s` describes\n",
+        fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica): the run `cleave export --to %s` describes%s\n",
                 plan_for_name(p->framework), p->stages[0].n_replicas, p->n_micro / p->stages[0].n_replicas,
-                p->n_micro / p->stages[0].n_replicas == 1 ? "" : "es", plan_for_name(p->framework));
+                p->n_micro / p->stages[0].n_replicas == 1 ? "" : "es", plan_for_name(p->framework),
+                plan_tensor(p) > 1 || p->recompute ? ", with tensor parallelism and recomputation added by hand (export does not write them yet)" : "");
     if (!rq->comm) fprintf(f, "communication: left out (--comm off)\n");
+    if (plan_tensor(p) > 1 || p->recompute) {
+        char layout[96];
+        plan_layout_str(p, layout, sizeof layout);
+        fprintf(f, "tensor: %d%s, recompute %s: every device below is a group of %d GPU%s "
+                   "(one rank's figures); %s\n",
+                plan_tensor(p), p->seq_par ? " with sequence parallelism" : "",
+                tfm_recomp_name((tfm_recomp)p->recompute), plan_tensor(p), plan_tensor(p) == 1 ? "" : "s",
+                layout);
+    }
     fprintf(f, "\n%-5s  %-44s %-8s %11s %11s %10s %10s %5s\n", "stage", "layers", "devices",
            "compute_s", "comm_s", "memory", "capacity", "util");
     for (int s = 0; s < p->n_stages; s++) {
@@ -298,9 +325,22 @@ int cmd_plan(int argc, char **argv)
     if (pa.profile_batch && !(prof_path && is_pipedream(prof_path)))
         return cli_usage_error("plan", "--profile-batch states a PipeDream graph.txt's batch size (a cleave profile names its own)");
 
+    /* tensor parallelism and recomputation: the per-rank question
+     * (planner/tensor.h), priced from the model's transformer member */
+    int64_t tp64 = 1;
+    int t_auto = pa.tensor && !strcmp(pa.tensor, "auto"), r_auto = pa.recompute == RECOMP_AUTO;
+    if (pa.tensor && !t_auto && (rc = cli_int("plan", "--tensor", pa.tensor, 1, 1024, &tp64))) return rc;
+    int tp = (int)tp64;
+    int restate = tp > 1 || pa.seq_par || pa.recompute || t_auto;
+    if (pa.seq_par && tp == 1 && !t_auto)
+        return cli_usage_hint("plan", "--tensor 2 or more", "--sequence-parallel splits the sequence over tensor-parallel ranks, and --tensor is 1");
+    if (restate && prof_path)
+        return cli_usage_hint("plan", "drop --profile: the costs are derived from the model's \"transformer\" member",
+                              "--tensor and --recompute re-price a transformer's layers, which a profile measured whole");
     cl_err e = {0};
     cl_budget_start(max_seconds, "--max-seconds"); /* loading, search and ranking */
-    model md = {0};
+    model md = {0}, mdr = {0};
+    cluster clr = {0};
     prof pf = {0};
     cluster cl = {0};
     cluster_devtype dev_type, ref_type, *ref = NULL;
@@ -382,38 +422,98 @@ int cmd_plan(int argc, char **argv)
                              (long long)micro, (long long)batch);
         goto done;
     }
-    if (!have_prof) {
-        /* derive at every microbatch size the search may try */
-        const cluster_devtype *t = &cl.types[cl.devices[0].type];
-        if (device) t = &dev_type;
-        double pts[PROF_MAX_POINTS];
-        int np = 0;
-        for (int64_t d = 1; d <= batch && np < PROF_MAX_POINTS; d++)
-            if (batch % d == 0 && (micro == 0 || d == batch / micro)) pts[np++] = (double)d;
-        if ((rc = prof_derive(&pf, &md, t, pts, np, &e))) goto fail;
-        ref_type = *t;
-        ref = &ref_type;
-        snprintf(derived_from, sizeof derived_from,
-                 "%s: device type \"%s\" (peak_fp32_flops %g, efficiency %g, memory_bw_Bps %g; the layer costs are derived from it)",
-                 cluster_path ? cluster_path : "--device", t->name, t->peak_fp32_flops, t->efficiency,
-                 t->mem_bw_Bps);
-    }
-    rq.prof_origin = have_prof ? prof_path : derived_from;
-    rq.model_origin = model_path ? model_path : prof_path;
-    rq.cluster_origin = cluster_path ? cluster_path : "the --devices cluster (--device, --bandwidth, --latency)";
-    rq.model = &md;
-    rq.prof = &pf;
-    rq.cluster = &cl;
-    rq.ref_type = ref;
-    rq.batch = (int)batch;
-    rq.microbatches = (int)micro;
-    rq.stages = (int)stages;
-    rq.max_downsets = max_cuts;
+    /* the (t, recomputation) candidates: one, or with auto every t up to a
+     * node that the model and nodes allow (tfm_rank_check, tp_cluster) and
+     * every mode; each is a whole search of the per-rank question */
+    int cand_t[1025], n_t = 0, cand_r[3], n_r = 0;
+    if (t_auto) {
+        tfm_rank_opts o1 = {1, 0, TFM_RECOMP_NONE};
+        if ((rc = tfm_rank_check(&md, &o1, model_path, &e))) goto fail;
+        for (int t = 1; t <= 1024 && t <= cl.n_devices; t++) cand_t[n_t++] = t;
+    } else cand_t[n_t++] = tp;
+    if (r_auto) for (int r = 0; r < 3; r++) cand_r[n_r++] = r;
+    else cand_r[n_r++] = pa.recompute;
     plan_result res;
+    int have_best = 0, n_tried = 0;
+    char tried[1024] = "";
+    size_t tried_at = 0;
+    cl_err last = {0};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if ((rc = plan_search(&rq, &res, &e))) goto fail;
+    for (int ti = 0; ti < n_t; ti++)
+        for (int ri = 0; ri < n_r; ri++) {
+            tfm_rank_opts tro = {cand_t[ti], pa.seq_par && cand_t[ti] > 1, (tfm_recomp)cand_r[ri]};
+            int rs = tro.t > 1 || tro.sp || tro.recomp;
+            if (rs) {
+                cl_err ce = {0};
+                if ((rc = tfm_rank_check(&md, &tro, model_path, &ce)) ||
+                    (rc = tp_cluster(&clr, &cl, tro.t, cluster_path ? cluster_path : "--devices", &ce))) {
+                    if (t_auto) continue; /* not a t this model and these nodes allow */
+                    e = ce;
+                    goto fail;
+                }
+                if ((rc = tfm_rank_model(&mdr, &md, &tro, model_path, &e))) goto fail;
+            }
+            if (!have_prof) {
+                /* derive at every microbatch size the search may try */
+                const cluster_devtype *t = &cl.types[cl.devices[0].type];
+                if (device) t = &dev_type;
+                double pts[PROF_MAX_POINTS];
+                int np = 0;
+                for (int64_t d = 1; d <= batch && np < PROF_MAX_POINTS; d++)
+                    if (batch % d == 0 && (micro == 0 || d == batch / micro)) pts[np++] = (double)d;
+                prof_free(&pf);
+                if ((rc = prof_derive(&pf, rs ? &mdr : &md, t, pts, np, &e))) goto fail;
+                if (rs) tp_add_comm(&pf, &md, &tro, cl.links[CLUSTER_INTRA]);
+                ref_type = *t;
+                ref = &ref_type;
+                snprintf(derived_from, sizeof derived_from,
+                         "%s: device type \"%s\" (peak_fp32_flops %g, efficiency %g, memory_bw_Bps %g; the layer costs are derived from it)",
+                         cluster_path ? cluster_path : "--device", t->name, t->peak_fp32_flops, t->efficiency,
+                         t->mem_bw_Bps);
+            }
+            rq.prof_origin = have_prof ? prof_path : derived_from;
+            rq.model_origin = model_path ? model_path : prof_path;
+            rq.cluster_origin = cluster_path ? cluster_path : "the --devices cluster (--device, --bandwidth, --latency)";
+            rq.model = rs ? &mdr : &md;
+            rq.prof = &pf;
+            rq.cluster = rs ? &clr : &cl;
+            rq.ref_type = ref;
+            rq.batch = (int)batch;
+            rq.microbatches = (int)micro;
+            rq.stages = (int)stages;
+            rq.max_downsets = max_cuts;
+            plan_result r1;
+            rc = plan_search(&rq, &r1, &e);
+            if (rc) last = e;
+            model_free(&mdr);
+            cluster_free(&clr);
+            n_tried++;
+            if (n_t * n_r > 1 && tried_at + 64 < sizeof tried)
+                tried_at += (size_t)snprintf(tried + tried_at, sizeof tried - tried_at, "%st %d %s %s",
+                                             tried_at ? ", " : "", tro.t, tfm_recomp_name(tro.recomp),
+                                             rc ? "(nothing fits)" : "");
+            if (rc && (n_t * n_r == 1 || rc != CL_EINPUT)) goto fail;
+            if (rc) continue;
+            if (n_t * n_r > 1 && tried_at + 32 < sizeof tried)
+                tried_at += (size_t)snprintf(tried + tried_at, sizeof tried - tried_at, "%.4g s",
+                                             r1.plan.pred.iteration_s);
+            r1.plan.tensor = tro.t;
+            r1.plan.seq_par = tro.sp;
+            r1.plan.recompute = tro.recomp;
+            if (!have_best || r1.plan.pred.iteration_s < res.plan.pred.iteration_s) {
+                if (have_best) plan_result_free(&res);
+                res = r1;
+                have_best = 1;
+            } else plan_result_free(&r1);
+        }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!have_best) {
+        e = last;
+        rc = e.code ? e.code : CL_EINPUT;
+        goto fail;
+    }
+    if (n_t * n_r > 1) fprintf(msg, "tensor and recomputation search (%d candidates): %s\n", n_tried, tried);
     print_plan(msg, &rq, &res, quick);
     /* every part of the search the clock can tell apart, listing a DAG's
      * cuts (which can take seconds) included */
@@ -435,7 +535,9 @@ fail:
     rc = cli_report(&e);
 done:
     model_free(&md);
+    model_free(&mdr);
     prof_free(&pf);
     cluster_free(&cl);
+    cluster_free(&clr);
     return rc;
 }

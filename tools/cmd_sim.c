@@ -127,6 +127,16 @@ static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *
     fprintf(f, "%s: %d stages on %d devices, schedule %s, %d microbatches x %d %s per iteration\n",
            a->plan, p->n_stages, r->n_dev, kind_str(r->kind), r->n_micro,
            p->microbatch > 0 ? p->microbatch : 1, model_unit_plural(p->model.unit));
+    if (plan_tensor(p) > 1 || p->recompute) {
+        /* the plan is the per-rank question (planner/tensor.h): its devices
+         * are tensor-parallel groups, its figures one GPU's */
+        char layout[96];
+        plan_layout_str(p, layout, sizeof layout);
+        fprintf(f, "tensor %d%s, recompute %s: each device is a group of %d GPU%s, figures per GPU; %s\n",
+                plan_tensor(p), p->seq_par ? " with sequence parallelism" : "",
+                p->recompute == 2 ? "full" : p->recompute == 1 ? "selective" : "none", plan_tensor(p),
+                plan_tensor(p) == 1 ? "" : "s", layout);
+    }
     if (r->warmup_iters)
         fprintf(f, "simulated %d iterations; steady state measured over %d (after %d of warm-up%s)\n",
                r->n_iter, r->measured_iters, r->warmup_iters,
@@ -180,6 +190,12 @@ static int print_json(const sim_args *a, const plan *p, const sched *sc, const s
     };
     cli_json_add_numbers(o, counts, CLI_N(counts));
     cJSON_AddBoolToObject(o, "comm", !a->comm_off);
+    if (plan_tensor(p) > 1 || p->recompute) {
+        /* the per-rank question: devices are groups of t GPUs */
+        cJSON_AddNumberToObject(o, "tensor", plan_tensor(p));
+        cJSON_AddBoolToObject(o, "sequence_parallel", p->seq_par);
+        cJSON_AddNumberToObject(o, "gpus", (double)plan_tensor(p) * plan_device_count(p));
+    }
     const cli_json_num figures[] = {
         {"samples_per_iteration", r->samples}, {"iteration_s", r->iteration_s},
         {"throughput", r->throughput},         {"bubble", r->bubble},

@@ -191,6 +191,11 @@ int cmd_train_plan(int argc, char **argv)
         if (mpi) exec_pipe_mpi_finalize();
         return report(&c, &e);
     }
+    if (plan_tp_refuse(&p, plan_path, "cleave train", &e)) {
+        plan_free(&p);
+        if (mpi) exec_pipe_mpi_finalize();
+        return report(&c, &e);
+    }
     exec_data train = {0}, test = {0};
     exec_pipe_result res = {0};
     exec_ckpt *resume = NULL;

@@ -318,6 +318,10 @@ int cmd_validate(int argc, char **argv)
     cl_err e = {0};
     plan p;
     if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
+    if ((rc = plan_tp_refuse(&p, a.plan, "cleave validate", &e))) {
+        plan_free(&p);
+        return cli_report(&e);
+    }
     prof pf;
     memset(&pf, 0, sizeof pf);
     int have_prof = 0;

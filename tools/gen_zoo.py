@@ -20,7 +20,16 @@ import os
 import sys
 
 
-def write(path, name, shape, dtype, layers, classes=None):
+def gpt_member(L, d, s, V, a):
+    """The model format's "transformer" member of a GPT of this script
+    (docs/formats.md, "The transformer member"): what cleave plan --tensor
+    splits the layers by."""
+    return {"layers": L, "hidden": d, "heads": a, "groups": a, "ffn": 4 * d, "gated": False,
+            "seq": s, "vocab": V, "tied": True, "positions": "learned", "max_positions": s,
+            "norm": "layernorm", "bias": True, "dropout": True}
+
+
+def write(path, name, shape, dtype, layers, classes=None, member=None):
     head = {"format": "cleave-model", "version": 1, "name": name,
             "input": {"shape": shape, "dtype": dtype}}
     if classes:
@@ -31,7 +40,9 @@ def write(path, name, shape, dtype, layers, classes=None):
     lines.append('  "layers": [')
     for i, layer in enumerate(layers):
         lines.append("    " + json.dumps(layer) + ("," if i + 1 < len(layers) else ""))
-    lines.append("  ]")
+    lines.append("  ]" + ("," if member else ""))
+    if member:
+        lines.append('  "transformer": ' + json.dumps(member))
     lines.append("}")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -211,10 +222,10 @@ def main():
           transformer(24, 1024, 512, 30522, 16, True))
     # GPT-2 XL: 48 layers, d 1600, 25 heads, context 1024, BPE vocabulary 50257
     write(os.path.join(out, "gpt2-1.5b.json"), "gpt2-1.5b", [1024], "float16",
-          transformer(48, 1600, 1024, 50257, 25, False))
+          transformer(48, 1600, 1024, 50257, 25, False), member=gpt_member(48, 1600, 1024, 50257, 25))
     # GPT-3 175B: 96 layers, d 12288, 96 heads, context 2048, same vocabulary
     write(os.path.join(out, "gpt3-175b.json"), "gpt3-175b", [2048], "float16",
-          transformer(96, 12288, 2048, 50257, 96, False))
+          transformer(96, 12288, 2048, 50257, 96, False), member=gpt_member(96, 12288, 2048, 50257, 96))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,56 @@
+/* plan_tp.c - the plan file's tensor-parallel members (see plan.h):
+ * "tensor" t, "sequence_parallel", "recompute" none|selective|full. */
+#include <stdio.h>
+
+#include <cJSON.h>
+
+#include "base/jsonx.h"
+#include "core/plan.h"
+#include "models/tfm_rank.h"
+
+static const char *const recomp_words[] = {"none", "selective", "full"};
+
+int plan_tp_read(struct jx *j, const cJSON *root, plan *p)
+{
+    int64_t t = 1;
+    int sp = 0, rc, r = TFM_RECOMP_NONE;
+    if ((rc = jx_int(j, root, "", "tensor", 0, 1, CLUSTER_MAX_DEVICES, &t)) ||
+        (rc = jx_bool(j, root, "", "sequence_parallel", 0, &sp)) ||
+        (rc = jx_enum(j, root, "", "recompute", 0, recomp_words, 3, &r)))
+        return rc;
+    if (sp && t == 1)
+        return jx_fail(j, "sequence_parallel", "true with tensor 1 (hint: sequence parallelism splits the sequence over tensor-parallel ranks; drop it or give tensor)");
+    p->tensor = (int)t;
+    p->seq_par = sp;
+    p->recompute = r;
+    return CL_OK;
+}
+
+void plan_tp_write(cJSON *root, const plan *p)
+{
+    if (plan_tensor(p) == 1 && !p->recompute) return;
+    cJSON_AddNumberToObject(root, "tensor", plan_tensor(p));
+    cJSON_AddBoolToObject(root, "sequence_parallel", p->seq_par);
+    cJSON_AddStringToObject(root, "recompute", recomp_words[p->recompute]);
+}
+
+void plan_layout_str(const plan *p, char *buf, size_t cap)
+{
+    int pp = p->n_stages / (p->chunks > 0 ? p->chunks : 1), same = 1;
+    for (int s = 1; s < p->n_stages; s++) same &= p->stages[s].n_replicas == p->stages[0].n_replicas;
+    char d[32];
+    if (same) snprintf(d, sizeof d, "%d", p->stages[0].n_replicas);
+    else snprintf(d, sizeof d, "(%d devices over the stages)", plan_device_count(p));
+    snprintf(buf, cap, "t x p x d = %d x %d x %s = %lld GPUs", plan_tensor(p), pp, d,
+             (long long)plan_tensor(p) * plan_device_count(p));
+}
+
+int plan_tp_refuse(const plan *p, const char *file, const char *what, cl_err *e)
+{
+    if (plan_tensor(p) == 1 && !p->recompute) return CL_OK;
+    return cl_fail(e, CL_EINPUT,
+                   "%s: a plan with tensor %d and recompute %s is a per-rank prediction; %s does "
+                   "not run tensor parallelism or recomputation yet (hint: `cleave sim` replays "
+                   "it; plan without --tensor and --recompute for %s)",
+                   file, plan_tensor(p), recomp_words[p->recompute], what, what);
+}

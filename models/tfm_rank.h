@@ -1,0 +1,66 @@
+/* tfm_rank.h - one tensor-parallel rank's share of a transformer model
+ * (issue 15): the question "t GPUs run this model with tensor parallelism"
+ * restated as "one device runs this smaller model", which the pipeline x
+ * data-parallel planner and the simulator already answer.
+ *
+ * The per-rank model has the same layers (embedding, layer.i, head) with
+ * the costs of one of t Megatron-LM ranks: GEMM FLOPs / t, parameters per
+ * rank (replicated norms and row-parallel biases whole), the activations
+ * Korthikanti et al. 2022 count with t, sequence parallelism and the
+ * recomputation mode, and the tensor-parallel collectives each layer runs,
+ * which planner/tensor.c prices on the node's link and adds to the layer's
+ * times.  The formulas and what they leave out: docs/transformer.md,
+ * "Tensor parallelism in plan and sim".
+ */
+#ifndef CL_TFM_RANK_H
+#define CL_TFM_RANK_H
+
+#include "base/status.h"
+#include "models/model.h"
+#include "models/transformer.h"
+
+typedef struct tfm_rank_opts {
+    int t;             /* tensor-parallel degree, >= 1                     */
+    int sp;            /* sequence parallelism (Korthikanti Sec. 4.2.2)    */
+    tfm_recomp recomp; /* activation recomputation                          */
+} tfm_rank_opts;
+
+/* The collectives of one layer per sample (one sequence), on one rank:
+ * counts of ring all-reduces, all-gathers and reduce-scatters of msg bytes
+ * (the whole tensor, gathered), plus `small` all-reduces of small_bytes
+ * (the vocabulary-parallel loss's max, sum and target logit). */
+typedef struct tfm_rank_coll {
+    int ar, ag, rs;
+    double msg;
+    int small;
+    double small_bytes;
+} tfm_rank_coll;
+
+typedef struct tfm_rank_comm {
+    tfm_rank_coll fwd, bwd; /* bwd includes a recomputed forward's */
+} tfm_rank_comm;
+
+/* Check o against m: m carries its transformer (m->has_tfm), t divides
+ * heads, key/value groups and the MLP width, and with sp the sequence.
+ * CL_EINPUT naming `file` with a hint. */
+int tfm_rank_check(const model *m, const tfm_rank_opts *o, const char *file, cl_err *e);
+
+/* Build the per-rank model of m (checked by tfm_rank_check) into *out:
+ * same name, layer names and input; no transformer member (its layers no
+ * longer hold the whole model's parameters).  model_free releases it. */
+int tfm_rank_model(model *out, const model *m, const tfm_rank_opts *o, const char *file, cl_err *e);
+
+/* The collectives of layer i (0 embedding, 1..L blocks, L + 1 head). */
+tfm_rank_comm tfm_rank_layer_comm(const tfm_desc *d, model_dtype dt, const tfm_rank_opts *o, int i);
+
+/* Seconds of the collectives c on t ranks for a microbatch of b samples,
+ * ring algorithms on a link of bw bytes/s and lat s per step: an
+ * all-reduce of M bytes is 2 (t - 1) steps of M / t, an all-gather or a
+ * reduce-scatter t - 1 steps. */
+double tfm_rank_coll_s(const tfm_rank_coll *c, int t, double b, double bw, double lat);
+
+/* "none", "selective", "full" and back (-1: unknown). */
+const char *tfm_recomp_name(tfm_recomp r);
+int tfm_recomp_from_name(const char *s);
+
+#endif

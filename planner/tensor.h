@@ -1,0 +1,34 @@
+/* tensor.h - tensor parallelism (and recomputation) as a restated question
+ * (issue 15).
+ *
+ * t GPUs of a node run each layer together (Megatron-LM's column- and
+ * row-parallel attention and MLP).  Seen from one of them, that is one
+ * device running a smaller model (models/tfm_rank.h) whose layers also
+ * wait for the tensor-parallel collectives: blocking in Megatron, so they
+ * occupy the rank like compute.  The cluster becomes one device per
+ * tensor-parallel group (its first GPU standing for it), so the existing
+ * pipeline x data-parallel planner and simulator answer the per-rank
+ * question; every per-device figure is one GPU's (docs/transformer.md,
+ * "Tensor parallelism in plan and sim").
+ */
+#ifndef CL_PLAN_TENSOR_H
+#define CL_PLAN_TENSOR_H
+
+#include "base/status.h"
+#include "models/model.h"
+#include "models/tfm_rank.h"
+#include "profiles/cluster.h"
+#include "profiles/profile.h"
+
+/* The cluster of tensor-parallel groups: every node's devices taken t at a
+ * time in order, each group one device (the first's id and type); same
+ * nodes and links.  CL_EINPUT, naming `file`, when t does not divide a
+ * node's device count or a group mixes device types. */
+int tp_cluster(cluster *out, const cluster *c, int t, const char *file, cl_err *e);
+
+/* Add to each layer's forward and input-gradient times at every profiled
+ * batch size the seconds of its collectives (tfm_rank_layer_comm of the
+ * full model's transformer) on the link `intra` (the node's). */
+void tp_add_comm(prof *pf, const model *full, const tfm_rank_opts *o, cluster_link intra);
+
+#endif
