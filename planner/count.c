@@ -187,8 +187,11 @@ static int count_prepare(search_ctx *c, dag_state *lt, int m, count_state *S, cl
     instance_build(c, m, &S->I);
     plan_lattice_prefix(&S->pre, &S->I);
     S->XL = &S->pre;
-    /* a framework splits a model at points of its layer list: prefixes */
-    if (rq->model->is_dag && rq->algo != PLAN_ALGO_MERGE && !lt->failed && rq->framework == PLAN_FOR_ANY) {
+    /* a framework splits a model at points of its layer list: prefixes
+     * (so do the equal-replica searches of an unrestricted request, which
+     * rank what the --for searches rank) */
+    if (rq->model->is_dag && rq->algo != PLAN_ALGO_MERGE && !lt->failed && rq->framework == PLAN_FOR_ANY &&
+        c->rep == 0) {
         if (!lt->have) {
             cl_err de = {0};
             int64_t cap = rq->max_downsets > 0 ? rq->max_downsets : DEFAULT_MAX_DOWNSETS;
@@ -211,8 +214,10 @@ static int count_prepare(search_ctx *c, dag_state *lt, int m, count_state *S, cl
         if (lt->have) S->XL = &lt->dag;
     }
     c->res->time_prep_s += cl_now_s() - tq;
-    c->res->cuts_dag = lt->have;
-    c->res->lattice_sets = S->XL->n_sets;
+    if (rq->framework != PLAN_FOR_ANY || c->rep == 0) { /* the cuts the plan's search saw */
+        c->res->cuts_dag = lt->have;
+        c->res->lattice_sets = S->XL->n_sets;
+    }
     return CL_OK;
 }
 

@@ -138,12 +138,8 @@ void search_consider_floor(search_ctx *c, search_best *B)
     plan_timing tm;
     cl_err e = {0};
     plan_predict_opts po = {.comm = c->rq->comm};
-    /* predicted as its search predicted it: interleaved plans by the
-     * closed form (search_interleaved) unless planned for a framework,
-     * the others by the simulator */
-    if (plan_predict(&pl, &po, &pr, &tm, &e) != CL_OK ||
-        ((pl.schedule != SCHED_INTERLEAVED || c->rq->framework != PLAN_FOR_ANY) &&
-         plan_predict_sim(&pl, &pr) != CL_OK) ||
+    /* predicted as its search predicted it: by the simulator */
+    if (plan_predict(&pl, &po, &pr, &tm, &e) != CL_OK || plan_predict_sim(&pl, &pr) != CL_OK ||
         (B->have && !(pr.iteration_s < B->pred.iteration_s))) {
         instance_free_stages(&pl);
         return;

@@ -29,6 +29,10 @@ typedef struct search_ctx {
      * now has (search_view), and the last layer a stage may start at
      * (plan_target_model); 0 and the layer count otherwise */
     int rep, cut_max;
+    /* an unrestricted request on a model Megatron takes whose head has two
+     * or more layers: the last layer a stage may start at in Megatron's
+     * searches (plan_target_model); cut_max otherwise */
+    int cut_head;
     int no_prune;           /* plan_search_unpruned (search_test.h): no bound
                                skips a candidate, no exact search is shared */
 } search_ctx;
