@@ -174,6 +174,34 @@ static int skip_count(search_ctx *c, count_state *S, const search_best *B)
     return skip;
 }
 
+/* Can no layout with one replica count r = c->rep for every stage (r
+ * divides m) beat the best plan so far?  Every replica runs m / r
+ * microbatches of its stage, at best on the fastest device, and then waits
+ * for its stage's all-reduce (the bound skip_count also rests on), so the
+ * iteration is at least each stage's (m / r) x work / fastest speed plus
+ * its all-reduce: at least that of the heaviest layer alone, and at least
+ * the average over the most stages r allows (the all-reduce is linear in
+ * the bytes, so the average is the all-reduce of the average).  A closed
+ * form, priced before anything at this count is searched; it prunes the
+ * wide replica counts, whose all-reduce or work per replica is large. */
+static int equal_reps_lose(search_ctx *c, const count_state *S, const search_best *B)
+{
+    const plan_inst *I = &S->I;
+    const plan_lattice *L = &S->pre;
+    int r = c->rep, q = I->m / r, pmax = I->n_dev / r;
+    if (c->rq->framework != PLAN_FOR_ANY || r <= 0 || !B->have || c->no_prune) return 0;
+    if (pmax > I->n) pmax = I->n;
+    if (c->rq->stages > 0) pmax = c->rq->stages * r <= I->n_dev ? c->rq->stages : 0;
+    if (pmax < 1) return 1; /* no layout: r blocks do not fit */
+    double spd_top = 0;
+    for (int d = 0; d < I->n_dev; d++) spd_top = fmax(spd_top, I->speed[d]);
+    int all = L->n_sets - 1;
+    double lb = q * (L->work[all] / spd_top) / pmax + plan_allreduce_least(I, L->params[all] / pmax, r);
+    for (int i = 0; i < I->n; i++)
+        lb = fmax(lb, q * (plan_inst_work(I, i) / spd_top) + plan_allreduce_least(I, I->param_bytes[i], r));
+    return lb * (1 - PLAN_BOUND_SLACK) > B->pred.iteration_s;
+}
+
 /* --------------------------------------------------------------- steps -- */
 
 /* The instance at m over c->order, its prefix lattice and, for a branching
@@ -501,6 +529,10 @@ int count_search(search_ctx *c, search_best *B, dag_state *lt, int m, const sche
     S.n_kinds = n_kinds;
     int rc = count_prepare(c, lt, m, &S, e);
     if (rc) return rc;
+    if (equal_reps_lose(c, &S, B)) {
+        count_free(&S);
+        return CL_OK;
+    }
     double tq = cl_now_s();
     count_merge(c, &S);
     c->res->time_merge_s += cl_now_s() - tq;

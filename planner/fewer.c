@@ -9,10 +9,6 @@
 
 #include "instance.h"
 
-/* On up to this many devices the searches on fewer are exact: every count
- * down to the work bound (search_fewer).  Beyond, they get the work of the
- * search on all (a budgeted approximation, said in a note). */
-#define FEWER_EXACT_DEVICES 16
 /* A candidate built and simulated, in exact-search steps (a replay of a
  * few thousand ops against the cost of one transition; docs/planner.md,
  * "Measured", gives both). */

@@ -12,6 +12,11 @@
 #include "search.h"
 #include "predict.h"
 
+/* On up to this many devices the searches on fewer are exact: every count
+ * down to the work bound (fewer.c, search_fewer).  Beyond, they get the
+ * work of the search on all (a budgeted approximation, said in a note). */
+#define FEWER_EXACT_DEVICES 16
+
 /* Most microbatch counts the automatic choice tries. */
 #define INSTANCE_MAX_MICRO 5
 

@@ -96,6 +96,28 @@ static void keep_if_better(search_ctx *c, search_best *B, plan *pl, const plan_p
     }
 }
 
+/* Does layout y lose to the best plan by a bound, so that it need not be
+ * simulated?  Every replica of stage s runs at least floor(m / r_s)
+ * microbatches of its work, at best at its stage's fastest speed, then
+ * waits for its stage's all-reduce (at best on the faster link); the
+ * simulated iteration, and every closed form, is at least that
+ * (docs/planner.md, "Skipped candidates"). */
+static int cannot_win(const search_ctx *c, const search_best *B, const plan_inst *I, const plan_lattice *L,
+                      const plan_layout *y)
+{
+    if (!B->have || c->no_prune) return 0;
+    double lb = 0;
+    for (int s = 0; s < y->p; s++) {
+        int lo = y->cut[s], hi = y->cut[s + 1], r = y->r[s];
+        double spd = 0;
+        for (int k = 0; k < r; k++) spd = fmax(spd, I->speed[y->pos[s] + k]);
+        double t = (I->m / r) * ((L->work[hi] - L->work[lo]) / spd) +
+                   plan_allreduce_least(I, L->params[hi] - L->params[lo], r);
+        lb = fmax(lb, t);
+    }
+    return lb * (1 - PLAN_BOUND_SLACK) > B->pred.iteration_s;
+}
+
 void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
                      const plan_layout *y, const plan_eval *ev, const char *algo, double exact_s,
                      double merge_s)
@@ -115,6 +137,11 @@ void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const pl
                 instance_free_stages(&pl);
                 return;
             }
+    if (cannot_win(c, B, I, L, y)) {
+        c->res->candidates++; /* counted as ranked: the budget of fewer.c stays as it was */
+        instance_free_stages(&pl);
+        return;
+    }
     plan_pred pr;
     plan_timing tm;
     cl_err e = {0};
@@ -290,7 +317,7 @@ static int search_equal_reps(search_ctx *c, search_best *B, dag_state *lt, const
     double hint = 0;
     for (int mi = n_micro - 1; mi >= 0 && !rc; mi--) {
         int m = micro[mi], rmax = rq->replication ? (m < c->n_dev ? m : c->n_dev) : 1;
-        for (int r = 1; r <= rmax && !rc; r++) {
+        for (int r = rmax; r >= 1 && !rc; r--) {
             if (m % r) continue;
             c->rep = r;
             if (!(rc = search_budget_out(e))) rc = count_search(c, B, lt, m, kinds, n_kinds, &hint, e);
@@ -324,6 +351,9 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
         }
     for (int k = 0; k < n_kinds; k++)
         if (kinds[k] == SCHED_1F1B) head_kinds[n_head++] = SCHED_1F1B;
+    /* not in the budgeted searches on fewer devices (fewer.c): an
+     * approximation already, they would only take longer */
+    int N = rq->cluster->n_devices, equal_here = c->n_dev == N || N <= FEWER_EXACT_DEVICES;
     if (rq->schedule == SCHED_INTERLEAVED) {
         for (int oi = 0; oi < n_orders; oi++) {
             c->order = orders[oi];
@@ -345,8 +375,8 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
          * "Equal replica counts"): the least bottleneck per count leaves
          * out the pipeline's fill and drain, so one replica count for all
          * stages can simulate faster */
-        if (!rc) rc = search_equal_reps(c, B, lt, micro, n_micro, equal_kinds, n_equal, e);
-        if (!rc && c->cut_head < c->cut_max && n_head) {
+        if (!rc && equal_here) rc = search_equal_reps(c, B, lt, micro, n_micro, equal_kinds, n_equal, e);
+        if (!rc && equal_here && c->cut_head < c->cut_max && n_head) {
             /* Megatron keeps two or more head layers on the last stage:
              * its searches (1f1b) see fewer cuts */
             int keep = c->cut_max;
