@@ -120,7 +120,14 @@ static int shadow_kind(int dep, int monotone)
  * under it: HUGE_VAL), so the climb stops there. */
 static double lower_bound(search_ctx *c, count_state *S, double guess, double known, const search_best *B)
 {
-    plan_exact_opts lo = {.upper_s = B->have && !c->no_prune ? fmin(S->upper, B->pred.iteration_s) : S->upper,
+    /* An equal-replica search of an unrestricted request mostly has its
+     * optimum above the best iteration (its layouts are few): climbing to
+     * that cap, learning nothing and climbing again from it costs more than
+     * one pass at partition-and-merge's bottleneck (the guess, which the
+     * climb tries only below its upper bound, so none is given). */
+    int equal = c->rep > 0 && c->rq->framework == PLAN_FOR_ANY;
+    double upper = equal ? HUGE_VAL : S->upper;
+    plan_exact_opts lo = {.upper_s = B->have && !c->no_prune && !equal ? fmin(upper, B->pred.iteration_s) : upper,
                           .budget = c->rq->exact_budget, .hint_s = guess, .lower_s = known};
     plan_exact_stats ls = {0};
     cl_err le = {0};
@@ -295,7 +302,11 @@ static void count_memory(count_state *S)
 static void count_lower(search_ctx *c, count_state *S, double *hint, const search_best *B)
 {
     const plan_request *rq = c->rq;
-    if (rq->algo != PLAN_ALGO_MERGE && *hint > 0 && !c->no_prune) {
+    /* (not across the replica counts of an unrestricted request's
+     * equal-replica searches: another count's bound is a poor guess, and
+     * partition-and-merge's is a good one, lower_bound) */
+    int equal = c->rep > 0 && rq->framework == PLAN_FOR_ANY;
+    if (rq->algo != PLAN_ALGO_MERGE && *hint > 0 && !c->no_prune && !equal) {
         plan_exact_opts lo = {.budget = rq->exact_budget};
         plan_exact_stats ls = {0};
         cl_err le = {0};
@@ -313,7 +324,7 @@ static void count_lower(search_ctx *c, count_state *S, double *hint, const searc
          * last microbatch count's bound, else the best partition-and-merge
          * bottleneck (on a DAG only a guess: its prefix cuts need not be
          * downsets there). */
-        double guess = *hint;
+        double guess = equal ? 0 : *hint;
         if (!(guess > 0))
             for (int ki = 0; ki < S->n_kinds; ki++)
                 if (S->okm[ki] && (!(guess > 0) || S->evm[ki].bottleneck_s < guess))

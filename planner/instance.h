@@ -38,6 +38,10 @@ typedef struct search_ctx {
      * or more layers: the last layer a stage may start at in Megatron's
      * searches (plan_target_model); cut_max otherwise */
     int cut_head;
+    /* the work of those equal-replica searches (search_view): not part of
+     * the budget the searches on fewer devices get (fewer.c) */
+    int64_t equal_steps;
+    int equal_cands;
     int no_prune;           /* plan_search_unpruned (search_test.h): no bound
                                skips a candidate, no exact search is shared */
 } search_ctx;

@@ -375,6 +375,8 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
          * "Equal replica counts"): the least bottleneck per count leaves
          * out the pipeline's fill and drain, so one replica count for all
          * stages can simulate faster */
+        int64_t steps0 = c->res->exact_steps;
+        int cands0 = c->res->candidates;
         if (!rc && equal_here) rc = search_equal_reps(c, B, lt, micro, n_micro, equal_kinds, n_equal, e);
         if (!rc && equal_here && c->cut_head < c->cut_max && n_head) {
             /* Megatron keeps two or more head layers on the last stage:
@@ -384,6 +386,8 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
             rc = search_equal_reps(c, B, lt, micro, n_micro, head_kinds, n_head, e);
             c->cut_max = keep;
         }
+        c->equal_steps += c->res->exact_steps - steps0;
+        c->equal_cands += c->res->candidates - cands0;
     }
     for (int k = 0; k < n_orders; k++) free(orders[k]);
     return rc;
