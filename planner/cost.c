@@ -280,6 +280,14 @@ double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level)
     return per_byte * bytes + 2.0 * (r - 1) * l->latency_s;
 }
 
+double plan_allreduce_least(const plan_inst *I, double bytes, int r)
+{
+    double best = HUGE_VAL;
+    for (int lv = 0; lv < CLUSTER_LEVELS; lv++)
+        if (I->link[lv].bw_Bps > 0) best = fmin(best, plan_allreduce_s(I, bytes, r, lv));
+    return best < HUGE_VAL ? best : 0;
+}
+
 double plan_boundary_s(const plan_inst *I, double bytes, int level)
 {
     if (!I->comm || I->bnd_off) return 0;

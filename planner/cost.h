@@ -207,6 +207,10 @@ int plan_eval_cmp(const plan_eval *a, const plan_eval *b);
 
 /* Ring all-reduce of `bytes` over r devices on `link`, per iteration. */
 double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level);
+/* The ring all-reduce of `bytes` over r replicas on the faster link level
+ * (plan_allreduce_s's price): no group of r devices all-reduces faster, in
+ * the cost model or the simulator, so it serves lower bounds. */
+double plan_allreduce_least(const plan_inst *I, double bytes, int r);
 /* Stage time per iteration for work w_s (per microbatch, reference device)
  * on r replicas whose slowest has relative speed spd; `ar` the all-reduce. */
 static inline double plan_stage_time(const plan_inst *I, double w_s, int r, double spd,

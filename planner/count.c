@@ -120,7 +120,14 @@ static int shadow_kind(int dep, int monotone)
  * under it: HUGE_VAL), so the climb stops there. */
 static double lower_bound(search_ctx *c, count_state *S, double guess, double known, const search_best *B)
 {
-    plan_exact_opts lo = {.upper_s = B->have && !c->no_prune ? fmin(S->upper, B->pred.iteration_s) : S->upper,
+    /* An equal-replica search of an unrestricted request mostly has its
+     * optimum above the best iteration (its layouts are few): climbing to
+     * that cap, learning nothing and climbing again from it costs more than
+     * one pass at partition-and-merge's bottleneck (the guess, which the
+     * climb tries only below its upper bound, so none is given). */
+    int equal = c->rep > 0 && c->rq->framework == PLAN_FOR_ANY;
+    double upper = equal ? HUGE_VAL : S->upper;
+    plan_exact_opts lo = {.upper_s = B->have && !c->no_prune && !equal ? fmin(upper, B->pred.iteration_s) : upper,
                           .budget = c->rq->exact_budget, .hint_s = guess, .lower_s = known};
     plan_exact_stats ls = {0};
     cl_err le = {0};
@@ -174,6 +181,34 @@ static int skip_count(search_ctx *c, count_state *S, const search_best *B)
     return skip;
 }
 
+/* Can no layout with one replica count r = c->rep for every stage (r
+ * divides m) beat the best plan so far?  Every replica runs m / r
+ * microbatches of its stage, at best on the fastest device, and then waits
+ * for its stage's all-reduce (the bound skip_count also rests on), so the
+ * iteration is at least each stage's (m / r) x work / fastest speed plus
+ * its all-reduce: at least that of the heaviest layer alone, and at least
+ * the average over the most stages r allows (the all-reduce is linear in
+ * the bytes, so the average is the all-reduce of the average).  A closed
+ * form, priced before anything at this count is searched; it prunes the
+ * wide replica counts, whose all-reduce or work per replica is large. */
+static int equal_reps_lose(search_ctx *c, const count_state *S, const search_best *B)
+{
+    const plan_inst *I = &S->I;
+    const plan_lattice *L = &S->pre;
+    int r = c->rep, q = I->m / r, pmax = I->n_dev / r;
+    if (c->rq->framework != PLAN_FOR_ANY || r <= 0 || !B->have || c->no_prune) return 0;
+    if (pmax > I->n) pmax = I->n;
+    if (c->rq->stages > 0) pmax = c->rq->stages * r <= I->n_dev ? c->rq->stages : 0;
+    if (pmax < 1) return 1; /* no layout: r blocks do not fit */
+    double spd_top = 0;
+    for (int d = 0; d < I->n_dev; d++) spd_top = fmax(spd_top, I->speed[d]);
+    int all = L->n_sets - 1;
+    double lb = q * (L->work[all] / spd_top) / pmax + plan_allreduce_least(I, L->params[all] / pmax, r);
+    for (int i = 0; i < I->n; i++)
+        lb = fmax(lb, q * (plan_inst_work(I, i) / spd_top) + plan_allreduce_least(I, I->param_bytes[i], r));
+    return lb * (1 - PLAN_BOUND_SLACK) > B->pred.iteration_s;
+}
+
 /* --------------------------------------------------------------- steps -- */
 
 /* The instance at m over c->order, its prefix lattice and, for a branching
@@ -187,8 +222,11 @@ static int count_prepare(search_ctx *c, dag_state *lt, int m, count_state *S, cl
     instance_build(c, m, &S->I);
     plan_lattice_prefix(&S->pre, &S->I);
     S->XL = &S->pre;
-    /* a framework splits a model at points of its layer list: prefixes */
-    if (rq->model->is_dag && rq->algo != PLAN_ALGO_MERGE && !lt->failed && rq->framework == PLAN_FOR_ANY) {
+    /* a framework splits a model at points of its layer list: prefixes
+     * (so do the equal-replica searches of an unrestricted request, which
+     * rank what the --for searches rank) */
+    if (rq->model->is_dag && rq->algo != PLAN_ALGO_MERGE && !lt->failed && rq->framework == PLAN_FOR_ANY &&
+        c->rep == 0) {
         if (!lt->have) {
             cl_err de = {0};
             int64_t cap = rq->max_downsets > 0 ? rq->max_downsets : DEFAULT_MAX_DOWNSETS;
@@ -211,8 +249,10 @@ static int count_prepare(search_ctx *c, dag_state *lt, int m, count_state *S, cl
         if (lt->have) S->XL = &lt->dag;
     }
     c->res->time_prep_s += cl_now_s() - tq;
-    c->res->cuts_dag = lt->have;
-    c->res->lattice_sets = S->XL->n_sets;
+    if (rq->framework != PLAN_FOR_ANY || c->rep == 0) { /* the cuts the plan's search saw */
+        c->res->cuts_dag = lt->have;
+        c->res->lattice_sets = S->XL->n_sets;
+    }
     return CL_OK;
 }
 
@@ -262,7 +302,11 @@ static void count_memory(count_state *S)
 static void count_lower(search_ctx *c, count_state *S, double *hint, const search_best *B)
 {
     const plan_request *rq = c->rq;
-    if (rq->algo != PLAN_ALGO_MERGE && *hint > 0 && !c->no_prune) {
+    /* (not across the replica counts of an unrestricted request's
+     * equal-replica searches: another count's bound is a poor guess, and
+     * partition-and-merge's is a good one, lower_bound) */
+    int equal = c->rep > 0 && rq->framework == PLAN_FOR_ANY;
+    if (rq->algo != PLAN_ALGO_MERGE && *hint > 0 && !c->no_prune && !equal) {
         plan_exact_opts lo = {.budget = rq->exact_budget};
         plan_exact_stats ls = {0};
         cl_err le = {0};
@@ -280,7 +324,7 @@ static void count_lower(search_ctx *c, count_state *S, double *hint, const searc
          * last microbatch count's bound, else the best partition-and-merge
          * bottleneck (on a DAG only a guess: its prefix cuts need not be
          * downsets there). */
-        double guess = *hint;
+        double guess = equal ? 0 : *hint;
         if (!(guess > 0))
             for (int ki = 0; ki < S->n_kinds; ki++)
                 if (S->okm[ki] && (!(guess > 0) || S->evm[ki].bottleneck_s < guess))
@@ -496,6 +540,10 @@ int count_search(search_ctx *c, search_best *B, dag_state *lt, int m, const sche
     S.n_kinds = n_kinds;
     int rc = count_prepare(c, lt, m, &S, e);
     if (rc) return rc;
+    if (equal_reps_lose(c, &S, B)) {
+        count_free(&S);
+        return CL_OK;
+    }
     double tq = cl_now_s();
     count_merge(c, &S);
     c->res->time_merge_s += cl_now_s() - tq;

@@ -9,18 +9,18 @@
 
 #include "instance.h"
 
-/* On up to this many devices the searches on fewer are exact: every count
- * down to the work bound (search_fewer).  Beyond, they get the work of the
- * search on all (a budgeted approximation, said in a note). */
-#define FEWER_EXACT_DEVICES 16
 /* A candidate built and simulated, in exact-search steps (a replay of a
  * few thousand ops against the cost of one transition; docs/planner.md,
  * "Measured", gives both). */
 #define FEWER_CANDIDATE_STEPS ((int64_t)20000)
 
-static int64_t work_done(const plan_result *res)
+/* The work done so far, without the equal-replica searches of an
+ * unrestricted request (search_view): the budget is what the search
+ * on all devices took before they were added, and the searches on fewer
+ * devices it pays for leave them out. */
+static int64_t work_done(const search_ctx *c)
 {
-    return res->exact_steps + FEWER_CANDIDATE_STEPS * res->candidates;
+    return c->res->exact_steps - c->equal_steps + FEWER_CANDIDATE_STEPS * (c->res->candidates - c->equal_cands);
 }
 
 /* Bk into B when strictly faster (on a tie the plan on more devices
@@ -59,7 +59,7 @@ int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro,
     const plan_request *rq = c->rq;
     const cluster *cl = rq->cluster;
     int N = cl->n_devices, rc = CL_OK, exact = N <= FEWER_EXACT_DEVICES;
-    int64_t start = work_done(c->res), last = 0;
+    int64_t start = work_done(c), last = 0;
     *stopped = 0;
     double spd = 0, wmin = HUGE_VAL;
     for (int d = 0; d < N; d++) spd += c->speed[d];
@@ -80,7 +80,7 @@ int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro,
                 left_out = 1;
                 continue;
             }
-            if (work_done(c->res) - start + last > start) {
+            if (work_done(c) - start + last > start) {
                 left_out = 1;
                 break;
             }
@@ -92,11 +92,11 @@ int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro,
         for (int d = 0; d < k; d++) view.n_nodes = cl->devices[d].node >= view.n_nodes ? cl->devices[d].node + 1 : view.n_nodes;
         c->view = &view;
         c->n_dev = k;
-        int64_t w0 = work_done(c->res);
+        int64_t w0 = work_done(c);
         search_best Bk = {0};
         rc = search_view(c, &Bk, lt, micro, n_micro, kinds, n_kinds + (k == 1 && rq->schedule < 0), e);
         take_best(B, &Bk);
-        last = work_done(c->res) - w0;
+        last = work_done(c) - w0;
         last_k = k;
     }
     *stopped = left_out ? last_k : 0;
@@ -126,12 +126,8 @@ void search_consider_floor(search_ctx *c, search_best *B)
     plan_timing tm;
     cl_err e = {0};
     plan_predict_opts po = {.comm = c->rq->comm};
-    /* predicted as its search predicted it: interleaved plans by the
-     * closed form (search_interleaved) unless planned for a framework,
-     * the others by the simulator */
-    if (plan_predict(&pl, &po, &pr, &tm, &e) != CL_OK ||
-        ((pl.schedule != SCHED_INTERLEAVED || c->rq->framework != PLAN_FOR_ANY) &&
-         plan_predict_sim(&pl, &pr) != CL_OK) ||
+    /* predicted as its search predicted it: by the simulator */
+    if (plan_predict(&pl, &po, &pr, &tm, &e) != CL_OK || plan_predict_sim(&pl, &pr) != CL_OK ||
         (B->have && !(pr.iteration_s < B->pred.iteration_s))) {
         instance_free_stages(&pl);
         return;

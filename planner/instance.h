@@ -12,6 +12,11 @@
 #include "search.h"
 #include "predict.h"
 
+/* On up to this many devices the searches on fewer are exact: every count
+ * down to the work bound (fewer.c, search_fewer).  Beyond, they get the
+ * work of the search on all (a budgeted approximation, said in a note). */
+#define FEWER_EXACT_DEVICES 16
+
 /* Most microbatch counts the automatic choice tries. */
 #define INSTANCE_MAX_MICRO 5
 
@@ -29,6 +34,14 @@ typedef struct search_ctx {
      * now has (search_view), and the last layer a stage may start at
      * (plan_target_model); 0 and the layer count otherwise */
     int rep, cut_max;
+    /* an unrestricted request on a model Megatron takes whose head has two
+     * or more layers: the last layer a stage may start at in Megatron's
+     * searches (plan_target_model); cut_max otherwise */
+    int cut_head;
+    /* the work of those equal-replica searches (search_view): not part of
+     * the budget the searches on fewer devices get (fewer.c) */
+    int64_t equal_steps;
+    int equal_cands;
     int no_prune;           /* plan_search_unpruned (search_test.h): no bound
                                skips a candidate, no exact search is shared */
 } search_ctx;

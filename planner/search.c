@@ -109,6 +109,28 @@ static void keep_if_better(search_ctx *c, search_best *B, plan *pl, const plan_p
         instance_free_stages(pl);
 }
 
+/* Does layout y lose to the best plan by a bound, so that it need not be
+ * simulated?  Every replica of stage s runs at least floor(m / r_s)
+ * microbatches of its work, at best at its stage's fastest speed, then
+ * waits for its stage's all-reduce (at best on the faster link); the
+ * simulated iteration, and every closed form, is at least that
+ * (docs/planner.md, "Skipped candidates"). */
+static int cannot_win(const search_ctx *c, const search_best *B, const plan_inst *I, const plan_lattice *L,
+                      const plan_layout *y)
+{
+    if (!B->have || c->no_prune) return 0;
+    double lb = 0;
+    for (int s = 0; s < y->p; s++) {
+        int lo = y->cut[s], hi = y->cut[s + 1], r = y->r[s];
+        double spd = 0;
+        for (int k = 0; k < r; k++) spd = fmax(spd, I->speed[y->pos[s] + k]);
+        double t = (I->m / r) * ((L->work[hi] - L->work[lo]) / spd) +
+                   plan_allreduce_least(I, L->params[hi] - L->params[lo], r);
+        lb = fmax(lb, t);
+    }
+    return lb * (1 - PLAN_BOUND_SLACK) > B->pred.iteration_s;
+}
+
 void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
                      const plan_layout *y, const plan_eval *ev, const char *algo, double exact_s,
                      double merge_s)
@@ -128,6 +150,11 @@ void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const pl
                 instance_free_stages(&pl);
                 return;
             }
+    if (cannot_win(c, B, I, L, y)) {
+        c->res->candidates++; /* counted as ranked: the budget of fewer.c stays as it was */
+        instance_free_stages(&pl);
+        return;
+    }
     plan_pred pr;
     plan_timing tm;
     cl_err e = {0};
@@ -233,18 +260,16 @@ static void interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
     free(stash_max);
 }
 
-/* Rank an interleaved plan (stages owned) by the closed form; one that
- * does not fit may become the least bad, for the message. */
+/* Rank an interleaved plan (stages owned) by the simulator, as every
+ * other candidate (the closed form stays for plans too large to replay);
+ * one that does not fit may become the least bad, for the message. */
 static void interleaved_rank(search_ctx *c, search_best *B, plan *pl, const plan_eval *ev)
 {
     plan_pred pr;
     plan_timing tm;
     cl_err pe = {0};
     plan_predict_opts po = {.comm = c->rq->comm};
-    /* for a framework the figure is the simulated run its export describes
-     * (plain interleaved plans keep the closed form they were ranked by) */
-    if (ev->feasible && plan_predict(pl, &po, &pr, &tm, &pe) == CL_OK &&
-        (c->rq->framework == PLAN_FOR_ANY || plan_predict_sim(pl, &pr) == CL_OK)) {
+    if (ev->feasible && plan_predict(pl, &po, &pr, &tm, &pe) == CL_OK && plan_predict_sim(pl, &pr) == CL_OK) {
         keep_if_better(c, B, pl, &pr, &tm, ev, "chunk split", NAN, NAN);
     } else if (!ev->feasible && (!B->have_bad || ev->worst_need_bytes - ev->worst_cap_bytes <
                                                     B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes)) {
@@ -291,6 +316,28 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
 
 /* ------------------------------------------------------------- search -- */
 
+/* The searches of one replica count r for every stage, dividing the
+ * microbatches (each data-parallel replica runs m / r): every r at every
+ * count, largest count first, over c->order.  What a --for search runs,
+ * and what the unrestricted search adds (search_view). */
+static int search_equal_reps(search_ctx *c, search_best *B, dag_state *lt, const int *micro, int n_micro,
+                             const sched_kind *kinds, int n_kinds, cl_err *e)
+{
+    const plan_request *rq = c->rq;
+    int rc = CL_OK;
+    double hint = 0;
+    for (int mi = n_micro - 1; mi >= 0 && !rc; mi--) {
+        int m = micro[mi], rmax = rq->replication ? (m < c->n_dev ? m : c->n_dev) : 1;
+        for (int r = rmax; r >= 1 && !rc; r--) {
+            if (m % r) continue;
+            c->rep = r;
+            if (!(rc = search_budget_out(e))) rc = count_search(c, B, lt, m, kinds, n_kinds, &hint, e);
+        }
+        c->rep = 0;
+    }
+    return rc;
+}
+
 /* Search the devices of c->view (every device order, microbatch count and
  * schedule), ranking every candidate into *B. */
 int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, int n_micro,
@@ -300,6 +347,24 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
     int *orders[3];
     int n_orders = instance_device_orders(c, orders);
     int rc = CL_OK;
+    /* The equal-replica searches of an unrestricted request take the
+     * schedules in torch's order (1f1b, gpipe, zb-h1) before the others,
+     * so zb-h1 is searched on the device count a torch search gives it
+     * (count_schedule); Megatron's head rule applies to 1f1b alone. */
+    sched_kind equal_kinds[SCHED_COUNT + 1], head_kinds[1];
+    int n_equal = 0, n_head = 0;
+    static const sched_kind torch_first[] = {SCHED_1F1B, SCHED_GPIPE, SCHED_ZBH1};
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < n_kinds; k++) {
+            int first = 0;
+            for (int j = 0; j < 3; j++) first |= kinds[k] == torch_first[j];
+            if (first == (pass == 0)) equal_kinds[n_equal++] = kinds[k];
+        }
+    for (int k = 0; k < n_kinds; k++)
+        if (kinds[k] == SCHED_1F1B) head_kinds[n_head++] = SCHED_1F1B;
+    /* not in the budgeted searches on fewer devices (fewer.c): an
+     * approximation already, they would only take longer */
+    int N = rq->cluster->n_devices, equal_here = c->n_dev == N || N <= FEWER_EXACT_DEVICES;
     if (rq->schedule == SCHED_INTERLEAVED) {
         for (int oi = 0; oi < n_orders; oi++) {
             c->order = orders[oi];
@@ -307,25 +372,33 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
         }
         rc = search_budget_out(e);
     }
-    double hint = 0; /* the last least-memory bottleneck: a first guess for the next count */
     for (int oi = 0; oi < n_orders && !rc && rq->schedule != SCHED_INTERLEAVED; oi++) {
         c->order = orders[oi];
-        /* largest count first: it usually wins, and bounds the rest */
-        for (int mi = n_micro - 1; mi >= 0 && !rc; mi--) {
-            if (rq->framework == PLAN_FOR_ANY) {
-                if (!(rc = search_budget_out(e))) rc = count_search(c, B, lt, micro[mi], kinds, n_kinds, &hint, e);
-                continue;
-            }
-            /* a framework: one replica count r for every stage, dividing
-             * the microbatches (each data-parallel replica runs m / r) */
-            int m = micro[mi], rmax = rq->replication ? (m < c->n_dev ? m : c->n_dev) : 1;
-            for (int r = 1; r <= rmax && !rc; r++) {
-                if (m % r) continue;
-                c->rep = r;
-                if (!(rc = search_budget_out(e))) rc = count_search(c, B, lt, m, kinds, n_kinds, &hint, e);
-            }
-            c->rep = 0;
+        if (rq->framework != PLAN_FOR_ANY) {
+            rc = search_equal_reps(c, B, lt, micro, n_micro, kinds, n_kinds, e);
+            continue;
         }
+        /* largest count first: it usually wins, and bounds the rest */
+        double hint = 0; /* the last least-memory bottleneck: a first guess for the next count */
+        for (int mi = n_micro - 1; mi >= 0 && !rc; mi--)
+            if (!(rc = search_budget_out(e))) rc = count_search(c, B, lt, micro[mi], kinds, n_kinds, &hint, e);
+        /* then every layout the --for searches rank (docs/planner.md,
+         * "Equal replica counts"): the least bottleneck per count leaves
+         * out the pipeline's fill and drain, so one replica count for all
+         * stages can simulate faster */
+        int64_t steps0 = c->res->exact_steps;
+        int cands0 = c->res->candidates;
+        if (!rc && equal_here) rc = search_equal_reps(c, B, lt, micro, n_micro, equal_kinds, n_equal, e);
+        if (!rc && equal_here && c->cut_head < c->cut_max && n_head) {
+            /* Megatron keeps two or more head layers on the last stage:
+             * its searches (1f1b) see fewer cuts */
+            int keep = c->cut_max;
+            c->cut_max = c->cut_head;
+            rc = search_equal_reps(c, B, lt, micro, n_micro, head_kinds, n_head, e);
+            c->cut_max = keep;
+        }
+        c->equal_steps += c->res->exact_steps - steps0;
+        c->equal_cands += c->res->candidates - cands0;
     }
     for (int k = 0; k < n_orders; k++) free(orders[k]);
     return rc;
@@ -507,6 +580,14 @@ static int search_run(const plan_request *rq, plan_result *res, int no_prune, cl
         cl_err he = {0};
         rc = plan_target_model(rq->model, plan_for_target(rq->framework), "", &c.cut_max, &he);
         assert(rc == CL_OK);
+    }
+    c.cut_head = c.cut_max;
+    if (rq->framework == PLAN_FOR_ANY) {
+        /* a head of one layer restricts nothing (a stage starts before it) */
+        int head;
+        cl_err he = {0};
+        if (plan_target_model(rq->model, PLAN_TO_MEGATRON, "", &head, &he) == CL_OK && head < rq->model->n_layers - 1)
+            c.cut_head = head;
     }
     if ((rc = search_speeds(&c, e))) return rc;
     int micro[INSTANCE_MAX_MICRO + 1];
