@@ -285,7 +285,7 @@ static void test_random_never_slower(void)
     for (int q = 0; q < 150; q++) {
         model m;
         prof pf;
-        gen_model(&m, &pf, q % 4 == 3);
+        rand_block_model(&m, &pf, q % 4 == 3, 0);
         if (q % 3 == 0 && !m.is_dag && m.n_layers >= 3) {
             int heads = irand(1, 2);
             snprintf(m.layers[0].name, sizeof m.layers[0].name, "embedding");
