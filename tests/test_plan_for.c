@@ -229,6 +229,20 @@ static void test_transformers(void)
     summary("transformers", &ty);
 }
 
+/* n devices in one node or nodes of 2, 3 or 4, links of 0.1 to 10 GB/s
+ * inside nodes (5% to 55% of that between), and memory unlimited or, one
+ * time in tight_one_in, about what the model needs at this batch. */
+static void random_cluster(cluster *c, const prof *pf, int batch, int n, int tight_one_in)
+{
+    double need = 0;
+    for (int i = 0; i < pf->n_layers; i++)
+        need += 3 * pf->layers[i].param_bytes + batch * (pf->layers[i].stash_bytes + 2 * pf->layers[i].act_bytes);
+    static const int per_node[] = {0, 2, 3, 4};
+    double bw = 1e8 * pow(100, urand());
+    cluster_of(c, n, per_node[irand(0, 3)], irand(0, tight_one_in - 1) == 0 ? need * (0.3 + urand()) : 1e15, bw,
+               bw * (0.05 + 0.5 * urand()));
+}
+
 /* 200 random questions: 2 to 8 devices in one node or nodes of 2, 3 or 4,
  * equal or mixed devices, slow or fast links, memory unlimited or about
  * what the model needs, batch 8 or 16; torch and deepspeed. */
@@ -241,14 +255,8 @@ static void test_random(void)
         prof pf;
         rand_block_model(&m, &pf, q % 3 == 2, 0);
         int batch = irand(0, 1) ? 8 : 16, n = irand(2, 8);
-        double need = 0;
-        for (int i = 0; i < pf.n_layers; i++)
-            need += 3 * pf.layers[i].param_bytes + batch * (pf.layers[i].stash_bytes + 2 * pf.layers[i].act_bytes);
-        static const int per_node[] = {0, 2, 3, 4};
-        double bw = 1e8 * pow(100, urand());
         cluster c;
-        cluster_of(&c, n, per_node[irand(0, 3)], irand(0, 2) == 0 ? need * (0.3 + urand()) : 1e15, bw,
-                   bw * (0.05 + 0.5 * urand()));
+        random_cluster(&c, &pf, batch, n, 3);
         if (irand(0, 2) == 0) { /* mixed: a faster second type */
             c.types = realloc(c.types, 2 * sizeof *c.types);
             c.types[1] = c.types[0];
@@ -294,14 +302,8 @@ static void test_random_never_slower(void)
             for (int i = 0; i < m.n_layers; i++) snprintf(pf.layers[i].name, sizeof pf.layers[i].name, "%s", m.layers[i].name);
         }
         int batch = irand(0, 1) ? 8 : 16, n = irand(2, 8);
-        double need = 0;
-        for (int i = 0; i < pf.n_layers; i++)
-            need += 3 * pf.layers[i].param_bytes + batch * (pf.layers[i].stash_bytes + 2 * pf.layers[i].act_bytes);
-        static const int per_node[] = {0, 2, 3, 4};
-        double bw = 1e8 * pow(100, urand());
         cluster c;
-        cluster_of(&c, n, per_node[irand(0, 3)], irand(0, 3) == 0 ? need * (0.3 + urand()) : 1e15, bw,
-                   bw * (0.05 + 0.5 * urand()));
+        random_cluster(&c, &pf, batch, n, 4);
         int sk = scheds[irand(0, 4)];
         plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .batch = batch, .schedule = sk,
                            .algo = PLAN_ALGO_AUTO, .comm = irand(0, 3) != 0, .replication = irand(0, 5) != 0};
