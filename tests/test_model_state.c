@@ -121,6 +121,19 @@ static void chain(model *m, prof *pf, cluster *c, model_dtype dtype)
                           CL_OK);
 }
 
+/* The layout every test here plans: the chain's 4 layers on 2 stages x 2
+ * replicas, gpipe, 4 microbatches of 1, exact search, on c as the caller
+ * left it (chain()'s cluster, its reserve perhaps changed). */
+static void plan_2x2(const model *m, const prof *pf, cluster *c, plan_optim o, plan_prec prec, int zero,
+                     int comm, plan_result *res)
+{
+    plan_request rq = {.model = m, .prof = pf, .cluster = c, .ref_type = &c->types[0], .batch = 4,
+                       .schedule = SCHED_GPIPE, .microbatches = 4, .stages = 2, .algo = PLAN_ALGO_EXACT,
+                       .optimizer = o, .precision = prec, .zero = zero, .comm = comm, .replication = 1};
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, res, &e), CL_OK);
+}
+
 /* Plan 2 stages x 2 replicas (gpipe, 4 microbatches of 1, no
  * communication) and check every device's model state, in the plan and in
  * the simulator, against bytes per parameter worked by hand (`want`, per
@@ -131,12 +144,9 @@ static void check_layout(model_dtype dtype, plan_prec prec, plan_optim o, int ze
     prof pf;
     cluster c;
     chain(&m, &pf, &c, dtype);
-    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &c.types[0], .batch = 4,
-                       .schedule = SCHED_GPIPE, .microbatches = 4, .stages = 2, .algo = PLAN_ALGO_EXACT,
-                       .optimizer = o, .precision = prec, .zero = zero, .comm = 0, .replication = 1};
     plan_result res;
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    plan_2x2(&m, &pf, &c, o, prec, zero, 0, &res);
     plan *p = &res.plan;
     CU_ASSERT_EQUAL_FATAL(p->n_stages, 2);
     CU_ASSERT_EQUAL_FATAL(p->stages[0].n_replicas, 2);
@@ -251,12 +261,9 @@ static void test_plan_json(void)
     cluster c;
     chain(&m, &pf, &c, MODEL_F16);
     c.types[0].reserve_bytes = 12345;
-    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &c.types[0], .batch = 4,
-                       .schedule = SCHED_GPIPE, .microbatches = 4, .stages = 2, .algo = PLAN_ALGO_EXACT,
-                       .optimizer = OPTIM_ADAM, .zero = 2, .comm = 0, .replication = 1};
     plan_result res;
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    plan_2x2(&m, &pf, &c, OPTIM_ADAM, PREC_AUTO, 2, 0, &res);
     CU_ASSERT_EQUAL(res.plan.precision, PREC_MIXED); /* resolved from the 2-byte model */
     cJSON *j = plan_to_json(&res.plan);
     CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(j, "precision")), "mixed");
@@ -294,8 +301,7 @@ static void test_plan_json(void)
     prof_free(&pf);
     cluster_free(&c);
     chain(&m, &pf, &c, MODEL_F32);
-    rq.zero = 0;
-    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    plan_2x2(&m, &pf, &c, OPTIM_ADAM, PREC_AUTO, 0, 0, &res);
     j = plan_to_json(&res.plan);
     CU_ASSERT_PTR_NULL(cJSON_GetObjectItem(j, "precision"));
     CU_ASSERT_PTR_NULL(cJSON_GetObjectItem(j, "zero"));
@@ -375,12 +381,9 @@ static void test_sim_overrides(void)
     prof pf;
     cluster c;
     chain(&m, &pf, &c, MODEL_F16);
-    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &c.types[0], .batch = 4,
-                       .schedule = SCHED_GPIPE, .microbatches = 4, .stages = 2, .algo = PLAN_ALGO_EXACT,
-                       .optimizer = OPTIM_ADAM, .precision = PREC_FP32, .comm = 0, .replication = 1};
     plan_result res;
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    plan_2x2(&m, &pf, &c, OPTIM_ADAM, PREC_FP32, 0, 0, &res);
     char *dir = test_tmpdir(), path[600], args[800];
     snprintf(path, sizeof path, "%s/p.json", dir);
     CU_ASSERT_EQUAL_FATAL(plan_save(&res.plan, path, &e), CL_OK);
@@ -462,12 +465,9 @@ static void test_zero_collectives(void)
     prof pf;
     cluster c;
     chain(&m, &pf, &c, MODEL_F16);
-    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &c.types[0], .batch = 4,
-                       .schedule = SCHED_GPIPE, .microbatches = 4, .stages = 2, .algo = PLAN_ALGO_EXACT,
-                       .optimizer = OPTIM_ADAM, .comm = 1, .replication = 1};
     plan_result res;
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    plan_2x2(&m, &pf, &c, OPTIM_ADAM, PREC_AUTO, 0, 1, &res);
     CU_ASSERT_EQUAL_FATAL(res.plan.stages[0].n_replicas, 2);
     for (int k = 0; k < res.plan.n_stages; k++) res.plan.stages[k].update_s = 8e-3;
     plan_pred pr0, pr1;
