@@ -240,7 +240,7 @@ static int count_prepare(search_ctx *c, dag_state *lt, int m, count_state *S, cl
                     return rc;
                 }
                 lt->failed = 1;
-                search_note(c->res, "WARNING: %s; the exact search falls back to the cuts of one topological order (it may miss better cuts; raise --max-cuts)",
+                search_note(c->res, "WARNING: %s; the exact search falls back to the cuts of one topological order (it may miss better cuts)",
                             de.msg);
             }
         } else {

@@ -193,6 +193,16 @@ static int work_fail(cl_err *e, const char *doing, int64_t work, int64_t max_set
                    doing, (long long)work, (long long)DAG_WORK_PER_SET, (long long)max_sets, (long long)sets);
 }
 
+/* The pairs limit is fixed (it bounds the subset lists' memory, 4 bytes a
+ * pair): the message must not send the user to --max-cuts. */
+static int pairs_fail(cl_err *e, int64_t sets, int64_t max_pairs)
+{
+    return cl_fail(e, CL_ERUN,
+                   "the layer graph's %lld downsets have more than %lld nested pairs; listing stopped "
+                   "(a fixed limit: a larger --max-cuts does not raise it)",
+                   (long long)sets, (long long)max_pairs);
+}
+
 int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
                           int64_t max_pairs, cl_err *e)
 {
@@ -231,7 +241,7 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
             close_eager(&E, row, &work);
             if (table_put(&E, row, &fresh) < 0)
                 rc = cl_fail(e, CL_ERUN,
-                             "the layer graph has more than %lld downsets (cuts); listing stopped",
+                             "the layer graph has more than %lld downsets (cuts); listing stopped (raise --max-cuts)",
                              (long long)max_sets);
             else if (work > work_cap) /* checked per new set: see DAG_WORK_PER_SET */
                 rc = work_fail(e, "listing", work, max_sets, E.n_rows);
@@ -285,9 +295,7 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
             work += w + 1;
             if (w < W) continue;
             if (pairs == max_pairs) {
-                rc = cl_fail(e, CL_ERUN,
-                             "the layer graph's %lld downsets have more than %lld nested pairs; listing stopped",
-                             (long long)S, (long long)max_pairs);
+                rc = pairs_fail(e, S, max_pairs);
                 break;
             }
             if (pairs == cap) {

@@ -247,6 +247,23 @@ static void test_dag_listing(void)
     plan_lattice_free(&L);
     plan_inst_free(&I);
 
+    /* each limit's message says whether --max-cuts raises it: the sets
+     * limit is that option, the pairs limit is fixed (n = 100: 101 sets,
+     * 5,050 pairs, so one pair fewer stops it and 5,050 does not) */
+    n = 100;
+    skip_chain(&I, n);
+    CU_ASSERT_EQUAL(plan_lattice_downsets(&L, &I, 50, 20000000, &e), CL_ERUN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "more than 50 downsets (cuts); listing stopped (raise --max-cuts)"));
+    cl_err_clear(&e);
+    CU_ASSERT_EQUAL(plan_lattice_downsets(&L, &I, 100000, 5049, &e), CL_ERUN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "101 downsets have more than 5049 nested pairs; listing stopped "
+                                         "(a fixed limit: a larger --max-cuts does not raise it)"));
+    cl_err_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, 5050, &e), CL_OK);
+    CU_ASSERT_EQUAL(L.n_pairs, 5050);
+    plan_lattice_free(&L);
+    plan_inst_free(&I);
+
     /* 30,000 layers: every set costs more than 30,000 steps, so 1,000
      * allowed sets stop the listing before the 1,000th */
     n = 30000;
