@@ -411,6 +411,7 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
         r = rr;
     }
     if (P->nr == 0) { /* the one replica count allowed (rep_fixed) is no block here */
+        free(P->nstart);
         free(P->rs);
         return 0;
     }
