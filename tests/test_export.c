@@ -167,9 +167,11 @@ static void test_batch_gpt2(void)
     /* deepspeed-module: the cut as parts, the stage count */
     t = export(out, "deepspeed-module", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-    char want[256];
-    snprintf(want, sizeof want, "parts = [0, %d, %d]", p.stages[1].first, p.model.n_layers);
-    if (p.n_stages == 2) CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
+    if (p.n_stages == 2) { /* the planner may now keep one stage (equal-replica ranking) */
+        char want[256];
+        snprintf(want, sizeof want, "parts = [0, %d, %d]", p.stages[1].first, p.model.n_layers);
+        CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
+    }
     CU_ASSERT_EQUAL(after(t, "\nnum_stages = "), p.n_stages);
     CU_ASSERT_PTR_NOT_NULL(strstr(t, "partition_method=\"uniform\""));
     free(t);
