@@ -195,8 +195,9 @@ static int equal_reps_lose(search_ctx *c, const count_state *S, const search_bes
 {
     const plan_inst *I = &S->I;
     const plan_lattice *L = &S->pre;
-    int r = c->rep, q = I->m / r, pmax = I->n_dev / r;
+    int r = c->rep;
     if (c->rq->framework != PLAN_FOR_ANY || r <= 0 || !B->have || c->no_prune) return 0;
+    int q = I->m / r, pmax = I->n_dev / r; /* r > 0 from here on */
     if (pmax > I->n) pmax = I->n;
     if (c->rq->stages > 0) pmax = c->rq->stages * r <= I->n_dev ? c->rq->stages : 0;
     if (pmax < 1) return 1; /* no layout: r blocks do not fit */
