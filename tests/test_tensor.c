@@ -145,6 +145,16 @@ static void test_tp_cluster(void)
     cluster_free(&c);
 }
 
+/* The fp32 model of d, named name, written to path. */
+static void save_gpt(const tfm_desc *d, const char *name, const char *path)
+{
+    model m;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(tfm_model_build(&m, d, MODEL_F32, name, name, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(model_save(&m, path, &e), CL_OK);
+    model_free(&m);
+}
+
 /* One stage, t = 2, a tiny float32 GPT (L 1, h 8, a 2, s 4, V 16) on a
  * 1 GFLOP/s device whose memory bandwidth is no limit, the node link 1 MB/s
  * with 1 ms per step.  By hand, per rank, FLOPs:
@@ -163,11 +173,8 @@ static void test_plan_sim_by_hand(void)
     char mpath[512], cpath[512], ppath[512], args[2000];
     char *dir = test_scratch(sizeof mpath, "m.json", mpath, "c.json", cpath, "p.json", ppath, NULL);
     tfm_desc d = tfm_gpt(1, 8, 2, 4, 16);
-    model m;
+    save_gpt(&d, "tiny", mpath);
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(tfm_model_build(&m, &d, MODEL_F32, "tiny", "tiny", &e), CL_OK);
-    CU_ASSERT_EQUAL_FATAL(model_save(&m, mpath, &e), CL_OK);
-    model_free(&m);
     FILE *f = fopen(cpath, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fprintf(f, "{\"format\": \"cleave-cluster\", \"version\": 1, \"name\": \"two\",\n"
@@ -210,11 +217,8 @@ static void test_auto_brute(void)
     char mpath[512], cpath[512], ppath[512], args[2000];
     char *dir = test_scratch(sizeof mpath, "m.json", mpath, "c.json", cpath, "p.json", ppath, NULL);
     tfm_desc d = tfm_gpt(4, 64, 4, 32, 64);
-    model m;
+    save_gpt(&d, "small", mpath);
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(tfm_model_build(&m, &d, MODEL_F32, "small", "small", &e), CL_OK);
-    CU_ASSERT_EQUAL_FATAL(model_save(&m, mpath, &e), CL_OK);
-    model_free(&m);
     FILE *f = fopen(cpath, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fprintf(f, "{\"format\": \"cleave-cluster\", \"version\": 1, \"name\": \"four\",\n"
