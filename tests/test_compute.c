@@ -242,6 +242,54 @@ static void test_kernels_json(void)
     test_rmtree(dir);
 }
 
+/* The predicted iteration of `cleave plan ARGS`, or -1. */
+static double plan_iteration(const char *args)
+{
+    char *out = NULL;
+    double it = -1;
+    if (test_run_cli(args, &out, NULL) == 0) {
+        const char *p = out ? strstr(out, "predicted: iteration ") : NULL;
+        if (p) it = atof(p + strlen("predicted: iteration "));
+    }
+    free(out);
+    return it;
+}
+
+/* plan: GPT-2 1.5B at microbatch 1 on one A100 is priced by shape, slower
+ * than one efficiency of 0.5 says (its GEMMs are small: 1024 tokens), and
+ * the fused attention kernel is faster than the unfused one; --attention
+ * fused is refused where it cannot apply; a V100 (no kernel model) is
+ * priced by FLOPs over peak x efficiency as before. */
+static void test_plan_cli(void)
+{
+    const char *base = "plan --model models/gpt2-1.5b.json --devices 1 --batch 8 --microbatches 8 "
+                       "--optimizer adam --schedule 1f1b";
+    char args[512];
+    snprintf(args, sizeof args, "%s --device A100-80GB", base);
+    double unfused = plan_iteration(args);
+    snprintf(args, sizeof args, "%s --device A100-80GB --attention fused", base);
+    double fused = plan_iteration(args);
+    /* 8 sequences x 3 x 3.507 TFLOP forward (docs/formats.md) at 0.5 of
+     * 312 TFLOP/s would be 0.54 s */
+    double flat = 8 * 3 * 3.507e12 / (0.5 * 312e12);
+    CU_ASSERT(unfused > 1.1 * flat);
+    CU_ASSERT(fused > 0 && fused < unfused);
+    char *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli("plan --model models/bert-large.json --device A100-80GB "
+                                 "--devices 8 --attention fused", NULL, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "\"kernels\" member"));
+    free(err);
+    err = NULL;
+    snprintf(args, sizeof args, "%s --device V100-32GB --attention fused", base);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 2);
+    free(err);
+    /* the V100 keeps FLOPs / (125 TFLOP/s x 0.5): 8 x (3.507 + 7.013) TFLOP
+     * = 1.3466 s, plus the few memory-bound layers (SGD, to fit 32 GB) */
+    double v100 = plan_iteration("plan --model models/gpt2-1.5b.json --devices 1 --batch 8 "
+                                 "--microbatches 8 --optimizer sgd --schedule 1f1b --device V100-32GB");
+    CU_ASSERT(test_rel(v100, 8 * (3.507e12 + 7.013e12) / (0.5 * 125e12)) < 0.01);
+}
+
 TEST_SUITE(compute)
 {
     test_add_suite("compute");
@@ -252,4 +300,5 @@ TEST_SUITE(compute)
     test_add("GPT block forward bytes in closed form", test_block_bytes);
     test_add("block kernel counts and recomputation", test_block_structure);
     test_add("device kernels member: presets, round trip, errors", test_kernels_json);
+    test_add("plan prices GPT-2 by shape; --attention", test_plan_cli);
 }
