@@ -180,11 +180,12 @@ void sim_ring_recv(sim *s, int64_t inst, int q, int hop, double t)
     sim_arm *M = &s->ar_m[a->member_off + q];
     if (hop) M->got_x++; else M->got_in++;
     int k = g->k, n = g->n;
-    if (M->got_in == 2 * (k - 1) && M->got_x == 2 * (n - 1)) {
+    /* the last step received may still let it send: the all-gather inside
+     * the node forwards what arrived while its ring between nodes was busy */
+    if (M->got_in == 2 * (k - 1) && M->got_x == 2 * (n - 1))
         member_mark(s, inst, q, t, 1);
-        return;
-    }
-    if (s->zero_split && !s->ar_done[a->member_off + q] && M->got_in >= k - 1 && M->got_x >= n - 1)
+    else if (s->zero_split && !s->ar_done[a->member_off + q] && M->got_in >= k - 1 &&
+             M->got_x >= n - 1)
         member_mark(s, inst, q, t, 2); /* its UPDATE opens the gate */
     pump(s, inst, q);
 }
