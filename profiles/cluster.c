@@ -217,8 +217,7 @@ int cluster_nic_of(const cluster *c, int d)
     /* devices are numbered node by node */
     while (first > 0 && c->devices[first - 1].node == node) first--;
     while (last + 1 < c->n_devices && c->devices[last + 1].node == node) last++;
-    int64_t k = last - first + 1, card = (int64_t)(d - first) * c->nics_per_node / k;
-    return (int)((int64_t)node * c->nics_per_node + card);
+    return (int)cluster_nic_card(c->nics_per_node, node, d - first, last - first + 1);
 }
 
 /* ----------------------------------------------------------------- nodes -- */

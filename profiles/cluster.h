@@ -86,6 +86,12 @@ static inline const cluster_link *cluster_link_between(const cluster *c, int a, 
  * devices 0-1 use card 0, ...), as node x nics_per_node + card; -1 when it
  * declares none. */
 int cluster_nic_of(const cluster *c, int d);
+/* The same from the node, the device's place in it and the node's device
+ * count (callers that know them: sim/link.c). */
+static inline int64_t cluster_nic_card(int nics, int node, int place, int count)
+{
+    return (int64_t)node * nics + (int64_t)place * nics / count;
+}
 
 /* Memory a device of type t can give to training: mem_bytes less its
  * reserve.  Plans fit against this. */

@@ -152,15 +152,26 @@ void sim_links_setup(sim *s)
     for (int c = 0; c < n; c++) key[c] = (int64_t)s->ch[c].src * s->n_w + s->ch[c].dst;
     split_by(s, key, 0); /* streams on one device pair */
     if (nics) {
+        /* each node's first device and device count (devices are numbered
+         * node by node), for cluster_nic_of's blocks in O(1) a channel */
+        int *first = cl_malloc((size_t)cl->n_nodes * sizeof *first);
+        int *count = cl_calloc((size_t)cl->n_nodes, sizeof *count);
+        for (int d = cl->n_devices; d-- > 0;) {
+            first[cl->devices[d].node] = d;
+            count[cl->devices[d].node]++;
+        }
         double nic_bw = cl->links[CLUSTER_INTER].bw_Bps;
         for (int side = 0; side < 2; side++) { /* the sender's card out, the receiver's in */
             for (int c = 0; c < n; c++) {
                 const sim_chan *ch = &s->ch[c];
-                key[c] = ch->level == CLUSTER_INTER
-                             ? cluster_nic_of(cl, s->sc->dev[side ? ch->dst : ch->src]) : -1;
+                int d = s->sc->dev[side ? ch->dst : ch->src], nd = cl->devices[d].node;
+                key[c] = ch->level != CLUSTER_INTER ? -1
+                         : cluster_nic_card(cl->nics_per_node, nd, d - first[nd], count[nd]);
             }
             split_by(s, key, nic_bw);
         }
+        free(first);
+        free(count);
     }
     free(key);
 }
