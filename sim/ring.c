@@ -42,42 +42,32 @@ static void ring_of(sim *s, int st, sim_ring *g)
     g->ch_in = blk + 2 * r;
     g->ch_x = blk + 3 * r;
     for (int q = 0; q < 4 * r; q++) blk[q] = -1;
-    /* the nodes in order of first appearance, and each member's place */
-    int *node = cl_malloc((size_t)r * sizeof *node), *place = cl_malloc((size_t)r * sizeof *place);
-    int *cnt = cl_calloc((size_t)r, sizeof *cnt), n = 0;
-    for (int q = 0; q < r; q++) {
-        int nd = cl->devices[ps->devices[q]].node, i = 0;
-        while (i < n && cl->devices[ps->devices[node[i]]].node != nd) i++;
-        if (i == n) node[n++] = q; /* node[i]: the first member on the i-th node */
-        place[q] = cnt[i]++;
-    }
-    int k = r / (n ? n : 1), even = n >= 2 && k >= 2 && k * n == r;
-    for (int i = 0; i < n && even; i++) even = cnt[i] == k;
-    if (!even) {
-        g->k = r;
-        g->n = 1;
+    plan_ring_shape(s->pl, st, &g->k, &g->n);
+    if (g->n == 1) {
         for (int q = 0; q < r; q++) g->next_in[q] = (q + 1) % r;
-    } else {
-        g->k = k;
-        g->n = n;
-        /* grid[i * k + j]: the member at place j on the i-th node */
-        int *grid = cl_malloc((size_t)r * sizeof *grid), *ni = cl_malloc((size_t)r * sizeof *ni);
-        for (int q = 0; q < r; q++) {
-            int nd = cl->devices[ps->devices[q]].node, i = 0;
-            while (cl->devices[ps->devices[node[i]]].node != nd) i++;
-            ni[q] = i;
-            grid[i * k + place[q]] = q;
-        }
-        for (int q = 0; q < r; q++) {
-            g->next_in[q] = grid[ni[q] * k + (place[q] + 1) % k];
-            g->next_x[q] = grid[((ni[q] + 1) % n) * k + place[q]];
-        }
-        free(grid);
-        free(ni);
+        return;
     }
-    free(node);
-    free(place);
-    free(cnt);
+    /* nodes in order of first appearance; grid[i * k + j]: the member at
+     * place j (replica order) on the i-th of them */
+    int k = g->k, n = g->n;
+    int *slot = cl_malloc((size_t)cl->n_nodes * sizeof *slot), *fill = cl_calloc((size_t)n, sizeof *fill);
+    int *grid = cl_malloc((size_t)r * sizeof *grid), *at = cl_malloc((size_t)r * sizeof *at), seen = 0;
+    for (int q = 0; q < r; q++) slot[cl->devices[ps->devices[q]].node] = -1;
+    for (int q = 0; q < r; q++) {
+        int *i = &slot[cl->devices[ps->devices[q]].node];
+        if (*i < 0) *i = seen++;
+        at[q] = *i * k + fill[*i]++;
+        grid[at[q]] = q;
+    }
+    for (int q = 0; q < r; q++) {
+        int i = at[q] / k, j = at[q] % k;
+        g->next_in[q] = grid[i * k + (j + 1) % k];
+        g->next_x[q] = grid[((i + 1) % n) * k + j];
+    }
+    free(slot);
+    free(fill);
+    free(grid);
+    free(at);
 }
 
 void sim_ring_setup(sim *s)
