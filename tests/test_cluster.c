@@ -309,6 +309,12 @@ static void test_cli(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "totals: 32 devices"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "A100-80GB"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "25 GB/s"));
+    CU_ASSERT_PTR_NULL(strstr(out, "network cards")); /* none declared */
+    free(out);
+    free(err);
+    rc = test_run_cli("inspect tests/data/cluster/nics.json", &out, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\n  4 network cards a node, each at the inter-node bandwidth"));
     free(out);
     free(err);
     rc = test_run_cli("inspect --json profiles/clusters/v100-8-pcie.json", &out, &err);
