@@ -152,6 +152,27 @@ int plan_device_count(const plan *p)
     return count;
 }
 
+void plan_ring_shape(const plan *p, int st, int *k, int *n)
+{
+    const plan_stage *ps = &p->stages[st];
+    const cluster *cl = &p->cluster;
+    int r = ps->n_replicas, nodes = 0, per = 0, even = 1;
+    int *cnt = cl_calloc((size_t)(cl->n_nodes > 0 ? cl->n_nodes : 1), sizeof *cnt);
+    for (int q = 0; q < r; q++) nodes += cnt[cl->devices[ps->devices[q]].node]++ == 0;
+    for (int q = 0; q < r; q++) {
+        int c = cnt[cl->devices[ps->devices[q]].node];
+        if (!per) per = c;
+        even &= c == per;
+    }
+    free(cnt);
+    *k = r;
+    *n = 1;
+    if (nodes >= 2 && per >= 2 && even) {
+        *k = per;
+        *n = nodes;
+    }
+}
+
 /* -------------------------------------------------------------- validate -- */
 
 int plan_validate(const plan *p, const char *file, cl_err *e)

@@ -194,6 +194,12 @@ void plan_layout_str(const plan *p, char *buf, size_t cap);
 /* Number of distinct devices the plan uses (p x replicas, chunks shared). */
 int plan_device_count(const plan *p);
 
+/* The shape of stage st's gradient all-reduce (sim/ring.c, docs/simulator.md):
+ * hierarchical, *k replicas on each of *n nodes, when its replicas sit
+ * evenly k >= 2 to a node on n >= 2 nodes; else one flat ring, *k = r,
+ * *n = 1.  Devices must be in the cluster. */
+void plan_ring_shape(const plan *p, int st, int *k, int *n);
+
 /* One line saying how plan p keeps its model state ("mixed precision
  * (...), adam: 18 bytes per parameter") into buf; returns 0 and writes ""
  * when there is nothing new to say: fp32 state of a 4-byte model without

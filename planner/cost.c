@@ -271,20 +271,53 @@ void plan_lattice_arrays_(plan_lattice *L, int n_sets) { lattice_arrays(L, n_set
 
 /* -------------------------------------------------------------- pricing -- */
 
+/* A hierarchical all-reduce of k replicas on each of r / k nodes. */
+static void hier_factors(const plan_inst *I, int r, int k, double *per_byte, double *lat)
+{
+    const cluster_link *a = &I->link[CLUSTER_INTRA], *x = &I->link[CLUSTER_INTER];
+    int n = r / k;
+    *per_byte = 2.0 * (k - 1) / k / a->bw_Bps + 2.0 * (n - 1) / ((double)n * k) / x->bw_Bps;
+    *lat = 2.0 * (k - 1) * a->latency_s + 2.0 * (n - 1) * x->latency_s;
+}
+
+void plan_allreduce_factors(const plan_inst *I, int r, int level, double *per_byte, double *lat)
+{
+    if (level == CLUSTER_INTER)
+        for (int k = I->node_max < r / 2 ? I->node_max : r / 2; k >= 2; k--)
+            if (r % k == 0) {
+                hier_factors(I, r, k, per_byte, lat);
+                return;
+            }
+    const cluster_link *l = &I->link[level];
+    *per_byte = 2.0 * (r - 1) / r / l->bw_Bps;
+    *lat = 2.0 * (r - 1) * l->latency_s;
+}
+
 double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level)
 {
     if (r <= 1 || !I->comm) return 0;
-    const cluster_link *l = &I->link[level];
     /* (2 (r - 1) / r / bw) x bytes + 2 (r - 1) x latency, in this order */
-    double per_byte = 2.0 * (r - 1) / r / l->bw_Bps;
-    return per_byte * bytes + 2.0 * (r - 1) * l->latency_s;
+    double per_byte, lat;
+    plan_allreduce_factors(I, r, level, &per_byte, &lat);
+    return per_byte * bytes + lat;
 }
 
 double plan_allreduce_least(const plan_inst *I, double bytes, int r)
 {
+    if (r <= 1 || !I->comm) return 0;
     double best = HUGE_VAL;
     for (int lv = 0; lv < CLUSTER_LEVELS; lv++)
-        if (I->link[lv].bw_Bps > 0) best = fmin(best, plan_allreduce_s(I, bytes, r, lv));
+        if (I->link[lv].bw_Bps > 0) {
+            const cluster_link *l = &I->link[lv];
+            best = fmin(best, 2.0 * (r - 1) / r / l->bw_Bps * bytes + 2.0 * (r - 1) * l->latency_s);
+        }
+    if (I->link[CLUSTER_INTRA].bw_Bps > 0 && I->link[CLUSTER_INTER].bw_Bps > 0)
+        for (int k = 2; k <= r / 2; k++) /* any shape the simulator may meet */
+            if (r % k == 0) {
+                double per_byte, lat;
+                hier_factors(I, r, k, &per_byte, &lat);
+                best = fmin(best, per_byte * bytes + lat);
+            }
     return best < HUGE_VAL ? best : 0;
 }
 

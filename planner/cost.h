@@ -80,6 +80,9 @@ typedef struct plan_inst {
     double *speed;          /* effective FLOP/s relative to the reference  */
     double *mem_cap;        /* bytes                                       */
     int *node;              /* node index; positions of a node are contiguous */
+    int node_max;           /* devices in the largest node (0: not known):
+                               how many replicas a node can hold in a
+                               hierarchical all-reduce (plan_allreduce_s) */
     int *dev;               /* cluster device index at each position       */
     cluster_link link[CLUSTER_LEVELS];
     /* settings */
@@ -205,11 +208,19 @@ int plan_eval_cmp(const plan_eval *a, const plan_eval *b);
 
 /* ------------------------------------------------ pricing one stage/cut -- */
 
-/* Ring all-reduce of `bytes` over r devices on `link`, per iteration. */
+/* All-reduce of `bytes` over r devices whose group spans `level`, per
+ * iteration: per_byte x bytes + lat.  Inside a node a flat ring,
+ * 2 (r - 1)/r / bw and 2 (r - 1) latencies.  Across nodes, when r has a
+ * divisor k, 2 <= k <= node_max, with r / k >= 2, the simulator's
+ * hierarchical all-reduce (sim/ring.c) with the largest such k, the shape
+ * a contiguous group takes (k a node on n = r / k nodes, or two halves):
+ * 2 (k - 1)/k / bw_in + 2 (n - 1)/(n k) / bw_x per byte, 2 (k - 1)
+ * lat_in + 2 (n - 1) lat_x; else a flat ring on the inter-node link. */
+void plan_allreduce_factors(const plan_inst *I, int r, int level, double *per_byte, double *lat);
 double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level);
-/* The ring all-reduce of `bytes` over r replicas on the faster link level
- * (plan_allreduce_s's price): no group of r devices all-reduces faster, in
- * the cost model or the simulator, so it serves lower bounds. */
+/* The least any group of r replicas takes to all-reduce `bytes`, in the
+ * cost model or the simulator: a flat ring on either link level, or a
+ * hierarchical all-reduce of any shape; for lower bounds. */
 double plan_allreduce_least(const plan_inst *I, double bytes, int r);
 /* Stage time per iteration for work w_s (per microbatch, reference device)
  * on r replicas whose slowest has relative speed spd; `ar` the all-reduce. */

@@ -85,13 +85,9 @@ static void build_tables(exact_dp *X)
     T->qtab = cl_calloc((size_t)rmax + 1, sizeof(int));
     for (int r = 1; r <= rmax; r++) T->qtab[r] = (I->m + r - 1) / r;
     for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
-        const cluster_link *l = &I->link[lv];
         T->ar_pb[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
         T->ar_lat[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
-        for (int r = 2; r <= rmax; r++) {
-            T->ar_pb[lv][r] = 2.0 * (r - 1) / r / l->bw_Bps;
-            T->ar_lat[lv][r] = 2.0 * (r - 1) * l->latency_s;
-        }
+        for (int r = 2; r <= rmax; r++) plan_allreduce_factors(I, r, lv, &T->ar_pb[lv][r], &T->ar_lat[lv][r]);
     }
     if ((double)(N + 1) * (rmax + 1) <= TAB_MAX) {
         size_t n = (size_t)(N + 1) * (size_t)(rmax + 1);

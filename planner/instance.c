@@ -61,6 +61,10 @@ void instance_build(const search_ctx *c, int m, plan_inst *I)
         I->mem_cap[q] = (double)cluster_usable_bytes(&cl->types[cl->devices[d].type]);
         I->node[q] = cl->devices[d].node;
     }
+    int *per = cl_calloc((size_t)cl->n_nodes, sizeof *per); /* devices per node */
+    for (int d = 0; d < cl->n_devices; d++)
+        if (++per[cl->devices[d].node] > I->node_max) I->node_max = per[cl->devices[d].node];
+    free(per);
     I->link[CLUSTER_INTRA] = cl->links[CLUSTER_INTRA];
     I->link[CLUSTER_INTER] = cl->links[CLUSTER_INTER].bw_Bps > 0 ? cl->links[CLUSTER_INTER]
                                                                  : cl->links[CLUSTER_INTRA];

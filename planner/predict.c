@@ -65,7 +65,15 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
         w_min = fmin(w_min, st->bwd_w_s);
         if (comm) {
             const cluster_link *l = &p->cluster.links[one_node(p, st, NULL) ? CLUSTER_INTRA : CLUSTER_INTER];
-            if (r > 1 && s < pipe) /* interleaved chunks share their device's all-reduce slot */
+            int k = r, n = 1;
+            if (r > 1 && s < pipe) plan_ring_shape(p, s, &k, &n);
+            if (r > 1 && s < pipe && n > 1) { /* hierarchical (sim/ring.c) */
+                const cluster_link *a = &p->cluster.links[CLUSTER_INTRA], *x = &p->cluster.links[CLUSTER_INTER];
+                ar_max = fmax(ar_max, 2.0 * (k - 1) / k * st->param_bytes / a->bw_Bps +
+                                          2.0 * (k - 1) * a->latency_s +
+                                          2.0 * (n - 1) / ((double)n * k) * st->param_bytes / x->bw_Bps +
+                                          2.0 * (n - 1) * x->latency_s);
+            } else if (r > 1 && s < pipe) /* interleaved chunks share their device's all-reduce slot */
                 ar_max = fmax(ar_max, 2.0 * (r - 1) / r * st->param_bytes / l->bw_Bps +
                                           2.0 * (r - 1) * l->latency_s);
             if (s + 1 < S) {

@@ -222,9 +222,10 @@ static int devtypes_from_json(jx *j, const cJSON *obj, cluster_devtype **out, in
 /* ----------------------------------------------------------------- links -- */
 
 static int link_from_json(jx *j, const cJSON *links, const char *key, int required,
-                          cluster_link *l, int *present)
+                          cluster_link *l, int *present, int *nics)
 {
     static const char *const allowed[] = {"bandwidth_Bps", "latency_s", NULL};
+    static const char *const allowed_nics[] = {"bandwidth_Bps", "latency_s", "nics_per_node", NULL};
     const cJSON *o;
     char p[64];
     jx_join(p, sizeof p, "links", key);
@@ -233,7 +234,9 @@ static int link_from_json(jx *j, const cJSON *links, const char *key, int requir
     *present = o != NULL;
     if (!o) return CL_OK;
     double lat = 0;
-    if ((rc = jx_only(j, o, p, allowed)) ||
+    int64_t k = 0;
+    if ((rc = jx_only(j, o, p, nics ? allowed_nics : allowed)) ||
+        (nics && (rc = jx_int(j, o, p, "nics_per_node", 0, 1, 1 << 20, &k))) ||
         (rc = jx_pos(j, o, p, "bandwidth_Bps", 1, &l->bw_Bps)) ||
         (rc = jx_num(j, o, p, "latency_s", 1, -HUGE_VAL, HUGE_VAL, &lat)))
         return rc;
@@ -243,15 +246,27 @@ static int link_from_json(jx *j, const cJSON *links, const char *key, int requir
         return jx_fail(j, q, "negative latency %g s (hint: seconds from send to first byte, >= 0)", lat);
     }
     l->latency_s = lat;
+    if (nics) *nics = (int)k;
     return CL_OK;
 }
 
-static cJSON *link_to_json(const cluster_link *l)
+static cJSON *link_to_json(const cluster_link *l, int nics)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "bandwidth_Bps", l->bw_Bps);
     cJSON_AddNumberToObject(o, "latency_s", l->latency_s);
+    if (nics > 0) cJSON_AddNumberToObject(o, "nics_per_node", nics);
     return o;
+}
+
+int cluster_nic_of(const cluster *c, int d)
+{
+    if (c->nics_per_node <= 0) return -1;
+    int node = c->devices[d].node, first = d, last = d;
+    /* devices are numbered node by node */
+    while (first > 0 && c->devices[first - 1].node == node) first--;
+    while (last + 1 < c->n_devices && c->devices[last + 1].node == node) last++;
+    return (int)cluster_nic_card(c->nics_per_node, node, d - first, last - first + 1);
 }
 
 /* ----------------------------------------------------------------- nodes -- */
@@ -451,8 +466,9 @@ static int cluster_read(jx *j, const cJSON *root, int version, void *out)
     }
     if ((rc = jx_object(j, root, "", "links", 1, &links)) ||
         (rc = jx_only(j, links, "links", link_keys)) ||
-        (rc = link_from_json(j, links, "intra_node", 1, &c->links[CLUSTER_INTRA], &has_intra)) ||
-        (rc = link_from_json(j, links, "inter_node", 0, &c->links[CLUSTER_INTER], &has_inter)) ||
+        (rc = link_from_json(j, links, "intra_node", 1, &c->links[CLUSTER_INTRA], &has_intra, NULL)) ||
+        (rc = link_from_json(j, links, "inter_node", 0, &c->links[CLUSTER_INTER], &has_inter,
+                             &c->nics_per_node)) ||
         (rc = jx_text(j, links, "links", "note", 0, c->links_note, sizeof c->links_note)))
         goto out;
     if (!has_inter && c->n_nodes > 1) {
@@ -538,9 +554,9 @@ cJSON *cluster_to_json(const cluster *c)
     free(idx);
 
     cJSON *links = cJSON_AddObjectToObject(root, "links");
-    cJSON_AddItemToObject(links, "intra_node", link_to_json(&c->links[CLUSTER_INTRA]));
+    cJSON_AddItemToObject(links, "intra_node", link_to_json(&c->links[CLUSTER_INTRA], 0));
     if (c->links[CLUSTER_INTER].bw_Bps > 0)
-        cJSON_AddItemToObject(links, "inter_node", link_to_json(&c->links[CLUSTER_INTER]));
+        cJSON_AddItemToObject(links, "inter_node", link_to_json(&c->links[CLUSTER_INTER], c->nics_per_node));
     if (c->links_note[0]) cJSON_AddStringToObject(links, "note", c->links_note);
     return root;
 }

@@ -68,6 +68,10 @@ typedef struct cluster {
     int n_devices;
     cluster_device *devices;  /* owned */
     cluster_link links[CLUSTER_LEVELS]; /* inter: {0, 0} when one node and none given */
+    int nics_per_node;        /* 0: every device pair has its own inter-node link
+                                 of links[CLUSTER_INTER]; k > 0: each node has k
+                                 network cards of that bandwidth (each direction),
+                                 shared by its devices in blocks (sim/link.c) */
     char note[512];           /* free text about the cluster ("" = none)  */
     char links_note[512];     /* source of the link figures ("" = none)   */
 } cluster;
@@ -92,6 +96,18 @@ int cluster_uniform(cluster *c, const cluster_devtype *type, int n, int per_node
 static inline const cluster_link *cluster_link_between(const cluster *c, int a, int b)
 {
     return &c->links[c->devices[a].node == c->devices[b].node ? CLUSTER_INTRA : CLUSTER_INTER];
+}
+
+/* The network card of device d in its node when the cluster declares
+ * nics_per_node (devices of a node in blocks: with 8 devices and 4 cards,
+ * devices 0-1 use card 0, ...), as node x nics_per_node + card; -1 when it
+ * declares none. */
+int cluster_nic_of(const cluster *c, int d);
+/* The same from the node, the device's place in it and the node's device
+ * count (callers that know them: sim/link.c). */
+static inline int64_t cluster_nic_card(int nics, int node, int place, int count)
+{
+    return (int64_t)node * nics + (int64_t)place * nics / count;
 }
 
 /* Memory a device of type t can give to training: mem_bytes less its

@@ -1,14 +1,26 @@
-/* link.c - links between devices and the transfers on them (see sim.h for
- * the model, docs/simulator.md "Resources and timing").
+/* link.c - channels between devices and the transfers on them (see sim.h
+ * for the model, docs/simulator.md "Resources and timing").
  *
- * A link is a directed device pair with the bandwidth and latency of the
- * cluster level joining them.  A transfer alone on its link (solo) takes
- * bytes / bw and arrives `latency` after its last byte: one event.  When
- * transfers overlap on a link they share it equally: with k in their
- * bandwidth phase each progresses at bw / k, recomputed at every start and
- * finish, with one pending event per link for the next finish (shared
- * mode); a transfer that finishes there gets its own arrival event, and the
- * last one left becomes solo again.  Latency does not occupy the link.
+ * A channel is one stream of transfers from one device to another: the
+ * pipeline's activations and gradients (stream 0), or one stage's
+ * all-reduce (stream 1 + stage).  It sends one transfer at a time, in the
+ * order they were posted: a transfer of b bytes starts when it is posted or
+ * when the one before it on the channel has sent its last byte, whichever
+ * is later, takes b / bw, and arrives `latency` after its last byte.  One
+ * event per transfer.
+ *
+ * Why in order and not shared: with processor sharing, a transfer posted
+ * earlier (because something upstream got faster) slows the ones already
+ * on the link, and a faster link could make an iteration slower (issue
+ * 15).  A stream's transfers are posted in an order that does not depend
+ * on timing (a device's op list; a ring member's steps, sim/ring.c), so
+ * every time in a run is a max-plus expression of the durations, and
+ * faster links or lower latencies never delay anything.
+ *
+ * Several streams on one device pair, and cross-node streams through one
+ * network card (clusters with nics_per_node), split its bandwidth evenly
+ * and for the whole run (sim_links_setup): dynamic sharing would bring the
+ * anomaly back.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -16,9 +28,19 @@
 
 #include "sim_int.h"
 
-int sim_link_lookup(sim *s, int src, int dst)
+static int64_t chan_key(const sim *s, int src, int dst, int stream)
 {
-    int64_t key = (int64_t)src * s->n_w + dst;
+    return ((int64_t)src * s->n_w + dst) * (s->S + 1) + stream;
+}
+
+static int64_t chan_slot(int64_t key, int64_t cap)
+{
+    return (int64_t)((uint64_t)key * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+}
+
+int sim_link_lookup(sim *s, int src, int dst, int stream)
+{
+    int64_t key = chan_key(s, src, dst, stream);
     if (2 * (int64_t)(s->n_ch + 1) > s->ch_hcap) {
         int64_t cap = s->ch_hcap ? s->ch_hcap * 2 : 64;
         int64_t *keys = cl_malloc((size_t)cap * sizeof *keys);
@@ -26,7 +48,7 @@ int sim_link_lookup(sim *s, int src, int dst)
         for (int64_t i = 0; i < cap; i++) keys[i] = -1;
         for (int64_t i = 0; i < s->ch_hcap; i++) {
             if (s->ch_hash[i] < 0) continue;
-            int64_t h = (int64_t)((uint64_t)s->ch_hash[i] * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+            int64_t h = chan_slot(s->ch_hash[i], cap);
             while (keys[h] >= 0) h = (h + 1) & (cap - 1);
             keys[h] = s->ch_hash[i];
             vals[h] = s->ch_hval[i];
@@ -37,7 +59,7 @@ int sim_link_lookup(sim *s, int src, int dst)
         s->ch_hval = vals;
         s->ch_hcap = cap;
     }
-    int64_t h = (int64_t)((uint64_t)key * 0x9E3779B97F4A7C15ull >> 20) & (s->ch_hcap - 1);
+    int64_t h = chan_slot(key, s->ch_hcap);
     while (s->ch_hash[h] >= 0) {
         if (s->ch_hash[h] == key) return s->ch_hval[h];
         h = (h + 1) & (s->ch_hcap - 1);
@@ -54,9 +76,9 @@ int sim_link_lookup(sim *s, int src, int dst)
     int c = s->n_ch++;
     sim_chan *ch = &s->ch[c];
     memset(ch, 0, sizeof *ch);
-    ch->cap_active = SIM_CHAN_INLINE;
     ch->src = src;
     ch->dst = dst;
+    ch->stream = stream;
     const cluster *cl = &s->pl->cluster;
     int a = s->sc->dev[src], b = s->sc->dev[dst];
     ch->level = cl->devices[a].node == cl->devices[b].node ? CLUSTER_INTRA : CLUSTER_INTER;
@@ -69,13 +91,89 @@ int sim_link_lookup(sim *s, int src, int dst)
             cl_fail(&s->err, CL_EINPUT, "cluster: the %s-node link between devices %d and %d has "
                     "bandwidth %g B/s, latency %g s (hint: give the cluster that link level)",
                     ch->level == CLUSTER_INTRA ? "intra" : "inter", a, b, ch->bw, ch->lat);
-        ev_stop(s->k);
+        if (s->k) ev_stop(s->k);
         ch->bw = 1;
         ch->lat = 0;
     }
     s->ch_hash[h] = key;
     s->ch_hval[h] = c;
     return c;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Count, for each channel, the channels with the same value of key[]
+ * (sorted copy, binary search), and divide its bandwidth by the count. */
+static void split_by(sim *s, const int64_t *key, double bw_of_group)
+{
+    int n = s->n_ch;
+    int64_t *sorted = cl_malloc((size_t)(n ? n : 1) * sizeof *sorted);
+    int m = 0;
+    for (int c = 0; c < n; c++)
+        if (key[c] >= 0) sorted[m++] = key[c];
+    qsort(sorted, (size_t)m, sizeof *sorted, cmp_i64);
+    for (int c = 0; c < n; c++) {
+        if (key[c] < 0) continue;
+        int lo = 0, hi = m; /* first >= key */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (sorted[mid] < key[c]) lo = mid + 1; else hi = mid;
+        }
+        int cnt = 0;
+        while (lo + cnt < m && sorted[lo + cnt] == key[c]) cnt++;
+        double share = (bw_of_group > 0 ? bw_of_group : s->ch[c].bw) / cnt;
+        if (share < s->ch[c].bw) s->ch[c].bw = share;
+    }
+    free(sorted);
+}
+
+void sim_links_setup(sim *s)
+{
+    const cluster *cl = &s->pl->cluster;
+    int nics = cl->nics_per_node > 0 && cl->n_nodes > 1;
+    int multi = 0; /* a device holding several stages: streams may share a pair */
+    for (int w = 0; w < s->n_w && !multi; w++) multi = s->w[w].n_local > 1;
+    if ((!nics && !multi) || s->o.comm_off || s->sc->kind == SCHED_SEQUENTIAL) return;
+    /* every channel the run will use, before it starts */
+    for (int w = 0; w < s->n_w; w++)
+        for (int64_t i = s->sc->off[w]; i < s->sc->off[w + 1]; i++) {
+            const sched_op *op = &s->sc->ops[i];
+            if (op->kind == SCHED_SEND && (unsigned)op->peer < (unsigned)s->n_w && op->peer != w)
+                sim_link_get(s, w, op->peer);
+        }
+    sim_ring_channels(s);
+    if (s->err.code) return;
+    int n = s->n_ch;
+    int64_t *key = cl_malloc((size_t)(n ? n : 1) * sizeof *key);
+    for (int c = 0; c < n; c++) key[c] = (int64_t)s->ch[c].src * s->n_w + s->ch[c].dst;
+    split_by(s, key, 0); /* streams on one device pair */
+    if (nics) {
+        /* each node's first device and device count (devices are numbered
+         * node by node), for cluster_nic_of's blocks in O(1) a channel */
+        int *first = cl_malloc((size_t)cl->n_nodes * sizeof *first);
+        int *count = cl_calloc((size_t)cl->n_nodes, sizeof *count);
+        for (int d = cl->n_devices; d-- > 0;) {
+            first[cl->devices[d].node] = d;
+            count[cl->devices[d].node]++;
+        }
+        double nic_bw = cl->links[CLUSTER_INTER].bw_Bps;
+        for (int side = 0; side < 2; side++) { /* the sender's card out, the receiver's in */
+            for (int c = 0; c < n; c++) {
+                const sim_chan *ch = &s->ch[c];
+                int d = s->sc->dev[side ? ch->dst : ch->src], nd = cl->devices[d].node;
+                key[c] = ch->level != CLUSTER_INTER ? -1
+                         : cluster_nic_card(cl->nics_per_node, nd, d - first[nd], count[nd]);
+            }
+            split_by(s, key, nic_bw);
+        }
+        free(first);
+        free(count);
+    }
+    free(key);
 }
 
 static int32_t xf_alloc(sim *s)
@@ -94,53 +192,15 @@ static int32_t xf_alloc(sim *s)
     return x;
 }
 
-static void chan_add(sim_chan *ch, int32_t x)
+static void on_arrive(ev_kernel *k, void *ctx, uint64_t x)
 {
-    if (ch->n_active == ch->cap_active) {
-        int cap = ch->cap_active * 2;
-        int32_t *grown = cl_malloc((size_t)cap * sizeof *grown);
-        memcpy(grown, sim_chan_act(ch), (size_t)ch->n_active * sizeof *grown);
-        free(ch->active);
-        ch->active = grown;
-        ch->cap_active = cap;
-    }
-    sim_chan_act(ch)[ch->n_active++] = x;
-}
-
-/* Shared mode: advance every active transfer to time t. */
-static void chan_progress(sim *s, sim_chan *ch, double t)
-{
-    double delta = (t - ch->last_t) * ch->bw / ch->n_active;
-    const int32_t *act = sim_chan_act(ch);
-    for (int i = 0; i < ch->n_active; i++) s->xf[act[i]].remaining -= delta;
-    ch->last_t = t;
-}
-
-static void on_chan(ev_kernel *k, void *ctx, uint64_t c);
-static void on_solo_arrive(ev_kernel *k, void *ctx, uint64_t x);
-static void on_arrive(ev_kernel *k, void *ctx, uint64_t x);
-
-static void chan_schedule_shared(sim *s, int c)
-{
-    sim_chan *ch = &s->ch[c];
-    if (ch->ev) ev_cancel(s->k, ch->ev);
-    double best = HUGE_VAL;
-    const int32_t *act = sim_chan_act(ch);
-    for (int i = 0; i < ch->n_active; i++)
-        if (s->xf[act[i]].remaining < best) best = s->xf[act[i]].remaining;
-    if (best < 0) best = 0;
-    ch->ev = ev_at(s->k, ch->last_t + best * ch->n_active / ch->bw, on_chan, s, (uint64_t)c);
-}
-
-static void make_solo(sim *s, sim_chan *ch, int32_t x, double t, double remaining)
-{
-    sim_xfer *X = &s->xf[x];
-    X->finish_t = t + (remaining > 0 ? remaining : 0) / ch->bw;
-    X->ev = ev_at(s->k, X->finish_t + ch->lat, on_solo_arrive, s, (uint64_t)x);
+    sim *s = ctx;
+    sim_arrive(s, (int32_t)x, s->now = ev_now(k));
+    sim_drain(s);
 }
 
 void sim_link_start(sim *s, int c, int kind, int64_t ref, int64_t op, double bytes,
-                    int src, int dst, int member)
+                    int src, int dst, int member, int hop)
 {
     double t = s->now;
     int32_t x = xf_alloc(s);
@@ -152,73 +212,12 @@ void sim_link_start(sim *s, int c, int kind, int64_t ref, int64_t op, double byt
     X->src = src;
     X->dst = dst;
     X->member = member;
+    X->hop = hop;
     X->bytes = bytes;
-    X->remaining = bytes;
     X->start_t = t;
-    X->ev = 0;
     sim_chan *ch = &s->ch[c];
     s->sent_level[ch->level] += bytes;
-    if (ch->n_active == 1 && s->xf[sim_chan_act(ch)[0]].finish_t <= t)
-        ch->n_active = 0; /* the solo transfer is past its last byte */
-    if (ch->n_active == 0) {
-        chan_add(ch, x);
-        make_solo(s, ch, x, t, bytes);
-        return;
-    }
-    if (ch->n_active == 1) { /* a solo transfer becomes shared */
-        sim_xfer *Y = &s->xf[sim_chan_act(ch)[0]];
-        ev_cancel(s->k, Y->ev);
-        Y->ev = 0;
-        Y->remaining = (Y->finish_t - t) * ch->bw;
-        ch->last_t = t;
-    } else {
-        chan_progress(s, ch, t);
-    }
-    chan_add(ch, x);
-    chan_schedule_shared(s, c);
+    double begin = ch->free_t > t ? ch->free_t : t;
+    ch->free_t = begin + bytes / ch->bw;
+    ev_at(s->k, ch->free_t + ch->lat, on_arrive, s, (uint64_t)x);
 }
-
-static void on_chan(ev_kernel *k, void *ctx, uint64_t c)
-{
-    sim *s = ctx;
-    double t = s->now = ev_now(k);
-    sim_chan *ch = &s->ch[c];
-    ch->ev = 0;
-    chan_progress(s, ch, t);
-    int best = 0;
-    int32_t *act = sim_chan_act(ch);
-    for (int i = 1; i < ch->n_active; i++)
-        if (s->xf[act[i]].remaining < s->xf[act[best]].remaining) best = i;
-    int32_t x = act[best];
-    memmove(act + best, act + best + 1, (size_t)(ch->n_active - best - 1) * sizeof *act);
-    ch->n_active--;
-    s->xf[x].finish_t = t;
-    if (ch->n_active == 1) {
-        int32_t y = act[0];
-        make_solo(s, ch, y, t, s->xf[y].remaining);
-    } else if (ch->n_active > 1) {
-        chan_schedule_shared(s, (int)c);
-    }
-    if (ch->lat > 0)
-        ev_at(k, t + ch->lat, on_arrive, s, (uint64_t)x);
-    else
-        sim_arrive(s, x, t);
-    sim_drain(s);
-}
-
-static void on_solo_arrive(ev_kernel *k, void *ctx, uint64_t x)
-{
-    sim *s = ctx;
-    sim_chan *ch = &s->ch[s->xf[x].chan];
-    if (ch->n_active == 1 && sim_chan_act(ch)[0] == (int32_t)x) ch->n_active = 0;
-    sim_arrive(s, (int32_t)x, s->now = ev_now(k));
-    sim_drain(s);
-}
-
-static void on_arrive(ev_kernel *k, void *ctx, uint64_t x)
-{
-    sim *s = ctx;
-    sim_arrive(s, (int32_t)x, s->now = ev_now(k));
-    sim_drain(s);
-}
-

@@ -57,7 +57,7 @@ int sim_local_index(const sim_worker *w, int stage)
 }
 
 /* A bad op met during the run: keep the first message, stop the kernel. */
-static void run_fail(sim *s, int w, const char *what)
+void sim_run_fail(sim *s, int w, const char *what)
 {
     if (!s->err.code) {
         const sim_worker *W = &s->w[w];
@@ -94,19 +94,19 @@ static void enqueue(sim *s, int w)
     s->runq[at >= s->n_w ? at - s->n_w : at] = w;
 }
 
-static void record(sim *s, double t0, double t1, int track, int link, int64_t op)
+static void record(sim *s, double t0, double t1, double bytes, int track, int link, int64_t op)
 {
     if (!s->o.record) return;
     if (s->n_spans == s->cap_spans) {
         s->cap_spans = s->cap_spans * 2 + 1024;
         s->spans = cl_realloc(s->spans, (size_t)s->cap_spans * sizeof *s->spans);
     }
-    s->spans[s->n_spans++] = (sim_span){t0, t1, track, link, op};
+    s->spans[s->n_spans++] = (sim_span){t0, t1, bytes, track, link, op};
 }
 
 /* ------------------------------------------------------- pipeline data -- */
 
-static void wake(sim *s, int w, double t, double ready_t)
+void sim_wake(sim *s, int w, double t, double ready_t)
 {
     sim_worker *W = &s->w[w];
     double from = W->block_t > ready_t ? W->block_t : ready_t;
@@ -123,7 +123,7 @@ static void deliver_pipe(sim *s, int64_t slot, double t)
     sim_slot *sl = &s->slots[slot];
     int w = sl->arrive_t < 0 ? (int)-sl->arrive_t - 2 : -1; /* the waiter (see sim_slot) */
     sl->arrive_t = t;
-    if (w >= 0) wake(s, w, t, sl->post_t);
+    if (w >= 0) sim_wake(s, w, t, sl->post_t);
 }
 
 static void post_send(sim *s, int w, const sched_op *op, int64_t pc)
@@ -148,127 +148,22 @@ static void post_send(sim *s, int w, const sched_op *op, int64_t pc)
     const sim_worker *R = &s->w[op->peer];
     __builtin_prefetch(R);
     __builtin_prefetch(&s->sc->ops[R->pc]);
-    sim_link_start(s, sim_link_get(s, w, op->peer), XF_PIPE, slot, pc, op->bytes, w, op->peer, 0);
+    sim_link_start(s, sim_link_get(s, w, op->peer), XF_PIPE, slot, pc, op->bytes, w, op->peer, 0, 0);
 }
 
-/* ---------------------------------------------------------- all-reduce -- */
-
-static int ar_member_worker(const sim *s, const sim_ar *a, int q)
-{
-    return s->worker_of_dev[s->pl->stages[a->stage].devices[q]];
-}
-
-/* Member q's part of all-reduce inst is done (how = 1), or under ZeRO its
- * reduce-scatter (how = 2): wake it if it waits for that. */
-static void ar_member_mark(sim *s, int64_t inst, int q, double t, int how)
-{
-    sim_ar *a = &s->ar[inst];
-    s->ar_done[a->member_off + q] = (uint8_t)how;
-    int w = ar_member_worker(s, a, q);
-    sim_worker *W = &s->w[w];
-    /* the all-gather ends the member's iteration, even after its last op */
-    if (how == 1 && s->zero_split && t > W->t_last) W->t_last = t;
-    if (W->state == W_WAIT_AR && W->wait_ref == inst)
-        wake(s, w, t, a->last_post_t);
-}
-
-static void ar_member_done(sim *s, int64_t inst, int q, double t)
-{
-    ar_member_mark(s, inst, q, t, 1);
-}
-
-static void ring_send(sim *s, int64_t inst, int q)
-{
-    sim_ar *a = &s->ar[inst];
-    int nq = (q + 1) % a->r;
-    int src = ar_member_worker(s, a, q), dst = ar_member_worker(s, a, nq);
-    sim_link_start(s, sim_link_get(s, src, dst), XF_RING, inst, s->ar_op[a->member_off + q],
-               s->sc->ops[s->ar_op[a->member_off + q]].bytes / a->r, src, dst, nq);
-}
-
-static void ring_recv(sim *s, int64_t inst, int q, double t)
-{
-    sim_ar *a = &s->ar[inst];
-    int got = ++s->ar_step[a->member_off + q];
-    if (got == 2 * (a->r - 1))
-        ar_member_done(s, inst, q, t);
-    else if (s->zero_split && got == a->r - 1)
-        ar_member_mark(s, inst, q, t, 2); /* its UPDATE sends step r */
-    else
-        ring_send(s, inst, q);
-}
-
-/* The k-th all-reduce of stage st, created when its first replica posts. */
-static int64_t ar_instance(sim *s, int st, int64_t k)
-{
-    if (k < s->ar_n[st]) return s->ar_list[st][k];
-    if (s->ar_n[st] == s->ar_cap[st]) {
-        s->ar_cap[st] = s->ar_cap[st] * 2 + 4;
-        s->ar_list[st] = cl_realloc(s->ar_list[st], (size_t)s->ar_cap[st] * sizeof **s->ar_list);
-    }
-    if (s->n_ar == s->cap_ar) {
-        s->cap_ar = s->cap_ar * 2 + 16;
-        s->ar = cl_realloc(s->ar, (size_t)s->cap_ar * sizeof *s->ar);
-    }
-    int r = s->pl->stages[st].n_replicas;
-    if (s->n_members + r > s->cap_members) {
-        s->cap_members = (s->n_members + r) * 2 + 64;
-        s->ar_done = cl_realloc(s->ar_done, (size_t)s->cap_members);
-        s->ar_op = cl_realloc(s->ar_op, (size_t)s->cap_members * sizeof *s->ar_op);
-        s->ar_step = cl_realloc(s->ar_step, (size_t)s->cap_members * sizeof *s->ar_step);
-    }
-    int64_t inst = s->n_ar++;
-    s->ar[inst] = (sim_ar){.stage = st, .r = r, .member_off = s->n_members};
-    for (int q = 0; q < r; q++) {
-        s->ar_done[s->n_members + q] = 0;
-        s->ar_op[s->n_members + q] = -1;
-        s->ar_step[s->n_members + q] = 0;
-    }
-    s->n_members += r;
-    s->ar_list[st][s->ar_n[st]++] = inst;
-    return inst;
-}
-
-static void post_ar(sim *s, int w, const sched_op *op, int64_t pc)
-{
-    sim_worker *W = &s->w[w];
-    int li = sim_local_index(W, op->stage);
-    int q = li < 0 ? -1 : W->ar_q[li];
-    if (q < 0) {
-        run_fail(s, w, "all-reduce of a stage this device is not a replica of");
-        return;
-    }
-    int64_t inst = ar_instance(s, op->stage, W->ar_posted[li]++);
-    sim_ar *a = &s->ar[inst];
-    s->ar_op[a->member_off + q] = pc;
-    W->last_ar[li] = inst;
-    a->posted++;
-    a->last_post_t = s->now;
-    if (a->posted < a->r) return;
-    if (s->o.comm_off || a->r == 1) {
-        for (int i = 0; i < a->r; i++) ar_member_done(s, inst, i, s->now);
-        return;
-    }
-    for (int i = 0; i < a->r; i++) {
-        double bytes = s->sc->ops[s->ar_op[a->member_off + i]].bytes / a->r;
-        s->w[ar_member_worker(s, a, i)].sent += 2.0 * (a->r - 1) * bytes;
-        ring_send(s, inst, i);
-    }
-}
-
-/* Transfer x has arrived.  ring_recv may start the next ring step, whose
+/* Transfer x has arrived.  sim_ring_recv may start the next ring step, whose
  * xf_alloc can move s->xf: read what the dispatch needs first, and index
  * s->xf afresh afterwards (no pointer into it lives across the call). */
 void sim_arrive(sim *s, int32_t x, double t)
 {
     const sim_xfer *X = &s->xf[x];
-    record(s, X->start_t, t, X->chan, 1, X->op);
-    int kind = X->kind, member = X->member;
+    record(s, X->start_t, t, X->bytes, X->chan, 1, X->op);
+    int kind = X->kind, member = X->member, hop = X->hop;
     int64_t ref = X->ref;
     if (kind == XF_PIPE)
         deliver_pipe(s, ref, t);
     else
-        ring_recv(s, ref, member, t);
+        sim_ring_recv(s, ref, member, hop, t);
     s->xf[x].next_free = s->xf_free;
     s->xf_free = x;
 }
@@ -291,13 +186,13 @@ static void finish_compute(sim *s, int w, double t)
         int li = s->zero_split ? sim_local_index(W, op->stage) : -1;
         int64_t inst = li >= 0 ? W->last_ar[li] : -1;
         if (inst >= 0 && s->ar[inst].r > 1 && !s->o.comm_off && W->ar_q[li] >= 0)
-            ring_send(s, inst, W->ar_q[li]);
+            sim_ring_gate(s, inst, W->ar_q[li]);
     }
     if (W->held > 0) { /* the RECVs before this op were its inputs */
         sim_mem_buffers(s, w, -W->held);
         W->held = 0;
     }
-    record(s, W->run_t0, t, w, 0, W->pc);
+    record(s, W->run_t0, t, 0, w, 0, W->pc);
     W->t_last = t;
     W->pc++;
     W->state = W_READY;
@@ -312,7 +207,7 @@ static void advance(sim *s, int w)
     while (W->pc < W->end) {
         const sched_op *op = &ops[W->pc];
         if (!op_ok(s, w, op)) {
-            run_fail(s, w, "kind, stage, microbatch, iteration or transfer peer out of range");
+            sim_run_fail(s, w, "kind, stage, microbatch, iteration or transfer peer out of range");
             return;
         }
         switch ((sched_op_kind)op->kind) {
@@ -321,7 +216,7 @@ static void advance(sim *s, int w)
             W->pc++;
             continue;
         case SCHED_ALLREDUCE:
-            post_ar(s, w, op, W->pc);
+            sim_post_ar(s, w, op, W->pc);
             if (s->err.code) return;
             W->pc++;
             continue;
@@ -350,7 +245,7 @@ static void advance(sim *s, int w)
         case SCHED_UPDATE: {
             int li = sim_local_index(W, op->stage);
             if (li < 0) {
-                run_fail(s, w, "update of a stage this device does not hold");
+                sim_run_fail(s, w, "update of a stage this device does not hold");
                 return;
             }
             int64_t inst = W->last_ar[li];
@@ -519,6 +414,13 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
         sim_destroy(s);
         return NULL;
     }
+    sim_ring_setup(s);
+    sim_links_setup(s);
+    if (s->err.code) {
+        *e = s->err;
+        sim_destroy(s);
+        return NULL;
+    }
     s->k = ev_create();
     return s;
 }
@@ -610,7 +512,7 @@ void sim_destroy(sim *s)
     if (!s) return;
     ev_destroy(s->k);
     if (s->w) sim_mem_free(s);
-    for (int c = 0; c < s->n_ch; c++) free(s->ch[c].active);
+    sim_ring_free(s);
     free(s->ch);
     free(s->ch_hash);
     free(s->ch_hval);
@@ -629,7 +531,7 @@ void sim_destroy(sim *s)
     free(s->ar_cap);
     free(s->ar_done);
     free(s->ar_op);
-    free(s->ar_step);
+    free(s->ar_m);
     free(s->runq);
     free(s->iter_end);
     free(s->busy_it);

@@ -3,10 +3,10 @@
  * The simulator runs the per-device op lists of a schedule (schedule.h) on
  * top of the event kernel (event.h): each device has a compute stream (one
  * F/B/W/UPDATE at a time, durations from the plan's stages) and send and
- * receive engines that overlap compute; transfers travel over directed links
- * with the cluster's bandwidth and latency, concurrent transfers on one link
- * share its bandwidth equally (recomputed at every start and finish), and
- * replicated stages all-reduce their gradients with a ring.  Memory is
+ * receive engines that overlap compute; transfers travel over directed
+ * channels with the cluster's bandwidth and latency, one at a time in the
+ * order posted (link.c), and replicated stages all-reduce their gradients
+ * with a ring, hierarchical across nodes (ring.c).  Memory is
  * tracked per device over time.  What is and is not modelled:
  * docs/simulator.md.
  *

@@ -82,29 +82,38 @@ typedef struct sim_xfer {
     int64_t op;             /* SEND op, or the sender's ALLREDUCE op (labels) */
     int32_t src, dst;       /* workers                                       */
     int32_t member;         /* ring: receiving member's replica index        */
-    double bytes, remaining;
-    double start_t, finish_t; /* finish_t: bandwidth phase ends (solo)       */
-    ev_handle ev;           /* solo arrival event                            */
+    int32_t hop;            /* ring: 0 inside the node's ring, 1 between nodes */
+    double bytes;
+    double start_t;         /* posted                                        */
     int32_t next_free;
 } sim_xfer;
 
-/* A link; what a transfer touches is in the first cache line (64-byte
- * aligned), with room for a few active transfers in place. */
-#define SIM_CHAN_INLINE 4
+/* A channel: one stream of transfers from one device to another, sent one
+ * at a time in the order posted (link.c). */
 typedef struct sim_chan {
-    _Alignas(64) int n_active; /* transfers in their bandwidth phase         */
-    int cap_active;
     double bw, lat;
-    double last_t;          /* shared mode: progress computed up to here     */
-    ev_handle ev;           /* shared mode: next completion                  */
-    int32_t *active;        /* owned, once more than SIM_CHAN_INLINE are
-                               active; NULL: they are in inl (sim_chan_act) */
-    int32_t inl[SIM_CHAN_INLINE];
+    double free_t;          /* when its last transfer so far sends its last byte */
     int32_t src, dst;       /* workers                                       */
+    int stream;             /* 0 pipeline, 1 + s stage s's all-reduce         */
     int level;              /* CLUSTER_INTRA / CLUSTER_INTER                 */
 } sim_chan;
 
-static inline int32_t *sim_chan_act(sim_chan *ch) { return ch->active ? ch->active : ch->inl; }
+/* The all-reduce of a replicated stage (ring.c): replica q is member q.
+ * Hierarchical when the replicas sit k to a node on n >= 2 nodes with
+ * k >= 2: a ring inside each node (next_in), k rings between nodes
+ * (next_x); else one flat ring over all (k = r, n = 1). */
+typedef struct sim_ring {
+    int k, n;
+    int32_t *next_in, *next_x;  /* member -> member, owned (one block)       */
+    int32_t *ch_in, *ch_x;      /* member's channel to them, -1 not yet      */
+} sim_ring;
+
+/* A member's progress in one all-reduce. */
+typedef struct sim_arm {
+    int32_t got_in, got_x;  /* steps received inside the node, between nodes */
+    int32_t sent;           /* steps sent (in order)                          */
+    int32_t gate;           /* ZeRO: its shard's UPDATE is done               */
+} sim_arm;
 
 /* one ring all-reduce among the replicas of a stage */
 typedef struct sim_ar {
@@ -112,7 +121,7 @@ typedef struct sim_ar {
     int r;
     int posted;
     double last_post_t;
-    int64_t member_off;     /* into ar_done / ar_op / ar_step; ar_done is 0,
+    int64_t member_off;     /* into ar_done / ar_op / ar_m; ar_done is 0,
                                2 when a member's reduce-scatter is done
                                (zero_split), 1 when all of it is         */
 } sim_ar;
@@ -125,6 +134,7 @@ typedef struct sim_memsample {
 
 typedef struct sim_span {
     double t0, t1;
+    double bytes;           /* link spans: the transfer's bytes              */
     int32_t track;          /* worker, or channel for link spans            */
     int32_t link;           /* 0 compute, 1 link                             */
     int64_t op;
@@ -165,7 +175,8 @@ struct sim {
     int64_t *ar_n, *ar_cap; /* per stage: instances created, capacity        */
     uint8_t *ar_done;       /* per (instance, member)                        */
     int64_t *ar_op;         /* per (instance, member): the ALLREDUCE op      */
-    int32_t *ar_step;       /* per (instance, member): steps received        */
+    sim_arm *ar_m;          /* per (instance, member): its progress          */
+    sim_ring *ring;         /* per stage: the all-reduce's rings (ring.c)    */
     int64_t n_members, cap_members;
     cl_err err;             /* a bad op met during the run                   */
     /* run queue */
@@ -182,16 +193,35 @@ struct sim {
     int ran;
 };
 
-/* link.c: links and transfers */
-int sim_link_lookup(sim *s, int src, int dst);          /* creates it on first use */
+/* link.c: channels and transfers */
+int sim_link_lookup(sim *s, int src, int dst, int stream); /* creates it on first use */
 void sim_link_start(sim *s, int c, int kind, int64_t ref, int64_t op, double bytes,
-                    int src, int dst, int member);
+                    int src, int dst, int member, int hop);
+/* Before the run: with network cards, or devices holding several stages,
+ * create every channel and split shared bandwidth (link.c). */
+void sim_links_setup(sim *s);
+/* ring.c: the all-reduces */
+void sim_ring_setup(sim *s);
+void sim_ring_free(sim *s);
+void sim_ring_channels(sim *s);             /* create every ring channel */
+void sim_post_ar(sim *s, int w, const sched_op *op, int64_t pc);
+void sim_ring_recv(sim *s, int64_t inst, int q, int hop, double t);
+void sim_ring_gate(sim *s, int64_t inst, int q); /* ZeRO: member q's UPDATE ended */
+/* the worker of member q of all-reduce a */
+static inline int sim_ar_worker(const sim *s, const sim_ar *a, int q)
+{
+    return s->worker_of_dev[s->pl->stages[a->stage].devices[q]];
+}
+/* sim.c: a bad op met during the run (stops it); wake worker w blocked
+ * since block_t for data posted at ready_t */
+void sim_run_fail(sim *s, int w, const char *what);
+void sim_wake(sim *s, int w, double t, double ready_t);
 /* sim.c: a transfer's data has arrived; run woken workers */
 void sim_arrive(sim *s, int32_t x, double t);
 void sim_drain(sim *s);
 
-/* The link src -> dst, through a two-entry cache per worker (a pipeline
- * worker talks to its two neighbours). */
+/* The pipeline channel src -> dst, through a two-entry cache per worker (a
+ * pipeline worker talks to its two neighbours). */
 static inline int sim_link_get(sim *s, int src, int dst)
 {
     sim_worker *W = &s->w[src];
@@ -204,7 +234,7 @@ static inline int sim_link_get(sim *s, int src, int dst)
         W->cchan[0] = c;
         return c;
     }
-    int c = sim_link_lookup(s, src, dst);
+    int c = sim_link_lookup(s, src, dst, 0);
     W->cpeer[1] = W->cpeer[0];
     W->cchan[1] = W->cchan[0];
     W->cpeer[0] = dst;

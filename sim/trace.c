@@ -281,10 +281,8 @@ int sim_write_trace(const sim *s, const char *path, cl_err *e)
         const sim_span *sp = ls[i].ref;
         const sched_op *op = &sc->ops[sp->op];
         const sim_chan *ch = &s->ch[sp->track];
-        double bytes = op->kind == SCHED_ALLREDUCE ? op->bytes / s->pl->stages[op->stage].n_replicas
-                                                   : op->bytes;
         trace_transfer(t, tid_base[sp->track] + ls[i].lane, sched_op_label(sc, op, label, sizeof label),
-                       sp->t0, sp->t1 - sp->t0, bytes, op->stage, op->micro, op->iter,
+                       sp->t0, sp->t1 - sp->t0, sp->bytes, op->stage, op->micro, op->iter,
                        sc->dev[ch->src], sc->dev[ch->dst]);
     }
     /* memory in use per device, as counters (one track per device) */

@@ -24,7 +24,9 @@ static int same_cluster(const cluster *a, const cluster *b)
 {
     if (strcmp(a->name, b->name) || strcmp(a->note, b->note) || strcmp(a->links_note, b->links_note))
         return 0;
-    if (a->n_types != b->n_types || a->n_nodes != b->n_nodes || a->n_devices != b->n_devices) return 0;
+    if (a->n_types != b->n_types || a->n_nodes != b->n_nodes || a->n_devices != b->n_devices ||
+        a->nics_per_node != b->nics_per_node)
+        return 0;
     if (memcmp(a->types, b->types, (size_t)a->n_types * sizeof *a->types)) return 0;
     if (memcmp(a->node_names, b->node_names, (size_t)a->n_nodes * sizeof *a->node_names)) return 0;
     if (memcmp(a->devices, b->devices, (size_t)a->n_devices * sizeof *a->devices)) return 0;
@@ -192,6 +194,29 @@ static void test_device_presets(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "A100-80GB"));
 }
 
+/* Network cards: devices of a node use them in blocks (8 devices on 4
+ * cards: 2 a card; 6 on 4: 0 0 1 2 2 3, card = place x 4 / 6); none
+ * declared: -1. */
+static void test_nics(void)
+{
+    cluster c;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(cluster_load(&c, "tests/data/cluster/nics.json", &e), CL_OK);
+    CU_ASSERT_EQUAL(c.nics_per_node, 4);
+    const int want[14] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 6, 6, 7};
+    for (int d = 0; d < 14; d++) CU_ASSERT_EQUAL(cluster_nic_of(&c, d), want[d]);
+    /* written and read back: the same */
+    cluster b;
+    cJSON *j = cluster_to_json(&c);
+    CU_ASSERT_EQUAL(cluster_from_json(&b, j, "mem", &e), CL_OK);
+    cJSON_Delete(j);
+    CU_ASSERT(same_cluster(&c, &b));
+    cluster_free(&b);
+    c.nics_per_node = 0;
+    CU_ASSERT_EQUAL(cluster_nic_of(&c, 3), -1);
+    cluster_free(&c);
+}
+
 static void test_uniform(void)
 {
     cluster_devtype t = {.name = "g", .peak_fp32_flops = 1e12, .mem_bytes = 1 << 30,
@@ -258,6 +283,8 @@ static void test_bad_files(void)
         {"bad-missing-inter.json", "links.inter_node: missing, and the cluster has 2 nodes"},
         {"bad-memory-negative.json", "device_types[0].memory_bytes: -5 is out of range"},
         {"bad-typo.json", "links.intra_node.bandwith_Bps: unknown member"},
+        {"bad-nics-zero.json", "links.inter_node.nics_per_node: 0 is out of range"},
+        {"bad-nics-intra.json", "links.intra_node.nics_per_node: unknown member"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[256], want[512];
@@ -282,6 +309,12 @@ static void test_cli(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "totals: 32 devices"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "A100-80GB"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "25 GB/s"));
+    CU_ASSERT_PTR_NULL(strstr(out, "network cards")); /* none declared */
+    free(out);
+    free(err);
+    rc = test_run_cli("inspect tests/data/cluster/nics.json", &out, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\n  4 network cards a node, each at the inter-node bandwidth"));
     free(out);
     free(err);
     rc = test_run_cli("inspect --json profiles/clusters/v100-8-pcie.json", &out, &err);
@@ -309,6 +342,7 @@ TEST_SUITE(cluster)
     test_add("cluster_copy equals the original and shares nothing", test_copy);
     test_add("contents, links between devices, effective FLOP/s", test_contents);
     test_add("device presets: datasheet figures, lookup, agreement", test_device_presets);
+    test_add("network cards per node, shared in blocks", test_nics);
     test_add("uniform clusters from flags", test_uniform);
     test_add("bad cluster files name file and JSON path", test_bad_files);
     test_add("cleave inspect on clusters", test_cli);

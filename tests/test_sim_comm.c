@@ -1,4 +1,4 @@
-/* test_sim_comm.c - links, bandwidth sharing, the ring all-reduce and the
+/* test_sim_comm.c - links, transfers in order on a link, the ring all-reduce and the
  * Chrome trace, each against timelines worked out by hand. */
 #include <math.h>
 #include <stdio.h>
@@ -66,15 +66,16 @@ static void test_two_stage_exposed_transfer(void)
 
 static void test_link_sharing(void)
 {
-    /* stage 0 has F = 0, so both activations start at t = 0 on one link and
-     * share it: 1 MB each at 1 MB/s, latency 0.25 s.
-     *   A0, A1 finish together at 2, arrive 2.25
-     *   s1: F0 [2.25,3.25] F1 [3.25,4.25] B0 [4.25,4.75] B1 [4.75,5.25]
-     *   G0 posted 4.75 alone until G1 at 5.25 (0.5 MB left), then both at
-     *   0.5 MB/s: G0 done 6.25 (arrives 6.5), G1 alone again with 0.5 MB
-     *   left: done 6.75, arrives 7.0
-     *   s0: B0 [6.5,7.5] B1 [7.5,8.5]  ->  8.5 s
-     * (without sharing it would be 8.0). */
+    /* stage 0 has F = 0, so both activations are posted at t = 0 on one
+     * link: 1 MB each at 1 MB/s, latency 0.25 s.  One at a time, in the
+     * order posted (sim/link.c):
+     *   A0 [0,1] arrives 1.25, A1 [1,2] arrives 2.25
+     *   s1: F0 [1.25,1.75] waits for A1, F1 [2.25,2.75] B0 [2.75,3.25] B1 [3.25,3.75]
+     *   G0 posted 3.25: [3.25,4.25] arrives 4.5; G1 posted 3.75, after
+     *   G0: [4.25,5.25] arrives 5.5
+     *   s0: B0 [4.5,5.5] B1 [5.5,6.5]  ->  6.5 s
+     * (sharing the link equally, as the simulator did before, gave 7.5: A0
+     * and A1 both arrived at 2.25, G0 at 5.5.) */
     cl_err e = {0};
     plan p;
     sim_uniform u = {.stages = 2, .micro = 2, .schedule = SCHED_GPIPE, .act_bytes = 1e6,
@@ -82,13 +83,16 @@ static void test_link_sharing(void)
     CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(&p, &u, &e), 0);
     p.stages[0].fwd_s = 0;
     p.stages[0].bwd_in_s = 1;
-    p.stages[1].fwd_s = 1;
+    p.stages[1].fwd_s = 0.5;
     p.stages[1].bwd_in_s = 0.5;
     sim_result r;
     CU_ASSERT_EQUAL_FATAL(run(&p, SCHED_GPIPE, 2, 1, 0, &r, NULL, &e), 0);
-    CU_ASSERT(fabs(r.iteration_s - 8.5) < 1e-12);
-    /* s0 waits [0, 6.5] minus nothing busy: G0 posted 4.75, arrived 6.5 */
-    CU_ASSERT(fabs(r.dev[0].comm_wait_s - 1.75) < 1e-12);
+    CU_ASSERT(fabs(r.iteration_s - 6.5) < 1e-12);
+    /* s0 waits on G0 from its post (3.25) to its arrival (4.5); G1 is
+     * there when B0 ends */
+    CU_ASSERT(fabs(r.dev[0].comm_wait_s - 1.25) < 1e-12);
+    /* s1 waits on A0 [0,1.25] and on A1 [1.75,2.25] */
+    CU_ASSERT(fabs(r.dev[1].comm_wait_s - 1.75) < 1e-12);
     sim_result_free(&r);
     sim_uniform_free(&p);
 }
@@ -269,7 +273,7 @@ TEST_SUITE(sim_comm)
 {
     test_add_suite("sim_comm");
     test_add("two stages: time grows by exactly the exposed transfers", test_two_stage_exposed_transfer);
-    test_add("concurrent transfers share a link equally", test_link_sharing);
+    test_add("transfers on one link go one at a time, in posting order", test_link_sharing);
     test_add("ring all-reduce matches 2(r-1)/r P/bw + 2(r-1) latency", test_ring_allreduce);
     test_add("bytes are counted per link level", test_inter_node_level);
     test_add("same input gives a byte-identical, parseable trace", test_trace_deterministic_and_valid);

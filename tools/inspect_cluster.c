@@ -147,6 +147,9 @@ static void print_table(const cluster *c)
                time_str(c->links[CLUSTER_INTER].latency_s, b, sizeof b));
     else
         printf("  %-10s  %12s\n", "inter-node", "(none: one node)");
+    if (c->nics_per_node > 0) /* only clusters that declare cards: others print as before */
+        printf("  %d network cards a node, each at the inter-node bandwidth, shared by the node's devices\n",
+               c->nics_per_node);
     if (c->links_note[0]) printf("  %s\n", c->links_note);
 
     totals t = sum(c);

@@ -141,6 +141,29 @@ static double gen_op_s(const plan *p, sched_kind kind, const sched_op *op)
     }
 }
 
+/* The all-reduce's shape (sim/ring.c, docs/simulator.md): k replicas on
+ * each of n >= 2 nodes with k >= 2 make it hierarchical; else one flat ring
+ * (k = r, n = 1).  Worked out here from the plan on its own. */
+static void gen_ring_kn(const plan *p, int stage, int *k, int *n)
+{
+    const plan_stage *st = &p->stages[stage];
+    int r = st->n_replicas, nodes = 0, even = 1, per = -1;
+    for (int q = 0; q < r; q++) {
+        int nd = p->cluster.devices[st->devices[q]].node, seen = 0, cnt = 0;
+        for (int j = 0; j < r; j++) cnt += p->cluster.devices[st->devices[j]].node == nd;
+        for (int j = 0; j < q; j++) seen |= p->cluster.devices[st->devices[j]].node == nd;
+        if (!seen) nodes++;
+        if (per < 0) per = cnt;
+        even &= cnt == per;
+    }
+    *k = r;
+    *n = 1;
+    if (nodes >= 2 && per >= 2 && even) {
+        *k = per;
+        *n = nodes;
+    }
+}
+
 static int gen_close(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b)) + 1e-300; }
 
 int gen_sim_check(const plan *p, const gen_run *run, sim_result *out, const char **broken,
@@ -167,9 +190,10 @@ int gen_sim_check(const plan *p, const gen_run *run, sim_result *out, const char
                 sent_off[w] += op->bytes;
                 transfers++;
             } else if (op->kind == SCHED_ALLREDUCE) {
-                int r = p->stages[op->stage].n_replicas;
-                sent_on[w] += 2.0 * (r - 1) * (op->bytes / r);
-                transfers += 2 * (uint64_t)(r - 1);
+                int k, n;
+                gen_ring_kn(p, op->stage, &k, &n);
+                sent_on[w] += 2.0 * (k - 1) * (op->bytes / k) + 2.0 * (n - 1) * (op->bytes / k / n);
+                transfers += 2 * (uint64_t)(k - 1) + 2 * (uint64_t)(n - 1);
             }
         }
     for (int w = 0; w < sc.n_dev; w++) {

@@ -60,7 +60,9 @@ void gen_plan_free(plan *p);
  * - the run ends within the event budget: 2 events per compute op and per
  *   transfer (pipeline and ring steps, counted from the op lists) + 16;
  * - bytes sent per device and per run equal the SEND payloads plus
- *   2 (r - 1) / r of every all-reduced gradient (communication on);
+ *   what the all-reduce of every gradient sends (communication on): a flat
+ *   ring 2 (r - 1) / r of it, a hierarchical one (k replicas on each of n
+ *   nodes) 2 (k - 1) / k + 2 (n - 1) / (n k);
  * - the makespan is at least every device's compute (summed from its ops),
  *   and at least the makespan without communication;
  * - every device's busy + idle + comm-wait is the iteration time;
