@@ -17,6 +17,7 @@
 
 #include "models/model.h"
 #include "planner/export.h"
+#include "planner/layout.h"
 #include "planner/search.h"
 #include "planner/tensor.h"
 #include "profiles/cluster.h"
@@ -44,6 +45,7 @@ typedef struct plan_args {
     int64_t devices, per_node, batch, stages, max_cuts, profile_batch;
     int chunks, algo, optimizer, precision, zero, comm_off, no_replication, json;
     const char *tensor;     /* t or auto, as given */
+    const char *layout;     /* --layout, as given */
     int seq_par, recompute; /* recompute: a tfm_recomp, or RECOMP_AUTO */
     double max_seconds;
 } plan_args;
@@ -109,6 +111,10 @@ static const cli_opt plan_opts[] = {
     {"recompute", 0, CLI_ENUM, CLI_FIELD(PA, recompute), .words = "none|selective|full|auto",
      .help = "activation recomputation of the transformer blocks (default\n"
              "none); auto: try the three, keep the fastest that fits"},
+    {"layout", 0, CLI_STR, CLI_FIELD(PA, layout), .arg = "SPEC",
+     .help = "evaluate this configuration without search, e.g.\n"
+             "t=8,p=4,d=2,mb=1,m=16,sched=interleaved,v=2,recompute=full,\n"
+             "zero=1,sp=1 (docs/planner.md, \"Evaluating a given layout\")"},
     {"no-replication", 0, CLI_FLAG, CLI_FIELD(PA, no_replication), .help = NULL},
     {"max-cuts", 0, CLI_INT, CLI_FIELD(PA, max_cuts), 2, (int64_t)1 << 30, .arg = "N",
      .help = "cap on the cuts listed for a branching model (default 100000)"},
@@ -133,6 +139,7 @@ static int help(void)
         "                   [--optimizer sgd|momentum|adam] [--precision auto|fp32|mixed] [--zero 0|1|2]\n"
         "                   [--comm on|off] [--no-replication] [--for torch|deepspeed|megatron]\n"
         "                   [--tensor t|auto [--sequence-parallel]] [--recompute none|selective|full|auto]\n"
+        "                   [--layout t=T,p=P,d=D,mb=B,m=M,sched=S,v=V,recompute=R,zero=Z,sp=0|1]\n"
         "                   [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
@@ -196,10 +203,12 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
     const plan *p = &res->plan;
     const model *m = &p->model;
     const cluster *c = &p->cluster;
-    fprintf(f, "plan: %s on %s (%d device%s in %d node%s), batch %d = %d microbatch%s of %d, schedule %s, %s search\n",
+    int given = !strcmp(res->algo, "layout");
+    fprintf(f, "plan: %s on %s (%d device%s in %d node%s), batch %d = %d microbatch%s of %d, schedule %s, %s%s\n",
            m->name, c->name, c->n_devices, c->n_devices == 1 ? "" : "s", c->n_nodes,
            c->n_nodes == 1 ? "" : "s", p->batch, p->n_micro, p->n_micro == 1 ? "" : "es",
-           p->microbatch, sched_kind_name(p->schedule), res->algo);
+           p->microbatch, sched_kind_name(p->schedule), given ? "the layout given (no search)" : res->algo,
+           given ? "" : " search");
     if (quick_links) fprintf(f, "links: %s\n", quick_links);
     if (p->framework != PLAN_FOR_ANY)
         fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica): the run `cleave export --to %s` describes%s\n",
@@ -264,6 +273,40 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
     for (int i = 0; i < res->n_notes; i++) fprintf(f, "note: %s\n", res->notes[i]);
 }
 
+/* --layout: evaluate pa->layout on rq (planner/layout.h), print it like a
+ * plan and write it; a layout that does not fit is printed with its
+ * numbers, written nowhere, and ends with status 1. */
+static int run_layout(const plan_args *pa, const plan_request *rq, FILE *msg, const char *quick, cl_err *e)
+{
+    plan_fixed fx;
+    plan_result res;
+    char nofit[320];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = plan_fixed_parse(pa->layout, "--layout", &fx, e);
+    if (!rc) rc = plan_fixed_eval(rq, &fx, "--layout", &res, nofit, sizeof nofit, e);
+    if (rc) return rc;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    print_plan(msg, rq, &res, quick);
+    fprintf(msg, "evaluated in %.3f s\n",
+            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    fflush(msg);
+    if (nofit[0]) {
+        fprintf(stderr, "cleave: plan: --layout %s (hint: more GPUs, a larger t or p, recompute=full, zero=1 or 2, or a smaller mb)\n",
+                nofit);
+        plan_result_free(&res);
+        return 1;
+    }
+    const char *out = pa->out;
+    if (out) {
+        rc = plan_save(&res.plan, out, e);
+        if (!rc) fprintf(msg, "wrote %s\n", out);
+    }
+    if (!rc && pa->json && !(out && !strcmp(out, "-"))) rc = plan_save(&res.plan, "-", e);
+    plan_result_free(&res);
+    return rc;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     plan_args pa = {.max_seconds = CL_BUDGET_DEFAULT_S};
@@ -325,6 +368,10 @@ int cmd_plan(int argc, char **argv)
     if (pa.profile_batch && !(prof_path && is_pipedream(prof_path)))
         return cli_usage_error("plan", "--profile-batch states a PipeDream graph.txt's batch size (a cleave profile names its own)");
 
+    if (pa.layout && (pa.tensor || pa.seq_par || pa.recompute || pa.schedule || pa.micro || pa.stages ||
+                      pa.chunks || pa.zero || pa.framework || pa.algo || pa.no_replication))
+        return cli_usage_hint("plan", "give them in the layout (t, sp, recompute, sched, m, p, v, zero), or drop --layout",
+                              "--layout is one configuration: it excludes --tensor, --sequence-parallel, --recompute, --schedule, --microbatches, --stages, --chunks, --zero, --for, --algo and --no-replication");
     /* tensor parallelism and recomputation: the per-rank question
      * (planner/tensor.h), priced from the model's transformer member */
     int64_t tp64 = 1;
@@ -420,6 +467,24 @@ int cmd_plan(int argc, char **argv)
     if (!have_prof && micro && batch % micro) { /* no microbatch size to derive costs at */
         rc = cli_usage_error("plan", "--microbatches %lld does not divide the batch of %lld (pick a divisor, or auto)",
                              (long long)micro, (long long)batch);
+        goto done;
+    }
+    if (pa.layout) {
+        const cluster_devtype *t = device ? &dev_type : &cl.types[cl.devices[0].type];
+        if (!have_prof) {
+            ref_type = *t;
+            ref = &ref_type;
+        }
+        rq.model = &md;
+        rq.cluster = &cl;
+        rq.prof = have_prof ? &pf : NULL;
+        rq.ref_type = ref;
+        rq.batch = (int)pa.batch;
+        rq.model_origin = model_path ? model_path : prof_path;
+        rq.cluster_origin = cluster_path ? cluster_path : "--devices";
+        rq.prof_origin = have_prof ? prof_path : "the costs derived for the device type";
+        rc = run_layout(&pa, &rq, msg, quick, &e);
+        if (rc == CL_EINPUT && e.code) goto fail;
         goto done;
     }
     /* the (t, recomputation) candidates: one, or with auto every t up to a
