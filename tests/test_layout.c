@@ -51,6 +51,14 @@ static void test_search_reproduced(void)
     CU_ASSERT_EQUAL(l.pred.iteration_s, s.pred.iteration_s); /* to the bit */
     CU_ASSERT_EQUAL(l.stages[0].mem_bytes, s.stages[0].mem_bytes);
     CU_ASSERT_EQUAL(l.tensor, 2);
+    /* cleave sim --layout replays the same plan: the same iteration */
+    snprintf(args, sizeof args, "sim " Q " --layout %s --json", lay);
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &so, &se), 0);
+    const char *it = strstr(so, "\"iteration_s\":");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+    CU_ASSERT_EQUAL(strtod(it + 14, NULL), l.pred.iteration_s);
+    free(so);
+    free(se);
     plan_free(&s);
     plan_free(&l);
 }

@@ -26,18 +26,12 @@
 #include "base/budget.h"
 #include "base/escape.h"
 #include "cli.h"
+#include "layout_cli.h"
 #include "base/fileio.h"
 #include "base/units.h"
 
-/* Links of a cluster built from --devices when --bandwidth/--latency are
- * not given: 10 GB/s and 10 us inside a node (PCIe-class), 1.25 GB/s and
- * 50 us between nodes (10 Gb/s Ethernet).  Printed with every plan. */
-#define DEF_INTRA_BPS 10e9
 /* --recompute auto: the word after tfm_recomp's three */
 #define RECOMP_AUTO 3
-#define DEF_INTRA_LAT 10e-6
-#define DEF_INTER_BPS 1.25e9
-#define DEF_INTER_LAT 50e-6
 
 typedef struct plan_args {
     const char *model, *profile, *cluster, *out, *device, *profiled_on;
@@ -273,21 +267,25 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
     for (int i = 0; i < res->n_notes; i++) fprintf(f, "note: %s\n", res->notes[i]);
 }
 
-/* --layout: evaluate pa->layout on rq (planner/layout.h), print it like a
- * plan and write it; a layout that does not fit is printed with its
- * numbers, written nowhere, and ends with status 1. */
-static int run_layout(const plan_args *pa, const plan_request *rq, FILE *msg, const char *quick, cl_err *e)
+/* --layout: evaluate pa->layout (layout_cli.h), print it like a plan and
+ * write it; a layout that does not fit is printed with its numbers,
+ * written nowhere, and ends with status 1. */
+static int run_layout(const plan_args *pa, FILE *msg)
 {
-    plan_fixed fx;
+    layout_inputs in = {.cmd = "plan", .layout = pa->layout, .model = pa->model, .cluster = pa->cluster,
+                        .device = pa->device, .bandwidth = pa->bandwidth, .latency = pa->latency,
+                        .devices = pa->devices, .per_node = pa->per_node, .batch = pa->batch,
+                        .optimizer = pa->optimizer, .precision = pa->precision, .zero = -1, .comm = !pa->comm_off};
     plan_result res;
-    char nofit[320];
+    plan_request rq = {.comm = in.comm};
+    char nofit[320], links[256];
+    cl_err e = {0};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = plan_fixed_parse(pa->layout, "--layout", &fx, e);
-    if (!rc) rc = plan_fixed_eval(rq, &fx, "--layout", &res, nofit, sizeof nofit, e);
-    if (rc) return rc;
+    int rc = layout_cli_eval(&in, &res, links, sizeof links, nofit, sizeof nofit, &e);
+    if (rc) return e.code ? cli_report(&e) : rc;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    print_plan(msg, rq, &res, quick);
+    print_plan(msg, &rq, &res, links[0] ? links : NULL);
     fprintf(msg, "evaluated in %.3f s\n",
             (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     fflush(msg);
@@ -299,12 +297,12 @@ static int run_layout(const plan_args *pa, const plan_request *rq, FILE *msg, co
     }
     const char *out = pa->out;
     if (out) {
-        rc = plan_save(&res.plan, out, e);
+        rc = plan_save(&res.plan, out, &e);
         if (!rc) fprintf(msg, "wrote %s\n", out);
     }
-    if (!rc && pa->json && !(out && !strcmp(out, "-"))) rc = plan_save(&res.plan, "-", e);
+    if (!rc && pa->json && !(out && !strcmp(out, "-"))) rc = plan_save(&res.plan, "-", &e);
     plan_result_free(&res);
-    return rc;
+    return rc ? cli_report(&e) : CL_OK;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -372,6 +370,10 @@ int cmd_plan(int argc, char **argv)
                       pa.chunks || pa.zero || pa.framework || pa.algo || pa.no_replication))
         return cli_usage_hint("plan", "give them in the layout (t, sp, recompute, sched, m, p, v, zero), or drop --layout",
                               "--layout is one configuration: it excludes --tensor, --sequence-parallel, --recompute, --schedule, --microbatches, --stages, --chunks, --zero, --for, --algo and --no-replication");
+    if (pa.layout && (pa.profile || pa.profiled_on || pa.profile_batch || pa.max_cuts))
+        return cli_usage_hint("plan", "drop them: a layout's costs are derived from the model",
+                              "--layout excludes --profile, --profiled-on, --profile-batch and --max-cuts");
+    if (pa.layout) return run_layout(&pa, json_out ? stderr : stdout);
     /* tensor parallelism and recomputation: the per-rank question
      * (planner/tensor.h), priced from the model's transformer member */
     int64_t tp64 = 1;
@@ -429,14 +431,9 @@ int cmd_plan(int argc, char **argv)
             rc = cli_usage_error("plan", "without a profile, --devices needs --device TYPE (a preset from profiles/devices.json) to derive costs");
             goto done;
         }
-        cluster_link li = {bw[0], lat[0]}, le = {bw[1], lat[1]};
-        if ((rc = cluster_uniform(&cl, &dev_type, (int)devices, (int)per_node, li, le, &e))) goto fail;
-        if (cl.n_nodes > 1)
-            snprintf(links, sizeof links, "%.4g B/s, %.3g s inside a node; %.4g B/s, %.3g s between nodes%s",
-                     bw[0], lat[0], bw[1], lat[1], bw_given ? "" : " (defaults; set --bandwidth)");
-        else
-            snprintf(links, sizeof links, "%.4g B/s, %.3g s%s", bw[0], lat[0],
-                     bw_given ? "" : " (default; set --bandwidth)");
+        if ((rc = layout_quick_cluster(&cl, &dev_type, (int)devices, (int)per_node, bw, lat, bw_given, links,
+                                       sizeof links, &e)))
+            goto fail;
         quick = links;
     } else {
         if ((rc = cluster_load(&cl, cluster_path, &e))) goto fail;
@@ -467,24 +464,6 @@ int cmd_plan(int argc, char **argv)
     if (!have_prof && micro && batch % micro) { /* no microbatch size to derive costs at */
         rc = cli_usage_error("plan", "--microbatches %lld does not divide the batch of %lld (pick a divisor, or auto)",
                              (long long)micro, (long long)batch);
-        goto done;
-    }
-    if (pa.layout) {
-        const cluster_devtype *t = device ? &dev_type : &cl.types[cl.devices[0].type];
-        if (!have_prof) {
-            ref_type = *t;
-            ref = &ref_type;
-        }
-        rq.model = &md;
-        rq.cluster = &cl;
-        rq.prof = have_prof ? &pf : NULL;
-        rq.ref_type = ref;
-        rq.batch = (int)pa.batch;
-        rq.model_origin = model_path ? model_path : prof_path;
-        rq.cluster_origin = cluster_path ? cluster_path : "--devices";
-        rq.prof_origin = have_prof ? prof_path : "the costs derived for the device type";
-        rc = run_layout(&pa, &rq, msg, quick, &e);
-        if (rc == CL_EINPUT && e.code) goto fail;
         goto done;
     }
     /* the (t, recomputation) candidates: one, or with auto every t up to a
