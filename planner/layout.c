@@ -136,7 +136,13 @@ static int resolve(plan_fixed *f, const cluster *c, int batch, const char *what,
     if (f->t > K)
         return cl_fail(e, CL_EINPUT, "%s: t %d is more than the %d GPUs of a node (hint: a tensor-parallel group stays inside a node; t at most %d)",
                        what, f->t, K, K);
-    if (!f->d) f->d = N % (f->t * f->p) ? 0 : N / (f->t * f->p);
+    if (!f->d && N % (f->t * f->p))
+        return cl_fail(e, CL_EINPUT, "%s: t x p = %d x %d does not divide the cluster's %d GPUs (hint: degrees whose product is %d)",
+                       what, f->t, f->p, N, N);
+    if (!f->d) f->d = N / (f->t * f->p);
+    if (f->sp > 0 && f->t == 1)
+        return cl_fail(e, CL_EINPUT, "%s: sp=1 with t 1 (hint: sequence parallelism splits the sequence over tensor-parallel ranks; drop sp or give t)",
+                       what);
     if ((long long)f->t * f->p * f->d != N)
         return cl_fail(e, CL_EINPUT, "%s: t x p x d = %d x %d x %d = %lld GPUs, but the cluster has %d (hint: degrees whose product is %d)",
                        what, f->t, f->p, f->d, (long long)f->t * f->p * f->d, N, N);
