@@ -22,6 +22,17 @@ static void path_in(char *buf, size_t cap, const char *name)
     snprintf(buf, cap, "%s/%s", dir, name);
 }
 
+/* Run `cleave ARGS` (it must succeed) and load the plan it wrote to path. */
+static void plan_run(plan *p, const char *args, const char *path)
+{
+    char *so, *se;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &so, &se), 0);
+    free(so);
+    free(se);
+    CU_ASSERT_EQUAL_FATAL(plan_load(p, path, &e), CL_OK);
+}
+
 /* LLaMA-2 7B on one node of 8 A100s: the quick question both runs ask */
 #define Q "--model models/llama2-7b.json --device A100-80GB --devices 8 --per-node 8 --bandwidth 300e9 --optimizer adam"
 
@@ -31,23 +42,15 @@ static void test_search_reproduced(void)
     path_in(sp, sizeof sp, "search.json");
     path_in(lp, sizeof lp, "layout.json");
     snprintf(args, sizeof args, "plan " Q " --batch 16 --microbatches 8 --schedule 1f1b --for megatron --stages 2 --tensor 2 --recompute full -o %s", sp);
-    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &so, &se), 0);
-    free(so);
-    free(se);
-    plan s;
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(plan_load(&s, sp, &e), CL_OK);
+    plan s, l;
+    plan_run(&s, args, sp);
     CU_ASSERT_EQUAL_FATAL(s.n_stages, 2);
     int d = s.stages[0].n_replicas;
     snprintf(lay, sizeof lay, "t=2,p=2,d=%d,mb=%d,m=%d,sched=1f1b,recompute=full,split=%d/%d", d, s.microbatch,
              s.n_micro / d, s.stages[0].n_layers, s.stages[1].n_layers);
     snprintf(args, sizeof args, "plan " Q " --layout %s -o %s", lay, lp);
-    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &so, &se), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(so, "the layout given (no search)"));
-    free(so);
-    free(se);
-    plan l;
-    CU_ASSERT_EQUAL_FATAL(plan_load(&l, lp, &e), CL_OK);
+    plan_run(&l, args, lp);
+    CU_ASSERT_EQUAL(l.n_micro, s.n_micro);
     CU_ASSERT_EQUAL(l.pred.iteration_s, s.pred.iteration_s); /* to the bit */
     CU_ASSERT_EQUAL(l.stages[0].mem_bytes, s.stages[0].mem_bytes);
     CU_ASSERT_EQUAL(l.tensor, 2);
@@ -69,15 +72,11 @@ static void test_search_reproduced(void)
  * per replica's m = 4 microbatches, plus the optimizer step. */
 static void test_by_hand(void)
 {
-    char lp[600], args[1600], *so, *se;
+    char lp[600], args[1600];
     path_in(lp, sizeof lp, "hand.json");
     snprintf(args, sizeof args, "plan " Q " --comm off --layout t=1,p=2,d=4,mb=1,m=4,sched=gpipe,recompute=full -o %s", lp);
-    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &so, &se), 0);
-    free(so);
-    free(se);
     plan l;
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(plan_load(&l, lp, &e), CL_OK);
+    plan_run(&l, args, lp);
     CU_ASSERT_EQUAL(l.batch, 16);
     CU_ASSERT_EQUAL(l.n_micro, 16);
     CU_ASSERT_EQUAL(l.microbatch, 1);
@@ -134,6 +133,7 @@ static void test_bad_layouts(void)
     CU_ASSERT_EQUAL(test_run_cli(args, &so, &se), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(se, "does not fit: stage 0 (layers 0-33) needs"));
     CU_ASSERT_PTR_NOT_NULL(strstr(se, "over by"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(so, "the layout given (no search)")); /* the table, with each stage's memory */
     CU_ASSERT(access(lp, F_OK) != 0);
     free(so);
     free(se);
