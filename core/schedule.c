@@ -508,13 +508,15 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
 
     /* the budget, polled every few thousand ops: the lists of a long run
      * take seconds and gigabytes to build */
-    int over = 0;
+    int over = 0, same_r = 1;
+    for (int j = 1; j < P; j++) same_r &= pl->stages[j].n_replicas == pl->stages[0].n_replicas;
     for (int j = 0; j < (seq ? 1 : P) && !over; j++) {
       int r = seq ? 1 : pl->stages[j].n_replicas;
       /* per replica: its own microbatches q, q + r, ... (interleaved, as
        * each of Megatron-LM's data-parallel replicas runs its own order,
-       * when they are a multiple of p; else it keeps the device order over
-       * all microbatches and filters it) */
+       * when every position has r replicas, so replica q of each position
+       * holds the same microbatches, and they are a multiple of p; else
+       * it keeps the device order over all microbatches and filters it) */
       int ld = (depth[j] + r - 1) / r, ldefer = (depth[0] - depth[j] + r - 1) / r;
       for (int q = 0; q < r && !over; q++) {
         int n = 0, nq = q < m ? (m - q + r - 1) / r : 0;
@@ -530,7 +532,7 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
                 case SCHED_ZBH1: n += order_zbh1(it + n, ld, ldefer, j, g0 + q, nq, r); break;
                 case SCHED_INTERLEAVED:
                     n += v == 1  ? order_1f1b(it + n, ld, j, g0 + q, nq, r)
-                         : nq % P ? order_interleaved(it + n, P, v, j, g0, m, 1)
+                         : !same_r || nq % P ? order_interleaved(it + n, P, v, j, g0, m, 1)
                                   : order_interleaved(it + n, P, v, j, g0 + q, nq, r);
                     break;
                 default: assert(0);
