@@ -94,6 +94,27 @@ static void test_by_hand(void)
     plan_free(&l);
 }
 
+/* Interleaved with data-parallel replicas: each replica runs Megatron's
+ * order over its own microbatches, so without communication 2 replicas of
+ * m = 4 take what one pipeline of m = 4 takes. */
+static void test_interleaved_replicas(void)
+{
+    char lp[2][600], args[1600];
+    plan l[2];
+    for (int d = 1; d <= 2; d++) {
+        path_in(lp[d - 1], sizeof lp[d - 1], d == 1 ? "il1.json" : "il2.json");
+        snprintf(args, sizeof args, "plan --model models/llama2-7b.json --device A100-80GB --per-node 8 --comm off --devices %d "
+                 "--layout p=2,d=%d,mb=1,m=4,sched=interleaved,v=2,recompute=full -o %s", 2 * d, d, lp[d - 1]);
+        plan_run(&l[d - 1], args, lp[d - 1]);
+    }
+    CU_ASSERT_EQUAL(l[1].n_micro, 8);
+    CU_ASSERT_EQUAL(l[1].stages[0].n_replicas, 2);
+    CU_ASSERT(l[0].pred.iteration_s > 0);
+    CU_ASSERT_EQUAL(l[1].pred.iteration_s, l[0].pred.iteration_s);
+    plan_free(&l[0]);
+    plan_free(&l[1]);
+}
+
 static void test_bad_layouts(void)
 {
     static const struct { const char *layout, *want; } bad[] = {
@@ -241,6 +262,7 @@ TEST_SUITE(layout)
     test_add_suite("layout");
     test_add("a layout equal to the search's choice: the same time to the bit", test_search_reproduced);
     test_add("a layout checked by hand: split, batch, GPipe time", test_by_hand);
+    test_add("interleaved, 2 replicas without communication = 1 pipeline", test_interleaved_replicas);
     test_add("bad layouts: exit 2, one line; no fit: exit 1 with numbers", test_bad_layouts);
     test_add("fidelity on a 3-row CSV: error column, a row not expressed", test_fidelity_small);
     test_add("fidelity: malformed CSV rows named by file:line, no output", test_fidelity_bad_csv);
