@@ -142,7 +142,9 @@ test: deps
 test-run: $(BUILD)/cleave $(BUILD)/cleave_tests
 	CLEAVE_BIN=$(CURDIR)/$(BUILD)/cleave ./$(BUILD)/cleave_tests $(SUITE)
 
-SAN_COMMON = -fno-omit-frame-pointer -fno-sanitize-recover=all
+# -DCLEAVE_SANITIZED: the broad property tests draw fewer random instances
+# in sanitizer builds (TEST_BREADTH in tests/test.h).
+SAN_COMMON = -fno-omit-frame-pointer -fno-sanitize-recover=all -DCLEAVE_SANITIZED
 # asan also checks LeakSanitizer in MPI ranks (tools/asan_defaults.c).
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
@@ -157,7 +159,7 @@ ubsan: deps
 tsan: deps
 	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 $(TSAN_OPTIONS)" \
 	  $(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 \
-	  SANFLAGS="-fsanitize=thread -fno-omit-frame-pointer" test-run
+	  SANFLAGS="-fsanitize=thread -fno-omit-frame-pointer -DCLEAVE_SANITIZED" test-run
 
 demo: all
 	./$(BUILD)/cleave demo

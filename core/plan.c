@@ -591,7 +591,12 @@ cJSON *plan_to_json(const plan *p)
     char h[17];
     model_hash(&p->model, h);
     cJSON_AddStringToObject(root, "model_hash", h);
-    cJSON_AddItemToObject(root, "cluster", cluster_to_json(&p->cluster));
+    /* the device types' kernel models priced the stage times already held
+     * here; the embedded cluster leaves them out, so a plan does not change
+     * with a model it did not use (docs/formats.md, "Plan") */
+    cJSON *cj = cluster_to_json(&p->cluster), *types = cJSON_GetObjectItemCaseSensitive(cj, "device_types");
+    for (cJSON *t = types ? types->child : NULL; t; t = t->next) cJSON_DeleteItemFromObjectCaseSensitive(t, "kernels");
+    cJSON_AddItemToObject(root, "cluster", cj);
     return root;
 }
 

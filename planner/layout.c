@@ -324,11 +324,17 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
     }
     if (!rq0->prof) {
         double pt = f.mb;
-        if ((rc = prof_derive(&pf, mr, rq0->ref_type, &pt, 1, e))) {
+        int shaped;
+        if ((rc = tp_derive(&pf, md, mr, &tro, rs, (prof_attn)f.attn, rq0->ref_type, rq0->cluster->links[CLUSTER_INTRA],
+                            &pt, 1, &shaped, e))) {
             free(cut);
             goto done;
         }
-        if (rs) tp_add_comm(&pf, md, &tro, rq0->cluster->links[CLUSTER_INTRA]);
+        if (f.attn == PROF_ATTN_FUSED && !shaped) {
+            free(cut);
+            rc = cl_fail(e, CL_EINPUT, "%s: --attention fused needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)", what);
+            goto done;
+        }
     }
     plan_request rq = *rq0;
     rq.model = mr;

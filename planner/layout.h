@@ -37,6 +37,7 @@ typedef struct plan_fixed {
     int recompute;          /* a tfm_recomp; -1: none                        */
     int zero;               /* ZeRO stage; -1: the request's                 */
     int sp;                 /* sequence parallelism 0/1; -1: off             */
+    int attn;               /* a prof_attn (not a key: `--attention`)         */
     int n_split;            /* split=: layers per chunk, 0: even            */
     int split[PLAN_FIXED_MAX_SPLIT];
 } plan_fixed;

@@ -86,12 +86,49 @@ double cluster_flops(const cluster_devtype *t, int elem_bytes)
     return peak * t->efficiency;
 }
 
+/* The optional "kernels" object of a device type at `path` into *k (left
+ * zero when absent).  Every member is required once the object is given:
+ * a half-described kernel model would price with made-up numbers. */
+static int kernels_from_json(jx *j, const cJSON *type, const char *path, cluster_kernels *k)
+{
+    static const char *const allowed[] = {"sms", "tile_m", "tile_n", "gemm_efficiency",
+                                          "attention_efficiency", "launch_s", "source", NULL};
+    const cJSON *o;
+    char p[256];
+    jx_join(p, sizeof p, path, "kernels");
+    int rc = jx_object(j, type, path, "kernels", 0, &o);
+    if (rc || !o) return rc;
+    int64_t sms = 0, tm = 0, tn = 0;
+    if ((rc = jx_only(j, o, p, allowed)) ||
+        (rc = jx_int(j, o, p, "sms", 1, 1, 100000, &sms)) ||
+        (rc = jx_int(j, o, p, "tile_m", 1, 1, 4096, &tm)) ||
+        (rc = jx_int(j, o, p, "tile_n", 1, 1, 4096, &tn)) ||
+        (rc = jx_num(j, o, p, "gemm_efficiency", 1, -HUGE_VAL, HUGE_VAL, &k->gemm_efficiency)) ||
+        (rc = jx_num(j, o, p, "attention_efficiency", 1, -HUGE_VAL, HUGE_VAL,
+                     &k->attention_efficiency)) ||
+        (rc = jx_num(j, o, p, "launch_s", 1, 0, 1, &k->launch_s)) ||
+        (rc = jx_text(j, o, p, "source", 0, k->source, sizeof k->source)))
+        return rc;
+    const char *bad = !(k->gemm_efficiency > 0 && k->gemm_efficiency <= 1) ? "gemm_efficiency"
+                    : !(k->attention_efficiency > 0 && k->attention_efficiency <= 1)
+                        ? "attention_efficiency" : NULL;
+    if (bad) {
+        char q[300];
+        jx_join(q, sizeof q, p, bad);
+        return jx_fail(j, q, "expected a fraction in (0, 1] (hint: the share of peak FLOP/s the "
+                             "kernel reaches in a published measurement, e.g. 0.86)");
+    }
+    k->sms = (int)sms, k->tile_m = (int)tm, k->tile_n = (int)tn;
+    return CL_OK;
+}
+
 /* One device type object at `path` (shared by cluster and preset files). */
 static int devtype_from_json(jx *j, const cJSON *o, const char *path, cluster_devtype *t)
 {
     static const char *const allowed[] = {"name", "peak_fp32_flops", "peak_fp16_flops",
                                           "memory_bytes", "memory_bw_Bps", "efficiency",
-                                          "price_per_hour", "note", "reserve_bytes", NULL};
+                                          "price_per_hour", "note", "reserve_bytes", "kernels",
+                                          NULL};
     memset(t, 0, sizeof *t);
     if (!cJSON_IsObject(o)) return jx_fail(j, path, "expected an object describing a device type");
     int64_t mem = 0, reserve = 0;
@@ -106,7 +143,8 @@ static int devtype_from_json(jx *j, const cJSON *o, const char *path, cluster_de
         (rc = jx_pos(j, o, path, "memory_bw_Bps", 1, &t->mem_bw_Bps)) ||
         (rc = jx_num(j, o, path, "efficiency", 1, -HUGE_VAL, HUGE_VAL, &eff)) ||
         (rc = jx_num(j, o, path, "price_per_hour", 0, 0, HUGE_VAL, &t->price_per_hour)) ||
-        (rc = jx_text(j, o, path, "note", 0, t->note, sizeof t->note)))
+        (rc = jx_text(j, o, path, "note", 0, t->note, sizeof t->note)) ||
+        (rc = kernels_from_json(j, o, path, &t->kernels)))
         return rc;
     if (!(eff > 0 && eff <= 1)) {
         char p[256];
@@ -137,6 +175,17 @@ static cJSON *devtype_to_json(const cluster_devtype *t)
     cJSON_AddNumberToObject(o, "efficiency", t->efficiency);
     if (t->price_per_hour > 0) cJSON_AddNumberToObject(o, "price_per_hour", t->price_per_hour);
     if (t->note[0]) cJSON_AddStringToObject(o, "note", t->note);
+    const cluster_kernels *k = &t->kernels;
+    if (k->sms > 0) {
+        cJSON *ko = cJSON_AddObjectToObject(o, "kernels");
+        cJSON_AddNumberToObject(ko, "sms", k->sms);
+        cJSON_AddNumberToObject(ko, "tile_m", k->tile_m);
+        cJSON_AddNumberToObject(ko, "tile_n", k->tile_n);
+        cJSON_AddNumberToObject(ko, "gemm_efficiency", k->gemm_efficiency);
+        cJSON_AddNumberToObject(ko, "attention_efficiency", k->attention_efficiency);
+        cJSON_AddNumberToObject(ko, "launch_s", k->launch_s);
+        if (k->source[0]) cJSON_AddStringToObject(ko, "source", k->source);
+    }
     return o;
 }
 

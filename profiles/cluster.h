@@ -15,6 +15,22 @@
 #define CLUSTER_NAME_MAX 64
 #define CLUSTER_MAX_DEVICES (1 << 20)
 
+/* What cleave needs to price one kernel from its shape on this device
+ * (profiles/gemm.h, docs/compute.md): from the device's specification and
+ * published kernel measurements, never fitted to training runs.  sms == 0:
+ * no kernel model, layers are priced as FLOPs / (peak x efficiency). */
+typedef struct cluster_kernels {
+    int sms;                  /* streaming multiprocessors (whitepaper)          */
+    int tile_m, tile_n;       /* output tile one multiprocessor computes per GEMM
+                                 step, either orientation (cuBLAS's large tile) */
+    double gemm_efficiency;   /* fraction of the fp16/bf16 (2-byte) or fp32 peak
+                                 the best large GEMM reaches, (0, 1]             */
+    double attention_efficiency; /* fraction of that peak a fused (flash)
+                                 attention kernel reaches, (0, 1]               */
+    double launch_s;          /* fixed cost of one kernel, seconds >= 0           */
+    char source[1024];        /* where the numbers come from ("" = none)          */
+} cluster_kernels;
+
 typedef struct cluster_devtype {
     char name[CLUSTER_NAME_MAX];
     double peak_fp32_flops;   /* FLOP/s */
@@ -27,6 +43,7 @@ typedef struct cluster_devtype {
     double efficiency;        /* fraction of peak real layers reach, (0, 1] */
     double price_per_hour;    /* currency units per device-hour; 0 = unknown */
     char note[512];           /* where the numbers come from, free text ("" = none) */
+    cluster_kernels kernels;  /* optional "kernels" member (sms 0: absent)  */
 } cluster_devtype;
 
 typedef struct cluster_device {

@@ -56,4 +56,22 @@ int test_pipedream(const char *name, struct model *m, struct prof *pf);
 /* Relative difference |a - b| / max(|a|, |b|, tiny). */
 double test_rel(double a, double b);
 
+/* How many random instances (or cases) a broad property test runs: `plain`
+ * in `make test`, `sanitized` in the AddressSanitizer and UBSan builds (make
+ * asan, ubsan, tsan compile with -DCLEAVE_SANITIZED), a fifth of that (at
+ * least one) under ThreadSanitizer.  Sanitizer builds run 5-15x slower (TSan
+ * up to 45x on the planner) and look for memory, undefined-behaviour and
+ * data-race faults, which a few instances through every code path find;
+ * the statistical breadth of a property is the plain run's job, and TSan
+ * sees races only between threads, which the planner, the simulator and
+ * the loaders never start.  Without this, CI's sanitizer runs alone took
+ * over an hour (docs/testing.md). */
+#if defined(CLEAVE_SANITIZED) && defined(__SANITIZE_THREAD__)
+#define TEST_BREADTH(plain, sanitized) ((sanitized) >= 5 ? (sanitized) / 5 : 1)
+#elif defined(CLEAVE_SANITIZED)
+#define TEST_BREADTH(plain, sanitized) (sanitized)
+#else
+#define TEST_BREADTH(plain, sanitized) (plain)
+#endif
+
 #endif

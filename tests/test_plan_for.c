@@ -243,14 +243,15 @@ static void random_cluster(cluster *c, const prof *pf, int batch, int n, int tig
                bw * (0.05 + 0.5 * urand()));
 }
 
-/* 200 random questions: 2 to 8 devices in one node or nodes of 2, 3 or 4,
+/* Random questions (200; fewer in sanitizer builds, tests/test.h): 2 to 8
+ * devices in one node or nodes of 2, 3 or 4,
  * equal or mixed devices, slow or fast links, memory unlimited or about
  * what the model needs, batch 8 or 16; torch and deepspeed. */
 static void test_random(void)
 {
     tally ty = {0};
     rng_state = 0x16f0u;
-    for (int q = 0; q < 200; q++) {
+    for (int q = 0; q < TEST_BREADTH(200, 40); q++) {
         model m;
         prof pf;
         rand_block_model(&m, &pf, q % 3 == 2, 0);
@@ -281,7 +282,8 @@ static void test_random(void)
 /* The unrestricted plan is never slower than a --for plan for the same
  * question (issue 16: the ranking is by the simulated time it reports, and
  * the unrestricted search ranks every layout the --for searches rank):
- * 150 random questions, each with a random schedule (auto, gpipe, 1f1b,
+ * 150 random questions (fewer in sanitizer builds), each with a random
+ * schedule (auto, gpipe, 1f1b,
  * zb-h1, interleaved), replication mostly on, and a third of the chains
  * shaped as transformers (an embedding first, one or two head layers
  * last) so that megatron plans them too.  check_question asserts it. */
@@ -290,7 +292,7 @@ static void test_random_never_slower(void)
     tally ty = {0};
     rng_state = 0x16a7u;
     static const int scheds[] = {-1, SCHED_GPIPE, SCHED_1F1B, SCHED_ZBH1, SCHED_INTERLEAVED};
-    for (int q = 0; q < 150; q++) {
+    for (int q = 0; q < TEST_BREADTH(150, 30); q++) {
         model m;
         prof pf;
         rand_block_model(&m, &pf, q % 4 == 3, 0);
@@ -579,8 +581,8 @@ TEST_SUITE(plan_for)
     test_add_suite("plan_for");
     test_add("PipeDream profiles: --for plans obey the framework, export, simulate to their figure", test_pipedream_profiles);
     test_add("transformers: every framework and schedule", test_transformers);
-    test_add("200 random questions: chains and DAGs, nodes, mixed devices, memory", test_random);
-    test_add("150 random questions, each schedule: the unrestricted plan is never slower", test_random_never_slower);
+    test_add("random questions: chains and DAGs, nodes, mixed devices, memory", test_random);
+    test_add("random questions, each schedule: the unrestricted plan is never slower", test_random_never_slower);
     test_add("megatron: the head layers stay on the last stage", test_megatron_head);
     test_add("plan files: \"for\" written, read, checked, optional", test_plan_file);
     test_add("CLI: plan --for, export and sim agree", test_cli_roundtrip);

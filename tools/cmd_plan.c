@@ -23,6 +23,7 @@
 #include "profiles/cluster.h"
 #include "profiles/pipedream.h"
 #include "profiles/profile.h"
+#include "profiles/tfm_time.h"
 #include "base/budget.h"
 #include "base/escape.h"
 #include "cli.h"
@@ -41,6 +42,7 @@ typedef struct plan_args {
     const char *tensor;     /* t or auto, as given */
     const char *layout;     /* --layout, as given */
     int seq_par, recompute; /* recompute: a tfm_recomp, or RECOMP_AUTO */
+    int attention;          /* a prof_attn */
     double max_seconds;
 } plan_args;
 
@@ -48,6 +50,7 @@ typedef struct plan_args {
 _Static_assert(PLAN_ALGO_AUTO == 0 && PLAN_ALGO_EXACT == 1 && PLAN_ALGO_MERGE == 2, "--algo words");
 _Static_assert(OPTIM_SGD == 0 && OPTIM_MOMENTUM == 1 && OPTIM_ADAM == 2, "--optimizer words");
 _Static_assert(PREC_AUTO == 0 && PREC_FP32 == 1 && PREC_MIXED == 2, "--precision words");
+_Static_assert(PROF_ATTN_UNFUSED == 0 && PROF_ATTN_FUSED == 1, "--attention words");
 
 #define PA plan_args
 static const cli_opt plan_opts[] = {
@@ -105,6 +108,10 @@ static const cli_opt plan_opts[] = {
     {"recompute", 0, CLI_ENUM, CLI_FIELD(PA, recompute), .words = "none|selective|full|auto",
      .help = "activation recomputation of the transformer blocks (default\n"
              "none); auto: try the three, keep the fastest that fits"},
+    {"attention", 0, CLI_ENUM, CLI_FIELD(PA, attention), .words = "unfused|fused",
+     .help = "how a transformer's attention core runs on a device with a kernel\n"
+             "model (docs/compute.md): unfused (default; batched GEMMs,\n"
+             "softmax and dropout kernels) or fused (one flash-attention kernel)"},
     {"layout", 0, CLI_STR, CLI_FIELD(PA, layout), .arg = "SPEC",
      .help = "evaluate this configuration without search, e.g.\n"
              "t=8,p=4,d=2,mb=1,m=16,sched=interleaved,v=2,recompute=full,\n"
@@ -134,7 +141,7 @@ static int help(void)
         "                   [--comm on|off] [--no-replication] [--for torch|deepspeed|megatron]\n"
         "                   [--tensor t|auto [--sequence-parallel]] [--recompute none|selective|full|auto]\n"
         "                   [--layout t=T,p=P,d=D,mb=B,m=M,sched=S,v=V,recompute=R,zero=Z,sp=0|1]\n"
-        "                   [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
+        "                   [--attention unfused|fused] [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
         "fastest within each device's memory, prints it and writes the plan.\n\n");
@@ -275,7 +282,8 @@ static int run_layout(const plan_args *pa, FILE *msg)
     layout_inputs in = {.cmd = "plan", .layout = pa->layout, .model = pa->model, .cluster = pa->cluster,
                         .device = pa->device, .bandwidth = pa->bandwidth, .latency = pa->latency,
                         .devices = pa->devices, .per_node = pa->per_node, .batch = pa->batch,
-                        .optimizer = pa->optimizer, .precision = pa->precision, .zero = -1, .comm = !pa->comm_off};
+                        .optimizer = pa->optimizer, .precision = pa->precision, .zero = -1, .comm = !pa->comm_off,
+                        .attention = pa->attention};
     plan_result res;
     plan_request rq = {.comm = in.comm};
     char nofit[320], links[256];
@@ -383,6 +391,9 @@ int cmd_plan(int argc, char **argv)
     int restate = tp > 1 || pa.seq_par || pa.recompute || t_auto;
     if (pa.seq_par && tp == 1 && !t_auto)
         return cli_usage_hint("plan", "--tensor 2 or more", "--sequence-parallel splits the sequence over tensor-parallel ranks, and --tensor is 1");
+    if (pa.attention == PROF_ATTN_FUSED && prof_path)
+        return cli_usage_hint("plan", "drop --profile, or --attention",
+                              "--attention fused prices a transformer's attention kernel by kernel, which a profile measured whole");
     if (restate && prof_path)
         return cli_usage_hint("plan", "drop --profile: the costs are derived from the model's \"transformer\" member",
                               "--tensor and --recompute re-price a transformer's layers, which a profile measured whole");
@@ -394,7 +405,7 @@ int cmd_plan(int argc, char **argv)
     cluster cl = {0};
     cluster_devtype dev_type, ref_type, *ref = NULL;
     int have_prof = 0;
-    char links[256] = "", *quick = NULL, derived_from[CLUSTER_NAME_MAX + 256] = "";
+    char links[256] = "", *quick = NULL, derived_from[CLUSTER_NAME_MAX + 384] = "";
     /* model and profile */
     if (prof_path && is_pipedream(prof_path)) {
         if ((rc = pipedream_import(prof_path, (double)pa.profile_batch, &md, &pf, NULL, &e))) goto fail;
@@ -507,14 +518,29 @@ int cmd_plan(int argc, char **argv)
                 for (int64_t d = 1; d <= batch && np < PROF_MAX_POINTS; d++)
                     if (batch % d == 0 && (micro == 0 || d == batch / micro)) pts[np++] = (double)d;
                 prof_free(&pf);
-                if ((rc = prof_derive(&pf, rs ? &mdr : &md, t, pts, np, &e))) goto fail;
-                if (rs) tp_add_comm(&pf, &md, &tro, cl.links[CLUSTER_INTRA]);
+                int shaped;
+                if ((rc = tp_derive(&pf, &md, rs ? &mdr : &md, &tro, rs, (prof_attn)pa.attention, t,
+                                    cl.links[CLUSTER_INTRA], pts, np, &shaped, &e)))
+                    goto fail;
+                /* a transformer on a device with a kernel model: every
+                 * layer priced kernel by kernel from its shapes */
+                if (pa.attention == PROF_ATTN_FUSED && !shaped) {
+                    rc = cli_usage_error("plan", "--attention fused prices a transformer's attention kernel by kernel: it needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)");
+                    goto done;
+                }
                 ref_type = *t;
                 ref = &ref_type;
-                snprintf(derived_from, sizeof derived_from,
-                         "%s: device type \"%s\" (peak_fp32_flops %g, efficiency %g, memory_bw_Bps %g; the layer costs are derived from it)",
-                         cluster_path ? cluster_path : "--device", t->name, t->peak_fp32_flops, t->efficiency,
-                         t->mem_bw_Bps);
+                if (shaped)
+                    snprintf(derived_from, sizeof derived_from,
+                             "%s: device type \"%s\" (%d SMs, GEMM efficiency %g, memory_bw_Bps %g, %s attention; the layer costs are priced kernel by kernel from their shapes, docs/compute.md)",
+                             cluster_path ? cluster_path : "--device", t->name, t->kernels.sms,
+                             t->kernels.gemm_efficiency, t->mem_bw_Bps,
+                             pa.attention == PROF_ATTN_FUSED ? "fused" : "unfused");
+                else
+                    snprintf(derived_from, sizeof derived_from,
+                             "%s: device type \"%s\" (peak_fp32_flops %g, efficiency %g, memory_bw_Bps %g; the layer costs are derived from it)",
+                             cluster_path ? cluster_path : "--device", t->name, t->peak_fp32_flops, t->efficiency,
+                             t->mem_bw_Bps);
             }
             rq.prof_origin = have_prof ? prof_path : derived_from;
             rq.model_origin = model_path ? model_path : prof_path;

@@ -42,6 +42,7 @@ int layout_cli_eval(const layout_inputs *in, plan_result *res, char *links, size
     if (n_lat == 1) lat[1] = lat[0];
     plan_fixed fx;
     if ((rc = plan_fixed_parse(in->layout, "--layout", &fx, e))) return rc;
+    fx.attn = in->attention;
     model md = {0};
     cluster cl = {0};
     cluster_devtype dt;

@@ -32,6 +32,7 @@ typedef struct layout_inputs {
     const char *model, *cluster, *device, *bandwidth, *latency;
     int64_t devices, per_node, batch;
     int optimizer, precision, zero, comm; /* zero -1: the layout's or 0 */
+    int attention;          /* a prof_attn                                */
 } layout_inputs;
 
 /* Load the model and the cluster of `in`, and evaluate the layout on them

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "base/escape.h"
 #include "planner/export.h"
+#include "profiles/tfm_time.h"
 #include "study.h"
 
 /* Device memory at or above this is "unknown" (quick clusters built from a
@@ -114,6 +115,10 @@ int study_run_after(const study *s, const cluster *c, int kind, const study_poin
             if (s->batch % d == 0 && (s->microbatches == 0 || d == s->batch / s->microbatches))
                 pts[np++] = d;
         if ((rc = prof_derive(&derived, &s->md, t, pts, np, &pe))) goto infeasible;
+        if (s->md.has_tfm && prof_tfm_priced(t)) { /* as plan prices it (docs/compute.md) */
+            tfm_rank_opts one = {1, 0, TFM_RECOMP_NONE};
+            prof_tfm_times(&derived, &s->md.tfm, model_elem_bytes(&s->md), &one, PROF_ATTN_UNFUSED, t);
+        }
         pf = &derived;
         ref = *t;
         have_ref = 1;
