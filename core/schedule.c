@@ -196,13 +196,14 @@ static int order_zbh1(item *it, int depth, int defer, int s, int g0, int n, int 
 }
 
 /* Megatron-LM interleaved order on device j of p with v chunks; stage of
- * chunk c on device j is c p + j.  Requires n % p == 0. */
-static int order_interleaved(item *it, int p, int v, int j, int g0, int n)
+ * chunk c on device j is c p + j; the n microbatches are g0, g0 + st, ...
+ * Requires n % p == 0. */
+static int order_interleaved(item *it, int p, int v, int j, int g0, int n, int st)
 {
     int total = n * v, pv = p * v, k = 0;
     int warm = imin(2 * (p - j - 1) + (v - 1) * p, total);
 #define VCHUNK(x, fwd) ((fwd) ? ((x) % pv) / p : v - 1 - ((x) % pv) / p)
-#define VMICRO(x) (((x) / pv) * p + ((x) % pv) % p)
+#define VMICRO(x) ((((x) / pv) * p + ((x) % pv) % p) * st)
     for (int x = 0; x < warm; x++)
         k = put(it, k, SCHED_F, VCHUNK(x, 1) * p + j, g0 + VMICRO(x));
     for (int x = 0; x < total - warm; x++) {
@@ -507,11 +508,15 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
 
     /* the budget, polled every few thousand ops: the lists of a long run
      * take seconds and gigabytes to build */
-    int over = 0;
+    int over = 0, same_r = 1;
+    for (int j = 1; j < P; j++) same_r &= pl->stages[j].n_replicas == pl->stages[0].n_replicas;
     for (int j = 0; j < (seq ? 1 : P) && !over; j++) {
       int r = seq ? 1 : pl->stages[j].n_replicas;
-      /* per replica: its own microbatches q, q + r, ... (interleaved keeps
-       * the device order over all microbatches and filters it) */
+      /* per replica: its own microbatches q, q + r, ... (interleaved, as
+       * each of Megatron-LM's data-parallel replicas runs its own order,
+       * when every position has r replicas, so replica q of each position
+       * holds the same microbatches, and they are a multiple of p; else
+       * it keeps the device order over all microbatches and filters it) */
       int ld = (depth[j] + r - 1) / r, ldefer = (depth[0] - depth[j] + r - 1) / r;
       for (int q = 0; q < r && !over; q++) {
         int n = 0, nq = q < m ? (m - q + r - 1) / r : 0;
@@ -526,8 +531,9 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
                 case SCHED_1F1B: n += order_1f1b(it + n, ld, j, g0 + q, nq, r); break;
                 case SCHED_ZBH1: n += order_zbh1(it + n, ld, ldefer, j, g0 + q, nq, r); break;
                 case SCHED_INTERLEAVED:
-                    n += v > 1 ? order_interleaved(it + n, P, v, j, g0, m)
-                               : order_1f1b(it + n, ld, j, g0 + q, nq, r);
+                    n += v == 1  ? order_1f1b(it + n, ld, j, g0 + q, nq, r)
+                         : !same_r || nq % P ? order_interleaved(it + n, P, v, j, g0, m, 1)
+                                  : order_interleaved(it + n, P, v, j, g0 + q, nq, r);
                     break;
                 default: assert(0);
                 }

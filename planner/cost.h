@@ -289,12 +289,12 @@ static inline double plan_stage_mem_parts(double fixed, double vbytes, double st
  * most under ZeRO): a lower bound of plan_stage_mem. */
 double plan_stage_mem_least(const plan_inst *I, double params, double stash, double in_bytes,
                             double out_bytes);
-/* Interleaved plans: bytes the device at position q of p needs for all
- * its chunks: `fixed` is the sum over them of plan_mem_weights +
- * plan_mem_io, stash_max the largest chunk's stash, held for each of the
- * chunk-microbatches in flight there (sched_inflight_rep, I->chunks
- * chunks per device, I->m microbatches). */
-double plan_chunks_mem(const plan_inst *I, double fixed, double stash_max, int q, int p);
+/* Interleaved plans: bytes a device of pipeline position q of p (each
+ * position a block of r replicas) needs for all its chunks: `fixed` is the
+ * sum over them of plan_mem_weights + plan_mem_io, stash_max the largest
+ * chunk's stash, held for each of the chunk-microbatches in flight there
+ * (sched_inflight_rep, I->chunks chunks per device, I->m microbatches). */
+double plan_chunks_mem(const plan_inst *I, double fixed, double stash_max, int q, int p, int r);
 /* Block rules: is [pos, pos + r) inside one node or a run of whole nodes? */
 int plan_block_ok(const plan_inst *I, int pos, int r);
 /* Link level between two consecutive blocks: intra-node when both lie in

@@ -130,6 +130,22 @@ void search_take(search_best *B, const plan *pl, const plan_pred *pr, const plan
  * freeing the one before. */
 void search_take_bad(search_best *B, const plan *pl, const plan_eval *ev);
 
+/* search.c: CL_EINPUT for a request plan_search cannot answer as asked. */
+int search_check(const plan_request *rq, cl_err *e);
+/* search.c: c->speed (allocated; the caller frees it), each device's
+ * effective FLOP/s over the profiled device's; CL_EINPUT when a mixed
+ * cluster's speeds cannot be scaled. */
+int search_speeds(search_ctx *c, cl_err *e);
+/* search.c: B's plan as the result (the plan owns copies of the model and
+ * the cluster, B's stages move into it), with its notes. */
+int search_result(const plan_request *rq, search_best *B, plan_result *res, cl_err *e);
+/* search.c: the interleaved plan of the chunk cut (n + 1 layer indices of
+ * the chain view L, n = p x I->chunks) on p blocks of r replicas, the
+ * block of position q at positions q x r ..; pl's stages owned, ev its
+ * evaluation (memory, feasibility, bottleneck). */
+void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_lattice *L, int p, int r,
+                             const int *cut, plan *pl, plan_eval *ev);
+
 /* count.c: the search at m microbatches over c->order, every schedule of
  * kinds, ranking every candidate into *B.  *hint carries the least-memory
  * bottleneck from one count to the next (0: none yet). */

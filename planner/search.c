@@ -185,14 +185,15 @@ void search_consider_bad(search_ctx *c, search_best *B, const plan_inst *I, cons
 
 /* -------------------------------------------------------- interleaved -- */
 
-/* The interleaved plan on the first p positions of the order with
+/* The interleaved plan on the first p x r positions of the order with
  * I->chunks chunks each: chunk k (layers cut[k] .. cut[k + 1] - 1 of the
- * chain view L) on position k mod p, no replication.  Fills pl (stages
- * owned, model and cluster shallow) and ev; a device's memory adds up its
- * chunks' weights and buffers, with its largest chunk's stash times the
- * chunk-microbatches in flight (plan_chunks_mem). */
-static void interleaved_plan(search_ctx *c, const plan_inst *I, const plan_lattice *L, int p, const int *cut,
-                             plan *pl, plan_eval *ev)
+ * chain view L) on the block of r replicas at positions (k mod p) x r.
+ * Fills pl (stages owned, model and cluster shallow) and ev; a device's
+ * memory adds up its chunks' weights and buffers, with its largest chunk's
+ * stash times the chunk-microbatches in flight (plan_chunks_mem).  The
+ * search calls it with r = 1; planner/layout.c with a layout's d. */
+void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_lattice *L, int p, int r,
+                             const int *cut, plan *pl, plan_eval *ev)
 {
     const plan_request *rq = c->rq;
     int n = p * I->chunks;
@@ -210,21 +211,26 @@ static void interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
     pl->stages = cl_calloc((size_t)n, sizeof *pl->stages);
     pl->model = *rq->model;
     pl->cluster = *rq->cluster;
-    *ev = (plan_eval){.valid = 1, .feasible = 1, .headroom_bytes = HUGE_VAL, .devices = p};
+    *ev = (plan_eval){.valid = 1, .feasible = 1, .headroom_bytes = HUGE_VAL, .devices = p * r};
     double *busy = cl_calloc((size_t)p, sizeof(double)), *fixed = cl_calloc((size_t)p, sizeof(double));
-    double *stash_max = cl_calloc((size_t)p, sizeof(double));
+    double *stash_max = cl_calloc((size_t)p, sizeof(double)), *cap = cl_malloc((size_t)p * sizeof(double));
     for (int k = 0; k < n; k++) {
         plan_stage *st = &pl->stages[k];
-        int a = cut[k], b = cut[k + 1], q = k % p;
-        double spd = I->speed[q];
+        int a = cut[k], b = cut[k + 1], q = k % p, at = q * r;
+        double spd = HUGE_VAL;
+        cap[q] = HUGE_VAL;
         st->first = a;
         st->last = b - 1;
         st->n_layers = b - a;
         st->layers = cl_malloc((size_t)(b - a) * sizeof(int));
         for (int i = a; i < b; i++) st->layers[i - a] = i;
-        st->n_replicas = 1;
-        st->devices = cl_malloc(sizeof(int));
-        st->devices[0] = I->dev[q];
+        st->n_replicas = r;
+        st->devices = cl_malloc((size_t)r * sizeof(int));
+        for (int j = 0; j < r; j++) {
+            st->devices[j] = I->dev[at + j];
+            spd = fmin(spd, I->speed[at + j]);
+            cap[q] = fmin(cap[q], I->mem_cap[at + j]);
+        }
         st->fwd_s = (L->fwd[b] - L->fwd[a]) / spd;
         st->bwd_in_s = (L->bwd_in[b] - L->bwd_in[a]) / spd;
         st->bwd_w_s = (L->bwd_w[b] - L->bwd_w[a]) / spd;
@@ -232,32 +238,39 @@ static void interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
         st->act_out_bytes = k + 1 < n ? L->cut[b] : 0;
         st->stash_bytes = L->stash[b] - L->stash[a];
         st->param_bytes = L->params[b] - L->params[a];
-        st->compute_s = plan_stage_time(I, L->work[b] - L->work[a], 1, spd, 0);
-        if (k + 1 < n) {
-            st->comm_s = plan_boundary_s(I, L->cut[b], plan_link_level(I, q, 1, (k + 1) % p, 1));
-            ev->bottleneck_s = fmax(ev->bottleneck_s, st->comm_s);
+        st->compute_s = plan_stage_time(I, L->work[b] - L->work[a], r, spd, 0);
+        if (r > 1) {
+            int level = I->node[at] == I->node[at + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
+            st->comm_s = plan_allreduce_s(I, st->param_bytes, r, level);
             ev->comm_s += st->comm_s;
         }
+        if (k + 1 < n) {
+            double bnd = plan_boundary_s(I, L->cut[b], plan_link_level(I, at, r, ((k + 1) % p) * r, r));
+            st->comm_s += bnd;
+            ev->bottleneck_s = fmax(ev->bottleneck_s, bnd);
+            ev->comm_s += bnd;
+        }
         busy[q] += st->compute_s;
-        fixed[q] += plan_mem_weights(I, st->param_bytes, 1) + plan_mem_io(L->cut[a], L->cut[b]);
+        fixed[q] += plan_mem_weights(I, st->param_bytes, r) + plan_mem_io(L->cut[a], L->cut[b]);
         stash_max[q] = fmax(stash_max[q], st->stash_bytes);
     }
     for (int q = 0; q < p; q++) {
         ev->bottleneck_s = fmax(ev->bottleneck_s, busy[q]);
-        double mem = plan_chunks_mem(I, fixed[q], stash_max[q], q, p);
+        double mem = plan_chunks_mem(I, fixed[q], stash_max[q], q, p, r);
         for (int k = q; k < n; k += p) pl->stages[k].mem_bytes = mem;
-        double h = I->mem_cap[q] - mem;
+        double h = cap[q] - mem;
         if (h < ev->headroom_bytes) {
             ev->headroom_bytes = h;
             ev->worst_stage = q;
             ev->worst_need_bytes = mem;
-            ev->worst_cap_bytes = I->mem_cap[q];
+            ev->worst_cap_bytes = cap[q];
         }
-        if (mem > I->mem_cap[q]) ev->feasible = 0;
+        if (mem > cap[q]) ev->feasible = 0;
     }
     free(busy);
     free(fixed);
     free(stash_max);
+    free(cap);
 }
 
 /* Rank an interleaved plan (stages owned) by the simulator, as every
@@ -303,7 +316,7 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
             if (ok) {
                 plan pl;
                 plan_eval ev;
-                interleaved_plan(c, &I, &L, p, cut, &pl, &ev);
+                search_interleaved_plan(c, &I, &L, p, 1, cut, &pl, &ev);
                 interleaved_rank(c, B, &pl, &ev);
             }
             free(cut);
@@ -407,7 +420,7 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
 /* --------------------------------------------------------- the request -- */
 
 /* CL_EINPUT for a request plan_search cannot answer as asked. */
-static int search_check(const plan_request *rq, cl_err *e)
+int search_check(const plan_request *rq, cl_err *e)
 {
     const model *md = rq->model;
     int N = rq->cluster->n_devices;
@@ -450,7 +463,7 @@ static int search_check(const plan_request *rq, cl_err *e)
 /* c->speed: each device's effective FLOP/s over the profiled device's
  * (1 when the profiled device is unknown, which only a cluster of one
  * type allows). */
-static int search_speeds(search_ctx *c, cl_err *e)
+int search_speeds(search_ctx *c, cl_err *e)
 {
     const plan_request *rq = c->rq;
     const cluster *cl = rq->cluster;
@@ -520,7 +533,7 @@ static int search_none_fits(const plan_request *rq, const search_best *B, cl_err
  * may go before the plan says its times are extrapolated. */
 #define MICRO_BELOW_PROFILE 4
 
-static int search_result(const plan_request *rq, search_best *B, plan_result *res, cl_err *e)
+int search_result(const plan_request *rq, search_best *B, plan_result *res, cl_err *e)
 {
     plan *pl = &res->plan;
     *pl = B->pl;

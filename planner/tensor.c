@@ -56,3 +56,15 @@ void tp_add_comm(prof *pf, const model *full, const tfm_rank_opts *o, cluster_li
         }
     }
 }
+
+int tp_derive(prof *pf, const model *md, const model *mr, const tfm_rank_opts *o, int rs, prof_attn a,
+              const cluster_devtype *t, cluster_link intra, const double *pts, int np, int *shaped,
+              cl_err *e)
+{
+    int rc = prof_derive(pf, mr, t, pts, np, e);
+    if (rc) return rc;
+    *shaped = md->has_tfm && prof_tfm_priced(t);
+    if (*shaped) prof_tfm_times(pf, &md->tfm, model_elem_bytes(md), o, a, t);
+    if (rs) tp_add_comm(pf, md, o, intra);
+    return CL_OK;
+}

@@ -19,6 +19,7 @@
 #include "models/tfm_rank.h"
 #include "profiles/cluster.h"
 #include "profiles/profile.h"
+#include "profiles/tfm_time.h"
 
 /* The cluster of tensor-parallel groups: every node's devices taken t at a
  * time in order, each group one device (the first's id and type); same
@@ -30,5 +31,16 @@ int tp_cluster(cluster *out, const cluster *c, int t, const char *file, cl_err *
  * batch size the seconds of its collectives (tfm_rank_layer_comm of the
  * full model's transformer) on the link `intra` (the node's). */
 void tp_add_comm(prof *pf, const model *full, const tfm_rank_opts *o, cluster_link intra);
+
+/* The derived profile of a question: prof_derive of mr (the whole model
+ * md, or its per-rank model) for device type t at the np batch sizes pts;
+ * then, for a transformer on a device with a kernel model (*shaped = 1),
+ * every layer priced from its shapes (prof_tfm_times, attention a); then,
+ * when rs (t > 1, sequence parallelism or recomputation), each layer's
+ * tensor-parallel collectives on `intra` (tp_add_comm).  The one place
+ * `plan` and `--layout` derive costs.  CL_EINPUT from prof_derive. */
+int tp_derive(prof *pf, const model *md, const model *mr, const tfm_rank_opts *o, int rs, prof_attn a,
+              const cluster_devtype *t, cluster_link intra, const double *pts, int np, int *shaped,
+              cl_err *e);
 
 #endif

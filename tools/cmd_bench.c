@@ -4,8 +4,46 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <math.h>
+#include <stdlib.h>
+
 #include "bench/bench.h"
+#include "bench/fidelity.h"
 #include "cli.h"
+#include "gnuplot.h"
+
+/* `cleave bench fidelity`: bench/fidelity.h's table, then its plot
+ * (fidelity.gp) beside the CSV. */
+static int fidelity_bench(const char *outdir, int quick)
+{
+    (void)quick; /* the table is small: always whole */
+    fid_summary sum;
+    cl_err e = {0};
+    int rc = fidelity_run(FIDELITY_CSV, outdir, stdout, &sum, &e);
+    if (rc) return cli_report(&e);
+    double lo = HUGE_VAL, hi = 0;
+    for (int i = 0; i < sum.evaluated; i++) {
+        lo = fmin(lo, fmin(sum.points[i].measured_s, sum.points[i].predicted_s));
+        hi = fmax(hi, fmax(sum.points[i].measured_s, sum.points[i].predicted_s));
+    }
+    if (sum.evaluated) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/fidelity.png", outdir);
+        gp_plot *g = gp_new();
+        gp_str(g, "title", "cleave on published training runs: iteration time");
+        gp_num(g, "lo", lo / 1.5);
+        gp_num(g, "hi", hi * 1.5);
+        FILE *d = gp_data(g, "runs");
+        for (int i = 0; i < sum.evaluated; i++)
+            fprintf(d, "%.9g %.9g %d\n", sum.points[i].measured_s, sum.points[i].predicted_s, sum.points[i].fits);
+        rc = gp_render(g, "fidelity", path, 900, 800, &e);
+        gp_free(g);
+        if (rc) cli_report(&e);
+        else printf("wrote %s\n", path);
+    }
+    free(sum.points);
+    return rc;
+}
 
 typedef struct bench_entry {
     const char *name;
@@ -19,6 +57,7 @@ static const bench_entry benches[] = {
     {"exec", exec_bench, "executor: GFLOP/s per layer vs FMA peak and SGEMM, samples/s, profile vs step, PyTorch"},
     {"validate", exec_val_bench, "prediction accuracy: simulated vs measured iteration time and memory over 20 plans"},
     {"pipe", exec_pipe_bench, "pipelined training: 2-stage FBP and 1F1B vs sequential samples/s, MPI vs threads"},
+    {"fidelity", fidelity_bench, "published Megatron-style runs: predicted vs measured iteration time (CSV and plot)"},
     {"studies", study_bench, "cleave demo wall time (target under 60 s), sweep time per point, compare per cluster"},
     {NULL, NULL, NULL} /* sentinel: benchmarks are listed above it */
 };

@@ -17,6 +17,7 @@
 
 #include "models/model.h"
 #include "planner/export.h"
+#include "planner/layout.h"
 #include "planner/search.h"
 #include "planner/tensor.h"
 #include "profiles/cluster.h"
@@ -26,18 +27,12 @@
 #include "base/budget.h"
 #include "base/escape.h"
 #include "cli.h"
+#include "layout_cli.h"
 #include "base/fileio.h"
 #include "base/units.h"
 
-/* Links of a cluster built from --devices when --bandwidth/--latency are
- * not given: 10 GB/s and 10 us inside a node (PCIe-class), 1.25 GB/s and
- * 50 us between nodes (10 Gb/s Ethernet).  Printed with every plan. */
-#define DEF_INTRA_BPS 10e9
 /* --recompute auto: the word after tfm_recomp's three */
 #define RECOMP_AUTO 3
-#define DEF_INTRA_LAT 10e-6
-#define DEF_INTER_BPS 1.25e9
-#define DEF_INTER_LAT 50e-6
 
 typedef struct plan_args {
     const char *model, *profile, *cluster, *out, *device, *profiled_on;
@@ -45,6 +40,7 @@ typedef struct plan_args {
     int64_t devices, per_node, batch, stages, max_cuts, profile_batch;
     int chunks, algo, optimizer, precision, zero, comm_off, no_replication, json;
     const char *tensor;     /* t or auto, as given */
+    const char *layout;     /* --layout, as given */
     int seq_par, recompute; /* recompute: a tfm_recomp, or RECOMP_AUTO */
     int attention;          /* a prof_attn */
     double max_seconds;
@@ -116,6 +112,10 @@ static const cli_opt plan_opts[] = {
      .help = "how a transformer's attention core runs on a device with a kernel\n"
              "model (docs/compute.md): unfused (default; batched GEMMs,\n"
              "softmax and dropout kernels) or fused (one flash-attention kernel)"},
+    {"layout", 0, CLI_STR, CLI_FIELD(PA, layout), .arg = "SPEC",
+     .help = "evaluate this configuration without search, e.g.\n"
+             "t=8,p=4,d=2,mb=1,m=16,sched=interleaved,v=2,recompute=full,\n"
+             "zero=1,sp=1 (docs/planner.md, \"Evaluating a given layout\")"},
     {"no-replication", 0, CLI_FLAG, CLI_FIELD(PA, no_replication), .help = NULL},
     {"max-cuts", 0, CLI_INT, CLI_FIELD(PA, max_cuts), 2, (int64_t)1 << 30, .arg = "N",
      .help = "cap on the cuts listed for a branching model (default 100000)"},
@@ -140,6 +140,7 @@ static int help(void)
         "                   [--optimizer sgd|momentum|adam] [--precision auto|fp32|mixed] [--zero 0|1|2]\n"
         "                   [--comm on|off] [--no-replication] [--for torch|deepspeed|megatron]\n"
         "                   [--tensor t|auto [--sequence-parallel]] [--recompute none|selective|full|auto]\n"
+        "                   [--layout t=T,p=P,d=D,mb=B,m=M,sched=S,v=V,recompute=R,zero=Z,sp=0|1]\n"
         "                   [--attention unfused|fused] [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
@@ -203,10 +204,12 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
     const plan *p = &res->plan;
     const model *m = &p->model;
     const cluster *c = &p->cluster;
-    fprintf(f, "plan: %s on %s (%d device%s in %d node%s), batch %d = %d microbatch%s of %d, schedule %s, %s search\n",
+    int given = !strcmp(res->algo, "layout");
+    fprintf(f, "plan: %s on %s (%d device%s in %d node%s), batch %d = %d microbatch%s of %d, schedule %s, %s%s\n",
            m->name, c->name, c->n_devices, c->n_devices == 1 ? "" : "s", c->n_nodes,
            c->n_nodes == 1 ? "" : "s", p->batch, p->n_micro, p->n_micro == 1 ? "" : "es",
-           p->microbatch, sched_kind_name(p->schedule), res->algo);
+           p->microbatch, sched_kind_name(p->schedule), given ? "the layout given (no search)" : res->algo,
+           given ? "" : " search");
     if (quick_links) fprintf(f, "links: %s\n", quick_links);
     if (p->framework != PLAN_FOR_ANY)
         fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica): the run `cleave export --to %s` describes%s\n",
@@ -271,6 +274,45 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
     for (int i = 0; i < res->n_notes; i++) fprintf(f, "note: %s\n", res->notes[i]);
 }
 
+/* --layout: evaluate pa->layout (layout_cli.h), print it like a plan and
+ * write it; a layout that does not fit is printed with its numbers,
+ * written nowhere, and ends with status 1. */
+static int run_layout(const plan_args *pa, FILE *msg)
+{
+    layout_inputs in = {.cmd = "plan", .layout = pa->layout, .model = pa->model, .cluster = pa->cluster,
+                        .device = pa->device, .bandwidth = pa->bandwidth, .latency = pa->latency,
+                        .devices = pa->devices, .per_node = pa->per_node, .batch = pa->batch,
+                        .optimizer = pa->optimizer, .precision = pa->precision, .zero = -1, .comm = !pa->comm_off,
+                        .attention = pa->attention};
+    plan_result res;
+    plan_request rq = {.comm = in.comm};
+    char nofit[320], links[256];
+    cl_err e = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = layout_cli_eval(&in, &res, links, sizeof links, nofit, sizeof nofit, &e);
+    if (rc) return e.code ? cli_report(&e) : rc;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    print_plan(msg, &rq, &res, links[0] ? links : NULL);
+    fprintf(msg, "evaluated in %.3f s\n",
+            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    fflush(msg);
+    if (nofit[0]) {
+        fprintf(stderr, "cleave: plan: --layout %s (hint: more GPUs, a larger t or p, recompute=full, zero=1 or 2, or a smaller mb)\n",
+                nofit);
+        plan_result_free(&res);
+        return 1;
+    }
+    const char *out = pa->out;
+    if (out) {
+        rc = plan_save(&res.plan, out, &e);
+        if (!rc) fprintf(msg, "wrote %s\n", out);
+    }
+    if (!rc && pa->json && !(out && !strcmp(out, "-"))) rc = plan_save(&res.plan, "-", &e);
+    plan_result_free(&res);
+    return rc ? cli_report(&e) : CL_OK;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     plan_args pa = {.max_seconds = CL_BUDGET_DEFAULT_S};
@@ -332,6 +374,14 @@ int cmd_plan(int argc, char **argv)
     if (pa.profile_batch && !(prof_path && is_pipedream(prof_path)))
         return cli_usage_error("plan", "--profile-batch states a PipeDream graph.txt's batch size (a cleave profile names its own)");
 
+    if (pa.layout && (pa.tensor || pa.seq_par || pa.recompute || pa.schedule || pa.micro || pa.stages ||
+                      pa.chunks || pa.zero || pa.framework || pa.algo || pa.no_replication))
+        return cli_usage_hint("plan", "give them in the layout (t, sp, recompute, sched, m, p, v, zero), or drop --layout",
+                              "--layout is one configuration: it excludes --tensor, --sequence-parallel, --recompute, --schedule, --microbatches, --stages, --chunks, --zero, --for, --algo and --no-replication");
+    if (pa.layout && (pa.profile || pa.profiled_on || pa.profile_batch || pa.max_cuts))
+        return cli_usage_hint("plan", "drop them: a layout's costs are derived from the model",
+                              "--layout excludes --profile, --profiled-on, --profile-batch and --max-cuts");
+    if (pa.layout) return run_layout(&pa, json_out ? stderr : stdout);
     /* tensor parallelism and recomputation: the per-rank question
      * (planner/tensor.h), priced from the model's transformer member */
     int64_t tp64 = 1;
@@ -392,14 +442,9 @@ int cmd_plan(int argc, char **argv)
             rc = cli_usage_error("plan", "without a profile, --devices needs --device TYPE (a preset from profiles/devices.json) to derive costs");
             goto done;
         }
-        cluster_link li = {bw[0], lat[0]}, le = {bw[1], lat[1]};
-        if ((rc = cluster_uniform(&cl, &dev_type, (int)devices, (int)per_node, li, le, &e))) goto fail;
-        if (cl.n_nodes > 1)
-            snprintf(links, sizeof links, "%.4g B/s, %.3g s inside a node; %.4g B/s, %.3g s between nodes%s",
-                     bw[0], lat[0], bw[1], lat[1], bw_given ? "" : " (defaults; set --bandwidth)");
-        else
-            snprintf(links, sizeof links, "%.4g B/s, %.3g s%s", bw[0], lat[0],
-                     bw_given ? "" : " (default; set --bandwidth)");
+        if ((rc = layout_quick_cluster(&cl, &dev_type, (int)devices, (int)per_node, bw, lat, bw_given, links,
+                                       sizeof links, &e)))
+            goto fail;
         quick = links;
     } else {
         if ((rc = cluster_load(&cl, cluster_path, &e))) goto fail;
@@ -473,16 +518,16 @@ int cmd_plan(int argc, char **argv)
                 for (int64_t d = 1; d <= batch && np < PROF_MAX_POINTS; d++)
                     if (batch % d == 0 && (micro == 0 || d == batch / micro)) pts[np++] = (double)d;
                 prof_free(&pf);
-                if ((rc = prof_derive(&pf, rs ? &mdr : &md, t, pts, np, &e))) goto fail;
+                int shaped;
+                if ((rc = tp_derive(&pf, &md, rs ? &mdr : &md, &tro, rs, (prof_attn)pa.attention, t,
+                                    cl.links[CLUSTER_INTRA], pts, np, &shaped, &e)))
+                    goto fail;
                 /* a transformer on a device with a kernel model: every
                  * layer priced kernel by kernel from its shapes */
-                int shaped = md.has_tfm && prof_tfm_priced(t);
                 if (pa.attention == PROF_ATTN_FUSED && !shaped) {
                     rc = cli_usage_error("plan", "--attention fused prices a transformer's attention kernel by kernel: it needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)");
                     goto done;
                 }
-                if (shaped) prof_tfm_times(&pf, &md.tfm, model_elem_bytes(&md), &tro, (prof_attn)pa.attention, t);
-                if (rs) tp_add_comm(&pf, &md, &tro, cl.links[CLUSTER_INTRA]);
                 ref_type = *t;
                 ref = &ref_type;
                 if (shaped)

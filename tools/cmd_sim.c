@@ -12,6 +12,7 @@
 #include "sim/sim.h"
 #include "base/budget.h"
 #include "cli.h"
+#include "layout_cli.h"
 #include "base/jsonx.h"
 #include "base/units.h"
 
@@ -22,6 +23,10 @@ typedef struct sim_args {
     int comm_off, json;
     int precision, zero;    /* -1: as the plan says */
     cli_list args;          /* PLAN.json */
+    /* --layout instead of PLAN.json (layout_cli.h) */
+    const char *layout, *model, *cluster, *device, *bandwidth, *latency;
+    int64_t devices, per_node, batch;
+    int optimizer, attention;
 } sim_args;
 
 #define SA sim_args
@@ -46,6 +51,20 @@ static const cli_opt sim_table[] = {
              "size (default: as the plan says)"},
     {"zero", 0, CLI_INT, CLI_FIELD(SA, zero), 0, PLAN_ZERO_MAX, .arg = "0|1|2",
      .help = "ZeRO stage over each stage's replicas (default: as the plan says)"},
+    {"layout", 0, CLI_STR, CLI_FIELD(SA, layout), .arg = "SPEC",
+     .help = "simulate this configuration instead of a plan file, as\n"
+             "cleave plan --layout evaluates it (with --model and --cluster\n"
+             "or --devices N --device TYPE ...)"},
+    {"model", 0, CLI_STR, CLI_FIELD(SA, model), .help = NULL},
+    {"cluster", 0, CLI_STR, CLI_FIELD(SA, cluster), .help = NULL},
+    {"devices", 0, CLI_INT, CLI_FIELD(SA, devices), 1, CLUSTER_MAX_DEVICES, .help = NULL},
+    {"per-node", 0, CLI_INT, CLI_FIELD(SA, per_node), 1, CLUSTER_MAX_DEVICES, .help = NULL},
+    {"bandwidth", 0, CLI_STR, CLI_FIELD(SA, bandwidth), .help = NULL},
+    {"latency", 0, CLI_STR, CLI_FIELD(SA, latency), .help = NULL},
+    {"device", 0, CLI_STR, CLI_FIELD(SA, device), .help = NULL},
+    {"batch", 0, CLI_INT, CLI_FIELD(SA, batch), 1, 1 << 30, .help = NULL},
+    {"optimizer", 0, CLI_ENUM, CLI_FIELD(SA, optimizer), .words = "sgd|momentum|adam", .help = NULL},
+    {"attention", 0, CLI_ENUM, CLI_FIELD(SA, attention), .words = "unfused|fused", .help = NULL},
     {"trace", 0, CLI_STR, CLI_FIELD(SA, trace), .arg = "FILE",
      .help = "write a Chrome trace (open in Perfetto or chrome://tracing)"},
     {"dump-schedule", 0, CLI_STR, CLI_FIELD(SA, dump), .arg = "FILE",
@@ -63,7 +82,11 @@ static const cli_spec sim_spec = {"sim", sim_table, CLI_N(sim_table), CLI_AT(sim
 static int help(void)
 {
     sim_args d = {.max_events = (int64_t)SIM_MAX_EVENTS, .max_wall = SIM_MAX_WALL_S};
-    printf("usage: cleave sim PLAN.json [options]\n\n"
+    printf("usage: cleave sim PLAN.json [options]\n"
+           "       cleave sim --layout t=T,p=P,d=D,... --model M.json (--cluster C.json |\n"
+           "                  --devices N --device TYPE [--per-node K] [--bandwidth B[,B2]])\n"
+           "                  [--batch B] [--optimizer sgd|momentum|adam] [--attention unfused|fused]\n"
+           "                  [options]\n\n"
            "Simulates the plan's pipeline schedule event by event (compute streams, links with\n"
            "bandwidth sharing, ring all-reduce of replicated stages, memory over time) and\n"
            "prints the predicted iteration time, throughput, bubble, per-device busy / idle /\n"
@@ -83,8 +106,15 @@ static int parse(int argc, char **argv, sim_args *a)
     if (rc) return rc == CLI_HELP ? help() - 1 : rc;
     if (a->args.n > 1)
         return cli_usage_error("sim", "one plan at a time (got %s and %s)", a->args.v[0], a->args.v[1]);
-    if (!a->args.n) return cli_usage_error("sim", "missing PLAN.json");
-    a->plan = a->args.v[0];
+    int from_layout = a->layout || a->model || a->cluster || a->devices || a->per_node || a->bandwidth ||
+                      a->latency || a->device || a->batch || a->optimizer || a->attention;
+    if (from_layout && (!a->layout || a->args.n))
+        return cli_usage_hint("sim", "either PLAN.json, or --layout SPEC with --model and the cluster",
+                              "--model, --cluster, --devices, --batch and the other inputs of a layout go with --layout, not a plan file");
+    if (a->layout && (a->zero >= 0 || a->micro))
+        return cli_usage_hint("sim", "zero= and m= in the layout", "--zero and --microbatches come from the layout");
+    if (!a->args.n && !a->layout) return cli_usage_error("sim", "missing PLAN.json");
+    a->plan = a->layout ? "--layout" : a->args.v[0];
     /* stdout carries one machine-readable output at most; the table then
      * goes to stderr (cmd_sim) */
     int on_stdout = a->json + (a->trace && !strcmp(a->trace, "-")) + (a->dump && !strcmp(a->dump, "-"));
@@ -308,7 +338,19 @@ int cmd_sim(int argc, char **argv)
     double budget = a.max_wall, t0 = wall_now();
     cl_budget_start(budget, "--max-seconds");
     plan p;
-    if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
+    char nofit[320] = "";
+    if (a.layout) {
+        layout_inputs in = {.cmd = "sim", .layout = a.layout, .model = a.model, .cluster = a.cluster,
+                            .device = a.device, .bandwidth = a.bandwidth, .latency = a.latency,
+                            .devices = a.devices, .per_node = a.per_node, .batch = a.batch,
+                            .optimizer = a.optimizer, .precision = a.precision > 0 ? a.precision : 0,
+                            .zero = -1, .comm = a.comm_off != 1, .attention = a.attention};
+        plan_result res;
+        char links[256];
+        if ((rc = layout_cli_eval(&in, &res, links, sizeof links, nofit, sizeof nofit, &e)))
+            return e.code ? cli_report(&e) : rc;
+        p = res.plan; /* the notes stay behind: sim prints its own figures */
+    } else if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
     if (a.comm_off < 0) a.comm_off = p.comm_off;
     if (a.precision >= 0) p.precision = (plan_prec)a.precision;
     if (a.zero >= 0) p.zero = a.zero;
@@ -338,6 +380,11 @@ int cmd_sim(int argc, char **argv)
         cli_report(&e);
     }
     else if (rc) fprintf(stderr, "cleave: out of memory printing the results\n");
+    if (!rc && nofit[0]) {
+        fprintf(stderr, "cleave: sim: --layout %s (hint: more GPUs, a larger t or p, recompute=full, zero=1 or 2, or a smaller mb)\n",
+                nofit);
+        rc = 1;
+    }
     sim_result_free(&r);
     sim_destroy(s);
     sched_free(&sc);

@@ -1,0 +1,318 @@
+/* fidelity.c - published runs against cleave's prediction (fidelity.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/escape.h"
+#include "base/fileio.h"
+#include "bench/fidelity.h"
+#include "models/tfm_model.h"
+#include "planner/layout.h"
+#include "profiles/cluster.h"
+
+/* Largest file read, bytes (the collected table is about 150 KiB). */
+#define FID_MAX_BYTES (16u << 20)
+#define FID_MAX_FIELDS 64
+
+/* ------------------------------------------------------------------ CSV -- */
+
+/* One record of RFC 4180 CSV from *at (quoted fields may hold commas,
+ * doubled quotes and line breaks): fields NUL-terminated in place, their
+ * starts in f[]; *line advanced past it.  Returns the field count, 0 at the
+ * end, -1 for a quote that never closes or too many fields. */
+static int csv_record(char **at, char *end, char **f, int *line)
+{
+    char *p = *at, *w;
+    int n = 0;
+    if (p >= end) return 0;
+    for (;;) {
+        if (n == FID_MAX_FIELDS) return -1;
+        f[n++] = w = p;
+        if (p < end && *p == '"') {
+            for (p++;; p++) {
+                if (p >= end) return -1;
+                if (*p == '"' && p + 1 < end && p[1] == '"') *w++ = *p++;
+                else if (*p == '"') break;
+                else {
+                    if (*p == '\n') ++*line;
+                    *w++ = *p;
+                }
+            }
+            p++;
+            if (p < end && *p != ',' && *p != '\n' && *p != '\r') return -1;
+        } else {
+            while (p < end && *p != ',' && *p != '\n' && *p != '\r') *w++ = *p++;
+        }
+        char c = p < end ? *p : '\n';
+        if (p < end) p++; /* past the delimiter, before the NUL lands on it */
+        if (c == '\r' && p < end && *p == '\n') p++;
+        *w = 0;
+        if (c == ',') continue;
+        ++*line;
+        *at = p;
+        return n;
+    }
+}
+
+/* The columns read, by header name. */
+enum { C_ID, C_SRC, C_HW, C_GPUS, C_GPN, C_LAYERS, C_HIDDEN, C_HEADS, C_SEQ, C_VOCAB, C_BATCH, C_MB,
+       C_TP, C_PP, C_DP, C_CP, C_VS, C_SCHED, C_RECOMP, C_SP, C_PREC, C_ZERO, C_ITER, C_NET, C_N };
+static const char *const col_names[C_N] = {
+    "id", "source_key", "hardware", "gpus", "gpus_per_node", "layers", "hidden", "heads", "seq_len",
+    "vocab", "global_batch", "micro_batch", "tensor_parallel", "pipeline_parallel", "data_parallel",
+    "context_parallel", "virtual_stages", "schedule", "recomputation", "sequence_parallel",
+    "precision", "zero_stage", "iteration_s", "interconnect"};
+
+/* A positive integer field; 0 when empty or not one. */
+static long long pos_ll(const char *s)
+{
+    if (!*s || !isdigit((unsigned char)*s)) return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    return errno || *end || v < 1 ? 0 : v;
+}
+
+/* ----------------------------------------------------------- one row -- */
+
+/* The device preset, links and node size of a row's hardware; NULL reason
+ * when known.  Inter-node bandwidth is per GPU, one direction, from the
+ * system's network cards (bench/fidelity/devices.md); latencies are those
+ * of profiles/clusters/dgx-a100-4nodes.json. */
+static const char *row_hardware(const char *hw, const char *net, const char **preset, double *intra, double *inter)
+{
+    if (strstr(hw, "H100")) {
+        *preset = "H100-80GB";
+        *intra = 450e9; /* NVLink 4, each way */
+        *inter = 50e9;  /* ConnectX-7 NDR 400 Gb/s per GPU */
+    } else if (strstr(hw, "A100")) {
+        *preset = "A100-80GB";
+        *intra = 300e9; /* NVLink 3, each way */
+        /* Jean Zay: 4 Omni-Path links of 100 Gb/s per 8-GPU node; DGX
+         * A100: one HDR 200 Gb/s card per GPU */
+        *inter = strstr(net, "Omni-Path") || strstr(hw, "Jean Zay") ? 4 * 12.5e9 / 8 : 25e9;
+    } else if (strstr(hw, "V100")) {
+        return "V100 DGX-2H rows give no model dimensions or node network";
+    } else {
+        return "hardware is not a device preset";
+    }
+    return NULL;
+}
+
+/* The layout of a row, or the reason it cannot be expressed. */
+static const char *row_layout(char **f, plan_fixed *fx)
+{
+    *fx = (plan_fixed){.sched = -1, .recompute = TFM_RECOMP_NONE, .zero = 0, .sp = 0};
+    fx->t = (int)pos_ll(f[C_TP]);
+    fx->p = (int)pos_ll(f[C_PP]);
+    fx->d = (int)pos_ll(f[C_DP]);
+    fx->mb = (int)pos_ll(f[C_MB]);
+    if (!fx->t || !fx->p || !fx->d) return "tensor, pipeline or data-parallel degree not published";
+    if (!fx->mb) return "microbatch size not published";
+    if (pos_ll(f[C_CP]) > 1) return "context parallelism is not modelled";
+    if (strstr(f[C_PREC], "FP8") || strstr(f[C_PREC], "fp8")) return "FP8 training is not modelled (presets carry 16-bit peaks)";
+    if (f[C_ZERO][0] == '3') return "ZeRO stage 3 is not modelled";
+    if (f[C_ZERO][0] == '1') fx->zero = 1;
+    if (!strncmp(f[C_RECOMP], "full", 4)) fx->recompute = TFM_RECOMP_FULL;
+    else if (!strncmp(f[C_RECOMP], "selective", 9)) fx->recompute = TFM_RECOMP_SELECTIVE;
+    if (!strcmp(f[C_SP], "yes")) fx->sp = 1;
+    if (fx->t == 1) fx->sp = 0; /* nothing to split over */
+    long long vs = pos_ll(f[C_VS]);
+    if (strstr(f[C_SCHED], "interleaved") && vs > 1) {
+        fx->sched = SCHED_INTERLEAVED;
+        fx->v = (int)vs;
+    } else if (strstr(f[C_SCHED], "interleaved") && !vs && fx->p > 1) {
+        return "interleaved schedule without a published virtual-stage count";
+    } else {
+        fx->sched = SCHED_1F1B;
+    }
+    return NULL;
+}
+
+/* A vocabulary "51200", or "250k" as some sources write it. */
+static long long row_vocab(const char *s)
+{
+    char *end;
+    errno = 0;
+    long long v = isdigit((unsigned char)*s) ? strtoll(s, &end, 10) : 0;
+    if (v < 1 || errno) return 0;
+    if (*end == 'k') v *= 1000, end++;
+    return !*end || !strncmp(end, " (", 2) ? v : 0;
+}
+
+/* Evaluate one row: its prediction in *pred and *fits, or the reason in
+ * why[] (CL_OK either way; the row is then listed as not expressed). */
+static void row_eval(char **f, const char *where, double *pred, int *fits, char *lay, size_t lay_cap,
+                     char *why, size_t cap)
+{
+    why[0] = lay[0] = 0;
+    plan_fixed fx;
+    const char *r = row_layout(f, &fx), *preset = NULL;
+    double intra = 0, inter = 0;
+    if (!r) r = row_hardware(f[C_HW], f[C_NET], &preset, &intra, &inter);
+    long long L = pos_ll(f[C_LAYERS]), h = pos_ll(f[C_HIDDEN]), a = pos_ll(f[C_HEADS]), s = pos_ll(f[C_SEQ]),
+              V = row_vocab(f[C_VOCAB]), B = pos_ll(f[C_BATCH]), N = pos_ll(f[C_GPUS]), K = pos_ll(f[C_GPN]);
+    if (!r && (!L || !h || !a || !s || !V)) r = "model dimensions (layers, hidden, heads, seq_len, vocab) not all published";
+    if (!r && !B) r = "global batch not published";
+    if (!r && !K && N > 8) r = "GPUs per node not published";
+    if (r) {
+        snprintf(why, cap, "%s", r);
+        return;
+    }
+    if (!K) K = N;
+    plan_fixed_str(&fx, lay, lay_cap);
+    cl_err e = {0};
+    tfm_desc d = tfm_gpt(L, h, a, s, V);
+    model md = {0};
+    cluster cl = {0};
+    cluster_devtype dt;
+    plan_result res;
+    char nofit[320];
+    cluster_link li = {intra, 5e-6}, le = {inter, 10e-6};
+    if (tfm_check(&d, NULL, &e) || tfm_model_build(&md, &d, MODEL_BF16, "published", where, &e) ||
+        cluster_devtype_preset(NULL, preset, &dt, &e) || cluster_uniform(&cl, &dt, (int)N, (int)K, li, le, &e)) {
+        snprintf(why, cap, "%s", e.msg);
+    } else {
+        plan_request rq = {.model = &md, .cluster = &cl, .ref_type = &dt, .batch = (int)B,
+                           .optimizer = OPTIM_ADAM, .precision = PREC_MIXED, .comm = 1, .replication = 1,
+                           .model_origin = where, .cluster_origin = where};
+        if (plan_fixed_eval(&rq, &fx, where, &res, nofit, sizeof nofit, &e)) {
+            snprintf(why, cap, "%s", e.msg);
+        } else {
+            *pred = res.plan.pred.iteration_s;
+            *fits = !nofit[0];
+            plan_result_free(&res);
+        }
+    }
+    model_free(&md);
+    cluster_free(&cl);
+}
+
+/* --------------------------------------------------------------- table -- */
+
+static int header_map(char **f, int n, int *col, const char *csv, cl_err *e)
+{
+    for (int c = 0; c < C_N; c++) {
+        col[c] = -1;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(f[i], col_names[c])) col[c] = i;
+        if (col[c] < 0)
+            return cl_fail(e, CL_EINPUT, "%s:1: no column \"%s\" (hint: the header of bench/fidelity/published-runs.csv)",
+                           csv, col_names[c]);
+    }
+    return CL_OK;
+}
+
+static void csv_field(FILE *o, const char *s, int last)
+{
+    char *x = esc_csv(s);
+    fprintf(o, "%s%s", x, last ? "\n" : ",");
+    free(x);
+}
+
+int fidelity_run(const char *csv, const char *outdir, FILE *msg, fid_summary *sum, cl_err *e)
+{
+    memset(sum, 0, sizeof *sum);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = cl_read_file(csv, FID_MAX_BYTES, &text, &len, e);
+    if (rc) return rc;
+    char *at = text, *end = text + len, *hf[FID_MAX_FIELDS], *f[FID_MAX_FIELDS], *g[C_N];
+    int line = 1, col[C_N], nh = csv_record(&at, end, hf, &line);
+    if (nh <= 0) rc = cl_fail(e, CL_EINPUT, "%s:1: no header line (hint: a CSV file with the published-runs columns)", csv);
+    if (!rc) rc = header_map(hf, nh, col, csv, e);
+    /* first pass: every record well formed, before any output */
+    int n;
+    while (!rc && (n = csv_record(&at, end, f, &line)) != 0) {
+        int start = line - 1;
+        if (n == 1 && !f[0][0]) continue; /* a blank line */
+        if (n < 0)
+            rc = cl_fail(e, CL_EINPUT, "%s:%d: a quoted field does not close, or more than %d fields (hint: double the quotes inside a quoted field)",
+                         csv, start, FID_MAX_FIELDS);
+        else if (n != nh)
+            rc = cl_fail(e, CL_EINPUT, "%s:%d: %d fields, the header has %d (hint: quote fields that hold commas)",
+                         csv, start, n, nh);
+        else if (!f[col[C_ID]][0])
+            rc = cl_fail(e, CL_EINPUT, "%s:%d: empty id (hint: every run has a unique id)", csv, start);
+        else if (!pos_ll(f[col[C_GPUS]]))
+            rc = cl_fail(e, CL_EINPUT, "%s:%d: gpus: expected a positive integer (hint: the GPU count of the run)", csv, start);
+        else if (f[col[C_ITER]][0] && !(strtod(f[col[C_ITER]], NULL) > 0))
+            rc = cl_fail(e, CL_EINPUT, "%s:%d: iteration_s: expected a positive number of seconds or nothing", csv, start);
+        sum->rows += rc ? 0 : 1;
+    }
+    free(text); /* parsed in place: read again for the second pass */
+    text = NULL;
+    if (rc) return rc;
+    if ((rc = cl_read_file(csv, FID_MAX_BYTES, &text, &len, e))) return rc;
+    at = text;
+    end = text + len;
+    line = 1;
+    csv_record(&at, end, hf, &line);
+    char path[4096];
+    cl_out o;
+    snprintf(path, sizeof path, "%s/fidelity.csv", outdir);
+    if ((rc = cl_out_open(&o, path, e))) {
+        free(text);
+        return rc;
+    }
+    fprintf(o.f, "id,source,gpus,layout,measured_s,predicted_s,error_pct,fits,reason\n");
+    sum->points = cl_calloc((size_t)(sum->rows > 0 ? sum->rows : 1), sizeof *sum->points);
+    double abs_sum = 0, sgn_sum = 0;
+    while ((n = csv_record(&at, end, f, &line)) != 0) {
+        if (n == 1 && !f[0][0]) continue;
+        for (int c = 0; c < C_N; c++) g[c] = f[col[c]];
+        char where[128], lay[256], why[1100], num[3][32] = {"", "", ""};
+        char *id = esc_term(g[C_ID]);
+        snprintf(where, sizeof where, "%s:%d (%.40s)", csv, line - 1, id);
+        double meas = g[C_ITER][0] ? strtod(g[C_ITER], NULL) : 0, pred = 0;
+        int fits = 1;
+        row_eval(g, where, &pred, &fits, lay, sizeof lay, why, sizeof why);
+        if (!why[0] && !meas) snprintf(why, sizeof why, "no measured iteration time");
+        if (why[0]) {
+            char *w = esc_term(why);
+            fprintf(msg, "not expressed: %s: %s\n", id, w);
+            free(w);
+            sum->skipped++;
+        } else {
+            double err = 100 * (pred - meas) / meas;
+            snprintf(num[0], sizeof num[0], "%.6g", meas);
+            snprintf(num[1], sizeof num[1], "%.6g", pred);
+            snprintf(num[2], sizeof num[2], "%.2f", err);
+            sum->points[sum->evaluated++] = (fid_point){meas, pred, fits};
+            abs_sum += fabs(err);
+            sgn_sum += err;
+            if (fabs(err) > sum->worst_pct || sum->evaluated == 1) {
+                sum->worst_pct = fabs(err);
+                snprintf(sum->worst_id, sizeof sum->worst_id, "%.63s", id);
+            }
+            sum->over15 += fabs(err) > 15;
+            sum->over25 += fabs(err) > 25;
+            sum->nofit += !fits;
+        }
+        csv_field(o.f, g[C_ID], 0);
+        csv_field(o.f, g[C_SRC], 0);
+        csv_field(o.f, g[C_GPUS], 0);
+        csv_field(o.f, lay, 0);
+        csv_field(o.f, g[C_ITER], 0);
+        csv_field(o.f, num[1], 0);
+        csv_field(o.f, num[2], 0);
+        csv_field(o.f, why[0] ? "" : fits ? "yes" : "no", 0);
+        csv_field(o.f, why, 1);
+        free(id);
+    }
+    free(text);
+    if (sum->evaluated) {
+        sum->mae_pct = abs_sum / sum->evaluated;
+        sum->bias_pct = sgn_sum / sum->evaluated;
+    }
+    if ((rc = cl_out_commit(&o, e))) return rc;
+    fprintf(msg, "wrote %s\n", path);
+    fprintf(msg, "fidelity: %d runs, %d evaluated, %d not expressed; iteration time error: mean |error| %.1f%%, "
+                 "bias %+.1f%%, worst %.1f%% (%s), %d over 15%%, %d over 25%%; %d predicted not to fit\n",
+            sum->rows, sum->evaluated, sum->skipped, sum->mae_pct, sum->bias_pct, sum->worst_pct,
+            sum->worst_id, sum->over15, sum->over25, sum->nofit);
+    return CL_OK;
+}
