@@ -147,8 +147,9 @@ static int plan_run(const plan *p, plan_target t, const char *file, run *out, cl
     for (int s = 1; s < p->n_stages; s++)
         if (p->stages[s].n_replicas != r)
             return cl_fail(e, CL_EINPUT,
-                           "%s: stages[0] has %d replicas but stages[%d] has %d; %s replicates whole pipelines (one data-parallel degree) (hint: plan with --no-replication)",
-                           file, r, s, p->stages[s].n_replicas, target_names[t]);
+                           "%s: stages[0] has %d replicas but stages[%d] has %d; %s replicates whole pipelines (one data-parallel degree) (hint: plan with --for %s, which plans only what it runs)",
+                           file, r, s, p->stages[s].n_replicas, target_names[t],
+                           t == PLAN_TO_DEEPSPEED_MODULE ? "deepspeed" : target_names[t]);
     if (p->n_micro % r)
         return cl_fail(e, CL_EINPUT,
                        "%s: %d microbatches over %d replicas leave them unequal; %s gives every data-parallel replica the same number (hint: plan with --microbatches a multiple of %d)",
