@@ -155,14 +155,6 @@ static void lattice_arrays(plan_lattice *L, int n_sets)
     L->cut = cl_calloc((size_t)n_sets, sizeof(double));
 }
 
-static int cmp_more_work(const void *a, const void *b, void *ctx)
-{
-    const plan_lattice *L = ctx;
-    int x = *(const int *)a, y = *(const int *)b;
-    if (L->work[x] != L->work[y]) return L->work[x] > L->work[y] ? -1 : 1;
-    return x > y ? -1 : x < y;
-}
-
 void plan_lattice_sums(plan_lattice *L, const plan_inst *I)
 {
     int n = I->n;
@@ -228,16 +220,6 @@ void plan_lattice_sums(plan_lattice *L, const plan_inst *I)
         L->cut[t] = c;
     }
     free(last);
-    /* subsets of each set, most work first (the smallest stages first), so
-     * the search can stop at the first stage over its bound */
-    if (L->sub)
-        for (int t = 0; t < L->n_sets; t++) {
-            /* the order is total, and usually the last instance's already */
-            int *a = L->sub + L->sub_off[t];
-            int64_t na = L->sub_off[t + 1] - L->sub_off[t], k = 1;
-            while (k < na && cmp_more_work(&a[k - 1], &a[k], L) < 0) k++;
-            if (k < na) qsort_r(a, (size_t)na, sizeof(int), cmp_more_work, L);
-        }
 }
 
 void plan_lattice_prefix(plan_lattice *L, const plan_inst *I)
@@ -260,8 +242,8 @@ void plan_lattice_free(plan_lattice *L)
     free(L->params);
     free(L->stash);
     free(L->cut);
-    free(L->sub_off);
-    free(L->sub);
+    free(L->down_off);
+    free(L->down);
     memset(L, 0, sizeof *L);
 }
 

@@ -144,9 +144,11 @@ typedef struct plan_lattice {
     double *cut;            /* bytes per microbatch that leave the set: outputs
                                of its layers (and the model input) read by a
                                layer outside it                             */
-    int64_t *sub_off;       /* DAG: proper subsets of set t are             */
-    int *sub;               /* sub[sub_off[t]..sub_off[t+1]), most work first */
-    int64_t n_pairs;        /* subset pairs listed                          */
+    int64_t *down_off;      /* DAG: sets one searched layer (and the inert  */
+    int *down;              /* ones its rules take) smaller than set t are
+                               down[down_off[t]..down_off[t+1]): every proper
+                               subset is reached along them (exact_subs.c) */
+    int64_t n_edges;        /* their number                                 */
     int n_inert;            /* layers placed by rule, not searched (dag.c)  */
 } plan_lattice;
 
@@ -157,10 +159,9 @@ void plan_lattice_prefix(plan_lattice *L, const plan_inst *I);
  * parameters) follow a rule instead of being searched: one nothing reads
  * joins as soon as its inputs are in, one that reads only the model input
  * joins with its first reader.  Fails with CL_ERUN and a message when more
- * than max_sets downsets or max_pairs subset pairs would be needed (the
- * caller decides what to do and must say so).  dag.c. */
-int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
-                          int64_t max_pairs, cl_err *e);
+ * than max_sets downsets (or their work limit) would be needed (the caller
+ * decides what to do and must say so).  dag.c. */
+int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets, cl_err *e);
 void plan_lattice_free(plan_lattice *L);
 /* Is layer i in set t? */
 int plan_lattice_has(const plan_lattice *L, int t, int i);
