@@ -131,6 +131,16 @@ int plan_mem_depth_monotone(const plan_inst *I);
 
 /* -------------------------------------------------------------- lattice -- */
 
+/* The subsets of DAG sets the exact search has walked to, in the order it
+ * tries them (exact_subs.c), kept for the later searches on the same sums
+ * (cleared by plan_lattice_sums). */
+typedef struct plan_sub_cache {
+    int **list;             /* per set: its first n[t] subsets, or NULL     */
+    int64_t *n;
+    unsigned char *done;    /* 1: list[t] holds all of them                */
+    int64_t held;           /* entries held over every set                 */
+} plan_sub_cache;
+
 typedef struct plan_lattice {
     int n_layers;
     int n_sets;             /* set 0 is empty, set n_sets-1 holds every layer;
@@ -149,6 +159,8 @@ typedef struct plan_lattice {
                                down[down_off[t]..down_off[t+1]): every proper
                                subset is reached along them (exact_subs.c) */
     int64_t n_edges;        /* their number                                 */
+    plan_sub_cache *subs;   /* DAG: what the exact search walked (mutable
+                               through a const lattice: a cache)           */
     int n_inert;            /* layers placed by rule, not searched (dag.c)  */
 } plan_lattice;
 
@@ -165,6 +177,8 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
 void plan_lattice_free(plan_lattice *L);
 /* Is layer i in set t? */
 int plan_lattice_has(const plan_lattice *L, int t, int i);
+/* Forget the subsets the exact search walked (plan_sub_cache). */
+void plan_lattice_subs_clear(const plan_lattice *L);
 /* Fill the per-set sums and cuts from the instance (membership set). */
 void plan_lattice_sums(plan_lattice *L, const plan_inst *I);
 

@@ -427,6 +427,10 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
     free(at);
     free(id_of);
     L->n_edges = n_edges;
+    L->subs = cl_calloc(1, sizeof *L->subs);
+    L->subs->list = cl_calloc((size_t)S, sizeof(int *));
+    L->subs->n = cl_calloc((size_t)S, sizeof(int64_t));
+    L->subs->done = cl_calloc((size_t)S, 1);
     plan_lattice_sums(L, I);
 out:
     free(E.rule);

@@ -163,13 +163,19 @@ typedef struct dp_budget {
     int over;               /* over either budget: every pass stops        */
 } dp_budget;
 
+/* A set waiting in dp_subs.heap, with its work beside it. */
+typedef struct dp_sub_item {
+    double w;
+    int id;
+} dp_sub_item;
+
 /* The subsets of the set being expanded, in the order they are tried
  * (exact_subs.c). */
 typedef struct dp_subs {
     int t;                  /* the set they belong to; -1: none yet          */
     int *list;              /* list[0..n): the first n, in order             */
     int64_t n, cap;
-    int *heap;              /* the sets one edge below a listed one, not yet
+    dp_sub_item *heap;      /* the sets one edge below a listed one, not yet
                                listed, best first                           */
     int64_t hn, hcap;
     unsigned *seen;         /* per set: == mark when pushed for t           */

@@ -263,8 +263,10 @@ static void expand(exact_dp *X, int xi)
     } else {
         /* the subsets of x.t, smallest stage first (exact_subs.c) */
         const dp_subs *G = &X->subs;
+        const int *kept = L->subs ? L->subs->list[x.t] : NULL; /* stays put while x.t is expanded */
+        int64_t n_kept = L->subs ? L->subs->n[x.t] : 0;
         for (int64_t j = 0; !X->budget.over; j++, tries++) {
-            int lo = G->t == x.t && j < G->n ? G->list[j] : exact_dp_sub(X, x.t, j);
+            int lo = j < n_kept ? kept[j] : G->t == x.t && j < G->n ? G->list[j] : exact_dp_sub(X, x.t, j);
             if (lo < 0 || !place(X, xi, &x, &R, lo, bnd)) break;
         }
     }
