@@ -158,13 +158,22 @@ static int inputs_in(const enumr *E, int i, const uint64_t *r, int64_t *steps)
     return 1;
 }
 
+/* Layer i's lazy sources join with it. */
+static void join_lazy(const enumr *E, uint64_t *r, int i)
+{
+    const plan_inst *I = E->I;
+    for (int q = I->in_off[i]; q < I->in_off[i + 1]; q++) {
+        int j = I->in_idx[q];
+        if (j >= 0 && E->rule[j] == RULE_LAZY) r[j >> 6] |= 1ull << (j & 63);
+    }
+}
+
 /* Add every eager layer whose inputs are all in, with its lazy sources
  * (they join with their first reader, also an eager one: an inert layer
  * reading only an inert source of the model input was added without it,
  * the set was no downset, and the full set was never reached). */
 static void close_eager(const enumr *E, uint64_t *r, int64_t *steps)
 {
-    const plan_inst *I = E->I;
     int changed = 1;
     while (changed) {
         changed = 0;
@@ -173,10 +182,7 @@ static void close_eager(const enumr *E, uint64_t *r, int64_t *steps)
             if (E->rule[i] != RULE_EAGER || row_has(r, i)) continue;
             if (inputs_in(E, i, r, steps)) {
                 r[i >> 6] |= 1ull << (i & 63);
-                for (int q = I->in_off[i]; q < I->in_off[i + 1]; q++) {
-                    int j = I->in_idx[q];
-                    if (j >= 0 && E->rule[j] == RULE_LAZY) r[j >> 6] |= 1ull << (j & 63);
-                }
+                join_lazy(E, r, i);
                 changed = 1;
             }
         }
@@ -273,21 +279,14 @@ static void set_bit(uint64_t *r, int i) { r[i >> 6] |= 1ull << (i & 63); }
  * close_eager after adding v and its lazy sources. */
 static void join(const enumr *E, uint64_t *r, int v, int64_t *steps)
 {
-    const plan_inst *I = E->I;
     set_bit(r, v);
-    for (int q = I->in_off[v]; q < I->in_off[v + 1]; q++) {
-        int j = I->in_idx[q];
-        if (j >= 0 && E->rule[j] == RULE_LAZY) set_bit(r, j);
-    }
+    join_lazy(E, r, v);
     for (int k = E->rd_off[v]; k < E->rd_off[v + 1]; k++) {
         int i = E->rd[k];
         ++*steps;
         if (E->rule[i] != RULE_EAGER || row_has(r, i) || !inputs_in(E, i, r, steps)) continue;
         set_bit(r, i);
-        for (int q = I->in_off[i]; q < I->in_off[i + 1]; q++) {
-            int j = I->in_idx[q];
-            if (j >= 0 && E->rule[j] == RULE_LAZY) set_bit(r, j);
-        }
+        join_lazy(E, r, i);
     }
 }
 
@@ -355,10 +354,7 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
             memcpy(row, &E.rows[k * W], (size_t)W * 8);
             if (k == 0) { /* the empty row is not closed under the rules */
                 set_bit(row, v);
-                for (int q = I->in_off[v]; q < I->in_off[v + 1]; q++) {
-                    int j = I->in_idx[q];
-                    if (j >= 0 && E.rule[j] == RULE_LAZY) set_bit(row, j);
-                }
+                join_lazy(&E, row, v);
                 close_eager(&E, row, &work);
             } else {
                 join(&E, row, v, &work);
