@@ -155,12 +155,17 @@ static void lattice_arrays(plan_lattice *L, int n_sets)
     L->cut = cl_calloc((size_t)n_sets, sizeof(double));
 }
 
-static int cmp_more_work(const void *a, const void *b, void *ctx)
+void plan_lattice_subs_clear(const plan_lattice *L)
 {
-    const plan_lattice *L = ctx;
-    int x = *(const int *)a, y = *(const int *)b;
-    if (L->work[x] != L->work[y]) return L->work[x] > L->work[y] ? -1 : 1;
-    return x > y ? -1 : x < y;
+    plan_sub_cache *C = L->subs;
+    if (!C || !C->held) return;
+    for (int t = 0; t < L->n_sets; t++) {
+        free(C->list[t]);
+        C->list[t] = NULL;
+        C->n[t] = 0;
+        C->done[t] = 0;
+    }
+    C->held = 0;
 }
 
 void plan_lattice_sums(plan_lattice *L, const plan_inst *I)
@@ -194,21 +199,29 @@ void plan_lattice_sums(plan_lattice *L, const plan_inst *I)
         free(last);
         return;
     }
-    /* DAG: sums over members in layer order (monotone under inclusion) */
-    int *last = cl_malloc((size_t)(n + 1) * sizeof *last);
+    plan_lattice_subs_clear(L);
+    /* DAG: sums over members in layer order (monotone under inclusion),
+     * visiting only the members' bits (hundreds of thousands of sets of
+     * hundreds of layers, summed again at every microbatch count) */
+    int W = L->words;
+    double *wk = cl_malloc((size_t)(n + 1) * sizeof *wk);
+    for (int i = 0; i < n; i++) wk[i] = plan_inst_work(I, i);
+    int *read = cl_calloc((size_t)(n + 1), sizeof *read); /* == t + 1: read from outside set t */
     for (int t = 0; t < L->n_sets; t++) {
+        const uint64_t *row = &L->bits[(size_t)t * (size_t)W];
         double w = 0, f = 0, bi = 0, bw = 0, pa = 0, st = 0;
         int sz = 0;
-        for (int i = 0; i < n; i++) {
-            if (!plan_lattice_has(L, t, i)) continue;
-            sz++;
-            w += plan_inst_work(I, i);
-            f += I->fwd_s[i];
-            bi += I->bwd_in_s[i];
-            bw += I->bwd_w_s[i];
-            pa += I->param_bytes[i];
-            st += I->stash_bytes[i];
-        }
+        for (int q = 0; q < W; q++)
+            for (uint64_t b = row[q]; b; b &= b - 1) {
+                int i = q * 64 + __builtin_ctzll(b);
+                sz++;
+                w += wk[i];
+                f += I->fwd_s[i];
+                bi += I->bwd_in_s[i];
+                bw += I->bwd_w_s[i];
+                pa += I->param_bytes[i];
+                st += I->stash_bytes[i];
+            }
         L->size[t] = sz;
         L->work[t] = w;
         L->fwd[t] = f;
@@ -217,27 +230,24 @@ void plan_lattice_sums(plan_lattice *L, const plan_inst *I)
         L->params[t] = pa;
         L->stash[t] = st;
         /* cut: producers in the set (or the model input) read from outside */
-        for (int j = 0; j <= n; j++) last[j] = 0;
-        for (int i = 0; i < n; i++) {
-            if (plan_lattice_has(L, t, i)) continue;
-            for (int k = I->in_off[i]; k < I->in_off[i + 1]; k++) last[I->in_idx[k] + 1] = 1;
+        for (int q = 0; q < W; q++) {
+            uint64_t out = ~row[q];
+            if (q == W - 1 && (n & 63)) out &= (1ull << (n & 63)) - 1;
+            for (; out; out &= out - 1) {
+                int i = q * 64 + __builtin_ctzll(out);
+                for (int k = I->in_off[i]; k < I->in_off[i + 1]; k++) read[I->in_idx[k] + 1] = t + 1;
+            }
         }
-        double c = last[0] ? I->input_bytes : 0;
-        for (int i = 0; i < n; i++)
-            if (last[i + 1] && plan_lattice_has(L, t, i)) c += I->out_bytes[i];
+        double c = read[0] == t + 1 ? I->input_bytes : 0;
+        for (int q = 0; q < W; q++)
+            for (uint64_t b = row[q]; b; b &= b - 1) {
+                int i = q * 64 + __builtin_ctzll(b);
+                if (read[i + 1] == t + 1) c += I->out_bytes[i];
+            }
         L->cut[t] = c;
     }
-    free(last);
-    /* subsets of each set, most work first (the smallest stages first), so
-     * the search can stop at the first stage over its bound */
-    if (L->sub)
-        for (int t = 0; t < L->n_sets; t++) {
-            /* the order is total, and usually the last instance's already */
-            int *a = L->sub + L->sub_off[t];
-            int64_t na = L->sub_off[t + 1] - L->sub_off[t], k = 1;
-            while (k < na && cmp_more_work(&a[k - 1], &a[k], L) < 0) k++;
-            if (k < na) qsort_r(a, (size_t)na, sizeof(int), cmp_more_work, L);
-        }
+    free(read);
+    free(wk);
 }
 
 void plan_lattice_prefix(plan_lattice *L, const plan_inst *I)
@@ -260,8 +270,15 @@ void plan_lattice_free(plan_lattice *L)
     free(L->params);
     free(L->stash);
     free(L->cut);
-    free(L->sub_off);
-    free(L->sub);
+    free(L->down_off);
+    free(L->down);
+    if (L->subs) {
+        plan_lattice_subs_clear(L);
+        free(L->subs->list);
+        free(L->subs->n);
+        free(L->subs->done);
+        free(L->subs);
+    }
     memset(L, 0, sizeof *L);
 }
 

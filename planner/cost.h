@@ -134,6 +134,16 @@ int plan_mem_depth_monotone(const plan_inst *I);
 
 /* -------------------------------------------------------------- lattice -- */
 
+/* The subsets of DAG sets the exact search has walked to, in the order it
+ * tries them (exact_subs.c), kept for the later searches on the same sums
+ * (cleared by plan_lattice_sums). */
+typedef struct plan_sub_cache {
+    int **list;             /* per set: its first n[t] subsets, or NULL     */
+    int64_t *n;
+    unsigned char *done;    /* 1: list[t] holds all of them                */
+    int64_t held;           /* entries held over every set                 */
+} plan_sub_cache;
+
 typedef struct plan_lattice {
     int n_layers;
     int n_sets;             /* set 0 is empty, set n_sets-1 holds every layer;
@@ -147,9 +157,13 @@ typedef struct plan_lattice {
     double *cut;            /* bytes per microbatch that leave the set: outputs
                                of its layers (and the model input) read by a
                                layer outside it                             */
-    int64_t *sub_off;       /* DAG: proper subsets of set t are             */
-    int *sub;               /* sub[sub_off[t]..sub_off[t+1]), most work first */
-    int64_t n_pairs;        /* subset pairs listed                          */
+    int64_t *down_off;      /* DAG: sets one searched layer (and the inert  */
+    int *down;              /* ones its rules take) smaller than set t are
+                               down[down_off[t]..down_off[t+1]): every proper
+                               subset is reached along them (exact_subs.c) */
+    int64_t n_edges;        /* their number                                 */
+    plan_sub_cache *subs;   /* DAG: what the exact search walked (mutable
+                               through a const lattice: a cache)           */
     int n_inert;            /* layers placed by rule, not searched (dag.c)  */
 } plan_lattice;
 
@@ -160,13 +174,14 @@ void plan_lattice_prefix(plan_lattice *L, const plan_inst *I);
  * parameters) follow a rule instead of being searched: one nothing reads
  * joins as soon as its inputs are in, one that reads only the model input
  * joins with its first reader.  Fails with CL_ERUN and a message when more
- * than max_sets downsets or max_pairs subset pairs would be needed (the
- * caller decides what to do and must say so).  dag.c. */
-int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
-                          int64_t max_pairs, cl_err *e);
+ * than max_sets downsets (or their work limit) would be needed (the caller
+ * decides what to do and must say so).  dag.c. */
+int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets, cl_err *e);
 void plan_lattice_free(plan_lattice *L);
 /* Is layer i in set t? */
 int plan_lattice_has(const plan_lattice *L, int t, int i);
+/* Forget the subsets the exact search walked (plan_sub_cache). */
+void plan_lattice_subs_clear(const plan_lattice *L);
 /* Fill the per-set sums and cuts from the instance (membership set). */
 void plan_lattice_sums(plan_lattice *L, const plan_inst *I);
 

@@ -24,11 +24,9 @@
 #include "instance.h"
 #include "merge.h"
 
-/* Most cut-lattice sets and subset pairs a branching model's exact search
- * lists before falling back to one topological order (--max-cuts raises
- * the first). */
+/* Most cut-lattice sets a branching model's exact search lists before
+ * falling back to one topological order (--max-cuts raises it). */
 #define DEFAULT_MAX_DOWNSETS 100000
-#define DEFAULT_MAX_PAIRS ((int64_t)20000000)
 
 /* What the steps at one microbatch count hand on to each other.  Arrays
  * are per schedule, indexed like kinds. */
@@ -231,7 +229,7 @@ static int count_prepare(search_ctx *c, dag_state *lt, int m, count_state *S, cl
         if (!lt->have) {
             cl_err de = {0};
             int64_t cap = rq->max_downsets > 0 ? rq->max_downsets : DEFAULT_MAX_DOWNSETS;
-            if (plan_lattice_downsets(&lt->dag, &S->I, cap, DEFAULT_MAX_PAIRS, &de) == CL_OK) {
+            if (plan_lattice_downsets(&lt->dag, &S->I, cap, &de) == CL_OK) {
                 lt->have = 1;
             } else {
                 int rc = search_budget_out(e);

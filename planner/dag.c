@@ -12,8 +12,12 @@
  *   - one that no layer reads joins a set as soon as all its inputs are in;
  *   - one that reads only the model input joins with its first reader.
  * The number of downsets can still grow exponentially with the width of
- * the graph; past max_sets (or max_pairs subset pairs) the listing stops and
- * reports it, and the caller must say what it does instead.
+ * the graph; past max_sets (or its work limit) the listing stops and
+ * reports it, and the caller must say what it does instead.  Nested pairs
+ * are never listed (their number grows with the square of the sets): the
+ * lattice keeps its edges, one searched layer apart, and the exact search
+ * walks them down from a set to its subsets, only as far as its bound
+ * allows (exact_subs.c).
  */
 #include <assert.h>
 #include <stdint.h>
@@ -29,19 +33,35 @@ void plan_lattice_arrays_(plan_lattice *L, int n_sets);
 enum { RULE_NONE = 0, RULE_EAGER = 1, RULE_LAZY = 2 };
 
 /* A work limit beside max_sets (and raised with it by --max-cuts): a
- * downset is a bit row of one word per 64 layers, listing one tries every
- * layer against a row and nesting two compares rows word by word, so on a
- * graph of many layers (a 20,000-node PipeDream graph with skip edges: 313
- * words a row) the steps, not the number of sets, take the time.  A step
- * is one layer tried, one input checked, one word compared or copied;
- * DAG_WORK_PER_SET steps per allowed set (2 x 10^9 at the default 100,000
- * sets; docs/planner.md, "Branching models", says how long that takes). */
+ * downset is a bit row of one word per 64 layers, so on a graph of many
+ * layers (a 20,000-node PipeDream graph with skip edges: 313 words a row)
+ * the rows, not the number of sets, take the time and memory.  A step is
+ * one layer tried, one input checked, one word compared or copied, and
+ * every new set is charged its n bits as n steps (it costs far less since
+ * the listing extends each set by its addable layers alone, but the charge
+ * keeps the memory bound below); DAG_WORK_PER_SET steps per allowed set
+ * (2 x 10^9 at the default; docs/planner.md, "Branching models"). */
 #define DAG_WORK_PER_SET ((int64_t)20000)
 /* The same limit bounds memory: a set is a row of n / 8 bytes, held twice
- * (the listing and the lattice), and every new set costs at least n steps
- * (close_eager tries every layer), so at most DAG_WORK_PER_SET x max_sets
- * / n sets, 5,000 bytes per allowed set (500 MB at the default), are held
- * whatever the graph (100,000 sets of a million-layer graph would be 25 GB). */
+ * (the listing and the lattice), and every new set is charged n steps, so
+ * at most DAG_WORK_PER_SET x max_sets / n sets, 5,000 bytes per allowed
+ * set, are held whatever the graph (100,000 sets of a million-layer graph
+ * would be 25 GB). */
+
+/* A growing array of ints. */
+typedef struct ivec {
+    int *v;
+    int64_t n, cap;
+} ivec;
+
+static void ivec_push(ivec *a, int x)
+{
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 1024;
+        a->v = cl_realloc(a->v, (size_t)a->cap * sizeof(int));
+    }
+    a->v[a->n++] = x;
+}
 
 typedef struct enumr {
     const plan_inst *I;
@@ -53,6 +73,17 @@ typedef struct enumr {
     int64_t *table;     /* open addressing, -1 empty */
     int64_t table_cap;
     int64_t max_sets;
+    /* per row (discovery order): the searched layers that can join it (not
+     * in it, every input in), ascending, at add.v[add_off[k] ..
+     * add_off[k + 1]) */
+    ivec add;
+    int64_t *add_off;
+    /* edges of the lattice found on the way: row lo_k + one layer (and the
+     * inert layers its rules bring) = row hi_k */
+    ivec e_lo, e_hi;
+    /* per layer: the searched layers and the eager inert layers reading it
+     * (each once), at rd[rd_off[i] .. rd_off[i + 1]) */
+    int *rd_off, *rd;
 } enumr;
 
 static uint64_t row_hash(const uint64_t *r, int words)
@@ -62,6 +93,12 @@ static uint64_t row_hash(const uint64_t *r, int words)
         h ^= r[w] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
         h *= 1099511628211ull;
     }
+    /* the multiplications carry only upward: without a final mix the low
+     * bits, which pick the slot, would ignore the high bits of every word
+     * (rows that differ only in layers 32-63 of each word all collided) */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
     return h;
 }
 
@@ -98,6 +135,7 @@ static int64_t table_put(enumr *E, const uint64_t *r, int *fresh)
     if (E->n_rows == E->cap_rows) {
         E->cap_rows = E->cap_rows ? E->cap_rows * 2 : 256;
         E->rows = cl_realloc(E->rows, (size_t)E->cap_rows * E->words * 8);
+        E->add_off = cl_realloc(E->add_off, (size_t)(E->cap_rows + 1) * sizeof(int64_t));
     }
     memcpy(&E->rows[E->n_rows * E->words], r, (size_t)E->words * 8);
     E->table[h] = E->n_rows;
@@ -120,13 +158,22 @@ static int inputs_in(const enumr *E, int i, const uint64_t *r, int64_t *steps)
     return 1;
 }
 
+/* Layer i's lazy sources join with it. */
+static void join_lazy(const enumr *E, uint64_t *r, int i)
+{
+    const plan_inst *I = E->I;
+    for (int q = I->in_off[i]; q < I->in_off[i + 1]; q++) {
+        int j = I->in_idx[q];
+        if (j >= 0 && E->rule[j] == RULE_LAZY) r[j >> 6] |= 1ull << (j & 63);
+    }
+}
+
 /* Add every eager layer whose inputs are all in, with its lazy sources
  * (they join with their first reader, also an eager one: an inert layer
  * reading only an inert source of the model input was added without it,
  * the set was no downset, and the full set was never reached). */
 static void close_eager(const enumr *E, uint64_t *r, int64_t *steps)
 {
-    const plan_inst *I = E->I;
     int changed = 1;
     while (changed) {
         changed = 0;
@@ -135,10 +182,7 @@ static void close_eager(const enumr *E, uint64_t *r, int64_t *steps)
             if (E->rule[i] != RULE_EAGER || row_has(r, i)) continue;
             if (inputs_in(E, i, r, steps)) {
                 r[i >> 6] |= 1ull << (i & 63);
-                for (int q = I->in_off[i]; q < I->in_off[i + 1]; q++) {
-                    int j = I->in_idx[q];
-                    if (j >= 0 && E->rule[j] == RULE_LAZY) r[j >> 6] |= 1ull << (j & 63);
-                }
+                join_lazy(E, r, i);
                 changed = 1;
             }
         }
@@ -193,18 +237,84 @@ static int work_fail(cl_err *e, const char *doing, int64_t work, int64_t max_set
                    doing, (long long)work, (long long)DAG_WORK_PER_SET, (long long)max_sets, (long long)sets);
 }
 
-/* The pairs limit is fixed (it bounds the subset lists' memory, 4 bytes a
- * pair): the message must not send the user to --max-cuts. */
-static int pairs_fail(cl_err *e, int64_t sets, int64_t max_pairs)
+/* The readers of each layer that can change what joins a set when it
+ * joins: searched layers (they may become addable) and eager inert ones
+ * (they join with their last input); each once, ascending. */
+static void list_readers(enumr *E)
 {
-    return cl_fail(e, CL_ERUN,
-                   "the layer graph's %lld downsets have more than %lld nested pairs; listing stopped "
-                   "(a fixed limit: a larger --max-cuts does not raise it)",
-                   (long long)sets, (long long)max_pairs);
+    const plan_inst *I = E->I;
+    int n = E->n;
+    E->rd_off = cl_calloc((size_t)n + 1, sizeof(int));
+    for (int i = 0; i < n; i++)
+        for (int k = I->in_off[i]; k < I->in_off[i + 1]; k++)
+            if (I->in_idx[k] >= 0 && E->rule[i] != RULE_LAZY) E->rd_off[I->in_idx[k] + 1]++;
+    for (int j = 0; j < n; j++) E->rd_off[j + 1] += E->rd_off[j];
+    E->rd = cl_malloc((size_t)(E->rd_off[n] + 1) * sizeof(int));
+    int *at = cl_malloc((size_t)n * sizeof *at);
+    for (int j = 0; j < n; j++) at[j] = E->rd_off[j];
+    for (int i = 0; i < n; i++)
+        for (int k = I->in_off[i]; k < I->in_off[i + 1]; k++) {
+            int j = I->in_idx[k];
+            if (j < 0 || E->rule[i] == RULE_LAZY) continue;
+            if (at[j] > E->rd_off[j] && E->rd[at[j] - 1] == i) continue; /* read twice */
+            E->rd[at[j]++] = i;
+        }
+    /* compact: drop the slots the duplicates left */
+    int w = 0;
+    for (int j = 0; j < n; j++) {
+        int a = E->rd_off[j];
+        E->rd_off[j] = w;
+        for (int k = a; k < at[j]; k++) E->rd[w++] = E->rd[k];
+    }
+    E->rd_off[n] = w;
+    free(at);
 }
 
-int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
-                          int64_t max_pairs, cl_err *e)
+static void set_bit(uint64_t *r, int i) { r[i >> 6] |= 1ull << (i & 63); }
+
+/* Layer v joins row r (closed under the rules), with its lazy sources and
+ * the eager layers it completes: the only eager layers that can join are
+ * v's readers (one whose inputs were all in before is in already), and an
+ * eager layer has no readers, so nothing further follows.  The same row as
+ * close_eager after adding v and its lazy sources. */
+static void join(const enumr *E, uint64_t *r, int v, int64_t *steps)
+{
+    set_bit(r, v);
+    join_lazy(E, r, v);
+    for (int k = E->rd_off[v]; k < E->rd_off[v + 1]; k++) {
+        int i = E->rd[k];
+        ++*steps;
+        if (E->rule[i] != RULE_EAGER || row_has(r, i) || !inputs_in(E, i, r, steps)) continue;
+        set_bit(r, i);
+        join_lazy(E, r, i);
+    }
+}
+
+/* Record the addable layers of the new row `at` (the last), which is row k
+ * with v joined: k's but v, and v's searched readers whose inputs are now
+ * all in (inert layers joining with v are read by no searched layer, or
+ * are lazy sources, which inputs_in skips), merged in ascending order. */
+static void list_addable(enumr *E, int64_t k, int v, int64_t *steps)
+{
+    const uint64_t *r = &E->rows[(E->n_rows - 1) * E->words];
+    int64_t a = E->add_off[k], a_end = E->add_off[k + 1];
+    int b = E->rd_off[v], b_end = E->rd_off[v + 1];
+    for (;;) {
+        while (b < b_end && (E->rule[E->rd[b]] != RULE_NONE || row_has(r, E->rd[b]) ||
+                             !inputs_in(E, E->rd[b], r, steps)))
+            b++;
+        if (a < a_end && E->add.v[a] == v) a++;
+        if (a == a_end && b == b_end) break;
+        int x;
+        if (b == b_end || (a < a_end && E->add.v[a] < E->rd[b])) x = E->add.v[a++];
+        else x = E->rd[b++];
+        ivec_push(&E->add, x);
+        ++*steps;
+    }
+    E->add_off[E->n_rows] = E->add.n;
+}
+
+int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets, cl_err *e)
 {
     memset(L, 0, sizeof *L);
     int n = I->n;
@@ -215,6 +325,7 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
     double work_cap = (double)max_sets * DAG_WORK_PER_SET;
     E.rule = cl_calloc((size_t)n, 1);
     classify(&E);
+    list_readers(&E);
 
     /* the empty set first: the lattice starts there (the first stage is
      * the second set minus the first); then its eager closure, when that
@@ -222,32 +333,48 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
     uint64_t *row = cl_calloc((size_t)W, 8);
     int fresh, rc = CL_OK;
     table_put(&E, row, &fresh);
+    E.add_off[0] = 0;
+    for (int v = 0; v < n; v++)
+        if (E.rule[v] == RULE_NONE && inputs_in(&E, v, row, &work)) ivec_push(&E.add, v);
+    E.add_off[1] = E.add.n;
     close_eager(&E, row, &work);
-    table_put(&E, row, &fresh);
-    /* depth-first over the rows in discovery order (a work list) */
+    int64_t k1 = table_put(&E, row, &fresh);
+    if (fresh) {
+        for (int64_t a = 0; a < E.add_off[1]; a++) ivec_push(&E.add, E.add.v[a]);
+        E.add_off[2] = E.add.n;
+        ivec_push(&E.e_lo, 0);
+        ivec_push(&E.e_hi, (int)k1);
+    }
+    /* breadth-first over the rows in discovery order (a work list); each
+     * new row is a known one with one addable layer joined */
     for (int64_t k = 0; k < E.n_rows && !rc; k++) {
-        for (int v = 0; v < n && !rc; v++) {
-            const uint64_t *cur = &E.rows[k * W];
-            if (E.rule[v] != RULE_NONE || row_has(cur, v)) continue;
-            work++;
-            if (!inputs_in(&E, v, cur, &work)) continue;
-            work += W;
-            memcpy(row, cur, (size_t)W * 8);
-            row[v >> 6] |= 1ull << (v & 63);
-            for (int q = I->in_off[v]; q < I->in_off[v + 1]; q++) { /* lazy sources join */
-                int j = I->in_idx[q];
-                if (j >= 0 && E.rule[j] == RULE_LAZY) row[j >> 6] |= 1ull << (j & 63);
+        for (int64_t a = E.add_off[k]; a < E.add_off[k + 1] && !rc; a++) {
+            int v = E.add.v[a];
+            work += 1 + W;
+            memcpy(row, &E.rows[k * W], (size_t)W * 8);
+            if (k == 0) { /* the empty row is not closed under the rules */
+                set_bit(row, v);
+                join_lazy(&E, row, v);
+                close_eager(&E, row, &work);
+            } else {
+                join(&E, row, v, &work);
             }
-            close_eager(&E, row, &work);
-            if (table_put(&E, row, &fresh) < 0)
+            int64_t id = table_put(&E, row, &fresh);
+            if (id < 0) {
                 rc = cl_fail(e, CL_ERUN,
                              "the layer graph has more than %lld downsets (cuts); listing stopped (raise --max-cuts)",
                              (long long)max_sets);
-            else if (work > work_cap) /* checked per new set: see DAG_WORK_PER_SET */
+                break;
+            }
+            ivec_push(&E.e_lo, (int)k);
+            ivec_push(&E.e_hi, (int)id);
+            if (fresh) {
+                work += n; /* its bits (see DAG_WORK_PER_SET) */
+                list_addable(&E, k, v, &work);
+            }
+            if (work > work_cap) /* checked per row: see DAG_WORK_PER_SET */
                 rc = work_fail(e, "listing", work, max_sets, E.n_rows);
         }
-        if (!rc && work > work_cap)
-            rc = work_fail(e, "listing", work, max_sets, E.n_rows);
         if (!rc && work >= next_poll) {
             next_poll = work + ((int64_t)1 << 22);
             if (cl_budget_over()) rc = cl_budget_fail(e, "listing the cuts of the layer graph", "--algo merge");
@@ -274,54 +401,42 @@ int plan_lattice_downsets(plan_lattice *L, const plan_inst *I, int64_t max_sets,
     L->words = W;
     plan_lattice_arrays_(L, (int)S);
     L->bits = cl_malloc((size_t)S * W * 8);
-    for (int64_t t = 0; t < S; t++)
+    int *id_of = cl_malloc((size_t)S * sizeof *id_of);
+    for (int64_t t = 0; t < S; t++) {
         memcpy(&L->bits[t * W], &E.rows[keys[t].id * W], (size_t)W * 8);
+        id_of[keys[t].id] = (int)t;
+    }
     free(keys);
     for (int i = 0; i < n; i++) L->n_inert += E.rule[i] != RULE_NONE;
 
-    /* subset lists */
-    int64_t pairs = 0, cap = 1024;
-    L->sub_off = cl_calloc((size_t)S + 1, sizeof(int64_t));
-    L->sub = cl_malloc((size_t)cap * sizeof(int));
-    int *sz = cl_malloc((size_t)S * sizeof *sz);
-    for (int64_t t = 0; t < S; t++) sz[t] = popcount_row(&L->bits[t * W], W);
-    for (int64_t t = 0; t < S && !rc; t++) {
-        L->sub_off[t] = pairs;
-        const uint64_t *bt = &L->bits[t * W];
-        for (int64_t u = 0; u < S && sz[u] < sz[t]; u++) {
-            const uint64_t *bu = &L->bits[u * W];
-            int w = 0;
-            while (w < W && (bu[w] & ~bt[w]) == 0) w++;
-            work += w + 1;
-            if (w < W) continue;
-            if (pairs == max_pairs) {
-                rc = pairs_fail(e, S, max_pairs);
-                break;
-            }
-            if (pairs == cap) {
-                cap *= 2;
-                L->sub = cl_realloc(L->sub, (size_t)cap * sizeof(int));
-            }
-            L->sub[pairs++] = (int)u;
-        }
-        if (!rc && work > work_cap)
-            rc = work_fail(e, "nesting", work, max_sets, S);
-        if (!rc && work >= next_poll) {
-            next_poll = work + ((int64_t)1 << 22);
-            if (cl_budget_over()) rc = cl_budget_fail(e, "nesting the cuts of the layer graph", "--algo merge");
-        }
-    }
-    free(sz);
-    if (!rc) {
-        L->sub_off[S] = pairs;
-        L->n_pairs = pairs;
-        plan_lattice_sums(L, I);
-    } else {
-        plan_lattice_free(L);
-    }
+    /* the lattice's edges, by their larger set: every proper subset of a
+     * set is reached from it along them (remove one searched layer at a
+     * time, each a maximal one, with the inert layers its rules take) */
+    int64_t n_edges = E.e_lo.n;
+    L->down_off = cl_calloc((size_t)S + 1, sizeof(int64_t));
+    L->down = cl_malloc((size_t)(n_edges + 1) * sizeof(int));
+    for (int64_t q = 0; q < n_edges; q++) L->down_off[id_of[E.e_hi.v[q]] + 1]++;
+    for (int64_t t = 0; t < S; t++) L->down_off[t + 1] += L->down_off[t];
+    int64_t *at = cl_malloc((size_t)S * sizeof *at);
+    memcpy(at, L->down_off, (size_t)S * sizeof *at);
+    for (int64_t q = 0; q < n_edges; q++) L->down[at[id_of[E.e_hi.v[q]]]++] = id_of[E.e_lo.v[q]];
+    free(at);
+    free(id_of);
+    L->n_edges = n_edges;
+    L->subs = cl_calloc(1, sizeof *L->subs);
+    L->subs->list = cl_calloc((size_t)S, sizeof(int *));
+    L->subs->n = cl_calloc((size_t)S, sizeof(int64_t));
+    L->subs->done = cl_calloc((size_t)S, 1);
+    plan_lattice_sums(L, I);
 out:
     free(E.rule);
     free(E.rows);
     free(E.table);
+    free(E.add.v);
+    free(E.add_off);
+    free(E.e_lo.v);
+    free(E.e_hi.v);
+    free(E.rd_off);
+    free(E.rd);
     return rc;
 }

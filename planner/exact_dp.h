@@ -20,6 +20,8 @@
  *                   its entries and fronts (dp_store, see exact_front.h), its
  *                   step budget (dp_budget)
  *   exact_shadow.c  the shadow schedules riding along a pass (dp_shadows)
+ *   exact_subs.c    a DAG set's subsets, smallest stage first, on demand
+ *                   (dp_subs)
  *   exact.c         the entry points of exact.h and the layout's rebuild
  * Cross-file functions carry the prefix exact_dp_; everything else is static.
  */
@@ -161,6 +163,25 @@ typedef struct dp_budget {
     int over;               /* over either budget: every pass stops        */
 } dp_budget;
 
+/* A set waiting in dp_subs.heap, with its work beside it. */
+typedef struct dp_sub_item {
+    double w;
+    int id;
+} dp_sub_item;
+
+/* The subsets of the set being expanded, in the order they are tried
+ * (exact_subs.c). */
+typedef struct dp_subs {
+    int t;                  /* the set they belong to; -1: none yet          */
+    int *list;              /* list[0..n): the first n, in order             */
+    int64_t n, cap;
+    dp_sub_item *heap;      /* the sets one edge below a listed one, not yet
+                               listed, best first                           */
+    int64_t hn, hcap;
+    unsigned *seen;         /* per set: == mark when pushed for t           */
+    unsigned mark;
+} dp_subs;
+
 typedef struct exact_dp {
     /* the question, fixed for the whole search */
     const plan_inst *I;
@@ -173,6 +194,7 @@ typedef struct exact_dp {
     dp_store store;
     dp_shadows sh;
     dp_budget budget;
+    dp_subs subs;
 } exact_dp;
 
 static inline double mind(double a, double b) { return a < b ? a : b; }
@@ -255,6 +277,13 @@ int exact_dp_climb(exact_dp *X, int relaxed, double upper, double hint, double k
 /* exact_pass.c: run the pass exact_dp_pass set up; returns the best final
  * entry id, or -1.  The entries stay until the next pass. */
 int exact_dp_run_pass(exact_dp *X);
+
+/* exact_subs.c: the j-th proper subset of DAG set t in the order most work
+ * first (ties: the larger id first), or -1 past the last; made as far as
+ * asked.  Cheap for the set asked last (X->subs.t), as the expansion of a
+ * set's entries asks. */
+int exact_dp_sub(exact_dp *X, int t, int64_t j);
+void exact_dp_subs_free(exact_dp *X);
 
 /* exact_shadow.c: tabulate the shadow schedules sh[0..n_sh) and turn them
  * on (X->sh.n = n_sh); 0 (and off) when they cannot ride along. */

@@ -261,8 +261,14 @@ static void expand(exact_dp *X, int xi)
         for (int lo = x.t - 1; lo >= 0 && !X->budget.over; lo--, tries++)
             if (lo <= I->cut_max && !place(X, xi, &x, &R, lo, bnd)) break;
     } else {
-        for (int64_t j = L->sub_off[x.t]; j < L->sub_off[x.t + 1] && !X->budget.over; j++, tries++)
-            if (!place(X, xi, &x, &R, L->sub[j], bnd)) break;
+        /* the subsets of x.t, smallest stage first (exact_subs.c) */
+        const dp_subs *G = &X->subs;
+        const int *kept = L->subs ? L->subs->list[x.t] : NULL; /* stays put while x.t is expanded */
+        int64_t n_kept = L->subs ? L->subs->n[x.t] : 0;
+        for (int64_t j = 0; !X->budget.over; j++, tries++) {
+            int lo = j < n_kept ? kept[j] : G->t == x.t && j < G->n ? G->list[j] : exact_dp_sub(X, x.t, j);
+            if (lo < 0 || !place(X, xi, &x, &R, lo, bnd)) break;
+        }
     }
     X->budget.tries += tries;
     if (X->budget.steps > X->budget.limit || X->budget.tries > X->budget.limit) X->budget.over = 1;

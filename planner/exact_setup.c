@@ -155,6 +155,7 @@ int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const
         return -1;
     }
     X->store.head = cl_calloc((size_t)L->n_sets, sizeof(int *));
+    X->subs.t = -1;
     X->dev_fixed = o ? o->devices_fixed : 0;
     build_tables(X);
     return 0;
@@ -175,6 +176,7 @@ void exact_dp_teardown(exact_dp *X, plan_exact_stats *st)
     }
     free(S->fr);
     free(S->head);
+    exact_dp_subs_free(X);
     free(X->pos.nstart);
     free(X->pos.pcls);
     free(X->pos.nend);
