@@ -337,6 +337,28 @@ static void test_async_unequal_stages(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* planner/exact.c (plan_exact_mem_free) takes the most in-flight
+ * microbatches and weight versions of a whole pipeline at one replica: the
+ * counts never rise with the replica count, for every kind, depth,
+ * microbatch count and chunk count (checked here by enumeration). */
+static void test_counts_fall_with_replicas(void)
+{
+    int rises = 0, checked = 0;
+    for (int k = 0; k < SCHED_COUNT; k++)
+        for (int D = 1; D <= 24; D++)
+            for (int m = 1; m <= 40; m += 3)
+                for (int v = 1; v <= (k == SCHED_INTERLEAVED ? 4 : 1); v++)
+                    for (int r = 1; r < D; r++) {
+                        checked++;
+                        if (sched_inflight_rep((sched_kind)k, D, D, r + 1, m, v) >
+                                sched_inflight_rep((sched_kind)k, D, D, r, m, v) ||
+                            sched_versions_rep((sched_kind)k, D, r + 1) > sched_versions_rep((sched_kind)k, D, r))
+                            rises++;
+                    }
+    CU_ASSERT(checked > 10000);
+    CU_ASSERT_EQUAL(rises, 0);
+}
+
 TEST_SUITE(sim_closed)
 {
     test_add_suite("sim_closed");
@@ -346,6 +368,7 @@ TEST_SUITE(sim_closed)
     test_add("one stage: iteration = sum of all ops", test_one_stage_is_sum);
     test_add("live stashes and weight versions equal sched_inflight/sched_versions", test_inflight_matches_formula);
     test_add("replicated stages: per-replica peaks equal sched_inflight_rep", test_replicated_inflight);
+    test_add("in-flight and version counts never rise with the replicas", test_counts_fall_with_replicas);
     test_add("1F1B p, GPipe m, PipeDream p versions, FBP one", test_named_memory_claims);
     test_add("async kinds reach m (F + B) per iteration", test_async_steady_state);
     test_add("async kinds run at the slowest stage's pace", test_async_unequal_stages);
