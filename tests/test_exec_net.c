@@ -394,13 +394,13 @@ static void train_run(const model *m, uint64_t seed, int epochs, exec_data *tr, 
     exec_trainer_destroy(t);
 }
 
-static void test_loss_decreases_and_reproducible(void)
+static void loss_decreases_and_reproducible(const test_model *tm)
 {
     model m;
-    all_kinds(&m);
+    tm->build(&m);
     exec_data tr, te;
-    all_kinds_data(&tr, 1200, 5, 0);
-    all_kinds_data(&te, 300, 5, 1);
+    tm->data(&tr, 1200, 5, 0);
+    tm->data(&te, 300, 5, 1);
     exec_data_normalise(&tr, &te, NULL, NULL);
     cl_err e = {0};
     CU_ASSERT_EQUAL(exec_data_check(&tr, &m, "t", "training", &e), CL_OK);
@@ -409,7 +409,7 @@ static void test_loss_decreases_and_reproducible(void)
     int64_t n1, n2, n3;
     train_run(&m, 11, 3, &tr, &te, h1, &p1, &n1);
     CU_ASSERT(h1[2].loss < 0.5 * h1[0].loss);
-    CU_ASSERT(h1[2].test_acc > 0.8); /* chance is 1/3; 0.89 measured */
+    CU_ASSERT(h1[2].test_acc > 0.8); /* chance is 1/3; measured 0.89, the tiny ViT 0.86 */
     /* same seed: the same weights, bit for bit */
     train_run(&m, 11, 3, &tr, &te, h2, &p2, &n2);
     CU_ASSERT_EQUAL_FATAL(n1, n2);
@@ -426,29 +426,12 @@ static void test_loss_decreases_and_reproducible(void)
     model_free(&m);
 }
 
-/* Initial weights: He bound for layers feeding a relu, Glorot otherwise. */
-/* The vision transformer's kinds learn too: a tiny one on the synthetic
- * set (chance 1/3). */
-static void test_vit_learns(void)
+static void test_loss_decreases_and_reproducible(void)
 {
-    model m;
-    vit_kinds(&m);
-    exec_data tr, te;
-    vit_kinds_data(&tr, 1200, 5, 0);
-    vit_kinds_data(&te, 300, 5, 1);
-    exec_data_normalise(&tr, &te, NULL, NULL);
-    exec_epoch h[3];
-    float *p;
-    int64_t np;
-    train_run(&m, 11, 3, &tr, &te, h, &p, &np);
-    CU_ASSERT(h[2].loss < 0.5 * h[0].loss);
-    CU_ASSERT(h[2].test_acc > 0.8); /* measured: loss 0.90 -> 0.34, accuracy 0.86 */
-    free(p);
-    exec_data_free(&tr);
-    exec_data_free(&te);
-    model_free(&m);
+    for (int i = 0; i < 2; i++) loss_decreases_and_reproducible(&test_models[i]);
 }
 
+/* Initial weights: He bound for layers feeding a relu, Glorot otherwise. */
 static void test_init_bounds(void)
 {
     model m;
@@ -506,7 +489,6 @@ TEST_SUITE(exec_net)
     test_add("memory plan equals keep-everything with two microbatches in flight",
              test_memory_plan);
     test_add("loss decreases; same seed gives identical weights", test_loss_decreases_and_reproducible);
-    test_add("a tiny vision transformer learns the synthetic set", test_vit_learns);
     test_add("single layer passes (for kernel timing) redo the stage's forward and backward",
              test_run_pass);
     test_add("He and Glorot initial bounds", test_init_bounds);
