@@ -25,7 +25,10 @@ static const char *const kind_names[] = {
     [MODEL_AVGPOOL2D] = "avgpool2d", [MODEL_FLATTEN] = "flatten",
     [MODEL_DROPOUT] = "dropout",     [MODEL_BATCHNORM2D] = "batchnorm2d",
     [MODEL_ADD] = "add",             [MODEL_SOFTMAX_XENT] = "softmax_xent",
-    [MODEL_BLOCK] = "block",
+    [MODEL_BLOCK] = "block",         [MODEL_PATCH_EMBED] = "patch_embed",
+    [MODEL_POS_EMBED] = "pos_embed", [MODEL_LAYERNORM] = "layernorm",
+    [MODEL_GELU] = "gelu",           [MODEL_MEANPOOL] = "meanpool",
+    [MODEL_ATTENTION] = "attention", [MODEL_MLP] = "mlp",
 };
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == MODEL_KIND_COUNT,
                "kind_names out of sync with model_kind");
@@ -156,8 +159,14 @@ static const char *const *kind_members(model_kind k)
     static const char *const blk[] = {"kind", "name", "inputs", "fwd_flops", "bwd_flops",
                                       "bwd_w_flops", "params", "out_bytes", "stash_bytes",
                                       "out_shape", NULL};
+    static const char *const patch[] = {"kind", "name", "inputs", "patch", "width", NULL};
+    static const char *const attn[] = {"kind", "name", "inputs", "heads", NULL};
+    static const char *const mlp[] = {"kind", "name", "inputs", "hidden", NULL};
     static const char *const plain[] = {"kind", "name", "inputs", NULL};
     switch (k) {
+    case MODEL_PATCH_EMBED: return patch;
+    case MODEL_ATTENTION: return attn;
+    case MODEL_MLP: return mlp;
     case MODEL_CONV2D: return conv;
     case MODEL_LINEAR: return lin;
     case MODEL_MAXPOOL2D:
@@ -210,7 +219,7 @@ static int read_layer(jx *j, const cJSON *lj, const char *p, int i, model_layer 
         return jx_fail(j, pk, "expected a string (hint: the layer kind, e.g. \"conv2d\")");
     int k = model_kind_from_name(kv->valuestring);
     if (k < 0)
-        return jx_fail(j, pk, "unknown layer kind \"%.40s\" (hint: one of conv2d, linear, relu, maxpool2d, avgpool2d, flatten, dropout, batchnorm2d, add, softmax_xent, block)",
+        return jx_fail(j, pk, "unknown layer kind \"%.40s\" (hint: one of conv2d, linear, relu, maxpool2d, avgpool2d, flatten, dropout, batchnorm2d, add, softmax_xent, block, patch_embed, pos_embed, layernorm, gelu, meanpool, attention, mlp)",
                        kv->valuestring);
     l->kind = (model_kind)k;
     const char *kind = kind_names[k];
@@ -257,6 +266,17 @@ static int read_layer(jx *j, const cJSON *lj, const char *p, int i, model_layer 
             jx_join(pp, sizeof pp, p, "p");
             return jx_fail(j, pp, "dropout probability must be below 1 (hint: p is the fraction of elements zeroed, 0 <= p < 1)");
         }
+        break;
+    case MODEL_PATCH_EMBED:
+        if ((rc = jx_int(j, lj, p, "patch", 1, 1, big, &l->kernel)) ||
+            (rc = jx_int(j, lj, p, "width", 1, 1, big, &l->out_features)))
+            return rc;
+        break;
+    case MODEL_ATTENTION:
+        if ((rc = jx_int(j, lj, p, "heads", 1, 1, big, &l->heads))) return rc;
+        break;
+    case MODEL_MLP:
+        if ((rc = jx_int(j, lj, p, "hidden", 1, 1, big, &l->out_features))) return rc;
         break;
     case MODEL_BLOCK: {
         const double huge = HUGE_VAL;
@@ -448,6 +468,16 @@ static cJSON *layer_json(const model *m, int i)
         break;
     case MODEL_DROPOUT:
         cJSON_AddNumberToObject(o, "p", l->dropout_p);
+        break;
+    case MODEL_PATCH_EMBED:
+        cJSON_AddNumberToObject(o, "patch", (double)l->kernel);
+        cJSON_AddNumberToObject(o, "width", (double)l->out_features);
+        break;
+    case MODEL_ATTENTION:
+        cJSON_AddNumberToObject(o, "heads", (double)l->heads);
+        break;
+    case MODEL_MLP:
+        cJSON_AddNumberToObject(o, "hidden", (double)l->out_features);
         break;
     case MODEL_BLOCK:
         cJSON_AddNumberToObject(o, "fwd_flops", l->blk_fwd_flops);

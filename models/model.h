@@ -35,6 +35,14 @@ typedef enum model_kind {
     MODEL_ADD,          /* elementwise sum of its inputs (residual joins)   */
     MODEL_SOFTMAX_XENT, /* loss: logits (N) -> scalar per sample            */
     MODEL_BLOCK,        /* opaque layer with explicit costs (transformer...) */
+    /* the vision transformer's kinds (models/model_vit.c); tokens [1,T,D] */
+    MODEL_PATCH_EMBED,  /* [C,H,W] -> [1, patches, width]: patches + linear */
+    MODEL_POS_EMBED,    /* + a learned [T,D] table                          */
+    MODEL_LAYERNORM,    /* over the last dimension                          */
+    MODEL_GELU,
+    MODEL_MEANPOOL,     /* [1,T,D] -> [D], mean over the tokens             */
+    MODEL_ATTENTION,    /* pre-norm multi-head self-attention + residual    */
+    MODEL_MLP,          /* pre-norm two-layer GELU MLP + residual           */
     MODEL_KIND_COUNT
 } model_kind;
 
@@ -85,7 +93,8 @@ typedef struct model_layer {
 
     /* hyper-parameters as given (0 when not applicable) */
     int64_t out_channels, kernel, stride, padding; /* conv2d, pools       */
-    int64_t out_features;                          /* linear              */
+    int64_t out_features;                          /* linear; mlp hidden  */
+    int64_t heads;                                 /* attention           */
     /* optional declared input sizes, checked against the inferred input
      * shape by model_derive (0 = not given, nothing to check) */
     int64_t in_channels;                           /* conv2d              */
@@ -179,6 +188,11 @@ void model_block_init(model_layer *l, const char *name, double fwd_flops,
 struct jx;
 int model_tfm_read(struct jx *j, const struct cJSON *root, model *m);
 void model_tfm_write(struct cJSON *root, const model *m);
+
+/* Shape and costs of a vision transformer kind (models/model_vit.c), for
+ * model_derive: l->in_shape set; fills out_shape and the costs; returns
+ * the parameter count, or -1 with a one-line reason in why. */
+int64_t model_vit_derive(model_layer *l, int needs_grad, char *why, size_t cap);
 
 /* Index of the layer called `name`, or -1 (linear search). */
 int model_find(const model *m, const char *name);

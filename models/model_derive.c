@@ -281,6 +281,13 @@ static int derive_layer(dctx *c, model *m, int i, int needs_grad)
         break;
     case MODEL_BLOCK:
         return block_costs(c, i, l, model_dtype_bytes(m->dtype));
+    case MODEL_PATCH_EMBED: case MODEL_POS_EMBED: case MODEL_LAYERNORM: case MODEL_GELU:
+    case MODEL_MEANPOOL: case MODEL_ATTENTION: case MODEL_MLP: {
+        char why[256];
+        if ((params = model_vit_derive(l, needs_grad, why, sizeof why)) < 0)
+            return fail(c, i, NULL, "%s", why);
+        break;
+    }
     default:
         return fail(c, i, "kind", "unknown kind %d (hint: a bug in the code that built this model)", (int)l->kind);
     }

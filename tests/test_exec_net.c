@@ -81,6 +81,26 @@ static void all_kinds(model *m)
     finish(m);
 }
 
+/* Every vision transformer kind: [1,8,8] -> patch_embed 4x4 (4 tokens,
+ * width 8) -> pos_embed -> attention (2 heads) -> mlp (hidden 12) ->
+ * layernorm -> gelu -> meanpool -> linear (3) -> softmax_xent */
+static void vit_kinds(model *m)
+{
+    begin(m, "vit-kinds", 3, 1, 8, 8, 9);
+    model_layer *l = add_layer(m, "patch", MODEL_PATCH_EMBED);
+    l->kernel = 4, l->out_features = 8;
+    add_layer(m, "pos", MODEL_POS_EMBED);
+    add_layer(m, "attn", MODEL_ATTENTION)->heads = 2;
+    add_layer(m, "mlp", MODEL_MLP)->out_features = 12;
+    add_layer(m, "norm", MODEL_LAYERNORM);
+    add_layer(m, "gelu", MODEL_GELU);
+    add_layer(m, "pool", MODEL_MEANPOOL);
+    l = add_layer(m, "fc", MODEL_LINEAR);
+    l->out_features = 3, l->bias = 1;
+    add_layer(m, "loss", MODEL_SOFTMAX_XENT);
+    finish(m);
+}
+
 static const exec_tensor *find_tensor(const exec_net *n, const char *name)
 {
     for (int k = 0; k < exec_net_n_tensors(n); k++)
@@ -162,6 +182,19 @@ static void all_kinds_data(exec_data *d, int64_t n, uint64_t seed, int stream)
     exec_data_synthetic(d, n, 2, 8, 8, 3, seed, stream);
 }
 
+/* The same for vit_kinds' input (1 x 8 x 8, 3 classes). */
+static void vit_kinds_data(exec_data *d, int64_t n, uint64_t seed, int stream)
+{
+    exec_data_synthetic(d, n, 1, 8, 8, 3, seed, stream);
+}
+
+/* A test model and its data. */
+typedef struct test_model {
+    void (*build)(model *m);
+    void (*data)(exec_data *d, int64_t n, uint64_t seed, int stream);
+} test_model;
+static const test_model test_models[] = {{all_kinds, all_kinds_data}, {vit_kinds, vit_kinds_data}};
+
 /* The whole model m as one net for batch B (seed) after one forward over d
  * (loss included; activations in *a) and one backward with loss scale 1 / B:
  * every layer's input gradient then every weight gradient (split), or
@@ -187,13 +220,13 @@ static exec_net *whole_net(const model *m, int B, uint64_t seed, const exec_data
 /* For every cut: two stages' forward and backward on the same batch as the
  * whole model; compares every tensor's weights and gradients, by name, bit
  * for bit. */
-static void test_stages_match_whole(void)
+static void stages_match_whole(const test_model *tm)
 {
     model m;
-    all_kinds(&m);
+    tm->build(&m);
     const int B = 5;
     exec_data d;
-    all_kinds_data(&d, B, 42, 0);
+    tm->data(&d, B, 42, 0);
     exec_acts *wa;
     exec_net *whole = whole_net(&m, B, 9, &d, &wa, 0);
     { /* the fused backward gives the same bits */
@@ -254,16 +287,21 @@ static void test_stages_match_whole(void)
     model_free(&m);
 }
 
+static void test_stages_match_whole(void)
+{
+    for (int i = 0; i < 2; i++) stages_match_whole(&test_models[i]);
+}
+
 /* The memory plan (scratch buffers, kept buffers) gives exactly what keeping
  * everything gives, also with two microbatches in flight and the weight
  * gradients deferred; and the plan keeps less. */
-static void test_memory_plan(void)
+static void memory_plan(const test_model *tm)
 {
     model m;
-    all_kinds(&m);
+    tm->build(&m);
     const int B = 4;
     exec_data d;
-    all_kinds_data(&d, 2 * B, 7, 0);
+    tm->data(&d, 2 * B, 7, 0);
     cl_err e = {0};
     exec_net *n[2];
     exec_acts *a[2][2];
@@ -288,6 +326,11 @@ static void test_memory_plan(void)
     }
     exec_data_free(&d);
     model_free(&m);
+}
+
+static void test_memory_plan(void)
+{
+    for (int i = 0; i < 2; i++) memory_plan(&test_models[i]);
 }
 
 /* exec_net_run_pass, layer by layer, redoes what the stage calls did: a
@@ -351,13 +394,13 @@ static void train_run(const model *m, uint64_t seed, int epochs, exec_data *tr, 
     exec_trainer_destroy(t);
 }
 
-static void test_loss_decreases_and_reproducible(void)
+static void loss_decreases_and_reproducible(const test_model *tm)
 {
     model m;
-    all_kinds(&m);
+    tm->build(&m);
     exec_data tr, te;
-    all_kinds_data(&tr, 1200, 5, 0);
-    all_kinds_data(&te, 300, 5, 1);
+    tm->data(&tr, 1200, 5, 0);
+    tm->data(&te, 300, 5, 1);
     exec_data_normalise(&tr, &te, NULL, NULL);
     cl_err e = {0};
     CU_ASSERT_EQUAL(exec_data_check(&tr, &m, "t", "training", &e), CL_OK);
@@ -366,7 +409,7 @@ static void test_loss_decreases_and_reproducible(void)
     int64_t n1, n2, n3;
     train_run(&m, 11, 3, &tr, &te, h1, &p1, &n1);
     CU_ASSERT(h1[2].loss < 0.5 * h1[0].loss);
-    CU_ASSERT(h1[2].test_acc > 0.8); /* chance is 1/3; 0.89 measured */
+    CU_ASSERT(h1[2].test_acc > 0.8); /* chance is 1/3; measured 0.89, the tiny ViT 0.86 */
     /* same seed: the same weights, bit for bit */
     train_run(&m, 11, 3, &tr, &te, h2, &p2, &n2);
     CU_ASSERT_EQUAL_FATAL(n1, n2);
@@ -381,6 +424,11 @@ static void test_loss_decreases_and_reproducible(void)
     exec_data_free(&tr);
     exec_data_free(&te);
     model_free(&m);
+}
+
+static void test_loss_decreases_and_reproducible(void)
+{
+    for (int i = 0; i < 2; i++) loss_decreases_and_reproducible(&test_models[i]);
 }
 
 /* Initial weights: He bound for layers feeding a relu, Glorot otherwise. */

@@ -290,7 +290,7 @@ static void test_cut_residual_in_memory(void)
 
 /* Every field, given and derived, bit for bit.  Update this when
  * model_layer grows a field (the size check below will remind you). */
-_Static_assert(sizeof(model_layer) == 376, "model_layer changed: extend same_layer()");
+_Static_assert(sizeof(model_layer) == 384, "model_layer changed: extend same_layer()");
 
 #define SAME(f) CU_ASSERT_EQUAL(memcmp(&a->f, &b->f, sizeof a->f), 0)
 
@@ -305,7 +305,8 @@ static void same_layer(const model_layer *a, const model_layer *b)
     CU_ASSERT_STRING_EQUAL(a->name, b->name);
     SAME(kind); SAME(n_inputs); SAME(inputs);
     SAME(out_channels); SAME(kernel); SAME(stride); SAME(padding);
-    SAME(out_features); SAME(in_channels); SAME(in_features); SAME(bias);
+    SAME(out_features);
+    SAME(heads); SAME(in_channels); SAME(in_features); SAME(bias);
     SAME(dropout_p);
     SAME(blk_fwd_flops); SAME(blk_bwd_flops); SAME(blk_params);
     SAME(blk_out_bytes); SAME(blk_stash_bytes); SAME(blk_bwd_w_flops);

@@ -25,6 +25,7 @@
 
 #include "gemm.h"
 #include "layers.h"
+#include "layers_tfm.h"
 #include "net.h"
 
 typedef struct xlayer {
@@ -36,6 +37,7 @@ typedef struct xlayer {
     exec_pool pool;
     int IC, O;                 /* linear */
     int C, HW;                /* batchnorm2d */
+    exec_tfm tg; int is_tfm;  /* the vision transformer's kinds (tfm_blocks.c) */
     int has_w, need_din;
     float *w, *b, *dw, *db;   /* into the blocks (b, db NULL without bias) */
     float *run_mean, *run_var;
@@ -198,6 +200,10 @@ static void layer_setup(xlayer *x, const model *m, int i)
         x->aux_sample = x->in_elems * (int64_t)sizeof(float);
         break;
     default:
+        if ((x->is_tfm = exec_tfm_from_layer(&x->tg, l))) {
+            x->has_w = exec_tfm_params(&x->tg) > 0;
+            x->aux_sample = exec_tfm_aux_floats(&x->tg) * (int64_t)sizeof(float);
+        }
         break;
     }
 }
@@ -217,7 +223,7 @@ static int64_t layer_n_params(const xlayer *x, int64_t *nb)
         *nb = x->C;
         return x->C;
     default:
-        return 0;
+        return x->is_tfm ? exec_tfm_params(&x->tg) : 0;
     }
 }
 
@@ -270,6 +276,12 @@ static void setup_params(exec_net *n, uint64_t seed)
             x->run_var = n->bufs + boff + exec_pad_floats(x->C);
             for (int c = 0; c < x->C; c++) x->run_var[c] = 1;
             boff += 2 * exec_pad_floats(x->C);
+            continue;
+        }
+        if (x->is_tfm) {
+            gsl_rng *r = layer_rng(seed, x->index, 0);
+            exec_tfm_init(&x->tg, x->w, r);
+            gsl_rng_free(r);
             continue;
         }
         /* fan_in / fan_out of the weight; He (Kaiming) uniform bound
@@ -611,7 +623,8 @@ static void fwd_layer(exec_net *n, exec_acts *a, int k, const float *x, float *y
         break;
     }
     default:
-        assert(!"exec_net_check lets no other kind through");
+        assert(l->is_tfm && "exec_net_check lets no other kind through");
+        exec_tfm_forward(&l->tg, y, x, l->w, a->aux[k], B);
     }
 }
 
@@ -654,7 +667,8 @@ static void bwd_in_layer(exec_net *n, exec_acts *a, int k, const float *dy, floa
                                          loss_scale);
         break;
     default:
-        assert(!"exec_net_check lets no other kind through");
+        assert(l->is_tfm && "exec_net_check lets no other kind through");
+        exec_tfm_backward_input(&l->tg, dx, dy, NULL, l->w, a->aux[k], B);
     }
 }
 
@@ -675,7 +689,8 @@ static void bwd_w_layer(exec_net *n, exec_acts *a, int k)
         exec_batchnorm2d_backward_weight(l->dw, l->db, dy, a->aux[k], B, l->C, l->HW);
         break;
     default:
-        break; /* no weights */
+        if (l->is_tfm) exec_tfm_backward_weight(&l->tg, l->dw, dy, NULL, a->aux[k], B);
+        break;
     }
 }
 

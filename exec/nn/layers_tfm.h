@@ -1,0 +1,114 @@
+/* layers_tfm.h - the vision transformer's layers, on raw float32 arrays, in
+ * the conventions of layers.h (outputs first, shapes in comments,
+ * x_backward_input overwrites din, x_backward_weight adds into dw).
+ *
+ * Tokens are (B, T, D) row-major: T tokens of width D per sample.  The
+ * second half of the file is the layer kinds the net runs (exec_tfm_*):
+ * patch embedding, position embedding, layer norm, GELU, mean pooling and
+ * two pre-norm residual blocks (attention, MLP).  The residual add is part
+ * of the blocks because the executor runs chains (docs/executor.md).
+ */
+#ifndef CL_EXEC_LAYERS_TFM_H
+#define CL_EXEC_LAYERS_TFM_H
+
+#include <stdint.h>
+
+#include <gsl/gsl_rng.h>
+
+#define EXEC_LN_EPS 1e-5 /* PyTorch's LayerNorm default */
+
+/* ------------------------------------------------------------------------ */
+/* layer norm over the last dimension, R = rows (B T)                        */
+
+/* out, xhat (R,D); rstd (R) = 1 / sqrt(biased variance + eps) */
+void exec_layernorm_forward(float *out, float *xhat, float *rstd, const float *in,
+                            const float *gamma, const float *beta, int64_t R, int D);
+/* din (R,D) from dout, xhat, rstd (din may not alias dout) */
+void exec_layernorm_backward_input(float *din, const float *dout, const float *xhat,
+                                   const float *rstd, const float *gamma, int64_t R, int D);
+/* dgamma (D) += sum dout xhat; dbeta (D) += sum dout */
+void exec_layernorm_backward_weight(float *dgamma, float *dbeta, const float *dout,
+                                    const float *xhat, int64_t R, int D);
+
+/* ------------------------------------------------------------------------ */
+/* GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))          */
+
+void exec_gelu_forward(float *out, const float *in, int64_t n);
+/* din = dout gelu'(in); din may alias dout */
+void exec_gelu_backward_input(float *din, const float *dout, const float *in, int64_t n);
+
+/* ------------------------------------------------------------------------ */
+/* multi-head self-attention core: qkv (B,T,3D) holds q | k | v per token,
+ * head h uses columns h D/H .. (h+1) D/H - 1 of each; scale 1/sqrt(D/H)     */
+
+/* ctx (B,T,D); att (B,H,T,T) the softmax probabilities, kept for backward */
+void exec_mhsa_forward(float *ctx, float *att, const float *qkv, int B, int T, int D, int H);
+/* dqkv (B,T,3D) from dctx (B,T,D); tmp scratch of T T floats */
+void exec_mhsa_backward(float *dqkv, const float *dctx, const float *att, const float *qkv,
+                        float *tmp, int B, int T, int D, int H);
+
+/* ------------------------------------------------------------------------ */
+/* patches, position embedding, mean pooling                                 */
+
+/* patches (B, T, C p p) from in (B,C,Hh,Ww), T = (Hh/p)(Ww/p) in row order;
+ * each patch row is channel-major (c, i, j) like a conv2d weight */
+void exec_patchify(float *patches, const float *in, int B, int C, int Hh, int Ww, int p);
+/* din (B,C,Hh,Ww) from dpatches: the inverse permutation */
+void exec_unpatchify(float *din, const float *dpatches, int B, int C, int Hh, int Ww, int p);
+/* out (B,N) = in + pos (N) per sample; dpos (N) += sum over the batch of dout */
+void exec_posembed_forward(float *out, const float *in, const float *pos, int B, int N);
+void exec_posembed_backward_weight(float *dpos, const float *dout, int B, int N);
+/* out (B,D) = mean over T of in (B,T,D); din (B,T,D) = dout / T */
+void exec_meanpool_forward(float *out, const float *in, int B, int T, int D);
+void exec_meanpool_backward_input(float *din, const float *dout, int B, int T, int D);
+
+/* ------------------------------------------------------------------------ */
+/* layer kinds the net runs: one parameter array each, laid out as below    */
+
+typedef enum exec_tfm_kind {
+    EXEC_TFM_PATCH,     /* w (D, C p p), b (D); in (C,Hh,Ww), out (T,D)    */
+    EXEC_TFM_POS,       /* pos (T D)                                       */
+    EXEC_TFM_LAYERNORM, /* gamma (D), beta (D)                             */
+    EXEC_TFM_GELU,      /* none                                            */
+    EXEC_TFM_MEANPOOL,  /* none; out (D)                                   */
+    EXEC_TFM_ATTN,      /* out = in + Wo mhsa(Wqkv ln(in) + bqkv) + bo:
+                         * gamma, beta (D), Wqkv (3D, D), bqkv (3D), Wo (D, D), bo (D) */
+    EXEC_TFM_MLP        /* out = in + W2 gelu(W1 ln(in) + b1) + b2:
+                         * gamma, beta (D), W1 (F, D), b1 (F), W2 (D, F), b2 (D) */
+} exec_tfm_kind;
+
+typedef struct exec_tfm {
+    exec_tfm_kind kind;
+    int T, D;     /* tokens and width (the input's for PATCH: T, D of the output) */
+    int H;        /* ATTN: heads */
+    int F;        /* MLP: hidden width */
+    int C, Hh, Ww, p; /* PATCH: input channels and size, patch side */
+} exec_tfm;
+
+/* Fill g from a model layer of a vision transformer kind (models/model.h)
+ * whose shapes are derived; returns 0 for any other kind. */
+struct model_layer;
+int exec_tfm_from_layer(exec_tfm *g, const struct model_layer *l);
+
+/* Parameters (floats) of the layer. */
+int64_t exec_tfm_params(const exec_tfm *g);
+/* Floats of per-sample state the layer keeps between its passes (aux). */
+int64_t exec_tfm_aux_floats(const exec_tfm *g);
+/* Initialise w: linear weights Glorot uniform, biases and beta 0, gamma 1,
+ * position embedding uniform +-0.02 sqrt(3) (sd 0.02, as ViT's). */
+void exec_tfm_init(const exec_tfm *g, float *w, gsl_rng *r);
+
+/* The three passes.  aux (B x aux floats) is written by forward and read
+ * by both backward passes; the blocks' input-gradient pass also leaves in
+ * aux the inner gradients their weight-gradient pass reads, so for ATTN and
+ * MLP the weight gradient must follow the input gradient of the same
+ * forward (every schedule's W does).  in is the layer's input (read by the
+ * weight pass of PATCH only through aux: it keeps the patches). */
+void exec_tfm_forward(const exec_tfm *g, float *out, const float *in, const float *w,
+                      float *aux, int B);
+void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
+                             const float *in, const float *w, float *aux, int B);
+void exec_tfm_backward_weight(const exec_tfm *g, float *dw, const float *dout,
+                              const float *in, const float *aux, int B);
+
+#endif

@@ -1,0 +1,288 @@
+/* tfm_blocks.c - the transformer layer kinds the net runs (layers_tfm.h,
+ * exec_tfm_*): parameter layouts, what each keeps between its passes, and
+ * the passes, composed from layers_tfm.c and the linear layer's SGEMMs
+ * (rows = B T tokens).
+ *
+ * aux is cut into regions, each B samples long, so a region is one
+ * contiguous (B T, width) matrix for the products.
+ */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "models/model.h"
+
+#include "layers.h"
+#include "layers_tfm.h"
+
+int exec_tfm_from_layer(exec_tfm *g, const model_layer *l)
+{
+    static const int kinds[MODEL_KIND_COUNT] = {
+        [MODEL_PATCH_EMBED] = EXEC_TFM_PATCH + 1, [MODEL_POS_EMBED] = EXEC_TFM_POS + 1,
+        [MODEL_LAYERNORM] = EXEC_TFM_LAYERNORM + 1, [MODEL_GELU] = EXEC_TFM_GELU + 1,
+        [MODEL_MEANPOOL] = EXEC_TFM_MEANPOOL + 1, [MODEL_ATTENTION] = EXEC_TFM_ATTN + 1,
+        [MODEL_MLP] = EXEC_TFM_MLP + 1};
+    if ((unsigned)l->kind >= MODEL_KIND_COUNT || !kinds[l->kind]) return 0;
+    /* tokens [1,T,D] or features [D]; patch_embed's T and D are its output's */
+    const model_shape *s = l->kind == MODEL_PATCH_EMBED ? &l->out_shape : &l->in_shape;
+    *g = (exec_tfm){.kind = (exec_tfm_kind)(kinds[l->kind] - 1)};
+    g->D = (int)s->d[s->ndim - 1];
+    g->T = s->ndim == 3 ? (int)s->d[1] : 1;
+    g->H = (int)l->heads;
+    g->F = (int)l->out_features;
+    if (l->kind == MODEL_PATCH_EMBED) {
+        g->C = (int)l->in_shape.d[0];
+        g->Hh = (int)l->in_shape.d[1];
+        g->Ww = (int)l->in_shape.d[2];
+        g->p = (int)l->kernel;
+    }
+    return 1;
+}
+
+/* The regions of aux in order; sizes per sample (floats). */
+typedef struct regions {
+    int n;
+    int64_t size[10];
+} regions;
+
+static regions layout(const exec_tfm *g)
+{
+    const int64_t T = g->T, D = g->D, TD = T * D;
+    switch (g->kind) {
+    case EXEC_TFM_PATCH: {
+        int64_t K = (int64_t)g->C * g->p * g->p;
+        return (regions){2, {T * K, T * K}}; /* patches, their gradient */
+    }
+    case EXEC_TFM_LAYERNORM: return (regions){2, {TD, T}};   /* xhat, rstd */
+    case EXEC_TFM_GELU: return (regions){1, {TD}};           /* the input */
+    case EXEC_TFM_ATTN:
+        /* xhat, ln, qkv, att, ctx, dqkv, dln, rstd, softmax scratch */
+        return (regions){9, {TD, TD, 3 * TD, g->H * T * T, TD, 3 * TD, TD, T, T * T}};
+    case EXEC_TFM_MLP: {
+        int64_t TF = T * g->F;
+        return (regions){7, {TD, TD, TF, TF, TF, TD, T}}; /* xhat ln h1 g dh1 dln rstd */
+    }
+    default: return (regions){0, {0}};
+    }
+}
+
+/* Start of region r for a batch of B. */
+static float *region(const exec_tfm *g, const float *aux, int B, int r)
+{
+    regions L = layout(g);
+    assert(r < L.n);
+    int64_t off = 0;
+    for (int k = 0; k < r; k++) off += L.size[k] * B;
+    return (float *)aux + off;
+}
+
+int64_t exec_tfm_aux_floats(const exec_tfm *g)
+{
+    regions L = layout(g);
+    int64_t s = 0;
+    for (int k = 0; k < L.n; k++) s += L.size[k];
+    return s;
+}
+
+int64_t exec_tfm_params(const exec_tfm *g)
+{
+    const int64_t D = g->D;
+    switch (g->kind) {
+    case EXEC_TFM_PATCH: return D * g->C * g->p * g->p + D;
+    case EXEC_TFM_POS: return (int64_t)g->T * D;
+    case EXEC_TFM_LAYERNORM: return 2 * D;
+    case EXEC_TFM_ATTN: return 2 * D + 3 * D * D + 3 * D + D * D + D;
+    case EXEC_TFM_MLP: return 2 * D + 2 * D * g->F + g->F + D;
+    default: return 0;
+    }
+}
+
+/* Glorot (Xavier) uniform, the usual ViT initialisation of its linears. */
+static float *glorot(float *w, int64_t out, int64_t in, gsl_rng *r)
+{
+    double bound = sqrt(6.0 / (double)(in + out));
+    for (int64_t i = 0; i < out * in; i++) w[i] = (float)((2 * gsl_rng_uniform(r) - 1) * bound);
+    return w + out * in;
+}
+
+static float *ln_init(float *w, int D)
+{
+    for (int j = 0; j < D; j++) w[j] = 1; /* gamma 1, beta 0 (the block is zeroed) */
+    return w + 2 * D;
+}
+
+void exec_tfm_init(const exec_tfm *g, float *w, gsl_rng *r)
+{
+    const int D = g->D;
+    memset(w, 0, (size_t)exec_tfm_params(g) * sizeof *w);
+    switch (g->kind) {
+    case EXEC_TFM_PATCH: glorot(w, D, (int64_t)g->C * g->p * g->p, r); break;
+    case EXEC_TFM_POS:
+        for (int64_t i = 0; i < (int64_t)g->T * D; i++)
+            w[i] = (float)((2 * gsl_rng_uniform(r) - 1) * 0.02 * sqrt(3.0));
+        break;
+    case EXEC_TFM_LAYERNORM: ln_init(w, D); break;
+    case EXEC_TFM_ATTN: {
+        float *p = ln_init(w, D);
+        p = glorot(p, 3 * D, D, r) + 3 * D;
+        glorot(p, D, D, r);
+        break;
+    }
+    case EXEC_TFM_MLP: {
+        float *p = ln_init(w, D);
+        p = glorot(p, g->F, D, r) + g->F;
+        glorot(p, D, g->F, r);
+        break;
+    }
+    default: break;
+    }
+}
+
+static void add_into(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+void exec_tfm_forward(const exec_tfm *g, float *out, const float *in, const float *w,
+                      float *aux, int B)
+{
+    const int T = g->T, D = g->D, BT = B * T;
+    const int64_t n = (int64_t)BT * D;
+    switch (g->kind) {
+    case EXEC_TFM_PATCH: {
+        float *pt = region(g, aux, B, 0);
+        int K = g->C * g->p * g->p;
+        exec_patchify(pt, in, B, g->C, g->Hh, g->Ww, g->p);
+        exec_linear_forward(out, pt, w, w + (int64_t)D * K, BT, K, D);
+        break;
+    }
+    case EXEC_TFM_POS: exec_posembed_forward(out, in, w, B, T * D); break;
+    case EXEC_TFM_LAYERNORM:
+        exec_layernorm_forward(out, region(g, aux, B, 0), region(g, aux, B, 1), in, w, w + D,
+                               BT, D);
+        break;
+    case EXEC_TFM_GELU:
+        memcpy(region(g, aux, B, 0), in, (size_t)n * sizeof *in);
+        exec_gelu_forward(out, in, n);
+        break;
+    case EXEC_TFM_MEANPOOL: exec_meanpool_forward(out, in, B, T, D); break;
+    case EXEC_TFM_ATTN: {
+        float *xhat = region(g, aux, B, 0), *ln = region(g, aux, B, 1);
+        float *qkv = region(g, aux, B, 2), *att = region(g, aux, B, 3);
+        float *ctx = region(g, aux, B, 4), *rstd = region(g, aux, B, 7);
+        const float *wqkv = w + 2 * D, *bqkv = wqkv + 3 * D * D;
+        const float *wo = bqkv + 3 * D, *bo = wo + D * D;
+        exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
+        exec_linear_forward(qkv, ln, wqkv, bqkv, BT, D, 3 * D);
+        exec_mhsa_forward(ctx, att, qkv, B, T, D, g->H);
+        exec_linear_forward(out, ctx, wo, bo, BT, D, D);
+        add_into(out, in, n);
+        break;
+    }
+    case EXEC_TFM_MLP: {
+        const int F = g->F;
+        float *xhat = region(g, aux, B, 0), *ln = region(g, aux, B, 1);
+        float *h1 = region(g, aux, B, 2), *ge = region(g, aux, B, 3);
+        float *rstd = region(g, aux, B, 6);
+        const float *w1 = w + 2 * D, *b1 = w1 + (int64_t)F * D;
+        const float *w2 = b1 + F, *b2 = w2 + (int64_t)D * F;
+        exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
+        exec_linear_forward(h1, ln, w1, b1, BT, D, F);
+        exec_gelu_forward(ge, h1, (int64_t)BT * F);
+        exec_linear_forward(out, ge, w2, b2, BT, F, D);
+        add_into(out, in, n);
+        break;
+    }
+    }
+}
+
+void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
+                             const float *in, const float *w, float *aux, int B)
+{
+    (void)in;
+    const int T = g->T, D = g->D, BT = B * T;
+    const int64_t n = (int64_t)BT * D;
+    switch (g->kind) {
+    case EXEC_TFM_PATCH: {
+        float *dp = region(g, aux, B, 1);
+        int K = g->C * g->p * g->p;
+        exec_linear_backward_input(dp, dout, w, BT, K, D);
+        exec_unpatchify(din, dp, B, g->C, g->Hh, g->Ww, g->p);
+        break;
+    }
+    case EXEC_TFM_POS: memcpy(din, dout, (size_t)n * sizeof *din); break;
+    case EXEC_TFM_LAYERNORM:
+        exec_layernorm_backward_input(din, dout, region(g, aux, B, 0), region(g, aux, B, 1), w,
+                                      BT, D);
+        break;
+    case EXEC_TFM_GELU: exec_gelu_backward_input(din, dout, region(g, aux, B, 0), n); break;
+    case EXEC_TFM_MEANPOOL: exec_meanpool_backward_input(din, dout, B, T, D); break;
+    case EXEC_TFM_ATTN: {
+        float *xhat = region(g, aux, B, 0), *qkv = region(g, aux, B, 2);
+        float *att = region(g, aux, B, 3), *dqkv = region(g, aux, B, 5);
+        float *dln = region(g, aux, B, 6), *rstd = region(g, aux, B, 7);
+        float *tmp = region(g, aux, B, 8);
+        const float *wqkv = w + 2 * D, *wo = wqkv + 3 * D * D + 3 * D;
+        exec_linear_backward_input(din, dout, wo, BT, D, D); /* din holds dctx for now */
+        exec_mhsa_backward(dqkv, din, att, qkv, tmp, B, T, D, g->H);
+        exec_linear_backward_input(dln, dqkv, wqkv, BT, D, 3 * D);
+        exec_layernorm_backward_input(din, dln, xhat, rstd, w, BT, D);
+        add_into(din, dout, n); /* the residual path */
+        break;
+    }
+    case EXEC_TFM_MLP: {
+        const int F = g->F;
+        float *xhat = region(g, aux, B, 0), *h1 = region(g, aux, B, 2);
+        float *dh1 = region(g, aux, B, 4), *dln = region(g, aux, B, 5);
+        float *rstd = region(g, aux, B, 6);
+        const float *w1 = w + 2 * D, *w2 = w1 + (int64_t)F * D + F;
+        exec_linear_backward_input(dh1, dout, w2, BT, F, D);
+        exec_gelu_backward_input(dh1, dh1, h1, (int64_t)BT * F);
+        exec_linear_backward_input(dln, dh1, w1, BT, D, F);
+        exec_layernorm_backward_input(din, dln, xhat, rstd, w, BT, D);
+        add_into(din, dout, n);
+        break;
+    }
+    }
+}
+
+void exec_tfm_backward_weight(const exec_tfm *g, float *dw, const float *dout,
+                              const float *in, const float *aux, int B)
+{
+    const int T = g->T, D = g->D, BT = B * T;
+    switch (g->kind) {
+    case EXEC_TFM_PATCH: {
+        int K = g->C * g->p * g->p;
+        exec_linear_backward_weight(dw, dw + (int64_t)D * K, dout, region(g, aux, B, 0), BT, K,
+                                    D);
+        break;
+    }
+    case EXEC_TFM_POS: exec_posembed_backward_weight(dw, dout, B, T * D); break;
+    case EXEC_TFM_LAYERNORM:
+        exec_layernorm_backward_weight(dw, dw + D, dout, region(g, aux, B, 0), BT, D);
+        break;
+    case EXEC_TFM_ATTN: {
+        float *dwqkv = dw + 2 * D, *dbqkv = dwqkv + 3 * D * D;
+        float *dwo = dbqkv + 3 * D, *dbo = dwo + D * D;
+        exec_linear_backward_weight(dwo, dbo, dout, region(g, aux, B, 4), BT, D, D);
+        exec_linear_backward_weight(dwqkv, dbqkv, region(g, aux, B, 5), region(g, aux, B, 1),
+                                    BT, D, 3 * D);
+        exec_layernorm_backward_weight(dw, dw + D, region(g, aux, B, 6), region(g, aux, B, 0),
+                                       BT, D);
+        break;
+    }
+    case EXEC_TFM_MLP: {
+        const int F = g->F;
+        float *dw1 = dw + 2 * D, *db1 = dw1 + (int64_t)F * D;
+        float *dw2 = db1 + F, *db2 = dw2 + (int64_t)D * F;
+        exec_linear_backward_weight(dw2, db2, dout, region(g, aux, B, 3), BT, F, D);
+        exec_linear_backward_weight(dw1, db1, region(g, aux, B, 4), region(g, aux, B, 1), BT,
+                                    D, F);
+        exec_layernorm_backward_weight(dw, dw + D, region(g, aux, B, 5), region(g, aux, B, 0),
+                                       BT, D);
+        break;
+    }
+    default: break;
+    }
+    (void)in;
+}
