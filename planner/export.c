@@ -176,7 +176,9 @@ static void header(sbuf *b, const plan *p, plan_target t, const plan_export_orig
     free(name);
     if (p->chunks > 1) put(b, " (%d devices x %d chunks)", p->n_stages / p->chunks, p->chunks);
     int devs = p->n_stages / p->chunks * rn->r;
-    put(b, ", data-parallel degree %d (%d device%s)\n", rn->r, devs, devs == 1 ? "" : "s");
+    put(b, ", data-parallel degree %d (%d device%s", rn->r, devs, devs == 1 ? "" : "s");
+    if (plan_tensor(p) > 1) put(b, " of %d GPUs each, tensor-parallel", plan_tensor(p));
+    put(b, ")\n");
     put(b, "# batch %d per iteration = %d replica%s x %d microbatch%s x %d samples\n", p->batch, rn->r,
         rn->r == 1 ? "" : "s", rn->gas, rn->gas == 1 ? "" : "es", p->microbatch);
     if (planned && planned->schedule != p->schedule) {
@@ -413,13 +415,27 @@ static int to_megatron(const plan *p, const plan_export_origin *planned, const c
         txt[s] = one.s;
     }
     header(b, p, PLAN_TO_MEGATRON, planned, &rn, "Megatron-LM pipeline layout");
+    int tp = plan_tensor(p);
     put(b, "# Megatron takes the data-parallel degree from the world size: run on %d GPUs\n"
-           "# (pipeline %d x data %d); global batch / (micro batch x data) = %d microbatches.\n"
+           "# (tensor %d x pipeline %d x data %d); global batch / (micro batch x data) = %d microbatches.\n"
            "# E = embedding, t = transformer layer, L = loss (with the output layer);\n"
            "# stages are split by |, (X|)*n repeats a stage n times.\n",
-        S / p->chunks * rn.r, S / p->chunks, rn.r, rn.gas);
-    char batch[96];
-    snprintf(batch, sizeof batch, " --micro-batch-size %d --global-batch-size %d\n", p->microbatch, p->batch);
+        tp * (S / p->chunks) * rn.r, tp, S / p->chunks, rn.r, rn.gas);
+    if (p->zero == 2)
+        put(b, "# ZeRO 2 planned: Megatron's distributed optimizer shards the optimizer state and\n"
+               "# reduce-scatters the gradients, but keeps a full gradient buffer per rank.\n");
+    /* what the plan says beyond the pipeline, the same on both lines */
+    static const char *const granularity[] = {"", "selective", "full"};
+    char batch[320];
+    int n = 0;
+    if (tp > 1) n += snprintf(batch + n, sizeof batch - (size_t)n, " --tensor-model-parallel-size %d", tp);
+    if (p->seq_par) n += snprintf(batch + n, sizeof batch - (size_t)n, " --sequence-parallel");
+    if (p->recompute > 0 && p->recompute <= 2)
+        n += snprintf(batch + n, sizeof batch - (size_t)n, " --recompute-granularity %s%s", granularity[p->recompute],
+                      p->recompute == 2 ? " --recompute-method uniform --recompute-num-layers 1" : "");
+    if (p->zero >= 1) n += snprintf(batch + n, sizeof batch - (size_t)n, " --use-distributed-optimizer");
+    snprintf(batch + n, sizeof batch - (size_t)n, " --micro-batch-size %d --global-batch-size %d\n", p->microbatch,
+             p->batch);
     put(b, "# Megatron-core with --pipeline-model-parallel-layout:\n");
     put(b, "--num-layers %d --pipeline-model-parallel-size %d", tail - 1, S / p->chunks);
     put(b, " --pipeline-model-parallel-layout \"");

@@ -32,7 +32,11 @@ static const char *const ds_keys[] = {
 static const char *const megatron_flags[] = {
     "--num-layers", "--micro-batch-size", "--global-batch-size", "--pipeline-model-parallel-size",
     "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--pipeline-model-parallel-layout",
-    "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank", NULL};
+    "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+    /* model parallelism, activation recomputation and the distributed
+     * optimizer (the same file's distributed and training groups) */
+    "--tensor-model-parallel-size", "--sequence-parallel", "--recompute-granularity", "--recompute-method",
+    "--recompute-num-layers", "--use-distributed-optimizer", NULL};
 
 static int in_list(const char *const *list, const char *s)
 {
@@ -293,6 +297,67 @@ static void test_python_compiles(void)
     plan_free(&p);
 }
 
+/* The word after "name" in text (e.g. "--recompute-granularity "), or "". */
+static void word_after(const char *text, const char *name, char *buf, size_t cap)
+{
+    const char *at = strstr(text, name);
+    buf[0] = '\0';
+    if (at) snprintf(buf, cap, "%.*s", (int)strcspn(at + strlen(name), " \n"), at + strlen(name));
+}
+
+/* Tensor-parallel plans (LLaMA-3 8B on the 8-GPU H100 node, t 2 and 4, each
+ * recomputation mode, sequence parallelism, ZeRO 1): the Megatron export
+ * states t, the recomputation and the optimizer as the plan does, on both
+ * interfaces, with the world size t x p x d; every other target refuses the
+ * plan in one line naming --to megatron. */
+static void test_megatron_tensor(void)
+{
+    static const struct { const char *args; int t, sp, zero; const char *gran; } cases[] = {
+        {"--tensor 2 --recompute full", 2, 0, 0, "full"},
+        {"--tensor 4 --sequence-parallel --recompute selective --zero 1", 4, 1, 1, "selective"},
+        {"--tensor 2 --recompute none --zero 1", 2, 0, 1, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[600], args[400];
+        tmp("tp.json", out, sizeof out);
+        snprintf(args, sizeof args,
+                 "--model models/llama3-8b.json --cluster profiles/clusters/h100-8-nvlink.json --optimizer adam "
+                 "--for megatron %s", cases[i].args);
+        plan p;
+        make_plan(args, out, &p);
+        CU_ASSERT_EQUAL(plan_tensor(&p), cases[i].t);
+        char *t = export(out, "megatron", NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        int r = p.stages[0].n_replicas;
+        CU_ASSERT(check_megatron(t, &p, r) >= 1); /* the older interface when the split fits it */
+        /* each line: t, sequence parallelism, recomputation, optimizer */
+        for (const char *line = t; (line = strstr(line, "--num-layers ")); line++) {
+            const char *end = strchr(line, '\n');
+            char one[1024], w[32];
+            snprintf(one, sizeof one, "%.*s", end ? (int)(end - line) : (int)strlen(line), line);
+            CU_ASSERT_EQUAL(after(one, "--tensor-model-parallel-size "), cases[i].t);
+            CU_ASSERT_EQUAL(strstr(one, "--sequence-parallel") != NULL, cases[i].sp);
+            word_after(one, "--recompute-granularity ", w, sizeof w);
+            CU_ASSERT_STRING_EQUAL(w, cases[i].gran);
+            CU_ASSERT_EQUAL(strstr(one, "--recompute-method uniform") != NULL, !strcmp(cases[i].gran, "full"));
+            CU_ASSERT_EQUAL(strstr(one, "--use-distributed-optimizer") != NULL, cases[i].zero);
+        }
+        /* the world size: t x pipeline x data = t x the plan's devices */
+        char want[96];
+        snprintf(want, sizeof want, "run on %d GPUs", cases[i].t * plan_device_count(&p));
+        CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
+        free(t);
+        char cmd[800], *se = NULL;
+        snprintf(cmd, sizeof cmd, "export %s --to torch", out);
+        CU_ASSERT_EQUAL(test_run_cli(cmd, NULL, &se), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(se, "only --to megatron writes"));
+        CU_ASSERT_PTR_NOT_NULL(strchr(se, '\n') == se + strlen(se) - 1 ? se : NULL);
+        free(se);
+        plan_free(&p);
+        remove(out);
+    }
+}
+
 /* Microbatches that do not split evenly among the replicas: refused in one
  * line naming the plan, with a hint, nothing written. */
 static void test_refusals(void)
@@ -342,5 +407,6 @@ TEST_SUITE(export)
     test_add("asynchronous plan: the 1f1b run's simulated figure", test_async_figure);
     test_add("Python exports compile; Megatron layer counts add up", test_python_compiles);
     test_add("uneven microbatches per replica: refused", test_refusals);
+    test_add("tensor-parallel plans: Megatron flags for t, recomputation, optimizer", test_megatron_tensor);
     test_add("clean up", test_cleanup);
 }

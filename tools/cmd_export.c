@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "planner/export.h"
+#include "models/tfm_rank.h"
 #include "cli.h"
 #include "base/fileio.h"
 
@@ -59,11 +60,17 @@ int cmd_export(int argc, char **argv)
     cl_err e = {0};
     plan p;
     if (plan_load(&p, path, &e)) return cli_report(&e);
-    if (plan_tp_refuse(&p, path, "cleave export", &e)) {
+    plan_target t = (plan_target)target;
+    /* Megatron-LM runs tensor parallelism and recomputation (flags in the
+     * export); the other targets do not */
+    if (t != PLAN_TO_MEGATRON && (plan_tensor(&p) > 1 || p.recompute)) {
+        cl_fail(&e, CL_EINPUT,
+                "%s: the plan has tensor %d and recompute %s, which only --to megatron writes (hint: cleave "
+                "export PLAN --to megatron, or plan without --tensor and --recompute for --to %s)",
+                path, plan_tensor(&p), tfm_recomp_name((tfm_recomp)p.recompute), plan_target_name(t));
         plan_free(&p);
         return cli_report(&e);
     }
-    plan_target t = (plan_target)target;
     sched_kind kind = plan_export_schedule(&p, t);
     char *text = NULL;
     rc = plan_export(&p, t, path, &text, &e);

@@ -215,7 +215,9 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
         fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica): the run `cleave export --to %s` describes%s\n",
                 plan_for_name(p->framework), p->stages[0].n_replicas, p->n_micro / p->stages[0].n_replicas,
                 p->n_micro / p->stages[0].n_replicas == 1 ? "" : "es", plan_for_name(p->framework),
-                plan_tensor(p) > 1 || p->recompute ? ", with tensor parallelism and recomputation added by hand (export does not write them yet)" : "");
+                plan_tensor(p) == 1 && !p->recompute ? ""
+                : p->framework == PLAN_FOR_MEGATRON ? ", tensor parallelism and recomputation included"
+                                                     : "; it refuses tensor parallelism and recomputation (only --to megatron writes them)");
     if (!rq->comm) fprintf(f, "communication: left out (--comm off)\n");
     if (plan_tensor(p) > 1 || p->recompute) {
         char layout[96];
