@@ -492,6 +492,9 @@ int cmd_plan(int argc, char **argv)
     else cand_r[n_r++] = pa.recompute;
     plan_result res;
     int have_best = 0, n_tried = 0;
+    /* the parts of every search the tensor and recomputation loop ran
+     * (res keeps only the winner's) */
+    plan_result sum = {0};
     char tried[1024] = "";
     size_t tried_at = 0;
     cl_err last = {0};
@@ -567,6 +570,13 @@ int cmd_plan(int argc, char **argv)
                                              rc ? "(nothing fits)" : "");
             if (rc && (n_t * n_r == 1 || rc != CL_EINPUT)) goto fail;
             if (rc) continue;
+            sum.candidates += r1.candidates;
+            sum.exact_steps += r1.exact_steps;
+            sum.time_prep_s += r1.time_prep_s;
+            sum.time_exact_s += r1.time_exact_s;
+            sum.time_lower_s += r1.time_lower_s;
+            sum.time_merge_s += r1.time_merge_s;
+            sum.time_rank_s += r1.time_rank_s;
             if (n_t * n_r > 1 && tried_at + 32 < sizeof tried)
                 tried_at += (size_t)snprintf(tried + tried_at, sizeof tried - tried_at, "%.4g s",
                                              r1.plan.pred.iteration_s);
@@ -588,12 +598,22 @@ int cmd_plan(int argc, char **argv)
     if (n_t * n_r > 1) fprintf(msg, "tensor and recomputation search (%d candidates): %s\n", n_tried, tried);
     print_plan(msg, &rq, &res, quick);
     /* every part of the search the clock can tell apart, listing a DAG's
-     * cuts (which can take seconds) included */
-    fprintf(msg, "planned in %.3f s (%d candidates, %lld exact-search steps; cuts %.3f s, exact %.3f s, "
-           "bounds %.3f s, merge %.3f s, ranking %.3f s)\n",
-           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), res.candidates,
-           (long long)res.exact_steps, res.time_prep_s, res.time_exact_s, res.time_lower_s, res.time_merge_s,
-           res.time_rank_s);
+     * cuts (which can take seconds) included; over a tensor and
+     * recomputation search, the sums over its searches and what the parts
+     * leave out (deriving each candidate's costs, failed searches) */
+    double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    const plan_result *shown = n_t * n_r > 1 ? &sum : &res;
+    char over[64] = "";
+    if (n_t * n_r > 1) snprintf(over, sizeof over, "%d searches: ", n_tried);
+    fprintf(msg, "planned in %.3f s (%s%d candidates, %lld exact-search steps; cuts %.3f s, exact %.3f s, "
+           "bounds %.3f s, merge %.3f s, ranking %.3f s",
+           wall, over, shown->candidates, (long long)shown->exact_steps, shown->time_prep_s, shown->time_exact_s,
+           shown->time_lower_s, shown->time_merge_s, shown->time_rank_s);
+    if (n_t * n_r > 1)
+        fprintf(msg, ", the rest %.3f s",
+                fmax(0, wall - shown->time_prep_s - shown->time_exact_s - shown->time_lower_s -
+                            shown->time_merge_s - shown->time_rank_s));
+    fprintf(msg, ")\n");
     fflush(msg);
     if (out) {
         rc = plan_save(&res.plan, out, &e);
