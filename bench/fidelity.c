@@ -220,6 +220,11 @@ int fidelity_run(const char *csv, const char *outdir, FILE *msg, fid_summary *su
     size_t len = 0;
     int rc = cl_read_file(csv, FID_MAX_BYTES, &text, &len, e);
     if (rc) return rc;
+    /* the records are parsed in place, twice: the second pass reads a copy
+     * of what the first checked (the file is read once, so a file changed
+     * between the passes cannot bring in records nobody checked) */
+    char *again = cl_malloc(len + 1);
+    memcpy(again, text, len + 1);
     char *at = text, *end = text + len, *hf[FID_MAX_FIELDS], *f[FID_MAX_FIELDS], *g[C_N];
     int line = 1, col[C_N], nh = csv_record(&at, end, hf, &line);
     if (nh <= 0) rc = cl_fail(e, CL_EINPUT, "%s:1: no header line (hint: a CSV file with the published-runs columns)", csv);
@@ -243,10 +248,12 @@ int fidelity_run(const char *csv, const char *outdir, FILE *msg, fid_summary *su
             rc = cl_fail(e, CL_EINPUT, "%s:%d: iteration_s: expected a positive number of seconds or nothing", csv, start);
         sum->rows += rc ? 0 : 1;
     }
-    free(text); /* parsed in place: read again for the second pass */
-    text = NULL;
-    if (rc) return rc;
-    if ((rc = cl_read_file(csv, FID_MAX_BYTES, &text, &len, e))) return rc;
+    free(text);
+    text = again;
+    if (rc) {
+        free(text);
+        return rc;
+    }
     at = text;
     end = text + len;
     line = 1;

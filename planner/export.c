@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/tfm_rank.h"
 #include "sim/sim.h"
 #include "base/escape.h"
 #include "export.h"
@@ -425,14 +426,14 @@ static int to_megatron(const plan *p, const plan_export_origin *planned, const c
         put(b, "# ZeRO 2 planned: Megatron's distributed optimizer shards the optimizer state and\n"
                "# reduce-scatters the gradients, but keeps a full gradient buffer per rank.\n");
     /* what the plan says beyond the pipeline, the same on both lines */
-    static const char *const granularity[] = {"", "selective", "full"};
     char batch[320];
     int n = 0;
     if (tp > 1) n += snprintf(batch + n, sizeof batch - (size_t)n, " --tensor-model-parallel-size %d", tp);
     if (p->seq_par) n += snprintf(batch + n, sizeof batch - (size_t)n, " --sequence-parallel");
-    if (p->recompute > 0 && p->recompute <= 2)
-        n += snprintf(batch + n, sizeof batch - (size_t)n, " --recompute-granularity %s%s", granularity[p->recompute],
-                      p->recompute == 2 ? " --recompute-method uniform --recompute-num-layers 1" : "");
+    if (p->recompute == TFM_RECOMP_SELECTIVE || p->recompute == TFM_RECOMP_FULL)
+        n += snprintf(batch + n, sizeof batch - (size_t)n, " --recompute-granularity %s%s",
+                      tfm_recomp_name((tfm_recomp)p->recompute),
+                      p->recompute == TFM_RECOMP_FULL ? " --recompute-method uniform --recompute-num-layers 1" : "");
     if (p->zero >= 1) n += snprintf(batch + n, sizeof batch - (size_t)n, " --use-distributed-optimizer");
     snprintf(batch + n, sizeof batch - (size_t)n, " --micro-batch-size %d --global-batch-size %d\n", p->microbatch,
              p->batch);
