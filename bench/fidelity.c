@@ -11,6 +11,7 @@
 #include "bench/fidelity.h"
 #include "models/tfm_model.h"
 #include "planner/layout.h"
+#include "profiles/tfm_time.h"
 #include "profiles/cluster.h"
 
 /* Largest file read, bytes (the collected table is about 150 KiB). */
@@ -59,12 +60,17 @@ static int csv_record(char **at, char *end, char **f, int *line)
 
 /* The columns read, by header name. */
 enum { C_ID, C_SRC, C_HW, C_GPUS, C_GPN, C_LAYERS, C_HIDDEN, C_HEADS, C_SEQ, C_VOCAB, C_BATCH, C_MB,
-       C_TP, C_PP, C_DP, C_CP, C_VS, C_SCHED, C_RECOMP, C_SP, C_PREC, C_ZERO, C_ITER, C_NET, C_N };
+       C_TP, C_PP, C_DP, C_CP, C_VS, C_SCHED, C_RECOMP, C_SP, C_PREC, C_ZERO, C_ITER, C_NET,
+       C_ARCH, C_KV, C_FFN, C_ATTN, C_N };
+/* Columns from C_OPTIONAL on may be missing from the header (a table
+ * without them describes GPT-family models only); an absent one reads as
+ * an empty field. */
+#define C_OPTIONAL C_ARCH
 static const char *const col_names[C_N] = {
     "id", "source_key", "hardware", "gpus", "gpus_per_node", "layers", "hidden", "heads", "seq_len",
     "vocab", "global_batch", "micro_batch", "tensor_parallel", "pipeline_parallel", "data_parallel",
     "context_parallel", "virtual_stages", "schedule", "recomputation", "sequence_parallel",
-    "precision", "zero_stage", "iteration_s", "interconnect"};
+    "precision", "zero_stage", "iteration_s", "interconnect", "architecture", "kv_heads", "ffn", "attention"};
 
 /* A positive integer field; 0 when empty or not one. */
 static long long pos_ll(const char *s)
@@ -118,8 +124,11 @@ static const char *row_layout(char **f, plan_fixed *fx)
     if (f[C_ZERO][0] == '1') fx->zero = 1;
     if (!strncmp(f[C_RECOMP], "full", 4)) fx->recompute = TFM_RECOMP_FULL;
     else if (!strncmp(f[C_RECOMP], "selective", 9)) fx->recompute = TFM_RECOMP_SELECTIVE;
-    if (!strcmp(f[C_SP], "yes")) fx->sp = 1;
+    if (!strncmp(f[C_SP], "yes", 3)) fx->sp = 1; /* "yes (the recipe's ...)" too */
     if (fx->t == 1) fx->sp = 0; /* nothing to split over */
+    /* a fused (flash) attention kernel where the row's framework ran one,
+     * else Megatron-LM's unfused kernels of 2021-2022 */
+    fx->attn = strncmp(f[C_ATTN], "fused", 5) ? PROF_ATTN_UNFUSED : PROF_ATTN_FUSED;
     long long vs = pos_ll(f[C_VS]);
     if (strstr(f[C_SCHED], "interleaved") && vs > 1) {
         fx->sched = SCHED_INTERLEAVED;
@@ -129,6 +138,20 @@ static const char *row_layout(char **f, plan_fixed *fx)
     } else {
         fx->sched = SCHED_1F1B;
     }
+    return NULL;
+}
+
+/* The model family of a row: GPT (Narayanan et al.'s, in *d already) when
+ * `architecture` is empty or "gpt"; "llama" is LLaMA's (tfm_llama) with the
+ * row's kv_heads and ffn.  NULL, or the reason the row cannot be priced. */
+static const char *row_architecture(char **f, tfm_desc *d)
+{
+    const char *arch = f[C_ARCH];
+    if (!*arch || !strcmp(arch, "gpt")) return NULL;
+    if (strcmp(arch, "llama")) return "architecture is neither gpt nor llama";
+    long long g = pos_ll(f[C_KV]), ff = pos_ll(f[C_FFN]);
+    if (!g || !ff) return "a llama row needs kv_heads and ffn";
+    *d = tfm_llama(d->layers, d->hidden, d->heads, g, ff, d->seq, d->vocab);
     return NULL;
 }
 
@@ -156,6 +179,8 @@ static void row_eval(char **f, const char *where, double *pred, int *fits, char 
     long long L = pos_ll(f[C_LAYERS]), h = pos_ll(f[C_HIDDEN]), a = pos_ll(f[C_HEADS]), s = pos_ll(f[C_SEQ]),
               V = row_vocab(f[C_VOCAB]), B = pos_ll(f[C_BATCH]), N = pos_ll(f[C_GPUS]), K = pos_ll(f[C_GPN]);
     if (!r && (!L || !h || !a || !s || !V)) r = "model dimensions (layers, hidden, heads, seq_len, vocab) not all published";
+    tfm_desc d = tfm_gpt(L, h, a, s, V);
+    if (!r) r = row_architecture(f, &d);
     if (!r && !B) r = "global batch not published";
     if (!r && !K && N > 8) r = "GPUs per node not published";
     if (r) {
@@ -164,8 +189,11 @@ static void row_eval(char **f, const char *where, double *pred, int *fits, char 
     }
     if (!K) K = N;
     plan_fixed_str(&fx, lay, lay_cap);
+    if (fx.attn == PROF_ATTN_FUSED) { /* the option beside the layout, as on the command line */
+        size_t n = strlen(lay);
+        snprintf(lay + n, lay_cap - n, " --attention fused");
+    }
     cl_err e = {0};
-    tfm_desc d = tfm_gpt(L, h, a, s, V);
     model md = {0};
     cluster cl = {0};
     cluster_devtype dt;
@@ -199,7 +227,7 @@ static int header_map(char **f, int n, int *col, const char *csv, cl_err *e)
         col[c] = -1;
         for (int i = 0; i < n; i++)
             if (!strcmp(f[i], col_names[c])) col[c] = i;
-        if (col[c] < 0)
+        if (col[c] < 0 && c < C_OPTIONAL)
             return cl_fail(e, CL_EINPUT, "%s:1: no column \"%s\" (hint: the header of bench/fidelity/published-runs.csv)",
                            csv, col_names[c]);
     }
@@ -270,7 +298,8 @@ int fidelity_run(const char *csv, const char *outdir, FILE *msg, fid_summary *su
     double abs_sum = 0, sgn_sum = 0;
     while ((n = csv_record(&at, end, f, &line)) != 0) {
         if (n == 1 && !f[0][0]) continue;
-        for (int c = 0; c < C_N; c++) g[c] = f[col[c]];
+        static char absent[1]; /* an optional column the table does not have */
+        for (int c = 0; c < C_N; c++) g[c] = col[c] < 0 ? absent : f[col[c]];
         char where[128], lay[256], why[1100], num[3][32] = {"", "", ""};
         char *id = esc_term(g[C_ID]);
         snprintf(where, sizeof where, "%s:%d (%.40s)", csv, line - 1, id);

@@ -23,6 +23,7 @@ typedef struct tfm_rank_opts {
     int t;             /* tensor-parallel degree, >= 1                     */
     int sp;            /* sequence parallelism (Korthikanti Sec. 4.2.2)    */
     tfm_recomp recomp; /* activation recomputation                          */
+    int fused_attn;    /* 1: a fused attention kernel (tfm_layout.fused_attn) */
 } tfm_rank_opts;
 
 /* The collectives of one layer per sample (one sequence), on one rank:

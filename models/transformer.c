@@ -12,6 +12,17 @@ tfm_desc tfm_gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t seq, int
     return d;
 }
 
+tfm_desc tfm_llama(int64_t layers, int64_t hidden, int64_t heads, int64_t groups, int64_t ffn, int64_t seq,
+                   int64_t vocab)
+{
+    tfm_desc d = {
+        .layers = layers, .hidden = hidden, .heads = heads, .groups = groups,
+        .ffn = ffn, .gated = 1, .seq = seq, .vocab = vocab, .tied = 0,
+        .pos = TFM_POS_ROTARY, .norm = TFM_NORM_RMS, .bias = 0, .dropout = 0,
+    };
+    return d;
+}
+
 int tfm_act_elem(tfm_prec p) { return p == TFM_FP32 ? 4 : 2; }
 
 /* ------------------------------------------------------------------ check */
@@ -179,6 +190,10 @@ double tfm_block_act_bytes(const tfm_desc *d, const tfm_layout *l)
     /* the attention core: softmax output, and with dropout its mask (1 byte)
      * and its output; selective recomputation recomputes all of it */
     double core = d->dropout ? (2 * e + 1) * as2b : e * as2b;
+    /* a fused kernel keeps one fp32 log-sum-exp per head and token for its
+     * backward (FlashAttention-2, Dao 2023, Alg. 1) and regenerates the
+     * dropout mask from the random seed */
+    if (l->fused_attn) core = 4 * as2b / (double)d->seq;
     if (l->recomp == TFM_RECOMP_FULL) return e * sbh / (l->sp ? t : 1);
     if (l->recomp == TFM_RECOMP_SELECTIVE) core = 0;
     return outside / (l->sp ? t : 1) + (inside + core) / t;

@@ -57,6 +57,13 @@ typedef struct tfm_desc {
  * learned positions, LayerNorm, biases, dropout. */
 tfm_desc tfm_gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t seq, int64_t vocab);
 
+/* The LLaMA family (Touvron et al. 2023; Meta's config.json files): g
+ * key/value heads, a gated (SwiGLU) MLP of width f, untied output layer,
+ * rotary positions, RMSNorm, no biases, no dropout.  The same model that
+ * `cleave import` builds from a llama config.json (models/hf_config.c). */
+tfm_desc tfm_llama(int64_t layers, int64_t hidden, int64_t heads, int64_t groups, int64_t ffn, int64_t seq,
+                   int64_t vocab);
+
 typedef enum { TFM_RECOMP_NONE, TFM_RECOMP_SELECTIVE, TFM_RECOMP_FULL } tfm_recomp;
 typedef enum { TFM_FP32, TFM_FP16, TFM_BF16 } tfm_prec;
 typedef enum { TFM_OPT_SGD, TFM_OPT_MOMENTUM, TFM_OPT_ADAM } tfm_opt;
@@ -75,6 +82,9 @@ typedef struct tfm_layout {
     int zero;          /* 0: replicated optimizer, 1: optimizer state sharded
                         * over d (ZeRO-1, Megatron's distributed optimizer),
                         * 2: gradients too (ZeRO-2)                          */
+    int fused_attn;    /* 1: one fused (flash) attention kernel: the a s^2 b
+                        * score tensors are never stored, only the softmax
+                        * statistics (Dao 2022, 2023); 0: unfused             */
 } tfm_layout;
 
 /* Check that d (and l, when not NULL) describe something these formulas

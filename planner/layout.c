@@ -222,6 +222,13 @@ static int chunk_cuts(const plan_fixed *f, const model *md, int blocks, int n, i
     return CL_OK;
 }
 
+/* The simulator's budget for one layout (plan --layout, bench fidelity):
+ * ops as plan_predict_sim estimates them (about 40 bytes of simulator
+ * memory each) and events (about 1 us each): GPT-3 on 2,048 H100s,
+ * interleaved, is 2.4 M ops, 2 s. */
+#define LAYOUT_SIM_MAX_OPS 8e6
+#define LAYOUT_SIM_MAX_EVENTS 40000000ull
+
 /* ---------------------------------------------------------- evaluating -- */
 
 /* The fixed layout on the per-rank request rq: built as the search builds
@@ -289,6 +296,22 @@ static int price(const plan_request *rq, const plan_fixed *f, const int *cut, co
         snprintf(nofit, nofit_cap, "does not fit: stage %d (layers %d-%d) needs %s per GPU, usable %s, over by %s",
                  ev.worst_stage, st->first, st->last, need, cap, over);
     }
+    /* One layout is one replay: the search's budget, which keeps the closed
+     * form for large candidates so that a search stays fast, would give the
+     * user a figure `cleave sim` does not print for the same plan (GPT-3 on
+     * 512 H100s, interleaved: 4.3% faster).  A larger budget of its own, and
+     * a note when even that is not enough. */
+    int simulated = 0;
+    plan_sim_budget big = {LAYOUT_SIM_MAX_OPS, LAYOUT_SIM_MAX_EVENTS};
+    if ((rc = plan_predict_sim_in(&B.pl, &B.pred, &big, &simulated))) {
+        instance_free_stages(&B.pl);
+        if (B.have_bad) instance_free_stages(&B.bad_pl);
+        return cl_fail(e, rc, "%s: the simulator cannot replay this layout", what);
+    }
+    B.pl.pred = B.pred;
+    if (!simulated)
+        search_note(res, "predicted by the closed form of docs/planner.md: replaying this layout is over the simulator budget of %.0f ops and %llu events (`cleave sim` replays it)",
+                    big.max_ops, big.max_events);
     return search_result(rq, &B, res, e);
 }
 
@@ -301,8 +324,11 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
     int rc = resolve(&f, rq0->cluster, rq0->batch, what, e);
     if (rc) return rc;
     const model *md = rq0->model;
-    tfm_rank_opts tro = {f.t, f.sp > 0, f.recompute > 0 ? (tfm_recomp)f.recompute : TFM_RECOMP_NONE};
-    int rs = tro.t > 1 || tro.sp || tro.recomp;
+    tfm_rank_opts tro = {f.t, f.sp > 0, f.recompute > 0 ? (tfm_recomp)f.recompute : TFM_RECOMP_NONE,
+                         f.attn == PROF_ATTN_FUSED};
+    int rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn;
+    if (tro.fused_attn && !md->has_tfm)
+        return cl_fail(e, CL_EINPUT, "%s: --attention fused needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)", what);
     if (rs && rq0->prof)
         return cl_fail(e, CL_EINPUT, "%s: t, sp and recompute re-price a transformer's layers, which a profile measured whole (hint: drop --profile)", what);
     if (!rq0->prof && !rq0->ref_type)

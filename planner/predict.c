@@ -139,6 +139,13 @@ static int sim_budget_hit(const cl_err *e)
 }
 int plan_predict_sim(const plan *pl, plan_pred *pr)
 {
+    const plan_sim_budget b = {PLAN_SIM_MAX_OPS, PLAN_SIM_MAX_EVENTS};
+    return plan_predict_sim_in(pl, pr, &b, NULL);
+}
+
+int plan_predict_sim_in(const plan *pl, plan_pred *pr, const plan_sim_budget *b, int *simulated)
+{
+    if (simulated) *simulated = 0;
     int P = sched_fill_depth(pl);
     double ops = 4.0 * pl->n_stages * pl->n_micro *
                  sched_default_iters(pl->schedule, P, pl->n_micro);
@@ -148,7 +155,7 @@ int plan_predict_sim(const plan *pl, plan_pred *pr)
         double r = pl->stages[s].n_replicas;
         ops += 2.0 * r * r * sched_default_iters(pl->schedule, P, pl->n_micro);
     }
-    if (ops > PLAN_SIM_MAX_OPS) return CL_OK;
+    if (ops > b->max_ops) return CL_OK;
     /* Each replay also runs under an event budget, so planning time stays
      * bounded whatever the simulator meets (a replay that runs out of it
      * keeps the closed form, like a candidate too large to try). */
@@ -157,7 +164,7 @@ int plan_predict_sim(const plan *pl, plan_pred *pr)
     int rc = sched_build(pl, pl->schedule, pl->n_micro,
                          sched_default_iters(pl->schedule, P, pl->n_micro), &sc, &e);
     if (rc) return rc;
-    sim_opts o = {.comm_off = pl->comm_off, .max_events = PLAN_SIM_MAX_EVENTS};
+    sim_opts o = {.comm_off = pl->comm_off, .max_events = b->max_events};
     sim *sm = sim_create(pl, &sc, &o, &e);
     if (!sm) {
         sched_free(&sc);
@@ -176,5 +183,6 @@ int plan_predict_sim(const plan *pl, plan_pred *pr)
     pr->bubble = r.bubble < 0 ? 0 : r.bubble > 1 ? 1 : r.bubble;
     pr->speedup = seq > 0 ? seq / r.iteration_s : r.speedup;
     sim_result_free(&r);
+    if (simulated) *simulated = 1;
     return CL_OK;
 }

@@ -262,6 +262,33 @@ static void test_activations_gqa_gated(void)
         tfm_layout l = layout(8, 1, 1, recomps[r]);
         CU_ASSERT_EQUAL(tfm_block_act_bytes(&d, &l), want[r]);
     }
+    /* tfm_llama is the same model (Meta's LLaMA-2 70B config.json) */
+    tfm_desc m = tfm_llama(80, 8192, 64, 8, 28672, 4096, 32000);
+    CU_ASSERT(m.layers == d.layers && m.hidden == d.hidden && m.heads == d.heads && m.groups == d.groups &&
+              m.ffn == d.ffn && m.gated == d.gated && m.seq == d.seq && m.vocab == d.vocab &&
+              m.tied == d.tied && m.pos == d.pos && m.norm == d.norm && m.bias == d.bias &&
+              m.dropout == d.dropout && m.positions == d.positions);
+}
+
+/* A fused (flash) attention kernel stores no a s^2 b tensor, only one fp32
+ * log-sum-exp per head and token: Korthikanti's selective figure (the
+ * attention core recomputed) plus 4 a s b / t bytes.  GPT-3 and a small
+ * GPT at every t, with and without SP; full recomputation unchanged. */
+static void test_activations_fused(void)
+{
+    for (int i = 0; i < N_GPTS; i++)
+        for (int k = 0; k < 4; k++)
+            for (int sp = 0; sp < 2; sp++) {
+                tfm_desc d = tfm_gpt(gpts[i].L, gpts[i].h, gpts[i].a, gpts[i].s, gpts[i].V);
+                if (d.heads % tps[k]) continue;
+                tfm_layout l = layout(tps[k], sp, 2, TFM_RECOMP_NONE);
+                l.fused_attn = 1;
+                double want = korthikanti(gpts[i].s, 2, gpts[i].h, gpts[i].a, tps[k], sp, TFM_RECOMP_SELECTIVE) +
+                              4.0 * gpts[i].a * gpts[i].s * 2 / tps[k];
+                CU_ASSERT_TRUE(test_rel(tfm_block_act_bytes(&d, &l), want) < 1e-14);
+                l.recomp = TFM_RECOMP_FULL;
+                CU_ASSERT_EQUAL(tfm_block_act_bytes(&d, &l), korthikanti(gpts[i].s, 2, gpts[i].h, gpts[i].a, tps[k], sp, TFM_RECOMP_FULL));
+            }
 }
 
 /* ------------------------------------------------------- tensor parallel */
@@ -411,6 +438,7 @@ TEST_SUITE(transformer)
     test_add("activations match Korthikanti for t, SP, recompute", test_activations);
     test_add("fp32 activations by hand", test_activations_fp32);
     test_add("GQA + SwiGLU activations by hand", test_activations_gqa_gated);
+    test_add("fused attention: selective's activations plus the log-sum-exp", test_activations_fused);
     test_add("tensor-parallel collectives per block", test_tp_comm);
     test_add("model state matches the ZeRO paper", test_state_zero_paper);
     test_add("GPT-3 layout memory by hand", test_memory_by_hand);

@@ -483,8 +483,12 @@ int cmd_plan(int argc, char **argv)
      * node that the model and nodes allow (tfm_rank_check, tp_cluster) and
      * every mode; each is a whole search of the per-rank question */
     int cand_t[1025], n_t = 0, cand_r[3], n_r = 0;
+    if (pa.attention == PROF_ATTN_FUSED && !md.has_tfm) { /* before the per-rank model, which needs it too */
+        rc = cli_usage_error("plan", "--attention fused prices a transformer's attention kernel by kernel: it needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)");
+        goto done;
+    }
     if (t_auto) {
-        tfm_rank_opts o1 = {1, 0, TFM_RECOMP_NONE};
+        tfm_rank_opts o1 = {1, 0, TFM_RECOMP_NONE, 0};
         if ((rc = tfm_rank_check(&md, &o1, model_path, &e))) goto fail;
         for (int t = 1; t <= 1024 && t <= cl.n_devices; t++) cand_t[n_t++] = t;
     } else cand_t[n_t++] = tp;
@@ -502,8 +506,9 @@ int cmd_plan(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int ti = 0; ti < n_t; ti++)
         for (int ri = 0; ri < n_r; ri++) {
-            tfm_rank_opts tro = {cand_t[ti], pa.seq_par && cand_t[ti] > 1, (tfm_recomp)cand_r[ri]};
-            int rs = tro.t > 1 || tro.sp || tro.recomp;
+            tfm_rank_opts tro = {cand_t[ti], pa.seq_par && cand_t[ti] > 1, (tfm_recomp)cand_r[ri],
+                                 pa.attention == PROF_ATTN_FUSED};
+            int rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn;
             if (rs) {
                 cl_err ce = {0};
                 if ((rc = tfm_rank_check(&md, &tro, model_path, &ce)) ||
