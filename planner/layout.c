@@ -324,8 +324,9 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
     int rc = resolve(&f, rq0->cluster, rq0->batch, what, e);
     if (rc) return rc;
     const model *md = rq0->model;
-    tfm_rank_opts tro = {f.t, f.sp > 0, f.recompute > 0 ? (tfm_recomp)f.recompute : TFM_RECOMP_NONE,
-                         f.attn == PROF_ATTN_FUSED};
+    tfm_rank_opts tro = {.t = f.t, .sp = f.sp > 0,
+                         .recomp = f.recompute > 0 ? (tfm_recomp)f.recompute : TFM_RECOMP_NONE,
+                         .fused_attn = f.attn == PROF_ATTN_FUSED};
     int rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn;
     if (tro.fused_attn && !md->has_tfm)
         return cl_fail(e, CL_EINPUT, "%s: --attention fused needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)", what);

@@ -143,7 +143,7 @@ static void test_block_bytes(void)
     t.mem_bw_Bps = 1e12;
     t.kernels.sms = 1 << 30;
     tfm_desc d = tfm_gpt(2, 512, 8, 256, 1000);
-    tfm_rank_opts o = {1, 0, TFM_RECOMP_NONE, 0};
+    tfm_rank_opts o = {.t = 1, .sp = 0, .recomp = TFM_RECOMP_NONE};
     double E = 2, b = 2, h = 512, a = 8, s = 256, T = b * s, dh = h / a, A = b * a * s * s;
     double gemms = E * (T * h + 3 * h * h + 3 * T * h) + E * b * a * (2 * s * dh + s * s) +
                    E * b * a * (s * s + 2 * s * dh) + E * (2 * T * h + h * h) +
@@ -159,8 +159,8 @@ static void test_block_structure(void)
 {
     cluster_devtype a = preset("A100-80GB");
     tfm_desc g = tfm_gpt(96, 12288, 96, 2048, 51200);
-    tfm_rank_opts o = {8, 0, TFM_RECOMP_NONE, 0}, full = {8, 0, TFM_RECOMP_FULL, 0},
-                  sel = {8, 0, TFM_RECOMP_SELECTIVE, 0};
+    tfm_rank_opts o = {.t = 8, .sp = 0, .recomp = TFM_RECOMP_NONE}, full = {.t = 8, .sp = 0, .recomp = TFM_RECOMP_FULL},
+                  sel = {.t = 8, .sp = 0, .recomp = TFM_RECOMP_SELECTIVE};
     /* GPT, unfused: forward 6 GEMMs + 2 norms, softmax, dropout, 2
      * bias-dropout-adds, bias-GeLU = 13; input gradient 4 linear + 4
      * attention GEMMs, softmax, dropout, per branch dropout, residual add and
@@ -183,7 +183,7 @@ static void test_block_structure(void)
     l.bias = 0, l.dropout = 0, l.gated = 1, l.ffn = 28672, l.norm = TFM_NORM_RMS;
     CU_ASSERT_EQUAL(prof_tfm_layer_s(&l, 2, &o, PROF_ATTN_UNFUSED, &a, 1, 1).kernels, 30);
     /* a rank with more of the block (t = 4) takes longer than with t = 8 */
-    tfm_rank_opts o4 = {4, 0, TFM_RECOMP_NONE, 0};
+    tfm_rank_opts o4 = {.t = 4, .sp = 0, .recomp = TFM_RECOMP_NONE};
     CU_ASSERT(prof_tfm_layer_s(&g, 2, &o4, PROF_ATTN_UNFUSED, &a, 1, 1).fwd_s > u.fwd_s);
     /* GPT-3's block on one A100 of t = 8: its GEMMs are large, so the block
      * runs near (below) the GEMM ceiling; a hidden-1024 block with one
@@ -193,7 +193,7 @@ static void test_block_structure(void)
                                 (u.fwd_s + u.bwd_in_s + u.bwd_w_s) / peak;
     CU_ASSERT(big > 0.6 && big < a.kernels.gemm_efficiency);
     tfm_desc m = tfm_gpt(24, 1024, 16, 1024, 50257);
-    tfm_rank_opts o1 = {1, 0, TFM_RECOMP_NONE, 0};
+    tfm_rank_opts o1 = {.t = 1, .sp = 0, .recomp = TFM_RECOMP_NONE};
     prof_tfm_pass sm = prof_tfm_layer_s(&m, 2, &o1, PROF_ATTN_UNFUSED, &a, 1, 1);
     double small = tfm_block_train_flops(&m, 1, 1, TFM_RECOMP_NONE) /
                    (sm.fwd_s + sm.bwd_in_s + sm.bwd_w_s) / peak;

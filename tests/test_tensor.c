@@ -41,7 +41,7 @@ static void test_rank_gpt3(void)
             for (int r = 0; r < 3; r++) {
                 int t = tps[k];
                 if (sp && t == 1) continue;
-                tfm_rank_opts o = {t, sp, (tfm_recomp)r, 0};
+                tfm_rank_opts o = {.t = t, .sp = sp, .recomp = (tfm_recomp)r};
                 model q;
                 CU_ASSERT_EQUAL_FATAL(tfm_rank_check(&m, &o, "gpt3", &e), CL_OK);
                 CU_ASSERT_EQUAL_FATAL(tfm_rank_model(&q, &m, &o, "gpt3", &e), CL_OK);
@@ -74,7 +74,7 @@ static void test_rank_identity(void)
         model m, q;
         cl_err e = {0};
         CU_ASSERT_EQUAL_FATAL(model_load(&m, files[f], &e), CL_OK);
-        tfm_rank_opts o = {1, 0, TFM_RECOMP_NONE, 0};
+        tfm_rank_opts o = {.t = 1, .sp = 0, .recomp = TFM_RECOMP_NONE};
         CU_ASSERT_EQUAL_FATAL(tfm_rank_model(&q, &m, &o, files[f], &e), CL_OK);
         CU_ASSERT_EQUAL_FATAL(q.n_layers, m.n_layers);
         for (int i = 0; i < m.n_layers; i++) {
@@ -103,13 +103,13 @@ static void test_rank_gqa(void)
     const double h = 8192, f = 28672, kv = 8192.0 / 64 * 8;
     for (int k = 1; k < 4; k++) {
         int t = tps[k];
-        tfm_rank_opts o = {t, 1, TFM_RECOMP_NONE, 0};
+        tfm_rank_opts o = {.t = t, .sp = 1, .recomp = TFM_RECOMP_NONE};
         model q;
         CU_ASSERT_EQUAL_FATAL(tfm_rank_model(&q, &m, &o, "l", &e), CL_OK);
         CU_ASSERT_EQUAL(q.layers[1].params, (uint64_t)((2 * h * h + 2 * h * kv + 3 * h * f) / t + 2 * h));
         model_free(&q);
     }
-    tfm_rank_opts bad = {16, 0, TFM_RECOMP_NONE, 0};
+    tfm_rank_opts bad = {.t = 16, .sp = 0, .recomp = TFM_RECOMP_NONE};
     CU_ASSERT_EQUAL(tfm_rank_check(&m, &bad, "l", &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "hint"));
     model_free(&m);

@@ -488,7 +488,7 @@ int cmd_plan(int argc, char **argv)
         goto done;
     }
     if (t_auto) {
-        tfm_rank_opts o1 = {1, 0, TFM_RECOMP_NONE, 0};
+        tfm_rank_opts o1 = {.t = 1, .sp = 0, .recomp = TFM_RECOMP_NONE};
         if ((rc = tfm_rank_check(&md, &o1, model_path, &e))) goto fail;
         for (int t = 1; t <= 1024 && t <= cl.n_devices; t++) cand_t[n_t++] = t;
     } else cand_t[n_t++] = tp;
@@ -506,8 +506,8 @@ int cmd_plan(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int ti = 0; ti < n_t; ti++)
         for (int ri = 0; ri < n_r; ri++) {
-            tfm_rank_opts tro = {cand_t[ti], pa.seq_par && cand_t[ti] > 1, (tfm_recomp)cand_r[ri],
-                                 pa.attention == PROF_ATTN_FUSED};
+            tfm_rank_opts tro = {.t = cand_t[ti], .sp = pa.seq_par && cand_t[ti] > 1,
+                                 .recomp = (tfm_recomp)cand_r[ri], .fused_attn = pa.attention == PROF_ATTN_FUSED};
             int rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn;
             if (rs) {
                 cl_err ce = {0};

@@ -116,7 +116,7 @@ int study_run_after(const study *s, const cluster *c, int kind, const study_poin
                 pts[np++] = d;
         if ((rc = prof_derive(&derived, &s->md, t, pts, np, &pe))) goto infeasible;
         if (s->md.has_tfm && prof_tfm_priced(t)) { /* as plan prices it (docs/compute.md) */
-            tfm_rank_opts one = {1, 0, TFM_RECOMP_NONE, 0};
+            tfm_rank_opts one = {.t = 1, .sp = 0, .recomp = TFM_RECOMP_NONE};
             prof_tfm_times(&derived, &s->md.tfm, model_elem_bytes(&s->md), &one, PROF_ATTN_UNFUSED, t);
         }
         pf = &derived;
