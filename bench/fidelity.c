@@ -109,8 +109,9 @@ static const char *row_hardware(const char *hw, const char *net, const char **pr
 }
 
 /* The layout of a row, or the reason it cannot be expressed. */
-static const char *row_layout(char **f, plan_fixed *fx)
+static const char *row_layout(char **f, plan_fixed *fx, plan_prec *prec)
 {
+    *prec = PREC_MIXED;
     *fx = (plan_fixed){.sched = -1, .recompute = TFM_RECOMP_NONE, .zero = 0, .sp = 0};
     fx->t = (int)pos_ll(f[C_TP]);
     fx->p = (int)pos_ll(f[C_PP]);
@@ -119,7 +120,7 @@ static const char *row_layout(char **f, plan_fixed *fx)
     if (!fx->t || !fx->p || !fx->d) return "tensor, pipeline or data-parallel degree not published";
     if (!fx->mb) return "microbatch size not published";
     if (pos_ll(f[C_CP]) > 1) return "context parallelism is not modelled";
-    if (strstr(f[C_PREC], "FP8") || strstr(f[C_PREC], "fp8")) return "FP8 training is not modelled (presets carry 16-bit peaks)";
+    if (strstr(f[C_PREC], "FP8") || strstr(f[C_PREC], "fp8")) *prec = PREC_FP8; /* Transformer Engine's */
     if (f[C_ZERO][0] == '3') return "ZeRO stage 3 is not modelled";
     if (f[C_ZERO][0] == '1') fx->zero = 1;
     if (!strncmp(f[C_RECOMP], "full", 4)) fx->recompute = TFM_RECOMP_FULL;
@@ -173,7 +174,8 @@ static void row_eval(char **f, const char *where, double *pred, int *fits, char 
 {
     why[0] = lay[0] = 0;
     plan_fixed fx;
-    const char *r = row_layout(f, &fx), *preset = NULL;
+    plan_prec prec;
+    const char *r = row_layout(f, &fx, &prec), *preset = NULL;
     double intra = 0, inter = 0;
     if (!r) r = row_hardware(f[C_HW], f[C_NET], &preset, &intra, &inter);
     long long L = pos_ll(f[C_LAYERS]), h = pos_ll(f[C_HIDDEN]), a = pos_ll(f[C_HEADS]), s = pos_ll(f[C_SEQ]),
@@ -189,10 +191,9 @@ static void row_eval(char **f, const char *where, double *pred, int *fits, char 
     }
     if (!K) K = N;
     plan_fixed_str(&fx, lay, lay_cap);
-    if (fx.attn == PROF_ATTN_FUSED) { /* the option beside the layout, as on the command line */
-        size_t n = strlen(lay);
-        snprintf(lay + n, lay_cap - n, " --attention fused");
-    }
+    /* the options beside the layout, as on the command line */
+    if (fx.attn == PROF_ATTN_FUSED) snprintf(lay + strlen(lay), lay_cap - strlen(lay), " --attention fused");
+    if (prec == PREC_FP8) snprintf(lay + strlen(lay), lay_cap - strlen(lay), " --precision fp8");
     cl_err e = {0};
     model md = {0};
     cluster cl = {0};
@@ -205,7 +206,7 @@ static void row_eval(char **f, const char *where, double *pred, int *fits, char 
         snprintf(why, cap, "%s", e.msg);
     } else {
         plan_request rq = {.model = &md, .cluster = &cl, .ref_type = &dt, .batch = (int)B,
-                           .optimizer = OPTIM_ADAM, .precision = PREC_MIXED, .comm = 1, .replication = 1,
+                           .optimizer = OPTIM_ADAM, .precision = prec, .comm = 1, .replication = 1,
                            .model_origin = where, .cluster_origin = where};
         if (plan_fixed_eval(&rq, &fx, where, &res, nofit, sizeof nofit, &e)) {
             snprintf(why, cap, "%s", e.msg);

@@ -56,7 +56,7 @@ int plan_optim_state_mult(plan_optim o)
 
 /* ------------------------------------------------------------- precision -- */
 
-static const char *const prec_names[] = {"auto", "fp32", "mixed"};
+static const char *const prec_names[] = {"auto", "fp32", "mixed", "fp8"};
 _Static_assert(sizeof prec_names / sizeof prec_names[0] == PREC_COUNT,
                "prec_names out of sync with plan_prec");
 
@@ -89,7 +89,7 @@ plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, in
      * size: small integers over 2 or 4, so every factor is exact */
     f.weights = (prec == PREC_FP32 ? 4.0 : 2.0) / e;
     f.grads = 4.0 / e;                           /* fp32 gradients either way */
-    f.master = (prec == PREC_MIXED ? 4.0 : 0.0) / e;
+    f.master = (prec == PREC_MIXED || prec == PREC_FP8 ? 4.0 : 0.0) / e;
     f.moments = 4.0 * plan_optim_state_mult(o) / e;
     f.grads_sharded = zero >= 2;
     f.opt_sharded = zero >= 1;
@@ -116,6 +116,7 @@ int plan_state_describe(const plan *p, char *buf, size_t cap)
                  p->zero ? " (ZeRO has nothing to shard)" : "");
     snprintf(buf, cap, "%s, %s: %s",
              prec == PREC_MIXED ? "mixed precision (16-bit weights; fp32 gradients, master weights, moments)"
+             : prec == PREC_FP8 ? "FP8 GEMMs in the blocks, otherwise mixed precision (16-bit weights; fp32 gradients, master weights, moments)"
                                 : "fp32 (weights, gradients, moments)",
              plan_optim_name(p->optimizer), per);
     return 1;

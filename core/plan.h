@@ -51,8 +51,11 @@ int plan_optim_state_mult(plan_optim o);
  * state (docs/planner.md, "Model state").  PREC_AUTO (0, what a zeroed plan
  * holds) follows the model's element size: 2 bytes (float16, bfloat16)
  * trains in mixed precision, 4 bytes in fp32. */
-typedef enum plan_prec { PREC_AUTO, PREC_FP32, PREC_MIXED, PREC_COUNT } plan_prec;
-const char *plan_prec_name(plan_prec p);  /* "auto", "fp32", "mixed" */
+/* PREC_FP8 is mixed precision whose transformer-block GEMMs run in FP8
+ * (NVIDIA Transformer Engine): the model state of mixed precision, the
+ * GEMMs priced at the device's FP8 peak (docs/compute.md, "FP8"). */
+typedef enum plan_prec { PREC_AUTO, PREC_FP32, PREC_MIXED, PREC_FP8, PREC_COUNT } plan_prec;
+const char *plan_prec_name(plan_prec p);  /* "auto", "fp32", "mixed", "fp8" */
 int plan_prec_from_name(const char *name); /* -1 if unknown */
 /* p itself, or for PREC_AUTO the model's default: PREC_MIXED when an element
  * is elem_bytes = 2, else PREC_FP32. */

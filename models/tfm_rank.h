@@ -24,6 +24,9 @@ typedef struct tfm_rank_opts {
     int sp;            /* sequence parallelism (Korthikanti Sec. 4.2.2)    */
     tfm_recomp recomp; /* activation recomputation                          */
     int fused_attn;    /* 1: a fused attention kernel (tfm_layout.fused_attn) */
+    int fp8;           /* 1: the blocks' linear layers run FP8 GEMMs (NVIDIA
+                        * Transformer Engine); priced only, the memory kept
+                        * as in 16-bit (docs/compute.md, "FP8")             */
 } tfm_rank_opts;
 
 /* The collectives of one layer per sample (one sequence), on one rank:

@@ -9,6 +9,7 @@
 #include "planner/instance.h"
 #include "planner/layout.h"
 #include "planner/tensor.h"
+#include "profiles/gemm.h"
 
 /* ------------------------------------------------------------- parsing -- */
 
@@ -326,8 +327,10 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
     const model *md = rq0->model;
     tfm_rank_opts tro = {.t = f.t, .sp = f.sp > 0,
                          .recomp = f.recompute > 0 ? (tfm_recomp)f.recompute : TFM_RECOMP_NONE,
-                         .fused_attn = f.attn == PROF_ATTN_FUSED};
-    int rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn;
+                         .fused_attn = f.attn == PROF_ATTN_FUSED, .fp8 = rq0->precision == PREC_FP8};
+    int rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn || tro.fp8;
+    if (tro.fp8 && !md->has_tfm)
+        return cl_fail(e, CL_EINPUT, "%s: --precision fp8 needs a model with a \"transformer\" member and a device type with an FP8 kernel model (docs/compute.md, \"FP8\")", what);
     if (tro.fused_attn && !md->has_tfm)
         return cl_fail(e, CL_EINPUT, "%s: --attention fused needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)", what);
     if (rs && rq0->prof)
@@ -355,6 +358,11 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
         if ((rc = tp_derive(&pf, md, mr, &tro, rs, (prof_attn)f.attn, rq0->ref_type, rq0->cluster->links[CLUSTER_INTRA],
                             &pt, 1, &shaped, e))) {
             free(cut);
+            goto done;
+        }
+        if (tro.fp8 && !(shaped && prof_fp8(rq0->ref_type))) {
+            free(cut);
+            rc = cl_fail(e, CL_EINPUT, "%s: --precision fp8 needs a device type with an FP8 peak (peak_fp8_flops) and an FP8 kernel model (kernels.fp8_gemm_efficiency), as the H100-80GB preset has (docs/compute.md, \"FP8\")", what);
             goto done;
         }
         if (f.attn == PROF_ATTN_FUSED && !shaped) {

@@ -66,6 +66,8 @@ int cluster_devtype_check(const cluster_devtype *t, const char *what, cl_err *e)
         return cl_fail(e, CL_EINPUT, "%s: peak_fp32_flops must be a positive finite number", what);
     if (!(t->peak_fp16_flops >= 0) || !isfinite(t->peak_fp16_flops))
         return cl_fail(e, CL_EINPUT, "%s: peak_fp16_flops must be >= 0 (0: same as fp32)", what);
+    if (!(t->peak_fp8_flops >= 0) || !isfinite(t->peak_fp8_flops))
+        return cl_fail(e, CL_EINPUT, "%s: peak_fp8_flops must be >= 0 (0: no FP8 path)", what);
     if (t->mem_bytes == 0)
         return cl_fail(e, CL_EINPUT, "%s: memory_bytes must be positive", what);
     if (t->reserve_bytes >= t->mem_bytes)
@@ -92,7 +94,8 @@ double cluster_flops(const cluster_devtype *t, int elem_bytes)
 static int kernels_from_json(jx *j, const cJSON *type, const char *path, cluster_kernels *k)
 {
     static const char *const allowed[] = {"sms", "tile_m", "tile_n", "gemm_efficiency",
-                                          "attention_efficiency", "launch_s", "source", NULL};
+                                          "attention_efficiency", "fp8_gemm_efficiency", "launch_s",
+                                          "source", NULL};
     const cJSON *o;
     char p[256];
     jx_join(p, sizeof p, path, "kernels");
@@ -106,12 +109,15 @@ static int kernels_from_json(jx *j, const cJSON *type, const char *path, cluster
         (rc = jx_num(j, o, p, "gemm_efficiency", 1, -HUGE_VAL, HUGE_VAL, &k->gemm_efficiency)) ||
         (rc = jx_num(j, o, p, "attention_efficiency", 1, -HUGE_VAL, HUGE_VAL,
                      &k->attention_efficiency)) ||
+        (rc = jx_num(j, o, p, "fp8_gemm_efficiency", 0, -HUGE_VAL, HUGE_VAL, &k->fp8_gemm_efficiency)) ||
         (rc = jx_num(j, o, p, "launch_s", 1, 0, 1, &k->launch_s)) ||
         (rc = jx_text(j, o, p, "source", 0, k->source, sizeof k->source)))
         return rc;
     const char *bad = !(k->gemm_efficiency > 0 && k->gemm_efficiency <= 1) ? "gemm_efficiency"
                     : !(k->attention_efficiency > 0 && k->attention_efficiency <= 1)
-                        ? "attention_efficiency" : NULL;
+                        ? "attention_efficiency"
+                    : !(k->fp8_gemm_efficiency >= 0 && k->fp8_gemm_efficiency <= 1)
+                        ? "fp8_gemm_efficiency" : NULL; /* 0 or absent: no FP8 model */
     if (bad) {
         char q[300];
         jx_join(q, sizeof q, p, bad);
@@ -125,7 +131,7 @@ static int kernels_from_json(jx *j, const cJSON *type, const char *path, cluster
 /* One device type object at `path` (shared by cluster and preset files). */
 static int devtype_from_json(jx *j, const cJSON *o, const char *path, cluster_devtype *t)
 {
-    static const char *const allowed[] = {"name", "peak_fp32_flops", "peak_fp16_flops",
+    static const char *const allowed[] = {"name", "peak_fp32_flops", "peak_fp16_flops", "peak_fp8_flops",
                                           "memory_bytes", "memory_bw_Bps", "efficiency",
                                           "price_per_hour", "note", "reserve_bytes", "kernels",
                                           NULL};
@@ -138,6 +144,7 @@ static int devtype_from_json(jx *j, const cJSON *o, const char *path, cluster_de
         (rc = jx_name(j, o, path, "name", 1, t->name, sizeof t->name)) ||
         (rc = jx_pos(j, o, path, "peak_fp32_flops", 1, &t->peak_fp32_flops)) ||
         (rc = jx_pos(j, o, path, "peak_fp16_flops", 0, &t->peak_fp16_flops)) ||
+        (rc = jx_pos(j, o, path, "peak_fp8_flops", 0, &t->peak_fp8_flops)) ||
         (rc = jx_int(j, o, path, "memory_bytes", 1, 1, (int64_t)1 << 53, &mem)) ||
         (rc = jx_int(j, o, path, "reserve_bytes", 0, 0, (int64_t)1 << 53, &reserve)) ||
         (rc = jx_pos(j, o, path, "memory_bw_Bps", 1, &t->mem_bw_Bps)) ||
@@ -169,6 +176,7 @@ static cJSON *devtype_to_json(const cluster_devtype *t)
     cJSON_AddStringToObject(o, "name", t->name);
     cJSON_AddNumberToObject(o, "peak_fp32_flops", t->peak_fp32_flops);
     if (t->peak_fp16_flops > 0) cJSON_AddNumberToObject(o, "peak_fp16_flops", t->peak_fp16_flops);
+    if (t->peak_fp8_flops > 0) cJSON_AddNumberToObject(o, "peak_fp8_flops", t->peak_fp8_flops);
     cJSON_AddNumberToObject(o, "memory_bytes", (double)t->mem_bytes);
     if (t->reserve_bytes) cJSON_AddNumberToObject(o, "reserve_bytes", (double)t->reserve_bytes);
     cJSON_AddNumberToObject(o, "memory_bw_Bps", t->mem_bw_Bps);
@@ -183,6 +191,7 @@ static cJSON *devtype_to_json(const cluster_devtype *t)
         cJSON_AddNumberToObject(ko, "tile_n", k->tile_n);
         cJSON_AddNumberToObject(ko, "gemm_efficiency", k->gemm_efficiency);
         cJSON_AddNumberToObject(ko, "attention_efficiency", k->attention_efficiency);
+        if (k->fp8_gemm_efficiency > 0) cJSON_AddNumberToObject(ko, "fp8_gemm_efficiency", k->fp8_gemm_efficiency);
         cJSON_AddNumberToObject(ko, "launch_s", k->launch_s);
         if (k->source[0]) cJSON_AddStringToObject(ko, "source", k->source);
     }

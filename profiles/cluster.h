@@ -27,6 +27,8 @@ typedef struct cluster_kernels {
                                  the best large GEMM reaches, (0, 1]             */
     double attention_efficiency; /* fraction of that peak a fused (flash)
                                  attention kernel reaches, (0, 1]               */
+    double fp8_gemm_efficiency; /* fraction of the FP8 peak the best large FP8
+                                 GEMM reaches, (0, 1]; 0: no FP8 kernel model    */
     double launch_s;          /* fixed cost of one kernel, seconds >= 0           */
     char source[1024];        /* where the numbers come from ("" = none)          */
 } cluster_kernels;
@@ -35,6 +37,7 @@ typedef struct cluster_devtype {
     char name[CLUSTER_NAME_MAX];
     double peak_fp32_flops;   /* FLOP/s */
     double peak_fp16_flops;   /* FLOP/s, fp16/bf16 tensor path (0: same as fp32) */
+    double peak_fp8_flops;    /* FLOP/s, FP8 tensor path, dense (0: none)        */
     uint64_t mem_bytes;       /* device memory */
     uint64_t reserve_bytes;   /* of it, what training cannot use: the runtime's
                                  context, library workspaces, allocator

@@ -38,6 +38,21 @@ double prof_gemm_s(const cluster_devtype *t, int elem, double m, double n, doubl
     return (compute > memory ? compute : memory) + kc->launch_s;
 }
 
+int prof_fp8(const cluster_devtype *t)
+{
+    return t->peak_fp8_flops > 0 && t->kernels.fp8_gemm_efficiency > 0 && t->kernels.sms > 0;
+}
+
+double prof_gemm_fp8_s(const cluster_devtype *t, double m, double n, double k)
+{
+    const cluster_kernels *kc = &t->kernels;
+    if (!(m > 0 && n > 0 && k > 0)) return 0;
+    double per_sm = t->peak_fp8_flops * kc->fp8_gemm_efficiency / kc->sms;
+    double compute = prof_gemm_waves(kc, m, n, 1) * 2.0 * kc->tile_m * kc->tile_n * k / per_sm;
+    double memory = (m * k + k * n + 2 * m * n) / t->mem_bw_Bps;
+    return (compute > memory ? compute : memory) + kc->launch_s;
+}
+
 double prof_mem_s(const cluster_devtype *t, double bytes)
 {
     if (!(bytes > 0)) return 0;

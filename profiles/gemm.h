@@ -42,6 +42,14 @@ double prof_gemm_waves(const cluster_kernels *k, double m, double n, double batc
 double prof_gemm_s(const cluster_devtype *t, int elem, double m, double n, double k,
                    double batch);
 
+/* 1 when t prices FP8 GEMMs: an FP8 peak and an FP8 GEMM efficiency. */
+int prof_fp8(const cluster_devtype *t);
+
+/* Seconds of one FP8 GEMM (Transformer Engine's): the same tiles and waves
+ * at the FP8 peak x fp8_gemm_efficiency, 1-byte operands and a 2-byte
+ * (bf16) output.  t must be prof_fp8. */
+double prof_gemm_fp8_s(const cluster_devtype *t, double m, double n, double k);
+
 /* Seconds of one memory-bound kernel moving `bytes` (read + written). */
 double prof_mem_s(const cluster_devtype *t, double bytes);
 

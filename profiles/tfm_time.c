@@ -19,6 +19,7 @@ typedef struct acc {
 typedef struct ctx {
     const cluster_devtype *dev;
     int E;
+    int fp8; /* the blocks' linear layers in FP8 (tfm_rank_opts.fp8) */
 } ctx;
 
 static void add(acc *a, double sec)
@@ -41,6 +42,28 @@ static void linear(const ctx *c, acc *f, acc *in, acc *w, double m, double n, do
     gemm(c, f, m, n, k, 1);
     gemm(c, in, m, k, n, 1);
     gemm(c, w, k, n, m, 1);
+}
+
+/* The same linear layer as Transformer Engine runs it in FP8: three FP8
+ * GEMMs, and the casts that feed them: the forward casts X to FP8 with
+ * its transpose (for the weight gradient), the backward dY likewise, each
+ * reading 2-byte elements and writing two 1-byte copies (TE's
+ * cast-transpose kernels; the fusions of a cast into the preceding norm or
+ * activation are not counted, nor the weights' casts once per step). */
+static void linear_fp8(const ctx *c, acc *f, acc *in, acc *w, double m, double n, double k)
+{
+    mem(c, f, (c->E + 2) * m * k);
+    add(f, prof_gemm_fp8_s(c->dev, m, n, k));
+    mem(c, in, (c->E + 2) * m * n);
+    add(in, prof_gemm_fp8_s(c->dev, m, k, n));
+    add(w, prof_gemm_fp8_s(c->dev, k, n, m));
+}
+
+/* A block's linear layer: FP8 when asked, else as the others. */
+static void block_linear(const ctx *c, acc *f, acc *in, acc *w, double m, double n, double k)
+{
+    if (c->fp8) linear_fp8(c, f, in, w, m, n, k);
+    else linear(c, f, in, w, m, n, k);
 }
 
 static void join(acc *into, const acc *from)
@@ -88,17 +111,17 @@ static prof_tfm_pass block(const ctx *c, const tfm_desc *d, const tfm_rank_opts 
     acc f = {0}, in = {0}, w = {0}, cf = {0}, ci = {0};
     /* attention: norm, QKV, core, projection, bias + dropout + residual add */
     mem(c, &f, 2 * E * h * Ts);
-    linear(c, &f, &in, &w, T, (h + 2 * kv) / t, h);
+    block_linear(c, &f, &in, &w, T, (h + 2 * kv) / t, h);
     core(c, d, b, (double)d->heads / t, at, &cf, &ci);
     join(&f, &cf);
     join(&in, &ci);
-    linear(c, &f, &in, &w, T, h, h / t);
+    block_linear(c, &f, &in, &w, T, h, h / t);
     mem(c, &f, h * Ts * (3 * E + drop));
     /* MLP: norm, up (gate and up together when gated), activation, down, add */
     mem(c, &f, 2 * E * h * Ts);
-    linear(c, &f, &in, &w, T, (d->gated ? 2 : 1) * fr, h);
+    block_linear(c, &f, &in, &w, T, (d->gated ? 2 : 1) * fr, h);
     mem(c, &f, E * T * fr * (d->gated ? 3 : 2));
-    linear(c, &f, &in, &w, T, h, fr);
+    block_linear(c, &f, &in, &w, T, h, fr);
     mem(c, &f, h * Ts * (3 * E + drop));
     /* backward of the element-wise kernels, per residual branch: dropout,
      * the gradient added into the residual stream, the norm (read input and
@@ -165,7 +188,7 @@ prof_tfm_pass prof_tfm_layer_s(const tfm_desc *d, int elem, const tfm_rank_opts 
                                prof_attn a, const cluster_devtype *t, int i, double b)
 {
     assert(prof_tfm_priced(t) && i >= 0 && i <= d->layers + 1 && o->t >= 1);
-    ctx c = {t, elem};
+    ctx c = {t, elem, o->fp8};
     if (i == 0) return embedding(&c, d, o, b);
     if (i == d->layers + 1) return head(&c, d, o, b);
     return block(&c, d, o, a, b);
@@ -193,7 +216,8 @@ void prof_tfm_times(prof *pf, const tfm_desc *d, int elem, const tfm_rank_opts *
     }
     snprintf(pf->note, sizeof pf->note,
              "shape-aware: GEMMs by tiles and waves on %d SMs (%dx%d tiles, %.3g of peak), "
-             "attention %s, element-wise kernels at %.4g B/s, %.3g s per kernel",
+             "attention %s, element-wise kernels at %.4g B/s, %.3g s per kernel%s",
              t->kernels.sms, t->kernels.tile_m, t->kernels.tile_n, t->kernels.gemm_efficiency,
-             a == PROF_ATTN_FUSED ? "fused" : "unfused", t->mem_bw_Bps, t->kernels.launch_s);
+             a == PROF_ATTN_FUSED ? "fused" : "unfused", t->mem_bw_Bps, t->kernels.launch_s,
+             o->fp8 ? "; the blocks' linear layers in FP8" : "");
 }

@@ -200,6 +200,47 @@ static void test_block_structure(void)
     CU_ASSERT(small < 0.5 * big);
 }
 
+/* FP8 (Transformer Engine's linear layers): a GEMM runs the same waves at
+ * the FP8 peak x fp8_gemm_efficiency (on the toy: twice the 16-bit rate,
+ * so half the time); H100's large GEMM reaches that rate; in a block whose
+ * compute is free, each linear layer Y (m x n) = X (m x k) W moves 1-byte
+ * operands and a 2-byte output, (m k + k n + 2 m n), instead of
+ * E (m k + k n + m n), and its forward casts X, (E + 2) m k: the forward
+ * changes by the sum of (3 m k - k n) over QKV (n 3h, k h), the projection
+ * (h, h), MLP up (4h, h) and down (h, 4h): 21 T h - 12 h^2 bytes; each
+ * linear launches two casts more (8 per block). */
+static void test_fp8(void)
+{
+    cluster_devtype t = toy();
+    t.peak_fp8_flops = 2e12;
+    t.kernels.fp8_gemm_efficiency = 0.5;
+    CU_ASSERT(prof_fp8(&t));
+    CU_ASSERT(test_rel(prof_gemm_fp8_s(&t, 640, 64, 1000), prof_gemm_s(&t, 2, 640, 64, 1000, 1) / 2) < 1e-12);
+    cluster_devtype h = preset("H100-80GB"), a = preset("A100-80GB");
+    CU_ASSERT(prof_fp8(&h));
+    CU_ASSERT(!prof_fp8(&a));
+    double n = 32768, want = 2 * n * n * n / (h.peak_fp8_flops * h.kernels.fp8_gemm_efficiency);
+    double got = prof_gemm_fp8_s(&h, n, n, n);
+    CU_ASSERT(got >= want && got < 1.005 * want);
+
+    t.peak_fp16_flops = t.peak_fp8_flops = 1e30;
+    t.mem_bw_Bps = 1e12;
+    t.kernels.sms = 1 << 30;
+    tfm_desc d = tfm_gpt(2, 512, 8, 256, 1000);
+    tfm_rank_opts o = {.t = 1, .recomp = TFM_RECOMP_NONE}, o8 = o;
+    o8.fp8 = 1;
+    double T = 2 * 256, hd = 512;
+    prof_tfm_pass p16 = prof_tfm_layer_s(&d, 2, &o, PROF_ATTN_UNFUSED, &t, 1, 2);
+    prof_tfm_pass p8 = prof_tfm_layer_s(&d, 2, &o8, PROF_ATTN_UNFUSED, &t, 1, 2);
+    CU_ASSERT(test_rel(p8.fwd_s - p16.fwd_s, (21 * T * hd - 12 * hd * hd) / 1e12) < 1e-9);
+    CU_ASSERT_EQUAL(p8.kernels, p16.kernels + 8);
+    /* the embedding and head stay 16-bit */
+    prof_tfm_pass h16 = prof_tfm_layer_s(&d, 2, &o, PROF_ATTN_UNFUSED, &t, 3, 2);
+    prof_tfm_pass h8 = prof_tfm_layer_s(&d, 2, &o8, PROF_ATTN_UNFUSED, &t, 3, 2);
+    CU_ASSERT_EQUAL(h8.fwd_s, h16.fwd_s);
+    CU_ASSERT_EQUAL(h8.bwd_in_s, h16.bwd_in_s);
+}
+
 /* The kernels member: presets carry it, a device file round-trips it, a
  * bad value is named by its JSON path. */
 static void test_kernels_json(void)
@@ -225,6 +266,7 @@ static void test_kernels_json(void)
     for (int i = 0; i < n; i++) {
         with += ty[i].kernels.sms > 0;
         CU_ASSERT(!memcmp(&ty[i].kernels, &back[i].kernels, sizeof ty[i].kernels));
+        CU_ASSERT_EQUAL(ty[i].peak_fp8_flops, back[i].peak_fp8_flops);
     }
     CU_ASSERT(with >= 2);
     free(back);
@@ -238,6 +280,16 @@ static void test_kernels_json(void)
     fclose(f);
     CU_ASSERT_EQUAL(cluster_devtypes_load(path, &ty, &n, &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "device_types[0].kernels.gemm_efficiency"));
+    f = fopen(path, "w");
+    fputs("{\"format\": \"cleave-devices\", \"version\": 1, \"device_types\": [{\"name\": \"x\", "
+          "\"peak_fp32_flops\": 1e12, \"peak_fp8_flops\": 4e12, \"memory_bytes\": 1073741824, \"memory_bw_Bps\": 1e11, "
+          "\"efficiency\": 0.5, \"kernels\": {\"sms\": 8, \"tile_m\": 128, \"tile_n\": 128, "
+          "\"gemm_efficiency\": 0.5, \"attention_efficiency\": 0.5, \"fp8_gemm_efficiency\": 2, \"launch_s\": 0}}]}",
+          f);
+    fclose(f);
+    e = (cl_err){0};
+    CU_ASSERT_EQUAL(cluster_devtypes_load(path, &ty, &n, &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "device_types[0].kernels.fp8_gemm_efficiency"));
     remove(path);
     test_rmtree(dir);
 }
@@ -283,6 +335,22 @@ static void test_plan_cli(void)
     snprintf(args, sizeof args, "%s --device V100-32GB --attention fused", base);
     CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 2);
     free(err);
+    /* --precision fp8: faster than mixed on an H100, refused on an A100 (no
+     * FP8 path) and for BERT (no transformer member), one line each */
+    snprintf(args, sizeof args, "%s --device H100-80GB", base);
+    double h16 = plan_iteration(args);
+    snprintf(args, sizeof args, "%s --device H100-80GB --precision fp8", base);
+    double h8 = plan_iteration(args);
+    CU_ASSERT(h8 > 0 && h8 < h16);
+    err = NULL;
+    snprintf(args, sizeof args, "%s --device A100-80GB --precision fp8", base);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "FP8 peak"));
+    free(err);
+    err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli("plan --model models/bert-large.json --device H100-80GB --devices 8 --precision fp8", NULL, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "\"transformer\" member"));
+    free(err);
     /* the V100 keeps FLOPs / (125 TFLOP/s x 0.5): 8 x (3.507 + 7.013) TFLOP
      * = 1.3466 s, plus the few memory-bound layers (SGD, to fit 32 GB) */
     double v100 = plan_iteration("plan --model models/gpt2-1.5b.json --devices 1 --batch 8 "
@@ -299,6 +367,7 @@ TEST_SUITE(compute)
     test_add("memory-bound kernels are bytes / bandwidth", test_memory_bound);
     test_add("GPT block forward bytes in closed form", test_block_bytes);
     test_add("block kernel counts and recomputation", test_block_structure);
+    test_add("FP8 GEMMs: waves at the FP8 rate, bytes and casts in closed form", test_fp8);
     test_add("device kernels member: presets, round trip, errors", test_kernels_json);
     test_add("plan prices GPT-2 by shape; --attention", test_plan_cli);
 }

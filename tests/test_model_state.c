@@ -284,8 +284,16 @@ static void test_plan_json(void)
     CU_ASSERT_EQUAL(plan_prec_resolve(q.precision, 2), PREC_MIXED);
     CU_ASSERT_EQUAL(q.zero, 0);
     plan_free(&q);
-    /* bad values: one line naming the member */
+    /* fp8: written and read back; its model state is mixed precision's */
     cJSON_AddStringToObject(j, "precision", "fp8");
+    CU_ASSERT_EQUAL_FATAL(plan_from_json(&q, j, "fp8.json", &e), CL_OK);
+    CU_ASSERT_EQUAL(q.precision, PREC_FP8);
+    plan_state_f f8 = plan_state_factors(2, PREC_FP8, OPTIM_ADAM, 1), f16 = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 1);
+    CU_ASSERT(f8.rep == f16.rep && f8.shard == f16.shard && f8.master == f16.master);
+    plan_free(&q);
+    cJSON_DeleteItemFromObject(j, "precision");
+    /* bad values: one line naming the member */
+    cJSON_AddStringToObject(j, "precision", "fp4");
     CU_ASSERT_EQUAL(plan_from_json(&q, j, "bad.json", &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "bad.json"));
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "precision"));

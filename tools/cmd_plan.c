@@ -23,6 +23,7 @@
 #include "profiles/cluster.h"
 #include "profiles/pipedream.h"
 #include "profiles/profile.h"
+#include "profiles/gemm.h"
 #include "profiles/tfm_time.h"
 #include "base/budget.h"
 #include "base/escape.h"
@@ -49,7 +50,7 @@ typedef struct plan_args {
 /* the enum options' words in their enums' order: the index is the value */
 _Static_assert(PLAN_ALGO_AUTO == 0 && PLAN_ALGO_EXACT == 1 && PLAN_ALGO_MERGE == 2, "--algo words");
 _Static_assert(OPTIM_SGD == 0 && OPTIM_MOMENTUM == 1 && OPTIM_ADAM == 2, "--optimizer words");
-_Static_assert(PREC_AUTO == 0 && PREC_FP32 == 1 && PREC_MIXED == 2, "--precision words");
+_Static_assert(PREC_AUTO == 0 && PREC_FP32 == 1 && PREC_MIXED == 2 && PREC_FP8 == 3, "--precision words");
 _Static_assert(PROF_ATTN_UNFUSED == 0 && PROF_ATTN_FUSED == 1, "--attention words");
 
 #define PA plan_args
@@ -86,7 +87,7 @@ static const cli_opt plan_opts[] = {
      .help = "model chunks per device for --schedule interleaved (default 2;\n"
              "a balanced chunk split, not the exact search)"},
     {"optimizer", 0, CLI_ENUM, CLI_FIELD(PA, optimizer), .words = "sgd|momentum|adam", .help = NULL},
-    {"precision", 0, CLI_ENUM, CLI_FIELD(PA, precision), .words = "auto|fp32|mixed",
+    {"precision", 0, CLI_ENUM, CLI_FIELD(PA, precision), .words = "auto|fp32|mixed|fp8",
      .help = "model state: fp32, or mixed (16-bit weights, fp32 gradients,\n"
              "master weights and moments); auto (default): mixed for a\n"
              "2-byte model, fp32 for a 4-byte one"},
@@ -137,7 +138,7 @@ static int help(void)
         "                   [--device TYPE] [--profiled-on TYPE] [--batch B]\n"
         "                   [--schedule gpipe|1f1b|interleaved|zb-h1|pipedream|fbp|sequential|auto]\n"
         "                   [--microbatches m|auto] [--stages p] [--chunks v] [--algo auto|exact|merge]\n"
-        "                   [--optimizer sgd|momentum|adam] [--precision auto|fp32|mixed] [--zero 0|1|2]\n"
+        "                   [--optimizer sgd|momentum|adam] [--precision auto|fp32|mixed|fp8] [--zero 0|1|2]\n"
         "                   [--comm on|off] [--no-replication] [--for torch|deepspeed|megatron]\n"
         "                   [--tensor t|auto [--sequence-parallel]] [--recompute none|selective|full|auto]\n"
         "                   [--layout t=T,p=P,d=D,mb=B,m=M,sched=S,v=V,recompute=R,zero=Z,sp=0|1]\n"
@@ -483,6 +484,10 @@ int cmd_plan(int argc, char **argv)
      * node that the model and nodes allow (tfm_rank_check, tp_cluster) and
      * every mode; each is a whole search of the per-rank question */
     int cand_t[1025], n_t = 0, cand_r[3], n_r = 0;
+    if (pa.precision == PREC_FP8 && !md.has_tfm) {
+        rc = cli_usage_error("plan", "--precision fp8 prices a transformer's linear layers as FP8 GEMMs: it needs a model with a \"transformer\" member and a device type with an FP8 kernel model (docs/compute.md, \"FP8\")");
+        goto done;
+    }
     if (pa.attention == PROF_ATTN_FUSED && !md.has_tfm) { /* before the per-rank model, which needs it too */
         rc = cli_usage_error("plan", "--attention fused prices a transformer's attention kernel by kernel: it needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)");
         goto done;
@@ -507,8 +512,9 @@ int cmd_plan(int argc, char **argv)
     for (int ti = 0; ti < n_t; ti++)
         for (int ri = 0; ri < n_r; ri++) {
             tfm_rank_opts tro = {.t = cand_t[ti], .sp = pa.seq_par && cand_t[ti] > 1,
-                                 .recomp = (tfm_recomp)cand_r[ri], .fused_attn = pa.attention == PROF_ATTN_FUSED};
-            int rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn;
+                                 .recomp = (tfm_recomp)cand_r[ri], .fused_attn = pa.attention == PROF_ATTN_FUSED,
+                                 .fp8 = pa.precision == PREC_FP8};
+            int rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn || tro.fp8;
             if (rs) {
                 cl_err ce = {0};
                 if ((rc = tfm_rank_check(&md, &tro, model_path, &ce)) ||
@@ -534,6 +540,10 @@ int cmd_plan(int argc, char **argv)
                     goto fail;
                 /* a transformer on a device with a kernel model: every
                  * layer priced kernel by kernel from its shapes */
+                if (pa.precision == PREC_FP8 && !(shaped && prof_fp8(t))) {
+                    rc = cli_usage_error("plan", "--precision fp8 needs a device type with an FP8 peak (peak_fp8_flops) and an FP8 kernel model (kernels.fp8_gemm_efficiency), as the H100-80GB preset has (docs/compute.md, \"FP8\")");
+                    goto done;
+                }
                 if (pa.attention == PROF_ATTN_FUSED && !shaped) {
                     rc = cli_usage_error("plan", "--attention fused prices a transformer's attention kernel by kernel: it needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)");
                     goto done;

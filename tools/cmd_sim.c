@@ -45,7 +45,7 @@ static const cli_opt sim_table[] = {
      .help = "off: transfers and all-reduces take no time (default: as\n"
              "the plan was made, see cleave plan --comm)"},
     /* precision, zero: -1 follows the plan */
-    {"precision", 0, CLI_ENUM, CLI_FIELD(SA, precision), .words = "auto|fp32|mixed",
+    {"precision", 0, CLI_ENUM, CLI_FIELD(SA, precision), .words = "auto|fp32|mixed|fp8",
      .help = "model state in fp32, or mixed (16-bit weights, fp32 gradients,\n"
              "master weights and moments); auto: from the model's element\n"
              "size (default: as the plan says)"},
