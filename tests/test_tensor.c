@@ -302,6 +302,22 @@ static void test_refused(void)
     test_rmtree(dir);
 }
 
+/* A tensor and recomputation search whose last candidates cannot run (t 5
+ * and 6 do not divide LLaMA-2 7B's 32 heads) and whose t = 1 finds nothing
+ * that fits on one stage: the question still succeeds with the t = 2 plan,
+ * without -o too (it printed the plan, then a t = 1 failure, exit 2). */
+static void test_auto_failed_candidates(void)
+{
+    char *out = NULL, *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli("plan --model models/llama2-7b.json --device A100-80GB --devices 6 --per-node 6 "
+                                 "--batch 6 --optimizer adam --stages 1 --tensor auto --recompute auto", &out, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "t 1 none (nothing fits)"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "tensor: 2"));
+    CU_ASSERT(err && !err[0]);
+    free(out);
+    free(err);
+}
+
 TEST_SUITE(tensor)
 {
     test_add_suite("tensor");
@@ -313,4 +329,5 @@ TEST_SUITE(tensor)
     test_add("t = 2 plan and sim iteration by hand", test_plan_sim_by_hand);
     test_add("--tensor auto --recompute auto is the best fixed choice", test_auto_brute);
     test_add("bad --tensor refused, --tensor 1 changes nothing", test_refused);
+    test_add("auto search: candidates that fail do not fail the question", test_auto_failed_candidates);
 }

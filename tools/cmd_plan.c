@@ -610,6 +610,7 @@ int cmd_plan(int argc, char **argv)
         rc = e.code ? e.code : CL_EINPUT;
         goto fail;
     }
+    rc = CL_OK; /* a candidate that found nothing does not fail the question */
     if (n_t * n_r > 1) fprintf(msg, "tensor and recomputation search (%d candidates): %s\n", n_tried, tried);
     print_plan(msg, &rq, &res, quick);
     /* every part of the search the clock can tell apart, listing a DAG's
