@@ -30,6 +30,19 @@ double instance_work_s(const plan_request *rq, int m)
     return m * w;
 }
 
+double plan_search_bound(const plan_request *rq)
+{
+    const cluster *cl = rq->cluster;
+    int eb = model_dtype_bytes(rq->model->dtype);
+    double ref = rq->ref_type ? cluster_flops(rq->ref_type, eb) : 0, spd = 0, w = HUGE_VAL;
+    for (int d = 0; d < cl->n_devices; d++)
+        spd += ref > 0 ? cluster_flops(&cl->types[cl->devices[d].type], eb) / ref : 1.0;
+    for (int m = 1; m <= rq->batch; m++)
+        if (rq->batch % m == 0 && (!rq->microbatches || m == rq->microbatches))
+            w = fmin(w, instance_work_s(rq, m));
+    return w / spd;
+}
+
 /* Build the instance for `m` microbatches over the devices in c->order. */
 void instance_build(const search_ctx *c, int m, plan_inst *I)
 {

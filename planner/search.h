@@ -106,4 +106,13 @@ typedef struct plan_result {
 int plan_search(const plan_request *rq, plan_result *res, cl_err *e);
 void plan_result_free(plan_result *res);
 
+/* A lower bound on the iteration of every plan plan_search can return for
+ * rq, in seconds: any schedule's iteration holds each device's share of
+ * the work at its speed, so it is at least the least work over the
+ * microbatch counts (rq->microbatches, or every divisor of the batch) over
+ * the sum of the devices' speeds.  Cheap (no search); a caller comparing
+ * questions (`--tensor auto`) skips those whose bound cannot beat a plan
+ * it has. */
+double plan_search_bound(const plan_request *rq);
+
 #endif

@@ -18,6 +18,7 @@
 #include "models/model.h"
 #include "planner/export.h"
 #include "planner/layout.h"
+#include "planner/cost.h"
 #include "planner/search.h"
 #include "planner/tensor.h"
 #include "profiles/cluster.h"
@@ -500,7 +501,7 @@ int cmd_plan(int argc, char **argv)
     if (r_auto) for (int r = 0; r < 3; r++) cand_r[n_r++] = r;
     else cand_r[n_r++] = pa.recompute;
     plan_result res;
-    int have_best = 0, n_tried = 0;
+    int have_best = 0, n_tried = 0, n_bounded = 0;
     /* the parts of every search the tensor and recomputation loop ran
      * (res keeps only the winner's) */
     plan_result sum = {0};
@@ -573,6 +574,21 @@ int cmd_plan(int argc, char **argv)
             rq.microbatches = (int)micro;
             rq.stages = (int)stages;
             rq.max_downsets = max_cuts;
+            /* a candidate whose every plan is slower than one in hand is
+             * not searched (plan_search_bound: exact, so the answer is the
+             * same) */
+            if (have_best) {
+                double lb = plan_search_bound(&rq);
+                if (lb * (1 - PLAN_BOUND_SLACK) >= res.plan.pred.iteration_s) {
+                    if (tried_at + 64 < sizeof tried)
+                        tried_at += (size_t)snprintf(tried + tried_at, sizeof tried - tried_at, "%st %d %s (at least %.4g s: not searched)",
+                                                     tried_at ? ", " : "", tro.t, tfm_recomp_name(tro.recomp), lb);
+                    model_free(&mdr);
+                    cluster_free(&clr);
+                    n_bounded++;
+                    continue;
+                }
+            }
             plan_result r1;
             rc = plan_search(&rq, &r1, &e);
             if (rc) last = e;
@@ -611,7 +627,11 @@ int cmd_plan(int argc, char **argv)
         goto fail;
     }
     rc = CL_OK; /* a candidate that found nothing does not fail the question */
-    if (n_t * n_r > 1) fprintf(msg, "tensor and recomputation search (%d candidates): %s\n", n_tried, tried);
+    if (n_t * n_r > 1 && n_bounded)
+        fprintf(msg, "tensor and recomputation search (%d candidates, %d not searched: no plan of theirs can beat one found): %s\n",
+                n_tried + n_bounded, n_bounded, tried);
+    else if (n_t * n_r > 1)
+        fprintf(msg, "tensor and recomputation search (%d candidates): %s\n", n_tried, tried);
     print_plan(msg, &rq, &res, quick);
     /* every part of the search the clock can tell apart, listing a DAG's
      * cuts (which can take seconds) included; over a tensor and
