@@ -134,6 +134,8 @@ typedef struct plan_pred {
     double throughput;        /* samples per second                          */
     double bubble;            /* idle fraction of device time, 0..1          */
     double speedup;           /* over the same model on one device           */
+    int simulated;            /* 1: the simulator's figures; 0: the closed
+                                 form of planner/predict.h (not in files)    */
 } plan_pred;
 
 typedef struct plan {

@@ -66,16 +66,19 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
         if (comm) {
             const cluster_link *l = &p->cluster.links[one_node(p, st, NULL) ? CLUSTER_INTRA : CLUSTER_INTER];
             int k = r, n = 1;
+            double ar = 0;
             if (r > 1 && s < pipe) plan_ring_shape(p, s, &k, &n);
             if (r > 1 && s < pipe && n > 1) { /* hierarchical (sim/ring.c) */
                 const cluster_link *a = &p->cluster.links[CLUSTER_INTRA], *x = &p->cluster.links[CLUSTER_INTER];
-                ar_max = fmax(ar_max, 2.0 * (k - 1) / k * st->param_bytes / a->bw_Bps +
-                                          2.0 * (k - 1) * a->latency_s +
-                                          2.0 * (n - 1) / ((double)n * k) * st->param_bytes / x->bw_Bps +
-                                          2.0 * (n - 1) * x->latency_s);
+                ar = 2.0 * (k - 1) / k * st->param_bytes / a->bw_Bps + 2.0 * (k - 1) * a->latency_s +
+                     2.0 * (n - 1) / ((double)n * k) * st->param_bytes / x->bw_Bps + 2.0 * (n - 1) * x->latency_s;
             } else if (r > 1 && s < pipe) /* interleaved chunks share their device's all-reduce slot */
-                ar_max = fmax(ar_max, 2.0 * (r - 1) / r * st->param_bytes / l->bw_Bps +
-                                          2.0 * (r - 1) * l->latency_s);
+                ar = 2.0 * (r - 1) / r * st->param_bytes / l->bw_Bps + 2.0 * (r - 1) * l->latency_s;
+            /* an asynchronous stage all-reduces once per round of its r
+             * replicas (q rounds an iteration), and its devices wait for
+             * each before the update that the next round reads */
+            if (async) dev_busy[s % pipe] += (double)q * ar;
+            else ar_max = fmax(ar_max, ar);
             if (s + 1 < S) {
                 const plan_stage *nx = &p->stages[s + 1];
                 const cluster_link *lb =
@@ -110,6 +113,7 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
     double bub = T > 0 && D > 0 ? 1.0 - work / (D * T) : 0;
     out->bubble = bub < 0 ? 0 : bub > 1 ? 1 : bub;
     out->speedup = T > 0 ? seq / T : 0;
+    out->simulated = 0;
     if (tm) {
         tm->period_s = period;
         tm->fill_s = fill;
@@ -182,6 +186,7 @@ int plan_predict_sim_in(const plan *pl, plan_pred *pr, const plan_sim_budget *b,
      * throughout; a plan's bubble lies in [0, 1] (plan_validate) */
     pr->bubble = r.bubble < 0 ? 0 : r.bubble > 1 ? 1 : r.bubble;
     pr->speedup = seq > 0 ? seq / r.iteration_s : r.speedup;
+    pr->simulated = 1;
     sim_result_free(&r);
     if (simulated) *simulated = 1;
     return CL_OK;

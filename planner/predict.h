@@ -27,7 +27,8 @@ typedef struct plan_timing {
  *   gpipe, 1f1b     (m - 1) x period + fill + all-reduce
  *   zb-h1           the 1f1b time minus 2 (p - 1) x the smallest W
  *   interleaved     m x period + (fill - period) / v + all-reduce
- *   pipedream, fbp  m x period + all-reduce (steady state, no flush)
+ *   pipedream, fbp  m x period, each stage's round all-reduces in its
+ *                   devices' busy time (steady state, no flush)
  *   sequential      the stages' work back to back
  * Fails (CL_EINPUT) only for a plan that plan_validate would reject. */
 int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan_timing *tm,

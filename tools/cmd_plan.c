@@ -259,6 +259,8 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
     fprintf(f, "predicted: iteration %.6f s, throughput %.1f %s/s, bubble %.1f%%, speed-up %.2fx over one device\n",
            p->pred.iteration_s, p->pred.throughput, model_unit_plural(p->model.unit), 100 * p->pred.bubble,
            p->pred.speedup);
+    if (!p->pred.simulated && !given)
+        fprintf(f, "note: the figures above are the closed form of docs/planner.md: the plan is too large for the search to replay (\"Ranking by the simulator\"); `cleave sim` of the plan file replays it\n");
     if (p->model.unit == MODEL_UNIT_MINIBATCH)
         fprintf(f, "units: the profile does not tell its batch size, so a batch counts its profiled minibatches (hint: --profile-batch N states it)\n");
     if (p->idle_why[0])
