@@ -35,12 +35,26 @@ static void plan_run(plan *p, const char *args, const char *path)
     CU_ASSERT_EQUAL_FATAL(plan_load(p, path, &e), CL_OK);
 }
 
+/* The iteration `cleave sim ARGS --json` prints (it must succeed). */
+static double sim_iteration(const char *args)
+{
+    char *so, *se;
+    double it = NAN;
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &so, &se), 0);
+    const char *at = strstr(so, "\"iteration_s\":");
+    CU_ASSERT_PTR_NOT_NULL(at);
+    if (at) it = strtod(at + 14, NULL);
+    free(so);
+    free(se);
+    return it;
+}
+
 /* LLaMA-2 7B on one node of 8 A100s: the quick question both runs ask */
 #define Q "--model models/llama2-7b.json --device A100-80GB --devices 8 --per-node 8 --bandwidth 300e9 --optimizer adam"
 
 static void test_search_reproduced(void)
 {
-    char sp[600], lp[600], args[2000], lay[400], *so, *se;
+    char sp[600], lp[600], args[2000], lay[400];
     path_in(sp, sizeof sp, "search.json");
     path_in(lp, sizeof lp, "layout.json");
     snprintf(args, sizeof args, "plan " Q " --batch 16 --microbatches 8 --schedule 1f1b --for megatron --stages 2 --tensor 2 --recompute full -o %s", sp);
@@ -58,12 +72,7 @@ static void test_search_reproduced(void)
     CU_ASSERT_EQUAL(l.tensor, 2);
     /* cleave sim --layout replays the same plan: the same iteration */
     snprintf(args, sizeof args, "sim " Q " --layout %s --json", lay);
-    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &so, &se), 0);
-    const char *it = strstr(so, "\"iteration_s\":");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(it);
-    CU_ASSERT_EQUAL(strtod(it + 14, NULL), l.pred.iteration_s);
-    free(so);
-    free(se);
+    CU_ASSERT_EQUAL(sim_iteration(args), l.pred.iteration_s);
     plan_free(&s);
     plan_free(&l);
 }
@@ -123,7 +132,7 @@ static void test_interleaved_replicas(void)
  * the plan it wrote, to the bit. */
 static void test_large_layout_simulated(void)
 {
-    char lp[600], args[1600], *so, *se;
+    char lp[600], args[1600];
     path_in(lp, sizeof lp, "large.json");
     snprintf(args, sizeof args, "plan --model models/gpt3-175b.json --device H100-80GB --devices 512 --per-node 8 "
              "--bandwidth 450e9,50e9 --batch 1024 --optimizer adam --attention fused "
@@ -132,12 +141,7 @@ static void test_large_layout_simulated(void)
     plan_run(&l, args, lp);
     CU_ASSERT_EQUAL(l.n_micro, 1024);
     snprintf(args, sizeof args, "sim %s --json", lp);
-    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &so, &se), 0);
-    const char *it = strstr(so, "\"iteration_s\":");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(it);
-    CU_ASSERT_EQUAL(strtod(it + 14, NULL), l.pred.iteration_s);
-    free(so);
-    free(se);
+    CU_ASSERT_EQUAL(sim_iteration(args), l.pred.iteration_s);
     plan_free(&l);
 }
 
