@@ -351,6 +351,18 @@ static void test_plan_cli(void)
     CU_ASSERT_EQUAL(test_run_cli("plan --model models/bert-large.json --device H100-80GB --devices 8 --precision fp8", NULL, &err), 2);
     CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "\"transformer\" member"));
     free(err);
+    /* sim: a plan file's times are priced already, so --precision fp8 on
+     * one is refused; with --layout sim prices it, faster than 16-bit */
+    char *dir = test_tmpdir(), pp[600];
+    snprintf(pp, sizeof pp, "%s/g.json", dir);
+    snprintf(args, sizeof args, "%s --device H100-80GB -o %s", base, pp);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "sim %s --precision fp8", pp);
+    err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "plan with --precision fp8"));
+    free(err);
+    test_rmtree(dir);
     /* the V100 keeps FLOPs / (125 TFLOP/s x 0.5): 8 x (3.507 + 7.013) TFLOP
      * = 1.3466 s, plus the few memory-bound layers (SGD, to fit 32 GB) */
     double v100 = plan_iteration("plan --model models/gpt2-1.5b.json --devices 1 --batch 8 "

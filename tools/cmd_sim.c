@@ -351,6 +351,12 @@ int cmd_sim(int argc, char **argv)
             return e.code ? cli_report(&e) : rc;
         p = res.plan; /* the notes stay behind: sim prints its own figures */
     } else if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
+    /* a plan file's stage times were priced when it was planned: fp8 (or
+     * back from it) would change only the name beside them */
+    if (!a.layout && a.precision >= 0 && (a.precision == PREC_FP8) != (p.precision == PREC_FP8)) {
+        plan_free(&p);
+        return cli_usage_error("sim", "--precision fp8 re-prices the GEMMs, which a plan file holds already priced: plan with --precision fp8, or give sim a --layout");
+    }
     if (a.comm_off < 0) a.comm_off = p.comm_off;
     if (a.precision >= 0) p.precision = (plan_prec)a.precision;
     if (a.zero >= 0) p.zero = a.zero;
