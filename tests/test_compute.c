@@ -316,7 +316,7 @@ static void test_plan_cli(void)
 {
     const char *base = "plan --model models/gpt2-1.5b.json --devices 1 --batch 8 --microbatches 8 "
                        "--optimizer adam --schedule 1f1b";
-    char args[512];
+    char args[1024];
     snprintf(args, sizeof args, "%s --device A100-80GB", base);
     double unfused = plan_iteration(args);
     snprintf(args, sizeof args, "%s --device A100-80GB --attention fused", base);
@@ -353,7 +353,7 @@ static void test_plan_cli(void)
     free(err);
     /* sim: a plan file's times are priced already, so --precision fp8 on
      * one is refused; with --layout sim prices it, faster than 16-bit */
-    char *dir = test_tmpdir(), pp[600];
+    char *dir = test_tmpdir(), pp[300];
     snprintf(pp, sizeof pp, "%s/g.json", dir);
     snprintf(args, sizeof args, "%s --device H100-80GB -o %s", base, pp);
     CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
