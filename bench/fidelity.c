@@ -119,7 +119,9 @@ static const char *row_layout(char **f, plan_fixed *fx, plan_prec *prec)
     fx->mb = (int)pos_ll(f[C_MB]);
     if (!fx->t || !fx->p || !fx->d) return "tensor, pipeline or data-parallel degree not published";
     if (!fx->mb) return "microbatch size not published";
-    if (pos_ll(f[C_CP]) > 1) return "context parallelism is not modelled";
+    long long cp = pos_ll(f[C_CP]);
+    if (cp > 1 << 20) return "context-parallel degree out of range";
+    if (cp > 1) fx->c = (int)cp; /* named in the layout only when used, as the run does */
     if (strstr(f[C_PREC], "FP8") || strstr(f[C_PREC], "fp8")) *prec = PREC_FP8; /* Transformer Engine's */
     if (f[C_ZERO][0] == '3') return "ZeRO stage 3 is not modelled";
     if (f[C_ZERO][0] == '1') fx->zero = 1;

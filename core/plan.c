@@ -506,6 +506,10 @@ static int plan_read(jx *j, const cJSON *root, int version, void *out)
             return rc;
     }
     if ((rc = plan_validate(p, file, e))) return rc;
+    for (int k = 0; k < p->n_stages && plan_context(p) > 1; k++)
+        if (p->stages[k].n_replicas % plan_context(p))
+            return jx_fail(j, "context", "%d, but stage %d has %d replicas (hint: with context parallelism every stage holds d x context replicas)",
+                           plan_context(p), k, p->stages[k].n_replicas);
     if (du && du_used != plan_device_count(p))
         return jx_fail(j, "devices_used.used", "%lld, but the stages use %d devices (hint: drop devices_used, or correct it)",
                        (long long)du_used, plan_device_count(p));
@@ -531,7 +535,7 @@ static const char *const plan_members[] = {"format", "version", "schedule", "chu
                                            "batch", "microbatch", "microbatches", "stages",
                                            "predictions", "model", "model_hash", "cluster",
                                            "communication", "devices_used", "for", "precision",
-                                           "zero", "tensor", "sequence_parallel", "recompute", NULL};
+                                           "zero", "tensor", "sequence_parallel", "recompute", "context", NULL};
 static const jx_format plan_format = {FORMAT, VERSION, plan_members, sizeof(plan), plan_read,
                                       plan_release};
 

@@ -158,8 +158,12 @@ typedef struct plan {
     /* tensor parallelism (core/plan_tp.c, docs/transformer.md): with
      * tensor t > 1 every device of `cluster` stands for a group of t GPUs
      * and `model` is one rank's share; 0 or 1: none.  seq_par: sequence
-     * parallelism; recompute: a tfm_recomp (0 none) */
-    int tensor, seq_par, recompute;
+     * parallelism; recompute: a tfm_recomp (0 none); context: the
+     * context-parallel degree c (0 or 1: none), each stage then holding
+     * d x c replicas that each run s/c tokens of every sequence, so a
+     * "sample" of the plan is a c-th of a sequence (docs/transformer.md,
+     * "Context parallelism") */
+    int tensor, seq_par, recompute, context;
     /* when the plan leaves devices of its cluster idle, why, one line ("":
      * not said; the planner always says); "devices_used" in the file */
     char idle_why[320];
@@ -180,9 +184,10 @@ void plan_free(plan *p);
  * in messages (the plan file, or "plan" for one built in memory). */
 int plan_validate(const plan *p, const char *file, cl_err *e);
 
-/* The plan file's "tensor", "sequence_parallel" and "recompute" members
- * (core/plan_tp.c): absent, t = 1 and no recomputation; written only when
- * t > 1 or recomputation is on, so other plans keep their bytes. */
+/* The plan file's "tensor", "sequence_parallel", "recompute" and
+ * "context" members (core/plan_tp.c): absent, t = 1, no recomputation, no
+ * context parallelism; written only when t > 1, recomputation is on or
+ * context > 1 ("context" only then), so other plans keep their bytes. */
 struct jx;
 int plan_tp_read(struct jx *j, const struct cJSON *root, plan *p);
 void plan_tp_write(struct cJSON *root, const plan *p);
@@ -191,9 +196,22 @@ void plan_tp_write(struct cJSON *root, const plan *p);
 int plan_tp_refuse(const plan *p, const char *file, const char *what, cl_err *e);
 /* The tensor-parallel degree (1 when none). */
 static inline int plan_tensor(const plan *p) { return p->tensor > 1 ? p->tensor : 1; }
+/* The context-parallel degree (1 when none). */
+static inline int plan_context(const plan *p) { return p->context > 1 ? p->context : 1; }
+/* 1 when the plan is a per-rank question (tensor, recomputation or
+ * context parallelism): its devices are groups of GPUs. */
+static inline int plan_per_rank(const plan *p)
+{
+    return plan_tensor(p) > 1 || p->recompute || plan_context(p) > 1;
+}
+/* With context parallelism, one line saying that a sample of the plan is
+ * a c-th of a sequence, with the batch and `throughput` (the plan's
+ * samples/s) in sequences; "" otherwise. */
+void plan_cp_str(const plan *p, double throughput, char *buf, size_t cap);
 
 /* "t x p x d = 8 x 16 x 8 = 1024 GPUs" (d "r0/r1/.." when stages differ
- * in replicas) into buf. */
+ * in replicas; "t x cp x p x d = 8 x 2 x 9 x 16 = 2304 GPUs" with context
+ * parallelism, d the replicas / cp) into buf. */
 void plan_layout_str(const plan *p, char *buf, size_t cap);
 
 /* Number of distinct devices the plan uses (p x replicas, chunks shared). */

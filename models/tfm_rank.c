@@ -48,12 +48,36 @@ int tfm_rank_check(const model *m, const tfm_rank_opts *o, const char *file, cl_
                        "%s: sequence %lld is not a multiple of --tensor %d (hint: sequence "
                        "parallelism splits the sequence over the ranks)",
                        file, (long long)d->seq, o->t);
+    int c = tfm_rank_cp(o);
+    if (c > 1 && d->seq % (2 * c))
+        return cl_fail(e, CL_EINPUT,
+                       "%s: sequence %lld is not a multiple of 2 x cp = %d (hint: context parallelism "
+                       "cuts each sequence into 2 cp equal chunks, two per rank, to balance the causal "
+                       "mask; pick a cp that divides %lld / 2)",
+                       file, (long long)d->seq, 2 * c, (long long)d->seq);
+    if (c > 1 && o->sp && (d->seq / c) % o->t)
+        return cl_fail(e, CL_EINPUT,
+                       "%s: a rank's %lld tokens (sequence %lld / cp %d) are not a multiple of --tensor "
+                       "%d (hint: sequence parallelism splits them over the tensor-parallel ranks)",
+                       file, (long long)(d->seq / c), (long long)d->seq, c, o->t);
     return CL_OK;
 }
 
 typedef struct costs {
     double fwd, bwd, bwd_w, params, out_bytes, stash_bytes;
 } costs;
+
+/* Context parallelism: a rank holds s/c tokens of each sequence, and its
+ * queries meet all s keys, so every per-sequence figure of a layer (the
+ * GEMMs and element-wise work on s/c tokens, the attention core on
+ * (s/c) x s scores, the stash, the output) is the whole rank's / c; the
+ * parameters are replicated.  c = 1 divides by 1.0, which changes no bit. */
+static costs per_cp(costs k, const tfm_rank_opts *o)
+{
+    double c = tfm_rank_cp(o);
+    k.fwd /= c, k.bwd /= c, k.bwd_w /= c, k.out_bytes /= c, k.stash_bytes /= c;
+    return k;
+}
 
 /* Vocabulary-parallel embedding (Megatron's VocabParallelEmbedding): V/t
  * rows of the token table per rank, the position table whole on every
@@ -110,7 +134,10 @@ tfm_rank_comm tfm_rank_layer_comm(const tfm_desc *d, model_dtype dt, const tfm_r
     tfm_rank_comm c;
     memset(&c, 0, sizeof c);
     if (o->t <= 1) return c;
-    double e = model_dtype_bytes(dt), msg = e * (double)d->seq * (double)d->hidden;
+    /* with context parallelism the tensor-parallel group works on the
+     * rank's s/c tokens */
+    double cp = tfm_rank_cp(o), e = model_dtype_bytes(dt);
+    double msg = e * (double)d->seq * (double)d->hidden / cp;
     c.fwd.msg = c.bwd.msg = msg;
     if (i == 0) {
         /* the partial lookups are summed (no SP) or summed and scattered
@@ -124,7 +151,7 @@ tfm_rank_comm tfm_rank_layer_comm(const tfm_desc *d, model_dtype dt, const tfm_r
         if (o->sp) c.fwd.ag = 1, c.bwd.rs = 1;
         else c.bwd.ar = 1;
         c.fwd.small = 3;
-        c.fwd.small_bytes = 4 * (double)d->seq;
+        c.fwd.small_bytes = 4 * (double)d->seq / cp;
     } else {
         tfm_layout l = layout_of(o, dt);
         tfm_tp_comm b = tfm_block_tp_comm(d, &l);
@@ -132,6 +159,20 @@ tfm_rank_comm tfm_rank_layer_comm(const tfm_desc *d, model_dtype dt, const tfm_r
         c.bwd.ar = b.bwd_allreduce, c.bwd.ag = b.bwd_allgather, c.bwd.rs = b.bwd_reducescatter;
     }
     return c;
+}
+
+tfm_rank_ring tfm_rank_kv_ring(const tfm_desc *d, model_dtype dt, const tfm_rank_opts *o)
+{
+    tfm_rank_ring r = {0, 0, 0};
+    int c = tfm_rank_cp(o);
+    if (c <= 1) return r;
+    /* the rank's s/c tokens of K and V, of the g/a key/value heads this
+     * tensor-parallel rank holds */
+    double kv = (double)d->hidden * (double)d->groups / (double)d->heads / o->t;
+    r.steps = c - 1;
+    r.fwd_bytes = 2.0 * model_dtype_bytes(dt) * ((double)d->seq / c) * kv;
+    r.bwd_bytes = 2 * r.fwd_bytes;
+    return r;
 }
 
 double tfm_rank_coll_s(const tfm_rank_coll *c, int t, double b, double bw, double lat)
@@ -155,17 +196,19 @@ int tfm_rank_model(model *out, const model *m, const tfm_rank_opts *o, const cha
     memset(out, 0, sizeof *out);
     const tfm_desc *d = &m->tfm;
     int n = (int)d->layers + 2;
-    double eb = model_dtype_bytes(m->dtype), sh = (double)d->seq * (double)d->hidden;
+    double eb = model_dtype_bytes(m->dtype), sh = (double)d->seq * (double)d->hidden / tfm_rank_cp(o);
     snprintf(out->name, sizeof out->name, "%s", m->name);
     out->input = m->input;
     out->dtype = m->dtype;
     out->unit = m->unit;
     out->n_layers = n;
     out->layers = cl_calloc((size_t)n, sizeof *out->layers);
-    set(&out->layers[0], m->layers[0].name, embedding(d, o, eb), sh / o->t);
-    costs b = block(d, o, m->dtype, eb);
+    set(&out->layers[0], m->layers[0].name, per_cp(embedding(d, o, eb), o), sh / o->t);
+    costs b = per_cp(block(d, o, m->dtype, eb), o);
     for (int i = 1; i <= d->layers; i++) set(&out->layers[i], m->layers[i].name, b, sh / o->t);
-    set(&out->layers[n - 1], m->layers[n - 1].name, head(d, o, eb), 1);
+    costs hd = per_cp(head(d, o, eb), o);
+    hd.out_bytes = eb; /* the loss, one element whatever the tokens */
+    set(&out->layers[n - 1], m->layers[n - 1].name, hd, 1);
     int rc = model_derive(out, file, e);
     if (rc) model_free(out), memset(out, 0, sizeof *out);
     return rc;

@@ -27,7 +27,26 @@ typedef struct tfm_rank_opts {
     int fp8;           /* 1: the blocks' linear layers run FP8 GEMMs (NVIDIA
                         * Transformer Engine); priced only, the memory kept
                         * as in 16-bit (docs/compute.md, "FP8")             */
+    int c;             /* context-parallel degree (0 or 1: none): each rank
+                          holds s/c tokens of every sequence and exchanges
+                          key/value blocks in a ring (docs/transformer.md,
+                          "Context parallelism")                           */
 } tfm_rank_opts;
+
+/* The context-parallel degree of o, 1 when none. */
+static inline int tfm_rank_cp(const tfm_rank_opts *o) { return o->c > 1 ? o->c : 1; }
+
+/* The key/value ring of context parallelism in one block, per sample (one
+ * sequence) on one rank: `steps` (c - 1) point-to-point steps each way;
+ * each forward step sends the rank's key and value block (2 (s/c) h g/a / t
+ * elements), each backward step that block and its gradient (twice the
+ * bytes).  All zero without context parallelism. */
+typedef struct tfm_rank_ring {
+    int steps;
+    double fwd_bytes, bwd_bytes;
+} tfm_rank_ring;
+
+tfm_rank_ring tfm_rank_kv_ring(const tfm_desc *d, model_dtype dt, const tfm_rank_opts *o);
 
 /* The collectives of one layer per sample (one sequence), on one rank:
  * counts of ring all-reduces, all-gathers and reduce-scatters of msg bytes
@@ -45,7 +64,9 @@ typedef struct tfm_rank_comm {
 } tfm_rank_comm;
 
 /* Check o against m: m carries its transformer (m->has_tfm), t divides
- * heads, key/value groups and the MLP width, and with sp the sequence.
+ * heads, key/value groups and the MLP width, and with sp the sequence;
+ * with context parallelism c, 2c divides the sequence (load-balanced
+ * causal chunks) and with sp t divides the rank's s/c tokens.
  * CL_EINPUT naming `file` with a hint. */
 int tfm_rank_check(const model *m, const tfm_rank_opts *o, const char *file, cl_err *e);
 

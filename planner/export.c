@@ -155,7 +155,9 @@ static int plan_run(const plan *p, plan_target t, const char *file, run *out, cl
         return cl_fail(e, CL_EINPUT,
                        "%s: %d microbatches over %d replicas leave them unequal; %s gives every data-parallel replica the same number (hint: plan with --microbatches a multiple of %d)",
                        file, p->n_micro, r, target_names[t], r);
-    out->r = r;
+    /* with context parallelism a stage's replicas are d data-parallel
+     * ones of c context ranks each (planner/layout.h) */
+    out->r = r / plan_context(p);
     out->gas = p->n_micro / r;
     return CL_OK;
 }
@@ -176,11 +178,12 @@ static void header(sbuf *b, const plan *p, plan_target t, const plan_export_orig
     put(b, "# %s for model %s: %d stage%s", what, name, p->n_stages, p->n_stages == 1 ? "" : "s");
     free(name);
     if (p->chunks > 1) put(b, " (%d devices x %d chunks)", p->n_stages / p->chunks, p->chunks);
-    int devs = p->n_stages / p->chunks * rn->r;
+    int cp = plan_context(p), devs = p->n_stages / p->chunks * rn->r * cp;
     put(b, ", data-parallel degree %d (%d device%s", rn->r, devs, devs == 1 ? "" : "s");
     if (plan_tensor(p) > 1) put(b, " of %d GPUs each, tensor-parallel", plan_tensor(p));
+    if (cp > 1) put(b, ", %d context-parallel per replica", cp);
     put(b, ")\n");
-    put(b, "# batch %d per iteration = %d replica%s x %d microbatch%s x %d samples\n", p->batch, rn->r,
+    put(b, "# batch %d per iteration = %d replica%s x %d microbatch%s x %d samples\n", p->batch / cp, rn->r,
         rn->r == 1 ? "" : "s", rn->gas, rn->gas == 1 ? "" : "es", p->microbatch);
     if (planned && planned->schedule != p->schedule) {
         put(b, "# the plan's schedule, %s (predicted ", sched_kind_name(planned->schedule));
@@ -416,12 +419,14 @@ static int to_megatron(const plan *p, const plan_export_origin *planned, const c
         txt[s] = one.s;
     }
     header(b, p, PLAN_TO_MEGATRON, planned, &rn, "Megatron-LM pipeline layout");
-    int tp = plan_tensor(p);
+    int tp = plan_tensor(p), cp = plan_context(p);
+    char cps[32] = "";
+    if (cp > 1) snprintf(cps, sizeof cps, " x context %d", cp);
     put(b, "# Megatron takes the data-parallel degree from the world size: run on %d GPUs\n"
-           "# (tensor %d x pipeline %d x data %d); global batch / (micro batch x data) = %d microbatches.\n"
+           "# (tensor %d%s x pipeline %d x data %d); global batch / (micro batch x data) = %d microbatches.\n"
            "# E = embedding, t = transformer layer, L = loss (with the output layer);\n"
            "# stages are split by |, (X|)*n repeats a stage n times.\n",
-        tp * (S / p->chunks) * rn.r, tp, S / p->chunks, rn.r, rn.gas);
+        tp * cp * (S / p->chunks) * rn.r, tp, cps, S / p->chunks, rn.r, rn.gas);
     if (p->zero == 2)
         put(b, "# ZeRO 2 planned: Megatron's distributed optimizer shards the optimizer state and\n"
                "# reduce-scatters the gradients, but keeps a full gradient buffer per rank.\n");
@@ -429,6 +434,7 @@ static int to_megatron(const plan *p, const plan_export_origin *planned, const c
     char batch[320];
     int n = 0;
     if (tp > 1) n += snprintf(batch + n, sizeof batch - (size_t)n, " --tensor-model-parallel-size %d", tp);
+    if (cp > 1) n += snprintf(batch + n, sizeof batch - (size_t)n, " --context-parallel-size %d", cp);
     if (p->seq_par) n += snprintf(batch + n, sizeof batch - (size_t)n, " --sequence-parallel");
     if (p->recompute == TFM_RECOMP_SELECTIVE || p->recompute == TFM_RECOMP_FULL)
         n += snprintf(batch + n, sizeof batch - (size_t)n, " --recompute-granularity %s%s",
@@ -436,7 +442,7 @@ static int to_megatron(const plan *p, const plan_export_origin *planned, const c
                       p->recompute == TFM_RECOMP_FULL ? " --recompute-method uniform --recompute-num-layers 1" : "");
     if (p->zero >= 1) n += snprintf(batch + n, sizeof batch - (size_t)n, " --use-distributed-optimizer");
     snprintf(batch + n, sizeof batch - (size_t)n, " --micro-batch-size %d --global-batch-size %d\n", p->microbatch,
-             p->batch);
+             p->batch / cp);
     put(b, "# Megatron-core with --pipeline-model-parallel-layout:\n");
     put(b, "--num-layers %d --pipeline-model-parallel-size %d", tail - 1, S / p->chunks);
     put(b, " --pipeline-model-parallel-layout \"");

@@ -13,7 +13,7 @@
 
 /* ------------------------------------------------------------- parsing -- */
 
-static const char *const keys_hint = "t, p, d, mb, m, sched, v, recompute, zero, sp, split";
+static const char *const keys_hint = "t, cp, p, d, mb, m, sched, v, recompute, zero, sp, split";
 
 /* A positive int (at most hi) from "12"; 0 on failure. */
 static int pos_int(const char *s, size_t n, int hi)
@@ -62,7 +62,8 @@ int plan_fixed_parse(const char *text, const char *what, plan_fixed *fx, cl_err 
         const char *v = eq + 1;
         char key[16] = "";
         if (kn < sizeof key) memcpy(key, item, kn), key[kn] = 0;
-        int *slot = !strcmp(key, "t") ? &fx->t : !strcmp(key, "p") ? &fx->p : !strcmp(key, "d") ? &fx->d
+        int *slot = !strcmp(key, "t") ? &fx->t : !strcmp(key, "cp") ? &fx->c : !strcmp(key, "p") ? &fx->p
+                  : !strcmp(key, "d") ? &fx->d
                   : !strcmp(key, "mb") ? &fx->mb : !strcmp(key, "m") ? &fx->m : !strcmp(key, "v") ? &fx->v
                   : NULL;
         char val[32] = "";
@@ -101,7 +102,7 @@ void plan_fixed_str(const plan_fixed *fx, char *buf, size_t cap)
     buf[0] = 0;
 #define ADD(...) (at += at < cap ? (size_t)snprintf(buf + at, cap - at, __VA_ARGS__) : 0)
     const struct { const char *k; int v; } num[] = {
-        {"t", fx->t}, {"p", fx->p}, {"d", fx->d}, {"mb", fx->mb}, {"m", fx->m},
+        {"t", fx->t}, {"cp", fx->c}, {"p", fx->p}, {"d", fx->d}, {"mb", fx->mb}, {"m", fx->m},
     };
     for (size_t i = 0; i < sizeof num / sizeof num[0]; i++)
         if (num[i].v > 0) ADD("%s%s=%d", at ? "," : "", num[i].k, num[i].v);
@@ -131,22 +132,28 @@ static int node_size(const cluster *c)
  * is not a run. */
 static int resolve(plan_fixed *f, const cluster *c, int batch, const char *what, cl_err *e)
 {
-    int N = c->n_devices, K = node_size(c);
+    int N = c->n_devices, K = node_size(c), cp = f->c > 1 ? f->c : 1;
+    /* the degrees as said in messages: context parallelism named only when
+     * given, so the messages of other layouts keep their words */
+    char deg[32], val[48];
+    if (cp > 1) snprintf(deg, sizeof deg, "t x cp x p"), snprintf(val, sizeof val, "%d x %d x %d", f->t ? f->t : 1, cp, f->p ? f->p : 1);
+    else snprintf(deg, sizeof deg, "t x p"), snprintf(val, sizeof val, "%d x %d", f->t ? f->t : 1, f->p ? f->p : 1);
     if (!f->t) f->t = 1;
     if (!f->p) f->p = 1;
     if (f->t > K)
         return cl_fail(e, CL_EINPUT, "%s: t %d is more than the %d GPUs of a node (hint: a tensor-parallel group stays inside a node; t at most %d)",
                        what, f->t, K, K);
-    if (!f->d && N % (f->t * f->p))
-        return cl_fail(e, CL_EINPUT, "%s: t x p = %d x %d does not divide the cluster's %d GPUs (hint: degrees whose product is %d)",
-                       what, f->t, f->p, N, N);
-    if (!f->d) f->d = N / (f->t * f->p);
+    long long tcp = (long long)f->t * cp * f->p;
+    if (!f->d && (tcp > N || N % tcp))
+        return cl_fail(e, CL_EINPUT, "%s: %s = %s does not divide the cluster's %d GPUs (hint: degrees whose product is %d)",
+                       what, deg, val, N, N);
+    if (!f->d) f->d = (int)(N / tcp);
     if (f->sp > 0 && f->t == 1)
         return cl_fail(e, CL_EINPUT, "%s: sp=1 with t 1 (hint: sequence parallelism splits the sequence over tensor-parallel ranks; drop sp or give t)",
                        what);
-    if ((long long)f->t * f->p * f->d != N)
-        return cl_fail(e, CL_EINPUT, "%s: t x p x d = %d x %d x %d = %lld GPUs, but the cluster has %d (hint: degrees whose product is %d)",
-                       what, f->t, f->p, f->d, (long long)f->t * f->p * f->d, N, N);
+    if (tcp * f->d != N)
+        return cl_fail(e, CL_EINPUT, "%s: %s x d = %s x %d = %lld GPUs, but the cluster has %d (hint: degrees whose product is %d)",
+                       what, deg, val, f->d, tcp * f->d, N, N);
     if (f->sched < 0) f->sched = f->v > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
     if (!f->v) f->v = f->sched == SCHED_INTERLEAVED ? 2 : 1;
     if (f->v > 1 && f->sched != SCHED_INTERLEAVED)
@@ -232,11 +239,26 @@ static int chunk_cuts(const plan_fixed *f, const model *md, int blocks, int n, i
 
 /* ---------------------------------------------------------- evaluating -- */
 
+/* The link the context-parallel ring of key/value blocks crosses, on the
+ * cluster g of tensor-parallel groups: the node's when every ring (c
+ * consecutive groups, Megatron placing context next to tensor) lies in one
+ * node, else the link between nodes (a ring step waits for its slowest
+ * hop).  Without context parallelism, the node's (unused). */
+static cluster_link cp_link(const cluster *g, int c)
+{
+    for (int i = 0; c > 1 && i < g->n_devices; i++)
+        if (g->devices[i].node != g->devices[i - i % c].node) return g->links[CLUSTER_INTER];
+    return g->links[CLUSTER_INTRA];
+}
+
 /* The fixed layout on the per-rank request rq: built as the search builds
  * its candidates and predicted by plan_predict and the simulator. */
 static int price(const plan_request *rq, const plan_fixed *f, const int *cut, const char *what, plan_result *res,
                  char *nofit, size_t nofit_cap, cl_err *e)
 {
+    /* a stage's replicas: the d data-parallel ones, each of cp context
+     * ranks (Megatron's order, tensor then context then data: consecutive) */
+    int D = f->d * (f->c > 1 ? f->c : 1);
     search_ctx c = {.rq = rq, .res = res, .view = rq->cluster, .n_dev = rq->cluster->n_devices,
                     .cut_max = rq->model->n_layers};
     c.cut_head = c.cut_max;
@@ -245,7 +267,7 @@ static int price(const plan_request *rq, const plan_fixed *f, const int *cut, co
     int *orders[3], n_orders = instance_device_orders(&c, orders);
     c.order = orders[0]; /* the cluster's order, node by node: the search's first */
     plan_inst I;
-    instance_build(&c, f->m * f->d, &I);
+    instance_build(&c, f->m * D, &I);
     I.sched = (sched_kind)f->sched;
     I.chunks = f->v;
     plan_lattice L;
@@ -253,10 +275,10 @@ static int price(const plan_request *rq, const plan_fixed *f, const int *cut, co
     search_best B = {0};
     plan_eval ev;
     ev.valid = 1;
-    for (int q = 0; q < f->p && f->sched == SCHED_INTERLEAVED; q++) ev.valid &= plan_block_ok(&I, q * f->d, f->d);
+    for (int q = 0; q < f->p && f->sched == SCHED_INTERLEAVED; q++) ev.valid &= plan_block_ok(&I, q * D, D);
     if (f->sched == SCHED_INTERLEAVED && ev.valid) {
         plan pl;
-        search_interleaved_plan(&c, &I, &L, f->p, f->d, cut, &pl, &ev);
+        search_interleaved_plan(&c, &I, &L, f->p, D, cut, &pl, &ev);
         plan_pred pr;
         plan_timing tm;
         plan_predict_opts po = {.comm = rq->comm};
@@ -270,7 +292,7 @@ static int price(const plan_request *rq, const plan_fixed *f, const int *cut, co
         plan_layout y;
         plan_layout_alloc(&y, f->p);
         for (int s = 0; s <= f->p; s++) y.cut[s] = cut[s];
-        for (int s = 0; s < f->p; s++) y.pos[s] = s * f->d, y.r[s] = f->d;
+        for (int s = 0; s < f->p; s++) y.pos[s] = s * D, y.r[s] = D;
         plan_layout_eval(&I, &L, &y, &ev);
         if (ev.valid) search_consider(&c, &B, &I, &L, &y, &ev, "layout", NAN, NAN);
         plan_layout_free(&y);
@@ -280,6 +302,9 @@ static int price(const plan_request *rq, const plan_fixed *f, const int *cut, co
     plan_inst_free(&I);
     for (int k = 0; k < n_orders; k++) free(orders[k]);
     free(c.speed);
+    if (!ev.valid && D != f->d)
+        return cl_fail(e, CL_EINPUT, "%s: the d x cp = %d replicas of a stage are neither inside one node nor whole nodes (hint: d x cp dividing, or a multiple of, the %d tensor-parallel groups of a node)",
+                       what, D, node_size(rq->cluster));
     if (!ev.valid)
         return cl_fail(e, CL_EINPUT, "%s: the d %d replicas of a stage are neither inside one node nor whole nodes (hint: d dividing, or a multiple of, the %d tensor-parallel groups of a node)",
                        what, f->d, node_size(rq->cluster));
@@ -327,8 +352,9 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
     const model *md = rq0->model;
     tfm_rank_opts tro = {.t = f.t, .sp = f.sp > 0,
                          .recomp = f.recompute > 0 ? (tfm_recomp)f.recompute : TFM_RECOMP_NONE,
-                         .fused_attn = f.attn == PROF_ATTN_FUSED, .fp8 = rq0->precision == PREC_FP8};
-    int rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn || tro.fp8;
+                         .fused_attn = f.attn == PROF_ATTN_FUSED, .fp8 = rq0->precision == PREC_FP8,
+                         .c = f.c > 1 ? f.c : 1};
+    int cp = tro.c, rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn || tro.fp8 || cp > 1;
     if (tro.fp8 && !md->has_tfm)
         return cl_fail(e, CL_EINPUT, "%s: --precision fp8 needs a model with a \"transformer\" member and a device type with an FP8 kernel model (docs/compute.md, \"FP8\")", what);
     if (tro.fused_attn && !md->has_tfm)
@@ -356,7 +382,7 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
         double pt = f.mb;
         int shaped;
         if ((rc = tp_derive(&pf, md, mr, &tro, rs, (prof_attn)f.attn, rq0->ref_type, rq0->cluster->links[CLUSTER_INTRA],
-                            &pt, 1, &shaped, e))) {
+                            cp_link(rs ? &clr : rq0->cluster, cp), &pt, 1, &shaped, e))) {
             free(cut);
             goto done;
         }
@@ -375,8 +401,9 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
     rq.model = mr;
     rq.cluster = rs ? &clr : rq0->cluster;
     rq.prof = rq0->prof ? rq0->prof : &pf;
-    rq.batch = f.mb * f.m * f.d;
-    rq.microbatches = f.m * f.d;
+    /* the per-rank question counts a sequence's c chunks as c samples */
+    rq.batch = f.mb * f.m * f.d * cp;
+    rq.microbatches = f.m * f.d * cp;
     rq.schedule = f.sched;
     rq.chunks = f.v;
     rq.stages = f.p;
@@ -389,6 +416,7 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
         res->plan.tensor = tro.t;
         res->plan.seq_par = tro.sp;
         res->plan.recompute = tro.recomp;
+        res->plan.context = cp;
         if (uneven)
             search_note(res, "the %lld %s do not divide into p x v = %d chunks: the first %d hold one more (Megatron-LM refuses such a run; split= gives the counts)",
                         blocky ? (long long)md->tfm.layers : (long long)mr->n_layers,

@@ -6,7 +6,8 @@
  *
  *   t=8,p=16,d=8,mb=1,m=96,sched=interleaved,v=2,recompute=full,zero=1,sp=1
  *
- * t tensor-parallel GPUs per group (inside a node), p pipeline stages, d
+ * t tensor-parallel GPUs per group (inside a node), cp context-parallel
+ * groups sharing each sequence (cp=C; models/tfm_rank.h), p pipeline stages, d
  * data-parallel replicas, mb sequences per microbatch, m microbatches per
  * data-parallel replica and iteration (Megatron's number of microbatches:
  * the batch is mb x m x d), the schedule (a kind of core/plan.h) with v
@@ -30,6 +31,7 @@
 
 typedef struct plan_fixed {
     int t, p, d;            /* degrees; 0: not given (t, p: 1; d: the rest)  */
+    int c;                  /* context-parallel degree (key cp); 0: 1         */
     int mb, m;              /* microbatch size, microbatches per replica;
                                0: not given (from the batch; mb 1)          */
     int sched;              /* a sched_kind; -1: 1f1b, interleaved with v > 1 */
@@ -56,10 +58,14 @@ void plan_fixed_str(const plan_fixed *fx, char *buf, size_t cap);
  * re-price it), rq->cluster its GPUs, rq->prof NULL to derive the costs
  * for rq->ref_type (required then), rq->batch 0 or the batch the layout
  * must match; optimizer, precision, zero, comm and the origins as for
- * plan_search.  The layout's degrees must multiply to the GPU count.
+ * plan_search.  The layout's degrees must multiply to the GPU count
+ * (t x cp x p x d).  With context parallelism the plan is the per-rank
+ * question of s/c tokens per sample: its stages hold d x c replicas (the
+ * data-parallel group of Megatron-core, which reduces gradients and shards
+ * ZeRO over d x cp ranks) and its batch counts c samples per sequence.
  *
  * CL_OK and *res (plan_result_free releases it; res->plan.tensor,
- * seq_par and recompute set, res->algo "layout") when it can be priced;
+ * seq_par, recompute and context set, res->algo "layout") when it can be priced;
  * nofit then holds "" or, when a device's memory overflows, one line
  * "does not fit: stage 3 (layers ...) needs 92.10 GiB per GPU, usable
  * 75.00 GiB, over by 17.10 GiB".  CL_EINPUT with one line naming `what`

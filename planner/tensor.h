@@ -32,15 +32,27 @@ int tp_cluster(cluster *out, const cluster *c, int t, const char *file, cl_err *
  * full model's transformer) on the link `intra` (the node's). */
 void tp_add_comm(prof *pf, const model *full, const tfm_rank_opts *o, cluster_link intra);
 
+/* Context parallelism (docs/transformer.md, "Context parallelism"): add
+ * to each block's forward and input-gradient times at every profiled
+ * batch size what its key/value ring (tfm_rank_kv_ring of the full model
+ * full) leaves exposed on the link `ring`: c - 1 steps each way, each
+ * max(a c-th of the attention core, the transfer), the core's seconds from
+ * prof_tfm_core_s when `shaped`, else the core's FLOP share of the layer's
+ * time.  Recomputation (full or selective) runs the forward's ring again
+ * in the backward.  Nothing without context parallelism. */
+void cp_add_ring(prof *pf, const model *full, const tfm_rank_opts *o, prof_attn a, const cluster_devtype *t,
+                 int shaped, cluster_link ring);
+
 /* The derived profile of a question: prof_derive of mr (the whole model
  * md, or its per-rank model) for device type t at the np batch sizes pts;
  * then, for a transformer on a device with a kernel model (*shaped = 1),
  * every layer priced from its shapes (prof_tfm_times, attention a); then,
- * when rs (t > 1, sequence parallelism or recomputation), each layer's
- * tensor-parallel collectives on `intra` (tp_add_comm).  The one place
+ * when rs (t > 1, sequence parallelism, recomputation or context
+ * parallelism), the context-parallel ring on `ring` (cp_add_ring) and each
+ * layer's tensor-parallel collectives on `intra` (tp_add_comm).  The one place
  * `plan` and `--layout` derive costs.  CL_EINPUT from prof_derive. */
 int tp_derive(prof *pf, const model *md, const model *mr, const tfm_rank_opts *o, int rs, prof_attn a,
-              const cluster_devtype *t, cluster_link intra, const double *pts, int np, int *shaped,
-              cl_err *e);
+              const cluster_devtype *t, cluster_link intra, cluster_link ring, const double *pts, int np,
+              int *shaped, cl_err *e);
 
 #endif

@@ -1,6 +1,6 @@
 /* tfm_time.c - a transformer's layers priced kernel by kernel (see
  * tfm_time.h and docs/compute.md).  Per rank, for a microbatch of b
- * sequences of s tokens: T = b s tokens, Ts = T / t with sequence
+ * sequences of s tokens (s/c of each with context parallelism c): T = b s tokens, Ts = T / t with sequence
  * parallelism (the norms, dropouts and residual adds run on the rank's
  * share of the sequence) else T, E bytes per activation element. */
 #include <assert.h>
@@ -78,41 +78,48 @@ static void join(acc *into, const acc *from)
  * softmax backward, dQ = dS K, dK = dS^T Q.  Fused: one kernel each way doing
  * the forward's 4 b s^2 h / t FLOPs (2.5 times that backward, where the
  * kernel recomputes the scores: Dao 2023, Sec. 3.1), halved by the causal
- * mask whose blocks the kernel skips. */
-static void core(const ctx *c, const tfm_desc *d, double b, double heads, prof_attn at,
-                 acc *f, acc *in)
+ * mask whose blocks the kernel skips.  With context parallelism c the rank's
+ * s/c queries meet the s keys one ring step at a time (Transformer Engine's
+ * ring attention): c rounds of the same kernels on (s/c) x (s/c) blocks,
+ * each a c-th of the rank's work (the load-balanced chunks give every step
+ * the same causal share); c = 1 is the single round above. */
+static void core(const ctx *c, const tfm_desc *d, const tfm_rank_opts *o, double b, double heads,
+                 prof_attn at, acc *f, acc *in)
 {
-    double s = (double)d->seq, dh = (double)d->hidden / (double)d->heads, bh = b * heads;
+    int cp = tfm_rank_cp(o);
+    double s = (double)d->seq / cp, dh = (double)d->hidden / (double)d->heads, bh = b * heads;
     double A = bh * s * s, E = c->E;
-    if (at == PROF_ATTN_FUSED) {
-        double flops = 0.5 * 4.0 * bh * s * s * dh;
-        add(f, prof_fused_s(c->dev, c->E, flops));
-        add(in, prof_fused_s(c->dev, c->E, 2.5 * flops));
-        return;
+    for (int step = 0; step < cp; step++) {
+        if (at == PROF_ATTN_FUSED) {
+            double flops = 0.5 * 4.0 * bh * (double)d->seq * (double)d->seq * dh / cp / cp;
+            add(f, prof_fused_s(c->dev, c->E, flops));
+            add(in, prof_fused_s(c->dev, c->E, 2.5 * flops));
+            continue;
+        }
+        gemm(c, f, s, s, dh, bh);
+        mem(c, f, 2 * E * A); /* fused scale + mask + softmax: read, write */
+        if (d->dropout) mem(c, f, A * (2 * E + 1)); /* read, write, 1-byte mask */
+        gemm(c, f, s, dh, s, bh);
+        gemm(c, in, s, s, dh, bh);
+        gemm(c, in, s, dh, s, bh);
+        if (d->dropout) mem(c, in, A * (2 * E + 1));
+        mem(c, in, 3 * E * A); /* softmax backward: read output and gradient, write */
+        gemm(c, in, s, dh, s, bh);
+        gemm(c, in, s, dh, s, bh);
     }
-    gemm(c, f, s, s, dh, bh);
-    mem(c, f, 2 * E * A); /* fused scale + mask + softmax: read, write */
-    if (d->dropout) mem(c, f, A * (2 * E + 1)); /* read, write, 1-byte mask */
-    gemm(c, f, s, dh, s, bh);
-    gemm(c, in, s, s, dh, bh);
-    gemm(c, in, s, dh, s, bh);
-    if (d->dropout) mem(c, in, A * (2 * E + 1));
-    mem(c, in, 3 * E * A); /* softmax backward: read output and gradient, write */
-    gemm(c, in, s, dh, s, bh);
-    gemm(c, in, s, dh, s, bh);
 }
 
 static prof_tfm_pass block(const ctx *c, const tfm_desc *d, const tfm_rank_opts *o,
                            prof_attn at, double b)
 {
-    double t = o->t, E = c->E, h = (double)d->hidden, s = (double)d->seq;
+    double t = o->t, E = c->E, h = (double)d->hidden, s = (double)d->seq / tfm_rank_cp(o);
     double T = b * s, Ts = T / (o->sp ? t : 1), fr = (double)d->ffn / t;
     double kv = (double)d->groups * h / (double)d->heads, drop = d->dropout ? 1 : 0;
     acc f = {0}, in = {0}, w = {0}, cf = {0}, ci = {0};
     /* attention: norm, QKV, core, projection, bias + dropout + residual add */
     mem(c, &f, 2 * E * h * Ts);
     block_linear(c, &f, &in, &w, T, (h + 2 * kv) / t, h);
-    core(c, d, b, (double)d->heads / t, at, &cf, &ci);
+    core(c, d, o, b, (double)d->heads / t, at, &cf, &ci);
     join(&f, &cf);
     join(&in, &ci);
     block_linear(c, &f, &in, &w, T, h, h / t);
@@ -150,7 +157,7 @@ static prof_tfm_pass block(const ctx *c, const tfm_desc *d, const tfm_rank_opts 
  * weight-gradient work as in models/tfm_rank.c. */
 static prof_tfm_pass embedding(const ctx *c, const tfm_desc *d, const tfm_rank_opts *o, double b)
 {
-    double E = c->E, h = (double)d->hidden, s = (double)d->seq, T = b * s;
+    double E = c->E, h = (double)d->hidden, s = (double)d->seq / tfm_rank_cp(o), T = b * s;
     double Ts = T / (o->sp ? o->t : 1);
     int learned = d->pos == TFM_POS_LEARNED;
     acc f = {0}, w = {0};
@@ -169,7 +176,7 @@ static prof_tfm_pass embedding(const ctx *c, const tfm_desc *d, const tfm_rank_o
  * gradients, the logit GEMM's two gradients, the norm. */
 static prof_tfm_pass head(const ctx *c, const tfm_desc *d, const tfm_rank_opts *o, double b)
 {
-    double E = c->E, h = (double)d->hidden, T = b * (double)d->seq;
+    double E = c->E, h = (double)d->hidden, T = b * (double)d->seq / tfm_rank_cp(o);
     double Ts = T / (o->sp ? o->t : 1), Vr = (double)d->vocab / o->t;
     acc f = {0}, in = {0}, w = {0};
     mem(c, &f, 2 * E * h * Ts);
@@ -179,6 +186,17 @@ static prof_tfm_pass head(const ctx *c, const tfm_desc *d, const tfm_rank_opts *
     mem(c, &in, (4 + E) * T * Vr);
     mem(c, &in, 3 * E * h * Ts);
     prof_tfm_pass p = {f.s, in.s, w.s, f.n + in.n + w.n};
+    return p;
+}
+
+prof_tfm_pass prof_tfm_core_s(const tfm_desc *d, int elem, const tfm_rank_opts *o, prof_attn a,
+                              const cluster_devtype *t, double b)
+{
+    assert(prof_tfm_priced(t) && o->t >= 1);
+    ctx c = {t, elem};
+    acc f = {0}, in = {0};
+    core(&c, d, o, b, (double)d->heads / o->t, a, &f, &in);
+    prof_tfm_pass p = {f.s, in.s, 0, f.n + in.n};
     return p;
 }
 

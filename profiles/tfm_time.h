@@ -10,8 +10,10 @@
  * bytes over bandwidth; with Megatron-LM's fusions (Narayanan et al. 2021,
  * Sec. 4.2: bias + GeLU, bias + dropout + add, scale + mask + softmax).
  * These replace FLOPs / (peak x efficiency) for devices whose preset has a
- * "kernels" member; the tensor-parallel collectives are added separately
- * (planner/tensor.h, tp_add_comm).
+ * "kernels" member; the tensor-parallel collectives and the context-parallel
+ * key/value ring are added separately (planner/tensor.h).  With context
+ * parallelism c every layer works on the rank's s/c tokens of each
+ * sequence, and the attention core runs c ring steps.
  */
 #ifndef CL_PROF_TFM_TIME_H
 #define CL_PROF_TFM_TIME_H
@@ -44,6 +46,13 @@ int prof_tfm_priced(const cluster_devtype *t);
  * prof_tfm_priced).  d and o as tfm_rank_check accepts them. */
 prof_tfm_pass prof_tfm_layer_s(const tfm_desc *d, int elem, const tfm_rank_opts *o,
                                prof_attn a, const cluster_devtype *t, int i, double b);
+
+/* The attention core alone of one block on one rank (its fwd_s and
+ * bwd_in_s; no recomputation), with context parallelism all c ring steps
+ * together: what the key/value ring's transfers overlap with
+ * (planner/tensor.h, cp_add_ring).  Arguments as prof_tfm_layer_s. */
+prof_tfm_pass prof_tfm_core_s(const tfm_desc *d, int elem, const tfm_rank_opts *o, prof_attn a,
+                              const cluster_devtype *t, double b);
 
 /* Replace the times of pf (derived by prof_derive for the full or per-rank
  * model of d: L + 2 layers) at every batch size by prof_tfm_layer_s, and

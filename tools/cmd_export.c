@@ -63,8 +63,14 @@ int cmd_export(int argc, char **argv)
     plan_target t = (plan_target)target;
     /* Megatron-LM runs tensor parallelism and recomputation (flags in the
      * export); the other targets do not */
-    if (t != PLAN_TO_MEGATRON && (plan_tensor(&p) > 1 || p.recompute)) {
-        cl_fail(&e, CL_EINPUT,
+    if (t != PLAN_TO_MEGATRON && plan_per_rank(&p)) {
+        if (plan_context(&p) > 1)
+            cl_fail(&e, CL_EINPUT,
+                    "%s: the plan has context parallelism %d, which only --to megatron writes (hint: cleave "
+                    "export PLAN --to megatron, or a layout without cp for --to %s)",
+                    path, plan_context(&p), plan_target_name(t));
+        else
+            cl_fail(&e, CL_EINPUT,
                 "%s: the plan has tensor %d and recompute %s, which only --to megatron writes (hint: cleave "
                 "export PLAN --to megatron, or plan without --tensor and --recompute for --to %s)",
                 path, plan_tensor(&p), tfm_recomp_name((tfm_recomp)p.recompute), plan_target_name(t));

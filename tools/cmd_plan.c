@@ -217,18 +217,20 @@ static void print_plan(FILE *f, const plan_request *rq, const plan_result *res, 
         fprintf(f, "for: %s, data-parallel degree %d (%d microbatch%s per replica): the run `cleave export --to %s` describes%s\n",
                 plan_for_name(p->framework), p->stages[0].n_replicas, p->n_micro / p->stages[0].n_replicas,
                 p->n_micro / p->stages[0].n_replicas == 1 ? "" : "es", plan_for_name(p->framework),
-                plan_tensor(p) == 1 && !p->recompute ? ""
+                !plan_per_rank(p) ? ""
                 : p->framework == PLAN_FOR_MEGATRON ? ", tensor parallelism and recomputation included"
                                                      : "; it refuses tensor parallelism and recomputation (only --to megatron writes them)");
     if (!rq->comm) fprintf(f, "communication: left out (--comm off)\n");
-    if (plan_tensor(p) > 1 || p->recompute) {
-        char layout[96];
+    if (plan_per_rank(p)) {
+        char layout[96], cpl[192];
         plan_layout_str(p, layout, sizeof layout);
         fprintf(f, "tensor: %d%s, recompute %s: every device below is a group of %d GPU%s "
                    "(one rank's figures); %s\n",
                 plan_tensor(p), p->seq_par ? " with sequence parallelism" : "",
                 tfm_recomp_name((tfm_recomp)p->recompute), plan_tensor(p), plan_tensor(p) == 1 ? "" : "s",
                 layout);
+        plan_cp_str(p, p->pred.throughput, cpl, sizeof cpl);
+        if (cpl[0]) fprintf(f, "%s\n", cpl);
     }
     fprintf(f, "\n%-5s  %-44s %-8s %11s %11s %10s %10s %5s\n", "stage", "layers", "devices",
            "compute_s", "comm_s", "memory", "capacity", "util");
@@ -539,7 +541,7 @@ int cmd_plan(int argc, char **argv)
                 prof_free(&pf);
                 int shaped;
                 if ((rc = tp_derive(&pf, &md, rs ? &mdr : &md, &tro, rs, (prof_attn)pa.attention, t,
-                                    cl.links[CLUSTER_INTRA], pts, np, &shaped, &e)))
+                                    cl.links[CLUSTER_INTRA], cl.links[CLUSTER_INTRA], pts, np, &shaped, &e)))
                     goto fail;
                 /* a transformer on a device with a kernel model: every
                  * layer priced kernel by kernel from its shapes */

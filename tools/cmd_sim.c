@@ -157,7 +157,7 @@ static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *
     fprintf(f, "%s: %d stages on %d devices, schedule %s, %d microbatches x %d %s per iteration\n",
            a->plan, p->n_stages, r->n_dev, kind_str(r->kind), r->n_micro,
            p->microbatch > 0 ? p->microbatch : 1, model_unit_plural(p->model.unit));
-    if (plan_tensor(p) > 1 || p->recompute) {
+    if (plan_per_rank(p)) {
         /* the plan is the per-rank question (planner/tensor.h): its devices
          * are tensor-parallel groups, its figures one GPU's */
         char layout[96];
@@ -166,6 +166,9 @@ static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *
                 plan_tensor(p), p->seq_par ? " with sequence parallelism" : "",
                 p->recompute == 2 ? "full" : p->recompute == 1 ? "selective" : "none", plan_tensor(p),
                 plan_tensor(p) == 1 ? "" : "s", layout);
+        char cpl[192];
+        plan_cp_str(p, r->throughput, cpl, sizeof cpl);
+        if (cpl[0]) fprintf(f, "%s\n", cpl);
     }
     if (r->warmup_iters)
         fprintf(f, "simulated %d iterations; steady state measured over %d (after %d of warm-up%s)\n",
@@ -220,10 +223,11 @@ static int print_json(const sim_args *a, const plan *p, const sched *sc, const s
     };
     cli_json_add_numbers(o, counts, CLI_N(counts));
     cJSON_AddBoolToObject(o, "comm", !a->comm_off);
-    if (plan_tensor(p) > 1 || p->recompute) {
+    if (plan_per_rank(p)) {
         /* the per-rank question: devices are groups of t GPUs */
         cJSON_AddNumberToObject(o, "tensor", plan_tensor(p));
         cJSON_AddBoolToObject(o, "sequence_parallel", p->seq_par);
+        if (plan_context(p) > 1) cJSON_AddNumberToObject(o, "context", plan_context(p));
         cJSON_AddNumberToObject(o, "gpus", (double)plan_tensor(p) * plan_device_count(p));
     }
     const cli_json_num figures[] = {

@@ -28,12 +28,14 @@ int inspect_plan(const char *path, int as_json)
     printf(", optimiser %s%s", plan_optim_name(p.optimizer), p.comm_off ? ", communication left out" : "");
     if (p.framework != PLAN_FOR_ANY) printf(", planned for %s", plan_for_name(p.framework));
     printf("\n");
-    if (plan_tensor(&p) > 1 || p.recompute) {
-        char layout[96];
+    if (plan_per_rank(&p)) {
+        char layout[96], cpl[192];
         plan_layout_str(&p, layout, sizeof layout);
         printf("tensor %d%s, recompute %s: each device is a group of %d GPUs, figures per GPU; %s\n",
                plan_tensor(&p), p.seq_par ? " with sequence parallelism" : "",
                p.recompute == 2 ? "full" : p.recompute == 1 ? "selective" : "none", plan_tensor(&p), layout);
+        plan_cp_str(&p, p.pred.throughput, cpl, sizeof cpl);
+        if (cpl[0]) printf("%s\n", cpl);
     }
     printf("batch %d = %d microbatches of %d\n", p.batch, p.n_micro, p.microbatch);
     char line[256];
