@@ -162,10 +162,12 @@ static int plan_run(const plan *p, plan_target t, const char *file, run *out, cl
     return CL_OK;
 }
 
-static void put_pred(sbuf *b, const plan_pred *pr)
+/* cp: the plan's context-parallel degree (its samples are c-ths of a
+ * sequence; the frameworks count sequences) */
+static void put_pred(sbuf *b, const plan_pred *pr, int cp)
 {
     if (pr->iteration_s > 0 && pr->throughput > 0)
-        put(b, "%.6g s per iteration, %.1f samples/s", pr->iteration_s, pr->throughput);
+        put(b, "%.6g s per iteration, %.1f samples/s", pr->iteration_s, pr->throughput / cp);
     else
         put(b, "no prediction in the plan");
 }
@@ -187,17 +189,17 @@ static void header(sbuf *b, const plan *p, plan_target t, const plan_export_orig
         rn->r == 1 ? "" : "s", rn->gas, rn->gas == 1 ? "" : "es", p->microbatch);
     if (planned && planned->schedule != p->schedule) {
         put(b, "# the plan's schedule, %s (predicted ", sched_kind_name(planned->schedule));
-        put_pred(b, &planned->pred);
+        put_pred(b, &planned->pred, cp);
         put(b, "), is not one %s runs;\n# this is the same partition and batch under %s, simulated by cleave: ",
             target_names[t], sched_kind_name(p->schedule));
-        put_pred(b, &p->pred);
+        put_pred(b, &p->pred, cp);
         put(b, "\n");
         if (planned->need_bytes > planned->cap_bytes)
             put(b, "# WARNING: this run needs %.2f GiB on device %d, over its %.2f GiB\n",
                 planned->need_bytes / (1 << 30), planned->over_dev, planned->cap_bytes / (1 << 30));
     } else {
         put(b, "# schedule %s, predicted by cleave: ", sched_kind_name(p->schedule));
-        put_pred(b, &p->pred);
+        put_pred(b, &p->pred, cp);
         put(b, "\n");
     }
 }

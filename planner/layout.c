@@ -244,11 +244,16 @@ static int chunk_cuts(const plan_fixed *f, const model *md, int blocks, int n, i
  * consecutive groups, Megatron placing context next to tensor) lies in one
  * node, else the link between nodes (a ring step waits for its slowest
  * hop).  Without context parallelism, the node's (unused). */
-static cluster_link cp_link(const cluster *g, int c)
+static int cp_across(const cluster *g, int c)
 {
     for (int i = 0; c > 1 && i < g->n_devices; i++)
-        if (g->devices[i].node != g->devices[i - i % c].node) return g->links[CLUSTER_INTER];
-    return g->links[CLUSTER_INTRA];
+        if (g->devices[i].node != g->devices[i - i % c].node) return 1;
+    return 0;
+}
+
+static cluster_link cp_link(const cluster *g, int c)
+{
+    return g->links[cp_across(g, c) ? CLUSTER_INTER : CLUSTER_INTRA];
 }
 
 /* The fixed layout on the per-rank request rq: built as the search builds
@@ -417,6 +422,10 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
         res->plan.seq_par = tro.sp;
         res->plan.recompute = tro.recomp;
         res->plan.context = cp;
+        if (cp > 1)
+            search_note(res, "context parallelism: each ring of %d x %d GPUs %s, its key/value steps priced on the link %s",
+                        cp, tro.t, cp_across(&clr, cp) ? "spans nodes" : "lies inside a node",
+                        cp_across(&clr, cp) ? "between nodes" : "inside a node");
         if (uneven)
             search_note(res, "the %lld %s do not divide into p x v = %d chunks: the first %d hold one more (Megatron-LM refuses such a run; split= gives the counts)",
                         blocky ? (long long)md->tfm.layers : (long long)mr->n_layers,

@@ -117,7 +117,8 @@ static const cli_opt plan_opts[] = {
     {"layout", 0, CLI_STR, CLI_FIELD(PA, layout), .arg = "SPEC",
      .help = "evaluate this configuration without search, e.g.\n"
              "t=8,p=4,d=2,mb=1,m=16,sched=interleaved,v=2,recompute=full,\n"
-             "zero=1,sp=1 (docs/planner.md, \"Evaluating a given layout\")"},
+             "zero=1,sp=1; cp=C adds context parallelism (docs/planner.md,\n"
+             "\"Evaluating a given layout\")"},
     {"no-replication", 0, CLI_FLAG, CLI_FIELD(PA, no_replication), .help = NULL},
     {"max-cuts", 0, CLI_INT, CLI_FIELD(PA, max_cuts), 2, (int64_t)1 << 30, .arg = "N",
      .help = "cap on the cuts listed for a branching model (default 100000)"},
@@ -142,7 +143,7 @@ static int help(void)
         "                   [--optimizer sgd|momentum|adam] [--precision auto|fp32|mixed|fp8] [--zero 0|1|2]\n"
         "                   [--comm on|off] [--no-replication] [--for torch|deepspeed|megatron]\n"
         "                   [--tensor t|auto [--sequence-parallel]] [--recompute none|selective|full|auto]\n"
-        "                   [--layout t=T,p=P,d=D,mb=B,m=M,sched=S,v=V,recompute=R,zero=Z,sp=0|1]\n"
+        "                   [--layout t=T,cp=C,p=P,d=D,mb=B,m=M,sched=S,v=V,recompute=R,zero=Z,sp=0|1]\n"
         "                   [--attention unfused|fused] [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
