@@ -143,8 +143,10 @@ static int resolve(plan_fixed *f, const cluster *c, int batch, const char *what,
     if (f->t > K)
         return cl_fail(e, CL_EINPUT, "%s: t %d is more than the %d GPUs of a node (hint: a tensor-parallel group stays inside a node; t at most %d)",
                        what, f->t, K, K);
-    long long tcp = (long long)f->t * cp * f->p;
-    if (!f->d && (tcp > N || N % tcp))
+    /* in double: up to 2^30 each, the products overflow 64 bits; exact
+     * while below 2^53, and any larger cannot equal N anyway */
+    double tcp = (double)f->t * cp * f->p;
+    if (!f->d && (tcp > N || N % (int)tcp))
         return cl_fail(e, CL_EINPUT, "%s: %s = %s does not divide the cluster's %d GPUs (hint: degrees whose product is %d)",
                        what, deg, val, N, N);
     if (!f->d) f->d = (int)(N / tcp);
@@ -152,7 +154,7 @@ static int resolve(plan_fixed *f, const cluster *c, int batch, const char *what,
         return cl_fail(e, CL_EINPUT, "%s: sp=1 with t 1 (hint: sequence parallelism splits the sequence over tensor-parallel ranks; drop sp or give t)",
                        what);
     if (tcp * f->d != N)
-        return cl_fail(e, CL_EINPUT, "%s: %s x d = %s x %d = %lld GPUs, but the cluster has %d (hint: degrees whose product is %d)",
+        return cl_fail(e, CL_EINPUT, "%s: %s x d = %s x %d = %.0f GPUs, but the cluster has %d (hint: degrees whose product is %d)",
                        what, deg, val, f->d, tcp * f->d, N, N);
     if (f->sched < 0) f->sched = f->v > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
     if (!f->v) f->v = f->sched == SCHED_INTERLEAVED ? 2 : 1;
