@@ -47,7 +47,8 @@ static void test_rank_cp_gpt3(void)
                     int c = cs[ci], t = ts[ti];
                     if (sp && t == 1) continue;
                     double sc = s / c, tsp = sp ? t : 1;
-                    tfm_rank_opts o = {t, sp, (tfm_recomp)r, c}, o1 = {t, sp, (tfm_recomp)r, 1};
+                    tfm_rank_opts o = {.t = t, .sp = sp, .recomp = (tfm_recomp)r, .c = c};
+                    tfm_rank_opts o1 = {.t = t, .sp = sp, .recomp = (tfm_recomp)r, .c = 1};
                     model q, q1;
                     CU_ASSERT_EQUAL_FATAL(tfm_rank_check(&m, &o, "gpt3", &e), CL_OK);
                     CU_ASSERT_EQUAL_FATAL(tfm_rank_model(&q, &m, &o, "gpt3", &e), CL_OK);
@@ -82,8 +83,9 @@ static void test_cp_one(void)
     model m;
     cl_err e = {0};
     CU_ASSERT_EQUAL_FATAL(model_load(&m, "models/llama3-8b.json", &e), CL_OK);
-    tfm_rank_opts o0 = {4, 1, TFM_RECOMP_SELECTIVE, 0}, o1 = {4, 1, TFM_RECOMP_SELECTIVE, 1},
-                  o2 = {4, 1, TFM_RECOMP_SELECTIVE, 2};
+    tfm_rank_opts o0 = {.t = 4, .sp = 1, .recomp = TFM_RECOMP_SELECTIVE, .c = 0};
+    tfm_rank_opts o1 = {.t = 4, .sp = 1, .recomp = TFM_RECOMP_SELECTIVE, .c = 1},
+                  o2 = {.t = 4, .sp = 1, .recomp = TFM_RECOMP_SELECTIVE, .c = 2};
     model a, b;
     CU_ASSERT_EQUAL_FATAL(tfm_rank_model(&a, &m, &o0, "l", &e), CL_OK);
     CU_ASSERT_EQUAL_FATAL(tfm_rank_model(&b, &m, &o1, "l", &e), CL_OK);
@@ -115,7 +117,7 @@ static void test_kv_ring_bytes(void)
     cl_err e = {0};
     CU_ASSERT_EQUAL_FATAL(model_load(&m, "models/llama2-70b.json", &e), CL_OK);
     CU_ASSERT_EQUAL_FATAL(m.tfm.seq, 4096);
-    tfm_rank_opts o = {4, 0, TFM_RECOMP_NONE, 4};
+    tfm_rank_opts o = {.t = 4, .sp = 0, .recomp = TFM_RECOMP_NONE, .c = 4};
     tfm_rank_ring r = tfm_rank_kv_ring(&m.tfm, m.dtype, &o);
     CU_ASSERT_EQUAL(r.steps, 3);
     CU_ASSERT_EQUAL(r.fwd_bytes, 1048576.0);
@@ -149,7 +151,7 @@ static void test_ring_overlap(void)
         double pt = 1;
         int shaped;
         prof base, pf;
-        tfm_rank_opts o = {1, 0, (tfm_recomp)r, 2};
+        tfm_rank_opts o = {.t = 1, .sp = 0, .recomp = (tfm_recomp)r, .c = 2};
         CU_ASSERT_EQUAL_FATAL(tfm_rank_model(&mr, &md, &o, "tiny", &e), CL_OK);
         CU_ASSERT_EQUAL_FATAL(prof_derive(&base, &mr, &dt, &pt, 1, &e), CL_OK);
         CU_ASSERT_EQUAL_FATAL(tp_derive(&pf, &md, &mr, &o, 1, PROF_ATTN_UNFUSED, &dt, intra, ring, &pt, 1, &shaped, &e),
@@ -185,7 +187,7 @@ static void test_fused_core(void)
     const double s = 8192, h = 4096, a = 32, t = 2;
     double F = 0.5 * 4 * (a / t) * s * s * (h / a), rate = dt.peak_fp16_flops * dt.kernels.attention_efficiency;
     for (int c = 1; c <= 4; c *= 2) {
-        tfm_rank_opts o = {2, 0, TFM_RECOMP_NONE, c};
+        tfm_rank_opts o = {.t = 2, .sp = 0, .recomp = TFM_RECOMP_NONE, .c = c};
         prof_tfm_pass p = prof_tfm_core_s(&m.tfm, 2, &o, PROF_ATTN_FUSED, &dt, 1);
         CU_ASSERT_DOUBLE_EQUAL(p.fwd_s, c * (F / c / c / rate + dt.kernels.launch_s), 1e-12);
         CU_ASSERT_DOUBLE_EQUAL(p.bwd_in_s, c * (2.5 * F / c / c / rate + dt.kernels.launch_s), 1e-12);
@@ -312,7 +314,7 @@ static void test_cp_refused_and_one(void)
     model m;
     cl_err e = {0};
     CU_ASSERT_EQUAL_FATAL(tfm_model_build(&m, &d, MODEL_F32, "s12", "s12", &e), CL_OK);
-    tfm_rank_opts four = {1, 0, TFM_RECOMP_NONE, 4}, ok = {1, 0, TFM_RECOMP_NONE, 3};
+    tfm_rank_opts four = {.t = 1, .recomp = TFM_RECOMP_NONE, .c = 4}, ok = {.t = 1, .recomp = TFM_RECOMP_NONE, .c = 3};
     CU_ASSERT_EQUAL(tfm_rank_check(&m, &four, "s12", &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "hint"));
     CU_ASSERT_EQUAL(tfm_rank_check(&m, &ok, "s12", &e), CL_OK);
