@@ -97,6 +97,16 @@ static void test_cp_one(void)
     }
     model_free(&a);
     model_free(&b);
+    /* with a fused kernel's log-sum-exp too, the block's stash is 1/c of
+     * the rank's without cp (to the byte rounding of the model format) */
+    tfm_rank_opts f1 = {.t = 4, .recomp = TFM_RECOMP_NONE, .fused_attn = 1, .c = 1};
+    tfm_rank_opts f4 = {.t = 4, .recomp = TFM_RECOMP_NONE, .fused_attn = 1, .c = 4};
+    CU_ASSERT_EQUAL_FATAL(tfm_rank_model(&a, &m, &f1, "l", &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(tfm_rank_model(&b, &m, &f4, "l", &e), CL_OK);
+    CU_ASSERT_DOUBLE_EQUAL((double)b.layers[1].stash_elems * 4, (double)a.layers[1].stash_elems, 4);
+    CU_ASSERT(a.layers[1].stash_elems > 0);
+    model_free(&a);
+    model_free(&b);
     tfm_rank_comm c1 = tfm_rank_layer_comm(&m.tfm, m.dtype, &o1, 1);
     tfm_rank_comm c2 = tfm_rank_layer_comm(&m.tfm, m.dtype, &o2, 1);
     CU_ASSERT_EQUAL(c1.fwd.msg, 2.0 * 8192 * 4096); /* bf16 s h */
