@@ -193,7 +193,7 @@ prof_tfm_pass prof_tfm_core_s(const tfm_desc *d, int elem, const tfm_rank_opts *
                               const cluster_devtype *t, double b)
 {
     assert(prof_tfm_priced(t) && o->t >= 1);
-    ctx c = {t, elem};
+    ctx c = {t, elem, o->fp8}; /* as prof_tfm_layer_s: the core runs its own kernels, not FP8 ones */
     acc f = {0}, in = {0};
     core(&c, d, o, b, (double)d->heads / o->t, a, &f, &in);
     prof_tfm_pass p = {f.s, in.s, 0, f.n + in.n};
