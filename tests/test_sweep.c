@@ -140,6 +140,50 @@ static void test_infeasible_rows(void)
     CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
+/* --tensor, --recompute, --attention: each point is the per-rank question
+ * `cleave plan` asks with the same options on that many GPUs, to the
+ * digit it prints; 1 GPU cannot hold a group of 2 (a row with the reason);
+ * the "used" column counts GPUs; a t that does not divide the heads and
+ * --tensor with --profile are refused in one line.  compare likewise. */
+static void test_tensor_rows(void)
+{
+    char *dir = test_tmpdir();
+    char args[1400], csv[600];
+    snprintf(csv, sizeof csv, "%s/t.csv", dir);
+    const char *q = "--model models/llama2-7b.json --device A100-80GB --batch 16 --optimizer adam "
+                    "--tensor 2 --recompute full --attention fused";
+    snprintf(args, sizeof args, "sweep %s --devices-per-node 8 --devices 1,4,8 --schedules 1f1b --csv %s --quiet", q, csv);
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
+    test_csv c;
+    CU_ASSERT_FATAL(test_csv_read(csv, &c) == 0);
+    CU_ASSERT_EQUAL_FATAL(c.n_rows, 3);
+    CU_ASSERT_STRING_EQUAL(test_csv_get(&c, 0, "feasible"), "no");
+    CU_ASSERT_PTR_NOT_NULL(strstr(test_csv_get(&c, 0, "reason"), "--tensor 2"));
+    for (int r = 1; r < 3; r++) {
+        int n = r == 1 ? 4 : 8;
+        char *out = NULL;
+        snprintf(args, sizeof args, "plan %s --per-node 8 --devices %d --schedule 1f1b", q, n);
+        CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &out, NULL), 0);
+        const char *p = strstr(out, "predicted: iteration ");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        double want = strtod(p + strlen("predicted: iteration "), NULL);
+        CU_ASSERT(fabs(test_csv_num(&c, r, "iteration_s") - want) <= 5e-7 * want + 1e-6);
+        CU_ASSERT(test_csv_num(&c, r, "devices_used") <= n && (int)test_csv_num(&c, r, "devices_used") % 2 == 0);
+        free(out);
+    }
+    test_csv_free(&c);
+    char *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli("sweep --model models/llama2-7b.json --device A100-80GB --devices 8 --tensor 3", NULL, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "does not divide"));
+    free(err);
+    err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli("compare --model models/llama2-7b.json --clusters profiles/clusters/dgx-a100-1node.json "
+                                 "--dataset-size 1000 --tensor 3", NULL, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "does not divide"));
+    free(err);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
+}
+
 /* -o DIR/ (a trailing slash, as shells complete folder names) names the
  * files DIR/speedup.csv, not DIR//speedup.csv */
 static void test_out_dir_slash(void)
@@ -240,6 +284,7 @@ TEST_SUITE(sweep)
     test_add_suite("sweep");
     test_add("rows match cleave sim on the saved plans", test_rows_match_sim);
     test_add("infeasible points are rows with the reason", test_infeasible_rows);
+    test_add("--tensor: rows are plan's per-rank questions", test_tensor_rows);
     test_add("-o DIR/ names DIR/speedup.csv", test_out_dir_slash);
     test_add("Ctrl-C keeps complete files for the points done", test_interrupt);
     test_add("progress bar on a terminal", test_progress_on_tty);

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "base/escape.h"
 #include "planner/export.h"
+#include "planner/tensor.h"
 #include "profiles/tfm_time.h"
 #include "study.h"
 
@@ -47,6 +48,7 @@ int study_load(study *s, const char *model_path, const char *prof_path, int batc
 void study_free(study *s)
 {
     model_free(&s->md);
+    if (s->per_rank) model_free(&s->rank_md);
     if (s->have_prof) prof_free(&s->pf);
     memset(s, 0, sizeof *s);
 }
@@ -105,7 +107,32 @@ int study_run_after(const study *s, const cluster *c, int kind, const study_poin
     cluster_devtype ref;
     int have_ref = 0, rc;
     cl_err pe = {0};
-    if (!s->have_prof) {
+    /* per rank: the cluster of t-GPU groups (a count that splits a node's
+     * GPUs unevenly is a point that cannot be done, with tp_cluster's line) */
+    cluster groups = {0};
+    const cluster *cq = c;
+    if (s->per_rank) {
+        if ((rc = tp_cluster(&groups, c, s->tro.t, c->name, &pe))) goto infeasible;
+        cq = &groups;
+    }
+    if (!s->have_prof && s->per_rank) {
+        const cluster_devtype *t = &c->types[c->devices[0].type];
+        double pts[PROF_MAX_POINTS];
+        int np = 0, shaped = 0;
+        for (int d = 1; d <= s->batch && np < PROF_MAX_POINTS; d++)
+            if (s->batch % d == 0 && (s->microbatches == 0 || d == s->batch / s->microbatches))
+                pts[np++] = d;
+        if ((rc = tp_derive(&derived, &s->md, &s->rank_md, &s->tro, 1, s->attn, t, c->links[CLUSTER_INTRA],
+                            c->links[CLUSTER_INTRA], pts, np, &shaped, &pe)))
+            goto infeasible;
+        if (s->attn == PROF_ATTN_FUSED && !shaped) {
+            rc = cl_fail(&pe, CL_EINPUT, "--attention fused needs a device type with a \"kernels\" member (docs/compute.md): %s has none", t->name);
+            goto infeasible;
+        }
+        pf = &derived;
+        ref = *t;
+        have_ref = 1;
+    } else if (!s->have_prof) {
         /* roofline costs of the first device's type at every microbatch size
          * the search may try (divisors of the batch) */
         const cluster_devtype *t = &c->types[c->devices[0].type];
@@ -125,7 +152,8 @@ int study_run_after(const study *s, const cluster *c, int kind, const study_poin
     } else {
         have_ref = profile_ref(s, c, &ref);
     }
-    plan_request rq = {.model = &s->md, .prof = pf, .cluster = c, .ref_type = have_ref ? &ref : NULL,
+    plan_request rq = {.model = s->per_rank ? &s->rank_md : &s->md, .prof = pf, .cluster = cq,
+                       .ref_type = have_ref ? &ref : NULL,
                        .batch = s->batch, .schedule = kind, .microbatches = s->microbatches,
                        .algo = PLAN_ALGO_AUTO, .optimizer = s->optimizer,
                        .precision = s->precision, .zero = s->zero, .comm = 1,
@@ -136,7 +164,10 @@ int study_run_after(const study *s, const cluster *c, int kind, const study_poin
         goto infeasible;
     }
     pt->planned = 1;
-    pt->dev_used = plan_device_count(&pt->res.plan);
+    pt->res.plan.tensor = s->tro.t; /* as `cleave plan` records a per-rank plan */
+    pt->res.plan.seq_par = s->tro.sp;
+    pt->res.plan.recompute = s->tro.recomp;
+    pt->dev_used = plan_device_count(&pt->res.plan) * s->tro.t; /* GPUs */
     if ((rc = sim_predict(&pt->res.plan, &pt->sim, &pe))) {
         sim_result_free(&pt->sim);
         snprintf(pt->reason, sizeof pt->reason, "simulator: %s", pe.msg);
@@ -145,11 +176,13 @@ int study_run_after(const study *s, const cluster *c, int kind, const study_poin
     pt->ok = 1;
     memory_figures(pt);
     if (!s->have_prof) prof_free(&derived);
+    cluster_free(&groups);
     return CL_OK;
 infeasible:
     snprintf(pt->reason, sizeof pt->reason, "%s", pe.msg[0] ? pe.msg : "failed");
 infeasible_noreason:
     if (!s->have_prof) prof_free(&derived);
+    cluster_free(&groups);
     /* a point that cannot be done; but a spent budget ends the study */
     if (pe.code == CL_EINPUT && !cl_budget_over()) return CL_OK;
     *e = pe;
@@ -376,6 +409,24 @@ int study_args_load(const study_args *a, study *s, cl_err *e)
     if (rc) return rc;
     if (a->profiled_on) snprintf(s->profiled_on, sizeof s->profiled_on, "%s", a->profiled_on);
     s->replication = !a->no_replication;
+    s->attn = (prof_attn)a->attention;
+    s->tro = (tfm_rank_opts){.t = a->tensor > 0 ? (int)a->tensor : 1, .recomp = (tfm_recomp)a->recompute,
+                             .fused_attn = a->attention == PROF_ATTN_FUSED};
+    s->tro.sp = a->seq_par && s->tro.t > 1;
+    s->per_rank = s->tro.t > 1 || s->tro.sp || s->tro.recomp || s->tro.fused_attn;
+    if (s->per_rank) {
+        if (s->have_prof) {
+            study_free(s);
+            return cl_fail(e, CL_EINPUT, "--tensor, --recompute and --attention re-price a transformer's layers, which a profile measured whole (hint: drop --profile)");
+        }
+        s->per_rank = 0; /* rank_md is not built yet: study_free must not free it */
+        if ((rc = tfm_rank_check(&s->md, &s->tro, a->model, e)) ||
+            (rc = tfm_rank_model(&s->rank_md, &s->md, &s->tro, a->model, e))) {
+            study_free(s);
+            return rc;
+        }
+        s->per_rank = 1;
+    }
     if (a->framework) {
         s->framework = (plan_for)plan_for_from_name(a->framework);
         int head;

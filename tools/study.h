@@ -16,7 +16,9 @@
 #include <stdio.h>
 
 #include "models/model.h"
+#include "models/tfm_rank.h"
 #include "planner/search.h"
+#include "profiles/tfm_time.h"
 #include "profiles/cluster.h"
 #include "profiles/profile.h"
 #include "sim/sim.h"
@@ -44,6 +46,13 @@ typedef struct study {
     int replication;        /* 0: never replicate a stage                  */
     char profiled_on[CLUSTER_NAME_MAX]; /* device type of the profile ("" = its own) */
     plan_for framework;     /* --for: plan only what it runs (PLAN_FOR_ANY: anything) */
+    /* --tensor, --sequence-parallel, --recompute, --attention: every
+     * question is restated for one tensor-parallel rank (planner/tensor.h),
+     * as `cleave plan` does for one (t, recomputation) */
+    tfm_rank_opts tro;
+    prof_attn attn;
+    int per_rank;           /* 1: rank_md and each cluster's t-GPU groups are planned */
+    model rank_md;          /* owned when per_rank                           */
 } study;
 
 /* Load the model (and a cleave profile of it when prof_path is not NULL);
@@ -127,6 +136,8 @@ typedef struct study_args {
     int schedules_given;    /* --schedules given (else the command's default) */
     int64_t batch;          /* --batch (0: the study's default)             */
     int no_replication, quiet;
+    int64_t tensor;         /* --tensor T (0: 1)                            */
+    int seq_par, recompute, attention; /* --sequence-parallel, --recompute, --attention */
     double max_seconds;     /* --max-seconds (when max_seconds_given)       */
     int max_seconds_given;
     FILE *msg;              /* the table and "wrote": stdout, or stderr when
@@ -157,6 +168,10 @@ typedef struct study_args {
     {"for", 0, CLI_STR, CLI_FIELD(T, m.framework), .help = NULL},                          \
     {"batch", 0, CLI_INT, CLI_FIELD(T, m.batch), 1, 1 << 30, .help = NULL},                \
     {"no-replication", 0, CLI_FLAG, CLI_FIELD(T, m.no_replication), .help = NULL},         \
+    {"tensor", 0, CLI_INT, CLI_FIELD(T, m.tensor), 1, 1024, .help = NULL},                  \
+    {"sequence-parallel", 0, CLI_FLAG, CLI_FIELD(T, m.seq_par), .help = NULL},              \
+    {"recompute", 0, CLI_ENUM, CLI_FIELD(T, m.recompute), .words = "none|selective|full", .help = NULL}, \
+    {"attention", 0, CLI_ENUM, CLI_FIELD(T, m.attention), .words = "unfused|fused", .help = NULL}, \
     {"quiet", 0, CLI_FLAG, CLI_FIELD(T, m.quiet), .help = NULL}
 
 /* The checks across shared options: --model given, -o vs --csv/--png/--svg,
