@@ -332,17 +332,17 @@ static int price(const plan_request *rq, const plan_fixed *f, const int *cut, co
     /* One layout is one replay: the search's budget, which keeps the closed
      * form for large candidates so that a search stays fast, would give the
      * user a figure `cleave sim` does not print for the same plan (GPT-3 on
-     * 512 H100s, interleaved: 4.3% faster).  A larger budget of its own, and
-     * a note when even that is not enough. */
-    int simulated = 0;
+     * 512 H100s, interleaved: 4.3% faster).  A larger budget of its own for
+     * a layout the search did not replay, and a note when even that is not
+     * enough. */
     plan_sim_budget big = {LAYOUT_SIM_MAX_OPS, LAYOUT_SIM_MAX_EVENTS};
-    if ((rc = plan_predict_sim_in(&B.pl, &B.pred, &big, &simulated))) {
+    if (!B.pred.simulated && (rc = plan_predict_sim_in(&B.pl, &B.pred, &big))) {
         instance_free_stages(&B.pl);
         if (B.have_bad) instance_free_stages(&B.bad_pl);
         return cl_fail(e, rc, "%s: the simulator cannot replay this layout", what);
     }
     B.pl.pred = B.pred;
-    if (!simulated)
+    if (!B.pred.simulated)
         search_note(res, "predicted by the closed form of docs/planner.md: replaying this layout is over the simulator budget of %.0f ops and %llu events (`cleave sim` replays it)",
                     big.max_ops, big.max_events);
     return search_result(rq, &B, res, e);

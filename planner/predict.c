@@ -144,12 +144,11 @@ static int sim_budget_hit(const cl_err *e)
 int plan_predict_sim(const plan *pl, plan_pred *pr)
 {
     const plan_sim_budget b = {PLAN_SIM_MAX_OPS, PLAN_SIM_MAX_EVENTS};
-    return plan_predict_sim_in(pl, pr, &b, NULL);
+    return plan_predict_sim_in(pl, pr, &b);
 }
 
-int plan_predict_sim_in(const plan *pl, plan_pred *pr, const plan_sim_budget *b, int *simulated)
+int plan_predict_sim_in(const plan *pl, plan_pred *pr, const plan_sim_budget *b)
 {
-    if (simulated) *simulated = 0;
     int P = sched_fill_depth(pl);
     double ops = 4.0 * pl->n_stages * pl->n_micro *
                  sched_default_iters(pl->schedule, P, pl->n_micro);
@@ -188,6 +187,5 @@ int plan_predict_sim_in(const plan *pl, plan_pred *pr, const plan_sim_budget *b,
     pr->speedup = seq > 0 ? seq / r.iteration_s : r.speedup;
     pr->simulated = 1;
     sim_result_free(&r);
-    if (simulated) *simulated = 1;
     return CL_OK;
 }

@@ -41,13 +41,13 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
 int plan_predict_sim(const plan *p, plan_pred *pr);
 
 /* The same under a budget of its own: at most max_ops ops (estimated before
- * building anything) and max_events events.  *simulated (when not NULL) is
- * 1 when the simulator's figure replaced the closed form, 0 when the plan
- * was over the budget and *pr kept the closed form. */
+ * building anything) and max_events events.  pr->simulated says whether the
+ * simulator's figures replaced the closed form (1) or the plan was over the
+ * budget and *pr kept it (unchanged). */
 typedef struct plan_sim_budget {
     double max_ops;
     unsigned long long max_events;
 } plan_sim_budget;
-int plan_predict_sim_in(const plan *p, plan_pred *pr, const plan_sim_budget *b, int *simulated);
+int plan_predict_sim_in(const plan *p, plan_pred *pr, const plan_sim_budget *b);
 
 #endif
