@@ -24,6 +24,7 @@ int study_load(study *s, const char *model_path, const char *prof_path, int batc
     memset(s, 0, sizeof *s);
     s->optimizer = OPTIM_SGD;
     s->replication = 1;
+    s->tro.t = 1; /* the model whole until study_args_load says otherwise */
     int rc = model_load(&s->md, model_path, e);
     if (rc) return rc;
     if (prof_path) {
@@ -115,36 +116,24 @@ int study_run_after(const study *s, const cluster *c, int kind, const study_poin
         if ((rc = tp_cluster(&groups, c, s->tro.t, c->name, &pe))) goto infeasible;
         cq = &groups;
     }
-    if (!s->have_prof && s->per_rank) {
+    if (!s->have_prof) {
+        /* costs of the first device's type at every microbatch size the
+         * search may try (divisors of the batch), derived as `cleave plan`
+         * derives them: tp_derive, per rank when asked (s->tro is t = 1 and
+         * nothing else otherwise: the model whole, priced by shape on a
+         * device with a kernel model, docs/compute.md) */
         const cluster_devtype *t = &c->types[c->devices[0].type];
         double pts[PROF_MAX_POINTS];
         int np = 0, shaped = 0;
         for (int d = 1; d <= s->batch && np < PROF_MAX_POINTS; d++)
             if (s->batch % d == 0 && (s->microbatches == 0 || d == s->batch / s->microbatches))
                 pts[np++] = d;
-        if ((rc = tp_derive(&derived, &s->md, &s->rank_md, &s->tro, 1, s->attn, t, c->links[CLUSTER_INTRA],
-                            c->links[CLUSTER_INTRA], pts, np, &shaped, &pe)))
+        if ((rc = tp_derive(&derived, &s->md, s->per_rank ? &s->rank_md : &s->md, &s->tro, s->per_rank, s->attn,
+                            t, c->links[CLUSTER_INTRA], c->links[CLUSTER_INTRA], pts, np, &shaped, &pe)))
             goto infeasible;
         if (s->attn == PROF_ATTN_FUSED && !shaped) {
             rc = cl_fail(&pe, CL_EINPUT, "--attention fused needs a device type with a \"kernels\" member (docs/compute.md): %s has none", t->name);
             goto infeasible;
-        }
-        pf = &derived;
-        ref = *t;
-        have_ref = 1;
-    } else if (!s->have_prof) {
-        /* roofline costs of the first device's type at every microbatch size
-         * the search may try (divisors of the batch) */
-        const cluster_devtype *t = &c->types[c->devices[0].type];
-        double pts[PROF_MAX_POINTS];
-        int np = 0;
-        for (int d = 1; d <= s->batch && np < PROF_MAX_POINTS; d++)
-            if (s->batch % d == 0 && (s->microbatches == 0 || d == s->batch / s->microbatches))
-                pts[np++] = d;
-        if ((rc = prof_derive(&derived, &s->md, t, pts, np, &pe))) goto infeasible;
-        if (s->md.has_tfm && prof_tfm_priced(t)) { /* as plan prices it (docs/compute.md) */
-            tfm_rank_opts one = {.t = 1, .sp = 0, .recomp = TFM_RECOMP_NONE};
-            prof_tfm_times(&derived, &s->md.tfm, model_elem_bytes(&s->md), &one, PROF_ATTN_UNFUSED, t);
         }
         pf = &derived;
         ref = *t;
