@@ -32,11 +32,15 @@ double instance_work_s(const plan_request *rq, int m)
 
 double plan_search_bound(const plan_request *rq)
 {
-    const cluster *cl = rq->cluster;
-    int eb = model_dtype_bytes(rq->model->dtype);
-    double ref = rq->ref_type ? cluster_flops(rq->ref_type, eb) : 0, spd = 0, w = HUGE_VAL;
-    for (int d = 0; d < cl->n_devices; d++)
-        spd += ref > 0 ? cluster_flops(&cl->types[cl->devices[d].type], eb) / ref : 1.0;
+    /* the devices' speeds as the search takes them; none it can take (a
+     * mixed cluster without a reference type, which plan_search refuses):
+     * no bound */
+    search_ctx c = {.rq = rq};
+    cl_err e = {0};
+    if (search_speeds(&c, &e)) return 0;
+    double spd = 0, w = HUGE_VAL;
+    for (int d = 0; d < rq->cluster->n_devices; d++) spd += c.speed[d];
+    free(c.speed);
     for (int m = 1; m <= rq->batch; m++)
         if (rq->batch % m == 0 && (!rq->microbatches || m == rq->microbatches))
             w = fmin(w, instance_work_s(rq, m));
