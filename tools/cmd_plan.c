@@ -54,6 +54,11 @@ _Static_assert(OPTIM_SGD == 0 && OPTIM_MOMENTUM == 1 && OPTIM_ADAM == 2, "--opti
 _Static_assert(PREC_AUTO == 0 && PREC_FP32 == 1 && PREC_MIXED == 2 && PREC_FP8 == 3, "--precision words");
 _Static_assert(PROF_ATTN_UNFUSED == 0 && PROF_ATTN_FUSED == 1, "--attention words");
 
+/* --attention fused's refusal: a model without its transformer, checked
+ * before the per-rank model (which needs it too), or a device without a
+ * kernel model, found when its costs are derived */
+static const char fused_needs[] = "--attention fused prices a transformer's attention kernel by kernel: it needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)";
+
 #define PA plan_args
 static const cli_opt plan_opts[] = {
     {"model", 0, CLI_STR, CLI_FIELD(PA, model), .help = NULL},
@@ -495,7 +500,7 @@ int cmd_plan(int argc, char **argv)
         goto done;
     }
     if (pa.attention == PROF_ATTN_FUSED && !md.has_tfm) { /* before the per-rank model, which needs it too */
-        rc = cli_usage_error("plan", "--attention fused prices a transformer's attention kernel by kernel: it needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)");
+        rc = cli_usage_error("plan", "%s", fused_needs);
         goto done;
     }
     if (t_auto) {
@@ -551,7 +556,7 @@ int cmd_plan(int argc, char **argv)
                     goto done;
                 }
                 if (pa.attention == PROF_ATTN_FUSED && !shaped) {
-                    rc = cli_usage_error("plan", "--attention fused prices a transformer's attention kernel by kernel: it needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)");
+                    rc = cli_usage_error("plan", "%s", fused_needs);
                     goto done;
                 }
                 ref_type = *t;
