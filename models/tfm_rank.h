@@ -25,8 +25,8 @@ typedef struct tfm_rank_opts {
     tfm_recomp recomp; /* activation recomputation                          */
     int fused_attn;    /* 1: a fused attention kernel (tfm_layout.fused_attn) */
     int fp8;           /* 1: the blocks' linear layers run FP8 GEMMs (NVIDIA
-                        * Transformer Engine); priced only, the memory kept
-                        * as in 16-bit (docs/compute.md, "FP8")             */
+                        * Transformer Engine) and keep their inputs in FP8
+                        * (tfm_layout.fp8; docs/compute.md, "FP8")          */
     int c;             /* context-parallel degree (0 or 1: none): each rank
                           holds s/c tokens of every sequence and exchanges
                           key/value blocks in a ring (docs/transformer.md,

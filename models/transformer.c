@@ -183,10 +183,16 @@ double tfm_block_act_bytes(const tfm_desc *d, const tfm_layout *l)
      * sequence parallel): the two norm inputs, the two norm outputs (the
      * inputs of QKV and of the first MLP layer) and the two residual dropout
      * masks (1 byte each) */
-    double outside = 4 * e * sbh + (d->dropout ? 2 * sbh : 0);
+    /* in FP8 the inputs of the four linear layers (the two norm outputs, the
+     * projection's input, the MLP's activation output) are kept as the
+     * 1-byte copies the FP8 GEMMs read: Transformer Engine's Linear,
+     * LayerNormLinear and LayerNormMLP save the quantised input for the
+     * weight gradient, not the 16-bit one */
+    double lin = l->fp8 ? 1 : e;
+    double outside = 2 * e * sbh + 2 * lin * sbh + (d->dropout ? 2 * sbh : 0);
     /* inside, split over t: Q, K, V, the projection's input, the MLP's
-     * activation input and output (gated: gate, up and their product) */
-    double inside = e * (sbh + 2 * kv + sbh) + e * sbf * (d->gated ? 3 : 2);
+     * activation input(s) (gated: gate and up) and output */
+    double inside = e * (sbh + 2 * kv) + lin * sbh + e * sbf * (d->gated ? 2 : 1) + lin * sbf;
     /* the attention core: softmax output, and with dropout its mask (1 byte)
      * and its output; selective recomputation recomputes all of it */
     double core = d->dropout ? (2 * e + 1) * as2b : e * as2b;

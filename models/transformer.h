@@ -85,6 +85,10 @@ typedef struct tfm_layout {
     int fused_attn;    /* 1: one fused (flash) attention kernel: the a s^2 b
                         * score tensors are never stored, only the softmax
                         * statistics (Dao 2022, 2023); 0: unfused             */
+    int fp8;           /* 1: the blocks' linear layers run FP8 GEMMs (NVIDIA
+                        * Transformer Engine), which keep each one's input for
+                        * the weight gradient as the 1-byte FP8 copy they
+                        * multiplied (docs/transformer.md, "FP8 activations") */
 } tfm_layout;
 
 /* Check that d (and l, when not NULL) describe something these formulas

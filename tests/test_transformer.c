@@ -262,6 +262,17 @@ static void test_activations_gqa_gated(void)
         tfm_layout l = layout(8, 1, 1, recomps[r]);
         CU_ASSERT_EQUAL(tfm_block_act_bytes(&d, &l), want[r]);
     }
+    /* FP8: the norm outputs, the projection's input and the product at 1
+     * byte: outside 2 x 2 s b h + 2 x 1 s b h = 201,326,592; Q, K, V
+     * 83,886,080 + projection input 33,554,432; gate and up 469,762,048 +
+     * product 117,440,512; softmax 2,147,483,648: 3,053,453,312 / 8 =
+     * 381,681,664; selective 905,969,664 / 8 = 113,246,208; full as before */
+    const double want8[3] = {381681664.0, 113246208.0, 8388608.0};
+    for (int r = 0; r < 3; r++) {
+        tfm_layout l = layout(8, 1, 1, recomps[r]);
+        l.fp8 = 1;
+        CU_ASSERT_EQUAL(tfm_block_act_bytes(&d, &l), want8[r]);
+    }
     /* tfm_llama is the same model (Meta's LLaMA-2 70B config.json) */
     tfm_desc m = tfm_llama(80, 8192, 64, 8, 28672, 4096, 32000);
     CU_ASSERT(m.layers == d.layers && m.hidden == d.hidden && m.heads == d.heads && m.groups == d.groups &&
@@ -289,6 +300,32 @@ static void test_activations_fused(void)
                 l.recomp = TFM_RECOMP_FULL;
                 CU_ASSERT_EQUAL(tfm_block_act_bytes(&d, &l), korthikanti(gpts[i].s, 2, gpts[i].h, gpts[i].a, tps[k], sp, TFM_RECOMP_FULL));
             }
+}
+
+/* FP8 (Transformer Engine): the four linear layers keep their inputs as the
+ * 1-byte copies they multiplied.  Of Korthikanti's 34 s b h the two norm
+ * outputs (QKV's and the first MLP layer's inputs, 2 + 2), the projection's
+ * input (2) and the second MLP layer's input (8) halve: 7 s b h less,
+ *   none, no SP:  s b h (8 + 19/t + 5 a s/(h t))   (outside 10 - 2, inside 24 - 5)
+ *   none, SP:     s b h (27 + 5 a s/h) / t
+ * selective without the a s terms; full recomputation keeps the 16-bit
+ * block input, unchanged. */
+static void test_activations_fp8(void)
+{
+    for (int i = 0; i < N_GPTS; i++)
+        for (int k = 0; k < 4; k++)
+            for (int sp = 0; sp < 2; sp++)
+                for (int r = 0; r < 3; r++) {
+                    tfm_desc d = tfm_gpt(gpts[i].L, gpts[i].h, gpts[i].a, gpts[i].s, gpts[i].V);
+                    if (d.heads % tps[k]) continue;
+                    tfm_layout l = layout(tps[k], sp, 2, recomps[r]);
+                    l.fp8 = 1;
+                    double s = gpts[i].s, h = gpts[i].h, a = gpts[i].a, t = tps[k], sbh = s * 2 * h;
+                    double core = recomps[r] == TFM_RECOMP_NONE ? 5 * a * s / h : 0;
+                    double want = recomps[r] == TFM_RECOMP_FULL ? 2 * sbh / (sp ? t : 1)
+                                : sp ? sbh * (27 + core) / t : sbh * (8 + 19 / t + core / t);
+                    CU_ASSERT_TRUE(test_rel(tfm_block_act_bytes(&d, &l), want) < 1e-14);
+                }
 }
 
 /* ------------------------------------------------------- tensor parallel */
@@ -439,6 +476,7 @@ TEST_SUITE(transformer)
     test_add("fp32 activations by hand", test_activations_fp32);
     test_add("GQA + SwiGLU activations by hand", test_activations_gqa_gated);
     test_add("fused attention: selective's activations plus the log-sum-exp", test_activations_fused);
+    test_add("FP8: the linear layers' inputs kept at 1 byte (Korthikanti's 34 -> 27)", test_activations_fp8);
     test_add("tensor-parallel collectives per block", test_tp_comm);
     test_add("model state matches the ZeRO paper", test_state_zero_paper);
     test_add("GPT-3 layout memory by hand", test_memory_by_hand);
