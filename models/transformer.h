@@ -88,7 +88,7 @@ typedef struct tfm_layout {
     int fp8;           /* 1: the blocks' linear layers run FP8 GEMMs (NVIDIA
                         * Transformer Engine), which keep each one's input for
                         * the weight gradient as the 1-byte FP8 copy they
-                        * multiplied (docs/transformer.md, "FP8 activations") */
+                        * multiplied (docs/compute.md, "FP8")              */
 } tfm_layout;
 
 /* Check that d (and l, when not NULL) describe something these formulas
