@@ -100,6 +100,12 @@ plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, in
     return f;
 }
 
+double plan_update_traffic(const plan_state_f *f)
+{
+    double w = f->master > 0 ? f->weights : 2 * f->weights;
+    return f->grads + 2 * (f->master + f->moments) + w;
+}
+
 int plan_state_describe(const plan *p, char *buf, size_t cap)
 {
     int elem = model_dtype_bytes(p->model.dtype);

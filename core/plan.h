@@ -84,6 +84,14 @@ typedef struct plan_state_f {
     int grads_sharded, opt_sharded;         /* divided by r               */
 } plan_state_f;
 plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, int zero);
+/* Bytes one optimiser step moves through device memory per byte of
+ * param_bytes (unsharded): it reads the gradients, reads and writes the
+ * moments and the master weights, and writes the weights; without master
+ * weights (fp32) it reads the weights too.  Mixed precision with Adam: 15
+ * (30 bytes per 2-byte parameter); fp32 SGD: 3.  Clearing the gradient
+ * buffer, the gradient norm for clipping and loss-scale checks are left
+ * out (docs/planner.md, "The optimiser step"). */
+double plan_update_traffic(const plan_state_f *f);
 /* Model state of one device of a stage of param_bytes on r replicas:
  * param_bytes x (rep + shard / r), the shard term left out when it is 0
  * (so that plans without ZeRO keep their bits). */

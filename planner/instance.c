@@ -12,11 +12,19 @@
 /* One optimiser step over a stage's parameters on a device of relative
  * speed spd: the profile's per-layer update_s (measured on the reference
  * device, the same at any batch size; 0 when the profile has none), scaled
- * like compute. */
-double instance_stage_update_s(const prof *pf, const plan_stage *st, double spd)
+ * like compute.  A derived profile prices every kernel from the device's
+ * peak and memory bandwidth; the optimiser step, element-wise over the
+ * model state, is priced the same way: its traffic over the bandwidth. */
+double instance_stage_update_s(const plan_request *rq, const plan_inst *I, const plan_stage *st, double spd)
 {
-    double u = 0;
-    for (int k = 0; k < st->n_layers; k++) u += pf->layers[st->layers[k]].update_s;
+    const prof *pf = rq->prof;
+    double u = 0, bytes = 0;
+    for (int k = 0; k < st->n_layers; k++) {
+        u += pf->layers[st->layers[k]].update_s;
+        bytes += pf->layers[st->layers[k]].param_bytes;
+    }
+    if (pf->source == PROF_DERIVED && rq->ref_type && rq->ref_type->mem_bw_Bps > 0)
+        u += bytes * plan_update_traffic(&I->state) / rq->ref_type->mem_bw_Bps;
     return u / spd;
 }
 
@@ -142,7 +150,7 @@ void instance_layout_plan(const search_ctx *c, const plan_inst *I, const plan_la
         st->fwd_s = (L->fwd[hi] - L->fwd[lo]) / spd;
         st->bwd_in_s = (L->bwd_in[hi] - L->bwd_in[lo]) / spd;
         st->bwd_w_s = (L->bwd_w[hi] - L->bwd_w[lo]) / spd;
-        st->update_s = instance_stage_update_s(c->rq->prof, st, spd);
+        st->update_s = instance_stage_update_s(c->rq, I, st, spd);
         st->act_out_bytes = s + 1 < y->p ? L->cut[hi] : 0;
         st->stash_bytes = L->stash[hi] - L->stash[lo];
         st->param_bytes = L->params[hi] - L->params[lo];

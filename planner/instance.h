@@ -54,8 +54,11 @@ void instance_build(const search_ctx *c, int m, plan_inst *I);
 double instance_work_s(const plan_request *rq, int m);
 
 /* One optimiser step over a stage's parameters on a device of relative
- * speed spd (the profile's per-layer update_s, scaled like compute). */
-double instance_stage_update_s(const prof *pf, const plan_stage *st, double spd);
+ * speed spd, scaled like compute: the profile's per-layer update_s where it
+ * was measured; a profile derived from the device's figures (which has
+ * none) prices it as the step's memory traffic (plan_update_traffic with
+ * I->state) over rq->ref_type's memory bandwidth. */
+double instance_stage_update_s(const plan_request *rq, const plan_inst *I, const plan_stage *st, double spd);
 
 /* A layout as plan stages; model and cluster are shared (shallow), so
  * free with instance_free_stages only. */

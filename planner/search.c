@@ -234,7 +234,7 @@ void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
         st->fwd_s = (L->fwd[b] - L->fwd[a]) / spd;
         st->bwd_in_s = (L->bwd_in[b] - L->bwd_in[a]) / spd;
         st->bwd_w_s = (L->bwd_w[b] - L->bwd_w[a]) / spd;
-        st->update_s = instance_stage_update_s(rq->prof, st, spd);
+        st->update_s = instance_stage_update_s(rq, I, st, spd);
         st->act_out_bytes = k + 1 < n ? L->cut[b] : 0;
         st->stash_bytes = L->stash[b] - L->stash[a];
         st->param_bytes = L->params[b] - L->params[a];

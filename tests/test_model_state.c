@@ -31,6 +31,27 @@ static double per_param(const plan_state_f *f, int elem, int d)
     return (f->rep + f->shard / d) * elem;
 }
 
+/* One optimiser step's memory traffic, counted tensor by tensor per
+ * parameter: it reads the fp32 gradient (4); with master weights it reads
+ * and writes them (4 + 4) and writes the 16-bit weight (2), without them it
+ * reads and writes the fp32 weight (4 + 4); each moment is read and written
+ * (4 + 4).  plan_update_traffic gives it per byte of the model's element. */
+static void test_update_traffic(void)
+{
+    for (int o = 0; o < OPTIM_COUNT; o++)
+        for (int mixed = 0; mixed < 2; mixed++) {
+            int elem = mixed ? 2 : 4;
+            double bytes = 4 + (mixed ? 4 + 4 + 2 : 4 + 4) + 8.0 * plan_optim_state_mult((plan_optim)o);
+            for (int z = 0; z <= PLAN_ZERO_MAX; z++) {
+                plan_state_f f = plan_state_factors(elem, mixed ? PREC_MIXED : PREC_FP32, (plan_optim)o, z);
+                CU_ASSERT_EQUAL(plan_update_traffic(&f) * elem, bytes);
+            }
+        }
+    /* mixed-precision Adam: 30 bytes per parameter; FP8 keeps the same state */
+    plan_state_f f = plan_state_factors(2, PREC_FP8, OPTIM_ADAM, 1);
+    CU_ASSERT_EQUAL(plan_update_traffic(&f) * 2, 30);
+}
+
 static void test_published_per_param(void)
 {
     /* Megatron-LM, distributed optimizer, Adam: float16 param + fp32 grads */
@@ -493,6 +514,7 @@ TEST_SUITE(model_state)
 {
     test_add_suite("model_state");
     test_add("bytes per parameter: Megatron-LM's table and the ZeRO paper", test_published_per_param);
+    test_add("optimiser step traffic, tensor by tensor", test_update_traffic);
     test_add("2 stages x 2 replicas: plan and simulator against hand totals", test_layouts_by_hand);
     test_add("ZeRO 2 makes a layout fit; the reserve takes it away", test_zero_makes_it_fit);
     test_add("plan JSON: precision and zero written, old plans load", test_plan_json);
