@@ -184,6 +184,89 @@ static void test_tensor_rows(void)
     CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
+/* The t and recomputation `plan` prints ("tensor: 2, recompute selective:"
+ * or, for the model whole, no such line: 1 and none). */
+static void plan_tp(const char *out, int *t, char *rec, size_t cap)
+{
+    const char *p = strstr(out, "\ntensor: ");
+    *t = 1;
+    snprintf(rec, cap, "none");
+    if (!p) return;
+    *t = atoi(p + strlen("\ntensor: "));
+    const char *r = strstr(p, "recompute ");
+    if (r) sscanf(r + strlen("recompute "), "%15[a-z]", rec);
+}
+
+/* --tensor auto --recompute auto: every row is `cleave plan`'s answer to
+ * the same question with the same options (its own loop over the
+ * candidates, cmd_plan.c), to the digit it prints, with the t and the
+ * recomputation it chose in the CSV; a 70B model on 24 GPUs needs t 2.
+ * compare's row is the best of compare asked every fixed (t, mode) the
+ * node allows, one by one. */
+static void test_tensor_auto(void)
+{
+    char *dir = test_tmpdir();
+    char args[1400], csv[600];
+    snprintf(csv, sizeof csv, "%s/a.csv", dir);
+    const struct {
+        const char *q, *devices, *schedules;
+        int rows;
+    } cases[] = {
+        {"--model models/llama2-7b.json --device A100-80GB --batch 8 --optimizer adam", "2,8", "1f1b,gpipe", 4},
+        {"--model models/llama2-70b.json --device A100-80GB --batch 4 --optimizer adam", "24", "1f1b", 1},
+    };
+    int t_above_1 = 0;
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "sweep %s --tensor auto --recompute auto --devices-per-node 8 --devices %s --schedules %s --csv %s --quiet",
+                 cases[k].q, cases[k].devices, cases[k].schedules, csv);
+        CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
+        test_csv c;
+        CU_ASSERT_FATAL(test_csv_read(csv, &c) == 0);
+        CU_ASSERT_EQUAL_FATAL(c.n_rows, cases[k].rows);
+        for (int r = 0; r < c.n_rows; r++) {
+            char *out = NULL, rec[16];
+            int t;
+            const char *nd = test_csv_get(&c, r, "devices"), *sc = test_csv_get(&c, r, "schedule");
+            CU_ASSERT_FATAL(nd && sc);
+            snprintf(args, sizeof args, "plan %s --tensor auto --recompute auto --per-node 8 --devices %s --schedule %s",
+                     cases[k].q, nd ? nd : "", sc ? sc : "");
+            CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &out, NULL), 0);
+            const char *p = strstr(out, "predicted: iteration ");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            double want = strtod(p + strlen("predicted: iteration "), NULL);
+            CU_ASSERT(fabs(test_csv_num(&c, r, "iteration_s") - want) <= 5e-7 * want + 1e-6);
+            plan_tp(out, &t, rec, sizeof rec);
+            CU_ASSERT_EQUAL(test_csv_num(&c, r, "tensor"), t);
+            CU_ASSERT_STRING_EQUAL(test_csv_get(&c, r, "recompute"), rec);
+            t_above_1 += t > 1;
+            free(out);
+        }
+        test_csv_free(&c);
+    }
+    CU_ASSERT(t_above_1 > 0); /* the candidates beyond t = 1 were searched */
+    /* compare: the best of the fixed questions */
+    const char *cq = "compare --model models/llama2-7b.json --clusters profiles/clusters/dgx-a100-1node.json "
+                     "--batch 8 --schedules 1f1b --dataset-size 1000";
+    snprintf(args, sizeof args, "%s --tensor auto --recompute auto --csv %s --quiet", cq, csv);
+    CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
+    test_csv c;
+    CU_ASSERT_FATAL(test_csv_read(csv, &c) == 0);
+    double got = test_csv_num(&c, 0, "throughput"), best = 0;
+    test_csv_free(&c);
+    static const char *const modes[] = {"none", "selective", "full"};
+    for (int t = 1; t <= 8; t *= 2)
+        for (int m = 0; m < 3; m++) {
+            snprintf(args, sizeof args, "%s --tensor %d --recompute %s --csv %s --quiet", cq, t, modes[m], csv);
+            CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
+            CU_ASSERT_FATAL(test_csv_read(csv, &c) == 0);
+            double thr = test_csv_num(&c, 0, "throughput");
+            if (thr > best) best = thr;
+            test_csv_free(&c);
+        }
+    CU_ASSERT(best > 0 && fabs(got - best) <= 1e-9 * best);
+    CU_ASSERT_EQUAL(test_rmtree(dir), 0);
+}
+
 /* -o DIR/ (a trailing slash, as shells complete folder names) names the
  * files DIR/speedup.csv, not DIR//speedup.csv */
 static void test_out_dir_slash(void)
@@ -285,6 +368,7 @@ TEST_SUITE(sweep)
     test_add("rows match cleave sim on the saved plans", test_rows_match_sim);
     test_add("infeasible points are rows with the reason", test_infeasible_rows);
     test_add("--tensor: rows are plan's per-rank questions", test_tensor_rows);
+    test_add("--tensor auto --recompute auto: rows are plan's answers", test_tensor_auto);
     test_add("-o DIR/ names DIR/speedup.csv", test_out_dir_slash);
     test_add("Ctrl-C keeps complete files for the points done", test_interrupt);
     test_add("progress bar on a terminal", test_progress_on_tty);

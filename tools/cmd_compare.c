@@ -57,7 +57,7 @@ static int help(void)
         "                      [--profile P.json [--profiled-on TYPE]] [--no-replication]\n"
         "                      [-o DIR | --csv F.csv --png F.png --svg F.svg] [--save-plans DIR]\n"
         "                      [--for torch|deepspeed|megatron] [--title T] [--quiet] [--max-seconds S]\n"
-        "                      [--tensor T [--sequence-parallel]] [--recompute none|selective|full]\n"
+        "                      [--tensor T|auto [--sequence-parallel]] [--recompute none|selective|full|auto]\n"
         "                      [--attention unfused|fused]\n\n"
         "Finds the best plan for the model on each cluster (every schedule listed, stages\n"
         "replicated or not, ranked by simulated throughput) and prints: devices, device\n"
@@ -81,6 +81,7 @@ typedef struct compare_row {
     char replicas[96];
     double iteration_s, throughput, epoch_s, price_per_hour, cost, peak_mem_bytes;
     double headroom_bytes, headroom;
+    int tensor, recompute;  /* the plan's (t, recomputation) */
     char reason[1100];
 } compare_row;
 
@@ -118,6 +119,8 @@ static void fill_row(compare_row *r, const study_point *pt, int64_t dataset)
         return;
     }
     r->kind = p->schedule;
+    r->tensor = plan_tensor(p);
+    r->recompute = p->recompute;
     r->stages = p->n_stages;
     r->n_micro = p->n_micro;
     r->microbatch = p->microbatch;
@@ -148,7 +151,7 @@ static int write_csv(const char *path, const compare_row *rows, int n, int64_t d
     if (rc) return rc;
     fputs("cluster,file,devices,device_type,feasible,schedule,stages,replicas,devices_used,microbatches,"
           "microbatch,iteration_s,throughput,dataset_size,epoch_s,price_per_hour,cost_per_epoch,"
-          "peak_mem_bytes,headroom_bytes,headroom_fraction,reason\n", o.f);
+          "peak_mem_bytes,headroom_bytes,headroom_fraction,reason,tensor,recompute\n", o.f);
     for (int i = 0; i < n; i++) {
         const compare_row *r = &rows[i];
         study_csv_field(o.f, r->name);
@@ -175,7 +178,8 @@ static int write_csv(const char *path, const compare_row *rows, int n, int64_t d
         }
         fputc(',', o.f);
         study_csv_field(o.f, r->reason);
-        fputc('\n', o.f);
+        if (r->ok) fprintf(o.f, ",%d,%s\n", r->tensor, tfm_recomp_name((tfm_recomp)r->recompute));
+        else fputs(",,\n", o.f);
     }
     return cl_out_commit(&o, e);
 }
@@ -252,7 +256,8 @@ static int write_plot(const char *path, const char *title, const compare_row *ro
     return rc;
 }
 
-static void print_row(FILE *f, const compare_row *r)
+/* tp: also the plan's tensor-parallel degree and recomputation */
+static void print_row(FILE *f, const compare_row *r, int tp)
 {
     if (!r->ok) {
         fprintf(f, "%-18.18s %3d  %-22.22s  no plan: %s\n", r->name, r->n_devices, r->types, r->reason);
@@ -267,8 +272,10 @@ static void print_row(FILE *f, const compare_row *r)
     if (isfinite(r->headroom))
         snprintf(head, sizeof head, "%.0f%% (%.1f GiB)", 100 * r->headroom, r->headroom_bytes / (double)(1ull << 30));
     else snprintf(head, sizeof head, "unknown");
-    fprintf(f, "%-18.18s %3d  %-22.22s  %-10s %6d %10.1f %10s %10s  %s\n", r->name, r->n_devices, r->types,
+    fprintf(f, "%-18.18s %3d  %-22.22s  %-10s %6d %10.1f %10s %10s  %s", r->name, r->n_devices, r->types,
            sched_kind_name((sched_kind)r->kind), r->stages, r->throughput, ep, cost, head);
+    if (tp) fprintf(f, "  t %d %s", r->tensor, tfm_recomp_name((tfm_recomp)r->recompute));
+    fputc('\n', f);
 }
 
 int cmd_compare(int argc, char **argv)
@@ -330,7 +337,7 @@ int cmd_compare(int argc, char **argv)
         study_point_free(&best);
         if (rc || interrupted) break;
         n_done++;
-        if (!a.s.quiet) print_row(a.s.msg, r);
+        if (!a.s.quiet) print_row(a.s.msg, r, st.t_auto || st.r_auto || st.per_rank);
         fflush(stdout);
         if ((interrupted = prog_interrupted())) break;
     }

@@ -76,7 +76,7 @@ static int help(void)
         "                    [--no-replication] [-o DIR | --csv F.csv --png F.png --svg F.svg]\n"
         "                    [--save-plans DIR] [--title TEXT] [--quiet] [--max-seconds S]\n"
         "                    [--for torch|deepspeed|megatron]\n"
-        "                    [--tensor T [--sequence-parallel]] [--recompute none|selective|full]\n"
+        "                    [--tensor T|auto [--sequence-parallel]] [--recompute none|selective|full|auto]\n"
         "                    [--attention unfused|fused]\n\n"
         "For every device count N and schedule, plans the model on the first N devices of\n"
         "the cluster (or on N devices of TYPE, K per node) with that schedule and simulates\n"
@@ -102,6 +102,7 @@ typedef struct sweep_row {
     char replicas[8192];   /* per stage, "4/2/2" (room for 1,024 stages) */
     char replicas_shown[16];/* the table's: the list, "all 4", or "2..16" */
     double iteration_s, throughput, speedup, speedup_seq, bubble, peak_mem_bytes;
+    int tensor, recompute;  /* the plan's (t, recomputation): 1, none unless asked */
     char reason[1100];
 } sweep_row;
 
@@ -176,6 +177,8 @@ static void fill_row(sweep_row *r, const study_point *pt, double base_thr)
         for (int s = 0; s < p->n_stages && at < sizeof r->replicas; s++)
             at += (size_t)snprintf(r->replicas + at, sizeof r->replicas - at, s ? "/%d" : "%d",
                                    p->stages[s].n_replicas);
+        r->tensor = plan_tensor(p);
+        r->recompute = p->recompute;
         if (p->n_stages > 1 && lo == hi) snprintf(r->replicas_shown, sizeof r->replicas_shown, "all %d", lo);
         else if (at >= sizeof r->replicas_shown) snprintf(r->replicas_shown, sizeof r->replicas_shown, "%d..%d", lo, hi);
         else memcpy(r->replicas_shown, r->replicas, at + 1); /* at < its size: fits */
@@ -206,7 +209,7 @@ static int write_csv(const char *path, const sweep_row *rows, int n, cl_err *e)
     int rc = cl_out_open(&o, path, e);
     if (rc) return rc;
     fputs("devices,schedule,feasible,stages,replicas,devices_used,microbatches,microbatch,"
-          "iteration_s,throughput,speedup,speedup_vs_sequential,bubble,peak_mem_bytes,reason\n", o.f);
+          "iteration_s,throughput,speedup,speedup_vs_sequential,bubble,peak_mem_bytes,reason,tensor,recompute\n", o.f);
     for (int i = 0; i < n; i++) {
         const sweep_row *r = &rows[i];
         fprintf(o.f, "%d,%s,%s", r->devices, sched_kind_name((sched_kind)r->kind), r->ok ? "yes" : "no");
@@ -224,7 +227,8 @@ static int write_csv(const char *path, const sweep_row *rows, int n, cl_err *e)
         }
         fputc(',', o.f);
         study_csv_field(o.f, r->reason);
-        fputc('\n', o.f);
+        if (r->stages) fprintf(o.f, ",%d,%s\n", r->tensor, tfm_recomp_name((tfm_recomp)r->recompute));
+        else fputs(",,\n", o.f);
     }
     return cl_out_commit(&o, e);
 }
@@ -294,7 +298,8 @@ static int save_plan(const char *dir, const char *name, const plan *p, cl_err *e
     return rc;
 }
 
-static void print_row(FILE *f, const sweep_row *r)
+/* tp: also the row's tensor-parallel degree and recomputation (auto) */
+static void print_row(FILE *f, const sweep_row *r, int tp)
 {
     if (!r->ok) {
         fprintf(f, "%7d %5s  %-10s  infeasible: %s\n", r->devices, "", sched_kind_name((sched_kind)r->kind), r->reason);
@@ -303,44 +308,51 @@ static void print_row(FILE *f, const sweep_row *r)
     char mem[32];
     cl_fmt_bytes(mem, sizeof mem, r->peak_mem_bytes,
                  (cl_bytes_style){.lo = CL_MIB, .hi = CL_GIB, .grow = 1});
-    fprintf(f, "%7d %5d  %-10s %6d %-15s %5d x %-4d %12.6g %11.5g %8.2fx %7.1f%% %11s\n", r->devices,
+    fprintf(f, "%7d %5d  %-10s %6d %-15s %5d x %-4d %12.6g %11.5g %8.2fx %7.1f%% %11s", r->devices,
            r->used, sched_kind_name((sched_kind)r->kind), r->stages, r->replicas_shown, r->n_micro,
            r->microbatch, r->iteration_s, r->throughput,
            isfinite(r->speedup) ? r->speedup : r->speedup_seq, 100 * r->bubble, mem);
+    if (tp) fprintf(f, "  t %d %s", r->tensor, tfm_recomp_name((tfm_recomp)r->recompute));
+    fputc('\n', f);
 }
 
 /* Sweep every point; rows[] gets one entry per point done (*n_done). */
-static int run_points(const sweep_args *a, const study *st, const cluster *full, const cluster_devtype *type,
-                      const int *kinds, int n_kinds, double base_thr, sweep_row *rows, int *n_done, cl_err *e)
+static int run_points(const sweep_args *a, const study *st, const study *cs, int nc, const cluster *full,
+                      const cluster_devtype *type, const int *kinds, int n_kinds, double base_thr, sweep_row *rows,
+                      int *n_done, cl_err *e)
 {
     prog pg;
     int total = a->n_devices * n_kinds, rc = CL_OK;
     prog_begin(&pg, "sweep", total);
     *n_done = 0;
-    /* each kind's point at the previous device count: the planner starts
-     * from it (study_run_after), so a curve never falls */
-    study_point *prev = cl_calloc((size_t)n_kinds, sizeof *prev);
+    /* the (t, recomputation) candidates (one without --tensor auto or
+     * --recompute auto), and each kind's and candidate's last planned
+     * point: the planner starts from it (study_run_after), so each
+     * candidate's curve never falls, nor does the best of them */
+    int tp = st->t_auto || st->r_auto || st->per_rank;
+    study_point *prev = cl_calloc((size_t)(n_kinds * (nc ? nc : 1)), sizeof *prev);
     for (int i = 0; i < a->n_devices && !rc && !prog_interrupted(); i++) {
         cluster c;
         if ((rc = point_cluster(a, full, type, (int)a->devices[i], &c, e))) break;
         for (int k = 0; k < n_kinds && !rc; k++) {
-            study_point pt;
-            rc = study_run_after(st, &c, kinds[k], &prev[k], &pt, e);
             sweep_row *r = &rows[*n_done];
             memset(r, 0, sizeof *r);
             r->devices = (int)a->devices[i];
             r->kind = kinds[k];
-            if (!rc) fill_row(r, &pt, base_thr);
-            if (!rc && a->s.save_plans && pt.planned) {
+            int win;
+            rc = study_run_cands(cs, nc, &c, kinds[k], &prev[k * nc], &win, r->reason, sizeof r->reason, e);
+            if (!rc && win >= 0) {
+                r->reason[0] = '\0'; /* another candidate's failure is not this row's */
+                fill_row(r, &prev[k * nc + win], base_thr);
+            }
+            if (!rc && a->s.save_plans && win >= 0) {
                 char name[64];
                 snprintf(name, sizeof name, "%ddev-%s", r->devices, sched_kind_name((sched_kind)kinds[k]));
-                rc = save_plan(a->s.save_plans, name, &pt.res.plan, e);
+                rc = save_plan(a->s.save_plans, name, &prev[k * nc + win].res.plan, e);
             }
-            study_point_free(&prev[k]);
-            prev[k] = pt;
             if (rc) break;
             (*n_done)++;
-            if (!a->s.quiet) print_row(a->s.msg, r);
+            if (!a->s.quiet) print_row(a->s.msg, r, tp);
             fflush(stdout);
             char label[64];
             snprintf(label, sizeof label, "%d devices, %s", r->devices, sched_kind_name((sched_kind)kinds[k]));
@@ -349,7 +361,7 @@ static int run_points(const sweep_args *a, const study *st, const cluster *full,
         }
         cluster_free(&c);
     }
-    for (int k = 0; k < n_kinds; k++) study_point_free(&prev[k]);
+    for (int j = 0; j < n_kinds * nc; j++) study_point_free(&prev[j]);
     free(prev);
     prog_end(&pg);
     return rc;
@@ -370,6 +382,9 @@ int cmd_sweep(int argc, char **argv)
     }
     cl_err e = {0};
     study st;
+    study *cs = NULL; /* the candidate studies (study_with), nc of them */
+    tfm_rank_opts *o = NULL;
+    int nc = 0;
     cluster full = {0};
     cluster_devtype type;
     int have_full = 0, have_study = 0;
@@ -401,16 +416,36 @@ int cmd_sweep(int argc, char **argv)
     }
     if ((rc = study_args_outputs(&a.s, "speedup", csv, png, svg, sizeof csv, &e))) goto fail;
 
+    /* the (t, recomputation) questions of every point: one, or with
+     * --tensor auto / --recompute auto every candidate (study_cands) */
+    o = cl_malloc(STUDY_MAX_CANDS * sizeof *o);
+    nc = study_cands(&st, (int)a.devices[a.n_devices - 1], o, STUDY_MAX_CANDS);
+    cs = cl_calloc((size_t)(nc ? nc : 1), sizeof *cs);
+    for (int j = 0; j < nc; j++)
+        if ((rc = study_with(&st, &o[j], &cs[j], &e))) goto fail;
+
     prog_catch_sigint();
     /* the baseline: the best plan on one device, any schedule */
     double base_thr = 0;
     char base_desc[400] = "";
     {
         cluster one;
-        study_point pt;
-        if ((rc = point_cluster(&a, have_full ? &full : NULL, &type, 1, &one, &e))) goto fail_sig;
-        rc = study_run(&st, &one, -1, &pt, &e);
+        study_point *bp = cl_calloc((size_t)(nc ? nc : 1), sizeof *bp);
+        char why[1100];
+        int win;
+        if ((rc = point_cluster(&a, have_full ? &full : NULL, &type, 1, &one, &e))) {
+            free(bp);
+            goto fail_sig;
+        }
+        rc = study_run_cands(cs, nc, &one, -1, bp, &win, why, sizeof why, &e);
         cluster_free(&one);
+        study_point pt = {0};
+        if (!rc && win >= 0) {
+            pt = bp[win];
+            bp[win] = (study_point){0};
+        } else snprintf(pt.reason, sizeof pt.reason, "%s", why);
+        for (int j = 0; j < nc; j++) study_point_free(&bp[j]);
+        free(bp);
         if (!rc && pt.ok) {
             base_thr = pt.sim.throughput;
             snprintf(base_desc, sizeof base_desc, "one device, %s, %d x %d: %.6g %s/s",
@@ -433,7 +468,7 @@ int cmd_sweep(int argc, char **argv)
                "peak mem");
     }
     rows = cl_calloc((size_t)(a.n_devices * n_kinds), sizeof *rows);
-    rc = run_points(&a, &st, have_full ? &full : NULL, &type, kinds, n_kinds, base_thr, rows, &n_done, &e);
+    rc = run_points(&a, &st, cs, nc, have_full ? &full : NULL, &type, kinds, n_kinds, base_thr, rows, &n_done, &e);
     int interrupted = prog_interrupted();
     /* outputs for the points done, also after Ctrl-C */
     if (!rc && csv[0] && (rc = write_csv(csv, rows, n_done, &e)) == CL_OK && !a.s.quiet) fprintf(a.s.msg, "wrote %s\n", csv);
@@ -462,6 +497,9 @@ fail_sig:
 fail:
     rc = cli_report(&e);
 done:
+    for (int j = 0; j < nc && cs; j++) study_free(&cs[j]);
+    free(cs);
+    free(o);
     free(rows);
     free(kinds);
     free(a.devices);

@@ -48,10 +48,53 @@ int study_load(study *s, const char *model_path, const char *prof_path, int batc
 
 void study_free(study *s)
 {
-    model_free(&s->md);
     if (s->per_rank) model_free(&s->rank_md);
-    if (s->have_prof) prof_free(&s->pf);
+    if (!s->borrowed) {
+        model_free(&s->md);
+        if (s->have_prof) prof_free(&s->pf);
+    }
     memset(s, 0, sizeof *s);
+}
+
+int study_cands(const study *s, int max_t, tfm_rank_opts *out, int cap)
+{
+    int t0 = s->t_auto ? 1 : s->tro.t, t1 = s->t_auto ? (max_t < 1024 ? max_t : 1024) : s->tro.t;
+    int r0 = s->r_auto ? 0 : (int)s->tro.recomp, r1 = s->r_auto ? TFM_RECOMP_FULL : r0;
+    int n = 0;
+    for (int t = t0; t <= t1; t++)
+        for (int r = r0; r <= r1 && n < cap; r++) {
+            tfm_rank_opts o = s->tro;
+            o.t = t;
+            o.recomp = (tfm_recomp)r;
+            o.sp = s->tro.sp && t > 1;
+            cl_err ignored = {0};
+            if ((s->t_auto || s->r_auto) && tfm_rank_check(&s->md, &o, s->md.name, &ignored))
+                continue; /* not a t this model allows */
+            out[n++] = o;
+        }
+    return n;
+}
+
+int study_with(const study *s, const tfm_rank_opts *o, study *out, cl_err *e)
+{
+    *out = *s;
+    out->borrowed = 1;
+    out->t_auto = out->r_auto = 0;
+    out->tro = *o;
+    out->per_rank = 0;
+    memset(&out->rank_md, 0, sizeof out->rank_md);
+    if (o->t > 1 || o->sp || o->recomp || o->fused_attn) {
+        int rc = tfm_rank_model(&out->rank_md, &s->md, o, s->md.name, e);
+        if (rc) return rc;
+        out->per_rank = 1;
+    }
+    return CL_OK;
+}
+
+int study_better(const study_point *a, const study_point *b)
+{
+    return a->ok && (!b->ok || a->sim.throughput > b->sim.throughput * (1 + 1e-9) ||
+                     (a->sim.throughput >= b->sim.throughput * (1 - 1e-9) && a->peak_mem_bytes < b->peak_mem_bytes));
 }
 
 void study_point_free(study_point *pt)
@@ -178,6 +221,35 @@ infeasible_noreason:
     return rc;
 }
 
+int study_run_cands(const study *cs, int nc, const cluster *c, int kind, study_point *prev, int *win,
+                    char *reason, size_t cap, cl_err *e)
+{
+    *win = -1;
+    reason[0] = '\0';
+    if (!nc) snprintf(reason, cap, "no tensor-parallel degree of the model fits %d devices", c->n_devices);
+    for (int i = 0; i < nc; i++) {
+        study_point pt;
+        int rc = study_run_after(&cs[i], c, kind, &prev[i], &pt, e);
+        if (rc) {
+            study_point_free(&pt);
+            return rc;
+        }
+        if (!reason[0] && !pt.ok) {
+            if (nc > 1) /* which question the line answers */
+                snprintf(reason, cap, "t %d %s: %.1000s", cs[i].tro.t, tfm_recomp_name(cs[i].tro.recomp), pt.reason);
+            else snprintf(reason, cap, "%s", pt.reason);
+        }
+        if (!pt.planned) { /* the candidate's last plan stays its floor */
+            study_point_free(&pt);
+            continue;
+        }
+        study_point_free(&prev[i]);
+        prev[i] = pt;
+        if (pt.ok && (*win < 0 || study_better(&prev[i], &prev[*win]))) *win = i;
+    }
+    return CL_OK;
+}
+
 int study_best_candidates(const study *s, int n_kinds)
 {
     return n_kinds * (s->replication ? 2 : 1);
@@ -186,42 +258,51 @@ int study_best_candidates(const study *s, int n_kinds)
 int study_best(const study *s0, const cluster *c, const int *kinds, int n_kinds, prog *pg,
                study_point *best, int *interrupted, cl_err *e)
 {
-    study s = *s0; /* shallow: only the replication flag changes */
     int passes = s0->replication ? 2 : 1, rc = CL_OK;
     memset(best, 0, sizeof *best);
     *interrupted = 0;
-    for (int pass = 0; pass < passes; pass++) {
-        s.replication = s0->replication && pass == 0;
-        for (int k = 0; k < n_kinds; k++) {
-            if (prog_interrupted()) { /* checked before a candidate, so a finished search stays whole */
-                *interrupted = 1;
-                return CL_OK;
+    /* the (t, recomputation) candidates, each its own study (one, s0's,
+     * without --tensor auto or --recompute auto) */
+    tfm_rank_opts *o = cl_malloc(STUDY_MAX_CANDS * sizeof *o);
+    int nc = study_cands(s0, c->n_devices, o, STUDY_MAX_CANDS);
+    if (!nc) snprintf(best->reason, sizeof best->reason, "no tensor-parallel degree of the model fits %d devices", c->n_devices);
+    study *cs = cl_calloc((size_t)(nc ? nc : 1), sizeof *cs);
+    for (int i = 0; i < nc && !rc; i++) rc = study_with(s0, &o[i], &cs[i], e);
+    for (int pass = 0; pass < passes && !rc; pass++)
+        for (int k = 0; k < n_kinds && !rc; k++) {
+            for (int i = 0; i < nc && !rc; i++) {
+                if (prog_interrupted()) { /* checked before a candidate, so a finished search stays whole */
+                    *interrupted = 1;
+                    goto done;
+                }
+                study s = cs[i]; /* shallow: only the replication flag changes */
+                s.replication = s0->replication && pass == 0;
+                study_point pt;
+                if ((rc = study_run(&s, c, kinds[k], &pt, e))) {
+                    study_point_free(&pt);
+                    break;
+                }
+                if (study_better(&pt, best)) {
+                    study_point_free(best);
+                    *best = pt;
+                } else {
+                    if (!best->ok && !best->reason[0])
+                        snprintf(best->reason, sizeof best->reason, "%s: %.1000s",
+                                 sched_kind_name((sched_kind)kinds[k]), pt.reason);
+                    study_point_free(&pt);
+                }
             }
-            study_point pt;
-            if ((rc = study_run(&s, c, kinds[k], &pt, e))) {
-                study_point_free(&pt);
-                return rc;
-            }
-            int better = pt.ok && (!best->ok || pt.sim.throughput > best->sim.throughput * (1 + 1e-9) ||
-                                   (pt.sim.throughput >= best->sim.throughput * (1 - 1e-9) &&
-                                    pt.peak_mem_bytes < best->peak_mem_bytes));
-            if (better) {
-                study_point_free(best);
-                *best = pt;
-            } else {
-                if (!best->ok && !best->reason[0])
-                    snprintf(best->reason, sizeof best->reason, "%s: %.1000s",
-                             sched_kind_name((sched_kind)kinds[k]), pt.reason);
-                study_point_free(&pt);
-            }
-            if (pg) {
+            if (pg && !rc) {
                 char label[96];
                 snprintf(label, sizeof label, "%s, %s", c->name, sched_kind_name((sched_kind)kinds[k]));
                 prog_step(pg, label);
             }
         }
-    }
-    return CL_OK;
+done:
+    for (int i = 0; i < nc; i++) study_free(&cs[i]);
+    free(cs);
+    free(o);
+    return rc;
 }
 
 int study_subcluster(const cluster *c, int n, cluster *out, cl_err *e)
@@ -358,6 +439,12 @@ int study_args_check(study_args *a, const char *cmd)
     if (a->out_dir && (a->csv || a->png || a->svg))
         return cli_usage_error(cmd, "-o DIR and --csv/--png/--svg exclude each other");
     if (a->profiled_on && !a->profile) return cli_usage_error(cmd, "--profiled-on describes a --profile");
+    a->t = 1;
+    if (a->tensor && !strcmp(a->tensor, "auto")) a->t = 0;
+    else if (a->tensor) {
+        int rc = cli_int(cmd, "--tensor", a->tensor, 1, 1024, &a->t);
+        if (rc) return rc;
+    }
     if (a->framework && plan_for_from_name(a->framework) < 0) {
         char *shown = esc_term(a->framework); /* argv: no control byte to the terminal */
         int rc = cli_usage_error(cmd, "--for: unknown framework \"%s\" (torch, deepspeed, megatron)", shown);
@@ -399,10 +486,25 @@ int study_args_load(const study_args *a, study *s, cl_err *e)
     if (a->profiled_on) snprintf(s->profiled_on, sizeof s->profiled_on, "%s", a->profiled_on);
     s->replication = !a->no_replication;
     s->attn = (prof_attn)a->attention;
-    s->tro = (tfm_rank_opts){.t = a->tensor > 0 ? (int)a->tensor : 1, .recomp = (tfm_recomp)a->recompute,
+    s->t_auto = a->t == 0;
+    s->r_auto = a->recompute == STUDY_RECOMP_AUTO;
+    s->tro = (tfm_rank_opts){.t = s->t_auto ? 1 : (int)a->t,
+                             .recomp = s->r_auto ? TFM_RECOMP_NONE : (tfm_recomp)a->recompute,
                              .fused_attn = a->attention == PROF_ATTN_FUSED};
-    s->tro.sp = a->seq_par && s->tro.t > 1;
-    s->per_rank = s->tro.t > 1 || s->tro.sp || s->tro.recomp || s->tro.fused_attn;
+    /* with auto, tro.sp says it was asked for (study_cands gives it to t > 1) */
+    s->tro.sp = a->seq_par && (s->t_auto || s->tro.t > 1);
+    if (s->t_auto || s->r_auto) {
+        tfm_rank_opts o1 = {.t = 1, .recomp = TFM_RECOMP_NONE};
+        if (s->have_prof) {
+            study_free(s);
+            return cl_fail(e, CL_EINPUT, "--tensor auto and --recompute auto re-price a transformer's layers, which a profile measured whole (hint: drop --profile)");
+        }
+        if ((rc = tfm_rank_check(&s->md, &o1, a->model, e))) {
+            study_free(s);
+            return rc;
+        }
+    }
+    s->per_rank = !s->t_auto && !s->r_auto && (s->tro.t > 1 || s->tro.sp || s->tro.recomp || s->tro.fused_attn);
     if (s->per_rank) {
         if (s->have_prof) {
             study_free(s);

@@ -53,6 +53,11 @@ typedef struct study {
     prof_attn attn;
     int per_rank;           /* 1: rank_md and each cluster's t-GPU groups are planned */
     model rank_md;          /* owned when per_rank                           */
+    /* --tensor auto, --recompute auto: every point is the best of the
+     * candidates study_cands lists, each a study_with (as `cleave plan`
+     * searches them); tro then holds the fixed parts (tro.sp: asked for) */
+    int t_auto, r_auto;
+    int borrowed;           /* 1: md and pf are another study's (study_with) */
 } study;
 
 /* Load the model (and a cleave profile of it when prof_path is not NULL);
@@ -60,6 +65,18 @@ typedef struct study {
  * the planner's defaults (SGD, replication on).  Free with study_free. */
 int study_load(study *s, const char *model_path, const char *prof_path, int batch, cl_err *e);
 void study_free(study *s);
+
+/* The (t, recomputation) questions a point of s asks: s->tro alone, or with
+ * t_auto every t from 1 to max_t the model allows (tfm_rank_check: heads,
+ * key/value groups, MLP width) and with r_auto every recomputation mode.
+ * Sequence parallelism, when asked, goes to every t > 1.  Writes at most
+ * cap into out; returns the count (at least 1 when s->tro is valid). */
+int study_cands(const study *s, int max_t, tfm_rank_opts *out, int cap);
+#define STUDY_MAX_CANDS (3 * 1024)
+/* s restated for the candidate o (study_cands): a shallow copy sharing s's
+ * model and profile, with o's per-rank model built when o restates the
+ * question.  study_free releases only what it built. */
+int study_with(const study *s, const tfm_rank_opts *o, study *out, cl_err *e);
 
 typedef struct study_point {
     int planned;            /* res holds a plan (free with study_point_free) */
@@ -99,8 +116,20 @@ void study_point_free(study_point *pt);
  * *interrupted = 1 (a search whose candidates all ran is complete). */
 int study_best(const study *s, const cluster *c, const int *kinds, int n_kinds, prog *pg,
                study_point *best, int *interrupted, cl_err *e);
-/* Candidates study_best tries (for sizing a progress bar). */
+/* One point for each candidate study cs[0..nc-1] (study_with) on c with
+ * schedule kind, each planned after prev[i], that candidate's last planned
+ * point (study_run_after; zeroed: none), which a newly planned point
+ * replaces.  *win: the best of those planned now (study_better), -1 when
+ * none is feasible, with the first candidate's reason in reason.  Only
+ * machine failures return an error; the caller frees prev[0..nc-1]. */
+int study_run_cands(const study *cs, int nc, const cluster *c, int kind, study_point *prev, int *win,
+                    char *reason, size_t cap, cl_err *e);
+/* Candidates study_best tries (for sizing a progress bar): its steps. */
 int study_best_candidates(const study *s, int n_kinds);
+/* 1 when point a beats b (the one rule of study_best and sweep's tensor
+ * candidates): a is feasible and b is not, or a's simulated throughput is
+ * higher, or equal with a smaller peak memory. */
+int study_better(const study_point *a, const study_point *b);
 
 /* The first n devices of c, in c's order (nodes left without devices are
  * dropped), named "<c.name>[0:n]"; free with cluster_free. */
@@ -136,8 +165,10 @@ typedef struct study_args {
     int schedules_given;    /* --schedules given (else the command's default) */
     int64_t batch;          /* --batch (0: the study's default)             */
     int no_replication, quiet;
-    int64_t tensor;         /* --tensor T (0: 1)                            */
-    int seq_par, recompute, attention; /* --sequence-parallel, --recompute, --attention */
+    const char *tensor;     /* --tensor T|auto (NULL: 1)                    */
+    int64_t t;              /* T, or 0 for auto (study_args_check)           */
+    int seq_par, recompute, attention; /* --sequence-parallel, --recompute (a tfm_recomp,
+                               or STUDY_RECOMP_AUTO), --attention            */
     double max_seconds;     /* --max-seconds (when max_seconds_given)       */
     int max_seconds_given;
     FILE *msg;              /* the table and "wrote": stdout, or stderr when
@@ -168,15 +199,17 @@ typedef struct study_args {
     {"for", 0, CLI_STR, CLI_FIELD(T, m.framework), .help = NULL},                          \
     {"batch", 0, CLI_INT, CLI_FIELD(T, m.batch), 1, 1 << 30, .help = NULL},                \
     {"no-replication", 0, CLI_FLAG, CLI_FIELD(T, m.no_replication), .help = NULL},         \
-    {"tensor", 0, CLI_INT, CLI_FIELD(T, m.tensor), 1, 1024, .help = NULL},                  \
+    {"tensor", 0, CLI_STR, CLI_FIELD(T, m.tensor), .help = NULL},                           \
     {"sequence-parallel", 0, CLI_FLAG, CLI_FIELD(T, m.seq_par), .help = NULL},              \
-    {"recompute", 0, CLI_ENUM, CLI_FIELD(T, m.recompute), .words = "none|selective|full", .help = NULL}, \
+    {"recompute", 0, CLI_ENUM, CLI_FIELD(T, m.recompute), .words = "none|selective|full|auto", .help = NULL}, \
     {"attention", 0, CLI_ENUM, CLI_FIELD(T, m.attention), .words = "unfused|fused", .help = NULL}, \
     {"quiet", 0, CLI_FLAG, CLI_FIELD(T, m.quiet), .help = NULL}
 
+#define STUDY_RECOMP_AUTO 3 /* --recompute auto: the words' fourth */
+
 /* The checks across shared options: --model given, -o vs --csv/--png/--svg,
- * --profiled-on without --profile, --for a framework; and the folders'
- * trailing "/" dropped.  0 or the usage-error status. */
+ * --profiled-on without --profile, --for a framework, --tensor T|auto; and
+ * the folders' trailing "/" dropped.  0 or the usage-error status. */
 int study_args_check(study_args *a, const char *cmd);
 /* Start the command's wall-clock budget (--max-seconds, budget.h) and load
  * the study the options describe (study_load, then --profiled-on,
