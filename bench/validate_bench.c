@@ -1,9 +1,9 @@
 /* validate_bench.c - `cleave bench validate`: prediction accuracy over a
  * suite of plans on this machine (bench/validate.csv).
  *
- * Suite: both Fashion-MNIST models x {1 stage, 2 stages} x schedules
- * (gpipe, 1f1b, zb-h1, interleaved with 2 chunks per worker, pipedream, fbp)
- * x microbatch counts.  Each plan is built here, not by the planner (the
+ * Suite: the three Fashion-MNIST models (MLP, CNN, vision transformer) x
+ * {1 stage, 2 stages} x schedules (gpipe, 1f1b, zb-h1, interleaved with 2
+ * chunks per worker, pipedream, fbp) x microbatch counts.  Each plan is built here, not by the planner (the
  * planner makes no interleaved plans): the model's layers are cut into
  * stages x chunks contiguous stages that balance the work of a profile
  * taken at the start (a min-max DP), stage k on core k mod stages.  Then,
@@ -62,10 +62,13 @@ typedef struct vcase {
     int stages, chunks, micro;
 } vcase;
 
-static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cnn.json"};
+static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cnn.json",
+                                     "models/fmnist-vit.json"};
+#define N_MODELS 3
 /* microbatch size per model: the MLP's ops are tens of microseconds at 32,
- * the CNN's milliseconds at 16 */
-static const int model_mb[] = {32, 16};
+ * the CNN's and the ViT's (attention, MLP blocks, layer norms: issue 18)
+ * milliseconds at 16 */
+static const int model_mb[N_MODELS] = {32, 16, 16};
 
 static const vcase suite[] = {
     {0, SCHED_GPIPE, 1, 1, 4},       {0, SCHED_FBP, 1, 1, 4},
@@ -78,10 +81,17 @@ static const vcase suite[] = {
     {1, SCHED_1F1B, 2, 1, 8},        {1, SCHED_ZBH1, 2, 1, 4},
     {1, SCHED_INTERLEAVED, 2, 2, 4}, {1, SCHED_PIPEDREAM, 2, 1, 4},
     {1, SCHED_FBP, 2, 1, 4},         {1, SCHED_FBP, 2, 1, 8},
+    {2, SCHED_GPIPE, 1, 1, 4},       {2, SCHED_FBP, 1, 1, 4},
+    {2, SCHED_GPIPE, 2, 1, 4},       {2, SCHED_GPIPE, 2, 1, 8},
+    {2, SCHED_1F1B, 2, 1, 2},        {2, SCHED_1F1B, 2, 1, 4},
+    {2, SCHED_1F1B, 2, 1, 8},        {2, SCHED_ZBH1, 2, 1, 4},
+    {2, SCHED_INTERLEAVED, 2, 2, 4}, {2, SCHED_PIPEDREAM, 2, 1, 4},
+    {2, SCHED_FBP, 2, 1, 4},         {2, SCHED_FBP, 2, 1, 8},
 };
 static const vcase quick_suite[] = {
     {0, SCHED_1F1B, 2, 1, 4},
     {0, SCHED_FBP, 2, 1, 4},
+    {2, SCHED_1F1B, 2, 1, 4},
 };
 
 /* ------------------------------------------------------------- plans -- */
@@ -377,10 +387,10 @@ int exec_val_bench(const char *outdir, int quick)
     int n = quick ? (int)(sizeof quick_suite / sizeof *quick_suite)
                   : (int)(sizeof suite / sizeof *suite);
     int runs = quick ? 1 : 3, iters = quick ? 6 : 30, reps = quick ? 5 : 30, rounds = quick ? 1 : 3;
-    model md[2];
-    prof pf[2];
-    int have[2] = {0, 0}, rc = CL_OK;
-    for (int i = 0; i < 2 && !rc; i++) {
+    model md[N_MODELS];
+    prof pf[N_MODELS];
+    int have[N_MODELS] = {0}, rc = CL_OK;
+    for (int i = 0; i < N_MODELS && !rc; i++) {
         int need = 0;
         for (int k = 0; k < n; k++) need |= cs[k].model == i;
         if (!need) continue;
