@@ -13,7 +13,8 @@
  * lines may come between them ("..." in the docs), so an example may show
  * a part.  Lines that report wall-clock time are not compared.  train,
  * validate, bench, profile and plot measure this machine or draw pictures:
- * not run.  A command with a pipe other than `| head -N`, or a redirection,
+ * not run.  A command with a pipe other than `| head -N` or `| tail -N`, or a
+ * redirection,
  * is not run either.
  *
  * Why: the figures in the docs drifted from what the code prints (the
@@ -50,7 +51,8 @@ static size_t indent_of(const char *l)
     return n;
 }
 
-/* The command without its program and an ending `| head -N`, or NULL when
+/* The command without its program and an ending `| head -N` or `| tail -N`
+ * (the lines shown are then a part of the output, as any example's may be), or NULL when
  * it is not one to run (malloc'd). */
 static char *runnable(const char *cmd)
 {
@@ -65,7 +67,7 @@ static char *runnable(const char *cmd)
     char *bar = strchr(s, '|');
     if (bar) {
         int n = 0;
-        if (sscanf(bar, "| head -%d", &n) != 1 || n < 1) {
+        if ((sscanf(bar, "| head -%d", &n) != 1 && sscanf(bar, "| tail -%d", &n) != 1) || n < 1) {
             free(s);
             return NULL;
         }
