@@ -13,9 +13,8 @@
  * lines may come between them ("..." in the docs), so an example may show
  * a part.  Lines that report wall-clock time are not compared.  train,
  * validate, bench, profile and plot measure this machine or draw pictures:
- * not run.  A command with a pipe other than `| head -N` or `| tail -N`, or a
- * redirection,
- * is not run either.
+ * not run.  A command with a pipe other than `| head -N` or `| tail -N`, or
+ * a redirection, is not run either.
  *
  * Why: the figures in the docs drifted from what the code prints (the
  * README quoted a 258.8 s GPT-3 plan that no longer fits at all); now a
