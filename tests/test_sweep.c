@@ -215,8 +215,8 @@ static void test_tensor_auto(void)
         {"--model models/llama2-7b.json --device A100-80GB --batch 8 --optimizer adam", "2,8", "1f1b,gpipe", 4},
         {"--model models/llama2-70b.json --device A100-80GB --batch 4 --optimizer adam", "24", "1f1b", 1},
     };
-    int t_above_1 = 0;
-    for (int k = 0; k < 2; k++) {
+    int t_above_1 = 0, n_cases = TEST_BREADTH(2, 1); /* the 70B case: the search breadth only */
+    for (int k = 0; k < n_cases; k++) {
         snprintf(args, sizeof args, "sweep %s --tensor auto --recompute auto --devices-per-node 8 --devices %s --schedules %s --csv %s --quiet",
                  cases[k].q, cases[k].devices, cases[k].schedules, csv);
         CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
@@ -243,7 +243,7 @@ static void test_tensor_auto(void)
         }
         test_csv_free(&c);
     }
-    CU_ASSERT(t_above_1 > 0); /* the candidates beyond t = 1 were searched */
+    if (n_cases > 1) CU_ASSERT(t_above_1 > 0); /* the candidates beyond t = 1 were searched */
     /* compare: the best of the fixed questions */
     const char *cq = "compare --model models/llama2-7b.json --clusters profiles/clusters/dgx-a100-1node.json "
                      "--batch 8 --schedules 1f1b --dataset-size 1000";
@@ -254,7 +254,7 @@ static void test_tensor_auto(void)
     double got = test_csv_num(&c, 0, "throughput"), best = 0;
     test_csv_free(&c);
     static const char *const modes[] = {"none", "selective", "full"};
-    for (int t = 1; t <= 8; t *= 2)
+    for (int t = 1; t <= TEST_BREADTH(8, 1); t *= 2)
         for (int m = 0; m < 3; m++) {
             snprintf(args, sizeof args, "%s --tensor %d --recompute %s --csv %s --quiet", cq, t, modes[m], csv);
             CU_ASSERT_EQUAL_FATAL(test_run_cli(args, NULL, NULL), 0);
@@ -263,7 +263,9 @@ static void test_tensor_auto(void)
             if (thr > best) best = thr;
             test_csv_free(&c);
         }
-    CU_ASSERT(best > 0 && fabs(got - best) <= 1e-9 * best);
+    /* sanitizer builds ask t = 1 only: the best of those cannot beat auto */
+    if (TEST_BREADTH(1, 0)) CU_ASSERT(best > 0 && fabs(got - best) <= 1e-9 * best);
+    else CU_ASSERT(best > 0 && got >= best * (1 - 1e-9));
     CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
