@@ -243,7 +243,9 @@ static void test_tensor_auto(void)
         }
         test_csv_free(&c);
     }
-    if (n_cases > 1) CU_ASSERT(t_above_1 > 0); /* the candidates beyond t = 1 were searched */
+    if (n_cases > 1) { /* the candidates beyond t = 1 were searched */
+        CU_ASSERT(t_above_1 > 0);
+    }
     /* compare: the best of the fixed questions */
     const char *cq = "compare --model models/llama2-7b.json --clusters profiles/clusters/dgx-a100-1node.json "
                      "--batch 8 --schedules 1f1b --dataset-size 1000";
@@ -264,8 +266,11 @@ static void test_tensor_auto(void)
             test_csv_free(&c);
         }
     /* sanitizer builds ask t = 1 only: the best of those cannot beat auto */
-    if (TEST_BREADTH(1, 0)) CU_ASSERT(best > 0 && fabs(got - best) <= 1e-9 * best);
-    else CU_ASSERT(best > 0 && got >= best * (1 - 1e-9));
+    if (TEST_BREADTH(1, 0)) {
+        CU_ASSERT(best > 0 && fabs(got - best) <= 1e-9 * best);
+    } else {
+        CU_ASSERT(best > 0 && got >= best * (1 - 1e-9));
+    }
     CU_ASSERT_EQUAL(test_rmtree(dir), 0);
 }
 
