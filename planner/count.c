@@ -136,6 +136,19 @@ static double lower_bound(search_ctx *c, count_state *S, double guess, double kn
     return lower;
 }
 
+/* The best partition-and-merge bottleneck at this count (0: none fits): a
+ * first guess for a least-memory bound's climb (on a DAG only a guess:
+ * its prefix cuts need not be downsets there).  A climb returns the
+ * optimum whatever its guesses (plan_exact_lower); a close one saves the
+ * passes that miss below it. */
+static double merge_guess(const count_state *S)
+{
+    double guess = 0;
+    for (int ki = 0; ki < S->n_kinds; ki++)
+        if (S->okm[ki] && (!(guess > 0) || S->evm[ki].bottleneck_s < guess)) guess = S->evm[ki].bottleneck_s;
+    return guess;
+}
+
 /* Skip this microbatch count?  Only when no iteration here can beat the
  * best plan so far.  The least-memory bottleneck does not prove that: it
  * counts each boundary's transfers both ways on one link, where the
@@ -169,7 +182,7 @@ static int skip_count(search_ctx *c, count_state *S, const search_best *B)
     }
     if (!skip && S->lower == HUGE_VAL) {
         plan_exact_opts lo = {.upper_s = S->upper, .budget = rq->exact_budget,
-                              .lower_s = B->pred.iteration_s};
+                              .lower_s = B->pred.iteration_s, .hint_s = merge_guess(S)};
         plan_exact_stats ls = {0};
         cl_err le = {0};
         I->sched = S->kinds[0];
@@ -324,10 +337,7 @@ static void count_lower(search_ctx *c, count_state *S, double *hint, const searc
          * bottleneck (on a DAG only a guess: its prefix cuts need not be
          * downsets there). */
         double guess = equal ? 0 : *hint;
-        if (!(guess > 0))
-            for (int ki = 0; ki < S->n_kinds; ki++)
-                if (S->okm[ki] && (!(guess > 0) || S->evm[ki].bottleneck_s < guess))
-                    guess = S->evm[ki].bottleneck_s;
+        if (!(guess > 0)) guess = merge_guess(S);
         S->lower = lower_bound(c, S, guess, 0, B);
         if (S->lower > 0 && S->lower < HUGE_VAL) *hint = S->lower;
     }
@@ -394,7 +404,7 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
     if (okx == PLAN_EXACT_ABOVE_LOWER) {
         S->tentative = 0;
         res->exact_steps += xs->steps;
-        S->lower = lower_bound(c, S, 0, *hint, B);
+        S->lower = lower_bound(c, S, merge_guess(S), *hint, B);
         if (S->lower > 0 && S->lower < HUGE_VAL) *hint = S->lower;
         if (skip_count(c, S, B)) {
             S->stop = 1;

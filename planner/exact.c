@@ -127,28 +127,10 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
 }
 int plan_exact_mem_free(const plan_inst *I, const plan_lattice *L)
 {
-    int N = I->n_dev, rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
-    if (rmax > N) rmax = N;
-    if ((double)N * rmax > TAB_MAX) return 0; /* not worth proving */
-    /* Every schedule's in-flight and version counts fall (or stay) as the
-     * replicas r grow: each is a ceiling of something over r (core/
-     * schedule.c).  So one replica gives the most, and only the depths need
-     * trying: N calls, not N x rmax (65,536 per call on 256 devices, a sixth
-     * of GPT-3's whole tensor-parallel question). */
-    int in_max = 0, ver_max = 0;
-    for (int D = 1; D <= N; D++) {
-        int a = sched_inflight_rep(I->sched, D, D, 1, I->m, I->chunks);
-        int b = sched_versions_rep(I->sched, D, 1);
-        if (a > in_max) in_max = a;
-        if (b > ver_max) ver_max = b;
-    }
-    double cut_max = 0, cap_min = HUGE_VAL;
-    for (int t = 0; t < L->n_sets; t++) cut_max = fmax(cut_max, L->cut[t]);
-    for (int d = 0; d < N; d++) cap_min = fmin(cap_min, I->mem_cap[d]);
+    dp_mem_most w;
+    if (!exact_dp_mem_most(I, L, &w)) return 0;
     int all = L->n_sets - 1;
-    /* one replica: ZeRO's sharding only lowers the model state */
-    double M = plan_stage_mem_counts(I, L->params[all], L->stash[all], cut_max, cut_max, in_max, ver_max, 1);
-    return M <= cap_min;
+    return exact_dp_mem_most_fits(I, &w, L->params[all], L->stash[all]);
 }
 
 plan_exact_result plan_exact_any_below(const plan_inst *I, const plan_lattice *L,

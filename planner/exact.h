@@ -51,6 +51,11 @@ typedef struct plan_exact_opts {
     int probe;              /* plan_exact only: when the pass at lower_s finds
                                nothing, return PLAN_EXACT_ABOVE_LOWER at once
                                (the caller then learns a better lower bound) */
+    int c_first;            /* tests only: 0 (the search's rule), or 1 always
+                               and -1 never let pass 2's strictly smaller
+                               communication dominate regardless of the
+                               devices below (docs/planner.md, "Exact search":
+                               valid only where no stage can overflow) */
 } plan_exact_opts;
 
 typedef struct plan_exact_stats {
@@ -58,6 +63,8 @@ typedef struct plan_exact_stats {
     int64_t steps;          /* inner steps (transitions priced)             */
     int passes;             /* DP passes run (2 or 4)                       */
     int classes;            /* position classes per set                    */
+    int c_first_passes;     /* passes 2 where communication came first
+                               (no stage could overflow a device)         */
     const char *mode;       /* "flat", "periodic" or "positions"            */
 } plan_exact_stats;
 

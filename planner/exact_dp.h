@@ -94,10 +94,22 @@ typedef struct dp_places {
     double spd_top;         /* the fastest device's speed                    */
 } dp_places;
 
+/* The most memory a stage's counts can give at any depth (one replica, the
+ * most in-flight microbatches and versions, the largest cut both sides)
+ * and the smallest device (exact_dp_mem_most). */
+typedef struct dp_mem_most {
+    int in_max, ver_max;
+    double cut_max, cap_min;
+} dp_mem_most;
+
 /* What every transition reads, tabulated once per search (exact_setup.c). */
 typedef struct dp_tables {
     int dep;                /* plan_mem_dependence of the instance           */
     int monotone;           /* memory never shrinks as the depth grows       */
+    int most_ok;            /* most is set (not too many devices to try)    */
+    dp_mem_most most;
+    int mem_free;           /* plan_exact_mem_free: no stage of any layout
+                               overflows a device (exact_dp_free_at)        */
     double cap_top;         /* the largest device memory                     */
     double inv_cap;         /* (1 - PLAN_BOUND_SLACK) / cap_top                         */
     int *qtab;              /* ceil(m / r) for r = 0..rtab (qtab[0] unused)  */
@@ -130,6 +142,10 @@ typedef struct dp_pass_state {
     int track_u;            /* memory depends on the depth: fewer devices
                                below dominate (see dominates)               */
     int u_fronts;           /* one front per devices count (exact U needed)  */
+    int c_first;            /* pass 2 where no stage can overflow a device
+                               (exact_dp_free_at): strictly less
+                               communication dominates, whatever the devices
+                               below (exact_front.h, dominates_by)          */
 } dp_pass_state;
 
 /* The entries and fronts of the current pass (exact_front.h, exact_pass.c). */
@@ -188,6 +204,7 @@ typedef struct exact_dp {
     const plan_lattice *L;
     int p_fixed;            /* exact stage count, or 0                       */
     int dev_fixed;          /* exact device count (BY_TOTAL memory), or 0    */
+    int c_first_rule;       /* plan_exact_opts.c_first                       */
     dp_places pos;
     dp_tables tab;
     dp_pass_state run;
@@ -263,6 +280,15 @@ static inline __attribute__((always_inline)) double mem_of(const exact_dp *X, co
 int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
               plan_exact_stats *st, cl_err *e);
 void exact_dp_teardown(exact_dp *X, plan_exact_stats *st);
+
+/* exact_setup.c: the most a stage's memory counts give on this instance
+ * (0 when not worth finding: too many devices x replicas); does a stage of
+ * P parameter and st stash bytes fit the smallest device with them? */
+int exact_dp_mem_most(const plan_inst *I, const plan_lattice *L, dp_mem_most *w);
+int exact_dp_mem_most_fits(const plan_inst *I, const dp_mem_most *w, double P, double st);
+/* exact_setup.c: 1 when no stage a pass under `bound` may place can
+ * overflow a device at any depth (no device count fixed). */
+int exact_dp_free_at(const exact_dp *X, double bound);
 
 /* exact_climb.c: one pass (relaxed as in dp_pass_state.relaxed) for `goal` at
  * `bound`; returns the best final entry id, or -1 (nothing, or over the

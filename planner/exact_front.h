@@ -26,11 +26,19 @@ static inline int new_entry(exact_dp *X)
 
 /* a is at least as good as b for every completion.  When memory grows with
  * the depth, an entry whose placed stages use fewer devices is no worse (the
- * stages still to come sit less deep), so U joins the comparison. */
-static inline int dominates_by(int track_u, int pass2, const dp_key *a, const dp_key *b, double ha,
-                               double hb)
+ * stages still to come sit less deep), so U joins the comparison.  But when
+ * no stage can overflow a device (c_first), the depth decides only the
+ * headroom, which pass 2 compares after the communication: every completion
+ * of b then completes a too (a spans no more positions), at no more
+ * communication, so a strictly smaller communication dominates whatever U
+ * (1,000 layers on 1,024 devices: 14.6 million steps in pass 2 without
+ * this, 0.48 million with it; the 3-way fronts over span, U and
+ * communication were the cost). */
+static inline int dominates_by(int track_u, int pass2, int c_first, const dp_key *a, const dp_key *b,
+                               double ha, double hb)
 {
     if (a->d > b->d) return 0;
+    if (c_first && a->C < b->C) return 1;
     if (track_u && a->U > b->U) return 0;
     if (!pass2) return a->B <= b->B;
     if (a->C != b->C) return a->C < b->C;
@@ -42,7 +50,7 @@ static inline int dominates(const exact_dp *X, const dp_key *a, const dp_key *b)
 {
     /* feasibility within the bound only (any_below): the least span wins */
     if (X->run.goal == GOAL_BELOW) return a->d <= b->d && (!X->run.track_u || a->U <= b->U);
-    return dominates_by(X->run.track_u, X->run.goal == GOAL_COMM, a, b, a->H, b->H);
+    return dominates_by(X->run.track_u, X->run.goal == GOAL_COMM, X->run.c_first, a, b, a->H, b->H);
 }
 
 /* The front of state (t, c) for k (with u_fronts, k also codes U; see

@@ -63,6 +63,66 @@ static void classify_positions(exact_dp *X)
         P->pcls[e] = P->mode == MODE_FLAT ? 0 : P->mode == MODE_PERIODIC ? e % P->K : 2 * e;
 }
 
+int exact_dp_mem_most(const plan_inst *I, const plan_lattice *L, dp_mem_most *w)
+{
+    int N = I->n_dev, rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (rmax > N) rmax = N;
+    if ((double)N * rmax > TAB_MAX) return 0; /* not worth proving */
+    /* Every schedule's in-flight and version counts fall (or stay) as the
+     * replicas r grow: each is a ceiling of something over r (core/
+     * schedule.c).  So one replica gives the most, and only the depths need
+     * trying: N calls, not N x rmax (65,536 per call on 256 devices, a sixth
+     * of GPT-3's whole tensor-parallel question). */
+    w->in_max = w->ver_max = 0;
+    for (int D = 1; D <= N; D++) {
+        int a = sched_inflight_rep(I->sched, D, D, 1, I->m, I->chunks);
+        int b = sched_versions_rep(I->sched, D, 1);
+        if (a > w->in_max) w->in_max = a;
+        if (b > w->ver_max) w->ver_max = b;
+    }
+    w->cut_max = 0;
+    w->cap_min = HUGE_VAL;
+    for (int t = 0; t < L->n_sets; t++) w->cut_max = fmax(w->cut_max, L->cut[t]);
+    for (int d = 0; d < N; d++) w->cap_min = fmin(w->cap_min, I->mem_cap[d]);
+    return 1;
+}
+
+int exact_dp_mem_most_fits(const plan_inst *I, const dp_mem_most *w, double P, double st)
+{
+    /* one replica: ZeRO's sharding only lowers the model state */
+    return plan_stage_mem_counts(I, P, st, w->cut_max, w->cut_max, w->in_max, w->ver_max, 1) <= w->cap_min;
+}
+
+/* Can no stage a pass under `bound` places overflow a device, at any depth
+ * (dp_pass_state.c_first)?  Always so when the whole model fits
+ * (plan_exact_mem_free).  On a chain, a stage the pass places runs
+ * ceil(m / r) >= ceil(m / rmax) microbatches of its work w on a device no
+ * faster than the fastest, within the bound: w <= bound x fastest speed /
+ * ceil(m / rmax); its parameters and stash only grow with its layers, so
+ * the longest such run of layers from each start is the one to check (two
+ * pointers over the prefix sums).  With the device count fixed (zb-h1) the
+ * memory counts are not the ones tabulated here: never. */
+int exact_dp_free_at(const exact_dp *X, double bound)
+{
+    const plan_inst *I = X->I;
+    const plan_lattice *L = X->L;
+    if (X->dev_fixed || !X->tab.most_ok) return 0;
+    if (X->tab.mem_free) return 1;
+    if (!L->chain || !(bound < HUGE_VAL)) return 0;
+    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
+    if (rmax > X->pos.N) rmax = X->pos.N;
+    double wmax = bound * X->pos.spd_top / ((I->m + rmax - 1) / rmax) * (1 + PLAN_BOUND_SLACK);
+    int n = L->n_sets - 1;
+    for (int lo = 0, hi = 0; lo < n; lo++) {
+        if (hi < lo) hi = lo;
+        while (hi < n && L->work[hi + 1] - L->work[lo] <= wmax) hi++;
+        if (hi > lo && !exact_dp_mem_most_fits(I, &X->tab.most, L->params[hi] - L->params[lo],
+                                               L->stash[hi] - L->stash[lo]))
+            return 0;
+    }
+    return 1;
+}
+
 /* The tables of dp_tables (the question's fields of X set). */
 static void build_tables(exact_dp *X)
 {
@@ -139,6 +199,7 @@ int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const
     X->pos.N = I->n_dev;
     X->budget.limit = o && o->budget > 0 ? o->budget : DEFAULT_BUDGET;
     X->p_fixed = o ? o->p_fixed : 0;
+    X->c_first_rule = o ? o->c_first : 0;
     classify_positions(X);
     if (st) {
         memset(st, 0, sizeof *st);
@@ -158,6 +219,9 @@ int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const
     X->subs.t = -1;
     X->dev_fixed = o ? o->devices_fixed : 0;
     build_tables(X);
+    X->tab.most_ok = exact_dp_mem_most(I, L, &X->tab.most);
+    int all = L->n_sets - 1;
+    X->tab.mem_free = X->tab.most_ok && exact_dp_mem_most_fits(I, &X->tab.most, L->params[all], L->stash[all]);
     return 0;
 }
 

@@ -51,6 +51,8 @@ int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh)
 static inline int dom_mask(const exact_dp *X, int track_mask, const dp_key *a, const dp_key *b, int mask)
 {
     if (a->d > b->d) return 0;
+    /* every shadow is memory-free, and so is the lead (exact.h) */
+    if (X->run.c_first && a->C < b->C) return mask;
     int ule = a->U <= b->U;
     if (!ule) mask &= ~track_mask;
     if (!mask) return 0;

@@ -615,6 +615,124 @@ static void test_shadows(void)
     CU_ASSERT(ok_count > 50); /* the comparison is not vacuous */
 }
 
+/* Pass 2's communication-first dominance (exact_front.h, dominates_by):
+ * where no stage a pass may place can overflow a device
+ * (exact_dp_free_at), an entry with strictly less communication drops one
+ * with fewer devices below.  The search with it must return exactly the
+ * layout of the search without it (three-way fronts over span, devices and
+ * communication), on random chains and DAGs of up to 4 devices and on
+ * chains of up to 40 layers and 16 devices brute force cannot list (brute
+ * force itself checks the rule on the small ones, above); caps bind on
+ * most instances, so both the whole-model and the per-bound test decide.
+ * The rule must have fired, and changed the work, on many of them. */
+/* Where the devices below matter most: 1F1B (its stages hold more
+ * microbatches the deeper they sit), nodes of K (0: the generator's
+ * devices and nodes), more microbatches, every replica count; with `even`, layers of near-equal cost (many layouts
+ * within a hair of each other, as on a transformer). */
+static void deepen(plan_inst *I, int K, int even)
+{
+    I->sched = SCHED_1F1B;
+    I->m = irand(4, 16);
+    I->max_replicas = I->n_dev;
+    I->comm = 1;
+    for (int d = 0; d < I->n_dev && K > 0; d++) {
+        I->node[d] = d / K;
+        I->speed[d] = 1.0;
+        I->mem_cap[d] = I->mem_cap[0];
+    }
+    if (!even) return;
+    double need = 0;
+    for (int i = 0; i < I->n; i++) {
+        I->fwd_s[i] = 1 + 0.1 * urand();
+        I->bwd_in_s[i] = 2 * I->fwd_s[i];
+        I->bwd_w_s[i] = I->fwd_s[i];
+        I->param_bytes[i] = 1e6 * (1 + 0.1 * urand());
+        need += I->param_bytes[i] * 6 + I->stash_bytes[i] * I->m + 4 * I->out_bytes[i];
+    }
+    /* memory that fits a stage of a few layers, rarely the whole model */
+    double cap = need * (0.1 + 0.5 * urand());
+    for (int d = 0; d < I->n_dev; d++) I->mem_cap[d] = cap;
+}
+
+static void test_c_first(void)
+{
+    rng_state = 9090;
+    int fired = 0, cheaper = 0, bad = 0;
+    for (int it = 0; it < 400; it++) {
+        int big = it % 4 == 3, dev_fixed;
+        gen_opts g = {.max_layers = big ? 60 : 10, .dag = !big && it % 2, .max_dev = big ? 32 : 4};
+        plan_inst I;
+        plan_lattice L;
+        int p_fixed = gen_instance(&I, &g, &dev_fixed);
+        if (big) deepen(&I, 8, 1);
+        cl_err e = {0};
+        if (g.dag) {
+            CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, &e), CL_OK);
+        } else {
+            plan_lattice_prefix(&L, &I);
+        }
+        plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
+        plan_exact_stats st, st_off;
+        plan_layout y, z;
+        plan_exact_result got = plan_exact(&I, &L, &o, &y, &st, &e);
+        o.c_first = -1;
+        plan_exact_result want = plan_exact(&I, &L, &o, &z, &st_off, &e);
+        if (got != want || (got == PLAN_EXACT_FOUND && !same_layout(&y, &z))) {
+            bad++;
+            fprintf(stderr, "\n  instance %d: communication first gives another answer [n %d dev %d m %d sched %s]\n",
+                    it, I.n, I.n_dev, I.m, sched_kind_name(I.sched));
+        }
+        fired += st.c_first_passes > 0;
+        cheaper += st.steps < st_off.steps;
+        if (got == PLAN_EXACT_FOUND) plan_layout_free(&y);
+        if (want == PLAN_EXACT_FOUND) plan_layout_free(&z);
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(fired > 100 && cheaper > 10); /* not vacuous */
+    fprintf(stderr, "\n    communication first in %d of 400, fewer steps in %d ", fired, cheaper);
+}
+
+/* The guard matters, and the comparison with brute force sees it: forced
+ * on where memory binds, the rule lets an entry whose stages to come sit
+ * deeper (and may no longer fit) drop one whose stages fit, and the
+ * search then misses brute force's optimum on some instances. */
+static void test_c_first_guard(void)
+{
+    rng_state = 3131;
+    int wrong = 0, tried = 0;
+    for (int it = 0; it < 1500; it++) {
+        gen_opts g = {.max_layers = 10, .dag = 0, .max_dev = 6};
+        plan_inst I;
+        plan_lattice L;
+        int dev_fixed, p_fixed = gen_instance(&I, &g, &dev_fixed);
+        deepen(&I, 0, 0); /* the generator's devices: gaps anywhere when mixed */
+        plan_lattice_prefix(&L, &I);
+        plan_eval want;
+        long evals;
+        int have = brute_force(&I, &L, p_fixed, dev_fixed, &want, &evals);
+        plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL, .c_first = 1};
+        plan_layout y;
+        cl_err e = {0};
+        plan_exact_result got = plan_exact(&I, &L, &o, &y, NULL, &e);
+        tried += have;
+        if (got == PLAN_EXACT_FOUND) {
+            plan_eval ev;
+            plan_layout_eval(&I, &L, &y, &ev);
+            wrong += !have || !ev.feasible || ev.comm_s != want.comm_s || ev.headroom_bytes != want.headroom_bytes ||
+                     ev.devices != want.devices || ev.bottleneck_s != want.bottleneck_s;
+            plan_layout_free(&y);
+        } else {
+            wrong += have;
+        }
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    fprintf(stderr, "\n    forced on: %d of %d feasible instances miss the optimum ", wrong, tried);
+    CU_ASSERT(wrong > 0);
+}
+
 TEST_SUITE(plan_exact)
 {
     test_add_suite("plan_exact");
@@ -626,4 +744,6 @@ TEST_SUITE(plan_exact)
     test_add("DAG lattice: set 0 empty, last full, every set a downset", test_lattice_downsets);
     test_add("one replica count, a last stage start: exact equals brute force, never beats unrestricted",
              test_framework_rules);
+    test_add("pass 2's communication first: the layout of the full fronts", test_c_first);
+    test_add("communication first forced where memory binds: brute force sees it", test_c_first_guard);
 }
