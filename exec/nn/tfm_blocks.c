@@ -5,15 +5,37 @@
  *
  * aux is cut into regions, each B samples long, so a region is one
  * contiguous (B T, width) matrix for the products.
+ *
+ * A split ATTN or MLP (layers_tfm.h, exec_tp_comm) runs the same code on its
+ * shard: its heads (Hl of width D / H, Dl = Hl D / H columns of q, k, v and
+ * ctx) or hidden units (Fl), with the two all-reduces added; unsplit, Hl = H,
+ * Dl = D, Fl = F and the calls are the ones before the split existed.
  */
 #include <assert.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "models/model.h"
 
 #include "layers.h"
 #include "layers_tfm.h"
+#include "tensor.h"
+
+/* The workers a layer is split over (1: not split). */
+static int tp_n(const exec_tfm *g) { return g->tp ? g->tp->size : 1; }
+
+/* Sum buf over the workers of a split layer (nothing when unsplit). */
+static void tp_sum(const exec_tfm *g, float *buf, int64_t n)
+{
+    if (g->tp) g->tp->allreduce(g->tp->ctx, g->tp->rank, buf, n);
+}
+
+/* The bias after a row-parallel product, added by one worker only. */
+static const float *lead_bias(const exec_tfm *g, const float *b)
+{
+    return !g->tp || g->tp->rank == 0 ? b : NULL;
+}
 
 int exec_tfm_from_layer(exec_tfm *g, const model_layer *l)
 {
@@ -47,7 +69,7 @@ typedef struct regions {
 
 static regions layout(const exec_tfm *g)
 {
-    const int64_t T = g->T, D = g->D, TD = T * D;
+    const int64_t T = g->T, D = g->D, TD = T * D, TDl = TD / tp_n(g);
     switch (g->kind) {
     case EXEC_TFM_PATCH: {
         int64_t K = (int64_t)g->C * g->p * g->p;
@@ -57,9 +79,9 @@ static regions layout(const exec_tfm *g)
     case EXEC_TFM_GELU: return (regions){1, {TD}};           /* the input */
     case EXEC_TFM_ATTN:
         /* xhat, ln, qkv, att, ctx, dqkv, dln, rstd, softmax scratch */
-        return (regions){9, {TD, TD, 3 * TD, g->H * T * T, TD, 3 * TD, TD, T, T * T}};
+        return (regions){9, {TD, TD, 3 * TDl, g->H / tp_n(g) * T * T, TDl, 3 * TDl, TD, T, T * T}};
     case EXEC_TFM_MLP: {
-        int64_t TF = T * g->F;
+        int64_t TF = T * (g->F / tp_n(g));
         return (regions){7, {TD, TD, TF, TF, TF, TD, T}}; /* xhat ln h1 g dh1 dln rstd */
     }
     default: return (regions){0, {0}};
@@ -86,13 +108,13 @@ int64_t exec_tfm_aux_floats(const exec_tfm *g)
 
 int64_t exec_tfm_params(const exec_tfm *g)
 {
-    const int64_t D = g->D;
+    const int64_t D = g->D, Dl = D / tp_n(g), Fl = g->F / tp_n(g);
     switch (g->kind) {
     case EXEC_TFM_PATCH: return D * g->C * g->p * g->p + D;
     case EXEC_TFM_POS: return (int64_t)g->T * D;
     case EXEC_TFM_LAYERNORM: return 2 * D;
-    case EXEC_TFM_ATTN: return 2 * D + 3 * D * D + 3 * D + D * D + D;
-    case EXEC_TFM_MLP: return 2 * D + 2 * D * g->F + g->F + D;
+    case EXEC_TFM_ATTN: return 2 * D + 3 * Dl * D + 3 * Dl + D * Dl + D;
+    case EXEC_TFM_MLP: return 2 * D + 2 * D * Fl + Fl + D;
     default: return 0;
     }
 }
@@ -115,6 +137,15 @@ void exec_tfm_init(const exec_tfm *g, float *w, gsl_rng *r)
 {
     const int D = g->D;
     memset(w, 0, (size_t)exec_tfm_params(g) * sizeof *w);
+    if (g->tp) { /* the whole layer from the same stream, then this shard */
+        exec_tfm whole = *g;
+        whole.tp = NULL;
+        float *full = exec_falloc(exec_tfm_params(&whole));
+        exec_tfm_init(&whole, full, r);
+        exec_tfm_shard(g, full, w, 0);
+        free(full);
+        return;
+    }
     switch (g->kind) {
     case EXEC_TFM_PATCH: glorot(w, D, (int64_t)g->C * g->p * g->p, r); break;
     case EXEC_TFM_POS:
@@ -170,17 +201,19 @@ void exec_tfm_forward(const exec_tfm *g, float *out, const float *in, const floa
         float *xhat = region(g, aux, B, 0), *ln = region(g, aux, B, 1);
         float *qkv = region(g, aux, B, 2), *att = region(g, aux, B, 3);
         float *ctx = region(g, aux, B, 4), *rstd = region(g, aux, B, 7);
-        const float *wqkv = w + 2 * D, *bqkv = wqkv + 3 * D * D;
-        const float *wo = bqkv + 3 * D, *bo = wo + D * D;
+        const int Dl = D / tp_n(g);
+        const float *wqkv = w + 2 * D, *bqkv = wqkv + 3 * Dl * D;
+        const float *wo = bqkv + 3 * Dl, *bo = wo + D * Dl;
         exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
-        exec_linear_forward(qkv, ln, wqkv, bqkv, BT, D, 3 * D);
-        exec_mhsa_forward(ctx, att, qkv, B, T, D, g->H);
-        exec_linear_forward(out, ctx, wo, bo, BT, D, D);
+        exec_linear_forward(qkv, ln, wqkv, bqkv, BT, D, 3 * Dl);
+        exec_mhsa_forward(ctx, att, qkv, B, T, Dl, g->H / tp_n(g));
+        exec_linear_forward(out, ctx, wo, lead_bias(g, bo), BT, Dl, D);
+        tp_sum(g, out, n);
         add_into(out, in, n);
         break;
     }
     case EXEC_TFM_MLP: {
-        const int F = g->F;
+        const int F = g->F / tp_n(g);
         float *xhat = region(g, aux, B, 0), *ln = region(g, aux, B, 1);
         float *h1 = region(g, aux, B, 2), *ge = region(g, aux, B, 3);
         float *rstd = region(g, aux, B, 6);
@@ -189,7 +222,8 @@ void exec_tfm_forward(const exec_tfm *g, float *out, const float *in, const floa
         exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
         exec_linear_forward(h1, ln, w1, b1, BT, D, F);
         exec_gelu_forward(ge, h1, (int64_t)BT * F);
-        exec_linear_forward(out, ge, w2, b2, BT, F, D);
+        exec_linear_forward(out, ge, w2, lead_bias(g, b2), BT, F, D);
+        tp_sum(g, out, n);
         add_into(out, in, n);
         break;
     }
@@ -222,16 +256,18 @@ void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
         float *att = region(g, aux, B, 3), *dqkv = region(g, aux, B, 5);
         float *dln = region(g, aux, B, 6), *rstd = region(g, aux, B, 7);
         float *tmp = region(g, aux, B, 8);
-        const float *wqkv = w + 2 * D, *wo = wqkv + 3 * D * D + 3 * D;
-        exec_linear_backward_input(din, dout, wo, BT, D, D); /* din holds dctx for now */
-        exec_mhsa_backward(dqkv, din, att, qkv, tmp, B, T, D, g->H);
-        exec_linear_backward_input(dln, dqkv, wqkv, BT, D, 3 * D);
+        const int Dl = D / tp_n(g);
+        const float *wqkv = w + 2 * D, *wo = wqkv + 3 * Dl * D + 3 * Dl;
+        exec_linear_backward_input(din, dout, wo, BT, Dl, D); /* din holds dctx for now */
+        exec_mhsa_backward(dqkv, din, att, qkv, tmp, B, T, Dl, g->H / tp_n(g));
+        exec_linear_backward_input(dln, dqkv, wqkv, BT, D, 3 * Dl);
+        tp_sum(g, dln, n);
         exec_layernorm_backward_input(din, dln, xhat, rstd, w, BT, D);
         add_into(din, dout, n); /* the residual path */
         break;
     }
     case EXEC_TFM_MLP: {
-        const int F = g->F;
+        const int F = g->F / tp_n(g);
         float *xhat = region(g, aux, B, 0), *h1 = region(g, aux, B, 2);
         float *dh1 = region(g, aux, B, 4), *dln = region(g, aux, B, 5);
         float *rstd = region(g, aux, B, 6);
@@ -239,6 +275,7 @@ void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
         exec_linear_backward_input(dh1, dout, w2, BT, F, D);
         exec_gelu_backward_input(dh1, dh1, h1, (int64_t)BT * F);
         exec_linear_backward_input(dln, dh1, w1, BT, D, F);
+        tp_sum(g, dln, n);
         exec_layernorm_backward_input(din, dln, xhat, rstd, w, BT, D);
         add_into(din, dout, n);
         break;
@@ -262,17 +299,21 @@ void exec_tfm_backward_weight(const exec_tfm *g, float *dw, const float *dout,
         exec_layernorm_backward_weight(dw, dw + D, dout, region(g, aux, B, 0), BT, D);
         break;
     case EXEC_TFM_ATTN: {
-        float *dwqkv = dw + 2 * D, *dbqkv = dwqkv + 3 * D * D;
-        float *dwo = dbqkv + 3 * D, *dbo = dwo + D * D;
-        exec_linear_backward_weight(dwo, dbo, dout, region(g, aux, B, 4), BT, D, D);
+        /* bo and the layer norm see whole gradients (dout, and dLN(x)
+         * after its all-reduce): a split layer's replicated parameters get
+         * the same gradient on every worker, so they need no reduction */
+        const int Dl = D / tp_n(g);
+        float *dwqkv = dw + 2 * D, *dbqkv = dwqkv + 3 * Dl * D;
+        float *dwo = dbqkv + 3 * Dl, *dbo = dwo + D * Dl;
+        exec_linear_backward_weight(dwo, dbo, dout, region(g, aux, B, 4), BT, Dl, D);
         exec_linear_backward_weight(dwqkv, dbqkv, region(g, aux, B, 5), region(g, aux, B, 1),
-                                    BT, D, 3 * D);
+                                    BT, D, 3 * Dl);
         exec_layernorm_backward_weight(dw, dw + D, region(g, aux, B, 6), region(g, aux, B, 0),
                                        BT, D);
         break;
     }
-    case EXEC_TFM_MLP: {
-        const int F = g->F;
+    case EXEC_TFM_MLP: { /* as ATTN: b2 and the layer norm need no reduction */
+        const int F = g->F / tp_n(g);
         float *dw1 = dw + 2 * D, *db1 = dw1 + (int64_t)F * D;
         float *dw2 = db1 + F, *db2 = dw2 + (int64_t)D * F;
         exec_linear_backward_weight(dw2, db2, dout, region(g, aux, B, 3), BT, F, D);
