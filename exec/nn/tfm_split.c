@@ -27,7 +27,7 @@ void exec_tfm_shard(const exec_tfm *g, float *full, float *shard, int to_full)
 {
     assert(g->tp);
     const int64_t D = g->D, r = g->tp->rank, n = g->tp->size;
-    piece p[8];
+    piece p[9]; /* ATTN: layer norm, 3 + 3 for q k v, Wo, bo */
     int np = 0;
     int64_t fo = 0, so = 0; /* where the next parameter starts in each */
     p[np++] = (piece){1, 2 * D, 0, 0, 0, 0}; /* gamma, beta: replicated */
@@ -58,7 +58,7 @@ void exec_tfm_shard(const exec_tfm *g, float *full, float *shard, int to_full)
         so += D * Fl;
     }
     p[np++] = (piece){1, D, fo, 0, so, 0}; /* bo or b2: replicated */
-    assert(so + D == exec_tfm_params(g));
+    assert(np <= (int)(sizeof p / sizeof *p) && so + D == exec_tfm_params(g));
     for (int i = 0; i < np; i++)
         for (int64_t k = 0; k < p[i].rows; k++) {
             float *f = full + p[i].fo + k * p[i].fs, *s = shard + p[i].so + k * p[i].ss;

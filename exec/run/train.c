@@ -118,6 +118,7 @@ void exec_trainer_destroy(exec_trainer *t)
 }
 
 exec_net *exec_trainer_net(exec_trainer *t) { return t->net; }
+exec_tp_team *exec_trainer_team(exec_trainer *t) { return t->team; }
 
 exec_net *exec_trainer_gather(exec_trainer *t)
 {

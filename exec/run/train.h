@@ -69,6 +69,8 @@ exec_net *exec_trainer_net(exec_trainer *t);
  * parameters, with tensor parallelism gathered from every worker's shards;
  * the caller destroys it. */
 exec_net *exec_trainer_gather(exec_trainer *t);
+/* The tensor-parallel workers (tp_team.h), or NULL without. */
+struct exec_tp_team *exec_trainer_team(exec_trainer *t);
 /* Memory of worker `rank` (0 without tensor parallelism) in the
  * simulator's components: weights, gradients, momentum (when nonzero),
  * activations (exec_acts_bytes) and, with tensor parallelism, the
