@@ -402,7 +402,7 @@ static void test_tp_memory(void)
 static void test_tp_cli(void)
 {
     const char *vit = "train --model models/fmnist-vit.json --synthetic 64 --batch 16 --epochs 1";
-    char args[256], *out = NULL, *err = NULL;
+    char args[2048], *out = NULL, *err = NULL;
     /* refusals: one line, exit 2, nothing on stdout */
     const char *bad[][2] = {
         {"--tensor 3", "layers[2] (attn1): --tensor 3 does not divide its 4 heads (hint: --tensor 1, 2 or 4"},
@@ -437,6 +437,46 @@ static void test_tp_cli(void)
         free(err);
     }
     CU_ASSERT(fabs(loss[0] - loss[1]) <= 1e-4 && loss[0] > 0);
+    /* --save-weights gathers the shards: the whole model's tensors, in the
+     * same file layout as sequential training's, with nearby values */
+    char dir_files[2][512];
+    char *dir = test_scratch(sizeof dir_files[0], "t1.w", dir_files[0], "t2.w", dir_files[1], NULL);
+    long len[2] = {0, 0};
+    unsigned char *buf[2];
+    for (int tensor = 1; tensor <= 2; tensor++) {
+        snprintf(args, sizeof args, "%s --tensor %d --save-weights %s", vit, tensor,
+                 dir_files[tensor - 1]);
+        CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
+        FILE *f = fopen(dir_files[tensor - 1], "rb");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        buf[tensor - 1] = cl_malloc(1 << 20);
+        len[tensor - 1] = (long)fread(buf[tensor - 1], 1, 1 << 20, f);
+        fclose(f);
+    }
+    /* text lines are equal bytes; floats, 4-aligned only by luck, compared
+     * as bytes would fail, so: same length, same text, floats close */
+    CU_ASSERT(len[0] == len[1] && len[0] > 4 * 138890);
+    double dmax = 0;
+    long pos = 0;
+    while (pos < len[0] && len[0] == len[1]) {
+        const char *nl = memchr(buf[0] + pos, '\n', (size_t)(len[0] - pos));
+        CU_ASSERT_FATAL(nl != NULL);
+        long ll = (long)((const unsigned char *)nl - buf[0]) - pos + 1;
+        CU_ASSERT(memcmp(buf[0] + pos, buf[1] + pos, (size_t)ll) == 0);
+        long nf = 0;
+        if (pos > 0) sscanf((const char *)buf[0] + pos, "%*s %ld", &nf);
+        pos += ll;
+        for (long i = 0; i < nf; i++, pos += 4) {
+            float a0, a1;
+            memcpy(&a0, buf[0] + pos, 4);
+            memcpy(&a1, buf[1] + pos, 4);
+            dmax = fmax(dmax, fabs((double)a0 - a1));
+        }
+    }
+    CU_ASSERT(pos == len[0] && dmax < 1e-5);
+    free(buf[0]);
+    free(buf[1]);
+    test_rmtree(dir);
     /* without --tensor: no memory table */
     CU_ASSERT_EQUAL_FATAL(test_run_cli(vit, &out, &err), 0);
     CU_ASSERT_PTR_NULL(strstr(out, "memory per worker"));
