@@ -9,6 +9,7 @@
 #include "exec/ckpt/checkpoint.h"
 #include "exec/nn/data.h"
 #include "exec/nn/gemm.h"
+#include "exec/run/tp_team.h"
 #include "exec/run/train.h"
 #include "models/model.h"
 #include "cli.h"
@@ -157,7 +158,7 @@ static int load_hist(const exec_ckpt *c, exec_epoch *hist, int epochs, int *n, c
 /* Memory per worker (exec_trainer_mem: allocated at creation, so also the
  * peak of what it counts) and the process's peak RSS, which adds the data
  * set, the nets' scratch and the runtime, shared by the threads. */
-static void print_mem(const exec_trainer *t, int workers)
+static void print_mem(exec_trainer *t, int workers)
 {
     const double mb = 1e-6;
     printf("memory per worker, MB (held from start to end, so also the peak):\n");
@@ -173,6 +174,12 @@ static void print_mem(const exec_trainer *t, int workers)
     getrusage(RUSAGE_SELF, &ru);
     printf("process peak RSS %.1f MB (all workers, the data sets included)\n",
            (double)ru.ru_maxrss * 1024.0 * mb);
+    const exec_tp_team *team = exec_trainer_team(t);
+    if (!team) return;
+    printf("waited in all-reduces for the other workers, s:");
+    for (int r = 0; r < workers; r++)
+        printf("%s worker %d %.1f", r ? "," : "", r, exec_tp_team_wait_s(team, r));
+    printf("\n");
 }
 
 int cmd_train(int argc, char **argv)

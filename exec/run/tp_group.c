@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "exec/nn/gemm.h"
 #include "exec/nn/tensor.h"
 #include "tp_group.h"
 
@@ -27,6 +28,7 @@ struct exec_tp_group {
     float *sum;        /* [max]: the sums, shared                            */
     int64_t max;
     exec_tp_comm *comm; /* [size] */
+    double *wait_s;    /* [size]: seconds each spent at an all-reduce's barriers */
 };
 
 static void comm_allreduce(void *ctx, int rank, float *buf, int64_t n)
@@ -45,6 +47,7 @@ exec_tp_group *exec_tp_group_create(int size, int64_t max_floats)
     g->sum = exec_falloc(max_floats);
     g->max = max_floats;
     g->comm = cl_calloc((size_t)size, sizeof *g->comm);
+    g->wait_s = cl_calloc((size_t)size, sizeof *g->wait_s);
     for (int r = 0; r < size; r++)
         g->comm[r] = (exec_tp_comm){.rank = r, .size = size, .allreduce = comm_allreduce, .ctx = g};
     return g;
@@ -58,6 +61,7 @@ void exec_tp_group_destroy(exec_tp_group *g)
     free(g->buf);
     free(g->sum);
     free(g->comm);
+    free(g->wait_s);
     free(g);
 }
 
@@ -65,6 +69,12 @@ const exec_tp_comm *exec_tp_group_comm(exec_tp_group *g, int rank)
 {
     assert(rank >= 0 && rank < g->size);
     return &g->comm[rank];
+}
+
+double exec_tp_group_wait_s(const exec_tp_group *g, int rank)
+{
+    assert(rank >= 0 && rank < g->size);
+    return g->wait_s[rank]; /* written by rank's own thread only */
 }
 
 int64_t exec_tp_group_bytes(const exec_tp_group *g)
@@ -90,7 +100,9 @@ void exec_tp_group_allreduce(exec_tp_group *g, int rank, float *buf, int64_t n)
     assert(rank >= 0 && rank < g->size && n >= 0 && n <= g->max);
     if (g->size == 1) return;
     g->buf[rank] = buf;
+    double t0 = exec_now();
     exec_tp_group_barrier(g);
+    g->wait_s[rank] += exec_now() - t0;
     /* this worker's slice of the elements, summed in rank order */
     const int64_t lo = n * rank / g->size, hi = n * (rank + 1) / g->size;
     memcpy(g->sum + lo, g->buf[0] + lo, (size_t)(hi - lo) * sizeof *buf);
@@ -98,6 +110,8 @@ void exec_tp_group_allreduce(exec_tp_group *g, int rank, float *buf, int64_t n)
         const float *b = g->buf[q];
         for (int64_t i = lo; i < hi; i++) g->sum[i] += b[i];
     }
+    t0 = exec_now();
     exec_tp_group_barrier(g);
+    g->wait_s[rank] += exec_now() - t0;
     memcpy(buf, g->sum, (size_t)n * sizeof *buf);
 }

@@ -36,6 +36,11 @@ void exec_tp_group_barrier(exec_tp_group *g);
  * buffer, then every worker copies the whole sum back. */
 void exec_tp_group_allreduce(exec_tp_group *g, int rank, float *buf, int64_t n);
 
+/* Seconds worker rank has waited at its all-reduces' barriers for the
+ * others (its own thread's count: read it from that thread, or after the
+ * workers have met at a barrier since). */
+double exec_tp_group_wait_s(const exec_tp_group *g, int rank);
+
 /* Bytes of the group's sum buffer (shared by its workers). */
 int64_t exec_tp_group_bytes(const exec_tp_group *g);
 

@@ -132,6 +132,11 @@ void exec_tp_team_run(exec_tp_team *t, const float *x, const int32_t *y, int B, 
     exec_tp_group_barrier(t->group);
 }
 
+double exec_tp_team_wait_s(const exec_tp_team *t, int rank)
+{
+    return exec_tp_group_wait_s(t->group, rank);
+}
+
 void exec_tp_team_mem(const exec_tp_team *t, int rank, sim_mem *m)
 {
     const tworker *w = &t->w[rank];

@@ -44,6 +44,10 @@ exec_acts *exec_tp_team_acts(exec_tp_team *t, int rank);
 void exec_tp_team_run(exec_tp_team *t, const float *x, const int32_t *y, int B, int train,
                       double lr);
 
+/* Seconds worker rank waited for the others inside all-reduces so far
+ * (exec_tp_group_wait_s; between calls). */
+double exec_tp_team_wait_s(const exec_tp_team *t, int rank);
+
 /* Worker rank's memory, with the simulator's components (sim_mem) as the
  * pipelined runner counts them: weights, gradients and momentum (its net's
  * blocks; momentum only when nonzero), activations (exec_acts_bytes of its
