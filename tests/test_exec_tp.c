@@ -431,6 +431,8 @@ static void test_tp_cli(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(out, tensor == 1 ? ", 1 thread\n" : ", tensor parallel over 2 threads\n"));
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "memory per worker"));
         CU_ASSERT_EQUAL(strstr(out, "\n     1 ") != NULL, tensor == 2);
+        CU_ASSERT_EQUAL(strstr(out, "\nwaited in all-reduces for the other workers, s: worker 0 ") != NULL,
+                        tensor == 2);
         const char *ep = strstr(out, "\n    1 ");
         CU_ASSERT_FATAL(ep && sscanf(ep, "%*d %lf", &loss[tensor - 1]) == 1);
         free(out);
