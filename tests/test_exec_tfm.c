@@ -51,7 +51,7 @@ static void tfm_bw(float *dw, const float *dy, const float *x, const float *w, v
 
 static void tfm_case(const char *name, exec_tfm g, int B, double tol)
 {
-    tfm_ctx c = {g, B, exec_falloc(B * exec_tfm_aux_floats(&g))};
+    tfm_ctx c = {g, B, exec_falloc(B * exec_tfm_aux_floats(&g) + exec_tfm_aux_fixed(&g))};
     int64_t nx = (int64_t)B * g.T * g.D, ny = nx;
     if (g.kind == EXEC_TFM_PATCH) nx = (int64_t)B * g.C * g.Hh * g.Ww;
     if (g.kind == EXEC_TFM_MEANPOOL) ny = (int64_t)B * g.D;
@@ -87,6 +87,8 @@ static void test_tfm_blocks(void)
              (exec_tfm){.kind = EXEC_TFM_ATTN, .T = 5, .D = 8, .H = 2}, 2, 1e-4);
     tfm_case("attention block: 4 tokens, width 12, 3 heads, batch 1",
              (exec_tfm){.kind = EXEC_TFM_ATTN, .T = 4, .D = 12, .H = 3}, 1, 1e-4);
+    tfm_case("attention block recomputing its probabilities: 5 tokens, width 8, 2 heads, batch 3",
+             (exec_tfm){.kind = EXEC_TFM_ATTN, .T = 5, .D = 8, .H = 2, .recompute = 1}, 3, 1e-4);
     tfm_case("mlp block: 5 tokens, width 6, hidden 10",
              (exec_tfm){.kind = EXEC_TFM_MLP, .T = 5, .D = 6, .F = 10}, 2, 1e-4);
 }

@@ -269,12 +269,14 @@ enum { TR_B = 16, TR_K = 3 };
  * gets the weights it started from.  On the way: the replicated tensors
  * hold the same bits on every worker (their gradients are the same on
  * each, so they take no all-reduce). */
-static exec_net *train_steps(const model *m, const exec_data *d, int tensor, exec_net **start)
+static exec_net *train_steps(const model *m, const exec_data *d, int tensor, int recompute,
+                             exec_net **start)
 {
     exec_train_opts o;
     exec_train_defaults(&o);
     o.batch = TR_B;
     o.tensor = tensor;
+    o.recompute = recompute;
     exec_trainer *t;
     cl_err e = {0};
     CU_ASSERT_EQUAL_FATAL(exec_trainer_create(&t, m, "models/fmnist-vit.json", &o, &e), CL_OK);
@@ -325,11 +327,11 @@ static void test_tp_train(void)
     CU_ASSERT_EQUAL_FATAL(model_load(&m, "models/fmnist-vit.json", &e), CL_OK);
     exec_data d = {0};
     exec_data_synthetic(&d, TR_K * TR_B, 1, 28, 28, 10, 3, 0);
-    exec_net *p0, *ref = train_steps(&m, &d, 1, &p0);
+    exec_net *p0, *ref = train_steps(&m, &d, 1, 0, &p0);
     const int K = 128;
     const double gamma = (K + 2) * U / (1 - (K + 2) * U);
     for (int tensor = 2; tensor <= 4; tensor *= 2) {
-        exec_net *tp0, *got = train_steps(&m, &d, tensor, &tp0);
+        exec_net *tp0, *got = train_steps(&m, &d, tensor, 0, &tp0);
         int64_t n;
         const float *a0 = exec_net_params(p0, &n), *b0 = exec_net_params(tp0, NULL);
         CU_ASSERT(memcmp(a0, b0, (size_t)n * sizeof *a0) == 0); /* the same start */
@@ -357,6 +359,33 @@ static void test_tp_train(void)
     model_free(&m);
 }
 
+/* Selective recomputation recomputes the attention probabilities with the
+ * same calls on the same q and k: the same weights, bit for bit, alone and
+ * with tensor parallelism. */
+static void test_tp_recompute(void)
+{
+    model m;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(model_load(&m, "models/fmnist-vit.json", &e), CL_OK);
+    exec_data d = {0};
+    exec_data_synthetic(&d, TR_K * TR_B, 1, 28, 28, 10, 3, 0);
+    for (int tensor = 1; tensor <= 2; tensor++) {
+        exec_net *s0, *s1;
+        exec_net *a = train_steps(&m, &d, tensor, 0, &s0), *b = train_steps(&m, &d, tensor, 1, &s1);
+        int64_t n;
+        const float *pa = exec_net_params(a, &n), *pb = exec_net_params(b, NULL);
+        const float *p0 = exec_net_params(s0, NULL);
+        CU_ASSERT(memcmp(pa, pb, (size_t)n * sizeof *pa) == 0);
+        CU_ASSERT(memcmp(pa, p0, (size_t)n * sizeof *pa) != 0); /* and the steps moved them */
+        exec_net_destroy(a);
+        exec_net_destroy(b);
+        exec_net_destroy(s0);
+        exec_net_destroy(s1);
+    }
+    exec_data_free(&d);
+    model_free(&m);
+}
+
 /* Worker memory: the parameter block holds exactly the shard's floats
  * (each tensor padded to 16), worked out here from the layer shapes; the
  * all-reduce buffer is one (B, T, D) activation; activations shrink as the
@@ -367,12 +396,14 @@ static void test_tp_memory(void)
     cl_err e = {0};
     CU_ASSERT_EQUAL_FATAL(model_load(&m, "models/fmnist-vit.json", &e), CL_OK);
     const int64_t D = 64, F = 128, Tk = 16, B = 8;
-    double stash_prev = 0;
-    for (int tensor = 1; tensor <= 4; tensor *= 2) {
+    double stash_prev = 0, stash_none = 0;
+    for (int run = 0; run < 6; run++) {
+        const int tensor = 1 << (run / 2), recompute = run % 2;
         exec_train_opts o;
         exec_train_defaults(&o);
         o.batch = (int)B;
         o.tensor = tensor;
+        o.recompute = recompute;
         exec_trainer *t;
         CU_ASSERT_EQUAL_FATAL(exec_trainer_create(&t, &m, "m", &o, &e), CL_OK);
         const int64_t attn = 2 * D + 4 * D * D / tensor + 3 * D / tensor + D;
@@ -387,9 +418,11 @@ static void test_tp_memory(void)
             CU_ASSERT_EQUAL(mm.weights, (double)floats * 4);
             CU_ASSERT(mm.grads == mm.weights && mm.optim == mm.weights);
             CU_ASSERT_EQUAL(mm.buffers, tensor > 1 ? (double)(B * Tk * D * 4) : 0);
-            if (r == 0) {
+            if (r == 0 && !recompute) {
                 CU_ASSERT(tensor == 1 || mm.stash < stash_prev);
-                stash_prev = mm.stash;
+                stash_prev = stash_none = mm.stash;
+            } else if (r == 0) { /* 4 attention layers keep 1 sample's probabilities, not B */
+                CU_ASSERT_EQUAL(stash_none - mm.stash, 4.0 * (B - 1) * (4 / tensor) * Tk * Tk * 4);
             }
         }
         exec_trainer_destroy(t);
@@ -479,6 +512,13 @@ static void test_tp_cli(void)
     free(buf[0]);
     free(buf[1]);
     test_rmtree(dir);
+    /* --recompute selective: named in the header, a memory table */
+    snprintf(args, sizeof args, "%s --recompute selective", vit);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ", 1 thread, selective recomputation\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "memory per worker"));
+    free(out);
+    free(err);
     /* without --tensor: no memory table */
     CU_ASSERT_EQUAL_FATAL(test_run_cli(vit, &out, &err), 0);
     CU_ASSERT_PTR_NULL(strstr(out, "memory per worker"));
@@ -495,6 +535,9 @@ TEST_SUITE(exec_tp)
              test_tp_split_vs_whole);
     test_add("the ViT after k steps on 2 and 4 workers equals sequential training",
              test_tp_train);
-    test_add("memory per worker: the shard's parameters, the all-reduce buffer", test_tp_memory);
+    test_add("selective recomputation: the same weights bit for bit, with tensor parallelism too",
+             test_tp_recompute);
+    test_add("memory per worker: the shard's parameters, the all-reduce buffer, recomputation",
+             test_tp_memory);
     test_add("cleave train --tensor: refusals, the run, the memory table", test_tp_cli);
 }

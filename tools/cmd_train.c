@@ -19,7 +19,8 @@
 typedef struct train_cmd {
     train_args a;           /* the options train --plan shares */
     const char *model, *plan;
-    int tensor_set;         /* --tensor was given: report memory per worker */
+    int tensor_set;         /* --tensor or --recompute was given: report memory */
+    int recompute_set;
 } train_cmd;
 
 static const cli_opt train_opts[] = {
@@ -38,6 +39,10 @@ static const cli_opt train_opts[] = {
      .given = CLI_AT(train_cmd, tensor_set), .arg = "T",
      .help = "tensor parallelism: split attention and mlp layers over T threads\n"
              "(default {}); given, memory per worker is reported at the end"},
+    {"recompute", 0, CLI_ENUM, CLI_FIELD(train_cmd, a.opt.recompute), .words = "none|selective",
+     .given = CLI_AT(train_cmd, recompute_set), .arg = "R",
+     .help = "selective: attention recomputes its softmax probabilities in the\n"
+             "backward pass instead of keeping them (default none); given, as --tensor"},
     TRAIN_OPT_LIMIT(train_cmd, a),
     TRAIN_OPT_DATA(train_cmd, a),
     TRAIN_OPT_SYNTHETIC(train_cmd, a),
@@ -245,6 +250,7 @@ int cmd_train(int argc, char **argv)
     char threads[64] = "1 thread";
     if (o.tensor > 1)
         snprintf(threads, sizeof threads, "tensor parallel over %d threads", o.tensor);
+    if (o.recompute) strcat(threads, ", selective recomputation");
     printf("batch %d, lr %g (%s), momentum %g, weight decay %g, seed %llu, OpenBLAS %s, %s\n",
            o.batch, o.lr, train_args_schedule_name(o.schedule), o.momentum,
            o.weight_decay, (unsigned long long)o.seed, exec_blas_corename(), threads);
@@ -297,7 +303,7 @@ int cmd_train(int argc, char **argv)
         rc = 128 + k.sig;
         goto done;
     }
-    if (!rc && t0.tensor_set) print_mem(t, o.tensor);
+    if (!rc && (t0.tensor_set || t0.recompute_set)) print_mem(t, o.tensor);
     if (!rc && a.weights && o.tensor > 1) { /* the shards gathered into the whole model */
         exec_net *net = exec_trainer_gather(t);
         rc = exec_ckpt_save_weights(&net, 1, a.weights, &e);

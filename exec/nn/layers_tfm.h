@@ -102,6 +102,10 @@ typedef struct exec_tfm {
     int F;        /* MLP: hidden width (likewise) */
     int C, Hh, Ww, p; /* PATCH: input channels and size, patch side */
     const exec_tp_comm *tp; /* ATTN, MLP: NULL, or this worker's split */
+    int recompute; /* ATTN: selective recomputation (Korthikanti et al. 2022):
+                    * the softmax probabilities are kept for one sample only
+                    * and recomputed, sample by sample, in the input-gradient
+                    * pass (the same calls on the same q, k: the same bits) */
 } exec_tfm;
 
 /* Fill g from a model layer of a vision transformer kind (models/model.h)
@@ -120,8 +124,11 @@ void exec_tfm_shard(const exec_tfm *g, float *full, float *shard, int to_full);
 
 /* Parameters (floats) of the layer. */
 int64_t exec_tfm_params(const exec_tfm *g);
-/* Floats of per-sample state the layer keeps between its passes (aux). */
+/* Floats of per-sample state the layer keeps between its passes (aux), and
+ * floats it needs once whatever the batch (recompute); aux holds
+ * B aux_floats + aux_fixed. */
 int64_t exec_tfm_aux_floats(const exec_tfm *g);
+int64_t exec_tfm_aux_fixed(const exec_tfm *g);
 /* Initialise w: linear weights Glorot uniform, biases and beta 0, gamma 1,
  * position embedding uniform +-0.02 sqrt(3) (sd 0.02, as ViT's).  A split
  * layer gets its shard of the whole layer's initial weights (the same

@@ -121,7 +121,7 @@ static int needs_own_output(model_kind k) { return k == MODEL_RELU; }
 static int64_t pad64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 /* Geometry, parameter sizes and aux sizes of one layer. */
-static void layer_setup(xlayer *x, const model *m, int i, const exec_tp_comm *tp)
+static void layer_setup(xlayer *x, const model *m, int i, const exec_tp_comm *tp, int flags)
 {
     const model_layer *l = &m->layers[i];
     x->index = i;
@@ -169,6 +169,8 @@ static void layer_setup(xlayer *x, const model *m, int i, const exec_tp_comm *tp
     default:
         if ((x->is_tfm = exec_tfm_from_layer(&x->tg, l))) {
             exec_tfm_split(&x->tg, tp);
+            x->tg.recompute = (flags & EXEC_NET_RECOMPUTE) && x->tg.kind == EXEC_TFM_ATTN;
+            x->aux_fixed = exec_tfm_aux_fixed(&x->tg) * (int64_t)sizeof(float);
             x->has_w = exec_tfm_params(&x->tg) > 0;
             x->aux_sample = exec_tfm_aux_floats(&x->tg) * (int64_t)sizeof(float);
         }
@@ -358,7 +360,7 @@ int exec_net_create_tp(exec_net **out, const model *m, int first, int last, int 
     for (int i = 0; i < first; i++) any_w |= m->layers[i].params > 0;
     for (int k = 0; k < n->L; k++) {
         xlayer *x = &n->ly[k];
-        layer_setup(x, m, first + k, tp);
+        layer_setup(x, m, first + k, tp, flags);
         x->need_din = any_w;
         any_w |= x->has_w;
         if (x->kind == MODEL_DROPOUT) {

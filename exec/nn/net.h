@@ -51,8 +51,12 @@ int exec_net_tp_check(const model *m, int first, int last, int size, const char 
                       cl_err *e);
 
 enum {
-    EXEC_NET_KEEP_ALL = 1 /* keep every activation and gradient in the acts:
-                           * the reference the memory plan is tested against */
+    EXEC_NET_KEEP_ALL = 1, /* keep every activation and gradient in the acts:
+                            * the reference the memory plan is tested against */
+    EXEC_NET_RECOMPUTE = 2 /* selective recomputation: attention layers keep
+                            * one sample's softmax probabilities and recompute
+                            * them in the input-gradient pass (layers_tfm.h,
+                            * exec_tfm.recompute); the same results, bit for bit */
 };
 
 /* Build the stage [first, last) of m for microbatches of up to max_batch

@@ -61,10 +61,14 @@ int exec_tfm_from_layer(exec_tfm *g, const model_layer *l)
     return 1;
 }
 
-/* The regions of aux in order; sizes per sample (floats). */
+/* The regions of aux in order; sizes per sample (floats), but for the one
+ * region held once whatever the batch (once = 1 + its index; 0: none), of
+ * `fixed` floats after all the others. */
 typedef struct regions {
     int n;
     int64_t size[10];
+    int once;
+    int64_t fixed;
 } regions;
 
 static regions layout(const exec_tfm *g)
@@ -73,18 +77,21 @@ static regions layout(const exec_tfm *g)
     switch (g->kind) {
     case EXEC_TFM_PATCH: {
         int64_t K = (int64_t)g->C * g->p * g->p;
-        return (regions){2, {T * K, T * K}}; /* patches, their gradient */
+        return (regions){.n = 2, .size = {T * K, T * K}}; /* patches, their gradient */
     }
-    case EXEC_TFM_LAYERNORM: return (regions){2, {TD, T}};   /* xhat, rstd */
-    case EXEC_TFM_GELU: return (regions){1, {TD}};           /* the input */
-    case EXEC_TFM_ATTN:
+    case EXEC_TFM_LAYERNORM: return (regions){.n = 2, .size = {TD, T}};   /* xhat, rstd */
+    case EXEC_TFM_GELU: return (regions){.n = 1, .size = {TD}};           /* the input */
+    case EXEC_TFM_ATTN: {
         /* xhat, ln, qkv, att, ctx, dqkv, dln, rstd, softmax scratch */
-        return (regions){9, {TD, TD, 3 * TDl, g->H / tp_n(g) * T * T, TDl, 3 * TDl, TD, T, T * T}};
+        const int64_t att = g->H / tp_n(g) * T * T;
+        return (regions){9, {TD, TD, 3 * TDl, g->recompute ? 0 : att, TDl, 3 * TDl, TD, T, T * T},
+                         g->recompute ? 4 : 0, g->recompute ? att : 0};
+    }
     case EXEC_TFM_MLP: {
         int64_t TF = T * (g->F / tp_n(g));
-        return (regions){7, {TD, TD, TF, TF, TF, TD, T}}; /* xhat ln h1 g dh1 dln rstd */
+        return (regions){.n = 7, .size = {TD, TD, TF, TF, TF, TD, T}}; /* xhat ln h1 g dh1 dln rstd */
     }
-    default: return (regions){0, {0}};
+    default: return (regions){.n = 0, .size = {0}};
     }
 }
 
@@ -94,7 +101,7 @@ static float *region(const exec_tfm *g, const float *aux, int B, int r)
     regions L = layout(g);
     assert(r < L.n);
     int64_t off = 0;
-    for (int k = 0; k < r; k++) off += L.size[k] * B;
+    for (int k = 0; k < (L.once == r + 1 ? L.n : r); k++) off += L.size[k] * B;
     return (float *)aux + off;
 }
 
@@ -104,6 +111,11 @@ int64_t exec_tfm_aux_floats(const exec_tfm *g)
     int64_t s = 0;
     for (int k = 0; k < L.n; k++) s += L.size[k];
     return s;
+}
+
+int64_t exec_tfm_aux_fixed(const exec_tfm *g)
+{
+    return layout(g).fixed;
 }
 
 int64_t exec_tfm_params(const exec_tfm *g)
@@ -206,7 +218,12 @@ void exec_tfm_forward(const exec_tfm *g, float *out, const float *in, const floa
         const float *wo = bqkv + 3 * Dl, *bo = wo + D * Dl;
         exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
         exec_linear_forward(qkv, ln, wqkv, bqkv, BT, D, 3 * Dl);
-        exec_mhsa_forward(ctx, att, qkv, B, T, Dl, g->H / tp_n(g));
+        if (g->recompute) /* att holds one sample's probabilities at a time */
+            for (int b = 0; b < B; b++)
+                exec_mhsa_forward(ctx + (int64_t)b * T * Dl, att, qkv + (int64_t)b * T * 3 * Dl,
+                                  1, T, Dl, g->H / tp_n(g));
+        else
+            exec_mhsa_forward(ctx, att, qkv, B, T, Dl, g->H / tp_n(g));
         exec_linear_forward(out, ctx, wo, lead_bias(g, bo), BT, Dl, D);
         tp_sum(g, out, n);
         add_into(out, in, n);
@@ -259,7 +276,17 @@ void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
         const int Dl = D / tp_n(g);
         const float *wqkv = w + 2 * D, *wo = wqkv + 3 * Dl * D + 3 * Dl;
         exec_linear_backward_input(din, dout, wo, BT, Dl, D); /* din holds dctx for now */
-        exec_mhsa_backward(dqkv, din, att, qkv, tmp, B, T, Dl, g->H / tp_n(g));
+        if (g->recompute) { /* each sample's probabilities again (and its ctx: the same bits) */
+            for (int b = 0; b < B; b++) {
+                const int64_t o1 = (int64_t)b * T * Dl, o3 = 3 * o1;
+                exec_mhsa_forward(region(g, aux, B, 4) + o1, att, qkv + o3, 1, T, Dl,
+                                  g->H / tp_n(g));
+                exec_mhsa_backward(dqkv + o3, din + o1, att, qkv + o3, tmp, 1, T, Dl,
+                                   g->H / tp_n(g));
+            }
+        } else {
+            exec_mhsa_backward(dqkv, din, att, qkv, tmp, B, T, Dl, g->H / tp_n(g));
+        }
         exec_linear_backward_input(dln, dqkv, wqkv, BT, D, 3 * Dl);
         tp_sum(g, dln, n);
         exec_layernorm_backward_input(din, dln, xhat, rstd, w, BT, D);

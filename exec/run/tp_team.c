@@ -53,8 +53,8 @@ static void *worker_main(void *arg)
 }
 
 int exec_tp_team_create(exec_tp_team **out, const model *m, int size, int max_batch,
-                        uint64_t seed, double momentum, double weight_decay, const char *file,
-                        cl_err *e)
+                        uint64_t seed, int flags, double momentum, double weight_decay,
+                        const char *file, cl_err *e)
 {
     *out = NULL;
     assert(size >= 2 && max_batch >= 1);
@@ -77,7 +77,7 @@ int exec_tp_team_create(exec_tp_team **out, const model *m, int size, int max_ba
         tworker *w = &t->w[r];
         w->team = t;
         w->rank = r;
-        rc = exec_net_create_tp(&w->net, m, 0, m->n_layers, max_batch, seed, 0,
+        rc = exec_net_create_tp(&w->net, m, 0, m->n_layers, max_batch, seed, flags,
                                 exec_tp_group_comm(t->group, r), file, e);
         if (rc) break;
         w->acts = exec_acts_create(w->net, max_batch);

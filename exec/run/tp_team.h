@@ -25,11 +25,11 @@ typedef struct exec_tp_team exec_tp_team;
 
 /* The whole model m (outliving the team) split over size >= 2 workers, for
  * minibatches of up to max_batch; weights from seed (the shards of a whole
- * net's), SGD with momentum and weight decay as exec_sgd.  CL_EINPUT as
- * exec_net_tp_check, naming file. */
+ * net's), the nets' flags (net.h), SGD with momentum and weight decay as
+ * exec_sgd.  CL_EINPUT as exec_net_tp_check, naming file. */
 int exec_tp_team_create(exec_tp_team **out, const model *m, int size, int max_batch,
-                        uint64_t seed, double momentum, double weight_decay, const char *file,
-                        cl_err *e);
+                        uint64_t seed, int flags, double momentum, double weight_decay,
+                        const char *file, cl_err *e);
 /* Stops the threads and frees everything. */
 void exec_tp_team_destroy(exec_tp_team *t);
 

@@ -74,9 +74,11 @@ int exec_trainer_create(exec_trainer **out, const model *m, const char *file,
                        file);
     exec_net *net;
     exec_tp_team *team = NULL;
-    int rc = o->tensor > 1 ? exec_tp_team_create(&team, m, o->tensor, o->batch, o->seed,
+    const int flags = o->recompute ? EXEC_NET_RECOMPUTE : 0;
+    int rc = o->tensor > 1 ? exec_tp_team_create(&team, m, o->tensor, o->batch, o->seed, flags,
                                                  o->momentum, o->weight_decay, file, e)
-                           : exec_net_create(&net, m, 0, m->n_layers, o->batch, o->seed, 0, file, e);
+                           : exec_net_create(&net, m, 0, m->n_layers, o->batch, o->seed, flags,
+                                             file, e);
     if (rc) return rc;
     exec_trainer *t = cl_calloc(1, sizeof *t);
     t->m = m;

@@ -32,6 +32,7 @@ typedef struct exec_train_opts {
     uint64_t seed;         /* weights, dropout, shuffling */
     int tensor;            /* tensor-parallel workers (0 or 1: none, the
                               sequential trainer unchanged)                 */
+    int recompute;         /* 1: selective recomputation (EXEC_NET_RECOMPUTE) */
 } exec_train_opts;
 
 /* Defaults (docs/executor.md, "Training defaults"): the values that reach the
