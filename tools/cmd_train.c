@@ -39,10 +39,11 @@ static const cli_opt train_opts[] = {
      .given = CLI_AT(train_cmd, tensor_set), .arg = "T",
      .help = "tensor parallelism: split attention and mlp layers over T threads\n"
              "(default {}); given, memory per worker is reported at the end"},
-    {"recompute", 0, CLI_ENUM, CLI_FIELD(train_cmd, a.opt.recompute), .words = "none|selective",
-     .given = CLI_AT(train_cmd, recompute_set), .arg = "R",
+    {"recompute", 0, CLI_ENUM, CLI_FIELD(train_cmd, a.opt.recompute),
+     .words = "none|selective|full", .given = CLI_AT(train_cmd, recompute_set), .arg = "R",
      .help = "selective: attention recomputes its softmax probabilities in the\n"
-             "backward pass instead of keeping them (default none); given, as --tensor"},
+             "backward pass; full: attention and mlp layers keep their input only\n"
+             "and recompute the rest (default none); given, as --tensor"},
     TRAIN_OPT_LIMIT(train_cmd, a),
     TRAIN_OPT_DATA(train_cmd, a),
     TRAIN_OPT_SYNTHETIC(train_cmd, a),
@@ -250,7 +251,8 @@ int cmd_train(int argc, char **argv)
     char threads[64] = "1 thread";
     if (o.tensor > 1)
         snprintf(threads, sizeof threads, "tensor parallel over %d threads", o.tensor);
-    if (o.recompute) strcat(threads, ", selective recomputation");
+    if (o.recompute)
+        strcat(threads, o.recompute == 1 ? ", selective recomputation" : ", full recomputation");
     printf("batch %d, lr %g (%s), momentum %g, weight decay %g, seed %llu, OpenBLAS %s, %s\n",
            o.batch, o.lr, train_args_schedule_name(o.schedule), o.momentum,
            o.weight_decay, (unsigned long long)o.seed, exec_blas_corename(), threads);

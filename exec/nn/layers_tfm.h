@@ -102,11 +102,21 @@ typedef struct exec_tfm {
     int F;        /* MLP: hidden width (likewise) */
     int C, Hh, Ww, p; /* PATCH: input channels and size, patch side */
     const exec_tp_comm *tp; /* ATTN, MLP: NULL, or this worker's split */
-    int recompute; /* ATTN: selective recomputation (Korthikanti et al. 2022):
-                    * the softmax probabilities are kept for one sample only
-                    * and recomputed, sample by sample, in the input-gradient
-                    * pass (the same calls on the same q, k: the same bits) */
+    int recompute; /* EXEC_TFM_SELECTIVE or EXEC_TFM_FULL (below), or 0 */
+    float *scratch; /* FULL: the intermediates, for B samples
+                     * (exec_tfm_scratch_floats each), shared by the layers
+                     * of a net: valid from one layer's input-gradient pass
+                     * to its weight-gradient pass, which must come next */
 } exec_tfm;
+
+/* Recomputation (Korthikanti et al. 2022), the same calls on the same
+ * inputs, so the same bits as keeping everything:
+ * SELECTIVE (ATTN): the softmax probabilities are kept for one sample only
+ * and recomputed, sample by sample, in the input-gradient pass.
+ * FULL (ATTN, MLP): the layer keeps its input alone and recomputes its
+ * intermediates, up to the input of its last product, in the input-gradient
+ * pass, into the scratch it shares with the net's other layers. */
+enum { EXEC_TFM_SELECTIVE = 1, EXEC_TFM_FULL = 2 };
 
 /* Fill g from a model layer of a vision transformer kind (models/model.h)
  * whose shapes are derived; returns 0 for any other kind. */
@@ -129,6 +139,8 @@ int64_t exec_tfm_params(const exec_tfm *g);
  * B aux_floats + aux_fixed. */
 int64_t exec_tfm_aux_floats(const exec_tfm *g);
 int64_t exec_tfm_aux_fixed(const exec_tfm *g);
+/* Floats per sample of g->scratch (FULL; else 0). */
+int64_t exec_tfm_scratch_floats(const exec_tfm *g);
 /* Initialise w: linear weights Glorot uniform, biases and beta 0, gamma 1,
  * position embedding uniform +-0.02 sqrt(3) (sd 0.02, as ViT's).  A split
  * layer gets its shard of the whole layer's initial weights (the same

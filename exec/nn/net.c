@@ -61,6 +61,8 @@ struct exec_net {
     int keep_x0;
     float *slot[2]; /* scratch for outputs and gradients not kept */
     float *col;     /* conv lowering scratch, for one call at a time */
+    float *tfm_scratch; /* full recomputation's, likewise (max_batch samples) */
+    int64_t n_tfm_scratch;
     const exec_tp_comm *tp; /* tensor parallelism: this worker's split, or NULL */
     exec_layer_clock *clock; /* per-layer timing, or NULL */
 };
@@ -169,7 +171,10 @@ static void layer_setup(xlayer *x, const model *m, int i, const exec_tp_comm *tp
     default:
         if ((x->is_tfm = exec_tfm_from_layer(&x->tg, l))) {
             exec_tfm_split(&x->tg, tp);
-            x->tg.recompute = (flags & EXEC_NET_RECOMPUTE) && x->tg.kind == EXEC_TFM_ATTN;
+            int blk = x->tg.kind == EXEC_TFM_ATTN || x->tg.kind == EXEC_TFM_MLP;
+            x->tg.recompute = blk && (flags & EXEC_NET_RECOMPUTE_FULL) ? EXEC_TFM_FULL
+                              : (flags & EXEC_NET_RECOMPUTE) && x->tg.kind == EXEC_TFM_ATTN
+                                  ? EXEC_TFM_SELECTIVE : 0;
             x->aux_fixed = exec_tfm_aux_fixed(&x->tg) * (int64_t)sizeof(float);
             x->has_w = exec_tfm_params(&x->tg) > 0;
             x->aux_sample = exec_tfm_aux_floats(&x->tg) * (int64_t)sizeof(float);
@@ -319,6 +324,12 @@ static void alloc_scratch(exec_net *n)
     }
     for (int s = 0; s < 2; s++) n->slot[s] = exec_falloc(sz[s] * n->max_batch);
     n->col = exec_falloc(cf);
+    for (int k = 0; k < n->L; k++)
+        if (n->ly[k].is_tfm && exec_tfm_scratch_floats(&n->ly[k].tg) > n->n_tfm_scratch)
+            n->n_tfm_scratch = exec_tfm_scratch_floats(&n->ly[k].tg);
+    n->n_tfm_scratch *= n->max_batch;
+    n->tfm_scratch = exec_falloc(n->n_tfm_scratch);
+    for (int k = 0; k < n->L; k++) n->ly[k].tg.scratch = n->tfm_scratch;
 }
 
 int exec_net_create(exec_net **out, const model *m, int first, int last, int max_batch,
@@ -386,6 +397,7 @@ void exec_net_destroy(exec_net *n)
     free(n->tensors);
     for (int s = 0; s < 2; s++) free(n->slot[s]);
     free(n->col);
+    free(n->tfm_scratch);
     free(n);
 }
 
@@ -414,6 +426,7 @@ float *exec_net_grads(exec_net *n, int64_t *n_floats)
 }
 
 int exec_net_n_tensors(const exec_net *n) { return n->n_tensors; }
+uint64_t exec_net_recompute_bytes(const exec_net *n) { return (uint64_t)n->n_tfm_scratch * 4; }
 
 const exec_tensor *exec_net_tensor(const exec_net *n, int k)
 {
@@ -715,6 +728,7 @@ static void backward(exec_net *n, exec_acts *a, const float *dout, float *din, f
     const int L = n->L;
     assert(exec_net_has_loss(n) || dout);
     assert(!n->ly[0].need_din || din || (n->flags & EXEC_NET_KEEP_ALL));
+    assert(weights || !(n->flags & EXEC_NET_RECOMPUTE_FULL));
     double t = n->clock ? exec_now() : 0;
     if (dout && n->ly[L - 1].keep_dout)
         memcpy(a->dout[L - 1], dout, (size_t)a->batch * n->ly[L - 1].out_elems * sizeof *dout);
@@ -747,7 +761,7 @@ void exec_net_backward(exec_net *n, exec_acts *a, const float *dout, float *din,
 
 void exec_net_backward_weight(exec_net *n, exec_acts *a)
 {
-    assert(a->net == n && a->batch >= 1 && a->train);
+    assert(a->net == n && a->batch >= 1 && a->train && !(n->flags & EXEC_NET_RECOMPUTE_FULL));
     for (int k = n->L - 1; k >= 0; k--) {
         if (!n->ly[k].has_w) continue;
         double t0 = n->clock ? exec_now() : 0;

@@ -53,10 +53,16 @@ int exec_net_tp_check(const model *m, int first, int last, int size, const char 
 enum {
     EXEC_NET_KEEP_ALL = 1, /* keep every activation and gradient in the acts:
                             * the reference the memory plan is tested against */
-    EXEC_NET_RECOMPUTE = 2 /* selective recomputation: attention layers keep
+    EXEC_NET_RECOMPUTE = 2, /* selective recomputation: attention layers keep
                             * one sample's softmax probabilities and recompute
                             * them in the input-gradient pass (layers_tfm.h,
                             * exec_tfm.recompute); the same results, bit for bit */
+    EXEC_NET_RECOMPUTE_FULL = 4 /* full recomputation: attention and mlp layers
+                            * keep their input only and recompute the rest in
+                            * their input-gradient pass, into one scratch of
+                            * the net's; the same bits again, but the weight
+                            * gradient must follow each layer's input gradient:
+                            * exec_net_backward only (asserted) */
 };
 
 /* Build the stage [first, last) of m for microbatches of up to max_batch
@@ -112,6 +118,9 @@ gsl_rng *exec_net_rng(exec_net *n, int k);
  * probabilities; the stage input is counted with the first layer), and the
  * output-gradient bytes kept from the input- to the weight-gradient pass. */
 void exec_net_layer_bytes(const exec_net *n, int layer, uint64_t *stash, uint64_t *wgrad);
+
+/* Bytes of the scratch full recomputation works in (0 without). */
+uint64_t exec_net_recompute_bytes(const exec_net *n);
 
 /* Per-microbatch state for up to max_batch samples (<= the net's); the
  * caller destroys it.  exec_acts_bytes: its whole allocation. */

@@ -84,8 +84,9 @@ static regions layout(const exec_tfm *g)
     case EXEC_TFM_ATTN: {
         /* xhat, ln, qkv, att, ctx, dqkv, dln, rstd, softmax scratch */
         const int64_t att = g->H / tp_n(g) * T * T;
-        return (regions){9, {TD, TD, 3 * TDl, g->recompute ? 0 : att, TDl, 3 * TDl, TD, T, T * T},
-                         g->recompute ? 4 : 0, g->recompute ? att : 0};
+        const int sel = g->recompute == EXEC_TFM_SELECTIVE;
+        return (regions){9, {TD, TD, 3 * TDl, sel ? 0 : att, TDl, 3 * TDl, TD, T, T * T},
+                         sel ? 4 : 0, sel ? att : 0};
     }
     case EXEC_TFM_MLP: {
         int64_t TF = T * (g->F / tp_n(g));
@@ -95,18 +96,30 @@ static regions layout(const exec_tfm *g)
     }
 }
 
-/* Start of region r for a batch of B. */
+static int full(const exec_tfm *g) { return g->recompute == EXEC_TFM_FULL; }
+
+/* Start of region r for a batch of B (in the scratch with FULL, where aux
+ * holds the layer's input). */
 static float *region(const exec_tfm *g, const float *aux, int B, int r)
 {
     regions L = layout(g);
     assert(r < L.n);
     int64_t off = 0;
     for (int k = 0; k < (L.once == r + 1 ? L.n : r); k++) off += L.size[k] * B;
-    return (float *)aux + off;
+    return (full(g) ? g->scratch : (float *)aux) + off;
+}
+
+int64_t exec_tfm_scratch_floats(const exec_tfm *g)
+{
+    regions L = layout(g);
+    int64_t s = 0;
+    for (int k = 0; k < L.n; k++) s += L.size[k];
+    return full(g) ? s : 0;
 }
 
 int64_t exec_tfm_aux_floats(const exec_tfm *g)
 {
+    if (full(g)) return (int64_t)g->T * g->D;
     regions L = layout(g);
     int64_t s = 0;
     for (int k = 0; k < L.n; k++) s += L.size[k];
@@ -186,6 +199,36 @@ static void add_into(float *y, const float *x, int64_t n)
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 
+/* ATTN and MLP up to the input of the last product (ctx, or GELU(h1)):
+ * the forward's first part, and all a FULL backward recomputes. */
+static void block_inner(const exec_tfm *g, const float *in, const float *w, float *aux, int B)
+{
+    const int T = g->T, D = g->D, BT = B * T;
+    float *xhat = region(g, aux, B, 0), *ln = region(g, aux, B, 1);
+    if (g->kind == EXEC_TFM_ATTN) {
+        float *qkv = region(g, aux, B, 2), *att = region(g, aux, B, 3);
+        float *ctx = region(g, aux, B, 4), *rstd = region(g, aux, B, 7);
+        const int Dl = D / tp_n(g);
+        const float *wqkv = w + 2 * D, *bqkv = wqkv + 3 * Dl * D;
+        exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
+        exec_linear_forward(qkv, ln, wqkv, bqkv, BT, D, 3 * Dl);
+        if (g->recompute == EXEC_TFM_SELECTIVE) /* att holds one sample's probabilities */
+            for (int b = 0; b < B; b++)
+                exec_mhsa_forward(ctx + (int64_t)b * T * Dl, att, qkv + (int64_t)b * T * 3 * Dl,
+                                  1, T, Dl, g->H / tp_n(g));
+        else
+            exec_mhsa_forward(ctx, att, qkv, B, T, Dl, g->H / tp_n(g));
+    } else {
+        const int F = g->F / tp_n(g);
+        float *h1 = region(g, aux, B, 2), *ge = region(g, aux, B, 3);
+        float *rstd = region(g, aux, B, 6);
+        const float *w1 = w + 2 * D, *b1 = w1 + (int64_t)F * D;
+        exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
+        exec_linear_forward(h1, ln, w1, b1, BT, D, F);
+        exec_gelu_forward(ge, h1, (int64_t)BT * F);
+    }
+}
+
 void exec_tfm_forward(const exec_tfm *g, float *out, const float *in, const float *w,
                       float *aux, int B)
 {
@@ -209,37 +252,14 @@ void exec_tfm_forward(const exec_tfm *g, float *out, const float *in, const floa
         exec_gelu_forward(out, in, n);
         break;
     case EXEC_TFM_MEANPOOL: exec_meanpool_forward(out, in, B, T, D); break;
-    case EXEC_TFM_ATTN: {
-        float *xhat = region(g, aux, B, 0), *ln = region(g, aux, B, 1);
-        float *qkv = region(g, aux, B, 2), *att = region(g, aux, B, 3);
-        float *ctx = region(g, aux, B, 4), *rstd = region(g, aux, B, 7);
-        const int Dl = D / tp_n(g);
-        const float *wqkv = w + 2 * D, *bqkv = wqkv + 3 * Dl * D;
-        const float *wo = bqkv + 3 * Dl, *bo = wo + D * Dl;
-        exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
-        exec_linear_forward(qkv, ln, wqkv, bqkv, BT, D, 3 * Dl);
-        if (g->recompute) /* att holds one sample's probabilities at a time */
-            for (int b = 0; b < B; b++)
-                exec_mhsa_forward(ctx + (int64_t)b * T * Dl, att, qkv + (int64_t)b * T * 3 * Dl,
-                                  1, T, Dl, g->H / tp_n(g));
-        else
-            exec_mhsa_forward(ctx, att, qkv, B, T, Dl, g->H / tp_n(g));
-        exec_linear_forward(out, ctx, wo, lead_bias(g, bo), BT, Dl, D);
-        tp_sum(g, out, n);
-        add_into(out, in, n);
-        break;
-    }
-    case EXEC_TFM_MLP: {
-        const int F = g->F / tp_n(g);
-        float *xhat = region(g, aux, B, 0), *ln = region(g, aux, B, 1);
-        float *h1 = region(g, aux, B, 2), *ge = region(g, aux, B, 3);
-        float *rstd = region(g, aux, B, 6);
-        const float *w1 = w + 2 * D, *b1 = w1 + (int64_t)F * D;
-        const float *w2 = b1 + F, *b2 = w2 + (int64_t)D * F;
-        exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
-        exec_linear_forward(h1, ln, w1, b1, BT, D, F);
-        exec_gelu_forward(ge, h1, (int64_t)BT * F);
-        exec_linear_forward(out, ge, w2, lead_bias(g, b2), BT, F, D);
+    case EXEC_TFM_ATTN:
+    case EXEC_TFM_MLP: { /* then out = in + W a + b: Wo ctx + bo, or W2 GELU(h1) + b2 */
+        const int attn = g->kind == EXEC_TFM_ATTN, K = (attn ? D : g->F) / tp_n(g);
+        const float *W = w + exec_tfm_params(g) - D - (int64_t)D * K;
+        if (full(g)) memcpy(aux, in, (size_t)n * sizeof *in); /* all the backward keeps */
+        block_inner(g, in, w, aux, B);
+        exec_linear_forward(out, region(g, aux, B, attn ? 4 : 3), W, lead_bias(g, W + D * K), BT,
+                            K, D);
         tp_sum(g, out, n);
         add_into(out, in, n);
         break;
@@ -253,6 +273,7 @@ void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
     (void)in;
     const int T = g->T, D = g->D, BT = B * T;
     const int64_t n = (int64_t)BT * D;
+    if (full(g)) block_inner(g, aux, w, aux, B); /* from the input it kept */
     switch (g->kind) {
     case EXEC_TFM_PATCH: {
         float *dp = region(g, aux, B, 1);
@@ -276,7 +297,8 @@ void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
         const int Dl = D / tp_n(g);
         const float *wqkv = w + 2 * D, *wo = wqkv + 3 * Dl * D + 3 * Dl;
         exec_linear_backward_input(din, dout, wo, BT, Dl, D); /* din holds dctx for now */
-        if (g->recompute) { /* each sample's probabilities again (and its ctx: the same bits) */
+        if (g->recompute == EXEC_TFM_SELECTIVE) { /* each sample's probabilities again (and
+                                                     * its ctx: the same bits) */
             for (int b = 0; b < B; b++) {
                 const int64_t o1 = (int64_t)b * T * Dl, o3 = 3 * o1;
                 exec_mhsa_forward(region(g, aux, B, 4) + o1, att, qkv + o3, 1, T, Dl,

@@ -144,6 +144,6 @@ void exec_tp_team_mem(const exec_tp_team *t, int rank, sim_mem *m)
     exec_net_params(w->net, &n);
     const double block = (double)n * sizeof(float);
     *m = (sim_mem){.weights = block, .grads = block, .optim = t->momentum != 0 ? block : 0,
-                   .stash = (double)exec_acts_bytes(w->acts),
+                   .stash = (double)(exec_acts_bytes(w->acts) + exec_net_recompute_bytes(w->net)),
                    .buffers = (double)exec_tp_group_bytes(t->group)};
 }

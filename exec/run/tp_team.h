@@ -51,7 +51,7 @@ double exec_tp_team_wait_s(const exec_tp_team *t, int rank);
 /* Worker rank's memory, with the simulator's components (sim_mem) as the
  * pipelined runner counts them: weights, gradients and momentum (its net's
  * blocks; momentum only when nonzero), activations (exec_acts_bytes of its
- * acts) and buffers (the group's all-reduce buffer).  Nothing is allocated
+ * acts, and exec_net_recompute_bytes) and buffers (the group's all-reduce buffer).  Nothing is allocated
  * or freed while the team trains, so this is also its peak. */
 void exec_tp_team_mem(const exec_tp_team *t, int rank, sim_mem *m);
 

@@ -74,7 +74,8 @@ int exec_trainer_create(exec_trainer **out, const model *m, const char *file,
                        file);
     exec_net *net;
     exec_tp_team *team = NULL;
-    const int flags = o->recompute ? EXEC_NET_RECOMPUTE : 0;
+    const int flags = o->recompute == 2 ? EXEC_NET_RECOMPUTE_FULL
+                      : o->recompute == 1 ? EXEC_NET_RECOMPUTE : 0;
     int rc = o->tensor > 1 ? exec_tp_team_create(&team, m, o->tensor, o->batch, o->seed, flags,
                                                  o->momentum, o->weight_decay, file, e)
                            : exec_net_create(&net, m, 0, m->n_layers, o->batch, o->seed, flags,
@@ -154,7 +155,7 @@ void exec_trainer_mem(const exec_trainer *t, int rank, sim_mem *m)
     exec_net_params(t->net, &n);
     const double block = (double)n * sizeof(float);
     *m = (sim_mem){.weights = block, .grads = block, .optim = t->o.momentum != 0 ? block : 0,
-                   .stash = (double)exec_acts_bytes(t->acts)};
+                   .stash = (double)(exec_acts_bytes(t->acts) + exec_net_recompute_bytes(t->net))};
 }
 
 static double current_lr(const exec_trainer *t)

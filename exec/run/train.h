@@ -32,7 +32,8 @@ typedef struct exec_train_opts {
     uint64_t seed;         /* weights, dropout, shuffling */
     int tensor;            /* tensor-parallel workers (0 or 1: none, the
                               sequential trainer unchanged)                 */
-    int recompute;         /* 1: selective recomputation (EXEC_NET_RECOMPUTE) */
+    int recompute;         /* 0 none, 1 selective (EXEC_NET_RECOMPUTE), 2 full
+                              (EXEC_NET_RECOMPUTE_FULL)                      */
 } exec_train_opts;
 
 /* Defaults (docs/executor.md, "Training defaults"): the values that reach the
@@ -74,8 +75,9 @@ exec_net *exec_trainer_gather(exec_trainer *t);
 struct exec_tp_team *exec_trainer_team(exec_trainer *t);
 /* Memory of worker `rank` (0 without tensor parallelism) in the
  * simulator's components: weights, gradients, momentum (when nonzero),
- * activations (exec_acts_bytes) and, with tensor parallelism, the
- * all-reduce buffer (exec_tp_team_mem).  The trainer allocates nothing
+ * activations (exec_acts_bytes, and full recomputation's scratch:
+ * exec_net_recompute_bytes) and, with tensor parallelism, the all-reduce
+ * buffer (exec_tp_team_mem).  The trainer allocates nothing
  * after creation, so this is the peak of what it counts. */
 void exec_trainer_mem(const exec_trainer *t, int rank, sim_mem *m);
 
