@@ -51,6 +51,7 @@ static void tfm_bw(float *dw, const float *dy, const float *x, const float *w, v
 
 static void tfm_case(const char *name, exec_tfm g, int B, double tol)
 {
+    g.scratch = exec_falloc(B * exec_tfm_scratch_floats(&g)); /* full recomputation's */
     tfm_ctx c = {g, B, exec_falloc(B * exec_tfm_aux_floats(&g) + exec_tfm_aux_fixed(&g))};
     int64_t nx = (int64_t)B * g.T * g.D, ny = nx;
     if (g.kind == EXEC_TFM_PATCH) nx = (int64_t)B * g.C * g.Hh * g.Ww;
@@ -60,6 +61,7 @@ static void tfm_case(const char *name, exec_tfm g, int B, double tol)
                      nw ? tfm_bw : NULL, 0, 1};
     check_layer(&lc);
     free(c.aux);
+    free(g.scratch);
 }
 
 static void test_tfm_simple(void)
@@ -89,6 +91,10 @@ static void test_tfm_blocks(void)
              (exec_tfm){.kind = EXEC_TFM_ATTN, .T = 4, .D = 12, .H = 3}, 1, 1e-4);
     tfm_case("attention block recomputing its probabilities: 5 tokens, width 8, 2 heads, batch 3",
              (exec_tfm){.kind = EXEC_TFM_ATTN, .T = 5, .D = 8, .H = 2, .recompute = 1}, 3, 1e-4);
+    tfm_case("attention block recomputing everything from its input: 5 x 8, 2 heads, batch 3",
+             (exec_tfm){.kind = EXEC_TFM_ATTN, .T = 5, .D = 8, .H = 2, .recompute = 2}, 3, 1e-4);
+    tfm_case("mlp block recomputing everything from its input: 5 x 6, hidden 10, batch 2",
+             (exec_tfm){.kind = EXEC_TFM_MLP, .T = 5, .D = 6, .F = 10, .recompute = 2}, 2, 1e-4);
     tfm_case("mlp block: 5 tokens, width 6, hidden 10",
              (exec_tfm){.kind = EXEC_TFM_MLP, .T = 5, .D = 6, .F = 10}, 2, 1e-4);
 }

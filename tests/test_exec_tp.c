@@ -359,9 +359,10 @@ static void test_tp_train(void)
     model_free(&m);
 }
 
-/* Selective recomputation recomputes the attention probabilities with the
- * same calls on the same q and k: the same weights, bit for bit, alone and
- * with tensor parallelism. */
+/* Recomputation repeats the same calls on the same inputs: selective (the
+ * attention probabilities) and full (all of a block from its input) give
+ * the same weights as keeping everything, bit for bit, alone and with
+ * tensor parallelism. */
 static void test_tp_recompute(void)
 {
     model m;
@@ -370,17 +371,18 @@ static void test_tp_recompute(void)
     exec_data d = {0};
     exec_data_synthetic(&d, TR_K * TR_B, 1, 28, 28, 10, 3, 0);
     for (int tensor = 1; tensor <= 2; tensor++) {
-        exec_net *s0, *s1;
-        exec_net *a = train_steps(&m, &d, tensor, 0, &s0), *b = train_steps(&m, &d, tensor, 1, &s1);
+        exec_net *s0, *a = train_steps(&m, &d, tensor, 0, &s0);
         int64_t n;
-        const float *pa = exec_net_params(a, &n), *pb = exec_net_params(b, NULL);
-        const float *p0 = exec_net_params(s0, NULL);
-        CU_ASSERT(memcmp(pa, pb, (size_t)n * sizeof *pa) == 0);
-        CU_ASSERT(memcmp(pa, p0, (size_t)n * sizeof *pa) != 0); /* and the steps moved them */
+        const float *pa = exec_net_params(a, &n), *p0 = exec_net_params(s0, NULL);
+        CU_ASSERT(memcmp(pa, p0, (size_t)n * sizeof *pa) != 0); /* the steps moved them */
+        for (int mode = 1; mode <= 2; mode++) {
+            exec_net *s1, *b = train_steps(&m, &d, tensor, mode, &s1);
+            CU_ASSERT(memcmp(pa, exec_net_params(b, NULL), (size_t)n * sizeof *pa) == 0);
+            exec_net_destroy(b);
+            exec_net_destroy(s1);
+        }
         exec_net_destroy(a);
-        exec_net_destroy(b);
         exec_net_destroy(s0);
-        exec_net_destroy(s1);
     }
     exec_data_free(&d);
     model_free(&m);
@@ -397,8 +399,14 @@ static void test_tp_memory(void)
     CU_ASSERT_EQUAL_FATAL(model_load(&m, "models/fmnist-vit.json", &e), CL_OK);
     const int64_t D = 64, F = 128, Tk = 16, B = 8;
     double stash_prev = 0, stash_none = 0;
-    for (int run = 0; run < 6; run++) {
-        const int tensor = 1 << (run / 2), recompute = run % 2;
+    for (int run = 0; run < 9; run++) {
+        const int tensor = 1 << (run / 3), recompute = run % 3;
+        /* floats per sample each attention and mlp layer keeps without
+         * recomputation: x^, LN(x), q k v, probabilities, ctx, their
+         * gradients, dLN(x), 1/sigma, softmax scratch; x^, LN(x), h, GELU(h),
+         * its gradient, dLN(x), 1/sigma */
+        const double auxA = 3 * Tk * D + 7 * Tk * D / tensor + 4 / tensor * Tk * Tk + Tk + Tk * Tk;
+        const double auxM = 3 * Tk * D + 3 * Tk * F / tensor + Tk;
         exec_train_opts o;
         exec_train_defaults(&o);
         o.batch = (int)B;
@@ -421,8 +429,12 @@ static void test_tp_memory(void)
             if (r == 0 && !recompute) {
                 CU_ASSERT(tensor == 1 || mm.stash < stash_prev);
                 stash_prev = stash_none = mm.stash;
-            } else if (r == 0) { /* 4 attention layers keep 1 sample's probabilities, not B */
+            } else if (r == 0 && recompute == 1) { /* 4 attention layers keep 1 sample's
+                                                     * probabilities, not B */
                 CU_ASSERT_EQUAL(stash_none - mm.stash, 4.0 * (B - 1) * (4 / tensor) * Tk * Tk * 4);
+            } else if (r == 0) { /* 8 blocks keep their input alone; one scratch for the largest */
+                CU_ASSERT_EQUAL(stash_none - mm.stash,
+                                4.0 * B * (4 * (auxA + auxM) - 8 * Tk * D - fmax(auxA, auxM)));
             }
         }
         exec_trainer_destroy(t);
@@ -519,6 +531,11 @@ static void test_tp_cli(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "memory per worker"));
     free(out);
     free(err);
+    snprintf(args, sizeof args, "%s --recompute full --tensor 2", vit);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ", tensor parallel over 2 threads, full recomputation\n"));
+    free(out);
+    free(err);
     /* without --tensor: no memory table */
     CU_ASSERT_EQUAL_FATAL(test_run_cli(vit, &out, &err), 0);
     CU_ASSERT_PTR_NULL(strstr(out, "memory per worker"));
@@ -535,7 +552,7 @@ TEST_SUITE(exec_tp)
              test_tp_split_vs_whole);
     test_add("the ViT after k steps on 2 and 4 workers equals sequential training",
              test_tp_train);
-    test_add("selective recomputation: the same weights bit for bit, with tensor parallelism too",
+    test_add("recomputation, selective and full: the same weights bit for bit, with --tensor too",
              test_tp_recompute);
     test_add("memory per worker: the shard's parameters, the all-reduce buffer, recomputation",
              test_tp_memory);
