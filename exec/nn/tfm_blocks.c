@@ -10,6 +10,10 @@
  * shard: its heads (Hl of width D / H, Dl = Hl D / H columns of q, k, v and
  * ctx) or hidden units (Fl), with the two all-reduces added; unsplit, Hl = H,
  * Dl = D, Fl = F and the calls are the ones before the split existed.
+ *
+ * Recomputation (layers_tfm.h, EXEC_TFM_SELECTIVE / FULL) moves regions:
+ * selective holds the probabilities once (one sample), full puts every
+ * region in the net's shared scratch and keeps only the input in aux.
  */
 #include <assert.h>
 #include <math.h>
