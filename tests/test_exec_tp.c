@@ -310,6 +310,14 @@ static exec_net *train_steps(const model *m, const exec_data *d, int tensor, int
     return whole;
 }
 
+/* models/fmnist-vit.json and TR_K minibatches of synthetic samples. */
+static void vit_and_data(model *m, exec_data *d)
+{
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(model_load(m, "models/fmnist-vit.json", &e), CL_OK);
+    exec_data_synthetic(d, TR_K * TR_B, 1, 28, 28, 10, 3, 0);
+}
+
 /* The tolerance: splitting changes the order of the row-parallel sums only
  * (split_vs_whole): at most K + 2 terms (K = 128, the MLP's hidden width,
  * the longest), each sum within 2 gamma_{K+2} of the unsplit one relative
@@ -323,10 +331,8 @@ static exec_net *train_steps(const model *m, const exec_data *d, int tensor, int
 static void test_tp_train(void)
 {
     model m;
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(model_load(&m, "models/fmnist-vit.json", &e), CL_OK);
     exec_data d = {0};
-    exec_data_synthetic(&d, TR_K * TR_B, 1, 28, 28, 10, 3, 0);
+    vit_and_data(&m, &d);
     exec_net *p0, *ref = train_steps(&m, &d, 1, 0, &p0);
     const int K = 128;
     const double gamma = (K + 2) * U / (1 - (K + 2) * U);
@@ -366,10 +372,8 @@ static void test_tp_train(void)
 static void test_tp_recompute(void)
 {
     model m;
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(model_load(&m, "models/fmnist-vit.json", &e), CL_OK);
     exec_data d = {0};
-    exec_data_synthetic(&d, TR_K * TR_B, 1, 28, 28, 10, 3, 0);
+    vit_and_data(&m, &d);
     for (int tensor = 1; tensor <= 2; tensor++) {
         exec_net *s0, *a = train_steps(&m, &d, tensor, 0, &s0);
         int64_t n;
