@@ -4,10 +4,8 @@
  * agreement, input and weight gradients each against central differences
  * (step 1e-5, double) of L = sum_j r_j y_j.
  *
- * The references use direct loops and the textbook formulas (tanh for
- * GELU, a plain softmax), not the executor's arrangement: the attention
- * reference loops over heads and tokens, the executor uses SGEMMs on
- * strided views.  Sizes are small and ragged (5 tokens, width 8 or 12, 2 or
+ * The references (tfm_ref.c) use direct loops and the textbook formulas,
+ * not the executor's arrangement.  Sizes are small and ragged (5 tokens, width 8 or 12, 2 or
  * 3 heads) so a mixed-up stride or head offset shows.
  */
 #include <math.h>
@@ -18,127 +16,14 @@
 #include "exec/nn/tensor.h"
 #include "fd_layer.h"
 #include "test.h"
+#include "tfm_ref.h"
 
 typedef struct { exec_tfm g; int B; float *aux; } tfm_ctx;
-
-/* ---------------------------------------------------- double references */
-
-static void r_linear(double *y, const double *x, const double *w, const double *b, int R,
-                     int IC, int OC)
-{
-    for (int r = 0; r < R; r++)
-        for (int o = 0; o < OC; o++) {
-            double s = b ? b[o] : 0;
-            for (int i = 0; i < IC; i++) s += x[r * IC + i] * w[o * IC + i];
-            y[r * OC + o] = s;
-        }
-}
-
-static void r_layernorm(double *y, const double *x, const double *gm, const double *bt, int R,
-                        int D)
-{
-    for (int r = 0; r < R; r++) {
-        double m = 0, v = 0;
-        for (int j = 0; j < D; j++) m += x[r * D + j] / D;
-        for (int j = 0; j < D; j++) v += (x[r * D + j] - m) * (x[r * D + j] - m) / D;
-        for (int j = 0; j < D; j++)
-            y[r * D + j] = (x[r * D + j] - m) / sqrt(v + EXEC_LN_EPS) * gm[j] + bt[j];
-    }
-}
-
-static double r_gelu1(double x)
-{
-    return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-}
-
-/* ctx (B,T,D) from qkv (B,T,3D) */
-static void r_mhsa(double *ctx, const double *qkv, int B, int T, int D, int H)
-{
-    int hd = D / H;
-    double *a = malloc((size_t)T * sizeof *a);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int t = 0; t < T; t++) {
-                double sum = 0;
-                for (int s = 0; s < T; s++) {
-                    double dot = 0;
-                    for (int i = 0; i < hd; i++)
-                        dot += qkv[(b * T + t) * 3 * D + h * hd + i] *
-                               qkv[(b * T + s) * 3 * D + D + h * hd + i];
-                    a[s] = exp(dot / sqrt(hd));
-                    sum += a[s];
-                }
-                for (int i = 0; i < hd; i++) {
-                    double c = 0;
-                    for (int s = 0; s < T; s++)
-                        c += a[s] / sum * qkv[(b * T + s) * 3 * D + 2 * D + h * hd + i];
-                    ctx[(b * T + t) * D + h * hd + i] = c;
-                }
-            }
-    free(a);
-}
 
 static void tfm_ref(double *y, const double *x, const double *w, void *vc)
 {
     const tfm_ctx *c = vc;
-    const exec_tfm *g = &c->g;
-    const int B = c->B, T = g->T, D = g->D, BT = B * T, n = BT * D;
-    switch (g->kind) {
-    case EXEC_TFM_PATCH: { /* direct: token t = (pi, pj), feature (ch, i, j) */
-        const int K = g->C * g->p * g->p, nw = g->Ww / g->p;
-        double *pt = malloc((size_t)BT * K * sizeof *pt);
-        for (int b = 0; b < B; b++)
-            for (int t = 0; t < T; t++)
-                for (int ch = 0; ch < g->C; ch++)
-                    for (int i = 0; i < g->p; i++)
-                        for (int j = 0; j < g->p; j++)
-                            pt[(b * T + t) * K + (ch * g->p + i) * g->p + j] =
-                                x[((b * g->C + ch) * g->Hh + (t / nw) * g->p + i) * g->Ww +
-                                  (t % nw) * g->p + j];
-        r_linear(y, pt, w, w + D * K, BT, K, D);
-        free(pt);
-        break;
-    }
-    case EXEC_TFM_POS:
-        for (int i = 0; i < n; i++) y[i] = x[i] + w[i % (T * D)];
-        break;
-    case EXEC_TFM_LAYERNORM: r_layernorm(y, x, w, w + D, BT, D); break;
-    case EXEC_TFM_GELU:
-        for (int i = 0; i < n; i++) y[i] = r_gelu1(x[i]);
-        break;
-    case EXEC_TFM_MEANPOOL:
-        for (int b = 0; b < B; b++)
-            for (int j = 0; j < D; j++) {
-                double s = 0;
-                for (int t = 0; t < T; t++) s += x[(b * T + t) * D + j];
-                y[b * D + j] = s / T;
-            }
-        break;
-    case EXEC_TFM_ATTN: {
-        double *ln = malloc((size_t)n * sizeof *ln), *qkv = malloc((size_t)3 * n * sizeof *qkv),
-               *ctx = malloc((size_t)n * sizeof *ctx);
-        const double *wqkv = w + 2 * D, *bqkv = wqkv + 3 * D * D, *wo = bqkv + 3 * D;
-        r_layernorm(ln, x, w, w + D, BT, D);
-        r_linear(qkv, ln, wqkv, bqkv, BT, D, 3 * D);
-        r_mhsa(ctx, qkv, B, T, D, g->H);
-        r_linear(y, ctx, wo, wo + D * D, BT, D, D);
-        for (int i = 0; i < n; i++) y[i] += x[i];
-        free(ln); free(qkv); free(ctx);
-        break;
-    }
-    case EXEC_TFM_MLP: {
-        const int F = g->F;
-        double *ln = malloc((size_t)n * sizeof *ln), *h = malloc((size_t)BT * F * sizeof *h);
-        const double *w1 = w + 2 * D, *b1 = w1 + F * D, *w2 = b1 + F;
-        r_layernorm(ln, x, w, w + D, BT, D);
-        r_linear(h, ln, w1, b1, BT, D, F);
-        for (int i = 0; i < BT * F; i++) h[i] = r_gelu1(h[i]);
-        r_linear(y, h, w2, w2 + D * F, BT, F, D);
-        for (int i = 0; i < n; i++) y[i] += x[i];
-        free(ln); free(h);
-        break;
-    }
-    }
+    tfm_ref_eval(y, x, w, &c->g, c->B);
 }
 
 /* -------------------------------------------------- the executor's calls */
@@ -166,7 +51,8 @@ static void tfm_bw(float *dw, const float *dy, const float *x, const float *w, v
 
 static void tfm_case(const char *name, exec_tfm g, int B, double tol)
 {
-    tfm_ctx c = {g, B, exec_falloc(B * exec_tfm_aux_floats(&g))};
+    g.scratch = exec_falloc(B * exec_tfm_scratch_floats(&g)); /* full recomputation's */
+    tfm_ctx c = {g, B, exec_falloc(B * exec_tfm_aux_floats(&g) + exec_tfm_aux_fixed(&g))};
     int64_t nx = (int64_t)B * g.T * g.D, ny = nx;
     if (g.kind == EXEC_TFM_PATCH) nx = (int64_t)B * g.C * g.Hh * g.Ww;
     if (g.kind == EXEC_TFM_MEANPOOL) ny = (int64_t)B * g.D;
@@ -175,6 +61,7 @@ static void tfm_case(const char *name, exec_tfm g, int B, double tol)
                      nw ? tfm_bw : NULL, 0, 1};
     check_layer(&lc);
     free(c.aux);
+    free(g.scratch);
 }
 
 static void test_tfm_simple(void)
@@ -202,6 +89,12 @@ static void test_tfm_blocks(void)
              (exec_tfm){.kind = EXEC_TFM_ATTN, .T = 5, .D = 8, .H = 2}, 2, 1e-4);
     tfm_case("attention block: 4 tokens, width 12, 3 heads, batch 1",
              (exec_tfm){.kind = EXEC_TFM_ATTN, .T = 4, .D = 12, .H = 3}, 1, 1e-4);
+    tfm_case("attention block recomputing its probabilities: 5 tokens, width 8, 2 heads, batch 3",
+             (exec_tfm){.kind = EXEC_TFM_ATTN, .T = 5, .D = 8, .H = 2, .recompute = 1}, 3, 1e-4);
+    tfm_case("attention block recomputing everything from its input: 5 x 8, 2 heads, batch 3",
+             (exec_tfm){.kind = EXEC_TFM_ATTN, .T = 5, .D = 8, .H = 2, .recompute = 2}, 3, 1e-4);
+    tfm_case("mlp block recomputing everything from its input: 5 x 6, hidden 10, batch 2",
+             (exec_tfm){.kind = EXEC_TFM_MLP, .T = 5, .D = 6, .F = 10, .recompute = 2}, 2, 1e-4);
     tfm_case("mlp block: 5 tokens, width 6, hidden 10",
              (exec_tfm){.kind = EXEC_TFM_MLP, .T = 5, .D = 6, .F = 10}, 2, 1e-4);
 }

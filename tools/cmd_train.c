@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "exec/ckpt/checkpoint.h"
 #include "exec/nn/data.h"
 #include "exec/nn/gemm.h"
+#include "exec/run/tp_team.h"
 #include "exec/run/train.h"
 #include "models/model.h"
 #include "cli.h"
@@ -17,6 +19,8 @@
 typedef struct train_cmd {
     train_args a;           /* the options train --plan shares */
     const char *model, *plan;
+    int tensor_set;         /* --tensor or --recompute was given: report memory */
+    int recompute_set;
 } train_cmd;
 
 static const cli_opt train_opts[] = {
@@ -31,6 +35,15 @@ static const cli_opt train_opts[] = {
     TRAIN_OPT_MOMENTUM(train_cmd, a, "SGD momentum (default {})"),
     TRAIN_OPT_WEIGHT_DECAY(train_cmd, a),
     TRAIN_OPT_SEED(train_cmd, a),
+    {"tensor", 0, CLI_INT, CLI_FIELD(train_cmd, a.opt.tensor), 1, 64,
+     .given = CLI_AT(train_cmd, tensor_set), .arg = "T",
+     .help = "tensor parallelism: split attention and mlp layers over T threads\n"
+             "(default {}); given, memory per worker is reported at the end"},
+    {"recompute", 0, CLI_ENUM, CLI_FIELD(train_cmd, a.opt.recompute),
+     .words = "none|selective|full", .given = CLI_AT(train_cmd, recompute_set), .arg = "R",
+     .help = "selective: attention recomputes its softmax probabilities in the\n"
+             "backward pass; full: attention and mlp layers keep their input only\n"
+             "and recompute the rest (default none); given, as --tensor"},
     TRAIN_OPT_LIMIT(train_cmd, a),
     TRAIN_OPT_DATA(train_cmd, a),
     TRAIN_OPT_SYNTHETIC(train_cmd, a),
@@ -52,8 +65,9 @@ static void help(void)
     train_cmd d = {0};
     train_args_help(&train_spec, &d, &d.a,
                     "usage: cleave train --model FILE [options]\n\n"
-                    "Train the model sequentially (one thread) and print one line per epoch:\n"
-                    "mean training loss, training and test accuracy, samples/s, elapsed seconds.\n\n");
+                    "Train the model sequentially (one thread, or --tensor T threads) and print one\n"
+                    "line per epoch: mean training loss, training and test accuracy, samples/s,\n"
+                    "elapsed seconds.\n\n");
 }
 
 typedef struct bar {
@@ -147,6 +161,33 @@ static int load_hist(const exec_ckpt *c, exec_epoch *hist, int epochs, int *n, c
     return CL_OK;
 }
 
+/* Memory per worker (exec_trainer_mem: allocated at creation, so also the
+ * peak of what it counts) and the process's peak RSS, which adds the data
+ * set, the nets' scratch and the runtime, shared by the threads. */
+static void print_mem(exec_trainer *t, int workers)
+{
+    const double mb = 1e-6;
+    printf("memory per worker, MB (held from start to end, so also the peak):\n");
+    printf("%6s %9s %9s %9s %11s %9s %9s\n", "worker", "weights", "grads", "momentum",
+           "activations", "buffers", "total");
+    for (int r = 0; r < workers; r++) {
+        sim_mem mm;
+        exec_trainer_mem(t, r, &mm);
+        printf("%6d %9.3f %9.3f %9.3f %11.3f %9.3f %9.3f\n", r, mm.weights * mb, mm.grads * mb,
+               mm.optim * mb, mm.stash * mb, mm.buffers * mb, sim_mem_total(&mm) * mb);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("process peak RSS %.1f MB (all workers, the data sets included)\n",
+           (double)ru.ru_maxrss * 1024.0 * mb);
+    const exec_tp_team *team = exec_trainer_team(t);
+    if (!team) return;
+    printf("waited in all-reduces for the other workers, s:");
+    for (int r = 0; r < workers; r++)
+        printf("%s worker %d %.1f", r ? "," : "", r, exec_tp_team_wait_s(team, r));
+    printf("\n");
+}
+
 int cmd_train(int argc, char **argv)
 {
     if (cli_find(&train_spec, argc, argv, "plan")) /* trains pipelined: cmd_train_plan.c */
@@ -161,6 +202,9 @@ int cmd_train(int argc, char **argv)
     const char *model_path = t0.model;
     if (!model_path) return cli_usage_error(cmd, "--model is required");
     if ((rc = train_args_check(&a, cmd))) return rc;
+    if (a.opt.tensor > 1 && (a.ckpt || a.resume))
+        return cli_usage_error(cmd, "--%s does not go with --tensor %d yet: a checkpoint holds one net",
+                               a.ckpt ? "checkpoint" : "resume", a.opt.tensor);
     const exec_train_opts o = a.opt;
 
     cl_err e = {0};
@@ -174,6 +218,7 @@ int cmd_train(int argc, char **argv)
     const char *source;
     double mean, sd;
     if ((rc = exec_net_check(&m, 0, m.n_layers, model_path, &e)) ||
+        (o.tensor > 1 && (rc = exec_net_tp_check(&m, 0, m.n_layers, o.tensor, model_path, &e))) ||
         (rc = train_args_data(&a, &m, model_path, &train, &test, &source, &mean, &sd, &e)) ||
         (rc = train_args_probe(&a, &e)))
         goto done;
@@ -203,9 +248,14 @@ int cmd_train(int argc, char **argv)
 
     printf("train %s: %lld %s training samples, %lld test, standardised (mean %.4f, sd %.4f)\n",
            m.name, (long long)train.n, source, (long long)test.n, mean, sd);
-    printf("batch %d, lr %g (%s), momentum %g, weight decay %g, seed %llu, OpenBLAS %s, 1 thread\n",
+    char threads[64] = "1 thread";
+    if (o.tensor > 1)
+        snprintf(threads, sizeof threads, "tensor parallel over %d threads", o.tensor);
+    if (o.recompute)
+        strcat(threads, o.recompute == 1 ? ", selective recomputation" : ", full recomputation");
+    printf("batch %d, lr %g (%s), momentum %g, weight decay %g, seed %llu, OpenBLAS %s, %s\n",
            o.batch, o.lr, train_args_schedule_name(o.schedule), o.momentum,
-           o.weight_decay, (unsigned long long)o.seed, exec_blas_corename());
+           o.weight_decay, (unsigned long long)o.seed, exec_blas_corename(), threads);
     if (resume) {
         int ep;
         int64_t pos, step;
@@ -255,7 +305,12 @@ int cmd_train(int argc, char **argv)
         rc = 128 + k.sig;
         goto done;
     }
-    if (!rc && a.weights) {
+    if (!rc && (t0.tensor_set || t0.recompute_set)) print_mem(t, o.tensor);
+    if (!rc && a.weights && o.tensor > 1) { /* the shards gathered into the whole model */
+        exec_net *net = exec_trainer_gather(t);
+        rc = exec_ckpt_save_weights(&net, 1, a.weights, &e);
+        exec_net_destroy(net);
+    } else if (!rc && a.weights) {
         exec_net *net = exec_trainer_net(t);
         rc = exec_ckpt_save_weights(&net, 1, a.weights, &e);
     }

@@ -77,25 +77,74 @@ typedef enum exec_tfm_kind {
                          * gamma, beta (D), W1 (F, D), b1 (F), W2 (D, F), b2 (D) */
 } exec_tfm_kind;
 
+/* Tensor parallelism (Megatron-LM, Shoeybi et al. 2019): an ATTN or MLP
+ * layer split over `size` workers, this one `rank`.  Worker r holds heads
+ * [r H/size, (r+1) H/size) of ATTN (their rows of Wqkv and bqkv: the
+ * column-parallel product, and their columns of Wo: the row-parallel one),
+ * or hidden units [r F/size, (r+1) F/size) of MLP (rows of W1 and b1,
+ * columns of W2).  Layer norm, bo and b2 are replicated; rank 0 alone adds
+ * bo (b2) into its partial product, so the sum counts it once.
+ * allreduce sums buf (n floats) over the workers in place, the same bits on
+ * every worker; each split layer calls it once in its forward (after the
+ * row-parallel product) and once in its input-gradient pass (dLN(x), before
+ * the layer norm's backward), every worker the same calls in the same
+ * order. */
+typedef struct exec_tp_comm {
+    int rank, size;
+    void (*allreduce)(void *ctx, int rank, float *buf, int64_t n);
+    void *ctx;
+} exec_tp_comm;
+
 typedef struct exec_tfm {
     exec_tfm_kind kind;
     int T, D;     /* tokens and width (the input's for PATCH: T, D of the output) */
-    int H;        /* ATTN: heads */
-    int F;        /* MLP: hidden width */
+    int H;        /* ATTN: heads (the whole layer's, also when split) */
+    int F;        /* MLP: hidden width (likewise) */
     int C, Hh, Ww, p; /* PATCH: input channels and size, patch side */
+    const exec_tp_comm *tp; /* ATTN, MLP: NULL, or this worker's split */
+    int recompute; /* EXEC_TFM_SELECTIVE or EXEC_TFM_FULL (below), or 0 */
+    float *scratch; /* FULL: the intermediates, for B samples
+                     * (exec_tfm_scratch_floats each), shared by the layers
+                     * of a net: valid from one layer's input-gradient pass
+                     * to its weight-gradient pass, which must come next */
 } exec_tfm;
+
+/* Recomputation (Korthikanti et al. 2022), the same calls on the same
+ * inputs, so the same bits as keeping everything:
+ * SELECTIVE (ATTN): the softmax probabilities are kept for one sample only
+ * and recomputed, sample by sample, in the input-gradient pass.
+ * FULL (ATTN, MLP): the layer keeps its input alone and recomputes its
+ * intermediates, up to the input of its last product, in the input-gradient
+ * pass, into the scratch it shares with the net's other layers. */
+enum { EXEC_TFM_SELECTIVE = 1, EXEC_TFM_FULL = 2 };
 
 /* Fill g from a model layer of a vision transformer kind (models/model.h)
  * whose shapes are derived; returns 0 for any other kind. */
 struct model_layer;
 int exec_tfm_from_layer(exec_tfm *g, const struct model_layer *l);
 
+/* Split g over tp (exec_tp_comm) when g is ATTN or MLP and tp->size > 1;
+ * returns whether it did.  The counts, init and passes below then work on
+ * this worker's shard. */
+int exec_tfm_split(exec_tfm *g, const exec_tp_comm *tp);
+/* Copy between the whole layer's parameters (full, laid out as unsplit) and
+ * the shard of split g: to_full 0 fills shard from full, 1 writes the
+ * shard's part of full (and the replicated parameters). */
+void exec_tfm_shard(const exec_tfm *g, float *full, float *shard, int to_full);
+
 /* Parameters (floats) of the layer. */
 int64_t exec_tfm_params(const exec_tfm *g);
-/* Floats of per-sample state the layer keeps between its passes (aux). */
+/* Floats of per-sample state the layer keeps between its passes (aux), and
+ * floats it needs once whatever the batch (recompute); aux holds
+ * B aux_floats + aux_fixed. */
 int64_t exec_tfm_aux_floats(const exec_tfm *g);
+int64_t exec_tfm_aux_fixed(const exec_tfm *g);
+/* Floats per sample of g->scratch (FULL; else 0). */
+int64_t exec_tfm_scratch_floats(const exec_tfm *g);
 /* Initialise w: linear weights Glorot uniform, biases and beta 0, gamma 1,
- * position embedding uniform +-0.02 sqrt(3) (sd 0.02, as ViT's). */
+ * position embedding uniform +-0.02 sqrt(3) (sd 0.02, as ViT's).  A split
+ * layer gets its shard of the whole layer's initial weights (the same
+ * stream), so every split starts from the unsplit layer's weights. */
 void exec_tfm_init(const exec_tfm *g, float *w, gsl_rng *r);
 
 /* The three passes.  aux (B x aux floats) is written by forward and read

@@ -61,6 +61,9 @@ struct exec_net {
     int keep_x0;
     float *slot[2]; /* scratch for outputs and gradients not kept */
     float *col;     /* conv lowering scratch, for one call at a time */
+    float *tfm_scratch; /* full recomputation's, likewise (max_batch samples) */
+    int64_t n_tfm_scratch;
+    const exec_tp_comm *tp; /* tensor parallelism: this worker's split, or NULL */
     exec_layer_clock *clock; /* per-layer timing, or NULL */
 };
 
@@ -76,40 +79,6 @@ struct exec_acts {
     double loss_sum;
     int correct;
 };
-
-/* ======================================================================== */
-/* checks                                                                    */
-
-static int fits_int(int64_t v)
-{
-    return v >= 0 && v <= INT_MAX;
-}
-
-int exec_net_check(const model *m, int first, int last, const char *file, cl_err *e)
-{
-    if (first < 0 || last > m->n_layers || first >= last)
-        return cl_fail(e, CL_EINPUT, "%s: layers [%d, %d) is not a range of the model's %d layers (hint: a stage is a non-empty run of consecutive layers)",
-                       file, first, last, m->n_layers);
-    if (m->dtype != MODEL_F32)
-        return cl_fail(e, CL_EINPUT, "%s: input.dtype: the executor runs float32 only, got %s (hint: set \"dtype\": \"float32\")",
-                       file, model_dtype_name(m->dtype));
-    for (int i = first; i < last; i++) {
-        const model_layer *l = &m->layers[i];
-        if (l->kind == MODEL_BLOCK || l->kind == MODEL_ADD)
-            return cl_fail(e, CL_EINPUT, "%s: layers[%d] (%s): the executor cannot run kind %s; it is for planning only (hint: train a model built from conv2d, linear, pooling, relu, flatten, dropout, batchnorm2d and softmax_xent)",
-                           file, i, l->name, model_kind_name(l->kind));
-        if (!(l->n_inputs == 1 && l->inputs[0] == i - 1))
-            return cl_fail(e, CL_EINPUT, "%s: layers[%d] (%s): the executor runs chains only, and this layer's input is not the layer before it (hint: planning handles DAGs; training does not)",
-                           file, i, l->name);
-        if (!fits_int(model_shape_elems(&l->in_shape)) ||
-            !fits_int(model_shape_elems(&l->out_shape)) || !fits_int((int64_t)l->params) ||
-            (l->kind == MODEL_CONV2D &&
-             !fits_int(l->in_shape.d[0] * l->kernel * l->kernel)))
-            return cl_fail(e, CL_EINPUT, "%s: layers[%d] (%s): tensors of more than 2^31 elements per sample are beyond the executor (hint: train a smaller model)",
-                           file, i, l->name);
-    }
-    return CL_OK;
-}
 
 /* ======================================================================== */
 /* construction                                                              */
@@ -154,7 +123,7 @@ static int needs_own_output(model_kind k) { return k == MODEL_RELU; }
 static int64_t pad64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 /* Geometry, parameter sizes and aux sizes of one layer. */
-static void layer_setup(xlayer *x, const model *m, int i)
+static void layer_setup(xlayer *x, const model *m, int i, const exec_tp_comm *tp, int flags)
 {
     const model_layer *l = &m->layers[i];
     x->index = i;
@@ -201,6 +170,12 @@ static void layer_setup(xlayer *x, const model *m, int i)
         break;
     default:
         if ((x->is_tfm = exec_tfm_from_layer(&x->tg, l))) {
+            exec_tfm_split(&x->tg, tp);
+            int blk = x->tg.kind == EXEC_TFM_ATTN || x->tg.kind == EXEC_TFM_MLP;
+            x->tg.recompute = blk && (flags & EXEC_NET_RECOMPUTE_FULL) ? EXEC_TFM_FULL
+                              : (flags & EXEC_NET_RECOMPUTE) && x->tg.kind == EXEC_TFM_ATTN
+                                  ? EXEC_TFM_SELECTIVE : 0;
+            x->aux_fixed = exec_tfm_aux_fixed(&x->tg) * (int64_t)sizeof(float);
             x->has_w = exec_tfm_params(&x->tg) > 0;
             x->aux_sample = exec_tfm_aux_floats(&x->tg) * (int64_t)sizeof(float);
         }
@@ -349,13 +324,27 @@ static void alloc_scratch(exec_net *n)
     }
     for (int s = 0; s < 2; s++) n->slot[s] = exec_falloc(sz[s] * n->max_batch);
     n->col = exec_falloc(cf);
+    for (int k = 0; k < n->L; k++)
+        if (n->ly[k].is_tfm && exec_tfm_scratch_floats(&n->ly[k].tg) > n->n_tfm_scratch)
+            n->n_tfm_scratch = exec_tfm_scratch_floats(&n->ly[k].tg);
+    n->n_tfm_scratch *= n->max_batch;
+    n->tfm_scratch = exec_falloc(n->n_tfm_scratch);
+    for (int k = 0; k < n->L; k++) n->ly[k].tg.scratch = n->tfm_scratch;
 }
 
 int exec_net_create(exec_net **out, const model *m, int first, int last, int max_batch,
                     uint64_t seed, int flags, const char *file, cl_err *e)
 {
+    return exec_net_create_tp(out, m, first, last, max_batch, seed, flags, NULL, file, e);
+}
+
+int exec_net_create_tp(exec_net **out, const model *m, int first, int last, int max_batch,
+                       uint64_t seed, int flags, const exec_tp_comm *tp, const char *file,
+                       cl_err *e)
+{
     *out = NULL;
     int rc = exec_net_check(m, first, last, file, e);
+    if (!rc && tp && tp->size > 1) rc = exec_net_tp_check(m, first, last, tp->size, file, e);
     if (rc) return rc;
     if (max_batch < 1 || max_batch > (1 << 20))
         return cl_fail(e, CL_EINPUT, "%s: batch %d is out of range (hint: 1 to %d)", file,
@@ -376,12 +365,13 @@ int exec_net_create(exec_net **out, const model *m, int first, int last, int max
     n->L = last - first;
     n->max_batch = max_batch;
     n->flags = flags;
+    n->tp = tp;
     n->ly = cl_calloc((size_t)n->L, sizeof *n->ly);
     int any_w = 0;
     for (int i = 0; i < first; i++) any_w |= m->layers[i].params > 0;
     for (int k = 0; k < n->L; k++) {
         xlayer *x = &n->ly[k];
-        layer_setup(x, m, first + k);
+        layer_setup(x, m, first + k, tp, flags);
         x->need_din = any_w;
         any_w |= x->has_w;
         if (x->kind == MODEL_DROPOUT) {
@@ -407,6 +397,7 @@ void exec_net_destroy(exec_net *n)
     free(n->tensors);
     for (int s = 0; s < 2; s++) free(n->slot[s]);
     free(n->col);
+    free(n->tfm_scratch);
     free(n);
 }
 
@@ -435,6 +426,7 @@ float *exec_net_grads(exec_net *n, int64_t *n_floats)
 }
 
 int exec_net_n_tensors(const exec_net *n) { return n->n_tensors; }
+uint64_t exec_net_recompute_bytes(const exec_net *n) { return (uint64_t)n->n_tfm_scratch * 4; }
 
 const exec_tensor *exec_net_tensor(const exec_net *n, int k)
 {
@@ -482,6 +474,10 @@ void exec_net_layer_bytes(const exec_net *n, int layer, uint64_t *stash, uint64_
 }
 
 int exec_net_layer_has_weights(const exec_net *n, int layer) { return layer_of(n, layer)->has_w; }
+const exec_tfm *exec_net_tfm(const exec_net *n, int layer)
+{
+    return layer_of(n, layer)->is_tfm ? &layer_of(n, layer)->tg : NULL;
+}
 int exec_net_layer_needs_din(const exec_net *n, int layer) { return layer_of(n, layer)->need_din; }
 
 /* ======================================================================== */
@@ -732,6 +728,7 @@ static void backward(exec_net *n, exec_acts *a, const float *dout, float *din, f
     const int L = n->L;
     assert(exec_net_has_loss(n) || dout);
     assert(!n->ly[0].need_din || din || (n->flags & EXEC_NET_KEEP_ALL));
+    assert(weights || !(n->flags & EXEC_NET_RECOMPUTE_FULL));
     double t = n->clock ? exec_now() : 0;
     if (dout && n->ly[L - 1].keep_dout)
         memcpy(a->dout[L - 1], dout, (size_t)a->batch * n->ly[L - 1].out_elems * sizeof *dout);
@@ -764,7 +761,7 @@ void exec_net_backward(exec_net *n, exec_acts *a, const float *dout, float *din,
 
 void exec_net_backward_weight(exec_net *n, exec_acts *a)
 {
-    assert(a->net == n && a->batch >= 1 && a->train);
+    assert(a->net == n && a->batch >= 1 && a->train && !(n->flags & EXEC_NET_RECOMPUTE_FULL));
     for (int k = n->L - 1; k >= 0; k--) {
         if (!n->ly[k].has_w) continue;
         double t0 = n->clock ? exec_now() : 0;

@@ -32,6 +32,7 @@
 
 #include "models/model.h"
 #include "base/status.h"
+#include "layers_tfm.h"
 #include "tensor.h"
 
 typedef struct exec_net exec_net;
@@ -42,10 +43,26 @@ typedef struct exec_acts exec_acts;
  * naming the layer: "<file>: layers[5] (name): the executor cannot run kind
  * block; it is for planning only".  CL_OK or CL_EINPUT. */
 int exec_net_check(const model *m, int first, int last, const char *file, cl_err *e);
+/* Can layers [first, last) of m be split over `size` tensor-parallel
+ * workers?  Every attention layer's heads and mlp layer's hidden width must
+ * be divisible by size, and some such layer must exist (nothing else is
+ * split).  CL_EINPUT naming the layer and the degrees that would do. */
+int exec_net_tp_check(const model *m, int first, int last, int size, const char *file,
+                      cl_err *e);
 
 enum {
-    EXEC_NET_KEEP_ALL = 1 /* keep every activation and gradient in the acts:
-                           * the reference the memory plan is tested against */
+    EXEC_NET_KEEP_ALL = 1, /* keep every activation and gradient in the acts:
+                            * the reference the memory plan is tested against */
+    EXEC_NET_RECOMPUTE = 2, /* selective recomputation: attention layers keep
+                            * one sample's softmax probabilities and recompute
+                            * them in the input-gradient pass (layers_tfm.h,
+                            * exec_tfm.recompute); the same results, bit for bit */
+    EXEC_NET_RECOMPUTE_FULL = 4 /* full recomputation: attention and mlp layers
+                            * keep their input only and recompute the rest in
+                            * their input-gradient pass, into one scratch of
+                            * the net's; the same bits again, but the weight
+                            * gradient must follow each layer's input gradient:
+                            * exec_net_backward only (asserted) */
 };
 
 /* Build the stage [first, last) of m for microbatches of up to max_batch
@@ -55,7 +72,21 @@ enum {
  * with *out NULL; the caller destroys the net. */
 int exec_net_create(exec_net **out, const model *m, int first, int last, int max_batch,
                     uint64_t seed, int flags, const char *file, cl_err *e);
+/* The same for worker tp->rank of a tensor-parallel group (layers_tfm.h,
+ * exec_tp_comm; tp must outlive the net): its attention and mlp layers hold
+ * their shards of the weights a whole net of the same seed starts from and
+ * call tp->allreduce inside their passes, so every worker of the group must
+ * make the same forward and backward calls, each from its own thread; the
+ * other layers are replicated: each worker computes them whole, with the
+ * same bits.  exec_net_tp_check first; tp NULL or of size 1: exec_net_create. */
+int exec_net_create_tp(exec_net **out, const model *m, int first, int last, int max_batch,
+                       uint64_t seed, int flags, const exec_tp_comm *tp, const char *file,
+                       cl_err *e);
 void exec_net_destroy(exec_net *n);
+/* Gather the parameters of shards[0..size) (the workers of one group, in
+ * rank order, over the same layers as whole) into whole, an unsplit net:
+ * split tensors assembled, replicated ones from rank 0. */
+void exec_net_tp_gather(exec_net *whole, exec_net *const *shards, int size);
 
 /* Shape of the stage. */
 int64_t exec_net_in_elems(const exec_net *n);    /* per sample */
@@ -87,6 +118,9 @@ gsl_rng *exec_net_rng(exec_net *n, int k);
  * probabilities; the stage input is counted with the first layer), and the
  * output-gradient bytes kept from the input- to the weight-gradient pass. */
 void exec_net_layer_bytes(const exec_net *n, int layer, uint64_t *stash, uint64_t *wgrad);
+
+/* Bytes of the scratch full recomputation works in (0 without). */
+uint64_t exec_net_recompute_bytes(const exec_net *n);
 
 /* Per-microbatch state for up to max_batch samples (<= the net's); the
  * caller destroys it.  exec_acts_bytes: its whole allocation. */
@@ -149,5 +183,7 @@ void exec_net_set_clock(exec_net *n, exec_layer_clock *clock);
 /* Does layer have parameters / compute an input gradient? */
 int exec_net_layer_has_weights(const exec_net *n, int layer);
 int exec_net_layer_needs_din(const exec_net *n, int layer);
+/* A vision transformer layer's geometry (and split), or NULL for other kinds. */
+const exec_tfm *exec_net_tfm(const exec_net *n, int layer);
 
 #endif

@@ -5,15 +5,41 @@
  *
  * aux is cut into regions, each B samples long, so a region is one
  * contiguous (B T, width) matrix for the products.
+ *
+ * A split ATTN or MLP (layers_tfm.h, exec_tp_comm) runs the same code on its
+ * shard: its heads (Hl of width D / H, Dl = Hl D / H columns of q, k, v and
+ * ctx) or hidden units (Fl), with the two all-reduces added; unsplit, Hl = H,
+ * Dl = D, Fl = F and the calls are the ones before the split existed.
+ *
+ * Recomputation (layers_tfm.h, EXEC_TFM_SELECTIVE / FULL) moves regions:
+ * selective holds the probabilities once (one sample), full puts every
+ * region in the net's shared scratch and keeps only the input in aux.
  */
 #include <assert.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "models/model.h"
 
 #include "layers.h"
 #include "layers_tfm.h"
+#include "tensor.h"
+
+/* The workers a layer is split over (1: not split). */
+static int tp_n(const exec_tfm *g) { return g->tp ? g->tp->size : 1; }
+
+/* Sum buf over the workers of a split layer (nothing when unsplit). */
+static void tp_sum(const exec_tfm *g, float *buf, int64_t n)
+{
+    if (g->tp) g->tp->allreduce(g->tp->ctx, g->tp->rank, buf, n);
+}
+
+/* The bias after a row-parallel product, added by one worker only. */
+static const float *lead_bias(const exec_tfm *g, const float *b)
+{
+    return !g->tp || g->tp->rank == 0 ? b : NULL;
+}
 
 int exec_tfm_from_layer(exec_tfm *g, const model_layer *l)
 {
@@ -39,60 +65,85 @@ int exec_tfm_from_layer(exec_tfm *g, const model_layer *l)
     return 1;
 }
 
-/* The regions of aux in order; sizes per sample (floats). */
+/* The regions of aux in order; sizes per sample (floats), but for the one
+ * region held once whatever the batch (once = 1 + its index; 0: none), of
+ * `fixed` floats after all the others. */
 typedef struct regions {
     int n;
     int64_t size[10];
+    int once;
+    int64_t fixed;
 } regions;
 
 static regions layout(const exec_tfm *g)
 {
-    const int64_t T = g->T, D = g->D, TD = T * D;
+    const int64_t T = g->T, D = g->D, TD = T * D, TDl = TD / tp_n(g);
     switch (g->kind) {
     case EXEC_TFM_PATCH: {
         int64_t K = (int64_t)g->C * g->p * g->p;
-        return (regions){2, {T * K, T * K}}; /* patches, their gradient */
+        return (regions){.n = 2, .size = {T * K, T * K}}; /* patches, their gradient */
     }
-    case EXEC_TFM_LAYERNORM: return (regions){2, {TD, T}};   /* xhat, rstd */
-    case EXEC_TFM_GELU: return (regions){1, {TD}};           /* the input */
-    case EXEC_TFM_ATTN:
+    case EXEC_TFM_LAYERNORM: return (regions){.n = 2, .size = {TD, T}};   /* xhat, rstd */
+    case EXEC_TFM_GELU: return (regions){.n = 1, .size = {TD}};           /* the input */
+    case EXEC_TFM_ATTN: {
         /* xhat, ln, qkv, att, ctx, dqkv, dln, rstd, softmax scratch */
-        return (regions){9, {TD, TD, 3 * TD, g->H * T * T, TD, 3 * TD, TD, T, T * T}};
-    case EXEC_TFM_MLP: {
-        int64_t TF = T * g->F;
-        return (regions){7, {TD, TD, TF, TF, TF, TD, T}}; /* xhat ln h1 g dh1 dln rstd */
+        const int64_t att = g->H / tp_n(g) * T * T;
+        const int sel = g->recompute == EXEC_TFM_SELECTIVE;
+        return (regions){9, {TD, TD, 3 * TDl, sel ? 0 : att, TDl, 3 * TDl, TD, T, T * T},
+                         sel ? 4 : 0, sel ? att : 0};
     }
-    default: return (regions){0, {0}};
+    case EXEC_TFM_MLP: {
+        int64_t TF = T * (g->F / tp_n(g));
+        return (regions){.n = 7, .size = {TD, TD, TF, TF, TF, TD, T}}; /* xhat ln h1 g dh1 dln rstd */
+    }
+    default: return (regions){.n = 0, .size = {0}};
     }
 }
 
-/* Start of region r for a batch of B. */
+static int full(const exec_tfm *g) { return g->recompute == EXEC_TFM_FULL; }
+
+/* Start of region r for a batch of B (in the scratch with FULL, where aux
+ * holds the layer's input). */
 static float *region(const exec_tfm *g, const float *aux, int B, int r)
 {
     regions L = layout(g);
     assert(r < L.n);
     int64_t off = 0;
-    for (int k = 0; k < r; k++) off += L.size[k] * B;
-    return (float *)aux + off;
+    for (int k = 0; k < (L.once == r + 1 ? L.n : r); k++) off += L.size[k] * B;
+    return (full(g) ? g->scratch : (float *)aux) + off;
+}
+
+int64_t exec_tfm_scratch_floats(const exec_tfm *g)
+{
+    regions L = layout(g);
+    int64_t s = 0;
+    for (int k = 0; k < L.n; k++) s += L.size[k];
+    return full(g) ? s : 0;
 }
 
 int64_t exec_tfm_aux_floats(const exec_tfm *g)
 {
+    if (full(g)) return (int64_t)g->T * g->D;
     regions L = layout(g);
     int64_t s = 0;
     for (int k = 0; k < L.n; k++) s += L.size[k];
     return s;
 }
 
+int64_t exec_tfm_aux_fixed(const exec_tfm *g)
+{
+    return layout(g).fixed;
+}
+
 int64_t exec_tfm_params(const exec_tfm *g)
 {
-    const int64_t D = g->D;
+    const int64_t D = g->D, Dl = D / tp_n(g), Fl = g->F / tp_n(g);
     switch (g->kind) {
     case EXEC_TFM_PATCH: return D * g->C * g->p * g->p + D;
     case EXEC_TFM_POS: return (int64_t)g->T * D;
     case EXEC_TFM_LAYERNORM: return 2 * D;
-    case EXEC_TFM_ATTN: return 2 * D + 3 * D * D + 3 * D + D * D + D;
-    case EXEC_TFM_MLP: return 2 * D + 2 * D * g->F + g->F + D;
+    case EXEC_TFM_ATTN: return 2 * D + 3 * Dl * D + 3 * Dl + D * Dl + D;
+    case EXEC_TFM_MLP: return 2 * D + 2 * D * Fl + Fl + D;
     default: return 0;
     }
 }
@@ -115,6 +166,15 @@ void exec_tfm_init(const exec_tfm *g, float *w, gsl_rng *r)
 {
     const int D = g->D;
     memset(w, 0, (size_t)exec_tfm_params(g) * sizeof *w);
+    if (g->tp) { /* the whole layer from the same stream, then this shard */
+        exec_tfm whole = *g;
+        whole.tp = NULL;
+        float *full = exec_falloc(exec_tfm_params(&whole));
+        exec_tfm_init(&whole, full, r);
+        exec_tfm_shard(g, full, w, 0);
+        free(full);
+        return;
+    }
     switch (g->kind) {
     case EXEC_TFM_PATCH: glorot(w, D, (int64_t)g->C * g->p * g->p, r); break;
     case EXEC_TFM_POS:
@@ -143,6 +203,36 @@ static void add_into(float *y, const float *x, int64_t n)
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 
+/* ATTN and MLP up to the input of the last product (ctx, or GELU(h1)):
+ * the forward's first part, and all a FULL backward recomputes. */
+static void block_inner(const exec_tfm *g, const float *in, const float *w, float *aux, int B)
+{
+    const int T = g->T, D = g->D, BT = B * T;
+    float *xhat = region(g, aux, B, 0), *ln = region(g, aux, B, 1);
+    if (g->kind == EXEC_TFM_ATTN) {
+        float *qkv = region(g, aux, B, 2), *att = region(g, aux, B, 3);
+        float *ctx = region(g, aux, B, 4), *rstd = region(g, aux, B, 7);
+        const int Dl = D / tp_n(g);
+        const float *wqkv = w + 2 * D, *bqkv = wqkv + 3 * Dl * D;
+        exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
+        exec_linear_forward(qkv, ln, wqkv, bqkv, BT, D, 3 * Dl);
+        if (g->recompute == EXEC_TFM_SELECTIVE) /* att holds one sample's probabilities */
+            for (int b = 0; b < B; b++)
+                exec_mhsa_forward(ctx + (int64_t)b * T * Dl, att, qkv + (int64_t)b * T * 3 * Dl,
+                                  1, T, Dl, g->H / tp_n(g));
+        else
+            exec_mhsa_forward(ctx, att, qkv, B, T, Dl, g->H / tp_n(g));
+    } else {
+        const int F = g->F / tp_n(g);
+        float *h1 = region(g, aux, B, 2), *ge = region(g, aux, B, 3);
+        float *rstd = region(g, aux, B, 6);
+        const float *w1 = w + 2 * D, *b1 = w1 + (int64_t)F * D;
+        exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
+        exec_linear_forward(h1, ln, w1, b1, BT, D, F);
+        exec_gelu_forward(ge, h1, (int64_t)BT * F);
+    }
+}
+
 void exec_tfm_forward(const exec_tfm *g, float *out, const float *in, const float *w,
                       float *aux, int B)
 {
@@ -166,30 +256,15 @@ void exec_tfm_forward(const exec_tfm *g, float *out, const float *in, const floa
         exec_gelu_forward(out, in, n);
         break;
     case EXEC_TFM_MEANPOOL: exec_meanpool_forward(out, in, B, T, D); break;
-    case EXEC_TFM_ATTN: {
-        float *xhat = region(g, aux, B, 0), *ln = region(g, aux, B, 1);
-        float *qkv = region(g, aux, B, 2), *att = region(g, aux, B, 3);
-        float *ctx = region(g, aux, B, 4), *rstd = region(g, aux, B, 7);
-        const float *wqkv = w + 2 * D, *bqkv = wqkv + 3 * D * D;
-        const float *wo = bqkv + 3 * D, *bo = wo + D * D;
-        exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
-        exec_linear_forward(qkv, ln, wqkv, bqkv, BT, D, 3 * D);
-        exec_mhsa_forward(ctx, att, qkv, B, T, D, g->H);
-        exec_linear_forward(out, ctx, wo, bo, BT, D, D);
-        add_into(out, in, n);
-        break;
-    }
-    case EXEC_TFM_MLP: {
-        const int F = g->F;
-        float *xhat = region(g, aux, B, 0), *ln = region(g, aux, B, 1);
-        float *h1 = region(g, aux, B, 2), *ge = region(g, aux, B, 3);
-        float *rstd = region(g, aux, B, 6);
-        const float *w1 = w + 2 * D, *b1 = w1 + (int64_t)F * D;
-        const float *w2 = b1 + F, *b2 = w2 + (int64_t)D * F;
-        exec_layernorm_forward(ln, xhat, rstd, in, w, w + D, BT, D);
-        exec_linear_forward(h1, ln, w1, b1, BT, D, F);
-        exec_gelu_forward(ge, h1, (int64_t)BT * F);
-        exec_linear_forward(out, ge, w2, b2, BT, F, D);
+    case EXEC_TFM_ATTN:
+    case EXEC_TFM_MLP: { /* then out = in + W a + b: Wo ctx + bo, or W2 GELU(h1) + b2 */
+        const int attn = g->kind == EXEC_TFM_ATTN, K = (attn ? D : g->F) / tp_n(g);
+        const float *W = w + exec_tfm_params(g) - D - (int64_t)D * K;
+        if (full(g)) memcpy(aux, in, (size_t)n * sizeof *in); /* all the backward keeps */
+        block_inner(g, in, w, aux, B);
+        exec_linear_forward(out, region(g, aux, B, attn ? 4 : 3), W, lead_bias(g, W + D * K), BT,
+                            K, D);
+        tp_sum(g, out, n);
         add_into(out, in, n);
         break;
     }
@@ -202,6 +277,7 @@ void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
     (void)in;
     const int T = g->T, D = g->D, BT = B * T;
     const int64_t n = (int64_t)BT * D;
+    if (full(g)) block_inner(g, aux, w, aux, B); /* from the input it kept */
     switch (g->kind) {
     case EXEC_TFM_PATCH: {
         float *dp = region(g, aux, B, 1);
@@ -222,16 +298,29 @@ void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
         float *att = region(g, aux, B, 3), *dqkv = region(g, aux, B, 5);
         float *dln = region(g, aux, B, 6), *rstd = region(g, aux, B, 7);
         float *tmp = region(g, aux, B, 8);
-        const float *wqkv = w + 2 * D, *wo = wqkv + 3 * D * D + 3 * D;
-        exec_linear_backward_input(din, dout, wo, BT, D, D); /* din holds dctx for now */
-        exec_mhsa_backward(dqkv, din, att, qkv, tmp, B, T, D, g->H);
-        exec_linear_backward_input(dln, dqkv, wqkv, BT, D, 3 * D);
+        const int Dl = D / tp_n(g);
+        const float *wqkv = w + 2 * D, *wo = wqkv + 3 * Dl * D + 3 * Dl;
+        exec_linear_backward_input(din, dout, wo, BT, Dl, D); /* din holds dctx for now */
+        if (g->recompute == EXEC_TFM_SELECTIVE) { /* each sample's probabilities again (and
+                                                     * its ctx: the same bits) */
+            for (int b = 0; b < B; b++) {
+                const int64_t o1 = (int64_t)b * T * Dl, o3 = 3 * o1;
+                exec_mhsa_forward(region(g, aux, B, 4) + o1, att, qkv + o3, 1, T, Dl,
+                                  g->H / tp_n(g));
+                exec_mhsa_backward(dqkv + o3, din + o1, att, qkv + o3, tmp, 1, T, Dl,
+                                   g->H / tp_n(g));
+            }
+        } else {
+            exec_mhsa_backward(dqkv, din, att, qkv, tmp, B, T, Dl, g->H / tp_n(g));
+        }
+        exec_linear_backward_input(dln, dqkv, wqkv, BT, D, 3 * Dl);
+        tp_sum(g, dln, n);
         exec_layernorm_backward_input(din, dln, xhat, rstd, w, BT, D);
         add_into(din, dout, n); /* the residual path */
         break;
     }
     case EXEC_TFM_MLP: {
-        const int F = g->F;
+        const int F = g->F / tp_n(g);
         float *xhat = region(g, aux, B, 0), *h1 = region(g, aux, B, 2);
         float *dh1 = region(g, aux, B, 4), *dln = region(g, aux, B, 5);
         float *rstd = region(g, aux, B, 6);
@@ -239,6 +328,7 @@ void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
         exec_linear_backward_input(dh1, dout, w2, BT, F, D);
         exec_gelu_backward_input(dh1, dh1, h1, (int64_t)BT * F);
         exec_linear_backward_input(dln, dh1, w1, BT, D, F);
+        tp_sum(g, dln, n);
         exec_layernorm_backward_input(din, dln, xhat, rstd, w, BT, D);
         add_into(din, dout, n);
         break;
@@ -262,17 +352,21 @@ void exec_tfm_backward_weight(const exec_tfm *g, float *dw, const float *dout,
         exec_layernorm_backward_weight(dw, dw + D, dout, region(g, aux, B, 0), BT, D);
         break;
     case EXEC_TFM_ATTN: {
-        float *dwqkv = dw + 2 * D, *dbqkv = dwqkv + 3 * D * D;
-        float *dwo = dbqkv + 3 * D, *dbo = dwo + D * D;
-        exec_linear_backward_weight(dwo, dbo, dout, region(g, aux, B, 4), BT, D, D);
+        /* bo and the layer norm see whole gradients (dout, and dLN(x)
+         * after its all-reduce): a split layer's replicated parameters get
+         * the same gradient on every worker, so they need no reduction */
+        const int Dl = D / tp_n(g);
+        float *dwqkv = dw + 2 * D, *dbqkv = dwqkv + 3 * Dl * D;
+        float *dwo = dbqkv + 3 * Dl, *dbo = dwo + D * Dl;
+        exec_linear_backward_weight(dwo, dbo, dout, region(g, aux, B, 4), BT, Dl, D);
         exec_linear_backward_weight(dwqkv, dbqkv, region(g, aux, B, 5), region(g, aux, B, 1),
-                                    BT, D, 3 * D);
+                                    BT, D, 3 * Dl);
         exec_layernorm_backward_weight(dw, dw + D, region(g, aux, B, 6), region(g, aux, B, 0),
                                        BT, D);
         break;
     }
-    case EXEC_TFM_MLP: {
-        const int F = g->F;
+    case EXEC_TFM_MLP: { /* as ATTN: b2 and the layer norm need no reduction */
+        const int F = g->F / tp_n(g);
         float *dw1 = dw + 2 * D, *db1 = dw1 + (int64_t)F * D;
         float *dw2 = db1 + F, *db2 = dw2 + (int64_t)D * F;
         exec_linear_backward_weight(dw2, db2, dout, region(g, aux, B, 3), BT, F, D);

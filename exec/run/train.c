@@ -9,14 +9,16 @@
 #include "exec/ckpt/checkpoint.h"
 #include "exec/nn/gemm.h"
 #include "exec/nn/optim.h"
+#include "tp_team.h"
 #include "train.h"
 
 struct exec_trainer {
     const model *m;
     exec_train_opts o;
-    exec_net *net;
-    exec_acts *acts;
-    exec_sgd sgd;
+    exec_net *net;         /* with tensor parallelism: the team's worker 0's */
+    exec_acts *acts;       /* likewise */
+    exec_sgd sgd;          /* with tensor parallelism: lr only (each worker has its own) */
+    exec_tp_team *team;    /* tensor parallelism, or NULL */
     gsl_rng *shuffle;
     float *xb;             /* (batch, dim) minibatch being assembled */
     int32_t *yb;
@@ -37,7 +39,8 @@ void exec_train_defaults(exec_train_opts *o)
 {
     /* chosen by the measurements in docs/executor.md */
     *o = (exec_train_opts){.epochs = 10, .batch = 64, .lr = 0.02, .momentum = 0.9,
-                           .weight_decay = 5e-4, .schedule = EXEC_LR_COSINE, .seed = 1};
+                           .weight_decay = 5e-4, .schedule = EXEC_LR_COSINE, .seed = 1,
+                           .tensor = 1};
 }
 
 int exec_data_check(const exec_data *d, const model *m, const char *file, const char *what,
@@ -70,18 +73,30 @@ int exec_trainer_create(exec_trainer **out, const model *m, const char *file,
         return cl_fail(e, CL_EINPUT, "%s: layers: training needs a model ending in softmax_xent (hint: add {\"kind\": \"softmax_xent\"} as the last layer)",
                        file);
     exec_net *net;
-    int rc = exec_net_create(&net, m, 0, m->n_layers, o->batch, o->seed, 0, file, e);
+    exec_tp_team *team = NULL;
+    const int flags = o->recompute == 2 ? EXEC_NET_RECOMPUTE_FULL
+                      : o->recompute == 1 ? EXEC_NET_RECOMPUTE : 0;
+    int rc = o->tensor > 1 ? exec_tp_team_create(&team, m, o->tensor, o->batch, o->seed, flags,
+                                                 o->momentum, o->weight_decay, file, e)
+                           : exec_net_create(&net, m, 0, m->n_layers, o->batch, o->seed, flags,
+                                             file, e);
     if (rc) return rc;
     exec_trainer *t = cl_calloc(1, sizeof *t);
     t->m = m;
     t->o = *o;
-    t->net = net;
-    t->acts = exec_acts_create(net, o->batch);
-    exec_sgd_init(&t->sgd, net, o->lr, o->momentum, o->weight_decay);
+    if ((t->team = team)) {
+        t->net = exec_tp_team_net(team, 0);
+        t->acts = exec_tp_team_acts(team, 0);
+        t->sgd = (exec_sgd){.lr = o->lr, .momentum = o->momentum, .weight_decay = o->weight_decay};
+    } else {
+        t->net = net;
+        t->acts = exec_acts_create(net, o->batch);
+        exec_sgd_init(&t->sgd, net, o->lr, o->momentum, o->weight_decay);
+    }
     t->shuffle = gsl_rng_alloc(gsl_rng_mt19937);
     /* its own stream: a different constant from the net's per-layer ones */
     gsl_rng_set(t->shuffle, (unsigned long)((o->seed * 0x9e3779b97f4a7c15ULL + 0x5851f42dULL) >> 32));
-    int64_t dim = exec_net_in_elems(net);
+    int64_t dim = exec_net_in_elems(t->net);
     t->xb = exec_falloc((int64_t)o->batch * dim);
     t->yb = cl_malloc((size_t)o->batch * sizeof *t->yb);
     *out = t;
@@ -91,9 +106,13 @@ int exec_trainer_create(exec_trainer **out, const model *m, const char *file,
 void exec_trainer_destroy(exec_trainer *t)
 {
     if (!t) return;
-    exec_acts_destroy(t->acts);
-    exec_sgd_free(&t->sgd);
-    exec_net_destroy(t->net);
+    if (t->team) {
+        exec_tp_team_destroy(t->team);
+    } else {
+        exec_acts_destroy(t->acts);
+        exec_sgd_free(&t->sgd);
+        exec_net_destroy(t->net);
+    }
     gsl_rng_free(t->shuffle);
     free(t->xb);
     free(t->yb);
@@ -102,6 +121,42 @@ void exec_trainer_destroy(exec_trainer *t)
 }
 
 exec_net *exec_trainer_net(exec_trainer *t) { return t->net; }
+exec_tp_team *exec_trainer_team(exec_trainer *t) { return t->team; }
+
+exec_net *exec_trainer_gather(exec_trainer *t)
+{
+    exec_net *whole;
+    cl_err e = {0};
+    int rc = exec_net_create(&whole, t->m, 0, t->m->n_layers, 1, t->o.seed, 0, "", &e);
+    assert(rc == CL_OK && "the model made a trainer already");
+    (void)rc;
+    if (!t->team) {
+        int64_t n;
+        const float *p = exec_net_params(t->net, &n);
+        memcpy(exec_net_params(whole, NULL), p, (size_t)n * sizeof *p);
+        return whole;
+    }
+    const int T = exec_tp_team_size(t->team);
+    exec_net **shards = cl_malloc((size_t)T * sizeof *shards);
+    for (int r = 0; r < T; r++) shards[r] = exec_tp_team_net(t->team, r);
+    exec_net_tp_gather(whole, shards, T);
+    free(shards);
+    return whole;
+}
+
+void exec_trainer_mem(const exec_trainer *t, int rank, sim_mem *m)
+{
+    if (t->team) {
+        exec_tp_team_mem(t->team, rank, m);
+        return;
+    }
+    assert(rank == 0);
+    int64_t n;
+    exec_net_params(t->net, &n);
+    const double block = (double)n * sizeof(float);
+    *m = (sim_mem){.weights = block, .grads = block, .optim = t->o.momentum != 0 ? block : 0,
+                   .stash = (double)(exec_acts_bytes(t->acts) + exec_net_recompute_bytes(t->net))};
+}
 
 static double current_lr(const exec_trainer *t)
 {
@@ -114,10 +169,15 @@ static double current_lr(const exec_trainer *t)
 double exec_trainer_step(exec_trainer *t, const float *x, const int32_t *y, int B)
 {
     assert(B >= 1 && B <= t->o.batch);
-    exec_net_forward(t->net, t->acts, x, y, B, 1);
-    exec_net_backward(t->net, t->acts, NULL, NULL, 1.0f / (float)B);
-    t->sgd.lr = current_lr(t);
-    exec_sgd_step(&t->sgd, t->net);
+    if (t->team) {
+        t->sgd.lr = current_lr(t);
+        exec_tp_team_run(t->team, x, y, B, 1, t->sgd.lr);
+    } else {
+        exec_net_forward(t->net, t->acts, x, y, B, 1);
+        exec_net_backward(t->net, t->acts, NULL, NULL, 1.0f / (float)B);
+        t->sgd.lr = current_lr(t);
+        exec_sgd_step(&t->sgd, t->net);
+    }
     t->step++;
     return exec_acts_loss_sum(t->acts) / B;
 }
@@ -131,7 +191,8 @@ void exec_trainer_evaluate(exec_trainer *t, const exec_data *d, double *loss, do
         int B = (int)(d->n - s < t->o.batch ? d->n - s : t->o.batch);
         for (int b = 0; b < B; b++) idx[b] = s + b;
         exec_data_gather(d, idx, B, t->xb, t->yb);
-        exec_net_forward(t->net, t->acts, t->xb, t->yb, B, 0);
+        if (t->team) exec_tp_team_run(t->team, t->xb, t->yb, B, 0, 0);
+        else exec_net_forward(t->net, t->acts, t->xb, t->yb, B, 0);
         l += exec_acts_loss_sum(t->acts);
         ok += exec_acts_correct(t->acts);
     }
@@ -210,6 +271,7 @@ int exec_trainer_epoch(exec_trainer *t, const exec_data *train, const exec_data 
 
 void exec_trainer_save(exec_trainer *t, exec_ckpt *c)
 {
+    assert(!t->team && "cleave train refuses --checkpoint with --tensor");
     exec_ckpt_put_net(c, "s0", t->net, &t->sgd);
     exec_ckpt_put_rng(c, "train.shuffle", t->shuffle);
     exec_ckpt_put_i64(c, "train.perm", t->perm, t->perm ? (size_t)t->perm_n : 0);
@@ -224,6 +286,7 @@ int exec_trainer_restore(exec_trainer *t, const exec_ckpt *c, int64_t n_train, c
     int64_t iv[7];
     double dv[3];
     int rc;
+    assert(!t->team && "cleave train refuses --resume with --tensor");
     if ((rc = exec_ckpt_get(c, "train.position", iv, sizeof iv, e)) ||
         (rc = exec_ckpt_get(c, "train.sums", dv, sizeof dv, e)))
         return rc;

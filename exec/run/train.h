@@ -1,5 +1,6 @@
 /* train.h - sequential training of a whole model: the epoch loop,
- * minibatch steps and evaluation (single process, single thread).
+ * minibatch steps and evaluation (single process, single thread, or with
+ * tensor parallelism one thread per worker: tp_team.h).
  *
  * A trainer is an engine: created from a model and options, it owns the net
  * (exec_net over every layer), one acts, the optimiser and the shuffling
@@ -16,6 +17,7 @@
 #include "base/status.h"
 #include "exec/nn/data.h"
 #include "exec/nn/net.h"
+#include "sim/sim.h"
 
 typedef enum exec_lr_schedule {
     EXEC_LR_CONSTANT, /* lr throughout */
@@ -28,6 +30,10 @@ typedef struct exec_train_opts {
     double lr, momentum, weight_decay;
     exec_lr_schedule schedule;
     uint64_t seed;         /* weights, dropout, shuffling */
+    int tensor;            /* tensor-parallel workers (0 or 1: none, the
+                              sequential trainer unchanged)                 */
+    int recompute;         /* 0 none, 1 selective (EXEC_NET_RECOMPUTE), 2 full
+                              (EXEC_NET_RECOMPUTE_FULL)                      */
 } exec_train_opts;
 
 /* Defaults (docs/executor.md, "Training defaults"): the values that reach the
@@ -53,11 +59,27 @@ int exec_data_check(const exec_data *d, const model *m, const char *file, const 
 typedef struct exec_trainer exec_trainer;
 
 /* m must outlive the trainer.  CL_EINPUT for a model the executor cannot run
- * (exec_net_check) or one that does not end in softmax_xent. */
+ * (exec_net_check) or one that does not end in softmax_xent, or that
+ * opts.tensor > 1 cannot split (exec_net_tp_check). */
 int exec_trainer_create(exec_trainer **t, const model *m, const char *file,
                         const exec_train_opts *o, cl_err *e);
 void exec_trainer_destroy(exec_trainer *t);
+/* The net it trains; with tensor parallelism worker 0's (its shards of the
+ * split layers: exec_trainer_gather has the whole model). */
 exec_net *exec_trainer_net(exec_trainer *t);
+/* A new unsplit net of the model (microbatch 1) holding the trained
+ * parameters, with tensor parallelism gathered from every worker's shards;
+ * the caller destroys it. */
+exec_net *exec_trainer_gather(exec_trainer *t);
+/* The tensor-parallel workers (tp_team.h), or NULL without. */
+struct exec_tp_team *exec_trainer_team(exec_trainer *t);
+/* Memory of worker `rank` (0 without tensor parallelism) in the
+ * simulator's components: weights, gradients, momentum (when nonzero),
+ * activations (exec_acts_bytes, and full recomputation's scratch:
+ * exec_net_recompute_bytes) and, with tensor parallelism, the all-reduce
+ * buffer (exec_tp_team_mem).  The trainer allocates nothing
+ * after creation, so this is the peak of what it counts. */
+void exec_trainer_mem(const exec_trainer *t, int rank, sim_mem *m);
 
 /* Called every few minibatches with progress through the epoch. */
 typedef void (*exec_progress_fn)(void *ctx, int epoch, int64_t done, int64_t total,
@@ -80,7 +102,7 @@ int exec_trainer_epoch(exec_trainer *t, const exec_data *train, const exec_data 
  * optimiser steps over the run. */
 void exec_trainer_position(const exec_trainer *t, int *epoch, int64_t *pos, int64_t *step);
 
-/* Checkpoints (exec/ckpt/checkpoint.h): save adds the trainer's whole state
+/* Checkpoints (exec/ckpt/checkpoint.h), without tensor parallelism: save adds the trainer's whole state
  * (the net's parameters, running statistics and dropout streams, momentum,
  * the shuffling stream, the epoch's order, the position and the epoch's
  * sums) as sections of c; restore puts it back into a trainer created with

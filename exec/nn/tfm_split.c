@@ -1,0 +1,82 @@
+/* tfm_split.c - where a split attention or MLP layer's shard sits in the
+ * whole layer's parameters (layers_tfm.h, exec_tp_comm), as a list of
+ * strided blocks; one walk over it copies either way.  And a net's shards
+ * gathered into a whole net with it (net.h, exec_net_tp_gather).
+ */
+#include <assert.h>
+#include <string.h>
+
+#include "layers_tfm.h"
+#include "net.h"
+
+int exec_tfm_split(exec_tfm *g, const exec_tp_comm *tp)
+{
+    if (!tp || tp->size <= 1 || (g->kind != EXEC_TFM_ATTN && g->kind != EXEC_TFM_MLP)) return 0;
+    assert(tp->rank >= 0 && tp->rank < tp->size);
+    assert(g->kind == EXEC_TFM_ATTN ? g->H % tp->size == 0 : g->F % tp->size == 0);
+    g->tp = tp;
+    return 1;
+}
+
+/* rows blocks of len floats: the k-th at full[fo + k fs] and shard[so + k ss] */
+typedef struct piece {
+    int64_t rows, len, fo, fs, so, ss;
+} piece;
+
+void exec_tfm_shard(const exec_tfm *g, float *full, float *shard, int to_full)
+{
+    assert(g->tp);
+    const int64_t D = g->D, r = g->tp->rank, n = g->tp->size;
+    piece p[9]; /* ATTN: layer norm, 3 + 3 for q k v, Wo, bo */
+    int np = 0;
+    int64_t fo = 0, so = 0; /* where the next parameter starts in each */
+    p[np++] = (piece){1, 2 * D, 0, 0, 0, 0}; /* gamma, beta: replicated */
+    fo = so = 2 * D;
+    if (g->kind == EXEC_TFM_ATTN) {
+        const int64_t Dl = D / n;
+        for (int q = 0; q < 3; q++) /* this worker's heads' rows of Wq, Wk, Wv */
+            p[np++] = (piece){1, Dl * D, fo + (q * D + r * Dl) * D, 0, so + q * Dl * D, 0};
+        fo += 3 * D * D;
+        so += 3 * Dl * D;
+        for (int q = 0; q < 3; q++) /* and of bqkv */
+            p[np++] = (piece){1, Dl, fo + q * D + r * Dl, 0, so + q * Dl, 0};
+        fo += 3 * D;
+        so += 3 * Dl;
+        p[np++] = (piece){D, Dl, fo + r * Dl, D, so, Dl}; /* their columns of Wo */
+        fo += D * D;
+        so += D * Dl;
+    } else {
+        const int64_t F = g->F, Fl = F / n;
+        p[np++] = (piece){1, Fl * D, fo + r * Fl * D, 0, so, 0}; /* rows of W1 */
+        fo += F * D;
+        so += Fl * D;
+        p[np++] = (piece){1, Fl, fo + r * Fl, 0, so, 0}; /* of b1 */
+        fo += F;
+        so += Fl;
+        p[np++] = (piece){D, Fl, fo + r * Fl, F, so, Fl}; /* columns of W2 */
+        fo += D * F;
+        so += D * Fl;
+    }
+    p[np++] = (piece){1, D, fo, 0, so, 0}; /* bo or b2: replicated */
+    assert(np <= (int)(sizeof p / sizeof *p) && so + D == exec_tfm_params(g));
+    for (int i = 0; i < np; i++)
+        for (int64_t k = 0; k < p[i].rows; k++) {
+            float *f = full + p[i].fo + k * p[i].fs, *s = shard + p[i].so + k * p[i].ss;
+            if (to_full) memcpy(f, s, (size_t)p[i].len * sizeof *f);
+            else memcpy(s, f, (size_t)p[i].len * sizeof *s);
+        }
+}
+
+void exec_net_tp_gather(exec_net *whole, exec_net *const *shards, int size)
+{
+    for (int k = 0; k < exec_net_n_tensors(whole); k++) {
+        const exec_tensor *t = exec_net_tensor(whole, k);
+        for (int r = 0; r < size; r++) {
+            const exec_tensor *s = exec_net_tensor(shards[r], k);
+            const exec_tfm *g = exec_net_tfm(shards[r], s->layer);
+            assert(s->layer == t->layer && strcmp(s->name, t->name) == 0);
+            if (g && g->tp) exec_tfm_shard(g, t->data, s->data, 1);
+            else if (r == 0) memcpy(t->data, s->data, (size_t)t->n * sizeof *t->data);
+        }
+    }
+}
