@@ -383,7 +383,6 @@ int cmd_sweep(int argc, char **argv)
     cl_err e = {0};
     study st;
     study *cs = NULL; /* the candidate studies (study_with), nc of them */
-    tfm_rank_opts *o = NULL;
     int nc = 0;
     cluster full = {0};
     cluster_devtype type;
@@ -418,11 +417,7 @@ int cmd_sweep(int argc, char **argv)
 
     /* the (t, recomputation) questions of every point: one, or with
      * --tensor auto / --recompute auto every candidate (study_cands) */
-    o = cl_malloc(STUDY_MAX_CANDS * sizeof *o);
-    nc = study_cands(&st, (int)a.devices[a.n_devices - 1], o, STUDY_MAX_CANDS);
-    cs = cl_calloc((size_t)(nc ? nc : 1), sizeof *cs);
-    for (int j = 0; j < nc; j++)
-        if ((rc = study_with(&st, &o[j], &cs[j], &e))) goto fail;
+    if ((rc = study_cand_studies(&st, (int)a.devices[a.n_devices - 1], &cs, &nc, &e))) goto fail;
 
     prog_catch_sigint();
     /* the baseline: the best plan on one device, any schedule */
@@ -497,9 +492,7 @@ fail_sig:
 fail:
     rc = cli_report(&e);
 done:
-    for (int j = 0; j < nc && cs; j++) study_free(&cs[j]);
-    free(cs);
-    free(o);
+    study_cands_free(cs, nc);
     free(rows);
     free(kinds);
     free(a.devices);

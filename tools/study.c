@@ -91,6 +91,29 @@ int study_with(const study *s, const tfm_rank_opts *o, study *out, cl_err *e)
     return CL_OK;
 }
 
+int study_cand_studies(const study *s, int max_t, study **cs, int *nc, cl_err *e)
+{
+    tfm_rank_opts *o = cl_malloc(STUDY_MAX_CANDS * sizeof *o);
+    *nc = study_cands(s, max_t, o, STUDY_MAX_CANDS);
+    *cs = cl_calloc((size_t)(*nc ? *nc : 1), sizeof **cs);
+    int rc = CL_OK;
+    for (int i = 0; i < *nc && !rc; i++) rc = study_with(s, &o[i], &(*cs)[i], e);
+    free(o);
+    return rc;
+}
+
+void study_cands_free(study *cs, int nc)
+{
+    for (int i = 0; i < nc && cs; i++) study_free(&cs[i]);
+    free(cs);
+}
+
+/* A point no candidate could be asked on. */
+static void no_cands(char *reason, size_t cap, const cluster *c)
+{
+    snprintf(reason, cap, "no tensor-parallel degree of the model fits %d devices", c->n_devices);
+}
+
 int study_better(const study_point *a, const study_point *b)
 {
     return a->ok && (!b->ok || a->sim.throughput > b->sim.throughput * (1 + 1e-9) ||
@@ -226,7 +249,7 @@ int study_run_cands(const study *cs, int nc, const cluster *c, int kind, study_p
 {
     *win = -1;
     reason[0] = '\0';
-    if (!nc) snprintf(reason, cap, "no tensor-parallel degree of the model fits %d devices", c->n_devices);
+    if (!nc) no_cands(reason, cap, c);
     for (int i = 0; i < nc; i++) {
         study_point pt;
         int rc = study_run_after(&cs[i], c, kind, &prev[i], &pt, e);
@@ -263,11 +286,10 @@ int study_best(const study *s0, const cluster *c, const int *kinds, int n_kinds,
     *interrupted = 0;
     /* the (t, recomputation) candidates, each its own study (one, s0's,
      * without --tensor auto or --recompute auto) */
-    tfm_rank_opts *o = cl_malloc(STUDY_MAX_CANDS * sizeof *o);
-    int nc = study_cands(s0, c->n_devices, o, STUDY_MAX_CANDS);
-    if (!nc) snprintf(best->reason, sizeof best->reason, "no tensor-parallel degree of the model fits %d devices", c->n_devices);
-    study *cs = cl_calloc((size_t)(nc ? nc : 1), sizeof *cs);
-    for (int i = 0; i < nc && !rc; i++) rc = study_with(s0, &o[i], &cs[i], e);
+    study *cs;
+    int nc;
+    rc = study_cand_studies(s0, c->n_devices, &cs, &nc, e);
+    if (!nc) no_cands(best->reason, sizeof best->reason, c);
     for (int pass = 0; pass < passes && !rc; pass++)
         for (int k = 0; k < n_kinds && !rc; k++) {
             for (int i = 0; i < nc && !rc; i++) {
@@ -299,9 +321,7 @@ int study_best(const study *s0, const cluster *c, const int *kinds, int n_kinds,
             }
         }
 done:
-    for (int i = 0; i < nc; i++) study_free(&cs[i]);
-    free(cs);
-    free(o);
+    study_cands_free(cs, nc);
     return rc;
 }
 

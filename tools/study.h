@@ -77,6 +77,11 @@ int study_cands(const study *s, int max_t, tfm_rank_opts *out, int cap);
  * model and profile, with o's per-rank model built when o restates the
  * question.  study_free releases only what it built. */
 int study_with(const study *s, const tfm_rank_opts *o, study *out, cl_err *e);
+/* Every candidate of s up to max_t, each as study_with builds it, into
+ * *cs (allocated, *nc of them, possibly 0); free with study_cands_free
+ * also after a failure. */
+int study_cand_studies(const study *s, int max_t, study **cs, int *nc, cl_err *e);
+void study_cands_free(study *cs, int nc);
 
 typedef struct study_point {
     int planned;            /* res holds a plan (free with study_point_free) */
