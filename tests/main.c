@@ -57,28 +57,126 @@ static char *slurp(const char *path)
     return s ? s : cl_strdup("");
 }
 
+/* The words of args as a shell would split them, for the few forms the
+ * tests write: blanks between words, '...' (everything literal) and "..."
+ * (backslash escapes \\ and \" only) inside or around a word.  Anything a
+ * shell would do more with (| & ; < > ( ) $ ` \ * ? ~ # unquoted) is
+ * refused, so a test cannot come to rely on a shell: NULL, and the reason
+ * on stderr.  The caller frees the array and its words with free_words. */
+static char **split_words(const char *args, int *n)
+{
+    size_t cap = strlen(args) + 1;
+    char **w = cl_calloc(cap + 1, sizeof *w);
+    const char *s = args;
+    *n = 0;
+    for (;;) {
+        while (*s == ' ' || *s == '\t' || *s == '\n') s++;
+        if (!*s) break;
+        char *word = cl_malloc(cap), *o = word;
+        while (*s && *s != ' ' && *s != '\t' && *s != '\n') {
+            if (*s == '\'') {
+                const char *e = strchr(s + 1, '\'');
+                if (!e) goto bad;
+                memcpy(o, s + 1, (size_t)(e - s - 1));
+                o += e - s - 1;
+                s = e + 1;
+            } else if (*s == '"') {
+                for (s++; *s && *s != '"'; s++) {
+                    if (*s == '\\' && (s[1] == '"' || s[1] == '\\')) s++;
+                    else if (*s == '$' || *s == '`' || *s == '\\') goto bad;
+                    *o++ = *s;
+                }
+                if (*s++ != '"') goto bad;
+            } else if (strchr("|&;<>()$`\\*?~#", *s)) {
+                goto bad;
+            } else {
+                *o++ = *s++;
+            }
+        }
+        *o = '\0';
+        w[(*n)++] = word;
+        continue;
+    bad:
+        free(word);
+        fprintf(stderr, "test_run_cli: shell syntax the runner does not interpret at \"%.20s\" in: %s\n", s, args);
+        for (int i = 0; i < *n; i++) free(w[i]);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+static void free_words(char **w, int n)
+{
+    for (int i = 0; i < n; i++) free(w[i]);
+    free(w);
+}
+
+int test_which(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path) return 0;
+    char *dirs = cl_strdup(path), *save = NULL;
+    int found = 0;
+    for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+        char f[4096];
+        snprintf(f, sizeof f, "%s/%s", *d ? d : ".", name);
+        found = access(f, X_OK) == 0;
+    }
+    free(dirs);
+    return found;
+}
+
 int test_run_cli(const char *args, char **out, char **err)
+{
+    return test_run_cli_with(args, NULL, NULL, out, err);
+}
+
+/* Runs the binary itself with args split into argv (split_words): no shell
+ * between the test and cleave, as between cleave and what it starts. */
+int test_run_cli_with(const char *args, void (*setup)(void *), void *ctx, char **out, char **err)
 {
     const char *bin = getenv("CLEAVE_BIN");
     if (!bin) bin = "build/cleave";
+    int nw;
+    char **words = split_words(args, &nw);
+    if (!words) {
+        if (out) *out = cl_strdup("");
+        if (err) *err = cl_strdup("");
+        return -1;
+    }
+    char **argv = cl_calloc((size_t)nw + 2, sizeof *argv);
+    argv[0] = (char *)bin;
+    for (int i = 0; i < nw; i++) argv[i + 1] = words[i];
     char *dir = test_tmpdir();
-    size_t n = strlen(bin) + strlen(args) + 2 * strlen(dir) + 64;
-    char *cmd = cl_malloc(n);
-    snprintf(cmd, n, "%s %s >%s/out 2>%s/err </dev/null", bin, args, dir, dir);
-    int st = system(cmd);
-    free(cmd);
-    char p[512];
-    snprintf(p, sizeof p, "%s/out", dir);
-    char *o = slurp(p);
-    remove(p);
-    snprintf(p, sizeof p, "%s/err", dir);
-    char *er = slurp(p);
-    remove(p);
+    char po[600], pe[600];
+    snprintf(po, sizeof po, "%s/out", dir);
+    snprintf(pe, sizeof pe, "%s/err", dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fi = open("/dev/null", O_RDONLY), fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+            fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fi < 0 || fo < 0 || fe < 0 || dup2(fi, 0) < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0) _exit(126);
+        if (setup) setup(ctx);
+        execvp(bin, argv);
+        _exit(127);
+    }
+    int st = -1;
+    if (pid > 0)
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+    free(argv);
+    free_words(words, nw);
+    char *o = slurp(po);
+    remove(po);
+    char *er = slurp(pe);
+    remove(pe);
     rmdir(dir);
     free(dir);
     if (out) *out = o; else free(o);
     if (err) *err = er; else free(er);
-    if (st == -1) return -1;
+    if (pid < 0 || st == -1) return -1;
     if (WIFEXITED(st)) return WEXITSTATUS(st);
     if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
     return -1;
@@ -125,7 +223,7 @@ int test_run_on_tty(char *const argv[], char *buf, size_t cap)
         dup2(null, STDOUT_FILENO);
         dup2(null, STDIN_FILENO);
         close(master);
-        execv(bin, argv);
+        execvp(bin, argv);
         _exit(127);
     }
     size_t got = 0;

@@ -19,10 +19,19 @@
 void test_add_suite(const char *name);
 void test_add(const char *name, void (*fn)(void));
 
-/* Run the cleave binary (path from CLEAVE_BIN, default build/cleave) with a
- * shell-quoted argument string; captures stdout and stderr (caller frees)
- * and returns the exit status (128+signal if killed). */
+/* Run the cleave binary (path from CLEAVE_BIN, default build/cleave; a
+ * name without a slash is looked up on PATH) with
+ * args split into words as a shell would ('...' and "..." quote; shell
+ * syntax beyond that is refused: -1), started directly, no shell; stdin
+ * /dev/null, stdout and stderr captured (caller frees); returns the exit
+ * status (128+signal if killed, -1 if it could not run). */
 int test_run_cli(const char *args, char **out, char **err);
+/* test_run_cli with setup(ctx) called in the child just before it starts
+ * the binary (limits, signal dispositions, environment). */
+int test_run_cli_with(const char *args, void (*setup)(void *), void *ctx, char **out, char **err);
+/* 1 when an executable called name is on PATH (what `command -v` says,
+ * without a shell). */
+int test_which(const char *name);
 /* test_run_cli with CLEAVE_TEST_INTERRUPT_AFTER=after (base/progress.h: a
  * SIGINT right after the after-th work item, as if Ctrl-C), unset again. */
 int test_run_interrupted(const char *args, int after, char **out, char **err);

@@ -5,7 +5,7 @@
  * inputs that are not regular files are refused without blocking; sizes are
  * checked before reading.  Most cases run the cleave binary.
  *
- * Full disks are simulated with RLIMIT_FSIZE (`ulimit -f`, SIGXFSZ ignored):
+ * Full disks are simulated with RLIMIT_FSIZE (8 KiB, SIGXFSZ ignored):
  * write() then fails with EFBIG at the very point where a full disk fails
  * with ENOSPC, for any user, with no mount.  Character devices are made with
  * mknod in the test's folder (root only; /dev itself is never written). */
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,56 +27,74 @@
 
 #define PLAN "tests/data/sim/fmnist-2stage.json"
 #define TINY "train --model tests/data/ckpt/tiny.json --synthetic 400 --epochs 1 "
+/* What a case runs under, set in the child before cleave starts: */
+typedef struct limits {
+    int guard_s;        /* killed by SIGALRM after this many seconds (0: never) */
+    long fsize;         /* RLIMIT_FSIZE in bytes, SIGXFSZ ignored (0: none)   */
+    int vm;             /* RLIMIT_AS of VM_BYTES                              */
+    const char *env;    /* one NAME=value (NULL: none)                        */
+    const char *fd7;    /* a file opened for writing as descriptor 7 (NULL: none) */
+} limits;
+
 /* Only a guard against a run that blocks (a FIFO opened for reading); a
  * refusal takes milliseconds.  Not a speed target. */
-#define GUARD "timeout 120 "
+#define GUARD_S 120
 /* A memory limit that keeps a regression reading /dev/zero or a 3 GiB file
  * from taking the machine; not under ASan or TSan, which reserve terabytes
  * of address space at start. */
+#define VM_BYTES ((rlim_t)2000000 << 10)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define VM_LIMIT ""
+#define VM_ON 0
 #else
-#define VM_LIMIT "ulimit -v 2000000;"
+#define VM_ON 1
 #endif
+/* a full disk after 8 KiB */
+#define FULL_AT 8192
 
-/* Run `prefix cleave args` through sh, the one shell of this suite: the
- * prefixes are shell built-ins (ulimit, trap) and env/timeout, and every
- * path in it is the suite's own test folder (prefix: ulimit, env, timeout);
- * stderr into *err (caller frees, may be NULL). The exit status. */
-static int run(const char *prefix, const char *args, char **err)
+#define NONE ((limits){0})
+#define GUARD ((limits){.guard_s = GUARD_S})
+#define VM_GUARD ((limits){.guard_s = GUARD_S, .vm = VM_ON})
+#define VM ((limits){.vm = VM_ON})
+#define FULL ((limits){.fsize = FULL_AT})
+#define ENV(s) ((limits){.env = (s)})
+
+static void apply_limits(void *ctx)
 {
-    const char *bin = getenv("CLEAVE_BIN");
-    if (!bin) bin = "build/cleave";
-    char *dir = test_tmpdir();
-    size_t n = strlen(prefix) + strlen(bin) + strlen(args) + 2 * strlen(dir) + 64;
-    char *cmd = cl_malloc(n), p[600];
-    snprintf(cmd, n, "%s %s %s >%s/out 2>%s/err </dev/null", prefix, bin, args, dir, dir);
-    int st = system(cmd);
-    free(cmd);
-    snprintf(p, sizeof p, "%s/err", dir);
-    char *e = NULL;
-    cl_err ig = {0};
-    if (cl_read_file(p, 1 << 20, &e, NULL, &ig)) e = cl_strdup("");
-    remove(p);
-    snprintf(p, sizeof p, "%s/out", dir);
-    remove(p);
-    rmdir(dir);
-    free(dir);
-    if (err) *err = e;
-    else free(e);
-    if (st == -1) return -1;
-    if (WIFEXITED(st)) return WEXITSTATUS(st);
-    return 128 + WTERMSIG(st);
+    const limits *l = ctx;
+    if (l->fsize) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit r = {(rlim_t)l->fsize, (rlim_t)l->fsize};
+        if (setrlimit(RLIMIT_FSIZE, &r)) _exit(125);
+    }
+    if (l->vm) {
+        struct rlimit r = {VM_BYTES, VM_BYTES};
+        if (setrlimit(RLIMIT_AS, &r)) _exit(125);
+    }
+    if (l->env && putenv((char *)l->env)) _exit(125);
+    if (l->fd7) {
+        int fd = open(l->fd7, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || (fd != 7 && (dup2(fd, 7) < 0 || close(fd)))) _exit(125);
+    }
+    if (l->guard_s) alarm((unsigned)l->guard_s); /* kept across exec */
+}
+
+/* Run `cleave args` (test_run_cli: no shell) under l; stderr into *err
+ * (caller frees, may be NULL).  The exit status (128 + signal if killed). */
+static int run(limits l, const char *args, char **err)
+{
+    return test_run_cli_with(args, apply_limits, &l, NULL, err);
 }
 
 /* Run and check status and a piece of the message; print what went wrong. */
-static void expect(const char *prefix, const char *args, int status, const char *msg)
+static void expect(limits l, const char *args, int status, const char *msg)
 {
     char *err = NULL;
-    int st = run(prefix, args, &err);
+    int st = run(l, args, &err);
     int ok = st == status && (!msg || strstr(err, msg));
     CU_ASSERT(ok);
-    if (!ok) fprintf(stderr, "\n  %s cleave %s\n  -> exit %d (want %d, \"%s\"): %s", prefix, args, st, status, msg ? msg : "", err);
+    if (!ok)
+        fprintf(stderr, "\n  cleave %s (guard %d s, file size %ld, vm %d, env %s)\n  -> exit %d (want %d, \"%s\"): %s", args,
+                l.guard_s, l.fsize, l.vm, l.env ? l.env : "-", st, status, msg ? msg : "", err);
     free(err);
 }
 
@@ -130,7 +149,7 @@ static void test_output_is_input(void)
     for (int f = 0; f < 2; f++)
         for (int o = 0; o < 3; o++) {
             snprintf(a, sizeof a, "%s %s %s %s", cmd[f][0], p, cmd[f][1], outs[o]);
-            expect("", a, 2, "is also an input of this command");
+            expect(NONE, a, 2, "is also an input of this command");
             CU_ASSERT(same_file_text(p, PLAN));
             CU_ASSERT_EQUAL(lkind(l), S_IFLNK);
         }
@@ -143,7 +162,7 @@ static void test_output_devices(void)
     char f[600], ref[600], a[2048];
     char *d = test_scratch(sizeof f, "fifo", f, "ref.py", ref, NULL);
     snprintf(a, sizeof a, "export " PLAN " --to torch -o %s", ref);
-    expect("", a, 0, NULL);
+    expect(NONE, a, 0, NULL);
     CU_ASSERT_EQUAL(mkfifo(f, 0600), 0);
     int rd = open(f, O_RDONLY | O_NONBLOCK); /* a reader, so the writer's open succeeds */
     CU_ASSERT(rd >= 0);
@@ -164,13 +183,13 @@ static void test_output_devices(void)
     if (mknod(null, S_IFCHR | 0666, makedev(1, 3)) == 0 &&
         mknod(full, S_IFCHR | 0666, makedev(1, 7)) == 0) {
         snprintf(a, sizeof a, "export " PLAN " --to torch -o %s", null);
-        expect("", a, 0, NULL);
+        expect(NONE, a, 0, NULL);
         CU_ASSERT_EQUAL(lkind(null), S_IFCHR);
         snprintf(a, sizeof a, "export " PLAN " --to torch -o %s", full);
-        expect("", a, 1, "full: write failed: No space left on device");
+        expect(NONE, a, 1, "full: write failed: No space left on device");
         CU_ASSERT_EQUAL(lkind(full), S_IFCHR);
         snprintf(a, sizeof a, TINY "--checkpoint %s", full);
-        expect("", a, 1, "full: write failed: No space left on device");
+        expect(NONE, a, 1, "full: write failed: No space left on device");
         CU_ASSERT_EQUAL(lkind(full), S_IFCHR);
     } else {
         fprintf(stderr, "\n  (mknod: %s; the character-device cases need root)", strerror(errno));
@@ -178,11 +197,10 @@ static void test_output_devices(void)
     /* a descriptor's name is written, never replaced (the runner sends fd 1
      * to a file); /dev/fd/1 rather than /dev/stdout, whose link a
      * regression would replace on the machine running the tests */
-    expect("", "export " PLAN " --to torch -o /dev/fd/1", 0, NULL);
+    expect(NONE, "export " PLAN " --to torch -o /dev/fd/1", 0, NULL);
     char seven[600];
     snprintf(seven, sizeof seven, "%s/seven", d);
-    snprintf(a, sizeof a, "export " PLAN " --to torch -o /dev/fd/7 7>%s", seven);
-    expect("", a, 0, NULL);
+    expect((limits){.fd7 = seven}, "export " PLAN " --to torch -o /dev/fd/7", 0, NULL);
     CU_ASSERT(same_file_text(seven, ref));
     rm_dir(d);
 }
@@ -198,9 +216,9 @@ static void test_output_symlink(void)
     CU_ASSERT_EQUAL(cl_write_file(t, "old\n", 4, &e), CL_OK);
     CU_ASSERT_EQUAL(symlink("sub/target.py", l), 0);
     snprintf(a, sizeof a, "export " PLAN " --to torch -o %s", ref);
-    expect("", a, 0, NULL);
+    expect(NONE, a, 0, NULL);
     snprintf(a, sizeof a, "export " PLAN " --to torch -o %s", l);
-    expect("", a, 0, NULL);
+    expect(NONE, a, 0, NULL);
     CU_ASSERT_EQUAL(lkind(l), S_IFLNK);
     CU_ASSERT(same_file_text(t, ref));
     /* dangling */
@@ -208,7 +226,7 @@ static void test_output_symlink(void)
     snprintf(dl, sizeof dl, "%s/dangling.py", d);
     CU_ASSERT_EQUAL(symlink("sub/missing.py", dl), 0);
     snprintf(a, sizeof a, "export " PLAN " --to torch -o %s", dl);
-    expect("", a, 2, "symbolic link to a missing file");
+    expect(NONE, a, 2, "symbolic link to a missing file");
     CU_ASSERT_EQUAL(lkind(dl), S_IFLNK);
     snprintf(a, sizeof a, "%s/sub/missing.py", d);
     CU_ASSERT_NOT_EQUAL(access(a, F_OK), 0);
@@ -271,20 +289,19 @@ static void test_plot_incomplete(void)
     char *d = test_tmpdir(), tr[600], a[2048];
     snprintf(tr, sizeof tr, "%s/t.json", d);
     snprintf(a, sizeof a, "sim " PLAN " --trace %s", tr);
-    expect("", a, 0, NULL);
+    expect(NONE, a, 0, NULL);
     const char *ext[] = {"png", "svg"};
     for (int i = 0; i < 2; i++) {
         char img[600], good[600];
         snprintf(img, sizeof img, "%s/g.%s", d, ext[i]);
         snprintf(good, sizeof good, "%s/good.%s", d, ext[i]);
         snprintf(a, sizeof a, "plot %s -o %s", tr, img);
-        expect("", a, 0, NULL);
+        expect(NONE, a, 0, NULL);
         CU_ASSERT_EQUAL(copy_file(img, good), 0);
         struct stat st;
         CU_ASSERT(stat(img, &st) == 0 && st.st_size > 16384); /* more than the limit below */
-        /* 16 blocks: 8 KiB in dash (512-byte blocks), 16 KiB in bash */
         snprintf(a, sizeof a, "plot %s -o %s", tr, img);
-        expect("ulimit -f 16; trap '' XFSZ;", a, 1, "image is incomplete");
+        expect(FULL, a, 1, "image is incomplete");
         CU_ASSERT(same_file_text(img, good));
     }
     /* sweep and compare draw through the same gp_render */
@@ -297,17 +314,17 @@ static void test_plot_incomplete(void)
         snprintf(good, sizeof good, "%s.good", img);
         if (i == 0) snprintf(a, sizeof a, SWEEP_PNG, d, img);
         else snprintf(a, sizeof a, COMPARE_PNG, d, img);
-        expect("", a, 0, NULL);
+        expect(NONE, a, 0, NULL);
         CU_ASSERT_EQUAL(copy_file(img, good), 0);
-        expect("ulimit -f 16; trap '' XFSZ;", a, 1, "image is incomplete");
+        expect(FULL, a, 1, "image is incomplete");
         CU_ASSERT(same_file_text(img, good));
     }
     snprintf(a, sizeof a, "plot %s -o %s/g", tr, d);
-    expect("", a, 2, "no image type in the name (hint: end it in .png or .svg)");
+    expect(NONE, a, 2, "no image type in the name (hint: end it in .png or .svg)");
     snprintf(a, sizeof a, "plot %s -o %s/g.", tr, d);
-    expect("", a, 2, "no image type in the name");
+    expect(NONE, a, 2, "no image type in the name");
     snprintf(a, sizeof a, "plot %s -o ''", tr);
-    expect("", a, 2, "cleave: an output file name is empty");
+    expect(NONE, a, 2, "cleave: an output file name is empty");
     rm_dir(d);
 }
 
@@ -316,10 +333,10 @@ static void test_checkpoint_write_error(void)
 {
     char *d = test_tmpdir(), a[2048];
     snprintf(a, sizeof a, TINY "--checkpoint %s/run.ckpt", d);
-    expect("ulimit -f 16; trap '' XFSZ;", a, 1, "run.ckpt: write failed: File too large");
+    expect(FULL, a, 1, "run.ckpt: write failed: File too large");
     snprintf(a, sizeof a, "%s/run.ckpt", d);
     CU_ASSERT_NOT_EQUAL(access(a, F_OK), 0);
-    expect("", "export " PLAN " --to torch -o ''", 2, "cleave: an output file name is empty");
+    expect(NONE, "export " PLAN " --to torch -o ''", 2, "cleave: an output file name is empty");
     rm_dir(d);
 }
 
@@ -338,7 +355,7 @@ static void test_inputs_not_regular(void)
         snprintf(a, sizeof a, "%s %s %s", cmds[i][0], f, cmds[i][1]);
         expect(GUARD, a, 2, "fifo: is a pipe (FIFO), not a regular file");
         snprintf(a, sizeof a, "%s /dev/zero %s", cmds[i][0], cmds[i][1]);
-        expect(VM_LIMIT GUARD, a, 2, "/dev/zero: is a character device, not a regular file");
+        expect(VM_GUARD, a, 2, "/dev/zero: is a character device, not a regular file");
     }
     /* the IDX loader too: a --data folder whose files are FIFOs */
     const char *idx[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
@@ -365,9 +382,9 @@ static void test_sizes_before_reading(void)
     CU_ASSERT(fd >= 0 && ftruncate(fd, (off_t)3 << 30) == 0);
     if (fd >= 0) close(fd);
     snprintf(a, sizeof a, TINY "--checkpoint %s", ck);
-    expect("", a, 0, NULL);
+    expect(NONE, a, 0, NULL);
     CU_ASSERT_EQUAL(truncate(ck, (off_t)3 << 30), 0);
-    const char *lim = VM_LIMIT; /* reading either whole needs more than that */
+    limits lim = VM; /* reading either whole needs more than that */
     snprintf(a, sizeof a, TINY "--resume %s", z);
     expect(lim, a, 2, "zero.ckpt: not a cleave checkpoint");
     snprintf(a, sizeof a, TINY "--resume %s", ck);
@@ -389,8 +406,8 @@ static void test_sizes_before_reading(void)
     CU_ASSERT_EQUAL(cl_write_file(big, t, n + 1500000, &e), CL_OK);
     free(t);
     snprintf(a, sizeof a, "sim %s", big);
-    expect("CLEAVE_MAX_INPUT_MB=1", a, 2, "more than the 1 MiB an input may have");
-    expect("CLEAVE_MAX_INPUT_MB=2", a, 0, NULL);
+    expect(ENV("CLEAVE_MAX_INPUT_MB=1"), a, 2, "more than the 1 MiB an input may have");
+    expect(ENV("CLEAVE_MAX_INPUT_MB=2"), a, 0, NULL);
     rm_dir(d);
 }
 

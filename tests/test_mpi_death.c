@@ -21,7 +21,7 @@
 
 static int have_mpirun(void)
 {
-    if (system("command -v mpirun >/dev/null 2>&1") == 0) return 1;
+    if (test_which("mpirun")) return 1;
     CU_FAIL("mpirun is missing (hint: apt-get install openmpi-bin, or make deps)");
     return 0;
 }

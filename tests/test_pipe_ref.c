@@ -251,9 +251,24 @@ double tp_rel_err(const exec_pipe_result *r, const float *ref, int64_t n_ref)
     return worst;
 }
 
+/* Set name=value for the child, remembering the old value in *old (NULL:
+ * unset); restore_env puts it back. */
+static void push_env(const char *name, const char *value, char **old)
+{
+    *old = getenv(name) ? cl_strdup(getenv(name)) : NULL;
+    setenv(name, value, 1);
+}
+
+static void restore_env(const char *name, char *old)
+{
+    if (old) setenv(name, old, 1);
+    else unsetenv(name);
+    free(old);
+}
+
 int tp_mpirun(int np, const char *args, char **out, char **err)
 {
-    if (system("command -v mpirun >/dev/null 2>&1") != 0) {
+    if (!test_which("mpirun")) {
         CU_FAIL("mpirun is missing (hint: apt-get install openmpi-bin, or make deps)");
         *out = cl_strdup("");
         *err = cl_strdup("mpirun missing");
@@ -263,17 +278,21 @@ int tp_mpirun(int np, const char *args, char **out, char **err)
     if (!bin) bin = "build/cleave";
     /* Root allowed; under ASan, LSan's report leaves out what Open MPI keeps
      * until exit (tests/lsan.supp): MCA components stay mapped and stacks
-     * are unwound fully so those frames can be named. */
-    char *cwd = getcwd(NULL, 0);
+     * are unwound fully so those frames can be named.  Set in this
+     * process's environment for the child (test_run_cli starts it without
+     * a shell), then restored. */
+    enum { N_ENV = 6 };
+    static const char *const names[N_ENV] = {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+                                             "OMPI_MCA_mca_base_component_disable_dlclose", "LSAN_OPTIONS",
+                                             "ASAN_OPTIONS", "CLEAVE_BIN"};
+    char *cwd = getcwd(NULL, 0), lsan[1024], asan_opts[2048], *old[N_ENV];
     const char *asan = getenv("ASAN_OPTIONS");
-    char runner[2048];
-    snprintf(runner, sizeof runner,
-             "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-             "OMPI_MCA_mca_base_component_disable_dlclose=1 "
-             "LSAN_OPTIONS=suppressions=%s/tests/lsan.supp:print_suppressions=0 "
-             "ASAN_OPTIONS=fast_unwind_on_malloc=0%s%s %s",
-             cwd, asan ? ":" : "", asan ? asan : "", np > 0 ? "mpirun" : bin);
+    snprintf(lsan, sizeof lsan, "suppressions=%s/tests/lsan.supp:print_suppressions=0", cwd);
+    snprintf(asan_opts, sizeof asan_opts, "fast_unwind_on_malloc=0%s%s", asan ? ":" : "", asan ? asan : "");
     free(cwd);
+    char *bin_copy = cl_strdup(bin);
+    const char *values[N_ENV] = {"1", "1", "1", lsan, asan_opts, np > 0 ? "mpirun" : bin_copy};
+    for (int i = 0; i < N_ENV; i++) push_env(names[i], values[i], &old[i]);
     char full[4096];
     if (np <= 0)
         snprintf(full, sizeof full, "%s", args);
@@ -281,16 +300,10 @@ int tp_mpirun(int np, const char *args, char **out, char **err)
         snprintf(full, sizeof full,
              "--oversubscribe --bind-to none -np %d --mca btl self,vader "
              "--mca btl_vader_single_copy_mechanism none -x LSAN_OPTIONS -x ASAN_OPTIONS %s %s",
-             np, bin, args);
-    /* test_run_cli runs CLEAVE_BIN with the arguments: make it mpirun */
-    char *saved = getenv("CLEAVE_BIN") ? cl_strdup(getenv("CLEAVE_BIN")) : NULL;
-    setenv("CLEAVE_BIN", runner, 1);
+             np, bin_copy, args);
+    /* test_run_cli runs CLEAVE_BIN with the arguments: mpirun, found on PATH */
     int st = test_run_cli(full, out, err);
-    if (saved) {
-        setenv("CLEAVE_BIN", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("CLEAVE_BIN");
-    }
+    for (int i = N_ENV - 1; i >= 0; i--) restore_env(names[i], old[i]);
+    free(bin_copy);
     return st;
 }
