@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/budget.h"
 #include "core/schedule.h"
 #include "exact.h"
 #include "merge.h"
@@ -530,7 +531,7 @@ static double pk_bisect(packer *P, double lo, double hi, int runs, plan_layout *
     if (!(hi < HUGE_VAL)) {
         /* nothing reached yet: grow from lo until packing succeeds */
         double g = lo;
-        for (int k = 0; k < 64 && !(hi < HUGE_VAL); k++, g *= 4)
+        for (int k = 0; k < 64 && !(hi < HUGE_VAL) && !cl_budget_over(); k++, g *= 4)
             if (pk_run(P, g)) {
                 plan_layout y;
                 pk_layout(P, &y);
@@ -541,7 +542,10 @@ static double pk_bisect(packer *P, double lo, double hi, int runs, plan_layout *
             }
     }
     int descend = 0;
-    for (int it = 0; it < runs && hi < HUGE_VAL; it++) {
+    /* each run polls the --max-seconds budget (a clock read against a
+     * packing's O(L x R x C) checks): a spent budget keeps the best so
+     * far, and the search stops at its next poll */
+    for (int it = 0; it < runs && hi < HUGE_VAL && !cl_budget_over(); it++) {
         if (!(hi > lo * (1 + 2e-4))) descend = 1;
         double mid = descend ? nextafter(hi, 0) : sqrt(lo * hi);
         if (!(mid > lo && mid < hi)) break;
