@@ -5,7 +5,7 @@
  * tp_group whose all-reduces the split layers call inside their passes.
  *
  * The caller's thread is worker 0; workers 1 .. size-1 are threads the team
- * starts and keeps, idle at the group's barrier between calls.  Every call
+ * starts and keeps (tp_crew.h), idle between calls.  Every call
  * runs the same work on all workers and returns when all are done; what
  * worker 0 computes is what the sequential trainer would (train.h uses the
  * team for exec_train_opts.tensor > 1).
