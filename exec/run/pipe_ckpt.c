@@ -56,6 +56,9 @@ int pipe_ckpt_check(const pipe_run *R, cl_err *e)
 
 int exec_pipe_ckpt_check(const plan *p, const char *file, cl_err *e)
 {
+    if (plan_tensor(p) > 1) /* a checkpoint holds one net per stage */
+        return cl_fail(e, CL_EINPUT, "%s: tensor %d: checkpoints of tensor-parallel pipelines are not written yet (hint: drop --checkpoint and --resume, or re-plan with --tensor 1)",
+                       file, plan_tensor(p));
     sched sc; /* two iterations: enough to see them overlap */
     int rc = sched_build(p, p->schedule, p->n_micro, 2, &sc, e);
     if (!rc) rc = drains(&sc, file, e);
