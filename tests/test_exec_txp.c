@@ -23,6 +23,7 @@
 #include <cJSON.h>
 
 #include "base/fileio.h"
+#include "bench/validate.h"
 #include "core/plan.h"
 #include "exec/nn/data.h"
 #include "exec/nn/net.h"
@@ -208,6 +209,69 @@ static void test_txp_vs_t1(void)
     exec_data_free(&d);
 }
 
+/* ------------------------------------------------------- validation -- */
+
+/* bench/validate.c on a t = 2 plan: stage costs of one rank's share, the
+ * all-reduces priced as a ring (worked out here from the layer shapes: one
+ * of each attention and mlp layer's (mb, T, D) output in the forward, one
+ * in the input gradient, 2 (t - 1) steps of latency + bytes / (t
+ * bandwidth)), and predicted peak memory per worker equal to the run's
+ * rank 0 (weights, gradients, momentum of its shard, its stash). */
+static void test_txp_validate(void)
+{
+    enum { M = 2, MB = 4, T = 2 };
+    plan p;
+    if (vit_plan(&p, SCHED_GPIPE, M, MB, T)) return;
+    cl_err e = {0};
+    prof pf;
+    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, VIT_PLAN, &e), CL_OK);
+    exec_val_extra x[2];
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, 0, x, VIT_PLAN, &e), CL_OK);
+    double before[2][2], whole[2];
+    for (int s = 0; s < 2; s++) {
+        before[s][0] = p.stages[s].fwd_s;
+        before[s][1] = p.stages[s].bwd_in_s;
+        whole[s] = 0;
+        for (int l = p.stages[s].first; l <= p.stages[s].last; l++)
+            whole[s] += (double)p.model.layers[l].params * 4;
+        /* a shard: the split layers' weights halve, the rest is whole */
+        CU_ASSERT(p.stages[s].param_bytes < 0.75 * whole[s] && p.stages[s].param_bytes > 0.4 * whole[s]);
+        CU_ASSERT(x[s].crew_s > 0);
+    }
+    const cluster_link link = {2e9, 15e-6};
+    exec_val_tp_comm(&p, &link);
+    for (int s = 0; s < 2; s++) {
+        double ar = 0;
+        for (int l = p.stages[s].first; l <= p.stages[s].last; l++) {
+            const model_layer *ml = &p.model.layers[l];
+            if (ml->kind != MODEL_ATTENTION && ml->kind != MODEL_MLP) continue;
+            const double bytes = (double)MB * 16 * 64 * 4; /* (mb, 16 tokens, width 64) floats */
+            CU_ASSERT_EQUAL(ml->out_elems, 16 * 64);
+            ar += 2 * (T - 1) * (15e-6 + bytes / T / 2e9);
+        }
+        CU_ASSERT(ar > 0); /* both stages hold blocks */
+        CU_ASSERT_DOUBLE_EQUAL(p.stages[s].fwd_s - before[s][0], ar, 1e-15);
+        CU_ASSERT_DOUBLE_EQUAL(p.stages[s].bwd_in_s - before[s][1], ar, 1e-15);
+    }
+    sim_result pred;
+    exec_pipe_result meas;
+    CU_ASSERT_EQUAL_FATAL(exec_val_predict(&p, 4, NULL, &pred, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_measure(&p, EXEC_PIPE_THREADS, 4, VIT_PLAN, NULL, &meas, &e), CL_OK);
+    exec_val_report rep;
+    CU_ASSERT_EQUAL_FATAL(exec_val_compare(&p, x, &pred, &meas, &rep, &e), CL_OK);
+    for (int w = 0; w < rep.n_workers; w++) {
+        printf("\n    worker %d: peak memory predicted %.0f, measured %.0f bytes ", w,
+               rep.w[w].peak_mem.predicted, rep.w[w].peak_mem.measured);
+        CU_ASSERT(fabs(rep.w[w].peak_mem.error) < 1e-9);
+        CU_ASSERT_EQUAL(meas.w[w].at_peak.weights, p.stages[w].param_bytes);
+    }
+    exec_val_report_free(&rep);
+    exec_pipe_result_free(&meas);
+    sim_result_free(&pred);
+    prof_free(&pf);
+    plan_free(&p);
+}
+
 /* --------------------------------------------------- refusals, command -- */
 
 static void test_txp_refusals(void)
@@ -310,6 +374,8 @@ TEST_SUITE(exec_txp)
              test_txp_equals_trainer);
     test_add("t = 2 and 4 x p = 2, four microbatches: t = 1 within the reordered sums' bound",
              test_txp_vs_t1);
+    test_add("validate: one rank's costs, the all-reduces as the planner's ring, memory per rank",
+             test_txp_validate);
     test_add("replicated stages, indivisible t, recomputation, checkpoints refused", test_txp_refusals);
     test_add("cleave train --plan with tensor 2: the run, the weights, the refusals", test_txp_cli);
 }

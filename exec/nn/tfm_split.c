@@ -80,3 +80,21 @@ void exec_net_tp_gather(exec_net *whole, exec_net *const *shards, int size)
         }
     }
 }
+
+static void solo_allreduce(void *ctx, int rank, float *buf, int64_t n)
+{
+    (void)ctx, (void)rank, (void)buf, (void)n; /* one rank alone: nothing to sum */
+}
+
+#define SOLO(k) {.rank = 0, .size = (k), .allreduce = solo_allreduce, .ctx = NULL}
+#define SOLO8(k) SOLO(k), SOLO(k + 1), SOLO(k + 2), SOLO(k + 3), SOLO(k + 4), SOLO(k + 5), \
+                 SOLO(k + 6), SOLO(k + 7)
+static const exec_tp_comm solo[] = {SOLO8(0), SOLO8(8), SOLO8(16), SOLO8(24), SOLO8(32),
+                                    SOLO8(40), SOLO8(48), SOLO8(56), SOLO(64)};
+_Static_assert(sizeof solo / sizeof *solo == EXEC_TP_SOLO_MAX + 1, "one solo comm per size");
+
+const exec_tp_comm *exec_tp_comm_solo(int size)
+{
+    assert(size >= 1 && size <= EXEC_TP_SOLO_MAX);
+    return &solo[size];
+}

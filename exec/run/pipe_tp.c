@@ -8,14 +8,6 @@
 #include "exec/nn/tensor.h"
 #include "pipe_tp.h"
 
-/* Whether layers [first, end) of m hold a layer tensor parallelism splits. */
-static int has_split(const model *m, int first, int end)
-{
-    for (int i = first; i < end; i++)
-        if (m->layers[i].kind == MODEL_ATTENTION || m->layers[i].kind == MODEL_MLP) return 1;
-    return 0;
-}
-
 void pipe_tp_crew_init(pipe_worker *W)
 {
     const pipe_run *R = W->R;
@@ -54,7 +46,7 @@ int pipe_tp_stage_init(pipe_worker *W, pstage *ps, int max_batch, cl_err *e)
 {
     const pipe_run *R = W->R;
     const int first = R->stage_first[ps->stage], end = R->stage_end[ps->stage];
-    const int T = W->crew && has_split(R->m, first, end) ? plan_tensor(R->p) : 1;
+    const int T = W->crew && exec_net_has_split(R->m, first, end) ? plan_tensor(R->p) : 1;
     const exec_pipe_opts *o = R->o;
     ps->T = T;
     ps->tnet = cl_calloc((size_t)T, sizeof *ps->tnet);
