@@ -96,6 +96,12 @@ void exec_net_destroy(exec_net *n);
  * rank order, over the same layers as whole) into whole, an unsplit net:
  * split tensors assembled, replicated ones from rank 0. */
 void exec_net_tp_gather(exec_net *whole, exec_net *const *shards, int size);
+/* The same between any blocks laid out as the nets' parameter blocks
+ * (parameters, gradients, momentum): wb whole's, sb[r] shard r's; to_whole
+ * 1 gathers the shards into wb, 0 splits wb into the shards (each rank its
+ * part of a split tensor, a copy of every replicated one). */
+void exec_net_tp_move(exec_net *whole, float *wb, exec_net *const *shards, float *const *sb,
+                      int size, int to_whole);
 
 /* Shape of the stage. */
 int64_t exec_net_in_elems(const exec_net *n);    /* per sample */

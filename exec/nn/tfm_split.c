@@ -4,6 +4,7 @@
  * gathered into a whole net with it (net.h, exec_net_tp_gather).
  */
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "layers_tfm.h"
@@ -67,18 +68,31 @@ void exec_tfm_shard(const exec_tfm *g, float *full, float *shard, int to_full)
         }
 }
 
-void exec_net_tp_gather(exec_net *whole, exec_net *const *shards, int size)
+void exec_net_tp_move(exec_net *whole, float *wb, exec_net *const *shards, float *const *sb,
+                      int size, int to_whole)
 {
+    const float *w0 = exec_net_params(whole, NULL);
     for (int k = 0; k < exec_net_n_tensors(whole); k++) {
         const exec_tensor *t = exec_net_tensor(whole, k);
+        float *wt = wb + (t->data - w0);
         for (int r = 0; r < size; r++) {
             const exec_tensor *s = exec_net_tensor(shards[r], k);
             const exec_tfm *g = exec_net_tfm(shards[r], s->layer);
+            float *st = sb[r] + (s->data - exec_net_params(shards[r], NULL));
             assert(s->layer == t->layer && strcmp(s->name, t->name) == 0);
-            if (g && g->tp) exec_tfm_shard(g, t->data, s->data, 1);
-            else if (r == 0) memcpy(t->data, s->data, (size_t)t->n * sizeof *t->data);
+            if (g && g->tp) exec_tfm_shard(g, wt, st, to_whole);
+            else if (!to_whole) memcpy(st, wt, (size_t)t->n * sizeof *wt);
+            else if (r == 0) memcpy(wt, st, (size_t)t->n * sizeof *wt);
         }
     }
+}
+
+void exec_net_tp_gather(exec_net *whole, exec_net *const *shards, int size)
+{
+    float **sb = cl_malloc((size_t)size * sizeof *sb);
+    for (int r = 0; r < size; r++) sb[r] = exec_net_params(shards[r], NULL);
+    exec_net_tp_move(whole, exec_net_params(whole, NULL), shards, sb, size, 1);
+    free(sb);
 }
 
 static void solo_allreduce(void *ctx, int rank, float *buf, int64_t n)

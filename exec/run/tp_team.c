@@ -90,6 +90,7 @@ void exec_tp_team_destroy(exec_tp_team *t)
 int exec_tp_team_size(const exec_tp_team *t) { return t->size; }
 exec_net *exec_tp_team_net(exec_tp_team *t, int rank) { return t->w[rank].net; }
 exec_acts *exec_tp_team_acts(exec_tp_team *t, int rank) { return t->w[rank].acts; }
+exec_sgd *exec_tp_team_sgd(exec_tp_team *t, int rank) { return &t->w[rank].sgd; }
 
 void exec_tp_team_run(exec_tp_team *t, const float *x, const int32_t *y, int B, int train,
                       double lr)

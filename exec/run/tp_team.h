@@ -36,6 +36,7 @@ void exec_tp_team_destroy(exec_tp_team *t);
 int exec_tp_team_size(const exec_tp_team *t);
 exec_net *exec_tp_team_net(exec_tp_team *t, int rank);
 exec_acts *exec_tp_team_acts(exec_tp_team *t, int rank);
+exec_sgd *exec_tp_team_sgd(exec_tp_team *t, int rank);
 
 /* On every worker: forward of x (B, in_elems), labels y (B) into its acts;
  * with train, then the backward pass (loss scale 1 / B) and an SGD step at
