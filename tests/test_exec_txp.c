@@ -12,10 +12,12 @@
  *   the bound suite exec_tp puts on the reordered row-parallel sums, for
  *   the synchronous and the asynchronous schedules (PipeDream's weight
  *   versions are then every rank's);
- * - refusals (replicated stages, MPI, checkpoints, recomputation) and the
- *   command's output.
+ * - bench/validate.c's prediction of such a plan;
+ * - refusals (replicated stages, MPI, recomputation), the command's output,
+ *   and a run killed and resumed from its checkpoint.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@
 #include "exec/run/pipeline.h"
 #include "exec/run/train.h"
 #include "test.h"
+#include "test_proc.h"
 
 #define U 0x1p-24 /* float's unit roundoff */
 #define VIT_PLAN "bench/results/pipe/fmnist-vit-2stage-1f1b.json"
@@ -301,8 +304,7 @@ static void test_txp_refusals(void)
     p.recompute = 0;
     e = (cl_err){0};
     CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_OK);
-    CU_ASSERT_EQUAL(exec_pipe_ckpt_check(&p, "x.json", &e), CL_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "checkpoints of tensor-parallel pipelines"));
+    CU_ASSERT_EQUAL(exec_pipe_ckpt_check(&p, "x.json", &e), CL_OK);
     plan_free(&p);
 }
 
@@ -342,23 +344,33 @@ static void test_txp_cli(void)
     free(wf);
     free(out);
     free(err);
-    const char *bad[][2] = {
-        {"--backend mpi", "tensor parallelism runs on the threads backend only"},
-        {"--checkpoint CK", "checkpoints of tensor-parallel pipelines are not written yet"},
-    };
-    for (int i = 0; i < 2; i++) {
-        char opt[600];
-        snprintf(opt, sizeof opt, "%s", bad[i][0]);
-        if (strstr(opt, "CK")) snprintf(opt, sizeof opt, "--checkpoint %s", ck);
-        snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 %s", pl, opt);
-        CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
-        CU_ASSERT_PTR_NULL(strchr(err, '\n') ? strchr(strchr(err, '\n') + 1, '\n') : NULL);
-        CU_ASSERT_EQUAL(out[0], 0);
-        free(out);
-        free(err);
-    }
-    CU_ASSERT_PTR_NULL(test_slurp(ck));
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --backend mpi", pl);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor parallelism runs on the threads backend only"));
+    CU_ASSERT_PTR_NULL(strchr(err, '\n') ? strchr(strchr(err, '\n') + 1, '\n') : NULL);
+    CU_ASSERT_EQUAL(out[0], 0);
+    free(out);
+    free(err);
+    /* killed after iteration 5 of 8 with a checkpoint every iteration and
+     * resumed: the uninterrupted run's weights, byte for byte (each stage's
+     * checkpoint is its whole net, the shards gathered and split again) */
+    char full[600], wr[600];
+    snprintf(full, sizeof full, "%s/full.w", dir);
+    snprintf(wr, sizeof wr, "%s/resumed.w", dir);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --save-weights %s", pl, full);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
+    char *a1[] = {"train", "--plan", pl, "--synthetic", "256", "--epochs", "2", "--checkpoint", ck,
+                  "--checkpoint-every", "1", "--save-weights", wr, NULL};
+    int ok;
+    CU_ASSERT_EQUAL(tproc_signal_at(a1, dir, 5, SIGKILL, &ok), 128 + SIGKILL);
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(tproc_ckpt_iters(ck), 5);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --resume %s --save-weights %s",
+             pl, ck, wr);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "resumed from"));
+    CU_ASSERT(tproc_same_file(full, wr));
+    free(out);
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2", rc_plan);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "recompute: the plan recomputes (selective); pipelined training does not run recomputation yet"));
@@ -376,6 +388,8 @@ TEST_SUITE(exec_txp)
              test_txp_vs_t1);
     test_add("validate: one rank's costs, the all-reduces as the planner's ring, memory per rank",
              test_txp_validate);
-    test_add("replicated stages, indivisible t, recomputation, checkpoints refused", test_txp_refusals);
-    test_add("cleave train --plan with tensor 2: the run, the weights, the refusals", test_txp_cli);
+    test_add("replicated stages, indivisible t, recomputation refused; checkpoints allowed",
+             test_txp_refusals);
+    test_add("cleave train --plan with tensor 2: the run, the weights, MPI refused, kill and resume",
+             test_txp_cli);
 }

@@ -261,7 +261,7 @@ static int prun_init(pipe_run *R, const plan *p, const exec_pipe_opts *o, const 
     cl_err ignore = {0};
     R->ckpt = pipe_ckpt_check(R, &ignore) == CL_OK;
     if (o->ckpt_path || o->resume) {
-        if ((rc = exec_pipe_ckpt_check(p, o->file ? o->file : "plan", e)) || (rc = pipe_ckpt_check(R, e))) return rc;
+        if ((rc = pipe_ckpt_check(R, e))) return rc;
         if (o->resume && (rc = resume_position(R, o->resume, e))) return rc;
     }
     return CL_OK;

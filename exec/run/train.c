@@ -269,59 +269,28 @@ int exec_trainer_epoch(exec_trainer *t, const exec_data *train, const exec_data 
 
 /* ------------------------------------------------------- checkpoints -- */
 
-/* With tensor parallelism a checkpoint holds the whole model, as without
- * (so a run may resume with another --tensor): the shards' parameters and
- * momentum gathered into (to_whole 1) or split from (0) the unsplit net
- * `whole` and its optimiser ws; the replicated state the layers outside
- * the split carry (running statistics, dropout streams) is rank 0's, the
- * same on every rank. */
-static void team_state(exec_trainer *t, exec_net *whole, exec_sgd *ws, int to_whole)
+/* With tensor parallelism the team's nets and optimisers, rank by rank
+ * (caller frees both arrays). */
+static void team_nets(exec_trainer *t, exec_net ***nets, exec_sgd ***sgd)
 {
     const int T = exec_tp_team_size(t->team);
-    exec_net **nets = cl_malloc((size_t)T * sizeof *nets);
-    float **vel = cl_malloc((size_t)T * sizeof *vel), **par = cl_malloc((size_t)T * sizeof *par);
+    *nets = cl_malloc((size_t)T * sizeof **nets);
+    *sgd = cl_malloc((size_t)T * sizeof **sgd);
     for (int r = 0; r < T; r++) {
-        nets[r] = exec_tp_team_net(t->team, r);
-        par[r] = exec_net_params(nets[r], NULL);
-        vel[r] = exec_tp_team_sgd(t->team, r)->velocity;
+        (*nets)[r] = exec_tp_team_net(t->team, r);
+        (*sgd)[r] = exec_tp_team_sgd(t->team, r);
     }
-    exec_net_tp_move(whole, exec_net_params(whole, NULL), nets, par, T, to_whole);
-    exec_net_tp_move(whole, ws->velocity, nets, vel, T, to_whole);
-    int64_t nb, nr;
-    float *wb = exec_net_bufs(whole, &nb);
-    for (int r = 0; r < (to_whole ? 1 : T); r++) {
-        float *rb = exec_net_bufs(nets[r], &nr);
-        assert(nr == nb && exec_net_n_rngs(nets[r]) == exec_net_n_rngs(whole));
-        memcpy(to_whole ? wb : rb, to_whole ? rb : wb, (size_t)nb * sizeof *wb);
-        for (int k = 0; k < exec_net_n_rngs(whole); k++)
-            gsl_rng_memcpy(to_whole ? exec_net_rng(whole, k) : exec_net_rng(nets[r], k),
-                           to_whole ? exec_net_rng(nets[r], k) : exec_net_rng(whole, k));
-    }
-    free(nets);
-    free(vel);
-    free(par);
-}
-
-/* The unsplit net and optimiser team_state moves the team's state through. */
-static void whole_net(exec_trainer *t, exec_net **whole, exec_sgd *ws)
-{
-    cl_err e = {0};
-    int rc = exec_net_create(whole, t->m, 0, t->m->n_layers, 1, t->o.seed, 0, "", &e);
-    assert(rc == CL_OK && "the model made a trainer already");
-    (void)rc;
-    exec_sgd_init(ws, *whole, t->o.lr, t->o.momentum, t->o.weight_decay);
 }
 
 void exec_trainer_save(exec_trainer *t, exec_ckpt *c)
 {
-    if (t->team) {
-        exec_net *whole;
-        exec_sgd ws;
-        whole_net(t, &whole, &ws);
-        team_state(t, whole, &ws, 1);
-        exec_ckpt_put_net(c, "s0", whole, &ws);
-        exec_sgd_free(&ws);
-        exec_net_destroy(whole);
+    if (t->team) { /* the whole model, as without (a resume may use another degree) */
+        exec_net **nets;
+        exec_sgd **sgd;
+        team_nets(t, &nets, &sgd);
+        exec_ckpt_put_net_tp(c, "s0", t->m, 0, t->m->n_layers, nets, sgd, exec_tp_team_size(t->team));
+        free(nets);
+        free(sgd);
     } else {
         exec_ckpt_put_net(c, "s0", t->net, &t->sgd);
     }
@@ -349,13 +318,13 @@ int exec_trainer_restore(exec_trainer *t, const exec_ckpt *c, int64_t n_train, c
                        exec_ckpt_file(c), (long long)iv[0], t->o.epochs, (long long)iv[2],
                        (long long)steps);
     if (t->team) {
-        exec_net *whole;
-        exec_sgd ws;
-        whole_net(t, &whole, &ws);
-        rc = exec_ckpt_get_net(c, "s0", whole, &ws, e);
-        if (!rc) team_state(t, whole, &ws, 0);
-        exec_sgd_free(&ws);
-        exec_net_destroy(whole);
+        exec_net **nets;
+        exec_sgd **sgd;
+        team_nets(t, &nets, &sgd);
+        rc = exec_ckpt_get_net_tp(c, "s0", t->m, 0, t->m->n_layers, nets, sgd,
+                                  exec_tp_team_size(t->team), e);
+        free(nets);
+        free(sgd);
     } else {
         rc = exec_ckpt_get_net(c, "s0", t->net, &t->sgd, e);
     }
