@@ -32,6 +32,7 @@
 #include "exec/run/pipeline.h"
 #include "exec/run/train.h"
 #include "test.h"
+#include "test_pipe.h"
 #include "test_proc.h"
 
 #define U 0x1p-24 /* float's unit roundoff */
@@ -56,20 +57,12 @@ static int vit_plan(plan *p, sched_kind kind, int m, int mb, int t)
     return 0;
 }
 
-/* Options of a short deterministic run over data d. */
+/* Options of a short deterministic run over data d: the pipe suites'
+ * (tp_opts), with the cosine schedule so the lr changes every step. */
 static void run_opts(exec_pipe_opts *o, const exec_data *d)
 {
-    exec_pipe_defaults(o);
-    o->train = d;
-    o->file = VIT_PLAN;
-    o->iterations = K_IT;
-    o->lr = 0.05;
-    o->momentum = 0.9;
-    o->weight_decay = 1e-3;
+    tp_opts(o, d, VIT_PLAN, K_IT);
     o->lr_schedule = EXEC_LR_COSINE;
-    o->seed = 3;
-    o->keep_params = 1;
-    o->stall_s = 60;
 }
 
 static int run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r)
