@@ -259,7 +259,8 @@ void exec_val_report_free(exec_val_report *r);
 
 /* `cleave bench validate` (bench/validate_bench.c): writes <outdir>/validate.csv. */
 int exec_val_bench(const char *outdir, int quick);
-/* The suite's tensor-parallel cases alone, into <outdir>/validate-tp.csv. */
+/* The suite's tensor-parallel cases and the same one-stage ViT plans with
+ * t = 1, into <outdir>/validate-tp.csv. */
 int exec_val_bench_tp(const char *outdir, int quick);
 
 #endif

@@ -3,7 +3,9 @@
  *
  * Suite: the three Fashion-MNIST models (MLP, CNN, vision transformer) x
  * {1 stage, 2 stages} x schedules (gpipe, 1f1b, zb-h1, interleaved with 2
- * chunks per worker, pipedream, fbp) x microbatch counts.  Each plan is built here, not by the planner (the
+ * chunks per worker, pipedream, fbp) x microbatch counts, and the vision
+ * transformer with tensor parallelism 2 on one stage (docs/validation-tp.md:
+ * t x p <= 2 threads on the 2 cores).  Each plan is built here, not by the planner (the
  * planner makes no interleaved plans): the model's layers are cut into
  * stages x chunks contiguous stages that balance the work of a profile
  * taken at the start (a min-max DP), stage k on core k mod stages.  Then,
@@ -19,7 +21,7 @@
  * reports its round of median error: a slow spell of the host, seconds
  * long, then falls on one round of a few cases instead of deciding a case.
  *
- * Columns: case, model, schedule, stages, chunks, microbatches, microbatch,
+ * Columns: case, model, schedule, stages, chunks, tensor, microbatches, microbatch,
  * iterations, pred_iter_s, meas_iter_s, iter_error, busy_max_error (largest
  * |error| of per-worker busy time per iteration), mem_pred_bytes /
  * mem_meas_bytes / mem_error (the worker with the largest |error|),
@@ -92,8 +94,10 @@ static const vcase suite[] = {
     {2, SCHED_GPIPE, 1, 1, 4, 2}, {2, SCHED_GPIPE, 1, 1, 8, 2},
     {2, SCHED_FBP, 1, 1, 4, 2},
 };
-/* `cleave bench validate-tp`: the cases with tensor parallelism alone */
-static const int tp_first = 32;
+/* `cleave bench validate-tp`: the cases with tensor parallelism, after the
+ * same plans with t = 1 (ViT, one stage: gpipe m4 and fbp m4) measured in
+ * the same minutes, so the two degrees' errors compare */
+static const int tp_cases[] = {20, 21, 32, 33, 34};
 static const vcase quick_suite[] = {
     {0, SCHED_1F1B, 2, 1, 4, 1},
     {0, SCHED_FBP, 2, 1, 4, 1},
@@ -399,9 +403,14 @@ static void summary(const vres *v, int n, int which, double *mean, double *max, 
 static int val_bench(const char *outdir, int quick, int tp_only)
 {
     cl_err e = {0};
-    const vcase *cs = quick ? quick_suite : tp_only ? suite + tp_first : suite;
-    int n = quick ? (int)(sizeof quick_suite / sizeof *quick_suite)
-                  : (int)(sizeof suite / sizeof *suite) - (tp_only ? tp_first : 0);
+    const int n_suite = (int)(sizeof suite / sizeof *suite), n_tp = (int)(sizeof tp_cases / sizeof *tp_cases);
+    int n = quick ? (int)(sizeof quick_suite / sizeof *quick_suite) : tp_only ? n_tp : n_suite;
+    vcase *cs = cl_malloc((size_t)n * sizeof *cs);
+    int *num = cl_malloc((size_t)n * sizeof *num); /* each case's number in the suite */
+    for (int i = 0; i < n; i++) {
+        num[i] = quick ? i : tp_only ? tp_cases[i] : i;
+        cs[i] = quick ? quick_suite[i] : suite[num[i]];
+    }
     int runs = quick ? 1 : 3, iters = quick ? 6 : 30, reps = quick ? 5 : 30, rounds = quick ? 1 : 3;
     model md[N_MODELS];
     prof pf[N_MODELS];
@@ -503,14 +512,14 @@ static int val_bench(const char *outdir, int quick, int tp_only)
         }
         v[i] = r[pick];
         printf("  %-4d %-10s %-12s %3d %3d %3d %3d %9.3f ms %9.3f ms %+7.2f%% %+7.2f%% %+7.2f%% %7.2f%% %+7.2f%% %5.2f  %5.2f/%5.2f  %+5.1f%%%s\n",
-               i + (int)(cs - suite), md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
+               num[i], md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
                c->tensor > 1 ? c->tensor : 1, v[i].pred * 1e3, v[i].meas * 1e3, 100 * v[i].err, 100 * v[i].err_p10,
                100 * v[i].err_layers, 100 * v[i].busy_err, 100 * v[i].mem_err, v[i].load,
                v[i].post_s * 1e6, v[i].handoff_s * 1e6, 100 * v[i].host_slow90,
                fabs(v[i].err) > 0.05 ? "  (over 5%)" : "");
         fflush(stdout);
         fprintf(out.f, "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.9g,%.9g,%.5f,%.5f,%.0f,%.0f,%.5f,%.9g,%.9g,%.9g,%.5f,%.9g,%.5f,%.2f,%.4g,%.4g,%.4f,%.4f,",
-                i + (int)(cs - suite), md[c->model].name, sched_kind_name(c->kind), c->stages,
+                num[i], md[c->model].name, sched_kind_name(c->kind), c->stages,
                 c->chunks, c->tensor > 1 ? c->tensor : 1, c->micro, model_mb[c->model], iters, v[i].pred, v[i].meas, v[i].err, v[i].busy_err,
                 v[i].mem_pred, v[i].mem_meas, v[i].mem_err, v[i].meas_min, v[i].meas_max,
                 v[i].p10, v[i].err_p10, v[i].pred_layers, v[i].err_layers, v[i].load,
@@ -556,6 +565,8 @@ static int val_bench(const char *outdir, int quick, int tp_only)
     }
     if (rc) fprintf(stderr, "bench validate: %s\n", e.msg);
     free(v);
+    free(cs);
+    free(num);
     for (int i = 0; i < N_MODELS; i++)
         if (have[i]) {
             prof_free(&pf[i]);

@@ -56,7 +56,7 @@ static const bench_entry benches[] = {
     {"plan", plan_bench, "planner: planning time vs layers and devices, PipeDream profiles on 32 devices"},
     {"exec", exec_bench, "executor: GFLOP/s per layer vs FMA peak and SGEMM, samples/s, profile vs step, PyTorch"},
     {"validate", exec_val_bench, "prediction accuracy: simulated vs measured iteration time and memory over 35 plans (MLP, CNN, vision transformer; 3 tensor-parallel)"},
-    {"validate-tp", exec_val_bench_tp, "the validate suite's 3 tensor-parallel vision transformer plans alone (validate-tp.csv)"},
+    {"validate-tp", exec_val_bench_tp, "the validate suite's 3 tensor-parallel vision transformer plans and their 2 one-stage t = 1 twins (validate-tp.csv)"},
     {"pipe", exec_pipe_bench, "pipelined training: 2-stage FBP and 1F1B vs sequential samples/s, MPI vs threads"},
     {"fidelity", fidelity_bench, "published Megatron-style runs: predicted vs measured iteration time (CSV and plot)"},
     {"studies", study_bench, "cleave demo wall time (target under 60 s), sweep time per point, compare per cluster"},
