@@ -167,9 +167,12 @@ void pipe_tp_swap(pstage *ps, float *stash)
 
 void pipe_tp_copy_params(pstage *ps, float *stash)
 {
-    for (int r = 0; r < ps->T; r++)
-        memcpy(stash + (int64_t)r * ps->n_floats, exec_net_params(ps->tnet[r], NULL),
-               (size_t)ps->n_floats * sizeof *stash);
+    for (int r = 0; r < ps->T; r++) {
+        int64_t n;
+        const float *p = exec_net_params(ps->tnet[r], &n);
+        assert(n == ps->n_floats); /* every rank's shard is as large (tp_check) */
+        memcpy(stash + (int64_t)r * ps->n_floats, p, (size_t)n * sizeof *stash);
+    }
 }
 
 exec_net *pipe_tp_whole(pipe_worker *W, pstage *ps, int *made)
