@@ -15,6 +15,8 @@
 #include "exec/nn/net.h"
 #include "exec/nn/optim.h"
 #include "exec/probe/profile_layers.h"
+#include "exec/run/tp_crew.h"
+#include "models/tfm_rank.h"
 #include "validate.h"
 
 /* --------------------------------------------------------- arithmetic -- */
@@ -86,8 +88,9 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
                         int reps, exec_val_extra *v, const char *file, cl_err *e)
 {
     const int mb = p->microbatch > 0 ? p->microbatch : 1;
-    exec_net *n;
-    int rc = exec_net_create(&n, &p->model, st->first, st->last + 1, mb, 1, 0, file, e);
+    exec_net *n; /* with tensor parallelism, rank 0's share (exec_val_tp_comm) */
+    int rc = exec_net_create_solo(&n, &p->model, st->first, st->last + 1, mb, 1, 0, plan_tensor(p),
+                                  file, e);
     if (rc) return rc;
     exec_acts *a = exec_acts_create(n, mb);
     int64_t n_par;
@@ -208,6 +211,29 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
     return CL_OK;
 }
 
+static void crew_noop(void *ctx, int rank)
+{
+    (void)ctx, (void)rank;
+}
+
+/* Median seconds of one exec_tp_crew_run of nothing on t ranks: the two
+ * rendezvous every compute op of a tensor-parallel stage pays to start its
+ * ranks and to wait for them (3 warm-up runs, then reps timed). */
+static double crew_run_s(int t, int reps)
+{
+    exec_tp_crew *c = exec_tp_crew_create(t, 0, NULL);
+    double *v = cl_malloc((size_t)reps * sizeof *v);
+    for (int r = -3; r < reps; r++) {
+        double t0 = exec_now();
+        exec_tp_crew_run(c, crew_noop, NULL);
+        if (r >= 0) v[r] = exec_now() - t0;
+    }
+    double med = cl_median(v, reps);
+    free(v);
+    exec_tp_crew_destroy(c);
+    return med;
+}
+
 int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x,
                    const char *file, cl_err *e)
 {
@@ -248,6 +274,7 @@ int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x
     }
     if (x && ctx) rc = exec_val_replay(p, reps, (ctx & EXEC_VAL_CTX_XCORE) != 0, x, file, e);
     if (!x || rc) return rc;
+    const double crew_s = plan_tensor(p) > 1 ? crew_run_s(plan_tensor(p), reps) : 0;
     for (int s = 0; s < p->n_stages; s++) {
         plan_stage *st = &p->stages[s];
         exec_val_extra *v = &x[s];
@@ -256,13 +283,36 @@ int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x
             st->bwd_in_s = v->bwd_in_ctx_s;
             st->bwd_w_s = v->bwd_w_ctx_s;
         }
-        st->fwd_s += v->copy_s + v->input_s;
-        st->bwd_in_s += v->swap_s;
+        /* a stage split over t ranks starts every compute op on its crew
+         * (pipe_tp.h): W is an op of its own in zb-h1 only */
+        if (exec_net_has_split(&p->model, st->first, st->last + 1)) v->crew_s = crew_s;
+        st->fwd_s += v->copy_s + v->input_s + v->crew_s;
+        st->bwd_in_s += v->swap_s + v->crew_s;
+        if (p->schedule == SCHED_ZBH1) st->bwd_w_s += v->crew_s;
         st->stash_bytes = v->acts_bytes;
         st->param_bytes = v->param_bytes;
-        st->update_s = v->update_s + v->version_s;
+        st->update_s = v->update_s + v->version_s + v->crew_s;
     }
     return CL_OK;
+}
+
+void exec_val_tp_comm(plan *p, const cluster_link *link)
+{
+    const int t = plan_tensor(p);
+    const double b = p->microbatch > 0 ? p->microbatch : 1;
+    for (int s = 0; s < p->n_stages && t > 1; s++) {
+        plan_stage *st = &p->stages[s];
+        for (int i = st->first; i <= st->last; i++) {
+            const model_layer *l = &p->model.layers[i];
+            if (l->kind != MODEL_ATTENTION && l->kind != MODEL_MLP) continue;
+            /* one all-reduce of the layer's output in the forward, one of
+             * its input gradient (the same shape) in the backward */
+            tfm_rank_coll c = {.ar = 1, .msg = (double)l->out_elems * 4};
+            double ar = tfm_rank_coll_s(&c, t, b, link->bw_Bps, link->latency_s);
+            st->fwd_s += ar;
+            st->bwd_in_s += ar;
+        }
+    }
 }
 
 void exec_val_layer_costs(plan *p, const exec_val_extra *x)
@@ -280,7 +330,7 @@ void exec_val_layer_costs(plan *p, const exec_val_extra *x)
 int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err *e)
 {
     int64_t b = p->microbatch > 0 ? p->microbatch : 1;
-    return exec_profile(&p->model, file, &b, 1, 3, reps, 1, pf, e);
+    return exec_profile_tp(&p->model, file, &b, 1, 3, reps, 1, plan_tensor(p), pf, e);
 }
 
 int exec_val_post_s(exec_pipe_backend backend, double *post_s, double *handoff_s, cl_err *e)

@@ -68,6 +68,9 @@ typedef struct exec_val_extra {
                                update                                        */
     double post_f_s, post_b_s; /* posting the SEND after each F / B
                                (exec_val_add_posts)                          */
+    double crew_s;          /* tensor parallelism, a stage with split layers:
+                               starting its ranks and waiting for them, once
+                               per compute op (pipe_tp.h; measured) */
     /* memory */
     double acts_bytes;      /* one microbatch's exec_acts: what the runtime
                                keeps per stashed microbatch                   */
@@ -111,6 +114,16 @@ enum {
 };
 int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x,
                    const char *file, cl_err *e);
+/* Tensor parallelism (plan tensor t > 1, pipe_tp.h), the planner's way
+ * (planner/tensor.c, tp_add_comm): exec_val_costs has costed one rank's
+ * share of every stage (exec_net_create_solo, a profile from
+ * exec_profile_tp) with its collectives left out, and the crew's start and
+ * wait on every compute op (crew_s); this adds each split layer's two
+ * all-reduces of its (microbatch, T, D) output, one to the forward and one
+ * to the input gradient, priced as a ring over t ranks on `link`
+ * (tfm_rank_coll_s: 2 (t - 1) steps of latency + bytes / (t bandwidth)).
+ * Nothing when t is 1. */
+void exec_val_tp_comm(plan *p, const cluster_link *link);
 /* The context part of exec_val_costs (validate_replay.c): the stages'
  * passes timed as the run executes them, every worker's op list of the
  * plan's schedule replayed on this thread without the transfers (xcore: a
@@ -246,5 +259,8 @@ void exec_val_report_free(exec_val_report *r);
 
 /* `cleave bench validate` (bench/validate_bench.c): writes <outdir>/validate.csv. */
 int exec_val_bench(const char *outdir, int quick);
+/* The suite's tensor-parallel cases and the same one-stage ViT plans with
+ * t = 1, into <outdir>/validate-tp.csv. */
+int exec_val_bench_tp(const char *outdir, int quick);
 
 #endif

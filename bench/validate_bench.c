@@ -3,7 +3,9 @@
  *
  * Suite: the three Fashion-MNIST models (MLP, CNN, vision transformer) x
  * {1 stage, 2 stages} x schedules (gpipe, 1f1b, zb-h1, interleaved with 2
- * chunks per worker, pipedream, fbp) x microbatch counts.  Each plan is built here, not by the planner (the
+ * chunks per worker, pipedream, fbp) x microbatch counts, and the vision
+ * transformer with tensor parallelism 2 on one stage (docs/validation-tp.md:
+ * t x p <= 2 threads on the 2 cores).  Each plan is built here, not by the planner (the
  * planner makes no interleaved plans): the model's layers are cut into
  * stages x chunks contiguous stages that balance the work of a profile
  * taken at the start (a min-max DP), stage k on core k mod stages.  Then,
@@ -19,7 +21,7 @@
  * reports its round of median error: a slow spell of the host, seconds
  * long, then falls on one round of a few cases instead of deciding a case.
  *
- * Columns: case, model, schedule, stages, chunks, microbatches, microbatch,
+ * Columns: case, model, schedule, stages, chunks, tensor, microbatches, microbatch,
  * iterations, pred_iter_s, meas_iter_s, iter_error, busy_max_error (largest
  * |error| of per-worker busy time per iteration), mem_pred_bytes /
  * mem_meas_bytes / mem_error (the worker with the largest |error|),
@@ -60,6 +62,7 @@ typedef struct vcase {
     int model;           /* index into models[] */
     sched_kind kind;
     int stages, chunks, micro;
+    int tensor;          /* tensor-parallel ranks per stage; 0 and 1: none */
 } vcase;
 
 static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cnn.json",
@@ -71,27 +74,34 @@ static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cn
 static const int model_mb[N_MODELS] = {32, 16, 16};
 
 static const vcase suite[] = {
-    {0, SCHED_GPIPE, 1, 1, 4},       {0, SCHED_FBP, 1, 1, 4},
-    {0, SCHED_GPIPE, 2, 1, 4},       {0, SCHED_1F1B, 2, 1, 4},
-    {0, SCHED_1F1B, 2, 1, 8},        {0, SCHED_ZBH1, 2, 1, 4},
-    {0, SCHED_INTERLEAVED, 2, 2, 4}, {0, SCHED_PIPEDREAM, 2, 1, 4},
-    {0, SCHED_FBP, 2, 1, 4},         {0, SCHED_FBP, 2, 1, 8},
-    {1, SCHED_GPIPE, 1, 1, 4},       {1, SCHED_FBP, 1, 1, 4},
-    {1, SCHED_GPIPE, 2, 1, 4},       {1, SCHED_1F1B, 2, 1, 4},
-    {1, SCHED_1F1B, 2, 1, 8},        {1, SCHED_ZBH1, 2, 1, 4},
-    {1, SCHED_INTERLEAVED, 2, 2, 4}, {1, SCHED_PIPEDREAM, 2, 1, 4},
-    {1, SCHED_FBP, 2, 1, 4},         {1, SCHED_FBP, 2, 1, 8},
-    {2, SCHED_GPIPE, 1, 1, 4},       {2, SCHED_FBP, 1, 1, 4},
-    {2, SCHED_GPIPE, 2, 1, 4},       {2, SCHED_GPIPE, 2, 1, 8},
-    {2, SCHED_1F1B, 2, 1, 2},        {2, SCHED_1F1B, 2, 1, 4},
-    {2, SCHED_1F1B, 2, 1, 8},        {2, SCHED_ZBH1, 2, 1, 4},
-    {2, SCHED_INTERLEAVED, 2, 2, 4}, {2, SCHED_PIPEDREAM, 2, 1, 4},
-    {2, SCHED_FBP, 2, 1, 4},         {2, SCHED_FBP, 2, 1, 8},
+    {0, SCHED_GPIPE, 1, 1, 4, 1},       {0, SCHED_FBP, 1, 1, 4, 1},
+    {0, SCHED_GPIPE, 2, 1, 4, 1},       {0, SCHED_1F1B, 2, 1, 4, 1},
+    {0, SCHED_1F1B, 2, 1, 8, 1},        {0, SCHED_ZBH1, 2, 1, 4, 1},
+    {0, SCHED_INTERLEAVED, 2, 2, 4, 1}, {0, SCHED_PIPEDREAM, 2, 1, 4, 1},
+    {0, SCHED_FBP, 2, 1, 4, 1},         {0, SCHED_FBP, 2, 1, 8, 1},
+    {1, SCHED_GPIPE, 1, 1, 4, 1},       {1, SCHED_FBP, 1, 1, 4, 1},
+    {1, SCHED_GPIPE, 2, 1, 4, 1},       {1, SCHED_1F1B, 2, 1, 4, 1},
+    {1, SCHED_1F1B, 2, 1, 8, 1},        {1, SCHED_ZBH1, 2, 1, 4, 1},
+    {1, SCHED_INTERLEAVED, 2, 2, 4, 1}, {1, SCHED_PIPEDREAM, 2, 1, 4, 1},
+    {1, SCHED_FBP, 2, 1, 4, 1},         {1, SCHED_FBP, 2, 1, 8, 1},
+    {2, SCHED_GPIPE, 1, 1, 4, 1},       {2, SCHED_FBP, 1, 1, 4, 1},
+    {2, SCHED_GPIPE, 2, 1, 4, 1},       {2, SCHED_GPIPE, 2, 1, 8, 1},
+    {2, SCHED_1F1B, 2, 1, 2, 1},        {2, SCHED_1F1B, 2, 1, 4, 1},
+    {2, SCHED_1F1B, 2, 1, 8, 1},        {2, SCHED_ZBH1, 2, 1, 4, 1},
+    {2, SCHED_INTERLEAVED, 2, 2, 4, 1}, {2, SCHED_PIPEDREAM, 2, 1, 4, 1},
+    {2, SCHED_FBP, 2, 1, 4, 1},         {2, SCHED_FBP, 2, 1, 8, 1},
+    /* tensor parallelism, t x p <= 2 threads on the 2 cores (docs/validation.md) */
+    {2, SCHED_GPIPE, 1, 1, 4, 2}, {2, SCHED_GPIPE, 1, 1, 8, 2},
+    {2, SCHED_FBP, 1, 1, 4, 2},
 };
+/* `cleave bench validate-tp`: the cases with tensor parallelism, after the
+ * same plans with t = 1 (ViT, one stage: gpipe m4 and fbp m4) measured in
+ * the same minutes, so the two degrees' errors compare */
+static const int tp_cases[] = {20, 21, 32, 33, 34};
 static const vcase quick_suite[] = {
-    {0, SCHED_1F1B, 2, 1, 4},
-    {0, SCHED_FBP, 2, 1, 4},
-    {2, SCHED_1F1B, 2, 1, 4},
+    {0, SCHED_1F1B, 2, 1, 4, 1},
+    {0, SCHED_FBP, 2, 1, 4, 1},
+    {2, SCHED_1F1B, 2, 1, 4, 1},
 };
 
 /* ------------------------------------------------------------- plans -- */
@@ -151,6 +161,7 @@ static int build_plan(plan *p, const vcase *c, int mb, const model *m, const clu
     cJSON_Delete(cj);
     p->schedule = c->kind;
     p->chunks = c->chunks;
+    p->tensor = c->tensor > 1 ? c->tensor : 1;
     p->optimizer = OPTIM_MOMENTUM;
     p->microbatch = mb;
     p->n_micro = c->micro;
@@ -239,7 +250,7 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     prof now;
     int64_t b = mb;
     v->load = loadavg();
-    rc = exec_profile(m, models[c->model], &b, 1, 3, reps, 1, &now, e);
+    rc = exec_profile_tp(m, models[c->model], &b, 1, 3, reps, 1, plan_tensor(&p), &now, e);
     if (rc) {
         plan_free(&p);
         return rc;
@@ -252,20 +263,27 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
      * wait behaviour they will have (spinning, or asleep when other jobs
      * take the cores: exec_val_post_s) */
     double post_s = 0, handoff_s = 0;
-    if (!rc && p.n_stages > 1) rc = exec_val_post_s(EXEC_PIPE_THREADS, &post_s, &handoff_s, e);
+    const int tp = plan_tensor(&p) > 1;
+    if (!rc && (p.n_stages > 1 || tp)) rc = exec_val_post_s(EXEC_PIPE_THREADS, &post_s, &handoff_s, e);
     exec_val_add_posts(&p, ex, post_s);
     cluster_link link =
         exec_val_link(&(cluster_link){fit->bw_Bps, post_s + handoff_s}, EXEC_PIPE_THREADS, post_s);
     v->post_s = post_s;
-    v->handoff_s = p.n_stages > 1 ? link.latency_s : 0;
+    v->handoff_s = p.n_stages > 1 || tp ? link.latency_s : 0;
     exec_val_set_link(&p, &link);
+    /* the tensor-parallel all-reduces: a rendezvous of the ranks through
+     * shared memory (tp_group.h), priced as the planner prices them on the
+     * node's link, here the message probe's whole cost (a waker's post and
+     * a sleeper's hand-off per step) and the link fit's copy bandwidth */
+    if (!rc && tp) exec_val_tp_comm(&p, &(cluster_link){fit->bw_Bps, post_s + handoff_s});
     sim_result pred;
     memset(&pred, 0, sizeof pred);
     if (!rc) rc = exec_val_predict(&p, iters, NULL, &pred, e);
     /* how steady the host computes around the runs (exec/probe/steady.h):
      * the same fixed work timed on as many threads as the plan has workers */
     exec_steady st[2];
-    if (!rc && exec_steady_measure(STEADY_PROBE_S, c->stages, &st[0])) memset(&st[0], 0, sizeof st[0]);
+    const int threads = c->stages * plan_tensor(&p);
+    if (!rc && exec_steady_measure(STEADY_PROBE_S, threads, &st[0])) memset(&st[0], 0, sizeof st[0]);
     exec_pipe_result *meas = cl_calloc((size_t)runs, sizeof *meas);
     double *its = cl_malloc((size_t)runs * sizeof *its);
     double *all = cl_malloc((size_t)runs * (size_t)iters * sizeof *all);
@@ -278,7 +296,7 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
         exec_val_measured_iteration(&p, &meas[r], &first, &last);
         for (int k = first; k <= last; k++) all[n_all++] = meas[r].iter_s[k];
     }
-    if (!rc && exec_steady_measure(STEADY_PROBE_S, c->stages, &st[1])) memset(&st[1], 0, sizeof st[1]);
+    if (!rc && exec_steady_measure(STEADY_PROBE_S, threads, &st[1])) memset(&st[1], 0, sizeof st[1]);
     if (!rc) {
         v->host_slow50 = fmax(st[0].slow50, st[1].slow50);
         v->host_slow90 = fmax(st[0].slow90, st[1].slow90);
@@ -380,12 +398,19 @@ static void summary(const vres *v, int n, int which, double *mean, double *max, 
     free(err);
 }
 
-int exec_val_bench(const char *outdir, int quick)
+/* The suite (quick: quick_suite; tp_only: the tensor-parallel cases, into
+ * validate-tp.csv). */
+static int val_bench(const char *outdir, int quick, int tp_only)
 {
     cl_err e = {0};
-    const vcase *cs = quick ? quick_suite : suite;
-    int n = quick ? (int)(sizeof quick_suite / sizeof *quick_suite)
-                  : (int)(sizeof suite / sizeof *suite);
+    const int n_suite = (int)(sizeof suite / sizeof *suite), n_tp = (int)(sizeof tp_cases / sizeof *tp_cases);
+    int n = quick ? (int)(sizeof quick_suite / sizeof *quick_suite) : tp_only ? n_tp : n_suite;
+    vcase *cs = cl_malloc((size_t)n * sizeof *cs);
+    int *num = cl_malloc((size_t)n * sizeof *num); /* each case's number in the suite */
+    for (int i = 0; i < n; i++) {
+        num[i] = quick ? i : tp_only ? tp_cases[i] : i;
+        cs[i] = quick ? quick_suite[i] : suite[num[i]];
+    }
     int runs = quick ? 1 : 3, iters = quick ? 6 : 30, reps = quick ? 5 : 30, rounds = quick ? 1 : 3;
     model md[N_MODELS];
     prof pf[N_MODELS];
@@ -433,7 +458,7 @@ int exec_val_bench(const char *outdir, int quick)
         }
     }
     char path[4096];
-    snprintf(path, sizeof path, "%s/validate.csv", outdir);
+    snprintf(path, sizeof path, "%s/%s.csv", outdir, tp_only ? "validate-tp" : "validate");
     cl_out out = {0};
     if (!rc) rc = cl_out_open(&out, path, &e);
     vres *v = cl_calloc((size_t)n, sizeof *v);
@@ -451,10 +476,10 @@ int exec_val_bench(const char *outdir, int quick)
                fit.latency_s * 1e6, fit.bw_Bps * 1e-9, fit.r2, post_s * 1e6);
         if (why[0]) printf("  the link fit is %s\n", why);
         printf("  each case measures what a small message costs right before its runs, with the wait behaviour the runs will have: the sender's share (post_s, added to F/B) and the rest, the hand-off (handoff_s; the copy is in F)\n");
-        printf("  %-4s %-10s %-12s %3s %3s %3s %11s %11s %8s %8s %8s %8s %8s %5s  %-16s %s\n", "case", "model",
-               "schedule", "p", "v", "m", "predicted", "measured", "error", "vs p10", "layers",
+        printf("  %-4s %-10s %-12s %3s %3s %3s %3s %11s %11s %8s %8s %8s %8s %8s %5s  %-16s %s\n", "case", "model",
+               "schedule", "p", "v", "m", "t", "predicted", "measured", "error", "vs p10", "layers",
                "busy", "memory", "load", "post/hand-off us", "host");
-        fprintf(out.f, "case,model,schedule,stages,chunks,microbatches,microbatch,iterations,pred_iter_s,meas_iter_s,iter_error,busy_max_error,mem_pred_bytes,mem_meas_bytes,mem_error,meas_iter_min_s,meas_iter_max_s,meas_iter_p10_s,iter_error_p10,pred_layers_iter_s,iter_error_layers,load,post_s,handoff_s,host_slow50,host_slow90,cpu,blas_kernel,notes\n");
+        fprintf(out.f, "case,model,schedule,stages,chunks,tensor,microbatches,microbatch,iterations,pred_iter_s,meas_iter_s,iter_error,busy_max_error,mem_pred_bytes,mem_meas_bytes,mem_error,meas_iter_min_s,meas_iter_max_s,meas_iter_p10_s,iter_error_p10,pred_layers_iter_s,iter_error_layers,load,post_s,handoff_s,host_slow50,host_slow90,cpu,blas_kernel,notes\n");
     }
     /* Rounds: every case profiled, predicted and measured once per round,
      * round after round, so a slow spell of the machine (seconds long on a
@@ -486,16 +511,16 @@ int exec_val_bench(const char *outdir, int quick)
             if (below + equal_before == (rounds - 1) / 2) pick = k;
         }
         v[i] = r[pick];
-        printf("  %-4d %-10s %-12s %3d %3d %3d %9.3f ms %9.3f ms %+7.2f%% %+7.2f%% %+7.2f%% %7.2f%% %+7.2f%% %5.2f  %5.2f/%5.2f  %+5.1f%%%s\n",
-               i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
-               v[i].pred * 1e3, v[i].meas * 1e3, 100 * v[i].err, 100 * v[i].err_p10,
+        printf("  %-4d %-10s %-12s %3d %3d %3d %3d %9.3f ms %9.3f ms %+7.2f%% %+7.2f%% %+7.2f%% %7.2f%% %+7.2f%% %5.2f  %5.2f/%5.2f  %+5.1f%%%s\n",
+               num[i], md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
+               c->tensor > 1 ? c->tensor : 1, v[i].pred * 1e3, v[i].meas * 1e3, 100 * v[i].err, 100 * v[i].err_p10,
                100 * v[i].err_layers, 100 * v[i].busy_err, 100 * v[i].mem_err, v[i].load,
                v[i].post_s * 1e6, v[i].handoff_s * 1e6, 100 * v[i].host_slow90,
                fabs(v[i].err) > 0.05 ? "  (over 5%)" : "");
         fflush(stdout);
-        fprintf(out.f, "%d,%s,%s,%d,%d,%d,%d,%d,%.9g,%.9g,%.5f,%.5f,%.0f,%.0f,%.5f,%.9g,%.9g,%.9g,%.5f,%.9g,%.5f,%.2f,%.4g,%.4g,%.4f,%.4f,",
-                i, md[c->model].name, sched_kind_name(c->kind), c->stages, c->chunks, c->micro,
-                model_mb[c->model], iters, v[i].pred, v[i].meas, v[i].err, v[i].busy_err,
+        fprintf(out.f, "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.9g,%.9g,%.5f,%.5f,%.0f,%.0f,%.5f,%.9g,%.9g,%.9g,%.5f,%.9g,%.5f,%.2f,%.4g,%.4g,%.4f,%.4f,",
+                num[i], md[c->model].name, sched_kind_name(c->kind), c->stages,
+                c->chunks, c->tensor > 1 ? c->tensor : 1, c->micro, model_mb[c->model], iters, v[i].pred, v[i].meas, v[i].err, v[i].busy_err,
                 v[i].mem_pred, v[i].mem_meas, v[i].mem_err, v[i].meas_min, v[i].meas_max,
                 v[i].p10, v[i].err_p10, v[i].pred_layers, v[i].err_layers, v[i].load,
                 v[i].post_s, v[i].handoff_s, v[i].host_slow50, v[i].host_slow90);
@@ -513,9 +538,9 @@ int exec_val_bench(const char *outdir, int quick)
         summary(v, n, 1, &mean10, &max10, &mem);
         summary(v, n, 2, &meanl, &maxl, &mem);
         int ok = mean <= ITER_TARGET_MEAN && max <= ITER_TARGET_MAX && mem <= MEM_TARGET;
-        fprintf(out.f, "summary,,,,,,,,,,%.5f,,,,%.5f,,,,%.5f,,%.5f,,,,,,,,", mean, mem, mean10, meanl);
+        fprintf(out.f, "summary,,,,,,,,,,,%.5f,,,,%.5f,,,,%.5f,,%.5f,,,,,,,,", mean, mem, mean10, meanl);
         csv_text(out.f, "mean |iteration error| (iter_error, iter_error_p10, iter_error_layers), largest |memory error| (mem_error)");
-        fprintf(out.f, "\nsummary_max,,,,,,,,,,%.5f,,,,,,,,%.5f,,%.5f,,,,,,,,", max, max10, maxl);
+        fprintf(out.f, "\nsummary_max,,,,,,,,,,,%.5f,,,,,,,,%.5f,,%.5f,,,,,,,,", max, max10, maxl);
         csv_text(out.f, "largest |iteration error| (iter_error, iter_error_p10, iter_error_layers)");
         fputc('\n', out.f);
         rc = cl_out_commit(&out, &e);
@@ -540,7 +565,9 @@ int exec_val_bench(const char *outdir, int quick)
     }
     if (rc) fprintf(stderr, "bench validate: %s\n", e.msg);
     free(v);
-    for (int i = 0; i < 2; i++)
+    free(cs);
+    free(num);
+    for (int i = 0; i < N_MODELS; i++)
         if (have[i]) {
             prof_free(&pf[i]);
             model_free(&md[i]);
@@ -548,3 +575,6 @@ int exec_val_bench(const char *outdir, int quick)
     cluster_free(&cl);
     return rc;
 }
+
+int exec_val_bench(const char *outdir, int quick) { return val_bench(outdir, quick, 0); }
+int exec_val_bench_tp(const char *outdir, int quick) { return val_bench(outdir, quick, 1); }

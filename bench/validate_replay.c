@@ -151,7 +151,10 @@ static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, 
             rstage *r = &rs[op->stage];
             if (!r->net) { /* first op of this stage on this worker */
                 const plan_stage *st = &p->stages[op->stage];
-                rc = exec_net_create(&r->net, &p->model, st->first, st->last + 1, mb, 1, 0, file, e);
+                /* with tensor parallelism, rank 0's share alone: its
+                 * collectives are priced apart (exec_val_tp_comm) */
+                rc = exec_net_create_solo(&r->net, &p->model, st->first, st->last + 1, mb, 1, 0,
+                                          plan_tensor(p), file, e);
                 if (rc) break;
                 exec_sgd_init(&r->sgd, r->net, 0, p->optimizer == OPTIM_MOMENTUM ? d.momentum : 0,
                               d.weight_decay);

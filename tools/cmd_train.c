@@ -202,9 +202,6 @@ int cmd_train(int argc, char **argv)
     const char *model_path = t0.model;
     if (!model_path) return cli_usage_error(cmd, "--model is required");
     if ((rc = train_args_check(&a, cmd))) return rc;
-    if (a.opt.tensor > 1 && (a.ckpt || a.resume))
-        return cli_usage_error(cmd, "--%s does not go with --tensor %d yet: a checkpoint holds one net",
-                               a.ckpt ? "checkpoint" : "resume", a.opt.tensor);
     const exec_train_opts o = a.opt;
 
     cl_err e = {0};

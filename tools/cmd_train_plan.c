@@ -191,11 +191,6 @@ int cmd_train_plan(int argc, char **argv)
         if (mpi) exec_pipe_mpi_finalize();
         return report(&c, &e);
     }
-    if (plan_tp_refuse(&p, plan_path, "cleave train", &e)) {
-        plan_free(&p);
-        if (mpi) exec_pipe_mpi_finalize();
-        return report(&c, &e);
-    }
     exec_data train = {0}, test = {0};
     exec_pipe_result res = {0};
     exec_ckpt *resume = NULL;
@@ -206,6 +201,12 @@ int cmd_train_plan(int argc, char **argv)
     int workers = exec_pipe_workers(&p, plan_path, &e), rank = 0, size = 1;
     if (workers < 0) {
         rc = e.code;
+        goto done;
+    }
+    const int tensor = plan_tensor(&p);
+    if (mpi && tensor > 1) {
+        rc = cl_fail(&e, CL_EINPUT, "%s: tensor %d: tensor parallelism runs on the threads backend only (hint: --backend threads)",
+                     plan_path, tensor);
         goto done;
     }
     if (mpi && !exec_link_in_mpi_job()) {
@@ -262,15 +263,20 @@ int cmd_train_plan(int argc, char **argv)
     if (!c.quiet) {
         cpu_set_t cs;
         int cores = sched_getaffinity(0, sizeof cs, &cs) == 0 ? CPU_COUNT(&cs) : 0;
-        printf("train %s with %s: %d stages on %d workers (%s), schedule %s, batch %d = %d x %d\n",
-               m->name, plan_path, p.n_stages, workers, exec_pipe_backend_name(o.backend),
+        char tp[64] = "";
+        if (tensor > 1) snprintf(tp, sizeof tp, " x %d tensor-parallel threads", tensor);
+        printf("train %s with %s: %d stages on %d workers%s (%s), schedule %s, batch %d = %d x %d\n",
+               m->name, plan_path, p.n_stages, workers, tp, exec_pipe_backend_name(o.backend),
                sched_kind_name(p.schedule), p.batch, p.n_micro, p.microbatch);
         printf("%lld %s training samples, %lld test, standardised (mean %.4f, sd %.4f)\n",
                (long long)train.n, source, (long long)test.n, mean, sd);
         printf("lr %g (%s), momentum %g, weight decay %g, seed %llu, OpenBLAS %s, 1 thread per worker\n",
                o.lr, train_args_schedule_name(o.lr_schedule), o.momentum,
                o.weight_decay, (unsigned long long)o.seed, exec_blas_corename());
-        if (!mpi && cores > 0 && workers > cores)
+        if (!mpi && cores > 0 && workers * tensor > cores && tensor > 1)
+            printf("note: %d threads share %d cores (oversubscribed): correct, but times measure time-sharing\n",
+                   workers * tensor, cores);
+        else if (!mpi && cores > 0 && workers > cores)
             printf("note: %d workers share %d cores (oversubscribed): correct, but times measure time-sharing\n",
                    workers, cores);
         if (resume) {

@@ -477,6 +477,67 @@ int exec_ckpt_get_net(const exec_ckpt *c, const char *prefix, exec_net *n, exec_
     return CL_OK;
 }
 
+/* Move a split stage's state between its ranks and `whole`, an unsplit
+ * net of the same layers, and ws, whole's optimiser (exec_ckpt_put_net_tp). */
+static void tp_state(exec_net *whole, exec_sgd *ws, exec_net *const *nets, exec_sgd *const *sgd,
+                     int size, int to_whole)
+{
+    float **vel = cl_malloc((size_t)size * sizeof *vel), **par = cl_malloc((size_t)size * sizeof *par);
+    for (int r = 0; r < size; r++) {
+        par[r] = exec_net_params(nets[r], NULL);
+        vel[r] = sgd[r]->velocity;
+    }
+    exec_net_tp_move(whole, exec_net_params(whole, NULL), nets, par, size, to_whole);
+    exec_net_tp_move(whole, ws->velocity, nets, vel, size, to_whole);
+    int64_t nb, nr;
+    float *wb = exec_net_bufs(whole, &nb);
+    for (int r = 0; r < (to_whole ? 1 : size); r++) {
+        float *rb = exec_net_bufs(nets[r], &nr);
+        assert(nr == nb && exec_net_n_rngs(nets[r]) == exec_net_n_rngs(whole));
+        memcpy(to_whole ? wb : rb, to_whole ? rb : wb, (size_t)nb * sizeof *wb);
+        for (int k = 0; k < exec_net_n_rngs(whole); k++)
+            gsl_rng_memcpy(to_whole ? exec_net_rng(whole, k) : exec_net_rng(nets[r], k),
+                           to_whole ? exec_net_rng(nets[r], k) : exec_net_rng(whole, k));
+    }
+    free(vel);
+    free(par);
+}
+
+static void whole_net(exec_net **whole, exec_sgd *ws, const model *m, int first, int last)
+{
+    cl_err e = {0};
+    int rc = exec_net_create(whole, m, first, last, 1, 0, 0, "", &e);
+    assert(rc == CL_OK && "the shards exist, so the layers make a net");
+    (void)rc;
+    exec_sgd_init(ws, *whole, 0, 0.9, 0); /* only its velocity block is used */
+}
+
+void exec_ckpt_put_net_tp(exec_ckpt *c, const char *prefix, const model *m, int first, int last,
+                          exec_net *const *shards, exec_sgd *const *sgd, int size)
+{
+    exec_net *whole;
+    exec_sgd ws;
+    whole_net(&whole, &ws, m, first, last);
+    tp_state(whole, &ws, shards, sgd, size, 1);
+    exec_ckpt_put_net(c, prefix, whole, &ws);
+    exec_sgd_free(&ws);
+    exec_net_destroy(whole);
+}
+
+int exec_ckpt_get_net_tp(const exec_ckpt *c, const char *prefix, const model *m, int first,
+                         int last, exec_net *const *shards, exec_sgd *const *sgd, int size,
+                         cl_err *e)
+{
+    exec_net *whole;
+    exec_sgd ws;
+    whole_net(&whole, &ws, m, first, last);
+    int rc = exec_ckpt_get_net(c, prefix, whole, &ws, e);
+    if (!rc) tp_state(whole, &ws, shards, sgd, size, 0);
+    exec_sgd_free(&ws);
+    exec_net_destroy(whole);
+    return rc;
+}
+
 /* ------------------------------------------------------------- weights -- */
 
 int exec_ckpt_save_weights(exec_net *const *nets, int n_nets, const char *path, cl_err *e)

@@ -119,6 +119,18 @@ int exec_ckpt_get_rng(const exec_ckpt *c, const char *name, gsl_rng *r, cl_err *
  * momentum buffers.  get restores them into a net built for the same
  * layers; sizes that differ are CL_EINPUT. */
 void exec_ckpt_put_net(exec_ckpt *c, const char *prefix, exec_net *n, const exec_sgd *sgd);
+/* The same for layers [first, last) of m split over `size` tensor-parallel
+ * ranks (shards[r], sgd[r] rank r's, net.h): the sections of the whole
+ * stage, as exec_ckpt_put_net writes them for an unsplit net (so any degree
+ * reads them back): the shards' parameters and momentum gathered
+ * (exec_net_tp_move), the running statistics and dropout streams of the
+ * layers outside the split rank 0's (the same on every rank).  get splits
+ * them into every rank.  Errors as exec_ckpt_get_net. */
+void exec_ckpt_put_net_tp(exec_ckpt *c, const char *prefix, const model *m, int first, int last,
+                          exec_net *const *shards, exec_sgd *const *sgd, int size);
+int exec_ckpt_get_net_tp(const exec_ckpt *c, const char *prefix, const model *m, int first,
+                         int last, exec_net *const *shards, exec_sgd *const *sgd, int size,
+                         cl_err *e);
 int exec_ckpt_get_net(const exec_ckpt *c, const char *prefix, exec_net *n, exec_sgd *sgd,
                       cl_err *e);
 

@@ -123,6 +123,14 @@ enum { EXEC_TFM_SELECTIVE = 1, EXEC_TFM_FULL = 2 };
 struct model_layer;
 int exec_tfm_from_layer(exec_tfm *g, const struct model_layer *l);
 
+/* Rank 0 of a `size`-way split whose all-reduces do nothing (size 1 ..
+ * EXEC_TP_SOLO_MAX; static, never freed): a net built on it computes one
+ * rank's share alone, which times a rank's compute apart from its
+ * collectives (bench/validate.c prices those as the planner does).  Its
+ * values are not a rank's: the partial sums are never summed. */
+enum { EXEC_TP_SOLO_MAX = 64 };
+const exec_tp_comm *exec_tp_comm_solo(int size);
+
 /* Split g over tp (exec_tp_comm) when g is ATTN or MLP and tp->size > 1;
  * returns whether it did.  The counts, init and passes below then work on
  * this worker's shard. */

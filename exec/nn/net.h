@@ -49,6 +49,9 @@ int exec_net_check(const model *m, int first, int last, const char *file, cl_err
  * split).  CL_EINPUT naming the layer and the degrees that would do. */
 int exec_net_tp_check(const model *m, int first, int last, int size, const char *file,
                       cl_err *e);
+/* Whether layers [first, last) of m hold a layer tensor parallelism splits
+ * (attention, mlp). */
+int exec_net_has_split(const model *m, int first, int last);
 
 enum {
     EXEC_NET_KEEP_ALL = 1, /* keep every activation and gradient in the acts:
@@ -82,11 +85,23 @@ int exec_net_create(exec_net **out, const model *m, int first, int last, int max
 int exec_net_create_tp(exec_net **out, const model *m, int first, int last, int max_batch,
                        uint64_t seed, int flags, const exec_tp_comm *tp, const char *file,
                        cl_err *e);
+/* Rank 0's share of layers [first, last) split `size` ways, on
+ * exec_tp_comm_solo (no all-reduces: for timing one rank's compute and
+ * sizing its memory, not for its values); exec_net_create when size is 1
+ * or the layers hold nothing to split.  Errors as exec_net_create_tp. */
+int exec_net_create_solo(exec_net **out, const model *m, int first, int last, int max_batch,
+                         uint64_t seed, int flags, int size, const char *file, cl_err *e);
 void exec_net_destroy(exec_net *n);
 /* Gather the parameters of shards[0..size) (the workers of one group, in
  * rank order, over the same layers as whole) into whole, an unsplit net:
  * split tensors assembled, replicated ones from rank 0. */
 void exec_net_tp_gather(exec_net *whole, exec_net *const *shards, int size);
+/* The same between any blocks laid out as the nets' parameter blocks
+ * (parameters, gradients, momentum): wb whole's, sb[r] shard r's; to_whole
+ * 1 gathers the shards into wb, 0 splits wb into the shards (each rank its
+ * part of a split tensor, a copy of every replicated one). */
+void exec_net_tp_move(exec_net *whole, float *wb, exec_net *const *shards, float *const *sb,
+                      int size, int to_whole);
 
 /* Shape of the stage. */
 int64_t exec_net_in_elems(const exec_net *n);    /* per sample */

@@ -77,3 +77,18 @@ int exec_net_tp_check(const model *m, int first, int last, int size, const char 
                    file, bad, l->name, size, (long long)(attn ? l->heads : l->out_features),
                    attn ? "heads" : "hidden units", hint);
 }
+
+int exec_net_has_split(const model *m, int first, int last)
+{
+    for (int i = first; i < last; i++)
+        if (m->layers[i].kind == MODEL_ATTENTION || m->layers[i].kind == MODEL_MLP) return 1;
+    return 0;
+}
+
+int exec_net_create_solo(exec_net **out, const model *m, int first, int last, int max_batch,
+                         uint64_t seed, int flags, int size, const char *file, cl_err *e)
+{
+    const int split = size > 1 && exec_net_has_split(m, first, last);
+    return exec_net_create_tp(out, m, first, last, max_batch, seed, flags,
+                              split ? exec_tp_comm_solo(size) : NULL, file, e);
+}

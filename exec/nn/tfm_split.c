@@ -4,6 +4,7 @@
  * gathered into a whole net with it (net.h, exec_net_tp_gather).
  */
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "layers_tfm.h"
@@ -67,16 +68,47 @@ void exec_tfm_shard(const exec_tfm *g, float *full, float *shard, int to_full)
         }
 }
 
-void exec_net_tp_gather(exec_net *whole, exec_net *const *shards, int size)
+void exec_net_tp_move(exec_net *whole, float *wb, exec_net *const *shards, float *const *sb,
+                      int size, int to_whole)
 {
+    const float *w0 = exec_net_params(whole, NULL);
     for (int k = 0; k < exec_net_n_tensors(whole); k++) {
         const exec_tensor *t = exec_net_tensor(whole, k);
+        float *wt = wb + (t->data - w0);
         for (int r = 0; r < size; r++) {
             const exec_tensor *s = exec_net_tensor(shards[r], k);
             const exec_tfm *g = exec_net_tfm(shards[r], s->layer);
+            float *st = sb[r] + (s->data - exec_net_params(shards[r], NULL));
             assert(s->layer == t->layer && strcmp(s->name, t->name) == 0);
-            if (g && g->tp) exec_tfm_shard(g, t->data, s->data, 1);
-            else if (r == 0) memcpy(t->data, s->data, (size_t)t->n * sizeof *t->data);
+            if (g && g->tp) exec_tfm_shard(g, wt, st, to_whole);
+            else if (!to_whole) memcpy(st, wt, (size_t)t->n * sizeof *wt);
+            else if (r == 0) memcpy(wt, st, (size_t)t->n * sizeof *wt);
         }
     }
+}
+
+void exec_net_tp_gather(exec_net *whole, exec_net *const *shards, int size)
+{
+    float **sb = cl_malloc((size_t)size * sizeof *sb);
+    for (int r = 0; r < size; r++) sb[r] = exec_net_params(shards[r], NULL);
+    exec_net_tp_move(whole, exec_net_params(whole, NULL), shards, sb, size, 1);
+    free(sb);
+}
+
+static void solo_allreduce(void *ctx, int rank, float *buf, int64_t n)
+{
+    (void)ctx, (void)rank, (void)buf, (void)n; /* one rank alone: nothing to sum */
+}
+
+#define SOLO(k) {.rank = 0, .size = (k), .allreduce = solo_allreduce, .ctx = NULL}
+#define SOLO8(k) SOLO(k), SOLO(k + 1), SOLO(k + 2), SOLO(k + 3), SOLO(k + 4), SOLO(k + 5), \
+                 SOLO(k + 6), SOLO(k + 7)
+static const exec_tp_comm solo[] = {SOLO8(0), SOLO8(8), SOLO8(16), SOLO8(24), SOLO8(32),
+                                    SOLO8(40), SOLO8(48), SOLO8(56), SOLO(64)};
+_Static_assert(sizeof solo / sizeof *solo == EXEC_TP_SOLO_MAX + 1, "one solo comm per size");
+
+const exec_tp_comm *exec_tp_comm_solo(int size)
+{
+    assert(size >= 1 && size <= EXEC_TP_SOLO_MAX);
+    return &solo[size];
 }

@@ -49,9 +49,9 @@ typedef struct timed_net {
 } timed_net;
 
 static int timed_net_create(timed_net *b, const model *m, const char *file, int batch,
-                            uint64_t seed, cl_err *e)
+                            uint64_t seed, int tensor, cl_err *e)
 {
-    int rc = exec_net_create(&b->n, m, 0, m->n_layers, batch, seed, 0, file, e);
+    int rc = exec_net_create_solo(&b->n, m, 0, m->n_layers, batch, seed, 0, tensor, file, e);
     if (rc) return rc;
     if (!exec_net_has_loss(b->n)) {
         exec_net_destroy(b->n);
@@ -71,12 +71,15 @@ static void timed_net_destroy(timed_net *b)
     exec_net_destroy(b->n);
 }
 
-int exec_profile_batch(const model *m, const char *file, int batch, int warmup, int reps,
-                       uint64_t seed, exec_layer_time *t, exec_step_time *st, cl_err *e)
+/* exec_profile_batch on rank 0's share of a `tensor`-way split (1: the
+ * whole model). */
+static int profile_batch(const model *m, const char *file, int batch, int warmup, int reps,
+                         uint64_t seed, int tensor, exec_layer_time *t, exec_step_time *st,
+                         cl_err *e)
 {
     assert(reps >= 1 && warmup >= 0);
     timed_net b;
-    int rc = timed_net_create(&b, m, file, batch, seed, e);
+    int rc = timed_net_create(&b, m, file, batch, seed, tensor, e);
     if (rc) return rc;
     exec_net *n = b.n;
     exec_acts *a = b.a;
@@ -149,12 +152,18 @@ int exec_profile_batch(const model *m, const char *file, int batch, int warmup, 
     return CL_OK;
 }
 
+int exec_profile_batch(const model *m, const char *file, int batch, int warmup, int reps,
+                       uint64_t seed, exec_layer_time *t, exec_step_time *st, cl_err *e)
+{
+    return profile_batch(m, file, batch, warmup, reps, seed, 1, t, st, e);
+}
+
 int exec_profile_isolated(const model *m, const char *file, int batch, int warmup, int reps,
                           uint64_t seed, exec_layer_time *t, cl_err *e)
 {
     assert(reps >= 1 && warmup >= 0);
     timed_net b;
-    int rc = timed_net_create(&b, m, file, batch, seed, e);
+    int rc = timed_net_create(&b, m, file, batch, seed, 1, e);
     if (rc) return rc;
     for (int s = 0; s < 2; s++) {
         exec_net_forward(b.n, b.a, b.x, b.y, batch, 1);
@@ -207,6 +216,12 @@ void exec_cpu_name(char *buf, size_t cap)
 int exec_profile(const model *m, const char *file, const int64_t *batches, int n_batches,
                  int warmup, int reps, uint64_t seed, prof *p, cl_err *e)
 {
+    return exec_profile_tp(m, file, batches, n_batches, warmup, reps, seed, 1, p, e);
+}
+
+int exec_profile_tp(const model *m, const char *file, const int64_t *batches, int n_batches,
+                    int warmup, int reps, uint64_t seed, int tensor, prof *p, cl_err *e)
+{
     memset(p, 0, sizeof *p);
     assert(n_batches >= 1 && n_batches <= PROF_MAX_POINTS);
     for (int k = 1; k < n_batches; k++)
@@ -215,7 +230,7 @@ int exec_profile(const model *m, const char *file, const int64_t *batches, int n
                            (long long)batches[k], (long long)batches[k - 1]);
     /* stash bytes come from the executor's ordinary memory plan */
     exec_net *plan;
-    int rc = exec_net_create(&plan, m, 0, m->n_layers, 1, seed, 0, file, e);
+    int rc = exec_net_create_solo(&plan, m, 0, m->n_layers, 1, seed, 0, tensor, file, e);
     if (rc) return rc;
     exec_layer_time *t = cl_calloc((size_t)m->n_layers, sizeof *t);
     prof_alloc(p, m->n_layers, n_batches);
@@ -238,7 +253,7 @@ int exec_profile(const model *m, const char *file, const int64_t *batches, int n
     }
     exec_net_destroy(plan);
     for (int k = 0; k < n_batches && !rc; k++) {
-        rc = exec_profile_batch(m, file, (int)batches[k], warmup, reps, seed, t, NULL, e);
+        rc = profile_batch(m, file, (int)batches[k], warmup, reps, seed, tensor, t, NULL, e);
         for (int l = 0; l < m->n_layers && !rc; l++) {
             prof_layer *pl = &p->layers[l];
             pl->batch[k] = (double)batches[k];

@@ -74,6 +74,14 @@ int exec_profile_isolated(const model *m, const char *file, int batch, int warmu
 int exec_profile(const model *m, const char *file, const int64_t *batches, int n_batches,
                  int warmup, int reps, uint64_t seed, prof *p, cl_err *e);
 
+/* exec_profile of rank 0's share of m split `tensor` ways (1 ..
+ * EXEC_TP_SOLO_MAX), its collectives left out (exec_net_create_solo):
+ * every layer's times and stash bytes are one rank's; parameter bytes stay
+ * the model's (what prof_check_model checks the profile against).  The
+ * collectives are priced apart (bench/validate.c, as the planner does). */
+int exec_profile_tp(const model *m, const char *file, const int64_t *batches, int n_batches,
+                    int warmup, int reps, uint64_t seed, int tensor, prof *p, cl_err *e);
+
 /* `cleave bench exec` (bench/bench_exec.c): writes <outdir>/exec.csv. */
 int exec_bench(const char *outdir, int quick);
 

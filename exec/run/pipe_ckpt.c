@@ -109,7 +109,11 @@ static exec_ckpt *worker_state(pipe_worker *W)
         pstage *ps = &W->st[i];
         assert(ps->n_slot == 0 && !ps->ar_active && !ps->ar_done);
         snprintf(pre, sizeof pre, "w%d.s%d", W->w, ps->stage);
-        exec_ckpt_put_net(c, pre, ps->net, &ps->sgd);
+        if (ps->T > 1) /* the whole stage (pipe_tp.h) */
+            exec_ckpt_put_net_tp(c, pre, R->m, R->stage_first[ps->stage], R->stage_end[ps->stage],
+                                 ps->tnet, ps->tsgd, ps->T);
+        else
+            exec_ckpt_put_net(c, pre, ps->net, &ps->sgd);
         int64_t cnt[2] = {ps->cur_ver, ps->ar_k};
         snprintf(name, sizeof name, "%s.counters", pre);
         exec_ckpt_put_i64(c, name, cnt, 2);
@@ -205,7 +209,10 @@ int pipe_ckpt_restore(pipe_worker *W)
         snprintf(pre, sizeof pre, "w%d.s%d", W->w, ps->stage);
         int64_t cnt[2];
         snprintf(name, sizeof name, "%s.counters", pre);
-        if (!(rc = exec_ckpt_get_net(c, pre, ps->net, &ps->sgd, &e)) &&
+        rc = ps->T > 1 ? exec_ckpt_get_net_tp(c, pre, R->m, R->stage_first[ps->stage],
+                                              R->stage_end[ps->stage], ps->tnet, ps->tsgd, ps->T, &e)
+                       : exec_ckpt_get_net(c, pre, ps->net, &ps->sgd, &e);
+        if (!rc &&
             !(rc = exec_ckpt_get(c, name, cnt, sizeof cnt, &e))) {
             ps->cur_ver = cnt[0];
             ps->ar_k = cnt[1];

@@ -21,6 +21,7 @@
 #include "pipe_ckpt.h"
 #include "pipe_ops.h"
 #include "pipe_report.h"
+#include "pipe_tp.h"
 #include "pipe_worker.h"
 
 /* ------------------------------------------------------------ memory -- */
@@ -125,17 +126,18 @@ static pslot *slot_find(pstage *ps, int64_t seq)
     return NULL;
 }
 
-static exec_acts *acts_get(pipe_worker *W, pstage *ps)
+/* A microbatch's acts on every rank of the stage; rank 0's are counted. */
+static exec_acts **acts_get(pipe_worker *W, pstage *ps)
 {
-    exec_acts *a;
+    exec_acts **a;
     if (ps->n_pool)
         a = ps->pool[--ps->n_pool];
     else {
-        a = exec_acts_create(ps->net, W->R->mb);
+        a = pipe_tp_acts_new(ps, W->R->mb);
         ps->n_acts++;
         ps->pool = cl_realloc(ps->pool, (size_t)ps->n_acts * sizeof *ps->pool);
     }
-    W->mem.stash += (double)exec_acts_bytes(a);
+    W->mem.stash += (double)exec_acts_bytes(a[0]);
     if (++W->stash_now > W->peak_stash) W->peak_stash = W->stash_now;
     return a;
 }
@@ -143,7 +145,7 @@ static exec_acts *acts_get(pipe_worker *W, pstage *ps)
 /* The microbatch's backward is complete: its acts go back to the pool. */
 static void slot_release(pipe_worker *W, pstage *ps, pslot *sl)
 {
-    W->mem.stash -= (double)exec_acts_bytes(sl->a);
+    W->mem.stash -= (double)exec_acts_bytes(sl->a[0]);
     W->stash_now--;
     ps->pool[ps->n_pool++] = sl->a;
     if (W->R->sc.stash_weights) ver_unref(W, ps, sl->wver);
@@ -227,7 +229,7 @@ static void op_f(pipe_worker *W, const sched_op *op, int64_t k)
         for (int b = 0; b < R->mb; b++) W->yb[b] = d->y[idx[b]];
         lab = W->yb;
     }
-    exec_acts *a = acts_get(W, ps);
+    exec_acts **a = acts_get(W, ps);
     if (ps->n_slot == ps->cap_slot) {
         ps->cap_slot = ps->cap_slot * 2 + 4;
         ps->slot = cl_realloc(ps->slot, (size_t)ps->cap_slot * sizeof *ps->slot);
@@ -237,7 +239,7 @@ static void op_f(pipe_worker *W, const sched_op *op, int64_t k)
         assert(op->wver == ps->cur_ver);
         ver_find(ps, ps->cur_ver, 1)->refs++;
     }
-    exec_net_forward(ps->net, a, in, lab, R->mb, 1);
+    pipe_tp_pass(W, ps, PIPE_TP_FWD, a, in, lab, R->mb, 1, NULL, NULL, 0);
     /* the input is done with before the output's message exists, so the
      * two are never held at once (the simulator counts the output from its
      * SEND, the input until the end of the op that reads it) */
@@ -248,28 +250,15 @@ static void op_f(pipe_worker *W, const sched_op *op, int64_t k)
     exec_msg *out = NULL;
     if (op->stage < R->S - 1) {
         out = exec_msg_new(pipe_bnd_bytes(R, op->stage, R->mb));
-        memcpy(exec_msg_data(out), exec_acts_output(a), (size_t)out->bytes);
+        memcpy(exec_msg_data(out), exec_acts_output(a[0]), (size_t)out->bytes);
         out->tag = exec_tag(EXEC_TAG_ACT, op->stage, seq);
     }
     compute_done(W, op, k, t0, pipe_now(W));
     if (ps->has_loss) {
-        W->loss_it[op->iter] += exec_acts_loss_sum(a);
-        W->corr_it[op->iter] += exec_acts_correct(a);
+        W->loss_it[op->iter] += exec_acts_loss_sum(a[0]);
+        W->corr_it[op->iter] += exec_acts_correct(a[0]);
     }
     if (out) box_put(W, out);
-}
-
-/* Exchange the parameter block with a stashed copy (in place, no third
- * buffer); done twice it restores both. */
-static void swap_params(pstage *ps, float *stash)
-{
-    int64_t n;
-    float *p = exec_net_params(ps->net, &n);
-    for (int64_t i = 0; i < n; i++) {
-        float t = p[i];
-        p[i] = stash[i];
-        stash[i] = t;
-    }
 }
 
 static void op_b(pipe_worker *W, const sched_op *op, int64_t k)
@@ -302,12 +291,13 @@ static void op_b(pipe_worker *W, const sched_op *op, int64_t k)
         stash = v->stash;
     }
     double t0 = pipe_now(W);
-    if (stash) swap_params(ps, stash);
-    if (op->flags & SCHED_FUSED_W) /* layer by layer: each W while its operands are hot */
-        exec_net_backward(ps->net, sl->a, dout, din, 1.0f / (float)R->batch);
-    else
-        exec_net_backward_input(ps->net, sl->a, dout, din, 1.0f / (float)R->batch);
-    if (stash) swap_params(ps, stash);
+    /* the stashed version is swapped in (in place, no third buffer) and
+     * back; with FUSED_W, W runs layer by layer, each while its operands
+     * are hot */
+    if (stash) pipe_tp_swap(ps, stash);
+    pipe_tp_pass(W, ps, op->flags & SCHED_FUSED_W ? PIPE_TP_BWD : PIPE_TP_BWD_IN, sl->a, NULL,
+                 NULL, R->mb, 1, dout, din, 1.0f / (float)R->batch);
+    if (stash) pipe_tp_swap(ps, stash);
     compute_done(W, op, k, t0, pipe_now(W));
     mem_note_in_op(W, (mout ? (double)mout->bytes : 0) + (mdin ? (double)mdin->bytes : 0));
     if (mout) exec_msg_free(mout);
@@ -320,7 +310,7 @@ static void op_w(pipe_worker *W, const sched_op *op, int64_t k)
     pstage *ps = stage_of(W, op->stage);
     pslot *sl = slot_find(ps, gi_of(W, op) * W->R->m_micro + op->micro);
     double t0 = pipe_now(W);
-    exec_net_backward_weight(ps->net, sl->a);
+    pipe_tp_pass(W, ps, PIPE_TP_BWD_W, sl->a, NULL, NULL, W->R->mb, 1, NULL, NULL, 0);
     compute_done(W, op, k, t0, pipe_now(W));
     slot_release(W, ps, sl);
 }
@@ -373,18 +363,18 @@ static int op_update(pipe_worker *W, const sched_op *op, int64_t k)
     if (R->sc.stash_weights && !R->hooks.stash_off) {
         pver *v = ver_find(ps, ps->cur_ver, 0);
         if (v && v->refs > 0) { /* in-flight microbatches still need it */
-            v->stash = exec_falloc(ps->n_floats);
-            memcpy(v->stash, exec_net_params(ps->net, NULL), (size_t)ps->n_floats * PIPE_FLOAT_BYTES);
+            v->stash = exec_falloc(ps->n_floats * ps->T); /* every rank's shard */
+            pipe_tp_copy_params(ps, v->stash);
             ps->n_stashed++;
             W->mem.versions += (double)ps->n_floats * PIPE_FLOAT_BYTES;
             if (1 + ps->n_stashed > W->peak_versions) W->peak_versions = 1 + ps->n_stashed;
         }
     }
     int async = sched_is_async((sched_kind)R->p->schedule);
-    ps->sgd.lr = pipe_lr_at(R, op, gi_of(W, op), ps->r);
-    ps->sgd.weight_decay = async ? R->o->weight_decay * ps->r / R->m_micro : R->o->weight_decay;
+    double lr = pipe_lr_at(R, op, gi_of(W, op), ps->r);
+    double wd = async ? R->o->weight_decay * ps->r / R->m_micro : R->o->weight_decay;
     double t0 = pipe_now(W);
-    exec_sgd_step(&ps->sgd, ps->net);
+    pipe_tp_update(W, ps, lr, wd);
     compute_done(W, op, k, t0, pipe_now(W));
     ps->cur_ver++;
     return CL_OK;
@@ -434,29 +424,28 @@ static int setup(pipe_worker *W)
     for (int s = 0; s < R->S; s++) W->local[s] = -1;
     W->st = cl_calloc((size_t)R->S, sizeof *W->st);
     int max_batch = R->mb > R->eval_batch ? R->mb : R->eval_batch;
+    for (int s = 0; s < R->S; s++)
+        if (seq || s % R->P == R->w_pos[W->w]) W->local[s] = W->n_st++;
+    pipe_tp_crew_init(W);
     for (int s = 0; s < R->S; s++) {
-        if (!seq && s % R->P != R->w_pos[W->w]) continue;
-        pstage *ps = &W->st[W->n_st];
-        W->local[s] = W->n_st++;
+        if (W->local[s] < 0) continue;
+        pstage *ps = &W->st[W->local[s]];
         ps->stage = s;
         ps->replica = W->rep;
         ps->r = seq ? 1 : R->p->stages[s].n_replicas;
         cl_err e = {0};
-        if (exec_net_create(&ps->net, R->m, R->stage_first[s], R->stage_end[s], max_batch,
-                            o->seed, 0, o->file, &e))
-            return pipe_run_fail(R, e.code, "%s", e.msg);
+        if (pipe_tp_stage_init(W, ps, max_batch, &e)) return pipe_run_fail(R, e.code, "%s", e.msg);
         ps->has_loss = exec_net_has_loss(ps->net);
         ps->needs_din = exec_net_needs_din(ps->net);
         ps->in_elems = exec_net_in_elems(ps->net);
         ps->out_elems = exec_net_out_elems(ps->net);
         exec_net_params(ps->net, &ps->n_floats);
-        exec_sgd_init(&ps->sgd, ps->net, o->lr, o->momentum, o->weight_decay);
         W->mem.weights += (double)ps->n_floats * PIPE_FLOAT_BYTES;
         W->mem.grads += (double)ps->n_floats * PIPE_FLOAT_BYTES;
         if (o->momentum != 0) W->mem.optim += (double)ps->n_floats * PIPE_FLOAT_BYTES;
         ps->ring = cl_malloc((size_t)ps->r * sizeof *ps->ring);
         for (int q = 0; q < ps->r; q++) ps->ring[q] = pipe_worker_of(R, s, q);
-        if (o->test && W->rep == 0) ps->eval_acts = exec_acts_create(ps->net, R->eval_batch);
+        if (o->test && W->rep == 0) ps->eval_acts = pipe_tp_acts_new(ps, R->eval_batch);
     }
     W->peak_versions = 1;
     int64_t dim = o->train->dim > (o->test ? o->test->dim : 0) ? o->train->dim : o->test->dim;
@@ -477,19 +466,19 @@ static void teardown(pipe_worker *W)
         pstage *ps = &W->st[i];
         assert(ps->n_slot == 0 || W->x->ops->aborted(W->x));
         for (int j = 0; j < ps->n_slot; j++) ps->pool[ps->n_pool++] = ps->slot[j].a;
-        for (int j = 0; j < ps->n_pool; j++) exec_acts_destroy(ps->pool[j]);
+        for (int j = 0; j < ps->n_pool; j++) pipe_tp_acts_free(ps, ps->pool[j]);
         for (int j = 0; j < ps->n_ver; j++) free(ps->ver[j].stash);
         free(ps->pool);
         free(ps->slot);
         free(ps->ver);
         free(ps->ring);
-        exec_acts_destroy(ps->eval_acts);
-        exec_sgd_free(&ps->sgd);
-        exec_net_destroy(ps->net);
+        pipe_tp_acts_free(ps, ps->eval_acts);
+        pipe_tp_stage_free(ps);
     }
     for (int i = 0; i < W->n_box; i++) exec_msg_free(W->box[i]);
     free(W->box);
     free(W->st);
+    exec_tp_crew_destroy(W->crew);
     free(W->local);
     cursor_free(&W->cx);
     cursor_free(&W->cy);

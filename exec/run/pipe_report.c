@@ -12,6 +12,7 @@
 #include "exec/nn/data.h"
 #include "exec/nn/net.h"
 #include "pipe_report.h"
+#include "pipe_tp.h"
 #include "pipe_worker.h"
 
 /* ---------------------------------------------------------- evaluation -- */
@@ -40,7 +41,7 @@ int pipe_eval_pass(pipe_worker *W)
                 exec_data_gather(d, idx, B, W->xb, W->yb);
                 in = W->xb;
             } else if (W->local[s - 1] >= 0) {
-                in = exec_acts_output(W->st[W->local[s - 1]].eval_acts);
+                in = exec_acts_output(W->st[W->local[s - 1]].eval_acts[0]);
             } else {
                 rc = pipe_take_wait(W, pipe_worker_of(R, s - 1, 0), exec_tag(EXEC_TAG_EVAL, s - 1, b),
                                pipe_bnd_bytes(R, s - 1, B), -1, &m);
@@ -49,14 +50,15 @@ int pipe_eval_pass(pipe_worker *W)
             }
             if (ps->has_loss)
                 for (int j = 0; j < B; j++) W->yb[j] = d->y[idx[j]];
-            exec_net_forward(ps->net, ps->eval_acts, in, ps->has_loss ? W->yb : NULL, B, 0);
+            pipe_tp_pass(W, ps, PIPE_TP_FWD, ps->eval_acts, in, ps->has_loss ? W->yb : NULL, B, 0,
+                         NULL, NULL, 0);
             if (m) exec_msg_free(m);
             if (ps->has_loss) {
-                W->test_loss += exec_acts_loss_sum(ps->eval_acts);
-                W->test_corr += exec_acts_correct(ps->eval_acts);
+                W->test_loss += exec_acts_loss_sum(ps->eval_acts[0]);
+                W->test_corr += exec_acts_correct(ps->eval_acts[0]);
             } else if (s + 1 < R->S && W->local[s + 1] < 0) {
                 exec_msg *o = exec_msg_new(pipe_bnd_bytes(R, s, B));
-                memcpy(exec_msg_data(o), exec_acts_output(ps->eval_acts), (size_t)o->bytes);
+                memcpy(exec_msg_data(o), exec_acts_output(ps->eval_acts[0]), (size_t)o->bytes);
                 o->tag = exec_tag(EXEC_TAG_EVAL, s, b);
                 o->dst = pipe_worker_of(R, s + 1, 0);
                 o->bounded = 1;
@@ -131,11 +133,15 @@ int pipe_final_report(pipe_worker *W)
 {
     pipe_run *R = W->R;
     int64_t total = R->total_iters, pbytes = 0;
+    /* the stages' whole parameters (gathered from tensor-parallel shards) */
+    exec_net **whole = cl_calloc((size_t)W->n_st + 1, sizeof *whole);
+    int *made = cl_calloc((size_t)W->n_st + 1, sizeof *made);
     if (W->rep == 0 && R->o->keep_params)
         for (int i = 0; i < W->n_st; i++) {
+            whole[i] = pipe_tp_whole(W, &W->st[i], &made[i]);
             pbytes += 8;
-            for (int t = 0; t < exec_net_n_tensors(W->st[i].net); t++)
-                pbytes += 96 + 8 + exec_net_tensor(W->st[i].net, t)->n * 4;
+            for (int t = 0; t < exec_net_n_tensors(whole[i]); t++)
+                pbytes += 96 + 8 + exec_net_tensor(whole[i], t)->n * 4;
         }
     int64_t len = (int64_t)sizeof(pworker_rep) + 2 * total * 8 + W->n_sp * (int64_t)sizeof(pspan) + pbytes;
     exec_msg *m = exec_msg_new(len);
@@ -165,7 +171,7 @@ int pipe_final_report(pipe_worker *W)
     p += W->n_sp * (int64_t)sizeof(pspan);
     if (pbytes)
         for (int i = 0; i < W->n_st; i++) {
-            exec_net *net = W->st[i].net;
+            exec_net *net = whole[i];
             int32_t hdr[2] = {W->st[i].stage, exec_net_n_tensors(net)};
             memcpy(p, hdr, 8);
             p += 8;
@@ -178,6 +184,10 @@ int pipe_final_report(pipe_worker *W)
             }
         }
     assert(p == b + len);
+    for (int i = 0; i < W->n_st; i++)
+        if (made[i]) exec_net_destroy(whole[i]);
+    free(whole);
+    free(made);
     uint64_t tag = exec_tag(EXEC_TAG_STAT, 0, (int64_t)R->n_runs * 2 + 1);
     if (W->w != 0) {
         m->tag = tag;

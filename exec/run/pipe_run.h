@@ -7,6 +7,8 @@
  *   pipe_trace.{h,c}   the measured Chrome trace, from the reports
  *   pipe_worker.{h,c}  one worker's state and its message steps (waits,
  *                      the ring all-reduce, timeline spans)
+ *   pipe_tp.{h,c}      tensor parallelism: a stage's ranks, every compute
+ *                      call run on all of them
  *   pipe_ckpt.{h,c}    checkpoints and stops at iteration ends
  *   pipe_report.{h,c}  evaluation, epoch statistics, the final report
  *   pipe_ops.{h,c}     a worker's life: set-up, its op list, the main loop

@@ -15,10 +15,11 @@
 #include "exec/nn/net.h"
 #include "exec/nn/optim.h"
 #include "pipe_run.h"
+#include "tp_crew.h"
 
 typedef struct pslot {          /* a microbatch in flight on a stage         */
     int64_t seq;                /* global microbatch                         */
-    exec_acts *a;
+    exec_acts **a;              /* [T]: each tensor-parallel rank's (pipe_tp.h) */
     int64_t wver;               /* weight version its F used                 */
 } pslot;
 
@@ -32,9 +33,16 @@ typedef struct pstage {
     int stage, replica, r;
     int has_loss, needs_din;
     int64_t in_elems, out_elems, n_floats;
-    exec_net *net;
+    exec_net *net;              /* rank 0's (the whole stage when T == 1)    */
     exec_sgd sgd;
-    exec_acts **pool;           /* free acts (all created with mb samples)   */
+    int T;                      /* tensor-parallel ranks (pipe_tp.h): the
+                                   plan's tensor when the stage has a split
+                                   layer, else 1                             */
+    exec_net **tnet;            /* [T]: rank r's shard; tnet[0] == net       */
+    exec_sgd **tsgd;            /* [T]: tsgd[0] == &sgd                      */
+    float **tdin;               /* [T]: ranks >= 1, their input gradient's
+                                   scratch (needs_din); tdin[0] NULL         */
+    exec_acts ***pool;          /* free acts [T] (all created with mb samples) */
     int n_pool, n_acts;
     pslot *slot;
     int n_slot, cap_slot;
@@ -45,7 +53,7 @@ typedef struct pstage {
     int *ring;                  /* [r]: worker of each replica               */
     int ar_active, ar_done, ar_step, ar_sent;
     int64_t ar_k;               /* collectives completed                     */
-    exec_acts *eval_acts;
+    exec_acts **eval_acts;      /* [T], replica 0 with a test set, or NULL   */
 } pstage;
 
 typedef struct pcursor {         /* the seeded epoch order, as train.c draws it */
@@ -64,6 +72,8 @@ typedef struct pipe_worker {
     exec_msg **box;
     int n_box, cap_box;
     double box_bytes;
+    exec_tp_crew *crew;         /* tensor parallelism: ranks 1 .. T-1 of its
+                                   stages, or NULL (pipe_tp.h)               */
     sim_mem mem;
     double peak, peak_t, last_mem;
     sim_mem at_peak;

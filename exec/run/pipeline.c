@@ -2,12 +2,14 @@
  * before anything runs, the run's shared state, channel capacities, the
  * backends, and the result assembled from the workers' reports. */
 #include <assert.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/fileio.h"
 #include "exec/ckpt/checkpoint.h"
+#include "models/tfm_rank.h"
 #include "pipe_ckpt.h"
 #include "pipe_hooks.h"
 #include "pipe_ops.h"
@@ -59,6 +61,24 @@ void exec_pipe_result_free(exec_pipe_result *r)
 
 /* -------------------------------------------------------------- checks -- */
 
+/* What the runner takes of a plan's per-rank settings (pipe_tp.h): tensor
+ * parallelism on unreplicated stages; not recomputation or context
+ * parallelism. */
+static int tensor_check(const plan *p, const char *file, cl_err *e)
+{
+    if (plan_context(p) > 1) return plan_tp_refuse(p, file, "cleave train --plan", e);
+    if (p->recompute)
+        return cl_fail(e, CL_EINPUT, "%s: recompute: the plan recomputes (%s); pipelined training does not run recomputation yet (hint: re-plan without --recompute; `cleave train --model M --recompute` runs it sequentially)",
+                       file, tfm_recomp_name((tfm_recomp)p->recompute));
+    const int T = plan_tensor(p);
+    if (T == 1) return CL_OK;
+    for (int s = 0; s < p->n_stages; s++)
+        if (p->stages[s].n_replicas > 1)
+            return cl_fail(e, CL_EINPUT, "%s: stages[%d].devices: a replicated stage (%d replicas) with tensor %d; the executor runs tensor parallelism on unreplicated stages only (hint: re-plan with --tensor 1, or without replicas)",
+                           file, s, p->stages[s].n_replicas, T);
+    return exec_net_tp_check(&p->model, 0, p->model.n_layers, T, file, e);
+}
+
 int exec_pipe_check(const plan *p, const char *file, cl_err *e)
 {
     const model *m = &p->model;
@@ -91,6 +111,7 @@ int exec_pipe_check(const plan *p, const char *file, cl_err *e)
     if (p->microbatch < 1 || p->n_micro < 1 || (int64_t)p->microbatch * p->n_micro != p->batch)
         return cl_fail(e, CL_EINPUT, "%s: batch: %d is not microbatch %d x microbatches %d", file,
                        p->batch, p->microbatch, p->n_micro);
+    if ((rc = tensor_check(p, file, e))) return rc;
     sched sc;
     rc = sched_build(p, p->schedule, p->n_micro, 1, &sc, e);
     sched_free(&sc);
@@ -356,6 +377,17 @@ static void collect(const pipe_run *R, exec_pipe_result *r)
 
 /* ----------------------------------------------------------------- run -- */
 
+/* Waiting workers spin only while every thread has a core (chan.h): with
+ * tensor parallelism each worker brings T - 1 more (pipe_tp.h), which the
+ * transport does not see. */
+static double spin_s(const plan *p, int n_w, double spin)
+{
+    cpu_set_t set;
+    int T = plan_tensor(p);
+    if (T > 1 && (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < n_w * T)) return 0;
+    return spin;
+}
+
 int exec_pipe_run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r, cl_err *e)
 {
     return exec_pipe_run_hooked(p, o, NULL, r, e);
@@ -380,6 +412,9 @@ int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe
     if (o->iterations == 0 && (int64_t)o->epochs * (o->train->n / p->batch) > INT32_MAX / 4)
         return cl_fail(e, CL_EINPUT, "%s: %d epochs of %lld iterations are too many", file,
                        o->epochs, (long long)(o->train->n / p->batch));
+    if (plan_tensor(p) > 1 && o->backend != EXEC_PIPE_THREADS)
+        return cl_fail(e, CL_EINPUT, "%s: tensor %d: tensor parallelism runs on the threads backend only (hint: --backend threads)",
+                       file, plan_tensor(p));
     pipe_run *R = cl_calloc(1, sizeof *R);
     if ((rc = prun_init(R, p, o, h, e))) {
         prun_free(R);
@@ -396,7 +431,7 @@ int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe
     if (o->backend == EXEC_PIPE_MPI)
         rc = exec_xport_mpi(&R->x, R->n_w, cap, file, e);
     else
-        R->x = exec_xport_threads(R->n_w, cap, o->spin_s);
+        R->x = exec_xport_threads(R->n_w, cap, spin_s(p, R->n_w, o->spin_s));
     free(cap);
     if (!rc && R->x->rank >= 0) r->rank = R->x->rank;
     if (!rc && o->trace_path) { /* fail on a bad path now, not after training */

@@ -1,55 +1,39 @@
 /* tp_team.c - tensor-parallel training on threads (tp_team.h). */
 #include <assert.h>
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "exec/nn/gemm.h"
-#include "tp_group.h"
+#include "tp_crew.h"
 #include "tp_team.h"
 
 typedef struct tworker {
-    exec_tp_team *team;
-    int rank;
     exec_net *net;
     exec_acts *acts;
     exec_sgd sgd;
-    pthread_t th;
 } tworker;
 
 struct exec_tp_team {
-    int size, max_batch, started;
+    int size, max_batch;
     double momentum;
-    exec_tp_group *group;
+    exec_tp_crew *crew;
+    exec_tp_group *group;  /* the crew's */
     tworker *w;            /* [size] */
-    /* the call in progress, written by worker 0 before the barrier that
-     * starts it, read by all after it */
-    int quit, train, B;
+    /* the call in progress, written by rank 0 before the crew runs it */
+    int train, B;
     const float *x;
     const int32_t *y;
     double lr;
 };
 
-static void work(exec_tp_team *t, tworker *w)
+static void work(void *ctx, int rank)
 {
+    exec_tp_team *t = ctx;
+    tworker *w = &t->w[rank];
     exec_net_forward(w->net, w->acts, t->x, t->y, t->B, t->train);
     if (!t->train) return;
     exec_net_backward(w->net, w->acts, NULL, NULL, 1.0f / (float)t->B);
     w->sgd.lr = t->lr;
     exec_sgd_step(&w->sgd, w->net);
-}
-
-/* Workers 1 ..: a barrier starts each call (or the end), another ends it. */
-static void *worker_main(void *arg)
-{
-    tworker *w = arg;
-    exec_tp_team *t = w->team;
-    exec_blas_init();
-    for (;;) {
-        exec_tp_group_barrier(t->group);
-        if (t->quit) return NULL;
-        work(t, w);
-        exec_tp_group_barrier(t->group);
-    }
 }
 
 int exec_tp_team_create(exec_tp_team **out, const model *m, int size, int max_batch,
@@ -71,21 +55,16 @@ int exec_tp_team_create(exec_tp_team **out, const model *m, int size, int max_ba
     t->size = size;
     t->max_batch = max_batch;
     t->momentum = momentum;
-    t->group = exec_tp_group_create(size, most * max_batch);
+    t->crew = exec_tp_crew_create(size, most * max_batch, NULL);
+    t->group = exec_tp_crew_group(t->crew);
     t->w = cl_calloc((size_t)size, sizeof *t->w);
     for (int r = 0; r < size && !rc; r++) {
         tworker *w = &t->w[r];
-        w->team = t;
-        w->rank = r;
         rc = exec_net_create_tp(&w->net, m, 0, m->n_layers, max_batch, seed, flags,
                                 exec_tp_group_comm(t->group, r), file, e);
         if (rc) break;
         w->acts = exec_acts_create(w->net, max_batch);
         exec_sgd_init(&w->sgd, w->net, 0, momentum, weight_decay);
-    }
-    for (int r = 1; r < size && !rc; r++) {
-        if (pthread_create(&t->w[r].th, NULL, worker_main, &t->w[r])) abort();
-        t->started = r;
     }
     if (rc) {
         exec_tp_team_destroy(t);
@@ -98,18 +77,12 @@ int exec_tp_team_create(exec_tp_team **out, const model *m, int size, int max_ba
 void exec_tp_team_destroy(exec_tp_team *t)
 {
     if (!t) return;
-    if (t->started) {
-        assert(t->started == t->size - 1);
-        t->quit = 1;
-        exec_tp_group_barrier(t->group);
-        for (int r = 1; r < t->size; r++) pthread_join(t->w[r].th, NULL);
-    }
+    exec_tp_crew_destroy(t->crew);
     for (int r = 0; r < t->size; r++) {
         exec_acts_destroy(t->w[r].acts);
         exec_sgd_free(&t->w[r].sgd);
         exec_net_destroy(t->w[r].net);
     }
-    exec_tp_group_destroy(t->group);
     free(t->w);
     free(t);
 }
@@ -117,6 +90,7 @@ void exec_tp_team_destroy(exec_tp_team *t)
 int exec_tp_team_size(const exec_tp_team *t) { return t->size; }
 exec_net *exec_tp_team_net(exec_tp_team *t, int rank) { return t->w[rank].net; }
 exec_acts *exec_tp_team_acts(exec_tp_team *t, int rank) { return t->w[rank].acts; }
+exec_sgd *exec_tp_team_sgd(exec_tp_team *t, int rank) { return &t->w[rank].sgd; }
 
 void exec_tp_team_run(exec_tp_team *t, const float *x, const int32_t *y, int B, int train,
                       double lr)
@@ -127,9 +101,7 @@ void exec_tp_team_run(exec_tp_team *t, const float *x, const int32_t *y, int B, 
     t->B = B;
     t->train = train;
     t->lr = lr;
-    exec_tp_group_barrier(t->group);
-    work(t, &t->w[0]);
-    exec_tp_group_barrier(t->group);
+    exec_tp_crew_run(t->crew, work, t);
 }
 
 double exec_tp_team_wait_s(const exec_tp_team *t, int rank)

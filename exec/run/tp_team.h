@@ -5,7 +5,7 @@
  * tp_group whose all-reduces the split layers call inside their passes.
  *
  * The caller's thread is worker 0; workers 1 .. size-1 are threads the team
- * starts and keeps, idle at the group's barrier between calls.  Every call
+ * starts and keeps (tp_crew.h), idle between calls.  Every call
  * runs the same work on all workers and returns when all are done; what
  * worker 0 computes is what the sequential trainer would (train.h uses the
  * team for exec_train_opts.tensor > 1).
@@ -36,6 +36,7 @@ void exec_tp_team_destroy(exec_tp_team *t);
 int exec_tp_team_size(const exec_tp_team *t);
 exec_net *exec_tp_team_net(exec_tp_team *t, int rank);
 exec_acts *exec_tp_team_acts(exec_tp_team *t, int rank);
+exec_sgd *exec_tp_team_sgd(exec_tp_team *t, int rank);
 
 /* On every worker: forward of x (B, in_elems), labels y (B) into its acts;
  * with train, then the backward pass (loss scale 1 / B) and an SGD step at

@@ -269,10 +269,31 @@ int exec_trainer_epoch(exec_trainer *t, const exec_data *train, const exec_data 
 
 /* ------------------------------------------------------- checkpoints -- */
 
+/* With tensor parallelism the team's nets and optimisers, rank by rank
+ * (caller frees both arrays). */
+static void team_nets(exec_trainer *t, exec_net ***nets, exec_sgd ***sgd)
+{
+    const int T = exec_tp_team_size(t->team);
+    *nets = cl_malloc((size_t)T * sizeof **nets);
+    *sgd = cl_malloc((size_t)T * sizeof **sgd);
+    for (int r = 0; r < T; r++) {
+        (*nets)[r] = exec_tp_team_net(t->team, r);
+        (*sgd)[r] = exec_tp_team_sgd(t->team, r);
+    }
+}
+
 void exec_trainer_save(exec_trainer *t, exec_ckpt *c)
 {
-    assert(!t->team && "cleave train refuses --checkpoint with --tensor");
-    exec_ckpt_put_net(c, "s0", t->net, &t->sgd);
+    if (t->team) { /* the whole model, as without (a resume may use another degree) */
+        exec_net **nets;
+        exec_sgd **sgd;
+        team_nets(t, &nets, &sgd);
+        exec_ckpt_put_net_tp(c, "s0", t->m, 0, t->m->n_layers, nets, sgd, exec_tp_team_size(t->team));
+        free(nets);
+        free(sgd);
+    } else {
+        exec_ckpt_put_net(c, "s0", t->net, &t->sgd);
+    }
     exec_ckpt_put_rng(c, "train.shuffle", t->shuffle);
     exec_ckpt_put_i64(c, "train.perm", t->perm, t->perm ? (size_t)t->perm_n : 0);
     int64_t iv[7] = {t->epoch, t->in_epoch, t->pos, t->step, t->total_steps, t->ep_ok, t->perm_n};
@@ -286,7 +307,6 @@ int exec_trainer_restore(exec_trainer *t, const exec_ckpt *c, int64_t n_train, c
     int64_t iv[7];
     double dv[3];
     int rc;
-    assert(!t->team && "cleave train refuses --resume with --tensor");
     if ((rc = exec_ckpt_get(c, "train.position", iv, sizeof iv, e)) ||
         (rc = exec_ckpt_get(c, "train.sums", dv, sizeof dv, e)))
         return rc;
@@ -297,9 +317,18 @@ int exec_trainer_restore(exec_trainer *t, const exec_ckpt *c, int64_t n_train, c
         return cl_fail(e, CL_EINPUT, "%s: section train.position does not fit this run (epoch %lld of %d, minibatch %lld of %lld) (hint: resume with the same data and options)",
                        exec_ckpt_file(c), (long long)iv[0], t->o.epochs, (long long)iv[2],
                        (long long)steps);
-    if ((rc = exec_ckpt_get_net(c, "s0", t->net, &t->sgd, e)) ||
-        (rc = exec_ckpt_get_rng(c, "train.shuffle", t->shuffle, e)))
-        return rc;
+    if (t->team) {
+        exec_net **nets;
+        exec_sgd **sgd;
+        team_nets(t, &nets, &sgd);
+        rc = exec_ckpt_get_net_tp(c, "s0", t->m, 0, t->m->n_layers, nets, sgd,
+                                  exec_tp_team_size(t->team), e);
+        free(nets);
+        free(sgd);
+    } else {
+        rc = exec_ckpt_get_net(c, "s0", t->net, &t->sgd, e);
+    }
+    if (rc || (rc = exec_ckpt_get_rng(c, "train.shuffle", t->shuffle, e))) return rc;
     free(t->perm);
     t->perm = NULL;
     t->perm_n = 0;

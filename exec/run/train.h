@@ -102,13 +102,17 @@ int exec_trainer_epoch(exec_trainer *t, const exec_data *train, const exec_data 
  * optimiser steps over the run. */
 void exec_trainer_position(const exec_trainer *t, int *epoch, int64_t *pos, int64_t *step);
 
-/* Checkpoints (exec/ckpt/checkpoint.h), without tensor parallelism: save adds the trainer's whole state
+/* Checkpoints (exec/ckpt/checkpoint.h): save adds the trainer's whole state
  * (the net's parameters, running statistics and dropout streams, momentum,
  * the shuffling stream, the epoch's order, the position and the epoch's
  * sums) as sections of c; restore puts it back into a trainer created with
  * the same model and options, so that training continues bit for bit as if
- * it had not stopped.  n_train: samples of the training set.  CL_EINPUT
- * (naming the checkpoint) when a section is missing or does not fit. */
+ * it had not stopped.  With tensor parallelism the checkpoint holds the
+ * whole model (the shards gathered; restore splits it again), the same
+ * sections as without, so a run may resume with another degree (then with
+ * that degree's rounding).  n_train: samples of the training set.
+ * CL_EINPUT (naming the checkpoint) when a section is missing or does not
+ * fit. */
 struct exec_ckpt;
 void exec_trainer_save(exec_trainer *t, struct exec_ckpt *c);
 int exec_trainer_restore(exec_trainer *t, const struct exec_ckpt *c, int64_t n_train, cl_err *e);

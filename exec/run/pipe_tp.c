@@ -1,0 +1,192 @@
+/* pipe_tp.c - tensor parallelism inside a pipelined run (pipe_tp.h). */
+#include <assert.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/nn/tensor.h"
+#include "pipe_tp.h"
+
+void pipe_tp_crew_init(pipe_worker *W)
+{
+    const pipe_run *R = W->R;
+    const int T = plan_tensor(R->p);
+    int64_t most = 0; /* the largest all-reduce: a split layer's output */
+    int max_batch = R->mb > R->eval_batch ? R->mb : R->eval_batch;
+    for (int s = 0; s < R->S; s++) {
+        if (W->local[s] < 0) continue;
+        for (int i = R->stage_first[s]; i < R->stage_end[s]; i++) {
+            const model_layer *l = &R->m->layers[i];
+            int64_t el = model_shape_elems(&l->out_shape);
+            if ((l->kind == MODEL_ATTENTION || l->kind == MODEL_MLP) && el > most) most = el;
+        }
+    }
+    if (T < 2 || most == 0) return;
+    /* Cores: worker w (rank 0) is on core w mod n (backend_threads.c).
+     * With a core for every thread, the crews take the cores after the
+     * workers'; oversubscribed, rank k of worker w goes to core w + k, so
+     * the ranks of a stage, which compute at once, are spread over cores
+     * rather than stacked on their worker's. */
+    int *cpu = cl_malloc((size_t)T * sizeof *cpu), n = 0, list[CPU_SETSIZE];
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(getpid(), sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set)) list[n++] = c;
+    for (int k = 0; k < T; k++) {
+        int idx = R->n_w * T <= n ? R->n_w + W->w * (T - 1) + k - 1 : W->w + k;
+        cpu[k] = n > 0 && R->o->backend == EXEC_PIPE_THREADS ? list[idx % n] : -1;
+    }
+    W->crew = exec_tp_crew_create(T, most * max_batch, cpu);
+    free(cpu);
+}
+
+int pipe_tp_stage_init(pipe_worker *W, pstage *ps, int max_batch, cl_err *e)
+{
+    const pipe_run *R = W->R;
+    const int first = R->stage_first[ps->stage], end = R->stage_end[ps->stage];
+    const int T = W->crew && exec_net_has_split(R->m, first, end) ? plan_tensor(R->p) : 1;
+    const exec_pipe_opts *o = R->o;
+    ps->T = T;
+    ps->tnet = cl_calloc((size_t)T, sizeof *ps->tnet);
+    ps->tsgd = cl_calloc((size_t)T, sizeof *ps->tsgd);
+    ps->tdin = cl_calloc((size_t)T, sizeof *ps->tdin);
+    for (int r = 0; r < T; r++) {
+        const exec_tp_comm *tp = T > 1 ? exec_tp_group_comm(exec_tp_crew_group(W->crew), r) : NULL;
+        int rc = exec_net_create_tp(&ps->tnet[r], R->m, first, end, max_batch, o->seed, 0, tp,
+                                    o->file, e);
+        if (rc) return rc;
+        ps->tsgd[r] = r ? cl_calloc(1, sizeof *ps->tsgd[r]) : &ps->sgd;
+        exec_sgd_init(ps->tsgd[r], ps->tnet[r], o->lr, o->momentum, o->weight_decay);
+        if (r && exec_net_needs_din(ps->tnet[r]))
+            ps->tdin[r] = exec_falloc((int64_t)R->mb * exec_net_in_elems(ps->tnet[r]));
+    }
+    ps->net = ps->tnet[0];
+    return CL_OK;
+}
+
+void pipe_tp_stage_free(pstage *ps)
+{
+    for (int r = 0; r < ps->T; r++) {
+        if (ps->tsgd && ps->tsgd[r]) exec_sgd_free(ps->tsgd[r]);
+        if (r && ps->tsgd) free(ps->tsgd[r]);
+        if (ps->tnet) exec_net_destroy(ps->tnet[r]);
+        if (ps->tdin) free(ps->tdin[r]);
+    }
+    free(ps->tnet);
+    free(ps->tsgd);
+    free(ps->tdin);
+    ps->net = NULL;
+}
+
+exec_acts **pipe_tp_acts_new(const pstage *ps, int B)
+{
+    exec_acts **a = cl_malloc((size_t)ps->T * sizeof *a);
+    for (int r = 0; r < ps->T; r++) a[r] = exec_acts_create(ps->tnet[r], B);
+    return a;
+}
+
+void pipe_tp_acts_free(const pstage *ps, exec_acts **a)
+{
+    if (!a) return;
+    for (int r = 0; r < ps->T; r++) exec_acts_destroy(a[r]);
+    free(a);
+}
+
+/* ------------------------------------------------------------ the calls -- */
+
+/* The call the crew runs: written by rank 0 before, read by every rank. */
+typedef struct tjob {
+    pstage *ps;
+    int pass, B, train;
+    exec_acts **a;
+    const float *in, *dout;
+    const int32_t *lab;
+    float *din, loss_scale;
+    double lr, wd;
+} tjob;
+
+static void run_pass(void *ctx, int r)
+{
+    const tjob *j = ctx;
+    pstage *ps = j->ps;
+    exec_net *net = ps->tnet[r];
+    float *din = j->din && r ? ps->tdin[r] : j->din;
+    switch (j->pass) {
+    case PIPE_TP_FWD: exec_net_forward(net, j->a[r], j->in, j->lab, j->B, j->train); break;
+    case PIPE_TP_BWD: exec_net_backward(net, j->a[r], j->dout, din, j->loss_scale); break;
+    case PIPE_TP_BWD_IN: exec_net_backward_input(net, j->a[r], j->dout, din, j->loss_scale); break;
+    case PIPE_TP_BWD_W: exec_net_backward_weight(net, j->a[r]); break;
+    default: /* the update */
+        ps->tsgd[r]->lr = j->lr;
+        ps->tsgd[r]->weight_decay = j->wd;
+        exec_sgd_step(ps->tsgd[r], net);
+    }
+}
+
+enum { PIPE_TP_UPDATE = PIPE_TP_BWD_W + 1 };
+
+static void run_job(pipe_worker *W, tjob *j)
+{
+    if (j->ps->T > 1) exec_tp_crew_run(W->crew, run_pass, j);
+    else run_pass(j, 0);
+}
+
+void pipe_tp_pass(pipe_worker *W, pstage *ps, int pass, exec_acts **a, const float *in,
+                  const int32_t *lab, int B, int train, const float *dout, float *din,
+                  float loss_scale)
+{
+    assert(pass >= PIPE_TP_FWD && pass <= PIPE_TP_BWD_W);
+    tjob j = {.ps = ps, .pass = pass, .B = B, .train = train, .a = a, .in = in, .dout = dout,
+              .lab = lab, .din = din, .loss_scale = loss_scale};
+    run_job(W, &j);
+}
+
+void pipe_tp_update(pipe_worker *W, pstage *ps, double lr, double wd)
+{
+    tjob j = {.ps = ps, .pass = PIPE_TP_UPDATE, .lr = lr, .wd = wd};
+    run_job(W, &j);
+}
+
+/* ----------------------------------------------------------- parameters -- */
+
+void pipe_tp_swap(pstage *ps, float *stash)
+{
+    for (int r = 0; r < ps->T; r++) {
+        int64_t n;
+        float *p = exec_net_params(ps->tnet[r], &n), *q = stash + (int64_t)r * ps->n_floats;
+        assert(n == ps->n_floats);
+        for (int64_t i = 0; i < n; i++) {
+            float t = p[i];
+            p[i] = q[i];
+            q[i] = t;
+        }
+    }
+}
+
+void pipe_tp_copy_params(pstage *ps, float *stash)
+{
+    for (int r = 0; r < ps->T; r++) {
+        int64_t n;
+        const float *p = exec_net_params(ps->tnet[r], &n);
+        assert(n == ps->n_floats); /* every rank's shard is as large (tp_check) */
+        memcpy(stash + (int64_t)r * ps->n_floats, p, (size_t)n * sizeof *stash);
+    }
+}
+
+exec_net *pipe_tp_whole(pipe_worker *W, pstage *ps, int *made)
+{
+    *made = 0;
+    if (ps->T == 1) return ps->net;
+    const pipe_run *R = W->R;
+    exec_net *whole;
+    cl_err e = {0};
+    int rc = exec_net_create(&whole, R->m, R->stage_first[ps->stage], R->stage_end[ps->stage], 1,
+                             R->o->seed, 0, "", &e);
+    assert(rc == CL_OK && "the stage made its shards already");
+    (void)rc;
+    exec_net_tp_gather(whole, ps->tnet, ps->T);
+    *made = 1;
+    return whole;
+}

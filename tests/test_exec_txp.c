@@ -1,0 +1,388 @@
+/* test_exec_txp.c - pipelines of tensor-parallel stages (t x p) on threads
+ * (exec/run/pipe_tp.c): `cleave train --plan` with a plan of tensor t > 1.
+ *
+ * The ViT (models/fmnist-vit.json) cut into the two stages of
+ * bench/results/pipe/fmnist-vit-2stage-1f1b.json, on synthetic data:
+ * - one microbatch per iteration: t = 2 x p = 2 equals the sequential
+ *   tensor-parallel trainer (`cleave train --tensor 2`, tp_team.h, written
+ *   apart from the pipeline) bit for bit, for every synchronous schedule
+ *   (the same shards, the same rank-order all-reduces, the same data order;
+ *   a cut reproduces the whole model's bits: suite exec_net);
+ * - four microbatches: t = 2 and 4 equal the same plan with t = 1 within
+ *   the bound suite exec_tp puts on the reordered row-parallel sums, for
+ *   the synchronous and the asynchronous schedules (PipeDream's weight
+ *   versions are then every rank's);
+ * - bench/validate.c's prediction of such a plan;
+ * - refusals (replicated stages, MPI, recomputation), the command's output,
+ *   and a run killed and resumed from its checkpoint.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "base/fileio.h"
+#include "bench/validate.h"
+#include "core/plan.h"
+#include "exec/nn/data.h"
+#include "exec/nn/net.h"
+#include "exec/run/pipeline.h"
+#include "exec/run/train.h"
+#include "test.h"
+#include "test_pipe.h"
+#include "test_proc.h"
+
+#define U 0x1p-24 /* float's unit roundoff */
+#define VIT_PLAN "bench/results/pipe/fmnist-vit-2stage-1f1b.json"
+
+enum { K_IT = 3 }; /* iterations of every run */
+
+/* The two-stage ViT plan with schedule kind, m microbatches of mb, tensor t. */
+static int vit_plan(plan *p, sched_kind kind, int m, int mb, int t)
+{
+    cl_err e = {0};
+    if (plan_load(p, VIT_PLAN, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        CU_FAIL("the ViT plan does not load");
+        return 1;
+    }
+    p->schedule = kind;
+    p->n_micro = m;
+    p->microbatch = mb;
+    p->batch = m * mb;
+    p->tensor = t;
+    return 0;
+}
+
+/* Options of a short deterministic run over data d: the pipe suites'
+ * (tp_opts), with the cosine schedule so the lr changes every step. */
+static void run_opts(exec_pipe_opts *o, const exec_data *d)
+{
+    tp_opts(o, d, VIT_PLAN, K_IT);
+    o->lr_schedule = EXEC_LR_COSINE;
+}
+
+static int run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r)
+{
+    cl_err e = {0};
+    int rc = exec_pipe_run(p, o, r, &e);
+    if (rc) fprintf(stderr, "\n    %s\n", e.msg);
+    CU_ASSERT_EQUAL(rc, CL_OK);
+    return rc;
+}
+
+/* ------------------------------------- against the sequential trainer -- */
+
+/* One microbatch of 16 per iteration, K_IT iterations = one epoch of the
+ * sequential trainer with --tensor 2 over the same 48 samples. */
+static void test_txp_equals_trainer(void)
+{
+    enum { MB = 16 };
+    exec_data d = {0};
+    exec_data_synthetic(&d, K_IT * MB, 1, 28, 28, 10, 5, 0);
+    plan p;
+    if (vit_plan(&p, SCHED_GPIPE, 1, MB, 2)) return;
+    exec_pipe_opts o;
+    run_opts(&o, &d);
+    exec_train_opts to;
+    exec_train_defaults(&to);
+    to.epochs = 1;
+    to.batch = MB;
+    to.lr = o.lr;
+    to.momentum = o.momentum;
+    to.weight_decay = o.weight_decay;
+    to.schedule = o.lr_schedule;
+    to.seed = o.seed;
+    to.tensor = 2;
+    exec_trainer *t;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_trainer_create(&t, &p.model, VIT_PLAN, &to, &e), CL_OK);
+    exec_epoch ep;
+    exec_trainer_epoch(t, &d, NULL, NULL, NULL, &ep);
+    exec_net *ref = exec_trainer_gather(t);
+    exec_net *start;
+    CU_ASSERT_EQUAL_FATAL(exec_net_create(&start, &p.model, 0, p.model.n_layers, 1, o.seed, 0, "", &e), CL_OK);
+    const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_ZBH1, SCHED_SEQUENTIAL};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        p.schedule = kinds[k];
+        exec_pipe_result r;
+        if (run(&p, &o, &r)) {
+            exec_pipe_result_free(&r);
+            continue;
+        }
+        int same = r.n_tensors == exec_net_n_tensors(ref), moved = 0;
+        for (int i = 0; same && i < r.n_tensors; i++) {
+            const exec_tensor *x = exec_net_tensor(ref, i), *s = exec_net_tensor(start, i);
+            const float *got = r.params + r.tensors[i].offset;
+            same = x->n == r.tensors[i].n && !strcmp(x->name, r.tensors[i].name) &&
+                   memcmp(x->data, got, (size_t)x->n * sizeof(float)) == 0;
+            moved |= memcmp(s->data, got, (size_t)x->n * sizeof(float)) != 0;
+        }
+        printf("\n    %s: %s ", sched_kind_name(kinds[k]), same ? "bit for bit" : "DIFFERS");
+        CU_ASSERT(same);
+        CU_ASSERT(moved); /* training changed the weights: the comparison saw something */
+        CU_ASSERT_EQUAL(r.n_workers, kinds[k] == SCHED_SEQUENTIAL ? 1 : 2);
+        exec_pipe_result_free(&r);
+    }
+    exec_net_destroy(start);
+    exec_net_destroy(ref);
+    exec_trainer_destroy(t);
+    plan_free(&p);
+    exec_data_free(&d);
+}
+
+/* ------------------------------------------------ against t = 1 -- */
+
+/* The bound of suite exec_tp (test_tp_train): splitting reorders the
+ * row-parallel sums of at most K + 2 terms (K = 128, the MLP's hidden
+ * width), each within 2 gamma_{K+2} of the unsplit sum relative to its
+ * terms, so after n updates a parameter may differ by n 2 gamma_{K+2} P,
+ * P the tensor's largest |p| (a model, not a theorem: the terms' scale is
+ * taken to be the parameters').  n counts updates: one per iteration for
+ * the synchronous kinds, m for the asynchronous ones.  Returns the largest
+ * difference as a fraction of the bound. */
+static double vs_bound(const exec_pipe_result *a, const exec_pipe_result *ref, int updates)
+{
+    const int K = 128;
+    const double gamma = (K + 2) * U / (1 - (K + 2) * U);
+    if (a->n_tensors != ref->n_tensors || a->n_params != ref->n_params) return INFINITY;
+    double worst = 0;
+    for (int k = 0; k < ref->n_tensors; k++) {
+        const float *x = a->params + a->tensors[k].offset, *y = ref->params + ref->tensors[k].offset;
+        double P = 0, dmax = 0;
+        for (int64_t i = 0; i < ref->tensors[k].n; i++) {
+            P = fmax(P, fabs((double)y[i]));
+            dmax = fmax(dmax, fabs((double)x[i] - y[i]));
+        }
+        if (P > 0) worst = fmax(worst, dmax / (updates * 2 * gamma * P));
+    }
+    return worst;
+}
+
+static void test_txp_vs_t1(void)
+{
+    enum { M = 4, MB = 4 };
+    exec_data d = {0};
+    exec_data_synthetic(&d, K_IT * M * MB, 1, 28, 28, 10, 5, 0);
+    const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_ZBH1, SCHED_SEQUENTIAL,
+                                SCHED_FBP, SCHED_PIPEDREAM};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        plan p;
+        if (vit_plan(&p, kinds[k], M, MB, 1)) break;
+        exec_pipe_opts o;
+        run_opts(&o, &d);
+        exec_pipe_result r1;
+        if (run(&p, &o, &r1)) {
+            exec_pipe_result_free(&r1);
+            plan_free(&p);
+            continue;
+        }
+        const int updates = sched_is_async(kinds[k]) ? K_IT * M : K_IT;
+        for (int t = 2; t <= (kinds[k] == SCHED_1F1B ? 4 : 2); t *= 2) {
+            p.tensor = t;
+            exec_pipe_result rt;
+            if (!run(&p, &o, &rt)) {
+                double w = vs_bound(&rt, &r1, updates);
+                int differ = memcmp(rt.params, r1.params, (size_t)r1.n_params * sizeof(float)) != 0;
+                printf("\n    %s, t = %d: largest difference %.4f of the bound%s ",
+                       sched_kind_name(kinds[k]), t, w, differ ? "" : " (bit for bit)");
+                CU_ASSERT(w <= 1);
+                /* the stash and the versions are rank 0's, as with t = 1 */
+                for (int i = 0; i < r1.n_workers; i++) {
+                    CU_ASSERT_EQUAL(rt.w[i].peak_stash, r1.w[i].peak_stash);
+                    CU_ASSERT_EQUAL(rt.w[i].peak_versions, r1.w[i].peak_versions);
+                    CU_ASSERT(rt.w[i].at_peak.weights < r1.w[i].at_peak.weights); /* a shard */
+                }
+            }
+            exec_pipe_result_free(&rt);
+        }
+        exec_pipe_result_free(&r1);
+        plan_free(&p);
+    }
+    exec_data_free(&d);
+}
+
+/* ------------------------------------------------------- validation -- */
+
+/* bench/validate.c on a t = 2 plan: stage costs of one rank's share, the
+ * all-reduces priced as a ring (worked out here from the layer shapes: one
+ * of each attention and mlp layer's (mb, T, D) output in the forward, one
+ * in the input gradient, 2 (t - 1) steps of latency + bytes / (t
+ * bandwidth)), and predicted peak memory per worker equal to the run's
+ * rank 0 (weights, gradients, momentum of its shard, its stash). */
+static void test_txp_validate(void)
+{
+    enum { M = 2, MB = 4, T = 2 };
+    plan p;
+    if (vit_plan(&p, SCHED_GPIPE, M, MB, T)) return;
+    cl_err e = {0};
+    prof pf;
+    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, VIT_PLAN, &e), CL_OK);
+    exec_val_extra x[2];
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, 0, x, VIT_PLAN, &e), CL_OK);
+    double before[2][2], whole[2];
+    for (int s = 0; s < 2; s++) {
+        before[s][0] = p.stages[s].fwd_s;
+        before[s][1] = p.stages[s].bwd_in_s;
+        whole[s] = 0;
+        for (int l = p.stages[s].first; l <= p.stages[s].last; l++)
+            whole[s] += (double)p.model.layers[l].params * 4;
+        /* a shard: the split layers' weights halve, the rest is whole */
+        CU_ASSERT(p.stages[s].param_bytes < 0.75 * whole[s] && p.stages[s].param_bytes > 0.4 * whole[s]);
+        CU_ASSERT(x[s].crew_s > 0);
+    }
+    const cluster_link link = {2e9, 15e-6};
+    exec_val_tp_comm(&p, &link);
+    for (int s = 0; s < 2; s++) {
+        double ar = 0;
+        for (int l = p.stages[s].first; l <= p.stages[s].last; l++) {
+            const model_layer *ml = &p.model.layers[l];
+            if (ml->kind != MODEL_ATTENTION && ml->kind != MODEL_MLP) continue;
+            const double bytes = (double)MB * 16 * 64 * 4; /* (mb, 16 tokens, width 64) floats */
+            CU_ASSERT_EQUAL(ml->out_elems, 16 * 64);
+            ar += 2 * (T - 1) * (15e-6 + bytes / T / 2e9);
+        }
+        CU_ASSERT(ar > 0); /* both stages hold blocks */
+        CU_ASSERT_DOUBLE_EQUAL(p.stages[s].fwd_s - before[s][0], ar, 1e-15);
+        CU_ASSERT_DOUBLE_EQUAL(p.stages[s].bwd_in_s - before[s][1], ar, 1e-15);
+    }
+    sim_result pred;
+    exec_pipe_result meas;
+    CU_ASSERT_EQUAL_FATAL(exec_val_predict(&p, 4, NULL, &pred, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_measure(&p, EXEC_PIPE_THREADS, 4, VIT_PLAN, NULL, &meas, &e), CL_OK);
+    exec_val_report rep;
+    CU_ASSERT_EQUAL_FATAL(exec_val_compare(&p, x, &pred, &meas, &rep, &e), CL_OK);
+    for (int w = 0; w < rep.n_workers; w++) {
+        printf("\n    worker %d: peak memory predicted %.0f, measured %.0f bytes ", w,
+               rep.w[w].peak_mem.predicted, rep.w[w].peak_mem.measured);
+        CU_ASSERT(fabs(rep.w[w].peak_mem.error) < 1e-9);
+        CU_ASSERT_EQUAL(meas.w[w].at_peak.weights, p.stages[w].param_bytes);
+    }
+    exec_val_report_free(&rep);
+    exec_pipe_result_free(&meas);
+    sim_result_free(&pred);
+    prof_free(&pf);
+    plan_free(&p);
+}
+
+/* --------------------------------------------------- refusals, command -- */
+
+static void test_txp_refusals(void)
+{
+    plan p;
+    if (vit_plan(&p, SCHED_1F1B, 4, 4, 2)) return;
+    cl_err e = {0};
+    /* a replicated stage: its ring all-reduce would cover rank 0's shard */
+    int *dev = p.stages[0].devices;
+    int two[2] = {dev[0], 1 - dev[0]};
+    p.stages[0].devices = two;
+    p.stages[0].n_replicas = 2;
+    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: stages[0].devices: a replicated stage (2 replicas) with tensor 2"));
+    p.stages[0].devices = dev;
+    p.stages[0].n_replicas = 1;
+    /* heads 4: t = 3 splits nothing evenly */
+    p.tensor = 3;
+    e = (cl_err){0};
+    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "--tensor 3 does not divide its 4 heads"));
+    p.tensor = 2;
+    p.recompute = 1;
+    e = (cl_err){0};
+    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: recompute: the plan recomputes (selective)"));
+    p.recompute = 0;
+    e = (cl_err){0};
+    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_OK);
+    CU_ASSERT_EQUAL(exec_pipe_ckpt_check(&p, "x.json", &e), CL_OK);
+    plan_free(&p);
+}
+
+/* Write the two-stage plan with tensor t (and recompute) to path. */
+static void write_plan(const char *path, int t, const char *recompute)
+{
+    char *text = test_slurp(VIT_PLAN);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    cJSON_AddNumberToObject(j, "tensor", t);
+    if (recompute) cJSON_AddStringToObject(j, "recompute", recompute);
+    char *out = cJSON_Print(j);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(out, f);
+    fclose(f);
+    free(out);
+    cJSON_Delete(j);
+}
+
+static void test_txp_cli(void)
+{
+    char pl[512], rc_plan[512], w[512], ck[512], args[2048];
+    char *dir = test_scratch(sizeof pl, "t2.json", pl, "t2-recompute.json", rc_plan, "w.bin", w,
+                             "c.ckpt", ck, NULL);
+    write_plan(pl, 2, NULL);
+    write_plan(rc_plan, 2, "selective");
+    char *out, *err;
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --save-weights %s", pl, w);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    char head[700];
+    snprintf(head, sizeof head, "train fmnist-vit with %s: 2 stages on 2 workers x 2 tensor-parallel threads (threads), schedule 1f1b, batch 64 = 4 x 16\n", pl);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, head));
+    char *wf = test_slurp(w);
+    CU_ASSERT(wf && !strncmp(wf, "cleave-weights 1 ", 17));
+    free(wf);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --backend mpi", pl);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor parallelism runs on the threads backend only"));
+    CU_ASSERT_PTR_NULL(strchr(err, '\n') ? strchr(strchr(err, '\n') + 1, '\n') : NULL);
+    CU_ASSERT_EQUAL(out[0], 0);
+    free(out);
+    free(err);
+    /* killed after iteration 5 of 8 with a checkpoint every iteration and
+     * resumed: the uninterrupted run's weights, byte for byte (each stage's
+     * checkpoint is its whole net, the shards gathered and split again) */
+    char full[600], wr[600];
+    snprintf(full, sizeof full, "%s/full.w", dir);
+    snprintf(wr, sizeof wr, "%s/resumed.w", dir);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --save-weights %s", pl, full);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
+    char *a1[] = {"train", "--plan", pl, "--synthetic", "256", "--epochs", "2", "--checkpoint", ck,
+                  "--checkpoint-every", "1", "--save-weights", wr, NULL};
+    int ok;
+    CU_ASSERT_EQUAL(tproc_signal_at(a1, dir, 5, SIGKILL, &ok), 128 + SIGKILL);
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(tproc_ckpt_iters(ck), 5);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --resume %s --save-weights %s",
+             pl, ck, wr);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "resumed from"));
+    CU_ASSERT(tproc_same_file(full, wr));
+    free(out);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2", rc_plan);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "recompute: the plan recomputes (selective); pipelined training does not run recomputation yet"));
+    free(out);
+    free(err);
+    test_rmtree(dir);
+}
+
+TEST_SUITE(exec_txp)
+{
+    test_add_suite("exec_txp");
+    test_add("t = 2 x p = 2, one microbatch: the sequential --tensor 2 trainer bit for bit",
+             test_txp_equals_trainer);
+    test_add("t = 2 and 4 x p = 2, four microbatches: t = 1 within the reordered sums' bound",
+             test_txp_vs_t1);
+    test_add("validate: one rank's costs, the all-reduces as the planner's ring, memory per rank",
+             test_txp_validate);
+    test_add("replicated stages, indivisible t, recomputation refused; checkpoints allowed",
+             test_txp_refusals);
+    test_add("cleave train --plan with tensor 2: the run, the weights, MPI refused, kill and resume",
+             test_txp_cli);
+}
