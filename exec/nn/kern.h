@@ -108,6 +108,15 @@ double exec_kern_softmax_xent_forward(float *probs, float *loss, const float *lo
 void exec_kern_softmax_xent_backward_input(float *dlogits, const float *probs,
                                            const int32_t *labels, int B, int K, float scale);
 
+/* Own blocked SGEMM (gemm_avx512.c): row-major C (M, N) = op(A) op(B),
+ * plus bias[j] on every row when bias is not NULL, plus C when beta (0 or
+ * 1) is 1; ta / tb as exec_gemm's.  A x B^T with
+ * M < N runs as C^T = B A^T so that the smaller operand is packed.
+ * Reproducible: the summation order depends on the shape only.  Callers
+ * choose it by shape (layers.c, exec_kern_gemm_wins). */
+void exec_kern_gemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
+                    const float *B, int ldb, const float *bias, int beta, float *C, int ldc);
+
 /* Sum of n floats in a fixed order (16 lanes x 4 accumulators, then a
  * tree), for bias gradients. */
 float exec_kern_sum(const float *a, int64_t n);
