@@ -255,14 +255,25 @@ typedef struct operands {
     const float *bias; /* added per column j (per row i when c_trans), or NULL */
 } operands;
 
-/* a(i0.., k0..) for mr rows and kc steps into ap[k MR + i], when a's rows
- * are not contiguous in k (A^T: one k is mr adjacent values, but k steps
- * are a whole row of the gradient apart, which thrashes L1's sets) */
-KERN static void pack_a(float *ap, const float *a, int64_t cs, int mr, int kc)
+/* a(i, k0 + k) of every row tile into ap[(t kc + k) AS + i - i0(t)], when
+ * a's rows are not contiguous in k (A^T: one k is M adjacent values, but
+ * k steps are a whole row of the gradient apart, which thrashes L1's sets
+ * when read in place).  Row by row, so each line of the gradient comes from
+ * L2 once (tile by tile, the column strips re-read it and packing took a
+ * third of a ViT weight gradient); AS = 16 keeps the stores aligned (14
+ * made them masked stores across cache lines). */
+#define AS 16
+KERN static void pack_a(float *ap, const float *a, int64_t cs, int M, int kc)
 {
-    const __mmask16 m = lanes(mr);
-    for (int k = 0; k < kc; k++, a += cs, ap += MR)
-        _mm512_mask_storeu_ps(ap, m, _mm512_maskz_loadu_ps(m, a));
+    const int n = (M + MR - 1) / MR, base = M / n, extra = M % n; /* as tile_rows */
+    for (int k = 0; k < kc; k++, a += cs) {
+        float *dst = ap + (int64_t)k * AS;
+        for (int t = 0; t < n; t++, dst += (int64_t)AS * kc) {
+            const int i0 = t * base + (t < extra ? t : extra), mr = base + (t < extra);
+            _mm512_store_ps(dst, i0 + AS <= M ? _mm512_loadu_ps(a + i0)
+                                             : _mm512_maskz_loadu_ps(lanes(mr), a + i0));
+        }
+    }
 }
 
 /* Rows of C in tiles of at most MR, sized evenly (128 rows: 8 x 13 + 2 x 12
@@ -295,14 +306,9 @@ KERN static void run(int M, int N, int K, const operands *o, int beta)
         int tiles_blk = (int)(A_BLOCK_BYTES / ((size_t)MR * kc1 * sizeof(float)));
         if (tiles_blk < 1) tiles_blk = 1;
         const size_t b_floats = (size_t)(nc < N ? nc : (N + NR - 1) / NR * NR) * kc1;
-        float *bp = pack_buf(b_floats + (own_a ? (size_t)tiles_m * MR * kc1 : 0));
+        float *bp = pack_buf(b_floats + (own_a ? (size_t)tiles_m * AS * kc1 : 0));
         float *ap = bp + b_floats;
-        if (own_a && kc > 0)
-            for (int i0 = 0, mr, t = 0; i0 < M; i0 += mr, t++) {
-                mr = tile_rows(M, i0);
-                pack_a(ap + (int64_t)t * MR * kc, o->a + (int64_t)i0 * o->rs + (int64_t)k0 * o->cs,
-                       o->cs, mr, kc);
-            }
+        if (own_a && kc > 0) pack_a(ap, o->a + (int64_t)k0 * o->cs, o->cs, M, kc);
         for (int j0 = 0; j0 < N; j0 += nc) {
             const int nj = N - j0 < nc ? N - j0 : nc;
             if (kc > 0) {
@@ -320,9 +326,9 @@ KERN static void run(int M, int N, int K, const operands *o, int beta)
                     for (int i0 = i_blk, mr, ti = ib; i0 < i_end; i0 += mr, ti++) {
                         mr = tile_rows(M, i0);
                         if (own_a) {
-                            t.a = ap + (int64_t)ti * MR * kc;
+                            t.a = ap + (int64_t)ti * AS * kc;
                             t.rs = 1;
-                            t.cs = MR;
+                            t.cs = AS;
                         } else
                             t.a = o->a + (int64_t)i0 * o->rs + (int64_t)k0 * o->cs;
                         t.c = o->c_trans ? o->c + j * o->ldc + i0 : o->c + (int64_t)i0 * o->ldc + j;
@@ -355,6 +361,27 @@ void exec_kern_gemm(int ta, int tb, int M, int N, int K, const float *A, int lda
     run(M, N, K, &o, beta);
 }
 
+/* db[j] += sum over rows r of d[r cols + j], rows in order from db[j]: the
+ * portable loop's additions in its order (the same bits), on 16 lanes and
+ * up to 8 vectors of columns at a time */
+KERN void exec_kern_colsum_add(float *db, const float *d, int rows, int cols)
+{
+    for (int j0 = 0; j0 < cols; j0 += 128) {
+        const int nv = (cols - j0 + 15) / 16 < 8 ? (cols - j0 + 15) / 16 : 8;
+        __m512 acc[8];
+        __mmask16 m[8];
+        for (int v = 0; v < 8; v++) {
+            m[v] = lanes(cols - j0 - 16 * v);
+            acc[v] = v < nv ? _mm512_maskz_loadu_ps(m[v], db + j0 + 16 * v) : _mm512_setzero_ps();
+        }
+        const float *p = d + j0;
+        for (int r = 0; r < rows; r++, p += cols)
+            for (int v = 0; v < nv; v++)
+                acc[v] = _mm512_add_ps(acc[v], _mm512_maskz_loadu_ps(m[v], p + 16 * v));
+        for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(db + j0 + 16 * v, m[v], acc[v]);
+    }
+}
+
 #else /* no AVX-512 build: exec_kern_avx512() is 0 and nothing calls this */
 
 void exec_kern_gemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
@@ -363,6 +390,12 @@ void exec_kern_gemm(int ta, int tb, int M, int N, int K, const float *A, int lda
     (void)bias;
     (void)ta; (void)tb; (void)M; (void)N; (void)K; (void)A; (void)lda;
     (void)B; (void)ldb; (void)beta; (void)C; (void)ldc;
+    abort();
+}
+
+void exec_kern_colsum_add(float *db, const float *d, int rows, int cols)
+{
+    (void)db; (void)d; (void)rows; (void)cols;
     abort();
 }
 

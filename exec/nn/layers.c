@@ -88,7 +88,9 @@ void exec_linear_backward_weight(float *dw, float *db, const float *dout, const 
     }
     if (own_gemm(2, IC)) exec_kern_gemm(1, 0, OC, IC, B, dout, OC, in, IC, NULL, 1, dw, IC);
     else exec_gemm(1, 0, OC, IC, B, 1.0f, dout, OC, in, IC, 1.0f, dw, IC);
-    if (db) {
+    if (db && exec_kern_avx512()) {
+        exec_kern_colsum_add(db, dout, B, OC);
+    } else if (db) {
         for (int r = 0; r < B; r++) exec_v_add(db, dout + (int64_t)r * OC, OC);
     }
 }
