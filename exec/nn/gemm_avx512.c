@@ -42,7 +42,7 @@
 
 #define NR 32            /* panel width: two zmm */
 #define MR 14            /* tile rows: 28 accumulators + 2 panel vectors + a broadcast */
-#define KC 256           /* K block of the normal orientation */
+#define KC 128           /* K block of the normal orientation: a panel (16 KB) and a tile of a (8 KB) stay in L1 */
 #define KC_T 2048        /* K block of the transposed one (its store costs a transpose) */
 #define PACK_BYTES (512 * 1024) /* packed panels per N block: half of this core's L2 */
 
@@ -143,12 +143,13 @@ KERN static void pack_trans(float *dst, const float *src, int64_t ld, int kc, in
  * i < mr, with a(i, k) = a[i rs + k cs]; b(k, j) = bp[k bs + j] (a packed
  * panel, bs = NR, or B's rows read in place); init the
  * accumulators' start (zero, or the bias).  mr is a constant in each
- * instance (the loops unroll); cs == 1 (rows read in place) is made a
- * constant too. */
-KERN_INLINE void tile(const int mr, const int unit_cs, int kc, const float *a, int64_t rs,
-                      int64_t cs, const float *bp, int64_t bs, __m512 *acc)
+ * instance (the loops unroll); cs == 1 (rows read in place) and rs == 1
+ * (packed a: the row offsets become immediates) are made constants too. */
+KERN_INLINE void tile(const int mr, const int unit_cs, const int unit_rs, int kc, const float *a,
+                      int64_t rs, int64_t cs, const float *bp, int64_t bs, __m512 *acc)
 {
     if (unit_cs) cs = 1;
+    if (unit_rs) rs = 1;
     for (int k = 0; k < kc; k++, a += cs, bp += bs) {
         const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
 #pragma GCC unroll 14
@@ -227,8 +228,9 @@ typedef struct tile_args {
             const int64_t nl = t->trans ? t->nj : (R);                                      \
             for (int64_t i = 0; i < nl; i++) _mm_prefetch((const char *)(t->next + i * t->ldc), _MM_HINT_T0); \
         }                                                                                   \
-        if (t->cs == 1) tile((R), 1, t->kc, t->a, t->rs, 1, t->bp, t->bs, acc);             \
-        else tile((R), 0, t->kc, t->a, t->rs, t->cs, t->bp, t->bs, acc);                    \
+        if (t->cs == 1) tile((R), 1, 0, t->kc, t->a, t->rs, 1, t->bp, t->bs, acc);          \
+        else if (t->rs == 1) tile((R), 0, 1, t->kc, t->a, 1, t->cs, t->bp, t->bs, acc);     \
+        else tile((R), 0, 0, t->kc, t->a, t->rs, t->cs, t->bp, t->bs, acc);                 \
         if (t->trans) store_t((R), acc, t->c, t->ldc, t->nj, t->add);                       \
         else store((R), acc, t->c, t->ldc, t->nj, t->add);                                 \
     }
