@@ -6,8 +6,8 @@
  * gamma_n = n u / (1 - n u), u = 2^-24, where n counts the roundings on
  * the way from one product to the result: at most one per FMA of its K
  * block, one per later addition of a block into C, and one for adding C0;
- * n = K + ceil(K / 256) + 2 covers both of the kernel's blockings (the
- * transposed path's blocks are larger, hence fewer additions).  A wrong
+ * n = K + ceil(K / 64) + 2 covers the kernel's blockings (K blocks of 128,
+ * and larger ones on the transposed path).  A wrong
  * index, a lost term, a missed tile edge or a dropped bias moves an element
  * by about one term, far beyond that bound.
  *
@@ -58,7 +58,7 @@ static double run_case(const gcase *g, gsl_rng *r, int *same)
     exec_kern_gemm(g->ta, g->tb, M, N, K, A, lda, B, ldb, bs, g->beta, C, ldc);
     exec_kern_gemm(g->ta, g->tb, M, N, K, A, lda, B, ldb, bs, g->beta, C2, ldc);
     *same = memcmp(C, C2, (size_t)nc * sizeof *C) == 0;
-    const double u = ldexp(1.0, -24), n = K + (K + 255) / 256 + 2, gam = n * u / (1 - n * u);
+    const double u = ldexp(1.0, -24), n = K + (K + 63) / 64 + 2, gam = n * u / (1 - n * u);
     double worst = 0;
     for (int i = 0; i < M; i++)
         for (int j = 0; j < ldc; j++) {
@@ -132,9 +132,9 @@ static void test_edges(void)
     gsl_rng_free(r);
 }
 
-/* past every blocking: K blocks (256, and 2048 on the transposed path of
- * A B^T with M < N), packed N blocks (512 columns at K 256), M blocks (18
- * tiles at K 256); and the executor's own shapes */
+/* past every blocking: K blocks (128, and 2048 on the transposed path of
+ * A B^T with M < N), packed N blocks (1024 columns at K 128), M blocks (36
+ * tiles of up to 14 rows at K 128); and the executor's own shapes */
 static void test_blocks(void)
 {
     if (!have_kernel()) return;
@@ -143,9 +143,9 @@ static void test_blocks(void)
     static const gcase cases[] = {
         {0, 1, 40, 70, 600, 1, 0, 0},    /* transposed path, one K block */
         {0, 1, 20, 50, 2100, 1, 1, 1},   /* transposed path, two K blocks */
-        {0, 1, 300, 100, 600, 1, 1, 0},  /* normal path, three K blocks, two M blocks */
-        {0, 0, 33, 600, 300, 0, 0, 2},   /* two N blocks, two K blocks */
-        {1, 0, 300, 65, 520, 0, 1, 0},   /* A^T: packed a over three K blocks, two M blocks */
+        {0, 1, 600, 100, 300, 1, 1, 0},  /* normal path, three K blocks, two M blocks */
+        {0, 0, 33, 1100, 200, 0, 0, 2},  /* two N blocks, two K blocks */
+        {1, 0, 600, 65, 300, 0, 1, 0},   /* A^T: packed a over three K blocks, two M blocks */
         {1, 1, 45, 77, 300, 1, 1, 0},    /* A^T B^T */
         {0, 1, 64, 256, 784, 1, 0, 0},   /* mlp fc1 forward, batch 64 */
         {0, 0, 64, 128, 256, 0, 0, 0},   /* mlp fc2 input gradient */
