@@ -15,7 +15,8 @@
  * K of 1, 7, 13-15, 17, 31-33, 64, 100), all four transposition cases,
  * leading dimensions wider than the rows, bias and beta, and shapes past
  * each blocking (K beyond one K block, N beyond one packed N block, M beyond
- * one M block, K beyond the transposed path's block).  Skipped, and said
+ * one M block, K beyond the transposed path's block) and the unblocked
+ * weight-gradient path.  Skipped, and said
  * so, on CPUs without AVX-512 (the kernel never runs there).
  */
 #include <math.h>
@@ -132,7 +133,8 @@ static void test_edges(void)
     gsl_rng_free(r);
 }
 
-/* past every blocking: K blocks (128, and 2048 on the transposed path of
+/* past every blocking (and the unblocked A^T B of at most 64 rows): K
+ * blocks (128, and 2048 on the transposed path of
  * A B^T with M < N), packed N blocks (1024 columns at K 128), M blocks (36
  * tiles of up to 14 rows at K 128); and the executor's own shapes */
 static void test_blocks(void)
@@ -147,6 +149,8 @@ static void test_blocks(void)
         {0, 0, 33, 1100, 200, 0, 0, 2},  /* two N blocks, two K blocks */
         {1, 0, 600, 65, 300, 0, 1, 0},   /* A^T: packed a over three K blocks, two M blocks */
         {1, 1, 45, 77, 300, 1, 1, 0},    /* A^T B^T */
+        {1, 0, 60, 50, 900, 1, 1, 1},    /* A^T B unblocked (<= 64 rows), ragged panel */
+        {1, 0, 64, 64, 3000, 0, 1, 0},   /* A^T B, 64 rows but too long for L2: blocked */
         {0, 1, 64, 256, 784, 1, 0, 0},   /* mlp fc1 forward, batch 64 */
         {0, 0, 64, 128, 256, 0, 0, 0},   /* mlp fc2 input gradient */
         {1, 0, 128, 256, 64, 0, 1, 0},   /* mlp fc2 weight gradient */

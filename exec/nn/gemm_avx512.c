@@ -9,12 +9,15 @@
  * panel vectors, broadcasts 14 values of a and issues 28 FMAs, so the two
  * FMA pipes, not the two load ports, set the pace.
  *
- * Blocking: K in blocks of kc (the 14 rows of a the tile reads stay in L1
- * across a row of panels: 14 x kc x 4 bytes), N in blocks whose packed
- * panels fit in half of L2 (the panels stream from there while the tile's
- * rows of a stay in L1).  a is never packed: the executor's a operands
- * (activations, gradients) are used by few panels, and packing them cost
- * more than the strided broadcasts do.
+ * Blocking: K in blocks of 128 (a panel, 16 KB, and the tile's rows of a,
+ * 8 KB, stay in L1 together), N in blocks whose packed panels fit in half
+ * of L2, M in blocks whose rows of a fit in a quarter of it; per panel
+ * every row tile of the M block runs.  a is never packed: the executor's
+ * a operands are used by few panels, and packing them (A^T too, row by
+ * row into aligned 16-float rows) measured slower than broadcasting from
+ * them in place (61-64% of the FMA peak against 69-73% on the ViT's weight
+ * gradients).  Weight gradients with at most 64 rows and operands that fit
+ * in L2 skip the blocking altogether (run_stream).
  *
  * A x W^T (the linear forward) with fewer rows than columns runs
  * transposed, C^T = W X^T: then X (the small operand) is what gets packed
@@ -257,27 +260,6 @@ typedef struct operands {
     const float *bias; /* added per column j (per row i when c_trans), or NULL */
 } operands;
 
-/* a(i, k0 + k) of every row tile into ap[(t kc + k) AS + i - i0(t)], when
- * a's rows are not contiguous in k (A^T: one k is M adjacent values, but
- * k steps are a whole row of the gradient apart, which thrashes L1's sets
- * when read in place).  Row by row, so each line of the gradient comes from
- * L2 once (tile by tile, the column strips re-read it and packing took a
- * third of a ViT weight gradient); AS = 16 keeps the stores aligned (14
- * made them masked stores across cache lines). */
-#define AS 16
-KERN static void pack_a(float *ap, const float *a, int64_t cs, int M, int kc)
-{
-    const int n = (M + MR - 1) / MR, base = M / n, extra = M % n; /* as tile_rows */
-    for (int k = 0; k < kc; k++, a += cs) {
-        float *dst = ap + (int64_t)k * AS;
-        for (int t = 0; t < n; t++, dst += (int64_t)AS * kc) {
-            const int i0 = t * base + (t < extra ? t : extra), mr = base + (t < extra);
-            _mm512_store_ps(dst, i0 + AS <= M ? _mm512_loadu_ps(a + i0)
-                                             : _mm512_maskz_loadu_ps(lanes(mr), a + i0));
-        }
-    }
-}
-
 /* Rows of C in tiles of at most MR, sized evenly (128 rows: 8 x 13 + 2 x 12
  * rather than 9 x 14 + 2: a 2-row tile runs at the load ports' pace). */
 static int tile_rows(int M, int i0)
@@ -285,6 +267,39 @@ static int tile_rows(int M, int i0)
     const int n = (M + MR - 1) / MR, base = M / n, extra = M % n;
     /* the first `extra` tiles take base + 1 rows, the others base */
     return i0 < extra * (base + 1) ? base + 1 : base;
+}
+
+/* A^T B (a weight gradient: K = the batch's rows) with at most 64 rows of
+ * C and strips of both operands that fit in L2 together: no K blocks and
+ * no packing; each tile streams its strip of A^T (mr adjacent values per
+ * k) and of B (32 per k) through all of K and touches C once.  On the
+ * ViT's 64-output weight gradients this ran 71-83% of the FMA peak
+ * against 69-71% blocked; with more rows (B re-streamed per row tile) or
+ * longer strips (from L3) it lost.  Only a ragged last panel is packed. */
+#define STREAM_MAX_M 64
+#define STREAM_MAX_BYTES (1024 * 1024)
+static int stream_shape(int M, int K, const operands *o)
+{
+    return o->rs == 1 && o->cs != 1 && !o->b_trans && !o->c_trans && M <= STREAM_MAX_M && K > 0 &&
+           (double)K * (double)(o->cs + o->ldb) * sizeof(float) <= STREAM_MAX_BYTES;
+}
+
+KERN static void run_stream(int M, int N, int K, const operands *o, int beta)
+{
+    float *bp = N % NR ? pack_buf((size_t)NR * K) : NULL;
+    if (bp) pack_rows(bp, o->b + N / NR * NR, o->ldb, K, N % NR);
+    for (int jp = 0; jp < N; jp += NR) {
+        const int w = N - jp < NR ? N - jp : NR;
+        tile_args t = {K, w, beta, 0, w < NR ? NR : o->ldb, NULL, 1, o->cs,
+                       w < NR ? bp : o->b + jp, NULL, o->ldc, o->bias ? o->bias + jp : NULL, NULL};
+        for (int i0 = 0, mr; i0 < M; i0 += mr) {
+            mr = tile_rows(M, i0);
+            t.a = o->a + i0;
+            t.c = o->c + (int64_t)i0 * o->ldc + jp;
+            t.next = i0 + mr < M ? t.c + (int64_t)mr * o->ldc : NULL;
+            tiles[mr](&t);
+        }
+    }
 }
 
 /* Loop order within a K block: N blocks of packed panels (L2); M blocks
@@ -295,9 +310,11 @@ static int tile_rows(int M, int i0)
 #define A_BLOCK_BYTES (256 * 1024)
 KERN static void run(int M, int N, int K, const operands *o, int beta)
 {
-    const int kcmax = o->c_trans ? KC_T : KC, own_a = o->cs != 1;
-    const int tiles_m = (M + MR - 1) / MR;
-    assert(!own_a || !o->c_trans); /* packed a only with KC blocks */
+    if (stream_shape(M, K, o)) {
+        run_stream(M, N, K, o, beta);
+        return;
+    }
+    const int kcmax = o->c_trans ? KC_T : KC;
     for (int k0 = 0; k0 < K || k0 == 0; k0 += kcmax) {
         const int kc = K - k0 < kcmax ? K - k0 : kcmax, kc1 = kc > 0 ? kc : 1;
         const int add = beta || k0 > 0;
@@ -308,31 +325,24 @@ KERN static void run(int M, int N, int K, const operands *o, int beta)
         int tiles_blk = (int)(A_BLOCK_BYTES / ((size_t)MR * kc1 * sizeof(float)));
         if (tiles_blk < 1) tiles_blk = 1;
         const size_t b_floats = (size_t)(nc < N ? nc : (N + NR - 1) / NR * NR) * kc1;
-        float *bp = pack_buf(b_floats + (own_a ? (size_t)tiles_m * AS * kc1 : 0));
-        float *ap = bp + b_floats;
-        if (own_a && kc > 0) pack_a(ap, o->a + (int64_t)k0 * o->cs, o->cs, M, kc);
+        float *bp = pack_buf(b_floats);
         for (int j0 = 0; j0 < N; j0 += nc) {
             const int nj = N - j0 < nc ? N - j0 : nc;
             if (kc > 0) {
                 if (o->b_trans) pack_trans(bp, o->b + (int64_t)j0 * o->ldb + k0, o->ldb, kc, nj);
                 else pack_rows(bp, o->b + (int64_t)k0 * o->ldb + j0, o->ldb, kc, nj);
             }
-            for (int ib = 0, i_blk = 0; i_blk < M; ib += tiles_blk) {
-                /* rows [i_blk, i_end) and their first tile's index ib */
+            for (int i_blk = 0; i_blk < M;) {
+                /* rows [i_blk, i_end) */
                 int i_end = i_blk;
                 for (int q = 0; q < tiles_blk && i_end < M; q++) i_end += tile_rows(M, i_end);
                 for (int jp = 0; jp < nj; jp += NR) {
                     const int64_t j = j0 + jp;
                     tile_args t = {kc, nj - jp < NR ? nj - jp : NR, add, o->c_trans, NR, NULL, o->rs,
                                    o->cs, bp + (int64_t)jp * kc, NULL, o->ldc, NULL, NULL};
-                    for (int i0 = i_blk, mr, ti = ib; i0 < i_end; i0 += mr, ti++) {
+                    for (int i0 = i_blk, mr; i0 < i_end; i0 += mr) {
                         mr = tile_rows(M, i0);
-                        if (own_a) {
-                            t.a = ap + (int64_t)ti * AS * kc;
-                            t.rs = 1;
-                            t.cs = AS;
-                        } else
-                            t.a = o->a + (int64_t)i0 * o->rs + (int64_t)k0 * o->cs;
+                        t.a = o->a + (int64_t)i0 * o->rs + (int64_t)k0 * o->cs;
                         t.c = o->c_trans ? o->c + j * o->ldc + i0 : o->c + (int64_t)i0 * o->ldc + j;
                         t.bias = !bias ? NULL : o->c_trans ? bias + i0 : bias + j;
                         t.next = i0 + mr >= i_end ? NULL
