@@ -228,8 +228,13 @@ typedef struct tile_args {
             for (int i = 0; i < (R); i++) { acc[2 * i] = b0; acc[2 * i + 1] = b1; }         \
         }                                                                                   \
         if (t->next) {                                                                      \
-            const int64_t nl = t->trans ? t->nj : (R);                                      \
-            for (int64_t i = 0; i < nl; i++) _mm_prefetch((const char *)(t->next + i * t->ldc), _MM_HINT_T0); \
+            /* each row of the next tile: up to 32 floats (14 when stored   \
+             * transposed), so its first and last element cover its lines */ \
+            const int64_t nl = t->trans ? t->nj : (R), last = t->trans ? (R) - 1 : NR - 1;  \
+            for (int64_t i = 0; i < nl; i++) {                                              \
+                _mm_prefetch((const char *)(t->next + i * t->ldc), _MM_HINT_T0);            \
+                _mm_prefetch((const char *)(t->next + i * t->ldc + last), _MM_HINT_T0);     \
+            }                                                                               \
         }                                                                                   \
         if (t->cs == 1) tile((R), 1, 0, t->kc, t->a, t->rs, 1, t->bp, t->bs, acc);          \
         else if (t->rs == 1) tile((R), 0, 1, t->kc, t->a, 1, t->cs, t->bp, t->bs, acc);     \
