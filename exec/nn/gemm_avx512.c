@@ -1,5 +1,5 @@
 /* gemm_avx512.c - the executor's own blocked SGEMM on AVX-512 (kern.h,
- * exec_kern_gemm; when it is used: docs/executor.md, "Own SGEMM").
+ * exec_kern_gemm; when it is used and how fast: docs/executor-sgemm.md).
  *
  * Shape of the computation: C (M, N) = beta C + a b, with a(i, k) read in
  * place through two strides (rows of the activations, or a transposed

@@ -12,6 +12,8 @@
  * - linear layers with at most 12 outputs: forward (lanes over 2 outputs
  *   x 8 input features, then a fixed reduction tree), input gradient and
  *   weight gradient (lanes over the input features).
+ * - linear layers with more: a blocked SGEMM (gemm_avx512.c,
+ *   docs/executor-sgemm.md).
  *
  * Every kernel is compiled for AVX-512F, AVX-512DQ and FMA only (function target
  * attributes; the rest of the build stays baseline x86-64) and runs only

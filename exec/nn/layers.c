@@ -1,5 +1,6 @@
 /* layers.c - forward/backward pairs (layers.h).  Matrix products go through
- * exec_gemm (OpenBLAS); everything else is plain loops the compiler
+ * exec_gemm (OpenBLAS) or, on AVX-512 CPUs, the own kernels and SGEMM of
+ * kern.h; everything else is plain loops the compiler
  * vectorises.  Reductions run in a fixed order, so results are bit-for-bit
  * reproducible. */
 #include <assert.h>
@@ -27,7 +28,7 @@ static int linear_small(int OC)
 
 /* The own SGEMM (kern.h, exec_kern_gemm) on an AVX-512 CPU, for the
  * passes where it beat OpenBLAS 0.3.21's SkylakeX kernel on the zoo's
- * shapes (docs/executor.md, "Own SGEMM"): every forward; the input and
+ * shapes (docs/executor-sgemm.md): every forward; the input and
  * weight gradients when their output has at most 256 columns (IC): with
  * more (784, 1568) OpenBLAS's was faster. */
 #define OWN_GEMM_MAX_IC 256
