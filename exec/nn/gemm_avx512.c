@@ -367,6 +367,10 @@ void exec_kern_gemm(int ta, int tb, int M, int N, int K, const float *A, int lda
                     const float *B, int ldb, const float *bias, int beta, float *C, int ldc)
 {
     assert(M >= 0 && N >= 0 && K >= 0);
+    assert(ldc >= (N > 1 ? N : 1));
+    assert(lda >= ((ta ? M : K) > 1 ? (ta ? M : K) : 1));
+    assert(ldb >= ((tb ? K : N) > 1 ? (tb ? K : N) : 1));
+    assert(beta == 0 || beta == 1);
     if (M == 0 || N == 0) return;
     operands o = {A, ta ? 1 : lda, ta ? lda : 1, B, ldb, tb, C, ldc, 0, bias};
     if (!ta && tb && M < N) {
