@@ -44,7 +44,9 @@ static void fill(float *p, int64_t n, gsl_rng *r)
 static double run_case(const gcase *g, gsl_rng *r, int *same)
 {
     const int M = g->M, N = g->N, K = g->K;
-    const int lda = (g->ta ? M : K) + g->pad, ldb = (g->tb ? K : N) + g->pad, ldc = N + g->pad;
+    /* leading dimensions at least 1, as BLAS wants (K = 0) */
+    const int lda = (g->ta ? M : K) + g->pad + !(g->ta ? M : K),
+              ldb = (g->tb ? K : N) + g->pad + !(g->tb ? K : N), ldc = N + g->pad;
     const int64_t na = (int64_t)(g->ta ? K : M) * lda, nb = (int64_t)(g->tb ? N : K) * ldb,
                   nc = (int64_t)M * ldc;
     float *A = exec_falloc(na), *B = exec_falloc(nb), *bias = exec_falloc(N), *C = exec_falloc(nc),
