@@ -7,6 +7,7 @@
 #define CL_BENCH_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "base/fileio.h"
 
@@ -20,6 +21,13 @@ int exec_val_bench(const char *outdir, int quick);  /* validate_bench.c */
 int exec_val_bench_tp(const char *outdir, int quick); /* its tensor-parallel cases alone */
 int exec_pipe_bench(const char *outdir, int quick); /* bench_pipe.c     */
 int study_bench(const char *outdir, int quick);     /* bench_study.c    */
+
+/* bench_exec_vit.c, for exec_bench: the linear products inside the ViT
+ * model at `path` on their own, as kernel rows of csv; adds the passes
+ * under 70% of `peak` to *below and every pass timed to *judged. */
+struct cl_err;
+int exec_bench_vit(FILE *csv, const char *path, double peak, double sgemm, const int *batches,
+                   int nb, int reps, int *below, int *judged, struct cl_err *e);
 
 /* Open <outdir>/<name>.csv for writing (atomically: nothing appears until
  * bench_csv_commit) with its header line; the path goes into path[0..cap).

@@ -21,6 +21,9 @@
  *         FLOP counts, docs/formats.md), its % of the FMA peak and of
  *         SGEMM's rate, met (1 when >= the target); gflops_median from the
  *         median run;
+ *         The ViT's linear products (inside its patch_embed, attention and
+ *         mlp layers) get kernel rows of their own, layer names like
+ *         attn1.qkv (bench_exec_vit.c);
  *   layer the same pass inside training steps (the profile's clocks): what
  *         the step pays, cold code and operands included;
  *   total the conv2d and linear passes of a model together: their FLOPs over
@@ -299,6 +302,9 @@ int exec_bench(const char *outdir, int quick)
            "  (< under the %.0f%% target), and as %% of OpenBLAS SGEMM\n", PCT_TARGET);
     for (int i = 0; i < n_models && !rc; i++)
         rc = bench_model(&c, i, models[i], batches, nb, reps, &e);
+    if (!rc)
+        rc = exec_bench_vit(c.out.f, "models/fmnist-vit.json", c.peak, c.sgemm, batches, nb, reps,
+                            &c.below_kernel, &c.n_kernel, &e);
     if (!rc) torch_rows(&c, models, n_models, quick);
     if (rc) {
         cl_out_abort(&c.out);

@@ -79,8 +79,10 @@ static void test_linear(void)
      * block and feature tail; 12 (six pairs of outputs, the most), batch 1;
      * 1 and 8 outputs (one and four pairs), 7 (an odd last pair) with whole
      * blocks of 8 features; 4 outputs with more features than the forward
-     * kernel takes (OpenBLAS forward, kernel backward); 13 outputs
-     * (OpenBLAS throughout) */
+     * kernel takes (OpenBLAS forward, kernel backward); 13 outputs (the
+     * own SGEMM throughout: its forward transposed, as batch < outputs);
+     * 40 outputs at batch 50 (own SGEMM, forward not transposed); 260
+     * inputs (own SGEMM forward, OpenBLAS gradients: IC > 256) */
     lin_case("linear 37-10, batch 7", 7, 37, 10, 1);
     lin_case("linear 16-12, batch 1", 1, 16, 12, 1);
     lin_case("linear 9-1, batch 6", 6, 9, 1, 1);
@@ -88,6 +90,8 @@ static void test_linear(void)
     lin_case("linear 64-7, batch 4", 4, 64, 7, 1);
     lin_case("linear 600-4, no bias", 3, 600, 4, 0);
     lin_case("linear 33-13", 5, 33, 13, 1);
+    lin_case("linear 20-40, batch 50", 50, 20, 40, 1);
+    lin_case("linear 260-20, batch 3", 3, 260, 20, 1);
 }
 
 /* ------------------------------------------------------------------------ */

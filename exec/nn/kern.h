@@ -12,6 +12,8 @@
  * - linear layers with at most 12 outputs: forward (lanes over 2 outputs
  *   x 8 input features, then a fixed reduction tree), input gradient and
  *   weight gradient (lanes over the input features).
+ * - linear layers with more: a blocked SGEMM (gemm_avx512.c,
+ *   docs/executor-sgemm.md).
  *
  * Every kernel is compiled for AVX-512F, AVX-512DQ and FMA only (function target
  * attributes; the rest of the build stays baseline x86-64) and runs only
@@ -107,6 +109,20 @@ double exec_kern_softmax_xent_forward(float *probs, float *loss, const float *lo
                                       const int32_t *labels, int B, int K);
 void exec_kern_softmax_xent_backward_input(float *dlogits, const float *probs,
                                            const int32_t *labels, int B, int K, float scale);
+
+/* Own blocked SGEMM (gemm_avx512.c): row-major C (M, N) = op(A) op(B),
+ * plus bias[j] on every row when bias is not NULL, plus C when beta (0 or
+ * 1) is 1; ta / tb as exec_gemm's.  A x B^T with
+ * M < N runs as C^T = B A^T so that the smaller operand is packed.
+ * Reproducible: the summation order depends on the shape only.  Callers
+ * choose it by shape (layers.c, exec_kern_gemm_wins). */
+void exec_kern_gemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
+                    const float *B, int ldb, const float *bias, int beta, float *C, int ldc);
+
+/* db (cols) += the column sums of d (rows, cols), row by row: the same
+ * additions in the same order as the portable loop (the linear layer's bias
+ * gradient; at 4 lanes it took 12% of a ViT weight-gradient pass). */
+void exec_kern_colsum_add(float *db, const float *d, int rows, int cols);
 
 /* Sum of n floats in a fixed order (16 lanes x 4 accumulators, then a
  * tree), for bias gradients. */

@@ -1,5 +1,6 @@
 /* layers.c - forward/backward pairs (layers.h).  Matrix products go through
- * exec_gemm (OpenBLAS); everything else is plain loops the compiler
+ * exec_gemm (OpenBLAS) or, on AVX-512 CPUs, the own kernels and SGEMM of
+ * kern.h; everything else is plain loops the compiler
  * vectorises.  Reductions run in a fixed order, so results are bit-for-bit
  * reproducible. */
 #include <assert.h>
@@ -25,11 +26,26 @@ static int linear_small(int OC)
     return OC <= EXEC_KERN_LINEAR_MAX_OC && exec_kern_avx512();
 }
 
+/* The own SGEMM (kern.h, exec_kern_gemm) on an AVX-512 CPU, for the
+ * passes where it beat OpenBLAS 0.3.21's SkylakeX kernel on the zoo's
+ * shapes (docs/executor-sgemm.md): every forward; the input and
+ * weight gradients when their output has at most 256 columns (IC): with
+ * more (784, 1568) OpenBLAS's was faster. */
+#define OWN_GEMM_MAX_IC 256
+static int own_gemm(int pass, int IC)
+{
+    return exec_kern_avx512() && (pass == 0 || IC <= OWN_GEMM_MAX_IC);
+}
+
 void exec_linear_forward(float *out, const float *in, const float *w, const float *b,
                          int B, int IC, int OC)
 {
     if (linear_small(OC) && IC <= EXEC_KERN_LINEAR_FWD_MAX_IC) {
         exec_kern_linear_forward(out, in, w, b, B, IC, OC);
+        return;
+    }
+    if (own_gemm(0, IC)) {
+        exec_kern_gemm(0, 1, B, OC, IC, in, IC, w, IC, b, 0, out, OC);
         return;
     }
     /* out (B,OC) = b broadcast, then += in (B,IC) . w^T (IC,OC) */
@@ -56,6 +72,10 @@ void exec_linear_backward_input(float *din, const float *dout, const float *w,
         exec_kern_linear_backward_input(din, dout, w, B, IC, OC);
         return;
     }
+    if (own_gemm(1, IC)) {
+        exec_kern_gemm(0, 0, B, IC, OC, dout, OC, w, IC, NULL, 0, din, IC);
+        return;
+    }
     exec_gemm(0, 0, B, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, din, IC);
 }
 
@@ -67,8 +87,11 @@ void exec_linear_backward_weight(float *dw, float *db, const float *dout, const 
         exec_kern_linear_backward_weight(dw, db, dout, in, B, IC, OC);
         return;
     }
-    exec_gemm(1, 0, OC, IC, B, 1.0f, dout, OC, in, IC, 1.0f, dw, IC);
-    if (db) {
+    if (own_gemm(2, IC)) exec_kern_gemm(1, 0, OC, IC, B, dout, OC, in, IC, NULL, 1, dw, IC);
+    else exec_gemm(1, 0, OC, IC, B, 1.0f, dout, OC, in, IC, 1.0f, dw, IC);
+    if (db && exec_kern_avx512()) {
+        exec_kern_colsum_add(db, dout, B, OC);
+    } else if (db) {
         for (int r = 0; r < B; r++) exec_v_add(db, dout + (int64_t)r * OC, OC);
     }
 }
