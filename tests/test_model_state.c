@@ -22,6 +22,7 @@
 #include "planner/search.h"
 #include "sim/sim.h"
 #include "test.h"
+#include "test_chain.h"
 
 /* ---------------------------------------------------- per parameter -- */
 
@@ -103,39 +104,15 @@ static void test_published_per_param(void)
 /* ------------------------------------------------ planner, simulator -- */
 
 #define NL 8          /* layers                                   */
-#define PB 4000.0     /* parameter bytes per layer (model elements) */
+#define PB 4000.0     /* parameter bytes per layer (test_chain.h) */
 #define STASH 1e5     /* stash bytes per sample per layer          */
 
 /* A chain of NL equal layers in `dtype`, its profile (1 ms each way, PB
  * parameter bytes, STASH per sample) and 4 devices of 1 GB. */
 static void chain(model *m, prof *pf, cluster *c, model_dtype dtype)
 {
-    memset(m, 0, sizeof *m);
-    snprintf(m->name, sizeof m->name, "chain");
-    m->input = (model_shape){1, {256, 0, 0}};
-    m->dtype = dtype;
-    m->n_layers = NL;
-    m->layers = cl_calloc(NL, sizeof *m->layers);
-    for (int i = 0; i < NL; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "l%d", i);
-        model_block_init(&m->layers[i], name, 1e6, 1000, 1024, STASH);
-    }
+    test_uniform_chain(m, pf, "chain", NL, STASH, dtype, "g");
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(model_derive(m, "chain", &e), CL_OK);
-    memset(pf, 0, sizeof *pf);
-    snprintf(pf->model, sizeof pf->model, "%s", m->name);
-    snprintf(pf->device, sizeof pf->device, "g");
-    prof_alloc(pf, NL, 1);
-    for (int i = 0; i < NL; i++) {
-        prof_layer *l = &pf->layers[i];
-        snprintf(l->name, sizeof l->name, "l%d", i);
-        l->batch[0] = 1;
-        l->fwd_s[0] = l->bwd_in_s[0] = l->bwd_w_s[0] = 1e-3;
-        l->act_bytes = 1024;
-        l->stash_bytes = STASH;
-        l->param_bytes = PB;
-    }
     cluster_devtype t = {.name = "g", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)1 << 30,
                          .mem_bw_Bps = 1e12, .efficiency = 1};
     CU_ASSERT_EQUAL_FATAL(cluster_uniform(c, &t, 4, 0, (cluster_link){1e10, 0}, (cluster_link){1e10, 0}, &e),

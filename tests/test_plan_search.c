@@ -19,6 +19,7 @@
 #include "profiles/pipedream.h"
 #include "sim/sim.h"
 #include "test.h"
+#include "test_chain.h"
 
 /* A uniform cluster of n devices of one type with unlimited memory. */
 static void uniform(cluster *c, int n, int per_node)
@@ -123,33 +124,9 @@ static void test_resnet50_dag_cuts(void)
  * a batch of 1 on the "slow" device, stash s bytes per sample). */
 static void uniform_chain(model *m, prof *pf, int n, double stash)
 {
-    memset(m, 0, sizeof *m);
-    snprintf(m->name, sizeof m->name, "chain%d", n);
-    m->input = (model_shape){1, {256, 0, 0}};
-    m->n_layers = n;
-    m->layers = cl_calloc((size_t)n, sizeof *m->layers);
-    for (int i = 0; i < n; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "l%d", i);
-        model_block_init(&m->layers[i], name, 1e6, 1000, 1024, stash);
-    }
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(model_derive(m, "chain", &e), CL_OK);
-    memset(pf, 0, sizeof *pf);
-    snprintf(pf->model, sizeof pf->model, "%s", m->name);
-    snprintf(pf->device, sizeof pf->device, "slow");
-    prof_alloc(pf, n, 1);
-    for (int i = 0; i < n; i++) {
-        prof_layer *l = &pf->layers[i];
-        snprintf(l->name, sizeof l->name, "l%d", i);
-        l->batch[0] = 1;
-        l->fwd_s[0] = 1e-3;
-        l->bwd_in_s[0] = 1e-3;
-        l->bwd_w_s[0] = 1e-3;
-        l->act_bytes = 1024;
-        l->stash_bytes = stash;
-        l->param_bytes = 4000;
-    }
+    char name[32];
+    snprintf(name, sizeof name, "chain%d", n);
+    test_uniform_chain(m, pf, name, n, stash, MODEL_F32, "slow");
 }
 
 /* Two devices in one node: "a" of type slow (1 TFLOP/s, the reference)
