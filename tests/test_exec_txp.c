@@ -268,6 +268,67 @@ static void test_txp_validate(void)
     plan_free(&p);
 }
 
+/* The replay on the crew (bench/validate_replay.c): a split stage's ops run
+ * on t ranks with the real all-reduces, rank 0's time in them measured
+ * apart (ar_ctx_s > 0 on both stages of a t = 2 plan, 0 at t = 1); and
+ * exec_val_tp_link, worked out by hand: the ring's latency a step that
+ * makes exec_val_tp_comm add, over both stages, exactly the measured
+ * all-reduces (n per stage, each ar_ctx_s), with the bytes terms of the
+ * ring at bandwidth bw (2 (t - 1) steps of msg / (t bw) each). */
+static void test_txp_validate_ar(void)
+{
+    enum { M = 2, MB = 4, T = 2 };
+    plan p;
+    if (vit_plan(&p, SCHED_GPIPE, M, MB, T)) return;
+    cl_err e = {0};
+    prof pf;
+    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, VIT_PLAN, &e), CL_OK);
+    exec_val_extra x[2];
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, EXEC_VAL_CTX_REPLAY, x, VIT_PLAN, &e), CL_OK);
+    int n[2] = {0, 0};
+    for (int s = 0; s < 2; s++) {
+        CU_ASSERT(x[s].ar_ctx_s > 0);
+        CU_ASSERT(x[s].fwd_ctx_s > 0 && x[s].bwd_in_ctx_s > 0);
+        for (int l = p.stages[s].first; l <= p.stages[s].last; l++)
+            n[s] += 2 * (p.model.layers[l].kind == MODEL_ATTENTION || p.model.layers[l].kind == MODEL_MLP);
+        CU_ASSERT(n[s] > 0); /* both stages hold blocks */
+    }
+    /* by hand: 2 stages with measured all-reduces of 40 and 70 us */
+    const double bw = 2e9, msg = (double)MB * 16 * 64 * 4, bytes_term = 2.0 * (T - 1) * msg / T / bw;
+    x[0].ar_ctx_s = 40e-6;
+    x[1].ar_ctx_s = 70e-6;
+    const double want_lat = (n[0] * (40e-6 - bytes_term) + n[1] * (70e-6 - bytes_term)) /
+                            (2.0 * (T - 1) * (n[0] + n[1]));
+    cluster_link link = {bw, 123e-6};
+    CU_ASSERT_EQUAL(exec_val_tp_link(&p, x, &link), 1);
+    CU_ASSERT_DOUBLE_EQUAL(link.latency_s, want_lat, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(link.bw_Bps, bw, 0);
+    double before = 0, after = 0;
+    for (int s = 0; s < 2; s++) before += p.stages[s].fwd_s + p.stages[s].bwd_in_s;
+    exec_val_tp_comm(&p, &link);
+    for (int s = 0; s < 2; s++) after += p.stages[s].fwd_s + p.stages[s].bwd_in_s;
+    CU_ASSERT_DOUBLE_EQUAL(after - before, n[0] * 40e-6 + n[1] * 70e-6, 1e-12);
+    /* all-reduces faster than their bytes: latency 0, not negative */
+    x[0].ar_ctx_s = x[1].ar_ctx_s = 0.5 * bytes_term;
+    CU_ASSERT_EQUAL(exec_val_tp_link(&p, x, &link), 1);
+    CU_ASSERT_EQUAL(link.latency_s, 0);
+    /* nothing measured: the link is left alone */
+    x[0].ar_ctx_s = x[1].ar_ctx_s = 0;
+    link.latency_s = 5e-6;
+    CU_ASSERT_EQUAL(exec_val_tp_link(&p, x, &link), 0);
+    CU_ASSERT_EQUAL(link.latency_s, 5e-6);
+    prof_free(&pf);
+    plan_free(&p);
+    /* t = 1: no crew, no all-reduce, and the link is the caller's */
+    if (vit_plan(&p, SCHED_GPIPE, M, MB, 1)) return;
+    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, VIT_PLAN, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, EXEC_VAL_CTX_REPLAY, x, VIT_PLAN, &e), CL_OK);
+    for (int s = 0; s < 2; s++) CU_ASSERT_EQUAL(x[s].ar_ctx_s, 0);
+    CU_ASSERT_EQUAL(exec_val_tp_link(&p, x, &link), 0);
+    prof_free(&pf);
+    plan_free(&p);
+}
+
 /* --------------------------------------------------- refusals, command -- */
 
 static void test_txp_refusals(void)
@@ -381,6 +442,8 @@ TEST_SUITE(exec_txp)
              test_txp_vs_t1);
     test_add("validate: one rank's costs, the all-reduces as the planner's ring, memory per rank",
              test_txp_validate);
+    test_add("validate: the replay on the crew measures the all-reduces; the ring's latency fitted to them",
+             test_txp_validate_ar);
     test_add("replicated stages, indivisible t, recomputation refused; checkpoints allowed",
              test_txp_refusals);
     test_add("cleave train --plan with tensor 2: the run, the weights, MPI refused, kill and resume",
