@@ -207,6 +207,24 @@ static void test_txp_vs_t1(void)
 
 /* ------------------------------------------------------- validation -- */
 
+/* The two-stage ViT plan (gpipe, 2 microbatches of 4, tensor t) costed by
+ * bench/validate.c from a profile of this machine (exec_val_costs with
+ * ctx); 1 (after a failed assertion) when it cannot be. */
+static int vit_costs(plan *p, prof *pf, exec_val_extra *x, int t, int ctx)
+{
+    if (vit_plan(p, SCHED_GPIPE, 2, 4, t)) return 1;
+    cl_err e = {0};
+    int rc = exec_val_profile(p, 3, pf, VIT_PLAN, &e);
+    CU_ASSERT_EQUAL(rc, CL_OK);
+    if (!rc) {
+        rc = exec_val_costs(p, pf, 3, ctx, x, VIT_PLAN, &e);
+        CU_ASSERT_EQUAL(rc, CL_OK);
+        if (rc) prof_free(pf);
+    }
+    if (rc) plan_free(p);
+    return rc != CL_OK;
+}
+
 /* bench/validate.c on a t = 2 plan: stage costs of one rank's share, the
  * all-reduces priced as a ring (worked out here from the layer shapes: one
  * of each attention and mlp layer's (mb, T, D) output in the forward, one
@@ -215,14 +233,12 @@ static void test_txp_vs_t1(void)
  * rank 0 (weights, gradients, momentum of its shard, its stash). */
 static void test_txp_validate(void)
 {
-    enum { M = 2, MB = 4, T = 2 };
+    enum { MB = 4, T = 2 };
     plan p;
-    if (vit_plan(&p, SCHED_GPIPE, M, MB, T)) return;
-    cl_err e = {0};
     prof pf;
-    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, VIT_PLAN, &e), CL_OK);
     exec_val_extra x[2];
-    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, 0, x, VIT_PLAN, &e), CL_OK);
+    if (vit_costs(&p, &pf, x, T, 0)) return;
+    cl_err e = {0};
     double before[2][2], whole[2];
     for (int s = 0; s < 2; s++) {
         before[s][0] = p.stages[s].fwd_s;
@@ -277,14 +293,11 @@ static void test_txp_validate(void)
  * ring at bandwidth bw (2 (t - 1) steps of msg / (t bw) each). */
 static void test_txp_validate_ar(void)
 {
-    enum { M = 2, MB = 4, T = 2 };
+    enum { MB = 4, T = 2 };
     plan p;
-    if (vit_plan(&p, SCHED_GPIPE, M, MB, T)) return;
-    cl_err e = {0};
     prof pf;
-    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, VIT_PLAN, &e), CL_OK);
     exec_val_extra x[2];
-    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, EXEC_VAL_CTX_REPLAY, x, VIT_PLAN, &e), CL_OK);
+    if (vit_costs(&p, &pf, x, T, EXEC_VAL_CTX_REPLAY)) return;
     int n[2] = {0, 0};
     for (int s = 0; s < 2; s++) {
         CU_ASSERT(x[s].ar_ctx_s > 0);
@@ -320,9 +333,7 @@ static void test_txp_validate_ar(void)
     prof_free(&pf);
     plan_free(&p);
     /* t = 1: no crew, no all-reduce, and the link is the caller's */
-    if (vit_plan(&p, SCHED_GPIPE, M, MB, 1)) return;
-    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, VIT_PLAN, &e), CL_OK);
-    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, EXEC_VAL_CTX_REPLAY, x, VIT_PLAN, &e), CL_OK);
+    if (vit_costs(&p, &pf, x, 1, EXEC_VAL_CTX_REPLAY)) return;
     for (int s = 0; s < 2; s++) CU_ASSERT_EQUAL(x[s].ar_ctx_s, 0);
     CU_ASSERT_EQUAL(exec_val_tp_link(&p, x, &link), 0);
     prof_free(&pf);
