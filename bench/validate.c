@@ -315,6 +315,41 @@ void exec_val_tp_comm(plan *p, const cluster_link *link)
     }
 }
 
+/* The all-reduces of one microbatch of stage s, and the bytes terms of
+ * their ring price on bandwidth bw (tfm_rank_coll_s at latency 0). */
+static int stage_ars(const plan *p, int s, double bw, double *bytes_s)
+{
+    const int t = plan_tensor(p);
+    const double b = p->microbatch > 0 ? p->microbatch : 1;
+    int n = 0;
+    *bytes_s = 0;
+    for (int i = p->stages[s].first; i <= p->stages[s].last && t > 1; i++) {
+        const model_layer *l = &p->model.layers[i];
+        if (l->kind != MODEL_ATTENTION && l->kind != MODEL_MLP) continue;
+        tfm_rank_coll c = {.ar = 1, .msg = (double)l->out_elems * 4};
+        *bytes_s += 2 * tfm_rank_coll_s(&c, t, b, bw, 0); /* forward and backward */
+        n += 2;
+    }
+    return n;
+}
+
+int exec_val_tp_link(const plan *p, const exec_val_extra *x, cluster_link *link)
+{
+    const int t = plan_tensor(p);
+    double meas = 0, bytes = 0, steps = 0;
+    for (int s = 0; s < p->n_stages && t > 1; s++) {
+        double bs;
+        int n = stage_ars(p, s, link->bw_Bps, &bs);
+        if (!n || !(x[s].ar_ctx_s > 0)) continue;
+        meas += n * x[s].ar_ctx_s;
+        bytes += bs;
+        steps += n * 2.0 * (t - 1);
+    }
+    if (!(steps > 0)) return 0;
+    link->latency_s = fmax(0, (meas - bytes) / steps);
+    return 1;
+}
+
 void exec_val_layer_costs(plan *p, const exec_val_extra *x)
 {
     for (int s = 0; s < p->n_stages; s++) {

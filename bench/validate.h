@@ -78,6 +78,10 @@ typedef struct exec_val_extra {
     /* the stage's passes timed in the run's order (exec_val_costs with
      * ctx): forward, input gradient, weight gradient; 0 without ctx */
     double fwd_ctx_s, bwd_in_ctx_s, bwd_w_ctx_s;
+    /* a split stage (tensor t > 1) replayed with ctx: rank 0's mean seconds
+     * per all-reduce, in the replay on the crew (left out of the passes
+     * above; exec_val_tp_link); 0 otherwise */
+    double ar_ctx_s;
     /* the profile's sums over the stage's layers, before the extras */
     double fwd_layers_s, bwd_in_layers_s, bwd_w_layers_s;
     double stash_layers_bytes;
@@ -124,6 +128,18 @@ int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x
  * (tfm_rank_coll_s: 2 (t - 1) steps of latency + bytes / (t bandwidth)).
  * Nothing when t is 1. */
 void exec_val_tp_comm(plan *p, const cluster_link *link);
+/* The ring's link for exec_val_tp_comm as the replay measured the
+ * all-reduces (exec_val_costs with ctx; x[s].ar_ctx_s): link->bw_Bps kept,
+ * link->latency_s set so that the ring prices the split stages' all-reduces
+ * of one microbatch at what they took rank 0 in the replay, in total:
+ * (sum of the measured all-reduces - their bytes terms) / their steps, at
+ * least 0.  The executor's all-reduce (tp_group.h) is two rendezvous on a
+ * condition variable around its copies, and a rank that waits there
+ * sleeps: in the run each costs a partner's wake-up and whatever the
+ * partner's compute came out longer, which a message probe between
+ * spinning threads does not see (docs/validation-tp.md).  Returns 1 when x
+ * holds a measurement (link set), 0 when not (link left alone). */
+int exec_val_tp_link(const plan *p, const exec_val_extra *x, cluster_link *link);
 /* The context part of exec_val_costs (validate_replay.c): the stages'
  * passes timed as the run executes them, every worker's op list of the
  * plan's schedule replayed on this thread without the transfers (xcore: a

@@ -193,6 +193,8 @@ typedef struct vres {
     double pred_layers, err_layers; /* predicted from the layer sums (exec_val_layer_costs) */
     double post_s, handoff_s; /* the case's message probe: the sender's share and the rest */
     double host_slow50, host_slow90; /* exec_steady right before and after the runs, the worse */
+    double ar_s, ar_lat_s;  /* tensor parallelism: one all-reduce in the replay on the crew
+                               (rank 0's mean), and the ring latency a step fitted to it */
     char notes[400];
 } vres;
 
@@ -271,11 +273,21 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     v->post_s = post_s;
     v->handoff_s = p.n_stages > 1 || tp ? link.latency_s : 0;
     exec_val_set_link(&p, &link);
-    /* the tensor-parallel all-reduces: a rendezvous of the ranks through
-     * shared memory (tp_group.h), priced as the planner prices them on the
-     * node's link, here the message probe's whole cost (a waker's post and
-     * a sleeper's hand-off per step) and the link fit's copy bandwidth */
-    if (!rc && tp) exec_val_tp_comm(&p, &(cluster_link){fit->bw_Bps, post_s + handoff_s});
+    /* the tensor-parallel all-reduces: two rendezvous of the ranks through
+     * shared memory around their copies (tp_group.h), priced as the planner
+     * prices them, a ring on the link fit's copy bandwidth, with the
+     * latency a step that makes the ring cost what the all-reduces cost
+     * rank 0 in the replay on the crew (exec_val_tp_link: a sleeping
+     * partner's wake-up and its compute's spread, which the message probe
+     * between spinning threads does not see); the probe's whole cost when
+     * the replay measured none */
+    if (!rc && tp) {
+        cluster_link tl = {fit->bw_Bps, post_s + handoff_s};
+        for (int s = 0; s < p.n_stages && !(v->ar_s > 0); s++) v->ar_s = ex[s].ar_ctx_s;
+        exec_val_tp_link(&p, ex, &tl);
+        v->ar_lat_s = tl.latency_s;
+        exec_val_tp_comm(&p, &tl);
+    }
     sim_result pred;
     memset(&pred, 0, sizeof pred);
     if (!rc) rc = exec_val_predict(&p, iters, NULL, &pred, e);
@@ -517,6 +529,9 @@ static int val_bench(const char *outdir, int quick, int tp_only)
                100 * v[i].err_layers, 100 * v[i].busy_err, 100 * v[i].mem_err, v[i].load,
                v[i].post_s * 1e6, v[i].handoff_s * 1e6, 100 * v[i].host_slow90,
                fabs(v[i].err) > 0.05 ? "  (over 5%)" : "");
+        if (v[i].ar_s > 0)
+            printf("       all-reduce: %.1f us each in the replay on the crew; ring latency %.2f us a step (the message probe's: %.2f us)\n",
+                   v[i].ar_s * 1e6, v[i].ar_lat_s * 1e6, (v[i].post_s + v[i].handoff_s) * 1e6);
         fflush(stdout);
         fprintf(out.f, "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.9g,%.9g,%.5f,%.5f,%.0f,%.0f,%.5f,%.9g,%.9g,%.9g,%.5f,%.9g,%.5f,%.2f,%.4g,%.4g,%.4f,%.4f,",
                 num[i], md[c->model].name, sched_kind_name(c->kind), c->stages,

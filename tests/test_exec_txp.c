@@ -207,6 +207,24 @@ static void test_txp_vs_t1(void)
 
 /* ------------------------------------------------------- validation -- */
 
+/* The two-stage ViT plan (gpipe, 2 microbatches of 4, tensor t) costed by
+ * bench/validate.c from a profile of this machine (exec_val_costs with
+ * ctx); 1 (after a failed assertion) when it cannot be. */
+static int vit_costs(plan *p, prof *pf, exec_val_extra *x, int t, int ctx)
+{
+    if (vit_plan(p, SCHED_GPIPE, 2, 4, t)) return 1;
+    cl_err e = {0};
+    int rc = exec_val_profile(p, 3, pf, VIT_PLAN, &e);
+    CU_ASSERT_EQUAL(rc, CL_OK);
+    if (!rc) {
+        rc = exec_val_costs(p, pf, 3, ctx, x, VIT_PLAN, &e);
+        CU_ASSERT_EQUAL(rc, CL_OK);
+        if (rc) prof_free(pf);
+    }
+    if (rc) plan_free(p);
+    return rc != CL_OK;
+}
+
 /* bench/validate.c on a t = 2 plan: stage costs of one rank's share, the
  * all-reduces priced as a ring (worked out here from the layer shapes: one
  * of each attention and mlp layer's (mb, T, D) output in the forward, one
@@ -215,14 +233,12 @@ static void test_txp_vs_t1(void)
  * rank 0 (weights, gradients, momentum of its shard, its stash). */
 static void test_txp_validate(void)
 {
-    enum { M = 2, MB = 4, T = 2 };
+    enum { MB = 4, T = 2 };
     plan p;
-    if (vit_plan(&p, SCHED_GPIPE, M, MB, T)) return;
-    cl_err e = {0};
     prof pf;
-    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, VIT_PLAN, &e), CL_OK);
     exec_val_extra x[2];
-    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, 0, x, VIT_PLAN, &e), CL_OK);
+    if (vit_costs(&p, &pf, x, T, 0)) return;
+    cl_err e = {0};
     double before[2][2], whole[2];
     for (int s = 0; s < 2; s++) {
         before[s][0] = p.stages[s].fwd_s;
@@ -264,6 +280,62 @@ static void test_txp_validate(void)
     exec_val_report_free(&rep);
     exec_pipe_result_free(&meas);
     sim_result_free(&pred);
+    prof_free(&pf);
+    plan_free(&p);
+}
+
+/* The replay on the crew (bench/validate_replay.c): a split stage's ops run
+ * on t ranks with the real all-reduces, rank 0's time in them measured
+ * apart (ar_ctx_s > 0 on both stages of a t = 2 plan, 0 at t = 1); and
+ * exec_val_tp_link, worked out by hand: the ring's latency a step that
+ * makes exec_val_tp_comm add, over both stages, exactly the measured
+ * all-reduces (n per stage, each ar_ctx_s), with the bytes terms of the
+ * ring at bandwidth bw (2 (t - 1) steps of msg / (t bw) each). */
+static void test_txp_validate_ar(void)
+{
+    enum { MB = 4, T = 2 };
+    plan p;
+    prof pf;
+    exec_val_extra x[2];
+    if (vit_costs(&p, &pf, x, T, EXEC_VAL_CTX_REPLAY)) return;
+    int n[2] = {0, 0};
+    for (int s = 0; s < 2; s++) {
+        CU_ASSERT(x[s].ar_ctx_s > 0);
+        CU_ASSERT(x[s].fwd_ctx_s > 0 && x[s].bwd_in_ctx_s > 0);
+        for (int l = p.stages[s].first; l <= p.stages[s].last; l++)
+            n[s] += 2 * (p.model.layers[l].kind == MODEL_ATTENTION || p.model.layers[l].kind == MODEL_MLP);
+        CU_ASSERT(n[s] > 0); /* both stages hold blocks */
+    }
+    /* by hand: 2 stages with measured all-reduces of 40 and 70 us */
+    const double bw = 2e9, msg = (double)MB * 16 * 64 * 4, bytes_term = 2.0 * (T - 1) * msg / T / bw;
+    x[0].ar_ctx_s = 40e-6;
+    x[1].ar_ctx_s = 70e-6;
+    const double want_lat = (n[0] * (40e-6 - bytes_term) + n[1] * (70e-6 - bytes_term)) /
+                            (2.0 * (T - 1) * (n[0] + n[1]));
+    cluster_link link = {bw, 123e-6};
+    CU_ASSERT_EQUAL(exec_val_tp_link(&p, x, &link), 1);
+    CU_ASSERT_DOUBLE_EQUAL(link.latency_s, want_lat, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(link.bw_Bps, bw, 0);
+    double before = 0, after = 0;
+    for (int s = 0; s < 2; s++) before += p.stages[s].fwd_s + p.stages[s].bwd_in_s;
+    exec_val_tp_comm(&p, &link);
+    for (int s = 0; s < 2; s++) after += p.stages[s].fwd_s + p.stages[s].bwd_in_s;
+    CU_ASSERT_DOUBLE_EQUAL(after - before, n[0] * 40e-6 + n[1] * 70e-6, 1e-12);
+    /* all-reduces faster than their bytes: latency 0, not negative */
+    x[0].ar_ctx_s = x[1].ar_ctx_s = 0.5 * bytes_term;
+    CU_ASSERT_EQUAL(exec_val_tp_link(&p, x, &link), 1);
+    CU_ASSERT_EQUAL(link.latency_s, 0);
+    /* nothing measured: the link is left alone */
+    x[0].ar_ctx_s = x[1].ar_ctx_s = 0;
+    link.latency_s = 5e-6;
+    CU_ASSERT_EQUAL(exec_val_tp_link(&p, x, &link), 0);
+    CU_ASSERT_EQUAL(link.latency_s, 5e-6);
+    prof_free(&pf);
+    plan_free(&p);
+    /* t = 1: no crew, no all-reduce, and the link is the caller's */
+    if (vit_costs(&p, &pf, x, 1, EXEC_VAL_CTX_REPLAY)) return;
+    for (int s = 0; s < 2; s++) CU_ASSERT_EQUAL(x[s].ar_ctx_s, 0);
+    CU_ASSERT_EQUAL(exec_val_tp_link(&p, x, &link), 0);
     prof_free(&pf);
     plan_free(&p);
 }
@@ -381,6 +453,8 @@ TEST_SUITE(exec_txp)
              test_txp_vs_t1);
     test_add("validate: one rank's costs, the all-reduces as the planner's ring, memory per rank",
              test_txp_validate);
+    test_add("validate: the replay on the crew measures the all-reduces; the ring's latency fitted to them",
+             test_txp_validate_ar);
     test_add("replicated stages, indivisible t, recomputation refused; checkpoints allowed",
              test_txp_refusals);
     test_add("cleave train --plan with tensor 2: the run, the weights, MPI refused, kill and resume",
