@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/plan.h"
 #include "profiles/cluster.h"
 #include "base/fileio.h"
 #include "base/jsonx.h"
@@ -72,6 +73,45 @@ static void test_end_to_end_json(void)
     CU_ASSERT(test_rel(cJSON_GetObjectItemCaseSensitive(tp, "predicted")->valuedouble, 16 / ip) < 1e-9);
     CU_ASSERT(test_rel(cJSON_GetObjectItemCaseSensitive(tp, "measured")->valuedouble, 16 / im) < 1e-9);
     cJSON_Delete(root);
+    free(out);
+    free(err);
+}
+
+/* A tensor-parallel plan (the ViT's two stages, t = 2): validate runs it,
+ * prices each all-reduce at what it cost rank 0 in the replay on the crew,
+ * so every worker's predicted busy time holds at least its stage's
+ * all-reduces (2 per attention and mlp layer per microbatch, counted here
+ * from the plan's layers); with more threads than cores it says so. */
+#define VIT_T2 "bench/results/pipe/fmnist-vit-2stage-1f1b-t2.json"
+static void test_tensor_parallel(void)
+{
+    char *out = NULL, *err = NULL;
+    int rc = test_run_cli("validate --plan " VIT_T2 " --iterations 3 --reps 3 --json", &out, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc) fprintf(stderr, "validate: %s\n", err);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores > 0 && cores < 4) CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "threads on") && strstr(err, "take turns"));
+    plan p;
+    cl_err e = {0};
+    cJSON *root = NULL;
+    CU_ASSERT_EQUAL_FATAL(plan_load(&p, VIT_T2, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(jx_parse_text("stdout", out, strlen(out), &root, &e), CL_OK);
+    CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(root, "tensor")), 2);
+    const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "allreduce_s");
+    CU_ASSERT_FATAL(cJSON_IsNumber(ar) && ar->valuedouble > 0);
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "workers");
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(ws), p.n_stages);
+    for (int s = 0; s < p.n_stages; s++) {
+        int split = 0;
+        for (int l = p.stages[s].first; l <= p.stages[s].last; l++)
+            split += p.model.layers[l].kind == MODEL_ATTENTION || p.model.layers[l].kind == MODEL_MLP;
+        CU_ASSERT(split > 0);
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ws, s), "busy_s");
+        double busy = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "predicted"));
+        CU_ASSERT(busy >= 0.999 * 2 * split * p.n_micro * ar->valuedouble);
+    }
+    cJSON_Delete(root);
+    plan_free(&p);
     free(out);
     free(err);
 }
@@ -189,5 +229,6 @@ TEST_SUITE(validate_cli)
     test_add("validate --json reports every quantity", test_end_to_end_json);
     test_add("validate with profile, links and traces from files", test_end_to_end_table);
     test_add("validate refuses bad input with exit 2", test_bad_inputs);
+    test_add("validate of a tensor-parallel plan prices its all-reduces", test_tensor_parallel);
     test_add("profile --links writes a cluster file", test_profile_links);
 }

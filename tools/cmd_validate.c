@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 #include <mpi.h>
@@ -130,7 +131,7 @@ typedef struct val_ctx {
     int link_measured, link_used;
     exec_link_fit fit;
     double fit_max_bytes;
-    cluster_link link, sim_link;
+    cluster_link link, sim_link, tp_link; /* tp_link: the all-reduces' ring (t > 1) */
     double post_s;          /* a SEND's cost on the sender's stream      */
     double handoff_s;       /* post to the receiver holding it (probe)  */
     char why[1024];         /* why the link fit is poor ("" when it is not) */
@@ -188,6 +189,15 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
             printf("      the rest of the latency, %s, and the bandwidth are simulated as a link\n",
                    time_str(c->sim_link.latency_s, b1, sizeof b1));
     }
+    if (plan_tensor(p) > 1) {
+        double ar = 0;
+        for (int s = 0; s < p->n_stages && !(ar > 0); s++) ar = c->extra[s].ar_ctx_s;
+        printf("tensor %d: each all-reduce priced as the planner's ring at %.3f GB/s, latency %s a step",
+               plan_tensor(p), c->tp_link.bw_Bps * 1e-9, time_str(c->tp_link.latency_s, b1, sizeof b1));
+        if (ar > 0) printf(" (set so the ring costs the %s each all-reduce cost rank 0 in the replay on the crew)\n",
+                           time_str(ar, b2, sizeof b2));
+        else printf(" (the message probe's; no replay measured the all-reduces)\n");
+    }
     printf("\n  %-34s %14s %14s %10s\n", "quantity", "predicted", "measured", "error");
     row("iteration time", &r->iteration_s, 0);
     char name[128];
@@ -240,6 +250,15 @@ static int print_json(const val_ctx *c, const exec_val_report *r)
     cJSON_AddStringToObject(o, "model", c->p->model.name);
     cJSON_AddStringToObject(o, "schedule", sched_kind_name(c->p->schedule));
     cJSON_AddStringToObject(o, "backend", exec_pipe_backend_name(c->a->backend));
+    cJSON_AddNumberToObject(o, "tensor", plan_tensor(c->p));
+    if (plan_tensor(c->p) > 1) { /* what each all-reduce cost rank 0 in the replay (null: not measured), its ring */
+        double ar = 0;
+        for (int s = 0; s < c->p->n_stages && !(ar > 0); s++) ar = c->extra[s].ar_ctx_s;
+        if (ar > 0) cJSON_AddNumberToObject(o, "allreduce_s", ar);
+        else cJSON_AddNullToObject(o, "allreduce_s");
+        cJSON_AddNumberToObject(o, "allreduce_bandwidth_Bps", c->tp_link.bw_Bps);
+        cJSON_AddNumberToObject(o, "allreduce_latency_s", c->tp_link.latency_s);
+    }
     if (isfinite(c->others_load)) cJSON_AddNumberToObject(o, "others_load", c->others_load);
     else cJSON_AddNullToObject(o, "others_load");
     if (isfinite(c->others_load)) cJSON_AddBoolToObject(o, "trustworthy", val_trustworthy(c->others_load));
@@ -265,7 +284,8 @@ static int print_json(const val_ctx *c, const exec_val_report *r)
  * part in the MPI measurement), and what the simulator uses of it. */
 static int get_link(val_ctx *c, plan *p, cl_err *e)
 {
-    c->link_used = p->n_stages > 1;
+    /* stages exchange messages; a tensor-parallel stage's ranks all-reduce */
+    c->link_used = p->n_stages > 1 || plan_tensor(p) > 1;
     if (c->a->links) {
         cluster cl;
         int rc = cluster_load(&cl, c->a->links, e);
@@ -307,6 +327,17 @@ static int get_link(val_ctx *c, plan *p, cl_err *e)
     if (c->link_used && c->a->backend == EXEC_PIPE_THREADS) l.latency_s = c->post_s + c->handoff_s;
     c->sim_link = exec_val_link(&l, c->a->backend, c->post_s);
     exec_val_set_link(p, &c->sim_link);
+    /* the tensor-parallel all-reduces, priced as `cleave bench validate`
+     * prices them (bench/validate_bench.c, docs/validation-tp.md): the
+     * planner's ring on the link's bandwidth, its latency a step set so the
+     * ring costs what the all-reduces cost rank 0 in the replay on the crew
+     * (exec_val_tp_link; the probe's hand-off when nothing was replayed) */
+    if (plan_tensor(p) > 1) {
+        cluster_link tl = {c->link.bw_Bps, l.latency_s};
+        exec_val_tp_link(p, c->extra, &tl);
+        c->tp_link = tl;
+        exec_val_tp_comm(p, &tl);
+    }
     return CL_OK;
 }
 
@@ -318,7 +349,9 @@ int cmd_validate(int argc, char **argv)
     cl_err e = {0};
     plan p;
     if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
-    if ((rc = plan_tp_refuse(&p, a.plan, "cleave validate", &e))) {
+    /* tensor parallelism runs (exec_pipe_check refuses what of it does
+     * not); context parallelism does not */
+    if (plan_context(&p) > 1 && (rc = plan_tp_refuse(&p, a.plan, "cleave validate", &e))) {
         plan_free(&p);
         return cli_report(&e);
     }
@@ -337,6 +370,14 @@ int cmd_validate(int argc, char **argv)
         if (!rc) cluster_free(&cl);
     }
     int workers = rc ? 0 : plan_device_count(&p);
+    /* every rank of every worker is a thread (or a process) that computes
+     * at the same time as the others; with more of them than cores the run
+     * measures time-sharing, which the simulator does not model */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!rc && cores > 0 && (long)workers * plan_tensor(&p) > cores)
+        fprintf(stderr, "cleave validate: warning: %s runs %d worker%s x tensor %d = %d threads on %ld cores: they take turns on the cores, which the prediction does not model (hint: validate plans with workers x tensor <= %ld here)\n",
+                a.plan, workers, workers == 1 ? "" : "s", plan_tensor(&p), workers * plan_tensor(&p), cores,
+                cores);
     if (!rc && a.backend == EXEC_PIPE_MPI && !exec_link_in_mpi_job()) {
         if (have_prof) prof_free(&pf);
         plan_free(&p);
