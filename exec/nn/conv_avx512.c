@@ -20,12 +20,12 @@
  *                   output channels; k: the sample's pixels, oh (stride
  *                   s Wp C) x ow (stride s C); b: d transposed, packed.
  *                   Added into dwT (C k k, O), summed over the batch.
- *   input gradient  rows: up to 14 pixels of an output row; columns: 32
- *                   taps; k: the O output channels of d; b: the weights
- *                   packed per 32 taps.  Each 16 taps lie in one kernel
- *                   row (k C % 16 == 0), so a tile row's halves are added
- *                   into padHWC with two masked vector adds.
  *
+ * The input gradient stays on layers.c's row shifts: the same tile with
+ * rows = 14 pixels, columns = 32 taps and depth O (32), each tile row
+ * added back into padHWC, measured slower (47-72 GFLOP/s on conv2 against
+ * 55-81 for OpenBLAS's): per 32 k steps a tile pays its start, the
+ * scatter of 28 vectors into padHWC, and a transpose back per sample.
  * Every sum runs in a fixed order that depends on the shape only.
  */
 #include <string.h>
@@ -34,6 +34,8 @@
 #include "kern.h"
 #include "tensor.h"
 
+/* C k in 16s: the shapes measured (cnn conv2); others keep the paths
+ * measured for them (layers.c) */
 int exec_convg_shape(const exec_conv *g, int min_ck)
 {
     return g->C * g->k >= min_ck && (g->C * g->k) % 16 == 0 && g->O >= 16;
@@ -47,8 +49,7 @@ static int64_t panels(int64_t n)
 int64_t exec_convg_col_floats(const exec_conv *g)
 {
     const int64_t K = (int64_t)g->C * g->k * g->k, P = (int64_t)g->Ho * g->Wo, O = panels(g->O);
-    int64_t n = O * K > panels(K) * g->O ? O * K : panels(K) * g->O;
-    return n > P * O ? n : P * O;
+    return O * K > P * O ? O * K : P * O;
 }
 
 int64_t exec_convg_pad_floats(const exec_conv *g)
@@ -56,8 +57,9 @@ int64_t exec_convg_pad_floats(const exec_conv *g)
     return (int64_t)(g->H + 2 * g->pad) * (g->W + 2 * g->pad) * g->C;
 }
 
-/* padHWC (Hp, Wp, C) = one sample's in (C, H, W), zero borders */
-static void to_hwc(float *pad, const float *in, const exec_conv *g)
+/* padHWC (Hp, Wp, C) = one sample's in (C, H, W), zero borders (any C;
+ * the AVX-512 section transposes 16 x 16 blocks when C % 16 == 0) */
+static void to_hwc_any(float *pad, const float *in, const exec_conv *g)
 {
     const int C = g->C, p = g->pad, Wp = g->W + 2 * p;
     memset(pad, 0, (size_t)exec_convg_pad_floats(g) * sizeof *pad);
@@ -66,18 +68,6 @@ static void to_hwc(float *pad, const float *in, const exec_conv *g)
             float *dst = pad + ((int64_t)(h + p) * Wp + w + p) * C;
             const float *src = in + (int64_t)h * g->W + w;
             for (int c = 0; c < C; c++) dst[c] = src[(int64_t)c * g->H * g->W];
-        }
-}
-
-/* din (C, H, W) = padHWC's interior */
-static void from_hwc(float *din, const float *pad, const exec_conv *g)
-{
-    const int C = g->C, p = g->pad, Wp = g->W + 2 * p;
-    for (int c = 0; c < C; c++)
-        for (int h = 0; h < g->H; h++) {
-            const float *src = pad + ((int64_t)(h + p) * Wp + p) * C + c;
-            float *dst = din + ((int64_t)c * g->H + h) * g->W;
-            for (int w = 0; w < g->W; w++) dst[w] = src[(int64_t)w * C];
         }
 }
 
@@ -103,7 +93,32 @@ static int tile_len(int n, int i0)
 
 #include "kern_tile.h"
 
-enum { FWD, BWD_W, BWD_IN };
+/* to_hwc_any by 16 x 16 blocks (channels x pixels of a
+ * row): per element a scalar strided copy took 5% of a conv2 pass */
+KERN static void to_hwc(float *pad, const float *in, const exec_conv *g)
+{
+    const int C = g->C, p = g->pad, Wp = g->W + 2 * p;
+    const int64_t HW = (int64_t)g->H * g->W;
+    if (C % 16) {
+        to_hwc_any(pad, in, g);
+        return;
+    }
+    memset(pad, 0, (size_t)exec_convg_pad_floats(g) * sizeof *pad);
+    for (int h = 0; h < g->H; h++)
+        for (int w0 = 0; w0 < g->W; w0 += 16) {
+            const int nw = g->W - w0 < 16 ? g->W - w0 : 16;
+            for (int c0 = 0; c0 < C; c0 += 16) {
+                __m512 r[16];
+                for (int c = 0; c < 16; c++)
+                    r[c] = _mm512_maskz_loadu_ps(lanes(nw), in + (c0 + c) * HW + (int64_t)h * g->W + w0);
+                tr16(r);
+                float *dst = pad + ((int64_t)(h + p) * Wp + w0 + p) * C + c0;
+                for (int w = 0; w < nw; w++) _mm512_storeu_ps(dst + (int64_t)w * C, r[w]);
+            }
+        }
+}
+
+enum { FWD, BWD_W };
 
 typedef struct ctile_args {
     int mode, nj;
@@ -114,9 +129,6 @@ typedef struct ctile_args {
     const float *bias;  /* FWD: the panel's first bias value, or NULL */
     float *c;           /* FWD: out (transposed store); BWD_W: dwT rows */
     int64_t ldc;
-    /* BWD_IN: the tile's first tap t0 and where its rows go in padHWC */
-    int t0, K, kc;      /* taps, taps per kernel row */
-    int64_t kstep, rstep; /* padHWC offset per kernel row, per tile row */
 } ctile_args;
 
 KERN_INLINE void ctile(const int mr, const int unit_rs, const ctile_args *t, __m512 *acc)
@@ -134,20 +146,6 @@ KERN_INLINE void ctile(const int mr, const int unit_rs, const ctile_args *t, __m
                 acc[2 * i + 1] = _mm512_fmadd_ps(ai, b1, acc[2 * i + 1]);
             }
         }
-    }
-}
-
-/* BWD_IN: tile row i's 32 taps added into padHWC, 16 at a time */
-KERN_INLINE void scatter_add(const int mr, const __m512 *acc, const ctile_args *t)
-{
-    for (int h = 0; h < 2; h++) {
-        const int tap = t->t0 + 16 * h;
-        if (tap >= t->K) break;
-        const int ki = tap / t->kc;
-        const __mmask16 m = lanes(t->K - tap);
-        float *p = t->c + ki * t->kstep + (tap - ki * t->kc);
-        for (int i = 0; i < mr; i++, p += t->rstep)
-            _mm512_mask_storeu_ps(p, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, p), acc[2 * i + h]));
     }
 }
 
@@ -173,12 +171,6 @@ KERN_INLINE void scatter_add(const int mr, const __m512 *acc, const ctile_args *
         CTILE_INIT(R)                                                                 \
         ctile((R), 1, t, acc);                                                        \
         store((R), acc, t->c, t->ldc, t->nj, 1);                                      \
-    }                                                                                 \
-    KERN static void ctile_bwi_##R(const ctile_args *t)                               \
-    {                                                                                 \
-        CTILE_INIT(R)                                                                 \
-        ctile((R), 1, t, acc);                                                        \
-        scatter_add((R), acc, t);                                                     \
     }
 CTILE_FN(1) CTILE_FN(2) CTILE_FN(3) CTILE_FN(4) CTILE_FN(5) CTILE_FN(6) CTILE_FN(7)
 CTILE_FN(8) CTILE_FN(9) CTILE_FN(10) CTILE_FN(11) CTILE_FN(12) CTILE_FN(13) CTILE_FN(14)
@@ -187,8 +179,7 @@ typedef void (*ctile_fn)(const ctile_args *);
 #define CTILE_TABLE(P)                                                                     \
     {NULL, P##1, P##2, P##3, P##4, P##5, P##6, P##7, P##8, P##9, P##10, P##11, P##12, P##13, \
      P##14}
-static const ctile_fn ctiles[3][15] = {CTILE_TABLE(ctile_fwd_), CTILE_TABLE(ctile_bww_),
-                                       CTILE_TABLE(ctile_bwi_)};
+static const ctile_fn ctiles[2][15] = {CTILE_TABLE(ctile_fwd_), CTILE_TABLE(ctile_bww_)};
 
 KERN void exec_convg_forward(float *out, const float *in, const float *w, const float *b,
                         const exec_conv_scr *sc, const exec_conv *g, int B)
@@ -211,38 +202,10 @@ KERN void exec_convg_forward(float *out, const float *in, const float *w, const 
                                           sc->pad + ((int64_t)oh * s * Wp + ow * s) * C,
                                           (int64_t)s * C, (int64_t)Wp * C, 1, g->k, g->k * C,
                                           sc->col + (int64_t)j0 * K, b ? b + j0 : NULL,
-                                          o + (int64_t)j0 * P + oh * g->Wo + ow, P, 0, 0, 0, 0, 0};
+                                          o + (int64_t)j0 * P + oh * g->Wo + ow, P};
                     ctiles[t.mode][mr](&t);
                 }
             }
-    }
-}
-
-KERN void exec_convg_backward_input(float *din, const float *dout, const float *w,
-                               const exec_conv_scr *sc, const exec_conv *g, int B)
-{
-    const int C = g->C, s = g->stride, Wp = g->W + 2 * g->pad, K = C * g->k * g->k, O = g->O;
-    const int64_t P = (int64_t)g->Ho * g->Wo, CHW = (int64_t)C * g->H * g->W;
-    /* wpk[panel][o][j] = w of output channel o at tap 32 panel + j */
-    for (int t0 = 0; t0 < K; t0 += NR)
-        for (int o = 0; o < O; o++)
-            for (int j = 0; j < NR; j++)
-                sc->col[(int64_t)t0 * O + o * NR + j] = t0 + j < K ? wtap(w, g, o, t0 + j) : 0.0f;
-    for (int n = 0; n < B; n++) {
-        memset(sc->pad, 0, (size_t)exec_convg_pad_floats(g) * sizeof *sc->pad);
-        const float *d = dout + (int64_t)n * O * P;
-        for (int oh = 0; oh < g->Ho; oh++)
-            for (int ow = 0, mr; ow < g->Wo; ow += mr) {
-                mr = tile_len(g->Wo, ow);
-                for (int t0 = 0; t0 < K; t0 += NR) {
-                    const ctile_args t = {BWD_IN, 0, d + oh * g->Wo + ow, 1, 0, P, 1, O,
-                                          sc->col + (int64_t)t0 * O, NULL,
-                                          sc->pad + ((int64_t)oh * s * Wp + ow * s) * C, 0,
-                                          t0, K, g->k * C, (int64_t)Wp * C, (int64_t)s * C};
-                    ctiles[t.mode][mr](&t);
-                }
-            }
-        from_hwc(din + n * CHW, sc->pad, g);
     }
 }
 
@@ -265,7 +228,7 @@ KERN void exec_convg_backward_weight(float *dw, float *db, const float *dout, co
                                           sc->pad + (int64_t)ki * Wp * C + r0, 1,
                                           (int64_t)s * Wp * C, (int64_t)s * C, g->Ho, g->Wo,
                                           sc->col + (int64_t)j0 * P, NULL,
-                                          sc->wp + ((int64_t)ki * kc + r0) * O + j0, O, 0, 0, 0, 0, 0};
+                                          sc->wp + ((int64_t)ki * kc + r0) * O + j0, O};
                     ctiles[t.mode][mr](&t);
                 }
             }
@@ -284,12 +247,6 @@ void exec_convg_forward(float *out, const float *in, const float *w, const float
                         const exec_conv_scr *sc, const exec_conv *g, int B)
 {
     (void)out; (void)in; (void)w; (void)b; (void)sc; (void)g; (void)B;
-    abort();
-}
-void exec_convg_backward_input(float *din, const float *dout, const float *w,
-                               const exec_conv_scr *sc, const exec_conv *g, int B)
-{
-    (void)din; (void)dout; (void)w; (void)sc; (void)g; (void)B;
     abort();
 }
 void exec_convg_backward_weight(float *dw, float *db, const float *dout, const float *in,

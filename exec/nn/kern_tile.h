@@ -97,7 +97,10 @@ KERN_INLINE void store(const int mr, const __m512 *acc, float *c, int64_t ldc, i
 KERN_INLINE void store_t(const int mr, const __m512 *acc, float *c, int64_t ldc, int nj, int add)
 {
     const __mmask16 im = lanes(mr);
-    for (int h = 0; h < 2 && 16 * h < nj; h++) {
+    /* unrolled (constant acc indices), or the accumulators live on the stack */
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        if (16 * h >= nj) break;
         __m512 r[16];
         for (int i = 0; i < 16; i++) r[i] = i < mr ? acc[2 * i + h] : _mm512_setzero_ps();
         tr16(r);

@@ -191,7 +191,7 @@ int64_t exec_conv_col_floats(const exec_conv *g)
     return conv_scratch_at(g, NULL, NULL);
 }
 
-/* one product of depth C k k per sample on the own SGEMM (conv_gemm.h) */
+/* the tiled direct kernels of conv_gemm.h (forward, weight gradient) */
 static int conv_own(const exec_conv *g, conv_scratch *sc, exec_conv_scr *scr)
 {
     if (!exec_convg_shape(g, CONV_SHIFT_MIN_CK) || !exec_kern_avx512()) return 0;
@@ -320,11 +320,6 @@ void exec_conv2d_backward_input(float *din, const float *dout, const float *w,
 {
     conv_scratch sc;
     conv_scratch_at(g, col, &sc);
-    exec_conv_scr scr;
-    if (conv_own(g, &sc, &scr)) {
-        exec_convg_backward_input(din, dout, w, &scr, g, B);
-        return;
-    }
     const int64_t HWo = (int64_t)g->Ho * g->Wo, CHW = (int64_t)g->C * g->H * g->W,
                   Hp = g->H + 2 * g->pad, Wp = g->W + 2 * g->pad;
     const int K = g->C * g->k * g->k, Ck = g->C * g->k, N = (int)HWo,
