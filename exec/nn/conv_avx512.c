@@ -131,12 +131,16 @@ typedef struct ctile_args {
     int64_t ldc;
 } ctile_args;
 
-KERN_INLINE void ctile(const int mr, const int unit_rs, const ctile_args *t, __m512 *acc)
+/* rs_const: the row stride when it is a constant (0: t->rs), so the 14
+ * broadcasts address by immediates; at 4 instructions per cycle the
+ * front end has little room besides the 44 per k step */
+KERN_INLINE void ctile(const int mr, const int rs_const, const ctile_args *t, __m512 *acc)
 {
-    const int64_t rs = unit_rs ? 1 : t->rs;
+    const int64_t rs = rs_const ? rs_const : t->rs;
     const float *bp = t->bp;
     for (int q = 0; q < t->n1; q++) {
         const float *a = t->a + q * t->s1;
+#pragma GCC unroll 2
         for (int r = 0; r < t->n2; r++, a += t->s2, bp += NR) {
             const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
 #pragma GCC unroll 14
@@ -163,7 +167,8 @@ KERN_INLINE void ctile(const int mr, const int unit_rs, const ctile_args *t, __m
             const __m512 b1 = _mm512_maskz_loadu_ps(lanes(t->nj - 16), t->bias + 16); \
             for (int i = 0; i < (R); i++) { acc[2 * i] = b0; acc[2 * i + 1] = b1; }   \
         }                                                                             \
-        ctile((R), 0, t, acc);                                                        \
+        if (t->rs == 16) ctile((R), 16, t, acc);                                      \
+        else ctile((R), 0, t, acc);                                                   \
         store_t((R), acc, t->c, t->ldc, t->nj, 0);                                    \
     }                                                                                 \
     KERN static void ctile_bww_##R(const ctile_args *t)                               \
