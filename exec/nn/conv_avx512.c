@@ -141,15 +141,7 @@ KERN_INLINE void ctile(const int mr, const int rs_const, const ctile_args *t, __
     for (int q = 0; q < t->n1; q++) {
         const float *a = t->a + q * t->s1;
 #pragma GCC unroll 2
-        for (int r = 0; r < t->n2; r++, a += t->s2, bp += NR) {
-            const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
-#pragma GCC unroll 14
-            for (int i = 0; i < mr; i++) {
-                const __m512 ai = _mm512_set1_ps(a[i * rs]);
-                acc[2 * i] = _mm512_fmadd_ps(ai, b0, acc[2 * i]);
-                acc[2 * i + 1] = _mm512_fmadd_ps(ai, b1, acc[2 * i + 1]);
-            }
-        }
+        for (int r = 0; r < t->n2; r++, a += t->s2, bp += NR) tile_kstep(mr, a, rs, bp, acc);
     }
 }
 

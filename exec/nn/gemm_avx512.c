@@ -85,15 +85,7 @@ KERN_INLINE void tile(const int mr, const int unit_cs, const int unit_rs, int kc
 {
     if (unit_cs) cs = 1;
     if (unit_rs) rs = 1;
-    for (int k = 0; k < kc; k++, a += cs, bp += bs) {
-        const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
-#pragma GCC unroll 14
-        for (int i = 0; i < mr; i++) {
-            const __m512 ai = _mm512_set1_ps(a[i * rs]);
-            acc[2 * i] = _mm512_fmadd_ps(ai, b0, acc[2 * i]);
-            acc[2 * i + 1] = _mm512_fmadd_ps(ai, b1, acc[2 * i + 1]);
-        }
-    }
+    for (int k = 0; k < kc; k++, a += cs, bp += bs) tile_kstep(mr, a, rs, bp, acc);
 }
 
 

@@ -114,4 +114,17 @@ KERN_INLINE void store_t(const int mr, const __m512 *acc, float *c, int64_t ldc,
     }
 }
 
+/* One k step of a tile: acc[2i + h] += a[i rs] b(16h..16h+15), i < mr,
+ * with b the 32 values at bp (mr constant: the loop unrolls) */
+KERN_INLINE void tile_kstep(const int mr, const float *a, int64_t rs, const float *bp, __m512 *acc)
+{
+    const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
+#pragma GCC unroll 14
+    for (int i = 0; i < mr; i++) {
+        const __m512 ai = _mm512_set1_ps(a[i * rs]);
+        acc[2 * i] = _mm512_fmadd_ps(ai, b0, acc[2 * i]);
+        acc[2 * i + 1] = _mm512_fmadd_ps(ai, b1, acc[2 * i + 1]);
+    }
+}
+
 #endif
