@@ -1,5 +1,5 @@
 /* conv_avx512.c - direct conv2d passes on the own SGEMM's register tile
- * (conv_gemm.h; when they run and how fast: docs/executor-sgemm.md).
+ * (conv_tile.h; when they run and how fast: docs/executor-sgemm.md).
  *
  * Why: the row-shift lowering of layers.c splits a 5x5 convolution into k
  * products of depth C k (cnn conv2: five 32 x 196 x 80 products per
@@ -30,7 +30,7 @@
  */
 #include <string.h>
 
-#include "conv_gemm.h"
+#include "conv_tile.h"
 #include "kern.h"
 #include "tensor.h"
 

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "conv_gemm.h"
+#include "conv_tile.h"
 #include "gemm.h"
 #include "kern.h"
 #include "layers.h"
@@ -191,7 +191,7 @@ int64_t exec_conv_col_floats(const exec_conv *g)
     return conv_scratch_at(g, NULL, NULL);
 }
 
-/* the tiled direct kernels of conv_gemm.h (forward, weight gradient) */
+/* the tiled direct kernels of conv_tile.h (forward, weight gradient) */
 static int conv_own(const exec_conv *g, conv_scratch *sc, exec_conv_scr *scr)
 {
     if (!exec_convg_shape(g, CONV_SHIFT_MIN_CK) || !exec_kern_avx512()) return 0;

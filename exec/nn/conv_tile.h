@@ -1,10 +1,10 @@
-/* conv_gemm.h - conv2d's forward and weight gradient as direct kernels on
+/* conv_tile.h - conv2d's forward and weight gradient as direct kernels on
  * the own SGEMM's register tile, depth C k k in one pass, nothing lowered
  * (conv_avx512.c; internal to exec/nn; layers.c chooses them on AVX-512
  * CPUs for the shapes exec_convg_shape accepts; why and how fast:
  * docs/executor-sgemm.md).  Arrays follow layers.h's layouts. */
-#ifndef CL_EXEC_CONV_GEMM_H
-#define CL_EXEC_CONV_GEMM_H
+#ifndef CL_EXEC_CONV_TILE_H
+#define CL_EXEC_CONV_TILE_H
 
 #include <stdint.h>
 
