@@ -181,6 +181,13 @@ static const struct conv_spec {
     /* the channel weight-gradient kernel (O % 32 == 0, row shifts): 54 taps
      * (blocks of 12, ragged) */
     {"conv2d 3x3 s1 p1, 32 outputs", 2, 6, 4, 4, 32, 3, 1, 1, 1},
+    /* the tiled direct kernels (conv_avx512.c; C*k a multiple of 16, at
+     * least 16 outputs): 1x1 with 17 outputs (a ragged panel); 3x3 over
+     * 16 channels (48 taps per kernel row: tiles of 12); stride 2 with 17
+     * output columns (tiles of 9 and 8) and 33 outputs (a 1-wide panel) */
+    {"conv2d 1x1, tiles, 17 outputs", 2, 16, 3, 4, 17, 1, 1, 0, 1},
+    {"conv2d 3x3 s1 p1, tiles, 16 channels", 1, 16, 4, 5, 18, 3, 1, 1, 1},
+    {"conv2d 2x2 s2 p1, tiles, 17 wide, no bias", 2, 8, 3, 33, 33, 2, 2, 1, 0},
 };
 
 static void test_conv2d(void)
@@ -568,7 +575,7 @@ TEST_SUITE(exec_layers)
     test_add_suite("exec_layers");
     test_add("linear: forward, input and weight gradients vs finite differences, kernels and OpenBLAS",
              test_linear);
-    test_add("conv2d: thirteen geometries, every lowering and kernel, vs direct convolution and finite differences",
+    test_add("conv2d: sixteen geometries, every lowering and kernel, vs direct convolution and finite differences",
              test_conv2d);
     test_add("max and average pooling vs finite differences", test_pool);
     test_add("relu and dropout vs finite differences", test_elementwise);

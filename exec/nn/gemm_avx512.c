@@ -43,11 +43,12 @@
 #define KERN __attribute__((target("avx512f,avx512dq,fma")))
 #define KERN_INLINE static inline __attribute__((always_inline, target("avx512f,avx512dq,fma")))
 
-#define NR 32            /* panel width: two zmm */
 #define MR 14            /* tile rows: 28 accumulators + 2 panel vectors + a broadcast */
 #define KC 128           /* K block of the normal orientation: a panel (16 KB) and a tile of a (8 KB) stay in L1 */
 #define KC_T 2048        /* K block of the transposed one (its store costs a transpose) */
 #define PACK_BYTES (512 * 1024) /* packed panels per N block: half of this core's L2 */
+
+#include "kern_tile.h"
 
 /* ------------------------------------------------------------------------ */
 /* per-thread packing buffer (freed when the thread ends)                    */
@@ -71,75 +72,6 @@ static float *pack_buf(size_t floats)
     return buf;
 }
 
-KERN_INLINE __mmask16 lanes(int n)
-{
-    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n > 0 ? n : 0)) - 1u);
-}
-
-/* ------------------------------------------------------------------------ */
-/* packing b: panels of NR columns, dst[p][k][j] for k < kc, zero beyond nj */
-
-/* b(k, j) = src[k ld + j] (rows of B copied) */
-KERN static void pack_rows(float *dst, const float *src, int64_t ld, int kc, int nj)
-{
-    for (int j0 = 0; j0 < nj; j0 += NR, dst += (int64_t)kc * NR) {
-        const int w = nj - j0 < NR ? nj - j0 : NR;
-        const __mmask16 m0 = lanes(w), m1 = lanes(w - 16);
-        const float *s = src + j0;
-        for (int k = 0; k < kc; k++, s += ld) {
-            _mm512_store_ps(dst + k * NR, _mm512_maskz_loadu_ps(m0, s));
-            _mm512_store_ps(dst + k * NR + 16, _mm512_maskz_loadu_ps(m1, s + 16));
-        }
-    }
-}
-
-/* 16 x 16 transpose: r[i] lane l -> r[l] lane i */
-KERN_INLINE void tr16(__m512 r[16])
-{
-    __m512 t[16], u[16];
-    for (int p = 0; p < 8; p++) {
-        t[2 * p] = _mm512_unpacklo_ps(r[2 * p], r[2 * p + 1]);
-        t[2 * p + 1] = _mm512_unpackhi_ps(r[2 * p], r[2 * p + 1]);
-    }
-    for (int q = 0; q < 4; q++) {
-        u[4 * q] = _mm512_shuffle_ps(t[4 * q], t[4 * q + 2], 0x44);
-        u[4 * q + 1] = _mm512_shuffle_ps(t[4 * q], t[4 * q + 2], 0xee);
-        u[4 * q + 2] = _mm512_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0x44);
-        u[4 * q + 3] = _mm512_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0xee);
-    }
-    /* u[4q + s] holds, in 128-bit block L, column 4L + s of rows 4q..4q+3 */
-    for (int s = 0; s < 4; s++) {
-        __m512 w0 = _mm512_shuffle_f32x4(u[s], u[4 + s], 0x44);
-        __m512 w1 = _mm512_shuffle_f32x4(u[s], u[4 + s], 0xee);
-        __m512 w2 = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0x44);
-        __m512 w3 = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0xee);
-        r[s] = _mm512_shuffle_f32x4(w0, w2, 0x88);
-        r[4 + s] = _mm512_shuffle_f32x4(w0, w2, 0xdd);
-        r[8 + s] = _mm512_shuffle_f32x4(w1, w3, 0x88);
-        r[12 + s] = _mm512_shuffle_f32x4(w1, w3, 0xdd);
-    }
-}
-
-/* b(k, j) = src[j ld + k] (rows of the source become panel columns) */
-KERN static void pack_trans(float *dst, const float *src, int64_t ld, int kc, int nj)
-{
-    for (int j0 = 0; j0 < nj; j0 += NR, dst += (int64_t)kc * NR)
-        for (int h = 0; h < NR; h += 16) {
-            const int rows = nj - j0 - h; /* source rows in this half (may be <= 0) */
-            for (int k0 = 0; k0 < kc; k0 += 16) {
-                const int kw = kc - k0 < 16 ? kc - k0 : 16;
-                const __mmask16 km = lanes(kw);
-                __m512 r[16];
-                for (int i = 0; i < 16; i++)
-                    r[i] = i < rows ? _mm512_maskz_loadu_ps(km, src + (int64_t)(j0 + h + i) * ld + k0)
-                                    : _mm512_setzero_ps();
-                tr16(r);
-                for (int i = 0; i < kw; i++) _mm512_store_ps(dst + (int64_t)(k0 + i) * NR + h, r[i]);
-            }
-        }
-}
-
-/* ------------------------------------------------------------------------ */
 /* micro-kernel                                                              */
 
 /* acc[2i + h] = init + sum over k < kc of a(i, k) b(k, 16h..16h+15),
@@ -153,50 +85,9 @@ KERN_INLINE void tile(const int mr, const int unit_cs, const int unit_rs, int kc
 {
     if (unit_cs) cs = 1;
     if (unit_rs) rs = 1;
-    for (int k = 0; k < kc; k++, a += cs, bp += bs) {
-        const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
-#pragma GCC unroll 14
-        for (int i = 0; i < mr; i++) {
-            const __m512 ai = _mm512_set1_ps(a[i * rs]);
-            acc[2 * i] = _mm512_fmadd_ps(ai, b0, acc[2 * i]);
-            acc[2 * i + 1] = _mm512_fmadd_ps(ai, b1, acc[2 * i + 1]);
-        }
-    }
+    for (int k = 0; k < kc; k++, a += cs, bp += bs) tile_kstep(mr, a, rs, bp, acc);
 }
 
-/* store a tile: rows i < mr, columns j < nj of C at c[i ldc + j], adding
- * the old values when add */
-KERN_INLINE void store(const int mr, const __m512 *acc, float *c, int64_t ldc, int nj, int add)
-{
-    const __mmask16 m0 = lanes(nj), m1 = lanes(nj - 16);
-    for (int i = 0; i < mr; i++, c += ldc) {
-        __m512 v0 = acc[2 * i], v1 = acc[2 * i + 1];
-        if (add) {
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, c));
-            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, c + 16));
-        }
-        _mm512_mask_storeu_ps(c, m0, v0);
-        _mm512_mask_storeu_ps(c + 16, m1, v1);
-    }
-}
-
-/* the same tile stored transposed: element (i, j) at c[j ldc + i] */
-KERN_INLINE void store_t(const int mr, const __m512 *acc, float *c, int64_t ldc, int nj, int add)
-{
-    const __mmask16 im = lanes(mr);
-    for (int h = 0; h < 2 && 16 * h < nj; h++) {
-        __m512 r[16];
-        for (int i = 0; i < 16; i++) r[i] = i < mr ? acc[2 * i + h] : _mm512_setzero_ps();
-        tr16(r);
-        const int n = nj - 16 * h < 16 ? nj - 16 * h : 16;
-        for (int j = 0; j < n; j++) {
-            float *cj = c + (int64_t)(16 * h + j) * ldc;
-            __m512 v = r[j];
-            if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(im, cj));
-            _mm512_mask_storeu_ps(cj, im, v);
-        }
-    }
-}
 
 /* One tile: its accumulators start at zero or the bias (per column j, or
  * per row i when the tile is stored transposed), run the k loop, and are

@@ -14,6 +14,8 @@
  *   weight gradient (lanes over the input features).
  * - linear layers with more: a blocked SGEMM (gemm_avx512.c,
  *   docs/executor-sgemm.md).
+ * - conv2d forward and weight gradient with C k a multiple of 16: the
+ *   SGEMM's register tile run directly on the input (conv_tile.h).
  *
  * Every kernel is compiled for AVX-512F, AVX-512DQ and FMA only (function target
  * attributes; the rest of the build stays baseline x86-64) and runs only

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "conv_tile.h"
 #include "gemm.h"
 #include "kern.h"
 #include "layers.h"
@@ -170,6 +171,7 @@ static int64_t conv_scratch_at(const exec_conv *g, float *base, conv_scratch *sc
     int64_t col = sh ? colx : K * HWo;
     if (dir) col = max64(col, colx * EXEC_KERN_BWP_SAMPLES);
     if (ch) col = max64(col, HWo * g->O);
+    if (exec_convg_shape(g, CONV_SHIFT_MIN_CK)) col = max64(col, exec_convg_col_floats(g));
     int64_t sizes[4] = {col, (int64_t)g->C * Hp * Wp,
                         max64(sh ? K * g->O : 0, dir ? K * ((g->O + 7) / 8 * 8) : 0),
                         dir ? (K + 1) * g->O * 16 : K * g->O};
@@ -187,6 +189,14 @@ static int64_t conv_scratch_at(const exec_conv *g, float *base, conv_scratch *sc
 int64_t exec_conv_col_floats(const exec_conv *g)
 {
     return conv_scratch_at(g, NULL, NULL);
+}
+
+/* the tiled direct kernels of conv_tile.h (forward, weight gradient) */
+static int conv_own(const exec_conv *g, conv_scratch *sc, exec_conv_scr *scr)
+{
+    if (!exec_convg_shape(g, CONV_SHIFT_MIN_CK) || !exec_kern_avx512()) return 0;
+    *scr = (exec_conv_scr){sc->col, sc->pad, sc->dwT};
+    return 1;
 }
 
 static void zero(float *p, int64_t n)
@@ -269,6 +279,11 @@ void exec_conv2d_forward(float *out, const float *in, const float *w, const floa
 {
     conv_scratch sc;
     conv_scratch_at(g, col, &sc);
+    exec_conv_scr scr;
+    if (conv_own(g, &sc, &scr)) {
+        exec_convg_forward(out, in, w, b, &scr, g, B);
+        return;
+    }
     const int64_t HWo = (int64_t)g->Ho * g->Wo, CHW = (int64_t)g->C * g->H * g->W;
     const int K = g->C * g->k * g->k, Ck = g->C * g->k, N = (int)HWo,
               ldx = (g->H + 2 * g->pad) * g->Wo, sh = conv_shift(g);
@@ -346,6 +361,11 @@ void exec_conv2d_backward_weight(float *dw, float *db, const float *dout, const 
 {
     conv_scratch sc;
     conv_scratch_at(g, col, &sc);
+    exec_conv_scr scr;
+    if (conv_own(g, &sc, &scr)) {
+        exec_convg_backward_weight(dw, db, dout, in, &scr, g, B);
+        return;
+    }
     const int64_t HWo = (int64_t)g->Ho * g->Wo, CHW = (int64_t)g->C * g->H * g->W;
     const int k = g->k, K = g->C * k * k, Ck = g->C * k, N = (int)HWo,
               ldx = (g->H + 2 * g->pad) * g->Wo, dir = conv_direct(g), chan = conv_chan(g),

@@ -1,0 +1,255 @@
+/* conv_avx512.c - direct conv2d passes on the own SGEMM's register tile
+ * (conv_tile.h; when they run and how fast: docs/executor-sgemm.md).
+ *
+ * Why: the row-shift lowering of layers.c splits a 5x5 convolution into k
+ * products of depth C k (cnn conv2: five 32 x 196 x 80 products per
+ * sample), too small for either SGEMM to reach its pace, and a full
+ * im2col (Ho Wo x C k k per sample) costs as much time to write and read
+ * back as the product itself (measured: 62 GFLOP/s with it against 113 for
+ * the product alone).  Here nothing is lowered: each sample is copied
+ * channel-last with zero borders, padHWC (Hp, Wp, C), so the taps (ki, kj,
+ * c) of one kernel row ki are k C adjacent floats, and the tile of
+ * gemm_avx512.c (up to 14 rows x 32 columns in 28 zmm accumulators) reads
+ * its a operand from padHWC through a two-level k loop:
+ *
+ *   forward         rows: up to 14 pixels of an output row; columns: 32
+ *                   output channels; k: ki (stride Wp C) x (kj, c)
+ *                   (stride 1) = depth C k k; b: the weights packed per
+ *                   32 channels.  Stored transposed into out (O, Ho Wo).
+ *   weight gradient rows: up to 14 taps of one kernel row; columns: 32
+ *                   output channels; k: the sample's pixels, oh (stride
+ *                   s Wp C) x ow (stride s C); b: d transposed, packed.
+ *                   Added into dwT (C k k, O), summed over the batch.
+ *
+ * The input gradient stays on layers.c's row shifts: the same tile with
+ * rows = 14 pixels, columns = 32 taps and depth O (32), each tile row
+ * added back into padHWC, measured slower (47-72 GFLOP/s on conv2 against
+ * 55-81 for OpenBLAS's): per 32 k steps a tile pays its start, the
+ * scatter of 28 vectors into padHWC, and a transpose back per sample.
+ * Every sum runs in a fixed order that depends on the shape only.
+ */
+#include <string.h>
+
+#include "conv_tile.h"
+#include "kern.h"
+#include "tensor.h"
+
+/* C k in 16s: the shapes measured (cnn conv2); others keep the paths
+ * measured for them (layers.c) */
+int exec_convg_shape(const exec_conv *g, int min_ck)
+{
+    return g->C * g->k >= min_ck && (g->C * g->k) % 16 == 0 && g->O >= 16;
+}
+
+static int64_t panels(int64_t n)
+{
+    return (n + 31) / 32 * 32;
+}
+
+int64_t exec_convg_col_floats(const exec_conv *g)
+{
+    const int64_t K = (int64_t)g->C * g->k * g->k, P = (int64_t)g->Ho * g->Wo, O = panels(g->O);
+    return O * K > P * O ? O * K : P * O;
+}
+
+int64_t exec_convg_pad_floats(const exec_conv *g)
+{
+    return (int64_t)(g->H + 2 * g->pad) * (g->W + 2 * g->pad) * g->C;
+}
+
+/* padHWC (Hp, Wp, C) = one sample's in (C, H, W), zero borders (any C;
+ * the AVX-512 section transposes 16 x 16 blocks when C % 16 == 0) */
+static void to_hwc_any(float *pad, const float *in, const exec_conv *g)
+{
+    const int C = g->C, p = g->pad, Wp = g->W + 2 * p;
+    memset(pad, 0, (size_t)exec_convg_pad_floats(g) * sizeof *pad);
+    for (int h = 0; h < g->H; h++)
+        for (int w = 0; w < g->W; w++) {
+            float *dst = pad + ((int64_t)(h + p) * Wp + w + p) * C;
+            const float *src = in + (int64_t)h * g->W + w;
+            for (int c = 0; c < C; c++) dst[c] = src[(int64_t)c * g->H * g->W];
+        }
+}
+
+/* w (O, C, k, k) at tap t = (ki kj) C + c of output channel o */
+static float wtap(const float *w, const exec_conv *g, int o, int t)
+{
+    const int C = g->C, kk = g->k * g->k;
+    return w[((int64_t)o * C + t % C) * kk + t / C];
+}
+
+/* Tiles of at most 14 rows over n, sized evenly (as the SGEMM's). */
+static int tile_len(int n, int i0)
+{
+    const int cnt = (n + 13) / 14, base = n / cnt, extra = n % cnt;
+    return i0 < extra * (base + 1) ? base + 1 : base;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+
+#define KERN __attribute__((target("avx512f,avx512dq,fma")))
+#define KERN_INLINE static inline __attribute__((always_inline, target("avx512f,avx512dq,fma")))
+
+#include "kern_tile.h"
+
+/* to_hwc_any by 16 x 16 blocks (channels x pixels of a
+ * row): per element a scalar strided copy took 5% of a conv2 pass */
+KERN static void to_hwc(float *pad, const float *in, const exec_conv *g)
+{
+    const int C = g->C, p = g->pad, Wp = g->W + 2 * p;
+    const int64_t HW = (int64_t)g->H * g->W;
+    if (C % 16) {
+        to_hwc_any(pad, in, g);
+        return;
+    }
+    memset(pad, 0, (size_t)exec_convg_pad_floats(g) * sizeof *pad);
+    for (int h = 0; h < g->H; h++)
+        for (int w0 = 0; w0 < g->W; w0 += 16) {
+            const int nw = g->W - w0 < 16 ? g->W - w0 : 16;
+            for (int c0 = 0; c0 < C; c0 += 16) {
+                __m512 r[16];
+                for (int c = 0; c < 16; c++)
+                    r[c] = _mm512_maskz_loadu_ps(lanes(nw), in + (c0 + c) * HW + (int64_t)h * g->W + w0);
+                tr16(r);
+                float *dst = pad + ((int64_t)(h + p) * Wp + w0 + p) * C + c0;
+                for (int w = 0; w < nw; w++) _mm512_storeu_ps(dst + (int64_t)w * C, r[w]);
+            }
+        }
+}
+
+enum { FWD, BWD_W };
+
+typedef struct ctile_args {
+    int mode, nj;
+    const float *a;     /* a(i, (q, r)) = a[i rs + q s1 + r s2] */
+    int64_t rs, s1, s2;
+    int n1, n2;
+    const float *bp;    /* packed panel, n1 n2 rows of NR */
+    const float *bias;  /* FWD: the panel's first bias value, or NULL */
+    float *c;           /* FWD: out (transposed store); BWD_W: dwT rows */
+    int64_t ldc;
+} ctile_args;
+
+/* rs_const: the row stride when it is a constant (0: t->rs), so the 14
+ * broadcasts address by immediates; at 4 instructions per cycle the
+ * front end has little room besides the 44 per k step */
+KERN_INLINE void ctile(const int mr, const int rs_const, const ctile_args *t, __m512 *acc)
+{
+    const int64_t rs = rs_const ? rs_const : t->rs;
+    const float *bp = t->bp;
+    for (int q = 0; q < t->n1; q++) {
+        const float *a = t->a + q * t->s1;
+#pragma GCC unroll 2
+        for (int r = 0; r < t->n2; r++, a += t->s2, bp += NR) tile_kstep(mr, a, rs, bp, acc);
+    }
+}
+
+/* One function per tile height and pass, so the 28 accumulators stay in
+ * registers (one function for the three passes kept them on the stack). */
+#define CTILE_INIT(R)                                                                 \
+    __m512 acc[2 * (R)];                                                              \
+    for (int i = 0; i < 2 * (R); i++) acc[i] = _mm512_setzero_ps();
+#define CTILE_FN(R)                                                                   \
+    KERN static void ctile_fwd_##R(const ctile_args *t)                               \
+    {                                                                                 \
+        CTILE_INIT(R)                                                                 \
+        if (t->bias) {                                                                \
+            const __m512 b0 = _mm512_maskz_loadu_ps(lanes(t->nj), t->bias);           \
+            const __m512 b1 = _mm512_maskz_loadu_ps(lanes(t->nj - 16), t->bias + 16); \
+            for (int i = 0; i < (R); i++) { acc[2 * i] = b0; acc[2 * i + 1] = b1; }   \
+        }                                                                             \
+        if (t->rs == 16) ctile((R), 16, t, acc);                                      \
+        else ctile((R), 0, t, acc);                                                   \
+        store_t((R), acc, t->c, t->ldc, t->nj, 0);                                    \
+    }                                                                                 \
+    KERN static void ctile_bww_##R(const ctile_args *t)                               \
+    {                                                                                 \
+        CTILE_INIT(R)                                                                 \
+        ctile((R), 1, t, acc);                                                        \
+        store((R), acc, t->c, t->ldc, t->nj, 1);                                      \
+    }
+CTILE_FN(1) CTILE_FN(2) CTILE_FN(3) CTILE_FN(4) CTILE_FN(5) CTILE_FN(6) CTILE_FN(7)
+CTILE_FN(8) CTILE_FN(9) CTILE_FN(10) CTILE_FN(11) CTILE_FN(12) CTILE_FN(13) CTILE_FN(14)
+
+typedef void (*ctile_fn)(const ctile_args *);
+#define CTILE_TABLE(P)                                                                     \
+    {NULL, P##1, P##2, P##3, P##4, P##5, P##6, P##7, P##8, P##9, P##10, P##11, P##12, P##13, \
+     P##14}
+static const ctile_fn ctiles[2][15] = {CTILE_TABLE(ctile_fwd_), CTILE_TABLE(ctile_bww_)};
+
+KERN void exec_convg_forward(float *out, const float *in, const float *w, const float *b,
+                        const exec_conv_scr *sc, const exec_conv *g, int B)
+{
+    const int C = g->C, s = g->stride, Wp = g->W + 2 * g->pad, K = C * g->k * g->k;
+    const int64_t P = (int64_t)g->Ho * g->Wo, CHW = (int64_t)C * g->H * g->W;
+    /* wpk[panel][t][j] = w of output channel 32 panel + j at tap t */
+    for (int j0 = 0; j0 < g->O; j0 += NR)
+        for (int t = 0; t < K; t++)
+            for (int j = 0; j < NR; j++)
+                sc->col[(int64_t)j0 * K + t * NR + j] = j0 + j < g->O ? wtap(w, g, j0 + j, t) : 0.0f;
+    for (int n = 0; n < B; n++) {
+        to_hwc(sc->pad, in + n * CHW, g);
+        float *o = out + (int64_t)n * g->O * P;
+        for (int oh = 0; oh < g->Ho; oh++)
+            for (int ow = 0, mr; ow < g->Wo; ow += mr) {
+                mr = tile_len(g->Wo, ow);
+                for (int j0 = 0; j0 < g->O; j0 += NR) {
+                    const ctile_args t = {FWD, g->O - j0 < NR ? g->O - j0 : NR,
+                                          sc->pad + ((int64_t)oh * s * Wp + ow * s) * C,
+                                          (int64_t)s * C, (int64_t)Wp * C, 1, g->k, g->k * C,
+                                          sc->col + (int64_t)j0 * K, b ? b + j0 : NULL,
+                                          o + (int64_t)j0 * P + oh * g->Wo + ow, P};
+                    ctiles[t.mode][mr](&t);
+                }
+            }
+    }
+}
+
+KERN void exec_convg_backward_weight(float *dw, float *db, const float *dout, const float *in,
+                                const exec_conv_scr *sc, const exec_conv *g, int B)
+{
+    const int C = g->C, k = g->k, s = g->stride, Wp = g->W + 2 * g->pad, K = C * k * k,
+              kc = k * C, O = g->O;
+    const int64_t P = (int64_t)g->Ho * g->Wo, CHW = (int64_t)C * g->H * g->W;
+    memset(sc->wp, 0, (size_t)K * O * sizeof *sc->wp); /* dwT (K, O) */
+    for (int n = 0; n < B; n++) {
+        const float *d = dout + (int64_t)n * O * P;
+        to_hwc(sc->pad, in + n * CHW, g);
+        pack_trans(sc->col, d, P, (int)P, O); /* panels of d^T (P, 32) */
+        for (int ki = 0; ki < k; ki++)
+            for (int r0 = 0, mr; r0 < kc; r0 += mr) {
+                mr = tile_len(kc, r0);
+                for (int j0 = 0; j0 < O; j0 += NR) {
+                    const ctile_args t = {BWD_W, O - j0 < NR ? O - j0 : NR,
+                                          sc->pad + (int64_t)ki * Wp * C + r0, 1,
+                                          (int64_t)s * Wp * C, (int64_t)s * C, g->Ho, g->Wo,
+                                          sc->col + (int64_t)j0 * P, NULL,
+                                          sc->wp + ((int64_t)ki * kc + r0) * O + j0, O};
+                    ctiles[t.mode][mr](&t);
+                }
+            }
+        if (db)
+            for (int c = 0; c < O; c++) db[c] += exec_kern_sum(d + c * P, P);
+    }
+    for (int o = 0; o < O; o++)
+        for (int t = 0; t < K; t++)
+            dw[((int64_t)o * C + t % C) * k * k + t / C] += sc->wp[(int64_t)t * O + o];
+}
+
+#else /* no AVX-512 build: exec_kern_avx512() is 0 and nothing calls these */
+#include <stdlib.h>
+
+void exec_convg_forward(float *out, const float *in, const float *w, const float *b,
+                        const exec_conv_scr *sc, const exec_conv *g, int B)
+{
+    (void)out; (void)in; (void)w; (void)b; (void)sc; (void)g; (void)B;
+    abort();
+}
+void exec_convg_backward_weight(float *dw, float *db, const float *dout, const float *in,
+                                const exec_conv_scr *sc, const exec_conv *g, int B)
+{
+    (void)dw; (void)db; (void)dout; (void)in; (void)sc; (void)g; (void)B;
+    abort();
+}
+#endif
