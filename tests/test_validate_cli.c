@@ -114,6 +114,21 @@ static void test_tensor_parallel(void)
     plan_free(&p);
     free(out);
     free(err);
+    /* a path with an escape byte reaches the terminal escaped (esc_term) */
+    char *dir = test_tmpdir(), hostile[600], args[1400];
+    snprintf(hostile, sizeof hostile, "%s/x\033[31mred.json", dir);
+    char *text = test_slurp(VIT_T2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_EQUAL(cl_write_file(hostile, text, strlen(text), &e), CL_OK);
+    free(text);
+    snprintf(args, sizeof args, "validate --plan %s --iterations 3 --reps 3", hostile);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    CU_ASSERT_PTR_NULL(strchr(out, '\033'));
+    CU_ASSERT_PTR_NULL(strchr(err, '\033'));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "x\\x1b[31mred.json"));
+    free(out);
+    free(err);
+    test_rmtree(dir);
 }
 
 /* The table, given the links and a profile from files, with both traces. */

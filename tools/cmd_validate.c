@@ -17,6 +17,7 @@
 #include "profiles/cluster.h"
 #include "profiles/profile.h"
 #include "cli.h"
+#include "base/escape.h"
 #include "base/jsonx.h"
 #include "base/measure.h"
 #include "base/units.h"
@@ -132,6 +133,9 @@ typedef struct val_ctx {
     exec_link_fit fit;
     double fit_max_bytes;
     cluster_link link, sim_link, tp_link; /* tp_link: the all-reduces' ring (t > 1) */
+    double tp_ar_s;         /* t > 1: one all-reduce's cost to rank 0 in the
+                               replay (the first stage that measured it), 0: none */
+    const char *plan_shown; /* the plan's path as the terminal may show it */
     double post_s;          /* a SEND's cost on the sender's stream      */
     double handoff_s;       /* post to the receiver holding it (probe)  */
     char why[1024];         /* why the link fit is poor ("" when it is not) */
@@ -146,7 +150,7 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
     char b1[32], b2[64];
     int P = p->n_stages / (p->chunks > 1 ? p->chunks : 1);
     printf("%s: %s, %d stage%s (%d chunk%s) on %d workers, schedule %s, %d microbatches x %d samples\n",
-           c->a->plan, p->model.name, P, P > 1 ? "s" : "", p->chunks, p->chunks > 1 ? "s" : "",
+           c->plan_shown, p->model.name, P, P > 1 ? "s" : "", p->chunks, p->chunks > 1 ? "s" : "",
            r->n_workers, sched_kind_name(p->schedule), p->n_micro, p->microbatch);
     printf("run: %s backend, %d iterations; steady state over iterations %d..%d\n",
            exec_pipe_backend_name(c->a->backend), r->n_iter, r->first_iter, r->last_iter);
@@ -190,8 +194,7 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
                    time_str(c->sim_link.latency_s, b1, sizeof b1));
     }
     if (plan_tensor(p) > 1) {
-        double ar = 0;
-        for (int s = 0; s < p->n_stages && !(ar > 0); s++) ar = c->extra[s].ar_ctx_s;
+        double ar = c->tp_ar_s;
         printf("tensor %d: each all-reduce priced as the planner's ring at %.3f GB/s, latency %s a step",
                plan_tensor(p), c->tp_link.bw_Bps * 1e-9, time_str(c->tp_link.latency_s, b1, sizeof b1));
         if (ar > 0) printf(" (set so the ring costs the %s each all-reduce cost rank 0 in the replay on the crew)\n",
@@ -252,8 +255,7 @@ static int print_json(const val_ctx *c, const exec_val_report *r)
     cJSON_AddStringToObject(o, "backend", exec_pipe_backend_name(c->a->backend));
     cJSON_AddNumberToObject(o, "tensor", plan_tensor(c->p));
     if (plan_tensor(c->p) > 1) { /* what each all-reduce cost rank 0 in the replay (null: not measured), its ring */
-        double ar = 0;
-        for (int s = 0; s < c->p->n_stages && !(ar > 0); s++) ar = c->extra[s].ar_ctx_s;
+        double ar = c->tp_ar_s;
         if (ar > 0) cJSON_AddNumberToObject(o, "allreduce_s", ar);
         else cJSON_AddNullToObject(o, "allreduce_s");
         cJSON_AddNumberToObject(o, "allreduce_bandwidth_Bps", c->tp_link.bw_Bps);
@@ -336,6 +338,7 @@ static int get_link(val_ctx *c, plan *p, cl_err *e)
         cluster_link tl = {c->link.bw_Bps, l.latency_s};
         exec_val_tp_link(p, c->extra, &tl);
         c->tp_link = tl;
+        for (int s = 0; s < p->n_stages && !(c->tp_ar_s > 0); s++) c->tp_ar_s = c->extra[s].ar_ctx_s;
         exec_val_tp_comm(p, &tl);
     }
     return CL_OK;
@@ -370,17 +373,19 @@ int cmd_validate(int argc, char **argv)
         if (!rc) cluster_free(&cl);
     }
     int workers = rc ? 0 : plan_device_count(&p);
+    char *shown = esc_term(a.plan); /* freed before every return below */
     /* every rank of every worker is a thread (or a process) that computes
      * at the same time as the others; with more of them than cores the run
      * measures time-sharing, which the simulator does not model */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (!rc && cores > 0 && (long)workers * plan_tensor(&p) > cores)
         fprintf(stderr, "cleave validate: warning: %s runs %d worker%s x tensor %d = %d threads on %ld cores: they take turns on the cores, which the prediction does not model (hint: validate plans with workers x tensor <= %ld here)\n",
-                a.plan, workers, workers == 1 ? "" : "s", plan_tensor(&p), workers * plan_tensor(&p), cores,
+                shown, workers, workers == 1 ? "" : "s", plan_tensor(&p), workers * plan_tensor(&p), cores,
                 cores);
     if (!rc && a.backend == EXEC_PIPE_MPI && !exec_link_in_mpi_job()) {
         if (have_prof) prof_free(&pf);
         plan_free(&p);
+        free(shown);
         return exec_link_mpirun(workers, "validate", argc, argv);
     }
     int rank = 0, size = 1;
@@ -390,7 +395,7 @@ int cmd_validate(int argc, char **argv)
     cl_loadmeter lm;
     cl_load_start(&lm);
     exec_val_extra *extra = cl_calloc((size_t)p.n_stages, sizeof *extra);
-    val_ctx c = {.a = &a, .p = &p, .extra = extra, .extra_rw = extra};
+    val_ctx c = {.a = &a, .p = &p, .extra = extra, .extra_rw = extra, .plan_shown = shown};
     /* costs: rank 0 times the layers and the optimiser steps alone */
     if (!rc && rank == 0) {
         if (!have_prof) {
@@ -424,10 +429,10 @@ int cmd_validate(int argc, char **argv)
     c.others_load = cl_now_s() - lm.t >= VAL_LOAD_MIN_WINDOW_S ? cl_load_others(&lm, ours, NULL) : NAN;
     if (!rc && rank == 0 && !isfinite(c.others_load))
         fprintf(stderr, "cleave validate: note: %s ran too briefly (under %.0f s with its profiling) to tell whether other processes took the CPU meanwhile (hint: more --iterations)\n",
-                a.plan, VAL_LOAD_MIN_WINDOW_S);
+                shown, VAL_LOAD_MIN_WINDOW_S);
     else if (!rc && rank == 0 && !val_trustworthy(c.others_load))
         fprintf(stderr, "cleave validate: warning: other processes took %.0f%% of the machine's CPU while %s ran, so the measured times are partly theirs; the comparison is not to be trusted (hint: validate on a quiet machine)\n",
-                100 * c.others_load, a.plan);
+                100 * c.others_load, shown);
     exec_val_report rep;
     memset(&rep, 0, sizeof rep);
     if (!rc && rank == 0) rc = exec_val_compare(&p, extra, &pred, &meas, &rep, &e);
@@ -442,6 +447,7 @@ int cmd_validate(int argc, char **argv)
     if (have_prof) prof_free(&pf);
     plan_free(&p);
     if (a.backend == EXEC_PIPE_MPI) exec_pipe_mpi_finalize();
+    free(shown);
     if (rc && rank == 0) return cli_report(&e);
     return rc;
 }
