@@ -92,11 +92,15 @@ static const char *row_hardware(const char *hw, const char *net, const char **pr
 {
     if (strstr(hw, "H100")) {
         *preset = "H100-80GB";
-        *intra = 450e9; /* NVLink 4, each way */
+        /* NVLink 4: 450 GB/s each way on the wire, about 370 GB/s as NCCL
+         * moves it (protocol overhead; bench/fidelity/devices.md) */
+        *intra = 370e9;
         *inter = 50e9;  /* ConnectX-7 NDR 400 Gb/s per GPU */
     } else if (strstr(hw, "A100")) {
         *preset = "A100-80GB";
-        *intra = 300e9; /* NVLink 3, each way */
+        /* NVLink 3: 300 GB/s each way on the wire, about 230 GB/s as NCCL
+         * moves it (128-byte payloads from the SMs; devices.md) */
+        *intra = 230e9;
         /* Jean Zay: 4 Omni-Path links of 100 Gb/s per 8-GPU node; DGX
          * A100: one HDR 200 Gb/s card per GPU */
         *inter = strstr(net, "Omni-Path") || strstr(hw, "Jean Zay") ? 4 * 12.5e9 / 8 : 25e9;

@@ -298,23 +298,30 @@ static void test_fidelity_llama(void)
           "micro_batch,tensor_parallel,pipeline_parallel,data_parallel,context_parallel,virtual_stages,schedule,"
           "recomputation,sequence_parallel,precision,zero_stage,iteration_s,architecture,kv_heads,ffn,attention\n"
           "l,s,A100 SXM 80GB,8,8,NVLink,32,4096,32,4096,32000,16,1,2,2,2,,,1F1B,full,no,bf16,,1.0,llama,32,11008,fused (TE)\n"
-          "x,s,A100 SXM 80GB,8,8,NVLink,32,4096,32,4096,32000,16,1,2,2,2,,,1F1B,full,no,bf16,,1.0,mamba,,,\n", f);
+          "x,s,A100 SXM 80GB,8,8,NVLink,32,4096,32,4096,32000,16,1,2,2,2,,,1F1B,full,no,bf16,,1.0,mamba,,,\n"
+          "h,s,H100 80GB,8,8,NVLink,32,4096,32,4096,32000,16,1,2,2,2,,,1F1B,full,no,bf16,,1.0,llama,32,11008,fused (TE)\n", f);
     fclose(f);
     fid_summary sum;
     cl_err e = {0};
     FILE *msg = tmpfile();
     CU_ASSERT_EQUAL_FATAL(fidelity_run(csv, out, msg, &sum, &e), CL_OK);
     fclose(msg);
-    CU_ASSERT_EQUAL(sum.evaluated, 1);
     CU_ASSERT_EQUAL(sum.skipped, 1);
-    CU_ASSERT_EQUAL_FATAL(sum.evaluated, 1);
-    snprintf(args, sizeof args, "plan --model models/llama2-7b.json --device A100-80GB --devices 8 --per-node 8 "
-             "--bandwidth 300e9,25e9 --latency 5e-6,10e-6 --batch 16 --optimizer adam --attention fused "
-             "--layout t=2,p=2,d=2,mb=1,sched=1f1b,recompute=full -o %s", lp);
-    plan l;
-    plan_run(&l, args, lp);
-    CU_ASSERT_DOUBLE_EQUAL(sum.points[0].predicted_s, l.pred.iteration_s, 1e-12 * l.pred.iteration_s);
-    plan_free(&l);
+    CU_ASSERT_EQUAL_FATAL(sum.evaluated, 2);
+    /* inside a node the links run at what NCCL moves over NVLink (NCCL's
+     * maintainers in NVIDIA/nccl-tests issues 149 and 212: about 230 GB/s
+     * on A100, 370 GB/s on H100; bench/fidelity/devices.md), not the line
+     * rate (300, 450) */
+    static const struct { const char *dev, *bw; } hw[] = {{"A100-80GB", "230e9,25e9"}, {"H100-80GB", "370e9,50e9"}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "plan --model models/llama2-7b.json --device %s --devices 8 --per-node 8 "
+                 "--bandwidth %s --latency 5e-6,10e-6 --batch 16 --optimizer adam --attention fused "
+                 "--layout t=2,p=2,d=2,mb=1,sched=1f1b,recompute=full -o %s", hw[i].dev, hw[i].bw, lp);
+        plan l;
+        plan_run(&l, args, lp);
+        CU_ASSERT_DOUBLE_EQUAL(sum.points[i].predicted_s, l.pred.iteration_s, 1e-12 * l.pred.iteration_s);
+        plan_free(&l);
+    }
     snprintf(got, sizeof got, "%s/fidelity.csv", out);
     char *text = NULL;
     size_t len = 0;
