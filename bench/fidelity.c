@@ -95,15 +95,18 @@ static const char *row_hardware(const char *hw, const char *net, const char **pr
         /* NVLink 4: 450 GB/s each way on the wire, about 370 GB/s as NCCL
          * moves it (protocol overhead; bench/fidelity/devices.md) */
         *intra = 370e9;
-        *inter = 50e9;  /* ConnectX-7 NDR 400 Gb/s per GPU */
+        /* one ConnectX-7 NDR 400 Gb/s card per GPU: 50 GB/s on the wire,
+         * 48 GB/s as NCCL moves it (devices.md) */
+        *inter = 48e9;
     } else if (strstr(hw, "A100")) {
         *preset = "A100-80GB";
         /* NVLink 3: 300 GB/s each way on the wire, about 230 GB/s as NCCL
          * moves it (128-byte payloads from the SMs; devices.md) */
         *intra = 230e9;
-        /* Jean Zay: 4 Omni-Path links of 100 Gb/s per 8-GPU node; DGX
-         * A100: one HDR 200 Gb/s card per GPU */
-        *inter = strstr(net, "Omni-Path") || strstr(hw, "Jean Zay") ? 4 * 12.5e9 / 8 : 25e9;
+        /* Jean Zay: 4 Omni-Path links of 100 Gb/s per 8-GPU node (the
+         * line rate: no NCCL figure for Omni-Path was found); DGX A100: one
+         * HDR 200 Gb/s card per GPU, 24 GB/s as NCCL moves it (devices.md) */
+        *inter = strstr(net, "Omni-Path") || strstr(hw, "Jean Zay") ? 4 * 12.5e9 / 8 : 24e9;
     } else if (strstr(hw, "V100")) {
         return "V100 DGX-2H rows give no model dimensions or node network";
     } else {
