@@ -92,14 +92,21 @@ static const char *row_hardware(const char *hw, const char *net, const char **pr
 {
     if (strstr(hw, "H100")) {
         *preset = "H100-80GB";
-        *intra = 450e9; /* NVLink 4, each way */
-        *inter = 50e9;  /* ConnectX-7 NDR 400 Gb/s per GPU */
+        /* NVLink 4: 450 GB/s each way on the wire, about 370 GB/s as NCCL
+         * moves it (protocol overhead; bench/fidelity/devices.md) */
+        *intra = 370e9;
+        /* one ConnectX-7 NDR 400 Gb/s card per GPU: 50 GB/s on the wire,
+         * 48 GB/s as NCCL moves it (devices.md) */
+        *inter = 48e9;
     } else if (strstr(hw, "A100")) {
         *preset = "A100-80GB";
-        *intra = 300e9; /* NVLink 3, each way */
-        /* Jean Zay: 4 Omni-Path links of 100 Gb/s per 8-GPU node; DGX
-         * A100: one HDR 200 Gb/s card per GPU */
-        *inter = strstr(net, "Omni-Path") || strstr(hw, "Jean Zay") ? 4 * 12.5e9 / 8 : 25e9;
+        /* NVLink 3: 300 GB/s each way on the wire, about 230 GB/s as NCCL
+         * moves it (128-byte payloads from the SMs; devices.md) */
+        *intra = 230e9;
+        /* Jean Zay: 4 Omni-Path links of 100 Gb/s per 8-GPU node (the
+         * line rate: no NCCL figure for Omni-Path was found); DGX A100: one
+         * HDR 200 Gb/s card per GPU, 24 GB/s as NCCL moves it (devices.md) */
+        *inter = strstr(net, "Omni-Path") || strstr(hw, "Jean Zay") ? 4 * 12.5e9 / 8 : 24e9;
     } else if (strstr(hw, "V100")) {
         return "V100 DGX-2H rows give no model dimensions or node network";
     } else {
@@ -169,6 +176,22 @@ static long long row_vocab(const char *s)
     return !*end || !strncmp(end, " (", 2) ? v : 0;
 }
 
+/* Bytes per parameter and microbatch of the separate weight-gradient
+ * accumulation the row's framework runs (tfm_rank_opts.wgrad_acc).  The
+ * runs on Megatron-LM's own kernels (2021-2022 Megatron-LM and
+ * Megatron-DeepSpeed) add each 16-bit weight gradient into an accumulator
+ * after every microbatch's backward: Megatron-LM's hook adds param.grad into
+ * param.main_grad, kept in fp32 for bf16 (2 + 4 + 4 bytes) and in 16 bits
+ * otherwise (2 + 2 + 2); DeepSpeed's bf16 optimizer adds into fp32 copies
+ * likewise.  Transformer Engine's runs (fused attention: NeMo,
+ * Megatron-Bridge) accumulate inside the weight-gradient GEMM: none. */
+static double row_wgrad_acc(char **f, const plan_fixed *fx)
+{
+    if (fx->attn == PROF_ATTN_FUSED) return 0;
+    int fp32 = !strncmp(f[C_PREC], "bf16", 4) || !strncmp(f[C_PREC], "BF16", 4);
+    return fp32 ? 2 + 4 + 4 : 2 + 2 + 2;
+}
+
 /* Evaluate one row: its prediction in *pred and *fits, or the reason in
  * why[] (CL_OK either way; the row is then listed as not expressed). */
 static void row_eval(char **f, const char *where, double *pred, int *fits, char *lay, size_t lay_cap,
@@ -209,7 +232,7 @@ static void row_eval(char **f, const char *where, double *pred, int *fits, char 
     } else {
         plan_request rq = {.model = &md, .cluster = &cl, .ref_type = &dt, .batch = (int)B,
                            .optimizer = OPTIM_ADAM, .precision = prec, .comm = 1, .replication = 1,
-                           .model_origin = where, .cluster_origin = where};
+                           .wgrad_acc = row_wgrad_acc(f, &fx), .model_origin = where, .cluster_origin = where};
         if (plan_fixed_eval(&rq, &fx, where, &res, nofit, sizeof nofit, &e)) {
             snprintf(why, cap, "%s", e.msg);
         } else {

@@ -1,7 +1,6 @@
 /* fidelity.h - `cleave bench fidelity`: cleave's predicted iteration time
  * of published Megatron-style training runs against the measured one
- * (bench/fidelity/published-runs.csv; docs/validation.md, "Fidelity on
- * published runs").
+ * (bench/fidelity/published-runs.csv; docs/fidelity.md).
  *
  * Each row becomes a GPT model (tfm_gpt of its layers, hidden, heads,
  * seq_len, vocab), a cluster of the device preset its hardware names with

@@ -31,6 +31,13 @@ typedef struct tfm_rank_opts {
                           holds s/c tokens of every sequence and exchanges
                           key/value blocks in a ring (docs/transformer.md,
                           "Context parallelism")                           */
+    double wgrad_acc;  /* bytes per parameter of a separate kernel that adds
+                          each microbatch's weight gradient into the
+                          accumulated one (Megatron-LM's main_grad hook,
+                          PyTorch's .grad accumulation): the gradient's
+                          bytes read plus the accumulator's read and
+                          written; 0: none (accumulated inside the weight-
+                          gradient GEMM, Transformer Engine's fusion)     */
 } tfm_rank_opts;
 
 /* The context-parallel degree of o, 1 when none. */

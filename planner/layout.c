@@ -360,8 +360,8 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
     tfm_rank_opts tro = {.t = f.t, .sp = f.sp > 0,
                          .recomp = f.recompute > 0 ? (tfm_recomp)f.recompute : TFM_RECOMP_NONE,
                          .fused_attn = f.attn == PROF_ATTN_FUSED, .fp8 = rq0->precision == PREC_FP8,
-                         .c = f.c > 1 ? f.c : 1};
-    int cp = tro.c, rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn || tro.fp8 || cp > 1;
+                         .c = f.c > 1 ? f.c : 1, .wgrad_acc = md->has_tfm ? rq0->wgrad_acc : 0};
+    int cp = tro.c, rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn || tro.fp8 || cp > 1 || tro.wgrad_acc > 0;
     if (tro.fp8 && !md->has_tfm)
         return cl_fail(e, CL_EINPUT, "%s: --precision fp8 needs a model with a \"transformer\" member and a device type with an FP8 kernel model (docs/compute.md, \"FP8\")", what);
     if (tro.fused_attn && !md->has_tfm)

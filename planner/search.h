@@ -45,6 +45,10 @@ typedef struct plan_request {
                                replicas                                       */
     int comm;               /* 0: leave communication out of every cost       */
     int replication;        /* 0: never replicate a stage                     */
+    double wgrad_acc;       /* plan_fixed_eval of a transformer: bytes per
+                               parameter of the framework's separate weight-
+                               gradient accumulation per microbatch
+                               (tfm_rank_opts.wgrad_acc); 0: none           */
     /* PLAN_FOR_ANY, or search only what that framework runs (its schedules,
      * one replica count for every stage dividing the microbatches, stages
      * that are runs of layers in model order), so the plan's figure is the

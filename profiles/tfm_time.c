@@ -19,7 +19,8 @@ typedef struct acc {
 typedef struct ctx {
     const cluster_devtype *dev;
     int E;
-    int fp8; /* the blocks' linear layers in FP8 (tfm_rank_opts.fp8) */
+    int fp8;          /* the blocks' linear layers in FP8 (tfm_rank_opts.fp8) */
+    double wgrad_acc; /* tfm_rank_opts.wgrad_acc */
 } ctx;
 
 static void add(acc *a, double sec)
@@ -64,6 +65,15 @@ static void block_linear(const ctx *c, acc *f, acc *in, acc *w, double m, double
 {
     if (c->fp8) linear_fp8(c, f, in, w, m, n, k);
     else linear(c, f, in, w, m, n, k);
+}
+
+/* The separate accumulation of one parameter tensor's gradient (n
+ * elements on this rank), when the framework runs one: one element-wise
+ * add per tensor and microbatch (Megatron-LM's backward hook adds
+ * param.grad into param.main_grad, then frees it). */
+static void accumulate(const ctx *c, acc *w, double n)
+{
+    if (c->wgrad_acc > 0) mem(c, w, n * c->wgrad_acc);
 }
 
 static void join(acc *into, const acc *from)
@@ -145,6 +155,22 @@ static prof_tfm_pass block(const ctx *c, const tfm_desc *d, const tfm_rank_opts 
         mem(c, &w, E * T * fr);
         mem(c, &w, E * Ts * h);
     }
+    /* each parameter tensor's gradient added into its accumulator: the
+     * column-parallel QKV and MLP-up weights and biases and the
+     * row-parallel weights split over t, the row-parallel biases and the
+     * norms' scales (and shifts) whole */
+    double up = (d->gated ? 2 : 1) * fr, norms = d->norm == TFM_NORM_LAYER ? 2 : 1;
+    accumulate(c, &w, h * (h + 2 * kv) / t);
+    accumulate(c, &w, h * h / t);
+    accumulate(c, &w, h * up);
+    accumulate(c, &w, fr * h);
+    if (d->bias) {
+        accumulate(c, &w, (h + 2 * kv) / t);
+        accumulate(c, &w, h);
+        accumulate(c, &w, up);
+        accumulate(c, &w, h);
+    }
+    for (int r = 0; r < 2 * norms; r++) accumulate(c, &w, h);
     if (o->recomp == TFM_RECOMP_FULL) join(&in, &f);
     else if (o->recomp == TFM_RECOMP_SELECTIVE) join(&in, &cf);
     prof_tfm_pass p = {f.s, in.s, w.s, f.n + in.n + w.n};
@@ -166,6 +192,9 @@ static prof_tfm_pass embedding(const ctx *c, const tfm_desc *d, const tfm_rank_o
     if (d->dropout) mem(c, &f, h * Ts * (2 * E + 1)), mem(c, &w, h * Ts * (2 * E + 1));
     mem(c, &w, 2 * E * T * h);
     if (learned) mem(c, &w, E * (T + s) * h);
+    /* the rank's rows of the table and the position table */
+    accumulate(c, &w, (double)d->vocab / o->t * h);
+    if (learned) accumulate(c, &w, (d->positions > 0 ? (double)d->positions : (double)d->seq) * h);
     prof_tfm_pass p = {f.s, 0, w.s, f.n + w.n};
     return p;
 }
@@ -185,6 +214,12 @@ static prof_tfm_pass head(const ctx *c, const tfm_desc *d, const tfm_rank_opts *
     mem(c, &f, (E + 4) * T * Vr);
     mem(c, &in, (4 + E) * T * Vr);
     mem(c, &in, 3 * E * h * Ts);
+    /* the logit weight's gradient (the last stage's own copy of a tied
+     * embedding too: Megatron-LM keeps one there and sums the two between
+     * the first and last stage after the step's microbatches) and the
+     * final norm's */
+    accumulate(c, &w, Vr * h);
+    for (int r = 0; r < (d->norm == TFM_NORM_LAYER ? 2 : 1); r++) accumulate(c, &w, h);
     prof_tfm_pass p = {f.s, in.s, w.s, f.n + in.n + w.n};
     return p;
 }
@@ -193,7 +228,7 @@ prof_tfm_pass prof_tfm_core_s(const tfm_desc *d, int elem, const tfm_rank_opts *
                               const cluster_devtype *t, double b)
 {
     assert(prof_tfm_priced(t) && o->t >= 1);
-    ctx c = {t, elem, o->fp8}; /* as prof_tfm_layer_s: the core runs its own kernels, not FP8 ones */
+    ctx c = {t, elem, o->fp8, 0}; /* as prof_tfm_layer_s: the core runs its own kernels, not FP8 ones */
     acc f = {0}, in = {0};
     core(&c, d, o, b, (double)d->heads / o->t, a, &f, &in);
     prof_tfm_pass p = {f.s, in.s, 0, f.n + in.n};
@@ -206,7 +241,7 @@ prof_tfm_pass prof_tfm_layer_s(const tfm_desc *d, int elem, const tfm_rank_opts 
                                prof_attn a, const cluster_devtype *t, int i, double b)
 {
     assert(prof_tfm_priced(t) && i >= 0 && i <= d->layers + 1 && o->t >= 1);
-    ctx c = {t, elem, o->fp8};
+    ctx c = {t, elem, o->fp8, o->wgrad_acc};
     if (i == 0) return embedding(&c, d, o, b);
     if (i == d->layers + 1) return head(&c, d, o, b);
     return block(&c, d, o, a, b);

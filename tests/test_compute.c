@@ -200,6 +200,47 @@ static void test_block_structure(void)
     CU_ASSERT(small < 0.5 * big);
 }
 
+/* The separate weight-gradient accumulation (Megatron-LM's main_grad
+ * hook): on a device whose compute and launches are free, each block's
+ * weight-gradient pass grows by exactly its parameters on the rank (the
+ * count of models/transformer.c, checked against Narayanan et al.'s formula
+ * in suite `transformer`) times the bytes per parameter over the bandwidth,
+ * one kernel per parameter tensor (GPT: 4 weights, 4 biases, 2 x 2 norm
+ * parameters = 12; LLaMA: 4 weights, 2 norm scales = 6); the embedding by
+ * its rank's rows of the token table and the position table, the head by
+ * the logit weight's rank share and the final norm's.  The forward and
+ * input gradient do not change. */
+static void test_wgrad_acc(void)
+{
+    cluster_devtype t = toy();
+    t.peak_fp16_flops = 1e30;
+    t.mem_bw_Bps = 1e12;
+    t.kernels.sms = 1 << 30;
+    tfm_desc g = tfm_gpt(2, 512, 8, 256, 1000), l = g;
+    l.bias = 0, l.dropout = 0, l.gated = 1, l.ffn = 1536, l.norm = TFM_NORM_RMS;
+    const tfm_desc *ds[2] = {&g, &l};
+    int tensors[2] = {12, 6};
+    for (int k = 0; k < 2; k++) {
+        const tfm_desc *d = ds[k];
+        tfm_rank_opts o = {.t = 2, .sp = 0, .recomp = TFM_RECOMP_NONE}, a = o;
+        a.wgrad_acc = 10;
+        prof_tfm_pass p = prof_tfm_layer_s(d, 2, &o, PROF_ATTN_UNFUSED, &t, 1, 2);
+        prof_tfm_pass q = prof_tfm_layer_s(d, 2, &a, PROF_ATTN_UNFUSED, &t, 1, 2);
+        CU_ASSERT(test_rel(q.bwd_w_s - p.bwd_w_s, tfm_block_params_rank(d, 2) * 10 / 1e12) < 1e-9);
+        CU_ASSERT_EQUAL(q.kernels - p.kernels, tensors[k]);
+        CU_ASSERT_EQUAL(q.fwd_s, p.fwd_s);
+        CU_ASSERT_EQUAL(q.bwd_in_s, p.bwd_in_s);
+    }
+    tfm_rank_opts o = {.t = 2}, a = {.t = 2, .wgrad_acc = 6};
+    double h = 512, V = 1000, s = 256;
+    double emb = prof_tfm_layer_s(&g, 2, &a, PROF_ATTN_UNFUSED, &t, 0, 2).bwd_w_s -
+                 prof_tfm_layer_s(&g, 2, &o, PROF_ATTN_UNFUSED, &t, 0, 2).bwd_w_s;
+    CU_ASSERT(test_rel(emb, (V / 2 * h + s * h) * 6 / 1e12) < 1e-9);
+    double head = prof_tfm_layer_s(&g, 2, &a, PROF_ATTN_UNFUSED, &t, 3, 2).bwd_w_s -
+                  prof_tfm_layer_s(&g, 2, &o, PROF_ATTN_UNFUSED, &t, 3, 2).bwd_w_s;
+    CU_ASSERT(test_rel(head, (V / 2 * h + 2 * h) * 6 / 1e12) < 1e-9);
+}
+
 /* FP8 (Transformer Engine's linear layers): a GEMM runs the same waves at
  * the FP8 peak x fp8_gemm_efficiency (on the toy: twice the 16-bit rate,
  * so half the time); H100's large GEMM reaches that rate; in a block whose
@@ -383,6 +424,7 @@ TEST_SUITE(compute)
     test_add("GPT block forward bytes in closed form", test_block_bytes);
     test_add("block kernel counts and recomputation", test_block_structure);
     test_add("FP8 GEMMs: waves at the FP8 rate, bytes and casts in closed form", test_fp8);
+    test_add("weight-gradient accumulation: parameters x bytes / bandwidth", test_wgrad_acc);
     test_add("device kernels member: presets, round trip, errors", test_kernels_json);
     test_add("plan prices GPT-2 by shape; --attention", test_plan_cli);
 }
