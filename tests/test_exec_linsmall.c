@@ -84,6 +84,31 @@ static void bufs_free(lbufs *a)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
 
+/* s0 + sum over i < n of p[i ps] q[i qs] in double; *mag gets |s0| plus
+ * the terms' magnitudes, *big the term of largest magnitude. */
+static double dot_ref(const float *p, int64_t ps, const float *q, int64_t qs, int n, double s0,
+                      double *mag, double *big)
+{
+    double s = s0;
+    *mag = fabs(s0);
+    *big = 0;
+    for (int i = 0; i < n; i++) {
+        const double t = (double)p[i * ps] * q[i * qs];
+        s += t;
+        *mag += fabs(t);
+        if (fabs(t) > fabs(*big)) *big = t;
+    }
+    return s;
+}
+
+/* *worst = max(*worst, err / bound) of the kernel's y, with the largest
+ * term first dropped from it when dropit */
+static void judge(double y, int dropit, double big, double s, double mag, double n, double *worst)
+{
+    const double e = ratio(dropit ? y - big : y, s, mag, n);
+    if (e > *worst) *worst = e;
+}
+
 /* The worst err / bound of each pass (forward, input gradient, weight and
  * bias gradient) into worst[3]; drop != 0 first removes the largest
  * product from one element at the last vector edge of each pass's output
@@ -91,59 +116,36 @@ static void bufs_free(lbufs *a)
 static void check_case(const lcase *c, lbufs *a, int drop, double worst[3])
 {
     const int B = c->B, IC = c->IC, OC = c->OC;
+    double mag, big, s;
     worst[0] = worst[1] = worst[2] = 0;
     /* forward: y (B, OC) = x w^T + b */
     for (int i = 0; i < B; i++)
         for (int o = 0; o < OC; o++) {
-            double s = a->b[o], mag = fabs(a->b[o]), big = 0;
-            for (int k = 0; k < IC; k++) {
-                const double t = (double)a->x[(int64_t)i * IC + k] * a->w[(int64_t)o * IC + k];
-                s += t;
-                mag += fabs(t);
-                if (fabs(t) > fabs(big)) big = t;
-            }
-            double y = a->y[(int64_t)i * OC + o];
-            if (drop && i == B - 1 && o == OC - 1) y -= big;
-            const double e = ratio(y, s, mag, IC + 6);
-            if (e > worst[0]) worst[0] = e;
+            s = dot_ref(a->x + (int64_t)i * IC, 1, a->w + (int64_t)o * IC, 1, IC, a->b[o], &mag, &big);
+            judge(a->y[(int64_t)i * OC + o], drop && i == B - 1 && o == OC - 1, big, s, mag, IC + 6,
+                  &worst[0]);
         }
     /* input gradient: dx (B, IC) = d w */
     for (int i = 0; i < B; i++)
         for (int k = 0; k < IC; k++) {
-            double s = 0, mag = 0, big = 0;
-            for (int o = 0; o < OC; o++) {
-                const double t = (double)a->d[(int64_t)i * OC + o] * a->w[(int64_t)o * IC + k];
-                s += t;
-                mag += fabs(t);
-                if (fabs(t) > fabs(big)) big = t;
-            }
-            double y = a->dx[(int64_t)i * IC + k];
-            if (drop && i == B - 1 && k == IC - 1) y -= big;
-            const double e = ratio(y, s, mag, OC + 1);
-            if (e > worst[1]) worst[1] = e;
+            s = dot_ref(a->d + (int64_t)i * OC, 1, a->w + k, IC, OC, 0, &mag, &big);
+            judge(a->dx[(int64_t)i * IC + k], drop && i == B - 1 && k == IC - 1, big, s, mag, OC + 1,
+                  &worst[1]);
         }
     /* weight gradient: dw (OC, IC) = dw0 + d^T x; bias: db = db0 + column sums of d */
     for (int o = 0; o < OC; o++) {
         for (int k = 0; k < IC; k++) {
-            double s = a->dw0[(int64_t)o * IC + k], mag = fabs(s), big = 0;
-            for (int i = 0; i < B; i++) {
-                const double t = (double)a->d[(int64_t)i * OC + o] * a->x[(int64_t)i * IC + k];
-                s += t;
-                mag += fabs(t);
-                if (fabs(t) > fabs(big)) big = t;
-            }
-            double y = a->dw[(int64_t)o * IC + k];
-            if (drop && o == OC - 1 && k == IC - 1) y -= big;
-            const double e = ratio(y, s, mag, B + 2);
-            if (e > worst[2]) worst[2] = e;
+            s = dot_ref(a->d + o, OC, a->x + k, IC, B, a->dw0[(int64_t)o * IC + k], &mag, &big);
+            judge(a->dw[(int64_t)o * IC + k], drop && o == OC - 1 && k == IC - 1, big, s, mag, B + 2,
+                  &worst[2]);
         }
-        double s = a->db0[o], mag = fabs(s);
+        s = a->db0[o];
+        mag = fabs(s);
         for (int i = 0; i < B; i++) {
             s += a->d[(int64_t)i * OC + o];
             mag += fabs(a->d[(int64_t)i * OC + o]);
         }
-        const double e = ratio(a->db[o], s, mag, B + 2);
-        if (e > worst[2]) worst[2] = e;
+        judge(a->db[o], 0, 0, s, mag, B + 2, &worst[2]);
     }
 }
 
