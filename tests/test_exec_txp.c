@@ -13,8 +13,9 @@
  *   the synchronous and the asynchronous schedules (PipeDream's weight
  *   versions are then every rank's);
  * - bench/validate.c's prediction of such a plan;
- * - refusals (replicated stages, MPI, recomputation), the command's output,
- *   and a run killed and resumed from its checkpoint.
+ * - refusals (replicated stages, MPI), recomputation accepted (suite
+ *   exec_recomp runs it), the command's output, and a run killed and
+ *   resumed from its checkpoint.
  */
 #include <math.h>
 #include <signal.h>
@@ -362,10 +363,9 @@ static void test_txp_refusals(void)
     CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "--tensor 3 does not divide its 4 heads"));
     p.tensor = 2;
-    p.recompute = 1;
+    p.recompute = 1; /* runs now (suite exec_recomp) */
     e = (cl_err){0};
-    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: recompute: the plan recomputes (selective)"));
+    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_OK);
     p.recompute = 0;
     e = (cl_err){0};
     CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_OK);
@@ -437,8 +437,8 @@ static void test_txp_cli(void)
     CU_ASSERT(tproc_same_file(full, wr));
     free(out);
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2", rc_plan);
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "recompute: the plan recomputes (selective); pipelined training does not run recomputation yet"));
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "x 2 tensor-parallel threads (threads), schedule 1f1b, batch 64 = 4 x 16, selective recomputation\n"));
     free(out);
     free(err);
     test_rmtree(dir);
@@ -455,8 +455,8 @@ TEST_SUITE(exec_txp)
              test_txp_validate);
     test_add("validate: the replay on the crew measures the all-reduces; the ring's latency fitted to them",
              test_txp_validate_ar);
-    test_add("replicated stages, indivisible t, recomputation refused; checkpoints allowed",
+    test_add("replicated stages, indivisible t refused; recomputation and checkpoints allowed",
              test_txp_refusals);
-    test_add("cleave train --plan with tensor 2: the run, the weights, MPI refused, kill and resume",
+    test_add("cleave train --plan with tensor 2: the run, the weights, MPI refused, kill and resume, recomputing",
              test_txp_cli);
 }

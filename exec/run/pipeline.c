@@ -113,10 +113,14 @@ int exec_pipe_check(const plan *p, const char *file, cl_err *e)
     sched sc;
     rc = sched_build(p, p->schedule, p->n_micro, 1, &sc, e);
     /* full recomputation refills one scratch per layer in its input
-     * gradient, which that layer's weight gradient reads at once (net.h) */
+     * gradient, which that layer's weight gradient reads at once (net.h),
+     * and reproduces the forward only on the forward's weights */
     if (!rc && p->recompute == TFM_RECOMP_FULL && sc.split_bw)
         rc = cl_fail(e, CL_EINPUT, "%s: recompute: full recomputation needs each layer's weight gradient right after its input gradient, and schedule %s runs them apart (hint: re-plan with --recompute selective, or a schedule other than %s)",
                      file, sched_kind_name(p->schedule), sched_kind_name(p->schedule));
+    else if (!rc && p->recompute == TFM_RECOMP_FULL && sched_is_async(p->schedule) && !sc.stash_weights)
+        rc = cl_fail(e, CL_EINPUT, "%s: recompute: full recomputation reruns each block's forward in its backward, and schedule %s runs that backward on weights updated since the forward, so the rerun would not reproduce it (hint: re-plan with --recompute selective, or schedule pipedream, which keeps the forward's weights)",
+                     file, sched_kind_name(p->schedule));
     sched_free(&sc);
     return rc;
 }
