@@ -287,5 +287,8 @@ int exec_val_bench(const char *outdir, int quick);
 /* The suite's tensor-parallel cases and the same one-stage ViT plans with
  * t = 1, into <outdir>/validate-tp.csv. */
 int exec_val_bench_tp(const char *outdir, int quick);
+/* The suite's recomputing cases, after the same two-stage ViT plans without
+ * recomputation, into <outdir>/validate-recompute.csv. */
+int exec_val_bench_recompute(const char *outdir, int quick);
 
 #endif
