@@ -205,7 +205,7 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
     if (p->recompute) {
         double held = 0;
         for (int s = 0; s < p->n_stages; s++) held = fmax(held, c->extra[s].recompute_bytes);
-        printf("recompute %s: the profile, the replay and the run recompute the same layers in their input gradients",
+        printf("recompute %s: the costs are measured on nets that recompute as the run's do, in their input gradients",
                tfm_recomp_name((tfm_recomp)p->recompute));
         if (held > 0)
             printf("; full recomputation's scratch (up to %s a stage) is added to the predicted memory",
