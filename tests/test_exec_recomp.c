@@ -32,47 +32,9 @@
 #include "test.h"
 #include "test_pipe.h"
 #include "test_proc.h"
-
-#define VIT_PLAN "bench/results/pipe/fmnist-vit-2stage-1f1b.json"
+#include "test_vit.h"
 
 enum { K_IT = 3 }; /* iterations of every run */
-
-/* The two-stage ViT plan with schedule kind, m microbatches of mb, tensor
- * t, recomputation r (a tfm_recomp). */
-static int vit_plan(plan *p, sched_kind kind, int m, int mb, int t, int r)
-{
-    cl_err e = {0};
-    if (plan_load(p, VIT_PLAN, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        CU_FAIL("the ViT plan does not load");
-        return 1;
-    }
-    p->schedule = kind;
-    p->n_micro = m;
-    p->microbatch = mb;
-    p->batch = m * mb;
-    p->tensor = t;
-    p->recompute = r;
-    return 0;
-}
-
-/* A short deterministic run (the pipe suites' options, cosine lr), no
- * evaluation (the nets then hold a microbatch). */
-static void run_opts(exec_pipe_opts *o, const exec_data *d)
-{
-    tp_opts(o, d, VIT_PLAN, K_IT);
-    o->lr_schedule = EXEC_LR_COSINE;
-    o->test = NULL;
-}
-
-static int run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r)
-{
-    cl_err e = {0};
-    int rc = exec_pipe_run(p, o, r, &e);
-    if (rc) fprintf(stderr, "\n    %s\n", e.msg);
-    CU_ASSERT_EQUAL(rc, CL_OK);
-    return rc;
-}
 
 static int same_params(const exec_pipe_result *a, const exec_pipe_result *b)
 {
@@ -92,11 +54,11 @@ static void test_rc_same_weights(void)
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         for (int t = 1; t <= (kinds[k] == SCHED_1F1B || kinds[k] == SCHED_FBP ? 2 : 1); t++) {
             plan p;
-            if (vit_plan(&p, kinds[k], M, MB, t, TFM_RECOMP_NONE)) goto out;
+            if (tv_plan(&p, kinds[k], M, MB, t, TFM_RECOMP_NONE)) goto out;
             exec_pipe_opts o;
-            run_opts(&o, &d);
+            tv_opts(&o, &d, K_IT);
             exec_pipe_result r0;
-            if (!run(&p, &o, &r0)) {
+            if (!tv_run(&p, &o, &r0)) {
                 /* the start, for "training moved the weights" */
                 exec_net *start;
                 cl_err e = {0};
@@ -110,7 +72,7 @@ static void test_rc_same_weights(void)
                         continue; /* refused: test_rc_refusal */
                     p.recompute = mode;
                     exec_pipe_result r1;
-                    if (!run(&p, &o, &r1)) {
+                    if (!tv_run(&p, &o, &r1)) {
                         int same = same_params(&r1, &r0);
                         printf("\n    %s, t = %d, %s: %s ", sched_kind_name(kinds[k]), t,
                                tfm_recomp_name((tfm_recomp)mode), same ? "bit for bit" : "DIFFERS");
@@ -143,37 +105,16 @@ static void test_rc_equals_trainer(void)
     for (int run_i = 0; run_i < 3; run_i++) {
         const int mode = run_i == 0 ? TFM_RECOMP_SELECTIVE : TFM_RECOMP_FULL, t = run_i == 2 ? 2 : 1;
         plan p;
-        if (vit_plan(&p, SCHED_GPIPE, 1, MB, t, mode)) break;
+        if (tv_plan(&p, SCHED_GPIPE, 1, MB, t, mode)) break;
         exec_pipe_opts o;
-        run_opts(&o, &d);
-        exec_train_opts to;
-        exec_train_defaults(&to);
-        to.epochs = 1;
-        to.batch = MB;
-        to.lr = o.lr;
-        to.momentum = o.momentum;
-        to.weight_decay = o.weight_decay;
-        to.schedule = o.lr_schedule;
-        to.seed = o.seed;
-        to.tensor = t;
-        to.recompute = mode;
-        exec_trainer *tr;
-        cl_err e = {0};
-        CU_ASSERT_EQUAL_FATAL(exec_trainer_create(&tr, &p.model, VIT_PLAN, &to, &e), CL_OK);
-        exec_epoch ep;
-        exec_trainer_epoch(tr, &d, NULL, NULL, NULL, &ep);
-        exec_net *ref = exec_trainer_gather(tr);
+        tv_opts(&o, &d, K_IT);
+        exec_net *ref = tv_trainer(&p, &o, &d, MB, t, mode);
         const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_SEQUENTIAL, SCHED_ZBH1};
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds - (mode == TFM_RECOMP_FULL); k++) {
             p.schedule = kinds[k];
             exec_pipe_result r;
-            if (!run(&p, &o, &r)) {
-                int same = r.n_tensors == exec_net_n_tensors(ref);
-                for (int i = 0; same && i < r.n_tensors; i++) {
-                    const exec_tensor *x = exec_net_tensor(ref, i);
-                    same = x->n == r.tensors[i].n && !strcmp(x->name, r.tensors[i].name) &&
-                           memcmp(x->data, r.params + r.tensors[i].offset, (size_t)x->n * sizeof(float)) == 0;
-                }
+            if (!tv_run(&p, &o, &r)) {
+                int same = tv_same_as(&r, ref);
                 printf("\n    %s, t = %d, %s: %s ", sched_kind_name(kinds[k]), t,
                        tfm_recomp_name((tfm_recomp)mode), same ? "bit for bit" : "DIFFERS");
                 CU_ASSERT(same);
@@ -181,7 +122,6 @@ static void test_rc_equals_trainer(void)
             exec_pipe_result_free(&r);
         }
         exec_net_destroy(ref);
-        exec_trainer_destroy(tr);
         plan_free(&p);
     }
     exec_data_free(&d);
@@ -214,13 +154,13 @@ static void test_rc_memory(void)
     const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_PIPEDREAM};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         plan p;
-        if (vit_plan(&p, kinds[k], M, MB, 1, TFM_RECOMP_NONE)) break;
+        if (tv_plan(&p, kinds[k], M, MB, 1, TFM_RECOMP_NONE)) break;
         exec_pipe_opts o;
-        run_opts(&o, &d);
+        tv_opts(&o, &d, K_IT);
         exec_pipe_result r0, r2;
-        int ok = !run(&p, &o, &r0);
+        int ok = !tv_run(&p, &o, &r0);
         p.recompute = TFM_RECOMP_FULL;
-        ok = !run(&p, &o, &r2) && ok;
+        ok = !tv_run(&p, &o, &r2) && ok;
         for (int w = 0; ok && w < r0.n_workers; w++) {
             const double saved = r0.w[w].at_peak.stash - r2.w[w].at_peak.stash;
             const double want = r0.w[w].peak_stash * kept - scratch;
@@ -237,7 +177,7 @@ static void test_rc_memory(void)
         /* selective: one sample's probabilities per attention layer, not mb */
         p.recompute = TFM_RECOMP_SELECTIVE;
         exec_pipe_result r1;
-        if (ok && !run(&p, &o, &r1))
+        if (ok && !tv_run(&p, &o, &r1))
             for (int w = 0; w < r0.n_workers; w++)
                 CU_ASSERT_EQUAL(r0.w[w].at_peak.stash - r1.w[w].at_peak.stash,
                                 r0.w[w].peak_stash * 2.0 * (MB - 1) * 4 * TK * TK * 4);
@@ -260,25 +200,23 @@ static void test_rc_validate(void)
 {
     enum { MB = 4 };
     plan p;
-    if (vit_plan(&p, SCHED_GPIPE, 2, MB, 1, TFM_RECOMP_FULL)) return;
+    if (tv_plan(&p, SCHED_GPIPE, 2, MB, 1, TFM_RECOMP_FULL)) return;
     prof pf;
     exec_val_extra x[2];
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, VIT_PLAN, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, TV_PLAN, &e), CL_OK);
     for (int l = 0; l < p.model.n_layers; l++)
         if (p.model.layers[l].kind == MODEL_ATTENTION || p.model.layers[l].kind == MODEL_MLP)
             CU_ASSERT_EQUAL(pf.layers[l].stash_bytes, TK * DW * 4.0);
-    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, EXEC_VAL_CTX_REPLAY, x, VIT_PLAN, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, EXEC_VAL_CTX_REPLAY, x, TV_PLAN, &e), CL_OK);
     for (int s = 0; s < 2; s++) {
         CU_ASSERT_EQUAL(x[s].recompute_bytes, MB * 4.0 * fmax(AUX_A, AUX_M));
         CU_ASSERT(x[s].fwd_ctx_s > 0 && x[s].bwd_in_ctx_s > 0 && x[s].bwd_w_ctx_s > 0);
     }
     sim_result pred;
     exec_pipe_result meas;
-    CU_ASSERT_EQUAL_FATAL(exec_val_predict(&p, 4, NULL, &pred, &e), CL_OK);
-    CU_ASSERT_EQUAL_FATAL(exec_val_measure(&p, EXEC_PIPE_THREADS, 4, VIT_PLAN, NULL, &meas, &e), CL_OK);
     exec_val_report rep;
-    CU_ASSERT_EQUAL_FATAL(exec_val_compare(&p, x, &pred, &meas, &rep, &e), CL_OK);
+    tv_validate(&p, x, &pred, &meas, &rep);
     /* The stash follows the op lists (the same in both); the message
      * buffers are where the two differ, with or without recomputation
      * (`cleave validate` on this plan without it: worker 0's measured peak
@@ -310,7 +248,7 @@ static void test_rc_validate(void)
 static void test_rc_refusal(void)
 {
     plan p;
-    if (vit_plan(&p, SCHED_ZBH1, 4, 4, 1, TFM_RECOMP_FULL)) return;
+    if (tv_plan(&p, SCHED_ZBH1, 4, 4, 1, TFM_RECOMP_FULL)) return;
     cl_err e = {0};
     CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: recompute: full recomputation needs each layer's weight gradient right after its input gradient, and schedule zb-h1 runs them apart (hint: "));
@@ -341,25 +279,6 @@ static void test_rc_refusal(void)
     plan_free(&p);
 }
 
-/* Write the two-stage plan with schedule `kind` and recompute r (NULL:
- * none) to path. */
-static void write_plan(const char *path, const char *kind, const char *r)
-{
-    char *text = test_slurp(VIT_PLAN);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    cJSON_ReplaceItemInObject(j, "schedule", cJSON_CreateString(kind));
-    if (r) cJSON_AddStringToObject(j, "recompute", r);
-    char *out = cJSON_Print(j);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(out, f);
-    fclose(f);
-    free(out);
-    cJSON_Delete(j);
-}
-
 /* The command: the header names the mode; threads and MPI (2 ranks) write
  * the weights file of the plan without recomputation byte for byte;
  * zb-h1 with full is one line, exit 2, nothing on stdout. */
@@ -368,9 +287,9 @@ static void test_rc_cli(void)
     char none[512], full[512], zb[512], w0[512], w1[512], w2[512], args[2048];
     char *dir = test_scratch(sizeof none, "none.json", none, "full.json", full, "zb.json", zb,
                              "w0.bin", w0, "w1.bin", w1, "w2.bin", w2, NULL);
-    write_plan(none, "1f1b", NULL);
-    write_plan(full, "1f1b", "full");
-    write_plan(zb, "zb-h1", "full");
+    tv_write_plan(none, "1f1b", 0, NULL);
+    tv_write_plan(full, "1f1b", 0, "full");
+    tv_write_plan(zb, "zb-h1", 0, "full");
     const char *common = "--synthetic 256 --iterations 3";
     char *out, *err;
     snprintf(args, sizeof args, "train --plan %s %s --save-weights %s", none, common, w0);
