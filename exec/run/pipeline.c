@@ -63,8 +63,8 @@ void exec_pipe_result_free(exec_pipe_result *r)
 
 /* What the runner takes of a plan's per-rank settings (pipe_tp.h): tensor
  * parallelism on unreplicated stages, recomputation (exec_pipe_net_flags;
- * full only with a fused backward: exec_pipe_check); not context
- * parallelism. */
+ * full only with a fused backward on the forward's weights:
+ * exec_pipe_check); not context parallelism. */
 static int tensor_check(const plan *p, const char *file, cl_err *e)
 {
     if (plan_context(p) > 1) return plan_tp_refuse(p, file, "cleave train --plan", e);
