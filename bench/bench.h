@@ -19,6 +19,7 @@ int exec_bench(const char *outdir, int quick);      /* bench_exec.c     */
 int plan_bench(const char *outdir, int quick);      /* bench_plan.c     */
 int exec_val_bench(const char *outdir, int quick);  /* validate_bench.c */
 int exec_val_bench_tp(const char *outdir, int quick); /* its tensor-parallel cases alone */
+int exec_val_bench_recompute(const char *outdir, int quick); /* its recomputing cases */
 int exec_pipe_bench(const char *outdir, int quick); /* bench_pipe.c     */
 int study_bench(const char *outdir, int quick);     /* bench_study.c    */
 

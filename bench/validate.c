@@ -82,20 +82,21 @@ static void swap_block(float *p, float *q, int64_t n)
  *    are still in flight when it updates): copying the parameters into a
  *    new weight version before the step, and the two exchanges of the
  *    parameter block with a stashed version around each B;
- *  - acts_bytes, param_bytes: one microbatch's exec_acts and the padded
- *    parameter block. */
+ *  - acts_bytes, param_bytes, recompute_bytes: one microbatch's exec_acts,
+ *    the padded parameter block and full recomputation's scratch. */
 static int stage_extras(const plan *p, const plan_stage *st, int send, int gather, int versions,
                         int reps, exec_val_extra *v, const char *file, cl_err *e)
 {
     const int mb = p->microbatch > 0 ? p->microbatch : 1;
     exec_net *n; /* with tensor parallelism, rank 0's share (exec_val_tp_comm) */
-    int rc = exec_net_create_solo(&n, &p->model, st->first, st->last + 1, mb, 1, 0, plan_tensor(p),
-                                  file, e);
+    int rc = exec_net_create_solo(&n, &p->model, st->first, st->last + 1, mb, 1,
+                                  exec_pipe_net_flags(p), plan_tensor(p), file, e);
     if (rc) return rc;
     exec_acts *a = exec_acts_create(n, mb);
     int64_t n_par;
     float *params = exec_net_params(n, &n_par);
     v->acts_bytes = (double)exec_acts_bytes(a);
+    v->recompute_bytes = (double)exec_net_recompute_bytes(n); /* the run's nets: a microbatch */
     v->param_bytes = (double)n_par * 4;
     int64_t in_n = exec_net_in_elems(n) * mb, out_n = exec_net_out_elems(n) * mb;
     float *x = exec_falloc(in_n), *dout = NULL, *din = NULL;
@@ -365,7 +366,8 @@ void exec_val_layer_costs(plan *p, const exec_val_extra *x)
 int exec_val_profile(const plan *p, int reps, prof *pf, const char *file, cl_err *e)
 {
     int64_t b = p->microbatch > 0 ? p->microbatch : 1;
-    return exec_profile_tp(&p->model, file, &b, 1, 3, reps, 1, plan_tensor(p), pf, e);
+    return exec_profile_net(&p->model, file, &b, 1, 3, reps, 1, plan_tensor(p),
+                            exec_pipe_net_flags(p), pf, e);
 }
 
 int exec_val_post_s(exec_pipe_backend backend, double *post_s, double *handoff_s, cl_err *e)
@@ -529,6 +531,18 @@ double exec_val_off_clock(const plan *p, const exec_val_extra *x, int device)
     return off;
 }
 
+double exec_val_held(const plan *p, const exec_val_extra *x, int device)
+{
+    double held = 0;
+    for (int s = 0; x && s < p->n_stages; s++) {
+        const plan_stage *st = &p->stages[s];
+        int mine = p->schedule == SCHED_SEQUENTIAL; /* one worker holds every stage */
+        for (int k = 0; k < st->n_replicas; k++) mine |= st->devices[k] == device;
+        if (mine) held += x[s].recompute_bytes;
+    }
+    return held;
+}
+
 int exec_val_compare(const plan *p, const exec_val_extra *x, const sim_result *pred,
                      const exec_pipe_result *meas, exec_val_report *out, cl_err *e)
 {
@@ -561,7 +575,8 @@ int exec_val_compare(const plan *p, const exec_val_extra *x, const sim_result *p
         v->n_stages = d->n_stages;
         exec_val_qty_set(&v->busy_s, d->busy_s - exec_val_off_clock(p, x, d->device),
                          window_median(w->iter_busy_s, first, last));
-        exec_val_qty_set(&v->peak_mem, d->peak_mem_bytes, w->peak_mem_bytes);
+        exec_val_qty_set(&v->peak_mem, d->peak_mem_bytes + exec_val_held(p, x, d->device),
+                         w->peak_mem_bytes);
         if (fabs(v->busy_s.error) > out->max_busy_error) out->max_busy_error = fabs(v->busy_s.error);
         if (fabs(v->peak_mem.error) > out->max_mem_error) out->max_mem_error = fabs(v->peak_mem.error);
     }

@@ -75,6 +75,10 @@ typedef struct exec_val_extra {
     double acts_bytes;      /* one microbatch's exec_acts: what the runtime
                                keeps per stashed microbatch                   */
     double param_bytes;     /* the padded parameter block                    */
+    double recompute_bytes; /* full recomputation's scratch (exec_net_recompute_bytes
+                               of a net for one microbatch, as the run's nets
+                               are without an evaluation): held from the
+                               start, counted with the run's stash; 0 without */
     /* the stage's passes timed in the run's order (exec_val_costs with
      * ctx): forward, input gradient, weight gradient; 0 without ctx */
     double fwd_ctx_s, bwd_in_ctx_s, bwd_w_ctx_s;
@@ -264,10 +268,15 @@ typedef struct exec_val_report {
  * device does them.  0 when x is NULL. */
 double exec_val_off_clock(const plan *p, const exec_val_extra *x, int device);
 
+/* Bytes `device` holds all run long that the simulator's memory has no
+ * place for: the recompute_bytes of x over the stages it holds.  0 when x
+ * is NULL. */
+double exec_val_held(const plan *p, const exec_val_extra *x, int device);
+
 /* Fill *out from a prediction and a measurement of the same plan (same
  * workers in the same order).  Predicted busy time is the simulator's less
  * exec_val_off_clock (x may be NULL), so both count what the runtime's op
- * clock counts.  CL_ERUN when they disagree on the workers.  Free with
+ * clock counts; predicted peak memory the simulator's plus exec_val_held.  CL_ERUN when they disagree on the workers.  Free with
  * exec_val_report_free. */
 int exec_val_compare(const plan *p, const exec_val_extra *x, const sim_result *pred,
                      const exec_pipe_result *meas, exec_val_report *out, cl_err *e);
@@ -278,5 +287,8 @@ int exec_val_bench(const char *outdir, int quick);
 /* The suite's tensor-parallel cases and the same one-stage ViT plans with
  * t = 1, into <outdir>/validate-tp.csv. */
 int exec_val_bench_tp(const char *outdir, int quick);
+/* The suite's recomputing cases, after the same two-stage ViT plans without
+ * recomputation, into <outdir>/validate-recompute.csv. */
+int exec_val_bench_recompute(const char *outdir, int quick);
 
 #endif

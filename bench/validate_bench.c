@@ -5,7 +5,9 @@
  * {1 stage, 2 stages} x schedules (gpipe, 1f1b, zb-h1, interleaved with 2
  * chunks per worker, pipedream, fbp) x microbatch counts, and the vision
  * transformer with tensor parallelism 2 on one stage (docs/validation-tp.md:
- * t x p <= 2 threads on the 2 cores).  Each plan is built here, not by the planner (the
+ * t x p <= 2 threads on the 2 cores), then the vision transformer on 2
+ * stages recomputing (full and selective; appended, so the earlier cases
+ * keep their numbers).  Each plan is built here, not by the planner (the
  * planner makes no interleaved plans): the model's layers are cut into
  * stages x chunks contiguous stages that balance the work of a profile
  * taken at the start (a min-max DP), stage k on core k mod stages.  Then,
@@ -29,8 +31,9 @@
  * iter_error_p10 (the 10th percentile of every steady-state iteration of
  * every run, and the prediction's error against it: a diagnostic of how
  * far the model is off in iterations that no other job stalled), load
- * (1-minute load average before the case), notes (why a case is off by more
- * than 5%, worked out from the per-worker figures).  Summary rows: mean and largest
+ * (1-minute load average before the case), notes (the recomputation mode
+ * when the plan recomputes, then why a case is off by more than 5%, worked
+ * out from the per-worker figures).  Summary rows: mean and largest
  * |iteration error|, largest |memory error|, and the targets (mean <= 5%,
  * none above 10%, memory within 10%).
  */
@@ -50,6 +53,7 @@
 #include "exec/probe/linkprof.h"
 #include "exec/probe/profile_layers.h"
 #include "exec/probe/steady.h"
+#include "models/tfm_rank.h"
 #include "validate.h"
 
 #define ITER_TARGET_MEAN 0.05
@@ -63,6 +67,7 @@ typedef struct vcase {
     sched_kind kind;
     int stages, chunks, micro;
     int tensor;          /* tensor-parallel ranks per stage; 0 and 1: none */
+    int recompute;       /* a tfm_recomp (0: none) */
 } vcase;
 
 static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cnn.json",
@@ -74,34 +79,41 @@ static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cn
 static const int model_mb[N_MODELS] = {32, 16, 16};
 
 static const vcase suite[] = {
-    {0, SCHED_GPIPE, 1, 1, 4, 1},       {0, SCHED_FBP, 1, 1, 4, 1},
-    {0, SCHED_GPIPE, 2, 1, 4, 1},       {0, SCHED_1F1B, 2, 1, 4, 1},
-    {0, SCHED_1F1B, 2, 1, 8, 1},        {0, SCHED_ZBH1, 2, 1, 4, 1},
-    {0, SCHED_INTERLEAVED, 2, 2, 4, 1}, {0, SCHED_PIPEDREAM, 2, 1, 4, 1},
-    {0, SCHED_FBP, 2, 1, 4, 1},         {0, SCHED_FBP, 2, 1, 8, 1},
-    {1, SCHED_GPIPE, 1, 1, 4, 1},       {1, SCHED_FBP, 1, 1, 4, 1},
-    {1, SCHED_GPIPE, 2, 1, 4, 1},       {1, SCHED_1F1B, 2, 1, 4, 1},
-    {1, SCHED_1F1B, 2, 1, 8, 1},        {1, SCHED_ZBH1, 2, 1, 4, 1},
-    {1, SCHED_INTERLEAVED, 2, 2, 4, 1}, {1, SCHED_PIPEDREAM, 2, 1, 4, 1},
-    {1, SCHED_FBP, 2, 1, 4, 1},         {1, SCHED_FBP, 2, 1, 8, 1},
-    {2, SCHED_GPIPE, 1, 1, 4, 1},       {2, SCHED_FBP, 1, 1, 4, 1},
-    {2, SCHED_GPIPE, 2, 1, 4, 1},       {2, SCHED_GPIPE, 2, 1, 8, 1},
-    {2, SCHED_1F1B, 2, 1, 2, 1},        {2, SCHED_1F1B, 2, 1, 4, 1},
-    {2, SCHED_1F1B, 2, 1, 8, 1},        {2, SCHED_ZBH1, 2, 1, 4, 1},
-    {2, SCHED_INTERLEAVED, 2, 2, 4, 1}, {2, SCHED_PIPEDREAM, 2, 1, 4, 1},
-    {2, SCHED_FBP, 2, 1, 4, 1},         {2, SCHED_FBP, 2, 1, 8, 1},
+    {0, SCHED_GPIPE, 1, 1, 4, 1, 0},       {0, SCHED_FBP, 1, 1, 4, 1, 0},
+    {0, SCHED_GPIPE, 2, 1, 4, 1, 0},       {0, SCHED_1F1B, 2, 1, 4, 1, 0},
+    {0, SCHED_1F1B, 2, 1, 8, 1, 0},        {0, SCHED_ZBH1, 2, 1, 4, 1, 0},
+    {0, SCHED_INTERLEAVED, 2, 2, 4, 1, 0}, {0, SCHED_PIPEDREAM, 2, 1, 4, 1, 0},
+    {0, SCHED_FBP, 2, 1, 4, 1, 0},         {0, SCHED_FBP, 2, 1, 8, 1, 0},
+    {1, SCHED_GPIPE, 1, 1, 4, 1, 0},       {1, SCHED_FBP, 1, 1, 4, 1, 0},
+    {1, SCHED_GPIPE, 2, 1, 4, 1, 0},       {1, SCHED_1F1B, 2, 1, 4, 1, 0},
+    {1, SCHED_1F1B, 2, 1, 8, 1, 0},        {1, SCHED_ZBH1, 2, 1, 4, 1, 0},
+    {1, SCHED_INTERLEAVED, 2, 2, 4, 1, 0}, {1, SCHED_PIPEDREAM, 2, 1, 4, 1, 0},
+    {1, SCHED_FBP, 2, 1, 4, 1, 0},         {1, SCHED_FBP, 2, 1, 8, 1, 0},
+    {2, SCHED_GPIPE, 1, 1, 4, 1, 0},       {2, SCHED_FBP, 1, 1, 4, 1, 0},
+    {2, SCHED_GPIPE, 2, 1, 4, 1, 0},       {2, SCHED_GPIPE, 2, 1, 8, 1, 0},
+    {2, SCHED_1F1B, 2, 1, 2, 1, 0},        {2, SCHED_1F1B, 2, 1, 4, 1, 0},
+    {2, SCHED_1F1B, 2, 1, 8, 1, 0},        {2, SCHED_ZBH1, 2, 1, 4, 1, 0},
+    {2, SCHED_INTERLEAVED, 2, 2, 4, 1, 0}, {2, SCHED_PIPEDREAM, 2, 1, 4, 1, 0},
+    {2, SCHED_FBP, 2, 1, 4, 1, 0},         {2, SCHED_FBP, 2, 1, 8, 1, 0},
     /* tensor parallelism, t x p <= 2 threads on the 2 cores (docs/validation.md) */
-    {2, SCHED_GPIPE, 1, 1, 4, 2}, {2, SCHED_GPIPE, 1, 1, 8, 2},
-    {2, SCHED_FBP, 1, 1, 4, 2},
+    {2, SCHED_GPIPE, 1, 1, 4, 2, 0}, {2, SCHED_GPIPE, 1, 1, 8, 2, 0},
+    {2, SCHED_FBP, 1, 1, 4, 2, 0},
+    /* recomputation (the run's nets, the profile and the replay recompute
+     * alike: docs/validation.md) */
+    {2, SCHED_1F1B, 2, 1, 4, 1, TFM_RECOMP_FULL}, {2, SCHED_GPIPE, 2, 1, 8, 1, TFM_RECOMP_FULL},
+    {2, SCHED_1F1B, 2, 1, 4, 1, TFM_RECOMP_SELECTIVE},
 };
 /* `cleave bench validate-tp`: the cases with tensor parallelism, after the
  * same plans with t = 1 (ViT, one stage: gpipe m4 and fbp m4) measured in
  * the same minutes, so the two degrees' errors compare */
 static const int tp_cases[] = {20, 21, 32, 33, 34};
+/* `cleave bench validate-recompute`: the recomputing cases, after the same
+ * plans without recomputation (ViT, 2 stages: 1f1b m4 and gpipe m8) */
+static const int rc_cases[] = {25, 23, 35, 36, 37};
 static const vcase quick_suite[] = {
-    {0, SCHED_1F1B, 2, 1, 4, 1},
-    {0, SCHED_FBP, 2, 1, 4, 1},
-    {2, SCHED_1F1B, 2, 1, 4, 1},
+    {0, SCHED_1F1B, 2, 1, 4, 1, 0},
+    {0, SCHED_FBP, 2, 1, 4, 1, 0},
+    {2, SCHED_1F1B, 2, 1, 4, 1, 0},
 };
 
 /* ------------------------------------------------------------- plans -- */
@@ -162,6 +174,7 @@ static int build_plan(plan *p, const vcase *c, int mb, const model *m, const clu
     p->schedule = c->kind;
     p->chunks = c->chunks;
     p->tensor = c->tensor > 1 ? c->tensor : 1;
+    p->recompute = c->recompute;
     p->optimizer = OPTIM_MOMENTUM;
     p->microbatch = mb;
     p->n_micro = c->micro;
@@ -252,7 +265,8 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     prof now;
     int64_t b = mb;
     v->load = loadavg();
-    rc = exec_profile_tp(m, models[c->model], &b, 1, 3, reps, 1, plan_tensor(&p), &now, e);
+    rc = exec_profile_net(m, models[c->model], &b, 1, 3, reps, 1, plan_tensor(&p),
+                          exec_pipe_net_flags(&p), &now, e);
     if (rc) {
         plan_free(&p);
         return rc;
@@ -353,6 +367,12 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
             v->mem_meas = rep.w[wm].peak_mem.measured;
             v->mem_err = rep.w[wm].peak_mem.error;
             explain(&p, &rep, &meas[pick], v);
+            if (p.recompute) { /* the mode, as the columns have no place for it */
+                char why[sizeof v->notes];
+                snprintf(why, sizeof why, "%s", v->notes);
+                snprintf(v->notes, sizeof v->notes, "recompute %s%s%.360s",
+                         tfm_recomp_name((tfm_recomp)p.recompute), why[0] ? "; " : "", why);
+            }
             exec_val_report_free(&rep);
         }
     }
@@ -410,17 +430,17 @@ static void summary(const vres *v, int n, int which, double *mean, double *max, 
     free(err);
 }
 
-/* The suite (quick: quick_suite; tp_only: the tensor-parallel cases, into
- * validate-tp.csv). */
-static int val_bench(const char *outdir, int quick, int tp_only)
+/* The suite (quick: quick_suite), or its cases sub[0..n_sub) (the
+ * tensor-parallel or recomputing ones) into <name>.csv. */
+static int val_bench(const char *outdir, int quick, const int *sub, int n_sub, const char *name)
 {
     cl_err e = {0};
-    const int n_suite = (int)(sizeof suite / sizeof *suite), n_tp = (int)(sizeof tp_cases / sizeof *tp_cases);
-    int n = quick ? (int)(sizeof quick_suite / sizeof *quick_suite) : tp_only ? n_tp : n_suite;
+    const int n_suite = (int)(sizeof suite / sizeof *suite);
+    int n = quick ? (int)(sizeof quick_suite / sizeof *quick_suite) : sub ? n_sub : n_suite;
     vcase *cs = cl_malloc((size_t)n * sizeof *cs);
     int *num = cl_malloc((size_t)n * sizeof *num); /* each case's number in the suite */
     for (int i = 0; i < n; i++) {
-        num[i] = quick ? i : tp_only ? tp_cases[i] : i;
+        num[i] = quick ? i : sub ? sub[i] : i;
         cs[i] = quick ? quick_suite[i] : suite[num[i]];
     }
     int runs = quick ? 1 : 3, iters = quick ? 6 : 30, reps = quick ? 5 : 30, rounds = quick ? 1 : 3;
@@ -470,7 +490,7 @@ static int val_bench(const char *outdir, int quick, int tp_only)
         }
     }
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s.csv", outdir, tp_only ? "validate-tp" : "validate");
+    snprintf(path, sizeof path, "%s/%s.csv", outdir, name);
     cl_out out = {0};
     if (!rc) rc = cl_out_open(&out, path, &e);
     vres *v = cl_calloc((size_t)n, sizeof *v);
@@ -529,6 +549,7 @@ static int val_bench(const char *outdir, int quick, int tp_only)
                100 * v[i].err_layers, 100 * v[i].busy_err, 100 * v[i].mem_err, v[i].load,
                v[i].post_s * 1e6, v[i].handoff_s * 1e6, 100 * v[i].host_slow90,
                fabs(v[i].err) > 0.05 ? "  (over 5%)" : "");
+        if (c->recompute) printf("       recompute %s\n", tfm_recomp_name((tfm_recomp)c->recompute));
         if (v[i].ar_s > 0)
             printf("       all-reduce: %.1f us each in the replay on the crew; ring latency %.2f us a step (the message probe's: %.2f us)\n",
                    v[i].ar_s * 1e6, v[i].ar_lat_s * 1e6, (v[i].post_s + v[i].handoff_s) * 1e6);
@@ -591,5 +612,13 @@ static int val_bench(const char *outdir, int quick, int tp_only)
     return rc;
 }
 
-int exec_val_bench(const char *outdir, int quick) { return val_bench(outdir, quick, 0); }
-int exec_val_bench_tp(const char *outdir, int quick) { return val_bench(outdir, quick, 1); }
+int exec_val_bench(const char *outdir, int quick) { return val_bench(outdir, quick, NULL, 0, "validate"); }
+int exec_val_bench_tp(const char *outdir, int quick)
+{
+    return val_bench(outdir, quick, tp_cases, (int)(sizeof tp_cases / sizeof *tp_cases), "validate-tp");
+}
+int exec_val_bench_recompute(const char *outdir, int quick)
+{
+    return val_bench(outdir, quick, rc_cases, (int)(sizeof rc_cases / sizeof *rc_cases),
+                     "validate-recompute");
+}

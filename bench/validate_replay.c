@@ -157,9 +157,10 @@ static int rs_init(rstage *r, const plan *p, int stage, int iters, const exec_tp
     const plan_stage *st = &p->stages[stage];
     exec_pipe_opts d;
     exec_pipe_defaults(&d);
-    int rc = tp ? exec_net_create_tp(&r->net, &p->model, st->first, st->last + 1, mb, 1, 0, tp,
-                                     file, e)
-                : exec_net_create_solo(&r->net, &p->model, st->first, st->last + 1, mb, 1, 0,
+    const int flags = exec_pipe_net_flags(p); /* recomputation, as the run's nets */
+    int rc = tp ? exec_net_create_tp(&r->net, &p->model, st->first, st->last + 1, mb, 1, flags,
+                                     tp, file, e)
+                : exec_net_create_solo(&r->net, &p->model, st->first, st->last + 1, mb, 1, flags,
                                        plan_tensor(p), file, e);
     if (rc) return rc;
     exec_sgd_init(&r->sgd, r->net, 0, p->optimizer == OPTIM_MOMENTUM ? d.momentum : 0,

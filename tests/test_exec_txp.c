@@ -13,8 +13,9 @@
  *   the synchronous and the asynchronous schedules (PipeDream's weight
  *   versions are then every rank's);
  * - bench/validate.c's prediction of such a plan;
- * - refusals (replicated stages, MPI, recomputation), the command's output,
- *   and a run killed and resumed from its checkpoint.
+ * - refusals (replicated stages, MPI), recomputation accepted (suite
+ *   exec_recomp runs it), the command's output, and a run killed and
+ *   resumed from its checkpoint.
  */
 #include <math.h>
 #include <signal.h>
@@ -34,45 +35,12 @@
 #include "test.h"
 #include "test_pipe.h"
 #include "test_proc.h"
+#include "test_vit.h"
 
 #define U 0x1p-24 /* float's unit roundoff */
-#define VIT_PLAN "bench/results/pipe/fmnist-vit-2stage-1f1b.json"
+#define VIT_PLAN TV_PLAN
 
 enum { K_IT = 3 }; /* iterations of every run */
-
-/* The two-stage ViT plan with schedule kind, m microbatches of mb, tensor t. */
-static int vit_plan(plan *p, sched_kind kind, int m, int mb, int t)
-{
-    cl_err e = {0};
-    if (plan_load(p, VIT_PLAN, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        CU_FAIL("the ViT plan does not load");
-        return 1;
-    }
-    p->schedule = kind;
-    p->n_micro = m;
-    p->microbatch = mb;
-    p->batch = m * mb;
-    p->tensor = t;
-    return 0;
-}
-
-/* Options of a short deterministic run over data d: the pipe suites'
- * (tp_opts), with the cosine schedule so the lr changes every step. */
-static void run_opts(exec_pipe_opts *o, const exec_data *d)
-{
-    tp_opts(o, d, VIT_PLAN, K_IT);
-    o->lr_schedule = EXEC_LR_COSINE;
-}
-
-static int run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r)
-{
-    cl_err e = {0};
-    int rc = exec_pipe_run(p, o, r, &e);
-    if (rc) fprintf(stderr, "\n    %s\n", e.msg);
-    CU_ASSERT_EQUAL(rc, CL_OK);
-    return rc;
-}
 
 /* ------------------------------------- against the sequential trainer -- */
 
@@ -84,32 +52,18 @@ static void test_txp_equals_trainer(void)
     exec_data d = {0};
     exec_data_synthetic(&d, K_IT * MB, 1, 28, 28, 10, 5, 0);
     plan p;
-    if (vit_plan(&p, SCHED_GPIPE, 1, MB, 2)) return;
+    if (tv_plan(&p, SCHED_GPIPE, 1, MB, 2, 0)) return;
     exec_pipe_opts o;
-    run_opts(&o, &d);
-    exec_train_opts to;
-    exec_train_defaults(&to);
-    to.epochs = 1;
-    to.batch = MB;
-    to.lr = o.lr;
-    to.momentum = o.momentum;
-    to.weight_decay = o.weight_decay;
-    to.schedule = o.lr_schedule;
-    to.seed = o.seed;
-    to.tensor = 2;
-    exec_trainer *t;
+    tv_opts(&o, &d, K_IT);
+    exec_net *ref = tv_trainer(&p, &o, &d, MB, 2, 0);
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(exec_trainer_create(&t, &p.model, VIT_PLAN, &to, &e), CL_OK);
-    exec_epoch ep;
-    exec_trainer_epoch(t, &d, NULL, NULL, NULL, &ep);
-    exec_net *ref = exec_trainer_gather(t);
     exec_net *start;
     CU_ASSERT_EQUAL_FATAL(exec_net_create(&start, &p.model, 0, p.model.n_layers, 1, o.seed, 0, "", &e), CL_OK);
     const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_ZBH1, SCHED_SEQUENTIAL};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         p.schedule = kinds[k];
         exec_pipe_result r;
-        if (run(&p, &o, &r)) {
+        if (tv_run(&p, &o, &r)) {
             exec_pipe_result_free(&r);
             continue;
         }
@@ -129,7 +83,6 @@ static void test_txp_equals_trainer(void)
     }
     exec_net_destroy(start);
     exec_net_destroy(ref);
-    exec_trainer_destroy(t);
     plan_free(&p);
     exec_data_free(&d);
 }
@@ -171,11 +124,11 @@ static void test_txp_vs_t1(void)
                                 SCHED_FBP, SCHED_PIPEDREAM};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         plan p;
-        if (vit_plan(&p, kinds[k], M, MB, 1)) break;
+        if (tv_plan(&p, kinds[k], M, MB, 1, 0)) break;
         exec_pipe_opts o;
-        run_opts(&o, &d);
+        tv_opts(&o, &d, K_IT);
         exec_pipe_result r1;
-        if (run(&p, &o, &r1)) {
+        if (tv_run(&p, &o, &r1)) {
             exec_pipe_result_free(&r1);
             plan_free(&p);
             continue;
@@ -184,7 +137,7 @@ static void test_txp_vs_t1(void)
         for (int t = 2; t <= (kinds[k] == SCHED_1F1B ? 4 : 2); t *= 2) {
             p.tensor = t;
             exec_pipe_result rt;
-            if (!run(&p, &o, &rt)) {
+            if (!tv_run(&p, &o, &rt)) {
                 double w = vs_bound(&rt, &r1, updates);
                 int differ = memcmp(rt.params, r1.params, (size_t)r1.n_params * sizeof(float)) != 0;
                 printf("\n    %s, t = %d: largest difference %.4f of the bound%s ",
@@ -212,7 +165,7 @@ static void test_txp_vs_t1(void)
  * ctx); 1 (after a failed assertion) when it cannot be. */
 static int vit_costs(plan *p, prof *pf, exec_val_extra *x, int t, int ctx)
 {
-    if (vit_plan(p, SCHED_GPIPE, 2, 4, t)) return 1;
+    if (tv_plan(p, SCHED_GPIPE, 2, 4, t, 0)) return 1;
     cl_err e = {0};
     int rc = exec_val_profile(p, 3, pf, VIT_PLAN, &e);
     CU_ASSERT_EQUAL(rc, CL_OK);
@@ -238,7 +191,6 @@ static void test_txp_validate(void)
     prof pf;
     exec_val_extra x[2];
     if (vit_costs(&p, &pf, x, T, 0)) return;
-    cl_err e = {0};
     double before[2][2], whole[2];
     for (int s = 0; s < 2; s++) {
         before[s][0] = p.stages[s].fwd_s;
@@ -267,10 +219,8 @@ static void test_txp_validate(void)
     }
     sim_result pred;
     exec_pipe_result meas;
-    CU_ASSERT_EQUAL_FATAL(exec_val_predict(&p, 4, NULL, &pred, &e), CL_OK);
-    CU_ASSERT_EQUAL_FATAL(exec_val_measure(&p, EXEC_PIPE_THREADS, 4, VIT_PLAN, NULL, &meas, &e), CL_OK);
     exec_val_report rep;
-    CU_ASSERT_EQUAL_FATAL(exec_val_compare(&p, x, &pred, &meas, &rep, &e), CL_OK);
+    tv_validate(&p, x, &pred, &meas, &rep);
     for (int w = 0; w < rep.n_workers; w++) {
         printf("\n    worker %d: peak memory predicted %.0f, measured %.0f bytes ", w,
                rep.w[w].peak_mem.predicted, rep.w[w].peak_mem.measured);
@@ -345,7 +295,7 @@ static void test_txp_validate_ar(void)
 static void test_txp_refusals(void)
 {
     plan p;
-    if (vit_plan(&p, SCHED_1F1B, 4, 4, 2)) return;
+    if (tv_plan(&p, SCHED_1F1B, 4, 4, 2, 0)) return;
     cl_err e = {0};
     /* a replicated stage: its ring all-reduce would cover rank 0's shard */
     int *dev = p.stages[0].devices;
@@ -362,10 +312,9 @@ static void test_txp_refusals(void)
     CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "--tensor 3 does not divide its 4 heads"));
     p.tensor = 2;
-    p.recompute = 1;
+    p.recompute = 1; /* runs now (suite exec_recomp) */
     e = (cl_err){0};
-    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: recompute: the plan recomputes (selective)"));
+    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_OK);
     p.recompute = 0;
     e = (cl_err){0};
     CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_OK);
@@ -373,31 +322,13 @@ static void test_txp_refusals(void)
     plan_free(&p);
 }
 
-/* Write the two-stage plan with tensor t (and recompute) to path. */
-static void write_plan(const char *path, int t, const char *recompute)
-{
-    char *text = test_slurp(VIT_PLAN);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    cJSON_AddNumberToObject(j, "tensor", t);
-    if (recompute) cJSON_AddStringToObject(j, "recompute", recompute);
-    char *out = cJSON_Print(j);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(out, f);
-    fclose(f);
-    free(out);
-    cJSON_Delete(j);
-}
-
 static void test_txp_cli(void)
 {
     char pl[512], rc_plan[512], w[512], ck[512], args[2048];
     char *dir = test_scratch(sizeof pl, "t2.json", pl, "t2-recompute.json", rc_plan, "w.bin", w,
                              "c.ckpt", ck, NULL);
-    write_plan(pl, 2, NULL);
-    write_plan(rc_plan, 2, "selective");
+    tv_write_plan(pl, NULL, 2, NULL);
+    tv_write_plan(rc_plan, NULL, 2, "selective");
     char *out, *err;
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --save-weights %s", pl, w);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
@@ -437,8 +368,8 @@ static void test_txp_cli(void)
     CU_ASSERT(tproc_same_file(full, wr));
     free(out);
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2", rc_plan);
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "recompute: the plan recomputes (selective); pipelined training does not run recomputation yet"));
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "x 2 tensor-parallel threads (threads), schedule 1f1b, batch 64 = 4 x 16, selective recomputation\n"));
     free(out);
     free(err);
     test_rmtree(dir);
@@ -455,8 +386,8 @@ TEST_SUITE(exec_txp)
              test_txp_validate);
     test_add("validate: the replay on the crew measures the all-reduces; the ring's latency fitted to them",
              test_txp_validate_ar);
-    test_add("replicated stages, indivisible t, recomputation refused; checkpoints allowed",
+    test_add("replicated stages, indivisible t refused; recomputation and checkpoints allowed",
              test_txp_refusals);
-    test_add("cleave train --plan with tensor 2: the run, the weights, MPI refused, kill and resume",
+    test_add("cleave train --plan with tensor 2: the run, the weights, MPI refused, kill and resume, recomputing",
              test_txp_cli);
 }

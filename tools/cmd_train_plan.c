@@ -265,9 +265,11 @@ int cmd_train_plan(int argc, char **argv)
         int cores = sched_getaffinity(0, sizeof cs, &cs) == 0 ? CPU_COUNT(&cs) : 0;
         char tp[64] = "";
         if (tensor > 1) snprintf(tp, sizeof tp, " x %d tensor-parallel threads", tensor);
-        printf("train %s with %s: %d stages on %d workers%s (%s), schedule %s, batch %d = %d x %d\n",
+        printf("train %s with %s: %d stages on %d workers%s (%s), schedule %s, batch %d = %d x %d%s\n",
                m->name, plan_path, p.n_stages, workers, tp, exec_pipe_backend_name(o.backend),
-               sched_kind_name(p.schedule), p.batch, p.n_micro, p.microbatch);
+               sched_kind_name(p.schedule), p.batch, p.n_micro, p.microbatch,
+               p.recompute == TFM_RECOMP_FULL ? ", full recomputation"
+               : p.recompute == TFM_RECOMP_SELECTIVE ? ", selective recomputation" : "");
         printf("%lld %s training samples, %lld test, standardised (mean %.4f, sd %.4f)\n",
                (long long)train.n, source, (long long)test.n, mean, sd);
         printf("lr %g (%s), momentum %g, weight decay %g, seed %llu, OpenBLAS %s, 1 thread per worker\n",

@@ -21,6 +21,7 @@
 #include "base/jsonx.h"
 #include "base/measure.h"
 #include "base/units.h"
+#include "models/tfm_rank.h"
 
 #define DEFAULT_ITERS 20
 #define DEFAULT_REPS 20
@@ -201,6 +202,16 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
                            time_str(ar, b2, sizeof b2));
         else printf(" (the message probe's; no replay measured the all-reduces)\n");
     }
+    if (p->recompute) {
+        double held = 0;
+        for (int s = 0; s < p->n_stages; s++) held = fmax(held, c->extra[s].recompute_bytes);
+        printf("recompute %s: the costs are measured on nets that recompute as the run's do, in their input gradients",
+               tfm_recomp_name((tfm_recomp)p->recompute));
+        if (held > 0)
+            printf("; full recomputation's scratch (up to %s a stage) is added to the predicted memory",
+                   cl_fmt_bytes(b1, sizeof b1, held, val_bytes));
+        printf("\n");
+    }
     printf("\n  %-34s %14s %14s %10s\n", "quantity", "predicted", "measured", "error");
     row("iteration time", &r->iteration_s, 0);
     char name[128];
@@ -254,6 +265,7 @@ static int print_json(const val_ctx *c, const exec_val_report *r)
     cJSON_AddStringToObject(o, "schedule", sched_kind_name(c->p->schedule));
     cJSON_AddStringToObject(o, "backend", exec_pipe_backend_name(c->a->backend));
     cJSON_AddNumberToObject(o, "tensor", plan_tensor(c->p));
+    if (c->p->recompute) cJSON_AddStringToObject(o, "recompute", tfm_recomp_name((tfm_recomp)c->p->recompute));
     if (plan_tensor(c->p) > 1) { /* what each all-reduce cost rank 0 in the replay (null: not measured), its ring */
         double ar = c->tp_ar_s;
         if (ar > 0) cJSON_AddNumberToObject(o, "allreduce_s", ar);
@@ -362,6 +374,12 @@ int cmd_validate(int argc, char **argv)
     memset(&pf, 0, sizeof pf);
     int have_prof = 0;
     rc = exec_val_check(&p, a.plan, &e);
+    if (!rc && a.profile && p.recompute) {
+        char *sp = esc_term(a.profile);
+        rc = cl_fail(&e, CL_EINPUT, "%s: recompute: the plan recomputes (%s), and a profile file times layers that do not (hint: drop --profile; validate then profiles the recomputing layers itself)",
+                     sp, tfm_recomp_name((tfm_recomp)p.recompute));
+        free(sp);
+    }
     if (!rc && a.profile) {
         rc = prof_load(&pf, a.profile, &e);
         have_prof = !rc;

@@ -49,9 +49,9 @@ typedef struct timed_net {
 } timed_net;
 
 static int timed_net_create(timed_net *b, const model *m, const char *file, int batch,
-                            uint64_t seed, int tensor, cl_err *e)
+                            uint64_t seed, int tensor, int flags, cl_err *e)
 {
-    int rc = exec_net_create_solo(&b->n, m, 0, m->n_layers, batch, seed, 0, tensor, file, e);
+    int rc = exec_net_create_solo(&b->n, m, 0, m->n_layers, batch, seed, flags, tensor, file, e);
     if (rc) return rc;
     if (!exec_net_has_loss(b->n)) {
         exec_net_destroy(b->n);
@@ -72,14 +72,14 @@ static void timed_net_destroy(timed_net *b)
 }
 
 /* exec_profile_batch on rank 0's share of a `tensor`-way split (1: the
- * whole model). */
+ * whole model), the net built with exec_net flags `flags`. */
 static int profile_batch(const model *m, const char *file, int batch, int warmup, int reps,
-                         uint64_t seed, int tensor, exec_layer_time *t, exec_step_time *st,
-                         cl_err *e)
+                         uint64_t seed, int tensor, int flags, exec_layer_time *t,
+                         exec_step_time *st, cl_err *e)
 {
     assert(reps >= 1 && warmup >= 0);
     timed_net b;
-    int rc = timed_net_create(&b, m, file, batch, seed, tensor, e);
+    int rc = timed_net_create(&b, m, file, batch, seed, tensor, flags, e);
     if (rc) return rc;
     exec_net *n = b.n;
     exec_acts *a = b.a;
@@ -155,7 +155,7 @@ static int profile_batch(const model *m, const char *file, int batch, int warmup
 int exec_profile_batch(const model *m, const char *file, int batch, int warmup, int reps,
                        uint64_t seed, exec_layer_time *t, exec_step_time *st, cl_err *e)
 {
-    return profile_batch(m, file, batch, warmup, reps, seed, 1, t, st, e);
+    return profile_batch(m, file, batch, warmup, reps, seed, 1, 0, t, st, e);
 }
 
 int exec_profile_isolated(const model *m, const char *file, int batch, int warmup, int reps,
@@ -163,7 +163,7 @@ int exec_profile_isolated(const model *m, const char *file, int batch, int warmu
 {
     assert(reps >= 1 && warmup >= 0);
     timed_net b;
-    int rc = timed_net_create(&b, m, file, batch, seed, 1, e);
+    int rc = timed_net_create(&b, m, file, batch, seed, 1, 0, e);
     if (rc) return rc;
     for (int s = 0; s < 2; s++) {
         exec_net_forward(b.n, b.a, b.x, b.y, batch, 1);
@@ -222,15 +222,23 @@ int exec_profile(const model *m, const char *file, const int64_t *batches, int n
 int exec_profile_tp(const model *m, const char *file, const int64_t *batches, int n_batches,
                     int warmup, int reps, uint64_t seed, int tensor, prof *p, cl_err *e)
 {
+    return exec_profile_net(m, file, batches, n_batches, warmup, reps, seed, tensor, 0, p, e);
+}
+
+int exec_profile_net(const model *m, const char *file, const int64_t *batches, int n_batches,
+                     int warmup, int reps, uint64_t seed, int tensor, int flags, prof *p,
+                     cl_err *e)
+{
     memset(p, 0, sizeof *p);
     assert(n_batches >= 1 && n_batches <= PROF_MAX_POINTS);
     for (int k = 1; k < n_batches; k++)
         if (batches[k] <= batches[k - 1])
             return cl_fail(e, CL_EINPUT, "--batch: %lld does not exceed %lld (hint: list batch sizes in increasing order)",
                            (long long)batches[k], (long long)batches[k - 1]);
-    /* stash bytes come from the executor's ordinary memory plan */
+    /* stash bytes come from the executor's memory plan (what recomputation
+     * keeps, with its flags) */
     exec_net *plan;
-    int rc = exec_net_create_solo(&plan, m, 0, m->n_layers, 1, seed, 0, tensor, file, e);
+    int rc = exec_net_create_solo(&plan, m, 0, m->n_layers, 1, seed, flags, tensor, file, e);
     if (rc) return rc;
     exec_layer_time *t = cl_calloc((size_t)m->n_layers, sizeof *t);
     prof_alloc(p, m->n_layers, n_batches);
@@ -253,7 +261,7 @@ int exec_profile_tp(const model *m, const char *file, const int64_t *batches, in
     }
     exec_net_destroy(plan);
     for (int k = 0; k < n_batches && !rc; k++) {
-        rc = profile_batch(m, file, (int)batches[k], warmup, reps, seed, tensor, t, NULL, e);
+        rc = profile_batch(m, file, (int)batches[k], warmup, reps, seed, tensor, flags, t, NULL, e);
         for (int l = 0; l < m->n_layers && !rc; l++) {
             prof_layer *pl = &p->layers[l];
             pl->batch[k] = (double)batches[k];

@@ -81,6 +81,14 @@ int exec_profile(const model *m, const char *file, const int64_t *batches, int n
  * collectives are priced apart (bench/validate.c, as the planner does). */
 int exec_profile_tp(const model *m, const char *file, const int64_t *batches, int n_batches,
                     int warmup, int reps, uint64_t seed, int tensor, prof *p, cl_err *e);
+/* exec_profile_tp with the nets built with exec_net flags `flags`
+ * (recomputation, net.h): an attention or mlp layer's input gradient then
+ * includes what it recomputes (the profile's steps run the combined
+ * backward, as full recomputation requires), its stash bytes what it
+ * keeps. */
+int exec_profile_net(const model *m, const char *file, const int64_t *batches, int n_batches,
+                     int warmup, int reps, uint64_t seed, int tensor, int flags, prof *p,
+                     cl_err *e);
 
 /* `cleave bench exec` (bench/bench_exec.c): writes <outdir>/exec.csv. */
 int exec_bench(const char *outdir, int quick);

@@ -423,7 +423,10 @@ static int setup(pipe_worker *W)
     W->local = cl_malloc((size_t)R->S * sizeof *W->local);
     for (int s = 0; s < R->S; s++) W->local[s] = -1;
     W->st = cl_calloc((size_t)R->S, sizeof *W->st);
-    int max_batch = R->mb > R->eval_batch ? R->mb : R->eval_batch;
+    /* the evaluation's forward runs batches of eval_batch; without it
+     * the nets (full recomputation's scratch among their buffers) need
+     * room for a microbatch only */
+    int max_batch = R->mb > R->eval_batch || !o->test ? R->mb : R->eval_batch;
     for (int s = 0; s < R->S; s++)
         if (seq || s % R->P == R->w_pos[W->w]) W->local[s] = W->n_st++;
     pipe_tp_crew_init(W);
@@ -440,6 +443,9 @@ static int setup(pipe_worker *W)
         ps->in_elems = exec_net_in_elems(ps->net);
         ps->out_elems = exec_net_out_elems(ps->net);
         exec_net_params(ps->net, &ps->n_floats);
+        /* full recomputation's scratch (rank 0's) is held all along:
+         * counted with the stash, as the sequential trainers count it */
+        W->mem.stash += (double)exec_net_recompute_bytes(ps->net);
         W->mem.weights += (double)ps->n_floats * PIPE_FLOAT_BYTES;
         W->mem.grads += (double)ps->n_floats * PIPE_FLOAT_BYTES;
         if (o->momentum != 0) W->mem.optim += (double)ps->n_floats * PIPE_FLOAT_BYTES;

@@ -54,8 +54,8 @@ int pipe_tp_stage_init(pipe_worker *W, pstage *ps, int max_batch, cl_err *e)
     ps->tdin = cl_calloc((size_t)T, sizeof *ps->tdin);
     for (int r = 0; r < T; r++) {
         const exec_tp_comm *tp = T > 1 ? exec_tp_group_comm(exec_tp_crew_group(W->crew), r) : NULL;
-        int rc = exec_net_create_tp(&ps->tnet[r], R->m, first, end, max_batch, o->seed, 0, tp,
-                                    o->file, e);
+        int rc = exec_net_create_tp(&ps->tnet[r], R->m, first, end, max_batch, o->seed,
+                                    exec_pipe_net_flags(R->p), tp, o->file, e);
         if (rc) return rc;
         ps->tsgd[r] = r ? cl_calloc(1, sizeof *ps->tsgd[r]) : &ps->sgd;
         exec_sgd_init(ps->tsgd[r], ps->tnet[r], o->lr, o->momentum, o->weight_decay);

@@ -62,14 +62,12 @@ void exec_pipe_result_free(exec_pipe_result *r)
 /* -------------------------------------------------------------- checks -- */
 
 /* What the runner takes of a plan's per-rank settings (pipe_tp.h): tensor
- * parallelism on unreplicated stages; not recomputation or context
- * parallelism. */
+ * parallelism on unreplicated stages, recomputation (exec_pipe_net_flags;
+ * full only with a fused backward on the forward's weights:
+ * exec_pipe_check); not context parallelism. */
 static int tensor_check(const plan *p, const char *file, cl_err *e)
 {
     if (plan_context(p) > 1) return plan_tp_refuse(p, file, "cleave train --plan", e);
-    if (p->recompute)
-        return cl_fail(e, CL_EINPUT, "%s: recompute: the plan recomputes (%s); pipelined training does not run recomputation yet (hint: re-plan without --recompute; `cleave train --model M --recompute` runs it sequentially)",
-                       file, tfm_recomp_name((tfm_recomp)p->recompute));
     const int T = plan_tensor(p);
     if (T == 1) return CL_OK;
     for (int s = 0; s < p->n_stages; s++)
@@ -114,8 +112,23 @@ int exec_pipe_check(const plan *p, const char *file, cl_err *e)
     if ((rc = tensor_check(p, file, e))) return rc;
     sched sc;
     rc = sched_build(p, p->schedule, p->n_micro, 1, &sc, e);
+    /* full recomputation refills one scratch per layer in its input
+     * gradient, which that layer's weight gradient reads at once (net.h),
+     * and reproduces the forward only on the forward's weights */
+    if (!rc && p->recompute == TFM_RECOMP_FULL && sc.split_bw)
+        rc = cl_fail(e, CL_EINPUT, "%s: recompute: full recomputation needs each layer's weight gradient right after its input gradient, and schedule %s runs them apart (hint: re-plan with --recompute selective, or a schedule other than %s)",
+                     file, sched_kind_name(p->schedule), sched_kind_name(p->schedule));
+    else if (!rc && p->recompute == TFM_RECOMP_FULL && sched_is_async(p->schedule) && !sc.stash_weights)
+        rc = cl_fail(e, CL_EINPUT, "%s: recompute: full recomputation reruns each block's forward in its backward, and schedule %s runs that backward on weights updated since the forward, so the rerun would not reproduce it (hint: re-plan with --recompute selective, or schedule pipedream, which keeps the forward's weights)",
+                     file, sched_kind_name(p->schedule));
     sched_free(&sc);
     return rc;
+}
+
+int exec_pipe_net_flags(const plan *p)
+{
+    return p->recompute == TFM_RECOMP_FULL ? EXEC_NET_RECOMPUTE_FULL
+           : p->recompute == TFM_RECOMP_SELECTIVE ? EXEC_NET_RECOMPUTE : 0;
 }
 
 int exec_pipe_workers(const plan *p, const char *file, cl_err *e)

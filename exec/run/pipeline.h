@@ -179,9 +179,17 @@ void exec_pipe_result_free(exec_pipe_result *r);
 /* Check that the runner can execute plan p before anything starts: the
  * executor runs every layer kind of the embedded model (exec_net_check), it
  * ends in softmax_xent, the stages cover the model's layers as contiguous
- * ranges in pipeline order, the optimiser is sgd or momentum, and the
- * schedule builds.  CL_EINPUT with one line naming `file` and the JSON path. */
+ * ranges in pipeline order, the optimiser is sgd or momentum, the
+ * schedule builds, and full recomputation has a fused backward on the
+ * forward's weights (not zb-h1, not fbp).  CL_EINPUT with one line naming `file` and the JSON path. */
 int exec_pipe_check(const plan *p, const char *file, cl_err *e);
+
+/* The exec_net flags (net.h) every stage of plan p is built with: its
+ * "recompute", none, selective (EXEC_NET_RECOMPUTE) or full
+ * (EXEC_NET_RECOMPUTE_FULL, which exec_pipe_check refuses on a schedule
+ * that splits the backward into B and W, zb-h1, and on fbp, whose
+ * backward runs on newer weights than its forward). */
+int exec_pipe_net_flags(const plan *p);
 
 /* The workers plan p runs on (sched.n_dev of its schedule), or -1 with e set
  * when the schedule does not build. */
