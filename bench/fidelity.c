@@ -87,7 +87,9 @@ static long long pos_ll(const char *s)
 /* The device preset, links and node size of a row's hardware; NULL reason
  * when known.  Inter-node bandwidth is per GPU, one direction, from the
  * system's network cards (bench/fidelity/devices.md); latencies are those
- * of profiles/clusters/dgx-a100-4nodes.json. */
+ * of profiles/clusters/dgx-a100-4nodes.json.  The in-node rates and the
+ * DGX A100's inter-node rate are also the cluster presets' (dgx-a100-*,
+ * h100-8-nvlink); tests/test_layout.c fails when the two disagree. */
 static const char *row_hardware(const char *hw, const char *net, const char **preset, double *intra, double *inter)
 {
     if (strstr(hw, "H100")) {

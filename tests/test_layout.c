@@ -14,6 +14,7 @@
 #include "bench/fidelity.h"
 #include "core/plan.h"
 #include "planner/predict.h"
+#include "profiles/cluster.h"
 #include "test.h"
 
 static char *dir;
@@ -297,7 +298,7 @@ static void test_fidelity_llama(void)
     fputs("id,source_key,hardware,gpus,gpus_per_node,interconnect,layers,hidden,heads,seq_len,vocab,global_batch,"
           "micro_batch,tensor_parallel,pipeline_parallel,data_parallel,context_parallel,virtual_stages,schedule,"
           "recomputation,sequence_parallel,precision,zero_stage,iteration_s,architecture,kv_heads,ffn,attention\n"
-          "l,s,A100 SXM 80GB,8,8,NVLink,32,4096,32,4096,32000,16,1,2,2,2,,,1F1B,full,no,bf16,,1.0,llama,32,11008,fused (TE)\n"
+          "l,s,A100 SXM 80GB,16,8,NVLink,32,4096,32,4096,32000,16,1,2,2,4,,,1F1B,full,no,bf16,,1.0,llama,32,11008,fused (TE)\n"
           "x,s,A100 SXM 80GB,8,8,NVLink,32,4096,32,4096,32000,16,1,2,2,2,,,1F1B,full,no,bf16,,1.0,mamba,,,\n"
           "h,s,H100 80GB,16,8,NVLink,32,4096,32,4096,32000,16,1,2,2,4,,,1F1B,full,no,bf16,,1.0,llama,32,11008,fused (TE)\n", f);
     fclose(f);
@@ -309,16 +310,29 @@ static void test_fidelity_llama(void)
     CU_ASSERT_EQUAL(sum.skipped, 1);
     CU_ASSERT_EQUAL_FATAL(sum.evaluated, 2);
     /* the links run at what NCCL moves over them (NCCL's maintainers in
-     * NVIDIA/nccl-tests issues 149, 212, 119 and 267: NVLink about 230 GB/s
-     * on A100 and 370 GB/s on H100, 24 GB/s per HDR card and 48 GB/s per
-     * NDR card; bench/fidelity/devices.md), not the line rates (300, 450,
-     * 25, 50); the H100 row spans two nodes */
-    static const struct { const char *dev, *bw; int n, d; } hw[] = {{"A100-80GB", "230e9,24e9", 8, 2},
-                                                                     {"H100-80GB", "370e9,48e9", 16, 4}};
+     * NVIDIA/nccl-tests issues 149, 212, 119 and 267; bench/fidelity/
+     * devices.md), not the line rates (300, 450, 25, 50 GB/s): the rates and
+     * latencies the cluster presets carry, read from them here so that the
+     * benchmark and `cleave plan --cluster` cannot drift apart.  No H100
+     * preset spans nodes: its 48 GB/s per NDR card is the benchmark's alone.
+     * Both rows span two nodes. */
+    cluster a100, h100;
+    CU_ASSERT_EQUAL_FATAL(cluster_load(&a100, "profiles/clusters/dgx-a100-4nodes.json", &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(cluster_load(&h100, "profiles/clusters/h100-8-nvlink.json", &e), CL_OK);
+    const cluster_link *ai = cluster_link_between(&a100, 0, 1), *ae = cluster_link_between(&a100, 0, 8),
+                       *hi = cluster_link_between(&h100, 0, 1);
+    char bw[2][80], lat[2][80];
+    snprintf(bw[0], sizeof bw[0], "%.17g,%.17g", ai->bw_Bps, ae->bw_Bps);
+    snprintf(lat[0], sizeof lat[0], "%.17g,%.17g", ai->latency_s, ae->latency_s);
+    snprintf(bw[1], sizeof bw[1], "%.17g,48e9", hi->bw_Bps);
+    snprintf(lat[1], sizeof lat[1], "%.17g,%.17g", hi->latency_s, ae->latency_s);
+    cluster_free(&a100);
+    cluster_free(&h100);
+    static const struct { const char *dev; int n, d; } hw[] = {{"A100-80GB", 16, 4}, {"H100-80GB", 16, 4}};
     for (int i = 0; i < 2; i++) {
         snprintf(args, sizeof args, "plan --model models/llama2-7b.json --device %s --devices %d --per-node 8 "
-                 "--bandwidth %s --latency 5e-6,10e-6 --batch 16 --optimizer adam --attention fused "
-                 "--layout t=2,p=2,d=%d,mb=1,sched=1f1b,recompute=full -o %s", hw[i].dev, hw[i].n, hw[i].bw,
+                 "--bandwidth %s --latency %s --batch 16 --optimizer adam --attention fused "
+                 "--layout t=2,p=2,d=%d,mb=1,sched=1f1b,recompute=full -o %s", hw[i].dev, hw[i].n, bw[i], lat[i],
                  hw[i].d, lp);
         plan l;
         plan_run(&l, args, lp);
