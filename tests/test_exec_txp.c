@@ -13,16 +13,15 @@
  *   the synchronous and the asynchronous schedules (PipeDream's weight
  *   versions are then every rank's);
  * - bench/validate.c's prediction of such a plan;
- * - refusals (replicated stages, MPI, recomputation), the command's output,
- *   and a run killed and resumed from its checkpoint.
+ * - refusals (MPI, recomputation), the command's output, and a run killed
+ *   and resumed from its checkpoint.
+ * Replicated stages with t > 1: suite exec_txr.
  */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cJSON.h>
 
 #include "base/fileio.h"
 #include "bench/validate.h"
@@ -34,45 +33,13 @@
 #include "test.h"
 #include "test_pipe.h"
 #include "test_proc.h"
+#include "test_txp.h"
 
-#define U 0x1p-24 /* float's unit roundoff */
-#define VIT_PLAN "bench/results/pipe/fmnist-vit-2stage-1f1b.json"
+#define VIT_PLAN TXP_VIT_PLAN
 
 enum { K_IT = 3 }; /* iterations of every run */
 
-/* The two-stage ViT plan with schedule kind, m microbatches of mb, tensor t. */
-static int vit_plan(plan *p, sched_kind kind, int m, int mb, int t)
-{
-    cl_err e = {0};
-    if (plan_load(p, VIT_PLAN, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        CU_FAIL("the ViT plan does not load");
-        return 1;
-    }
-    p->schedule = kind;
-    p->n_micro = m;
-    p->microbatch = mb;
-    p->batch = m * mb;
-    p->tensor = t;
-    return 0;
-}
-
-/* Options of a short deterministic run over data d: the pipe suites'
- * (tp_opts), with the cosine schedule so the lr changes every step. */
-static void run_opts(exec_pipe_opts *o, const exec_data *d)
-{
-    tp_opts(o, d, VIT_PLAN, K_IT);
-    o->lr_schedule = EXEC_LR_COSINE;
-}
-
-static int run(const plan *p, const exec_pipe_opts *o, exec_pipe_result *r)
-{
-    cl_err e = {0};
-    int rc = exec_pipe_run(p, o, r, &e);
-    if (rc) fprintf(stderr, "\n    %s\n", e.msg);
-    CU_ASSERT_EQUAL(rc, CL_OK);
-    return rc;
-}
+static void run_opts(exec_pipe_opts *o, const exec_data *d) { txp_opts(o, d, K_IT); }
 
 /* ------------------------------------- against the sequential trainer -- */
 
@@ -84,7 +51,7 @@ static void test_txp_equals_trainer(void)
     exec_data d = {0};
     exec_data_synthetic(&d, K_IT * MB, 1, 28, 28, 10, 5, 0);
     plan p;
-    if (vit_plan(&p, SCHED_GPIPE, 1, MB, 2)) return;
+    if (txp_vit_plan(&p, SCHED_GPIPE, 1, MB, 2)) return;
     exec_pipe_opts o;
     run_opts(&o, &d);
     exec_train_opts to;
@@ -109,7 +76,7 @@ static void test_txp_equals_trainer(void)
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         p.schedule = kinds[k];
         exec_pipe_result r;
-        if (run(&p, &o, &r)) {
+        if (txp_run(&p, &o, &r)) {
             exec_pipe_result_free(&r);
             continue;
         }
@@ -136,32 +103,6 @@ static void test_txp_equals_trainer(void)
 
 /* ------------------------------------------------ against t = 1 -- */
 
-/* The bound of suite exec_tp (test_tp_train): splitting reorders the
- * row-parallel sums of at most K + 2 terms (K = 128, the MLP's hidden
- * width), each within 2 gamma_{K+2} of the unsplit sum relative to its
- * terms, so after n updates a parameter may differ by n 2 gamma_{K+2} P,
- * P the tensor's largest |p| (a model, not a theorem: the terms' scale is
- * taken to be the parameters').  n counts updates: one per iteration for
- * the synchronous kinds, m for the asynchronous ones.  Returns the largest
- * difference as a fraction of the bound. */
-static double vs_bound(const exec_pipe_result *a, const exec_pipe_result *ref, int updates)
-{
-    const int K = 128;
-    const double gamma = (K + 2) * U / (1 - (K + 2) * U);
-    if (a->n_tensors != ref->n_tensors || a->n_params != ref->n_params) return INFINITY;
-    double worst = 0;
-    for (int k = 0; k < ref->n_tensors; k++) {
-        const float *x = a->params + a->tensors[k].offset, *y = ref->params + ref->tensors[k].offset;
-        double P = 0, dmax = 0;
-        for (int64_t i = 0; i < ref->tensors[k].n; i++) {
-            P = fmax(P, fabs((double)y[i]));
-            dmax = fmax(dmax, fabs((double)x[i] - y[i]));
-        }
-        if (P > 0) worst = fmax(worst, dmax / (updates * 2 * gamma * P));
-    }
-    return worst;
-}
-
 static void test_txp_vs_t1(void)
 {
     enum { M = 4, MB = 4 };
@@ -171,11 +112,11 @@ static void test_txp_vs_t1(void)
                                 SCHED_FBP, SCHED_PIPEDREAM};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         plan p;
-        if (vit_plan(&p, kinds[k], M, MB, 1)) break;
+        if (txp_vit_plan(&p, kinds[k], M, MB, 1)) break;
         exec_pipe_opts o;
         run_opts(&o, &d);
         exec_pipe_result r1;
-        if (run(&p, &o, &r1)) {
+        if (txp_run(&p, &o, &r1)) {
             exec_pipe_result_free(&r1);
             plan_free(&p);
             continue;
@@ -184,8 +125,8 @@ static void test_txp_vs_t1(void)
         for (int t = 2; t <= (kinds[k] == SCHED_1F1B ? 4 : 2); t *= 2) {
             p.tensor = t;
             exec_pipe_result rt;
-            if (!run(&p, &o, &rt)) {
-                double w = vs_bound(&rt, &r1, updates);
+            if (!txp_run(&p, &o, &rt)) {
+                double w = txp_vs_bound(&rt, &r1, updates);
                 int differ = memcmp(rt.params, r1.params, (size_t)r1.n_params * sizeof(float)) != 0;
                 printf("\n    %s, t = %d: largest difference %.4f of the bound%s ",
                        sched_kind_name(kinds[k]), t, w, differ ? "" : " (bit for bit)");
@@ -212,7 +153,7 @@ static void test_txp_vs_t1(void)
  * ctx); 1 (after a failed assertion) when it cannot be. */
 static int vit_costs(plan *p, prof *pf, exec_val_extra *x, int t, int ctx)
 {
-    if (vit_plan(p, SCHED_GPIPE, 2, 4, t)) return 1;
+    if (txp_vit_plan(p, SCHED_GPIPE, 2, 4, t)) return 1;
     cl_err e = {0};
     int rc = exec_val_profile(p, 3, pf, VIT_PLAN, &e);
     CU_ASSERT_EQUAL(rc, CL_OK);
@@ -345,17 +286,8 @@ static void test_txp_validate_ar(void)
 static void test_txp_refusals(void)
 {
     plan p;
-    if (vit_plan(&p, SCHED_1F1B, 4, 4, 2)) return;
+    if (txp_vit_plan(&p, SCHED_1F1B, 4, 4, 2)) return;
     cl_err e = {0};
-    /* a replicated stage: its ring all-reduce would cover rank 0's shard */
-    int *dev = p.stages[0].devices;
-    int two[2] = {dev[0], 1 - dev[0]};
-    p.stages[0].devices = two;
-    p.stages[0].n_replicas = 2;
-    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: stages[0].devices: a replicated stage (2 replicas) with tensor 2"));
-    p.stages[0].devices = dev;
-    p.stages[0].n_replicas = 1;
     /* heads 4: t = 3 splits nothing evenly */
     p.tensor = 3;
     e = (cl_err){0};
@@ -373,31 +305,13 @@ static void test_txp_refusals(void)
     plan_free(&p);
 }
 
-/* Write the two-stage plan with tensor t (and recompute) to path. */
-static void write_plan(const char *path, int t, const char *recompute)
-{
-    char *text = test_slurp(VIT_PLAN);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    cJSON_AddNumberToObject(j, "tensor", t);
-    if (recompute) cJSON_AddStringToObject(j, "recompute", recompute);
-    char *out = cJSON_Print(j);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(out, f);
-    fclose(f);
-    free(out);
-    cJSON_Delete(j);
-}
-
 static void test_txp_cli(void)
 {
     char pl[512], rc_plan[512], w[512], ck[512], args[2048];
     char *dir = test_scratch(sizeof pl, "t2.json", pl, "t2-recompute.json", rc_plan, "w.bin", w,
                              "c.ckpt", ck, NULL);
-    write_plan(pl, 2, NULL);
-    write_plan(rc_plan, 2, "selective");
+    txp_write_plan(pl, 2, NULL, 1);
+    txp_write_plan(rc_plan, 2, "selective", 1);
     char *out, *err;
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --save-weights %s", pl, w);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
@@ -455,7 +369,7 @@ TEST_SUITE(exec_txp)
              test_txp_validate);
     test_add("validate: the replay on the crew measures the all-reduces; the ring's latency fitted to them",
              test_txp_validate_ar);
-    test_add("replicated stages, indivisible t, recomputation refused; checkpoints allowed",
+    test_add("indivisible t and recomputation refused; checkpoints allowed",
              test_txp_refusals);
     test_add("cleave train --plan with tensor 2: the run, the weights, MPI refused, kill and resume",
              test_txp_cli);

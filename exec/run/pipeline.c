@@ -62,7 +62,7 @@ void exec_pipe_result_free(exec_pipe_result *r)
 /* -------------------------------------------------------------- checks -- */
 
 /* What the runner takes of a plan's per-rank settings (pipe_tp.h): tensor
- * parallelism on unreplicated stages; not recomputation or context
+ * parallelism, replicated stages too; not recomputation or context
  * parallelism. */
 static int tensor_check(const plan *p, const char *file, cl_err *e)
 {
@@ -72,10 +72,6 @@ static int tensor_check(const plan *p, const char *file, cl_err *e)
                        file, tfm_recomp_name((tfm_recomp)p->recompute));
     const int T = plan_tensor(p);
     if (T == 1) return CL_OK;
-    for (int s = 0; s < p->n_stages; s++)
-        if (p->stages[s].n_replicas > 1)
-            return cl_fail(e, CL_EINPUT, "%s: stages[%d].devices: a replicated stage (%d replicas) with tensor %d; the executor runs tensor parallelism on unreplicated stages only (hint: re-plan with --tensor 1, or without replicas)",
-                           file, s, p->stages[s].n_replicas, T);
     return exec_net_tp_check(&p->model, 0, p->model.n_layers, T, file, e);
 }
 

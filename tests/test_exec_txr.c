@@ -1,0 +1,258 @@
+/* test_exec_txr.c - replicated stages with tensor parallelism on threads
+ * (exec/run/pipe_worker.c's ring over every rank's shard, pipe_tp.h):
+ * `cleave train --plan` with a plan whose stage has r > 1 replicas and
+ * tensor t > 1, each replica a tensor group of its own, rank k of each
+ * reducing its gradient shard with rank k of the others (Megatron-LM's
+ * data-parallel groups, orthogonal to the tensor groups).
+ *
+ * The two-stage ViT of suite exec_txp with its first stage on r cores, on
+ * synthetic data:
+ * - t = 2 equals the same plan at t = 1 within the bound suite exec_tp puts
+ *   on the reordered row-parallel sums, for every schedule that runs
+ *   replicated stages (with r = 2 the ring adds two terms, which commute,
+ *   so the data-parallel sums add no reordering; r = 3 reorders three
+ *   terms, far inside the bound's 130);
+ * - the replicas end with the same parameters and momentum, every rank's
+ *   shard (the checkpoint holds each worker's stage, its shards gathered):
+ *   a ring over rank 0's shard alone would leave rank 1's apart;
+ * - bench/validate.c's predicted peak memory per worker is the run's;
+ * - the command: its header, MPI still refused, a run killed and resumed
+ *   from its checkpoint equal to the uninterrupted one byte for byte.
+ * One microbatch per replica does not give bits equal to anything here:
+ * even at t = 1 the ring's g_a + g_b differs from one worker accumulating
+ * the same two microbatches (its backward adds into the gradient block
+ * inside the GEMM and the bias loops: suite pipe_sync, test_replicated).
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/validate.h"
+#include "exec/ckpt/checkpoint.h"
+#include "exec/nn/data.h"
+#include "test.h"
+#include "test_proc.h"
+#include "test_txp.h"
+
+enum { K_IT = 3, M = 4, MB = 4 }; /* iterations, microbatches of MB samples */
+
+/* The replicated plan (stage 0 on r cores) written to a scratch folder and
+ * loaded with kind, M microbatches of MB, tensor t; nonzero after CU_FAIL. */
+static int rep_plan(plan *p, const char *path, int r, sched_kind kind, int t)
+{
+    txp_write_plan(path, 2, NULL, r);
+    return txp_load_plan(p, path, kind, M, MB, t);
+}
+
+/* ------------------------------------------------------- against t = 1 -- */
+
+static void vs_t1(int r, const sched_kind *kinds, size_t n_kinds)
+{
+    char path[512];
+    char *dir = test_scratch(sizeof path, "rep.json", path, NULL);
+    exec_data d = {0};
+    exec_data_synthetic(&d, K_IT * M * MB, 1, 28, 28, 10, 5, 0);
+    for (size_t k = 0; k < n_kinds; k++) {
+        plan p;
+        if (rep_plan(&p, path, r, kinds[k], 1)) break;
+        CU_ASSERT_EQUAL(p.stages[0].n_replicas, r);
+        exec_pipe_opts o;
+        txp_opts(&o, &d, K_IT);
+        exec_pipe_result r1, rt;
+        if (!txp_run(&p, &o, &r1)) {
+            p.tensor = 2;
+            if (!txp_run(&p, &o, &rt)) {
+                /* stage 1 (unreplicated) updates after every microbatch
+                 * under the asynchronous kinds: the most of any stage */
+                const int updates = sched_is_async(kinds[k]) ? K_IT * M : K_IT;
+                double w = txp_vs_bound(&rt, &r1, updates);
+                printf("\n    %d replicas, %s, t = 2: largest difference %.4f of the bound ", r,
+                       sched_kind_name(kinds[k]), w);
+                CU_ASSERT(w <= 1);
+                CU_ASSERT_EQUAL(rt.n_workers, r + 1);
+                for (int i = 0; i < r1.n_workers && rt.n_workers == r1.n_workers; i++) {
+                    CU_ASSERT_EQUAL(rt.w[i].replica, r1.w[i].replica);
+                    CU_ASSERT_EQUAL(rt.w[i].peak_stash, r1.w[i].peak_stash);
+                    CU_ASSERT(rt.w[i].at_peak.weights < r1.w[i].at_peak.weights); /* a shard */
+                }
+            }
+            exec_pipe_result_free(&rt);
+        }
+        exec_pipe_result_free(&r1);
+        plan_free(&p);
+    }
+    exec_data_free(&d);
+    test_rmtree(dir);
+}
+
+static void test_txr_vs_t1(void)
+{
+    const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_ZBH1, SCHED_INTERLEAVED,
+                                SCHED_FBP, SCHED_PIPEDREAM};
+    vs_t1(2, kinds, sizeof kinds / sizeof *kinds);
+    const sched_kind three[] = {SCHED_1F1B};
+    vs_t1(3, three, 1);
+}
+
+/* ------------------------------------------- the replicas stay together -- */
+
+/* Section `name` of c is the same bytes for workers 0 .. r-1 (stage 0). */
+static int replicas_equal(const exec_ckpt *c, int r, const char *what)
+{
+    char name[64];
+    size_t n0, n;
+    snprintf(name, sizeof name, "w0.s0.%s", what);
+    const void *a = exec_ckpt_find(c, name, &n0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    int same = 1;
+    for (int q = 1; q < r; q++) {
+        snprintf(name, sizeof name, "w%d.s0.%s", q, what);
+        const void *b = exec_ckpt_find(c, name, &n);
+        same &= b && n == n0 && memcmp(a, b, n) == 0;
+    }
+    return same;
+}
+
+/* The run's final checkpoint holds every worker's stage, its shards
+ * gathered: the replicas' parameters and momentum are the same bytes, and
+ * are trained (not the seed's), for r = 2 and 3. */
+static void test_txr_replicas_agree(void)
+{
+    char path[512], ck[512];
+    char *dir = test_scratch(sizeof path, "rep.json", path, "c.ckpt", ck, NULL);
+    exec_data d = {0};
+    exec_data_synthetic(&d, K_IT * M * MB, 1, 28, 28, 10, 5, 0);
+    for (int r = 2; r <= 3; r++) {
+        plan p;
+        if (rep_plan(&p, path, r, SCHED_1F1B, 2)) break;
+        exec_pipe_opts o;
+        txp_opts(&o, &d, K_IT);
+        o.ckpt_path = ck;
+        exec_pipe_result res;
+        if (!txp_run(&p, &o, &res)) {
+            exec_ckpt *c = NULL;
+            cl_err e = {0};
+            CU_ASSERT_EQUAL_FATAL(exec_ckpt_read(&c, ck, &e), CL_OK);
+            int params = replicas_equal(c, r, "params"), vel = replicas_equal(c, r, "velocity");
+            printf("\n    %d replicas: parameters %s, momentum %s ", r, params ? "equal" : "DIFFER",
+                   vel ? "equal" : "DIFFER");
+            CU_ASSERT(params);
+            CU_ASSERT(vel);
+            /* trained: the patch embedding moved from the seed's */
+            exec_net *start;
+            CU_ASSERT_EQUAL_FATAL(exec_net_create(&start, &p.model, 0, p.stages[0].last + 1, 1, o.seed, 0, "", &e), CL_OK);
+            int64_t n;
+            const float *w0 = exec_net_params(start, &n);
+            size_t len;
+            const void *got = exec_ckpt_find(c, "w0.s0.params", &len);
+            CU_ASSERT(got && len == (size_t)n * sizeof *w0 && memcmp(got, w0, len) != 0);
+            exec_net_destroy(start);
+            exec_ckpt_free(c);
+        }
+        exec_pipe_result_free(&res);
+        plan_free(&p);
+    }
+    exec_data_free(&d);
+    test_rmtree(dir);
+}
+
+/* ---------------------------------------------------------- validation -- */
+
+/* bench/validate.c on the replicated t = 2 plan (gpipe, 2 microbatches per
+ * replica): it runs, and the predicted peak memory per worker is the
+ * run's (weights, gradients and momentum of rank 0's shard, its stash). */
+static void test_txr_validate(void)
+{
+    char path[512];
+    char *dir = test_scratch(sizeof path, "rep.json", path, NULL);
+    plan p;
+    if (rep_plan(&p, path, 2, SCHED_GPIPE, 2)) {
+        test_rmtree(dir);
+        return;
+    }
+    prof pf;
+    exec_val_extra x[2];
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_val_check(&p, path, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, path, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3, EXEC_VAL_CTX_REPLAY, x, path, &e), CL_OK);
+    for (int s = 0; s < 2; s++) CU_ASSERT(x[s].ar_ctx_s > 0); /* the crew's all-reduces */
+    sim_result pred;
+    exec_pipe_result meas;
+    CU_ASSERT_EQUAL_FATAL(exec_val_predict(&p, 4, NULL, &pred, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(exec_val_measure(&p, EXEC_PIPE_THREADS, 4, path, NULL, &meas, &e), CL_OK);
+    exec_val_report rep;
+    CU_ASSERT_EQUAL_FATAL(exec_val_compare(&p, x, &pred, &meas, &rep, &e), CL_OK);
+    CU_ASSERT_EQUAL(rep.n_workers, 3);
+    for (int w = 0; w < rep.n_workers; w++) {
+        printf("\n    worker %d: peak memory predicted %.0f, measured %.0f bytes ", w,
+               rep.w[w].peak_mem.predicted, rep.w[w].peak_mem.measured);
+        CU_ASSERT(fabs(rep.w[w].peak_mem.error) < 1e-9);
+        CU_ASSERT_EQUAL(meas.w[w].at_peak.weights, p.stages[w < 2 ? 0 : 1].param_bytes);
+    }
+    exec_val_report_free(&rep);
+    exec_pipe_result_free(&meas);
+    sim_result_free(&pred);
+    prof_free(&pf);
+    plan_free(&p);
+    test_rmtree(dir);
+}
+
+/* ------------------------------------------------------------ command -- */
+
+static void test_txr_cli(void)
+{
+    char pl[512], ck[512], args[2048];
+    char *dir = test_scratch(sizeof pl, "rep.json", pl, "c.ckpt", ck, NULL);
+    txp_write_plan(pl, 2, NULL, 2);
+    char *out, *err;
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2", pl);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    char head[700];
+    snprintf(head, sizeof head, "train fmnist-vit with %s: 2 stages on 3 workers x 2 tensor-parallel threads (threads), schedule 1f1b, batch 64 = 4 x 16\n", pl);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, head));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --backend mpi", pl);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "tensor parallelism runs on the threads backend only"));
+    CU_ASSERT(err && tproc_lines(err) == 1);
+    CU_ASSERT(out && out[0] == 0);
+    free(out);
+    free(err);
+    /* killed after iteration 5 of 8 with a checkpoint every iteration and
+     * resumed: the uninterrupted run's weights, byte for byte (both
+     * replicas' ranks restored from their own sections) */
+    char full[600], wr[600];
+    snprintf(full, sizeof full, "%s/full.w", dir);
+    snprintf(wr, sizeof wr, "%s/resumed.w", dir);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --save-weights %s", pl, full);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
+    char *a1[] = {"train", "--plan", pl, "--synthetic", "256", "--epochs", "2", "--checkpoint", ck,
+                  "--checkpoint-every", "1", "--save-weights", wr, NULL};
+    int ok;
+    CU_ASSERT_EQUAL(tproc_signal_at(a1, dir, 5, SIGKILL, &ok), 128 + SIGKILL);
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(tproc_ckpt_iters(ck), 5);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --resume %s --save-weights %s",
+             pl, ck, wr);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "resumed from"));
+    CU_ASSERT(tproc_same_file(full, wr));
+    free(out);
+    test_rmtree(dir);
+}
+
+TEST_SUITE(exec_txr)
+{
+    test_add_suite("exec_txr");
+    test_add("r = 2 and 3 replicas x t = 2: t = 1 within the reordered sums' bound, every schedule",
+             test_txr_vs_t1);
+    test_add("the replicas end with the same parameters and momentum, every rank's shard",
+             test_txr_replicas_agree);
+    test_add("validate: predicted peak memory per worker is the run's", test_txr_validate);
+    test_add("cleave train --plan: the header, MPI refused, kill and resume byte for byte",
+             test_txr_cli);
+}
