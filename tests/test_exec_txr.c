@@ -15,9 +15,11 @@
  * - the replicas end with the same parameters and momentum, every rank's
  *   shard (the checkpoint holds each worker's stage, its shards gathered):
  *   a ring over rank 0's shard alone would leave rank 1's apart;
- * - bench/validate.c's predicted peak memory per worker is the run's;
- * - the command: its header, MPI still refused, a run killed and resumed
- *   from its checkpoint equal to the uninterrupted one byte for byte.
+ * - bench/validate.c's predicted peak memory per worker is the run's (up
+ *   to a message buffered or not, a matter of timing);
+ * - the command on the committed plan of the whole ViT on 2 replicas x
+ *   t = 2: its header, MPI still refused, a run killed and resumed from
+ *   its checkpoint equal to the uninterrupted one byte for byte.
  * One microbatch per replica does not give bits equal to anything here:
  * even at t = 1 the ring's g_a + g_b differs from one worker accumulating
  * the same two microbatches (its backward adds into the gradient block
@@ -162,7 +164,10 @@ static void test_txr_replicas_agree(void)
 
 /* bench/validate.c on the replicated t = 2 plan (gpipe, 2 microbatches per
  * replica): it runs, and the predicted peak memory per worker is the
- * run's (weights, gradients and momentum of rank 0's shard, its stash). */
+ * run's in weights, gradients and momentum (rank 0's shard) and stash;
+ * the buffers may differ by whole boundary messages, as whether a receiver
+ * has taken the last activation (or gradient) sent when the sender peaks
+ * depends on the timing, simulated and real. */
 static void test_txr_validate(void)
 {
     char path[512];
@@ -185,12 +190,20 @@ static void test_txr_validate(void)
     CU_ASSERT_EQUAL_FATAL(exec_val_measure(&p, EXEC_PIPE_THREADS, 4, path, NULL, &meas, &e), CL_OK);
     exec_val_report rep;
     CU_ASSERT_EQUAL_FATAL(exec_val_compare(&p, x, &pred, &meas, &rep, &e), CL_OK);
-    CU_ASSERT_EQUAL(rep.n_workers, 3);
+    CU_ASSERT_EQUAL_FATAL(rep.n_workers, 3);
+    const double msg = (double)MB * (double)p.model.layers[p.stages[0].last].out_elems * 4;
     for (int w = 0; w < rep.n_workers; w++) {
-        printf("\n    worker %d: peak memory predicted %.0f, measured %.0f bytes ", w,
-               rep.w[w].peak_mem.predicted, rep.w[w].peak_mem.measured);
-        CU_ASSERT(fabs(rep.w[w].peak_mem.error) < 1e-9);
-        CU_ASSERT_EQUAL(meas.w[w].at_peak.weights, p.stages[w < 2 ? 0 : 1].param_bytes);
+        const sim_mem *a = &pred.dev[w].at_peak, *b = &meas.w[w].at_peak;
+        const double k = (b->buffers - a->buffers) / msg;
+        printf("\n    worker %d: peak memory predicted %.0f, measured %.0f bytes (%+g messages) ", w,
+               rep.w[w].peak_mem.predicted, rep.w[w].peak_mem.measured, k);
+        CU_ASSERT_EQUAL(b->weights, p.stages[w < 2 ? 0 : 1].param_bytes);
+        CU_ASSERT_EQUAL(a->weights, b->weights);
+        CU_ASSERT_EQUAL(a->grads, b->grads);
+        CU_ASSERT_EQUAL(a->optim, b->optim);
+        CU_ASSERT_EQUAL(a->stash, b->stash);
+        CU_ASSERT(k == floor(k) && fabs(k) <= M / 2); /* at most the 2 a replica sends */
+        CU_ASSERT_DOUBLE_EQUAL(rep.w[w].peak_mem.measured - rep.w[w].peak_mem.predicted, k * msg, 1e-6);
     }
     exec_val_report_free(&rep);
     exec_pipe_result_free(&meas);
@@ -202,16 +215,21 @@ static void test_txr_validate(void)
 
 /* ------------------------------------------------------------ command -- */
 
+/* The committed plan of docs/executor-vit.md: the whole ViT on 2 replicas
+ * x t = 2 (4 threads, as suite exec_txp's 2 x 2 plan, so the runs stay
+ * short under the sanitizers). */
+#define DP2_T2 "bench/results/pipe/fmnist-vit-dp2-gpipe-t2.json"
+
 static void test_txr_cli(void)
 {
-    char pl[512], ck[512], args[2048];
-    char *dir = test_scratch(sizeof pl, "rep.json", pl, "c.ckpt", ck, NULL);
-    txp_write_plan(pl, 2, NULL, 2);
+    char ck[512], args[2048];
+    const char *pl = DP2_T2;
+    char *dir = test_scratch(sizeof ck, "c.ckpt", ck, NULL);
     char *out, *err;
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2", pl);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
     char head[700];
-    snprintf(head, sizeof head, "train fmnist-vit with %s: 2 stages on 3 workers x 2 tensor-parallel threads (threads), schedule 1f1b, batch 64 = 4 x 16\n", pl);
+    snprintf(head, sizeof head, "train fmnist-vit with %s: 1 stages on 2 workers x 2 tensor-parallel threads (threads), schedule gpipe, batch 64 = 4 x 16\n", pl);
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, head));
     free(out);
     free(err);
@@ -230,7 +248,7 @@ static void test_txr_cli(void)
     snprintf(wr, sizeof wr, "%s/resumed.w", dir);
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --save-weights %s", pl, full);
     CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
-    char *a1[] = {"train", "--plan", pl, "--synthetic", "256", "--epochs", "2", "--checkpoint", ck,
+    char *a1[] = {"train", "--plan", DP2_T2, "--synthetic", "256", "--epochs", "2", "--checkpoint", ck,
                   "--checkpoint-every", "1", "--save-weights", wr, NULL};
     int ok;
     CU_ASSERT_EQUAL(tproc_signal_at(a1, dir, 5, SIGKILL, &ok), 128 + SIGKILL);
@@ -252,7 +270,7 @@ TEST_SUITE(exec_txr)
              test_txr_vs_t1);
     test_add("the replicas end with the same parameters and momentum, every rank's shard",
              test_txr_replicas_agree);
-    test_add("validate: predicted peak memory per worker is the run's", test_txr_validate);
+    test_add("validate: predicted peak memory per worker is the run's, up to a buffered message", test_txr_validate);
     test_add("cleave train --plan: the header, MPI refused, kill and resume byte for byte",
              test_txr_cli);
 }
