@@ -18,7 +18,6 @@
  * Replicated stages with t > 1: suite exec_txr.
  */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +31,6 @@
 #include "exec/run/train.h"
 #include "test.h"
 #include "test_pipe.h"
-#include "test_proc.h"
 #include "test_txp.h"
 
 #define VIT_PLAN TXP_VIT_PLAN
@@ -126,17 +124,9 @@ static void test_txp_vs_t1(void)
             p.tensor = t;
             exec_pipe_result rt;
             if (!txp_run(&p, &o, &rt)) {
-                double w = txp_vs_bound(&rt, &r1, updates);
-                int differ = memcmp(rt.params, r1.params, (size_t)r1.n_params * sizeof(float)) != 0;
-                printf("\n    %s, t = %d: largest difference %.4f of the bound%s ",
-                       sched_kind_name(kinds[k]), t, w, differ ? "" : " (bit for bit)");
-                CU_ASSERT(w <= 1);
-                /* the stash and the versions are rank 0's, as with t = 1 */
-                for (int i = 0; i < r1.n_workers; i++) {
-                    CU_ASSERT_EQUAL(rt.w[i].peak_stash, r1.w[i].peak_stash);
-                    CU_ASSERT_EQUAL(rt.w[i].peak_versions, r1.w[i].peak_versions);
-                    CU_ASSERT(rt.w[i].at_peak.weights < r1.w[i].at_peak.weights); /* a shard */
-                }
+                char label[64];
+                snprintf(label, sizeof label, "%s, t = %d", sched_kind_name(kinds[k]), t);
+                txp_check_vs_t1(&rt, &r1, updates, label);
             }
             exec_pipe_result_free(&rt);
         }
@@ -179,7 +169,6 @@ static void test_txp_validate(void)
     prof pf;
     exec_val_extra x[2];
     if (vit_costs(&p, &pf, x, T, 0)) return;
-    cl_err e = {0};
     double before[2][2], whole[2];
     for (int s = 0; s < 2; s++) {
         before[s][0] = p.stages[s].fwd_s;
@@ -208,10 +197,12 @@ static void test_txp_validate(void)
     }
     sim_result pred;
     exec_pipe_result meas;
-    CU_ASSERT_EQUAL_FATAL(exec_val_predict(&p, 4, NULL, &pred, &e), CL_OK);
-    CU_ASSERT_EQUAL_FATAL(exec_val_measure(&p, EXEC_PIPE_THREADS, 4, VIT_PLAN, NULL, &meas, &e), CL_OK);
     exec_val_report rep;
-    CU_ASSERT_EQUAL_FATAL(exec_val_compare(&p, x, &pred, &meas, &rep, &e), CL_OK);
+    if (txp_val_run(&p, x, VIT_PLAN, &pred, &meas, &rep)) {
+        prof_free(&pf);
+        plan_free(&p);
+        CU_FAIL_FATAL("no prediction or run to compare");
+    }
     for (int w = 0; w < rep.n_workers; w++) {
         printf("\n    worker %d: peak memory predicted %.0f, measured %.0f bytes ", w,
                rep.w[w].peak_mem.predicted, rep.w[w].peak_mem.measured);
@@ -307,9 +298,8 @@ static void test_txp_refusals(void)
 
 static void test_txp_cli(void)
 {
-    char pl[512], rc_plan[512], w[512], ck[512], args[2048];
-    char *dir = test_scratch(sizeof pl, "t2.json", pl, "t2-recompute.json", rc_plan, "w.bin", w,
-                             "c.ckpt", ck, NULL);
+    char pl[512], rc_plan[512], w[512], args[2048];
+    char *dir = test_scratch(sizeof pl, "t2.json", pl, "t2-recompute.json", rc_plan, "w.bin", w, NULL);
     txp_write_plan(pl, 2, NULL, 1);
     txp_write_plan(rc_plan, 2, "selective", 1);
     char *out, *err;
@@ -323,33 +313,10 @@ static void test_txp_cli(void)
     free(wf);
     free(out);
     free(err);
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --backend mpi", pl);
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor parallelism runs on the threads backend only"));
-    CU_ASSERT_PTR_NULL(strchr(err, '\n') ? strchr(strchr(err, '\n') + 1, '\n') : NULL);
-    CU_ASSERT_EQUAL(out[0], 0);
-    free(out);
-    free(err);
-    /* killed after iteration 5 of 8 with a checkpoint every iteration and
-     * resumed: the uninterrupted run's weights, byte for byte (each stage's
-     * checkpoint is its whole net, the shards gathered and split again) */
-    char full[600], wr[600];
-    snprintf(full, sizeof full, "%s/full.w", dir);
-    snprintf(wr, sizeof wr, "%s/resumed.w", dir);
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --save-weights %s", pl, full);
-    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
-    char *a1[] = {"train", "--plan", pl, "--synthetic", "256", "--epochs", "2", "--checkpoint", ck,
-                  "--checkpoint-every", "1", "--save-weights", wr, NULL};
-    int ok;
-    CU_ASSERT_EQUAL(tproc_signal_at(a1, dir, 5, SIGKILL, &ok), 128 + SIGKILL);
-    CU_ASSERT(ok);
-    CU_ASSERT_EQUAL(tproc_ckpt_iters(ck), 5);
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --resume %s --save-weights %s",
-             pl, ck, wr);
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, NULL), 0);
-    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "resumed from"));
-    CU_ASSERT(tproc_same_file(full, wr));
-    free(out);
+    txp_mpi_refused(pl);
+    /* killed and resumed: each stage's checkpoint is its whole net, the
+     * shards gathered and split again */
+    txp_kill_resume(pl, dir);
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2", rc_plan);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "recompute: the plan recomputes (selective); pipelined training does not run recomputation yet"));

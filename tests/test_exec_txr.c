@@ -26,7 +26,6 @@
  * inside the GEMM and the bias loops: suite pipe_sync, test_replicated).
  */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +34,6 @@
 #include "exec/ckpt/checkpoint.h"
 #include "exec/nn/data.h"
 #include "test.h"
-#include "test_proc.h"
 #include "test_txp.h"
 
 enum { K_IT = 3, M = 4, MB = 4 }; /* iterations, microbatches of MB samples */
@@ -69,16 +67,10 @@ static void vs_t1(int r, const sched_kind *kinds, size_t n_kinds)
                 /* stage 1 (unreplicated) updates after every microbatch
                  * under the asynchronous kinds: the most of any stage */
                 const int updates = sched_is_async(kinds[k]) ? K_IT * M : K_IT;
-                double w = txp_vs_bound(&rt, &r1, updates);
-                printf("\n    %d replicas, %s, t = 2: largest difference %.4f of the bound ", r,
-                       sched_kind_name(kinds[k]), w);
-                CU_ASSERT(w <= 1);
+                char label[64];
+                snprintf(label, sizeof label, "%d replicas, %s, t = 2", r, sched_kind_name(kinds[k]));
                 CU_ASSERT_EQUAL(rt.n_workers, r + 1);
-                for (int i = 0; i < r1.n_workers && rt.n_workers == r1.n_workers; i++) {
-                    CU_ASSERT_EQUAL(rt.w[i].replica, r1.w[i].replica);
-                    CU_ASSERT_EQUAL(rt.w[i].peak_stash, r1.w[i].peak_stash);
-                    CU_ASSERT(rt.w[i].at_peak.weights < r1.w[i].at_peak.weights); /* a shard */
-                }
+                txp_check_vs_t1(&rt, &r1, updates, label);
             }
             exec_pipe_result_free(&rt);
         }
@@ -186,10 +178,13 @@ static void test_txr_validate(void)
     for (int s = 0; s < 2; s++) CU_ASSERT(x[s].ar_ctx_s > 0); /* the crew's all-reduces */
     sim_result pred;
     exec_pipe_result meas;
-    CU_ASSERT_EQUAL_FATAL(exec_val_predict(&p, 4, NULL, &pred, &e), CL_OK);
-    CU_ASSERT_EQUAL_FATAL(exec_val_measure(&p, EXEC_PIPE_THREADS, 4, path, NULL, &meas, &e), CL_OK);
     exec_val_report rep;
-    CU_ASSERT_EQUAL_FATAL(exec_val_compare(&p, x, &pred, &meas, &rep, &e), CL_OK);
+    if (txp_val_run(&p, x, path, &pred, &meas, &rep)) {
+        prof_free(&pf);
+        plan_free(&p);
+        test_rmtree(dir);
+        CU_FAIL_FATAL("no prediction or run to compare");
+    }
     CU_ASSERT_EQUAL_FATAL(rep.n_workers, 3);
     const double msg = (double)MB * (double)p.model.layers[p.stages[0].last].out_elems * 4;
     for (int w = 0; w < rep.n_workers; w++) {
@@ -222,9 +217,9 @@ static void test_txr_validate(void)
 
 static void test_txr_cli(void)
 {
-    char ck[512], args[2048];
+    char args[2048];
     const char *pl = DP2_T2;
-    char *dir = test_scratch(sizeof ck, "c.ckpt", ck, NULL);
+    char *dir = test_tmpdir();
     char *out, *err;
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2", pl);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
@@ -233,33 +228,10 @@ static void test_txr_cli(void)
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, head));
     free(out);
     free(err);
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --backend mpi", pl);
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
-    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "tensor parallelism runs on the threads backend only"));
-    CU_ASSERT(err && tproc_lines(err) == 1);
-    CU_ASSERT(out && out[0] == 0);
-    free(out);
-    free(err);
-    /* killed after iteration 5 of 8 with a checkpoint every iteration and
-     * resumed: the uninterrupted run's weights, byte for byte (both
-     * replicas' ranks restored from their own sections) */
-    char full[600], wr[600];
-    snprintf(full, sizeof full, "%s/full.w", dir);
-    snprintf(wr, sizeof wr, "%s/resumed.w", dir);
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --save-weights %s", pl, full);
-    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
-    char *a1[] = {"train", "--plan", DP2_T2, "--synthetic", "256", "--epochs", "2", "--checkpoint", ck,
-                  "--checkpoint-every", "1", "--save-weights", wr, NULL};
-    int ok;
-    CU_ASSERT_EQUAL(tproc_signal_at(a1, dir, 5, SIGKILL, &ok), 128 + SIGKILL);
-    CU_ASSERT(ok);
-    CU_ASSERT_EQUAL(tproc_ckpt_iters(ck), 5);
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --resume %s --save-weights %s",
-             pl, ck, wr);
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, NULL), 0);
-    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "resumed from"));
-    CU_ASSERT(tproc_same_file(full, wr));
-    free(out);
+    txp_mpi_refused(pl);
+    /* killed and resumed: both replicas' ranks restored from their own
+     * sections */
+    txp_kill_resume(pl, dir);
     test_rmtree(dir);
 }
 

@@ -1,13 +1,17 @@
 /* test_txp_ref.c - shared helpers of the exec_txp and exec_txr suites
  * (test_txp.h). */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cJSON.h>
 
+#include "bench/validate.h"
 #include "test.h"
 #include "test_pipe.h"
+#include "test_proc.h"
 #include "test_txp.h"
 
 #define U 0x1p-24 /* float's unit roundoff */
@@ -69,6 +73,24 @@ double txp_vs_bound(const exec_pipe_result *a, const exec_pipe_result *ref, int 
     return worst;
 }
 
+void txp_check_vs_t1(const exec_pipe_result *rt, const exec_pipe_result *r1, int updates,
+                     const char *label)
+{
+    double w = txp_vs_bound(rt, r1, updates);
+    int differ = rt->n_params != r1->n_params ||
+                 memcmp(rt->params, r1->params, (size_t)r1->n_params * sizeof(float)) != 0;
+    printf("\n    %s: largest difference %.4f of the bound%s ", label, w, differ ? "" : " (bit for bit)");
+    CU_ASSERT(w <= 1);
+    CU_ASSERT_EQUAL_FATAL(rt->n_workers, r1->n_workers);
+    /* the stash and the versions are rank 0's, as with t = 1 */
+    for (int i = 0; i < r1->n_workers; i++) {
+        CU_ASSERT_EQUAL(rt->w[i].replica, r1->w[i].replica);
+        CU_ASSERT_EQUAL(rt->w[i].peak_stash, r1->w[i].peak_stash);
+        CU_ASSERT_EQUAL(rt->w[i].peak_versions, r1->w[i].peak_versions);
+        CU_ASSERT(rt->w[i].at_peak.weights < r1->w[i].at_peak.weights); /* a shard */
+    }
+}
+
 void txp_write_plan(const char *path, int t, const char *recompute, int replicas)
 {
     char *text = test_slurp(TXP_VIT_PLAN);
@@ -104,4 +126,59 @@ void txp_write_plan(const char *path, int t, const char *recompute, int replicas
     fclose(f);
     free(out);
     cJSON_Delete(j);
+}
+
+void txp_mpi_refused(const char *pl)
+{
+    char args[1024], *out, *err;
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --backend mpi", pl);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "tensor parallelism runs on the threads backend only"));
+    CU_ASSERT(err && tproc_lines(err) == 1);
+    CU_ASSERT(out && out[0] == 0);
+    free(out);
+    free(err);
+}
+
+void txp_kill_resume(const char *pl, const char *dir)
+{
+    char full[600], wr[600], ck[600], args[2048], *out;
+    snprintf(full, sizeof full, "%s/full.w", dir);
+    snprintf(wr, sizeof wr, "%s/resumed.w", dir);
+    snprintf(ck, sizeof ck, "%s/c.ckpt", dir);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --save-weights %s", pl, full);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
+    char *a1[] = {"train", "--plan", (char *)pl, "--synthetic", "256", "--epochs", "2", "--checkpoint",
+                  ck, "--checkpoint-every", "1", "--save-weights", wr, NULL};
+    int ok;
+    CU_ASSERT_EQUAL(tproc_signal_at(a1, dir, 5, SIGKILL, &ok), 128 + SIGKILL);
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(tproc_ckpt_iters(ck), 5);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --resume %s --save-weights %s",
+             pl, ck, wr);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "resumed from"));
+    CU_ASSERT(tproc_same_file(full, wr));
+    free(out);
+}
+
+int txp_val_run(const plan *p, const exec_val_extra *x, const char *file, sim_result *pred,
+                exec_pipe_result *meas, exec_val_report *rep)
+{
+    cl_err e = {0};
+    int rc = exec_val_predict(p, 4, NULL, pred, &e);
+    CU_ASSERT_EQUAL(rc, CL_OK);
+    if (rc) return rc;
+    rc = exec_val_measure(p, EXEC_PIPE_THREADS, 4, file, NULL, meas, &e);
+    CU_ASSERT_EQUAL(rc, CL_OK);
+    if (!rc) {
+        rc = exec_val_compare(p, x, pred, meas, rep, &e);
+        CU_ASSERT_EQUAL(rc, CL_OK);
+        if (rc) exec_pipe_result_free(meas);
+    }
+    if (rc) {
+        fprintf(stderr, "\n    %s\n", e.msg);
+        sim_result_free(pred);
+    }
+    return rc;
 }
