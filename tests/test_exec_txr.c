@@ -134,7 +134,7 @@ static void test_txr_replicas_agree(void)
                    vel ? "equal" : "DIFFER");
             CU_ASSERT(params);
             CU_ASSERT(vel);
-            /* trained: the patch embedding moved from the seed's */
+            /* trained: stage 0's parameters moved from the seed's */
             exec_net *start;
             CU_ASSERT_EQUAL_FATAL(exec_net_create(&start, &p.model, 0, p.stages[0].last + 1, 1, o.seed, 0, "", &e), CL_OK);
             int64_t n;
