@@ -287,9 +287,9 @@ static void test_rc_cli(void)
     char none[512], full[512], zb[512], w0[512], w1[512], w2[512], args[2048];
     char *dir = test_scratch(sizeof none, "none.json", none, "full.json", full, "zb.json", zb,
                              "w0.bin", w0, "w1.bin", w1, "w2.bin", w2, NULL);
-    tv_write_plan(none, "1f1b", 0, NULL);
-    tv_write_plan(full, "1f1b", 0, "full");
-    tv_write_plan(zb, "zb-h1", 0, "full");
+    tv_write_plan(none, "1f1b", 0, NULL, 1);
+    tv_write_plan(full, "1f1b", 0, "full", 1);
+    tv_write_plan(zb, "zb-h1", 0, "full", 1);
     const char *common = "--synthetic 256 --iterations 3";
     char *out, *err;
     snprintf(args, sizeof args, "train --plan %s %s --save-weights %s", none, common, w0);

@@ -13,17 +13,15 @@
  *   the synchronous and the asynchronous schedules (PipeDream's weight
  *   versions are then every rank's);
  * - bench/validate.c's prediction of such a plan;
- * - refusals (replicated stages, MPI), recomputation accepted (suite
- *   exec_recomp runs it), the command's output, and a run killed and
- *   resumed from its checkpoint.
+ * - refusals (MPI), recomputation accepted (suite exec_recomp runs it),
+ *   the command's output, and a run killed and resumed from its
+ *   checkpoint.
+ * Replicated stages with t > 1: suite exec_txr.
  */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cJSON.h>
 
 #include "base/fileio.h"
 #include "bench/validate.h"
@@ -34,13 +32,12 @@
 #include "exec/run/train.h"
 #include "test.h"
 #include "test_pipe.h"
-#include "test_proc.h"
 #include "test_vit.h"
 
-#define U 0x1p-24 /* float's unit roundoff */
 #define VIT_PLAN TV_PLAN
 
 enum { K_IT = 3 }; /* iterations of every run */
+
 
 /* ------------------------------------- against the sequential trainer -- */
 
@@ -89,32 +86,6 @@ static void test_txp_equals_trainer(void)
 
 /* ------------------------------------------------ against t = 1 -- */
 
-/* The bound of suite exec_tp (test_tp_train): splitting reorders the
- * row-parallel sums of at most K + 2 terms (K = 128, the MLP's hidden
- * width), each within 2 gamma_{K+2} of the unsplit sum relative to its
- * terms, so after n updates a parameter may differ by n 2 gamma_{K+2} P,
- * P the tensor's largest |p| (a model, not a theorem: the terms' scale is
- * taken to be the parameters').  n counts updates: one per iteration for
- * the synchronous kinds, m for the asynchronous ones.  Returns the largest
- * difference as a fraction of the bound. */
-static double vs_bound(const exec_pipe_result *a, const exec_pipe_result *ref, int updates)
-{
-    const int K = 128;
-    const double gamma = (K + 2) * U / (1 - (K + 2) * U);
-    if (a->n_tensors != ref->n_tensors || a->n_params != ref->n_params) return INFINITY;
-    double worst = 0;
-    for (int k = 0; k < ref->n_tensors; k++) {
-        const float *x = a->params + a->tensors[k].offset, *y = ref->params + ref->tensors[k].offset;
-        double P = 0, dmax = 0;
-        for (int64_t i = 0; i < ref->tensors[k].n; i++) {
-            P = fmax(P, fabs((double)y[i]));
-            dmax = fmax(dmax, fabs((double)x[i] - y[i]));
-        }
-        if (P > 0) worst = fmax(worst, dmax / (updates * 2 * gamma * P));
-    }
-    return worst;
-}
-
 static void test_txp_vs_t1(void)
 {
     enum { M = 4, MB = 4 };
@@ -138,17 +109,9 @@ static void test_txp_vs_t1(void)
             p.tensor = t;
             exec_pipe_result rt;
             if (!tv_run(&p, &o, &rt)) {
-                double w = vs_bound(&rt, &r1, updates);
-                int differ = memcmp(rt.params, r1.params, (size_t)r1.n_params * sizeof(float)) != 0;
-                printf("\n    %s, t = %d: largest difference %.4f of the bound%s ",
-                       sched_kind_name(kinds[k]), t, w, differ ? "" : " (bit for bit)");
-                CU_ASSERT(w <= 1);
-                /* the stash and the versions are rank 0's, as with t = 1 */
-                for (int i = 0; i < r1.n_workers; i++) {
-                    CU_ASSERT_EQUAL(rt.w[i].peak_stash, r1.w[i].peak_stash);
-                    CU_ASSERT_EQUAL(rt.w[i].peak_versions, r1.w[i].peak_versions);
-                    CU_ASSERT(rt.w[i].at_peak.weights < r1.w[i].at_peak.weights); /* a shard */
-                }
+                char label[64];
+                snprintf(label, sizeof label, "%s, t = %d", sched_kind_name(kinds[k]), t);
+                tv_check_vs_t1(&rt, &r1, updates, label);
             }
             exec_pipe_result_free(&rt);
         }
@@ -220,7 +183,11 @@ static void test_txp_validate(void)
     sim_result pred;
     exec_pipe_result meas;
     exec_val_report rep;
-    tv_validate(&p, x, &pred, &meas, &rep);
+    if (tv_val_run(&p, x, VIT_PLAN, &pred, &meas, &rep)) {
+        prof_free(&pf);
+        plan_free(&p);
+        CU_FAIL_FATAL("no prediction or run to compare");
+    }
     for (int w = 0; w < rep.n_workers; w++) {
         printf("\n    worker %d: peak memory predicted %.0f, measured %.0f bytes ", w,
                rep.w[w].peak_mem.predicted, rep.w[w].peak_mem.measured);
@@ -297,15 +264,6 @@ static void test_txp_refusals(void)
     plan p;
     if (tv_plan(&p, SCHED_1F1B, 4, 4, 2, 0)) return;
     cl_err e = {0};
-    /* a replicated stage: its ring all-reduce would cover rank 0's shard */
-    int *dev = p.stages[0].devices;
-    int two[2] = {dev[0], 1 - dev[0]};
-    p.stages[0].devices = two;
-    p.stages[0].n_replicas = 2;
-    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: stages[0].devices: a replicated stage (2 replicas) with tensor 2"));
-    p.stages[0].devices = dev;
-    p.stages[0].n_replicas = 1;
     /* heads 4: t = 3 splits nothing evenly */
     p.tensor = 3;
     e = (cl_err){0};
@@ -324,11 +282,10 @@ static void test_txp_refusals(void)
 
 static void test_txp_cli(void)
 {
-    char pl[512], rc_plan[512], w[512], ck[512], args[2048];
-    char *dir = test_scratch(sizeof pl, "t2.json", pl, "t2-recompute.json", rc_plan, "w.bin", w,
-                             "c.ckpt", ck, NULL);
-    tv_write_plan(pl, NULL, 2, NULL);
-    tv_write_plan(rc_plan, NULL, 2, "selective");
+    char pl[512], rc_plan[512], w[512], args[2048];
+    char *dir = test_scratch(sizeof pl, "t2.json", pl, "t2-recompute.json", rc_plan, "w.bin", w, NULL);
+    tv_write_plan(pl, NULL, 2, NULL, 1);
+    tv_write_plan(rc_plan, NULL, 2, "selective", 1);
     char *out, *err;
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --save-weights %s", pl, w);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
@@ -340,33 +297,10 @@ static void test_txp_cli(void)
     free(wf);
     free(out);
     free(err);
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --backend mpi", pl);
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor parallelism runs on the threads backend only"));
-    CU_ASSERT_PTR_NULL(strchr(err, '\n') ? strchr(strchr(err, '\n') + 1, '\n') : NULL);
-    CU_ASSERT_EQUAL(out[0], 0);
-    free(out);
-    free(err);
-    /* killed after iteration 5 of 8 with a checkpoint every iteration and
-     * resumed: the uninterrupted run's weights, byte for byte (each stage's
-     * checkpoint is its whole net, the shards gathered and split again) */
-    char full[600], wr[600];
-    snprintf(full, sizeof full, "%s/full.w", dir);
-    snprintf(wr, sizeof wr, "%s/resumed.w", dir);
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --save-weights %s", pl, full);
-    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
-    char *a1[] = {"train", "--plan", pl, "--synthetic", "256", "--epochs", "2", "--checkpoint", ck,
-                  "--checkpoint-every", "1", "--save-weights", wr, NULL};
-    int ok;
-    CU_ASSERT_EQUAL(tproc_signal_at(a1, dir, 5, SIGKILL, &ok), 128 + SIGKILL);
-    CU_ASSERT(ok);
-    CU_ASSERT_EQUAL(tproc_ckpt_iters(ck), 5);
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --epochs 2 --resume %s --save-weights %s",
-             pl, ck, wr);
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, NULL), 0);
-    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "resumed from"));
-    CU_ASSERT(tproc_same_file(full, wr));
-    free(out);
+    tv_mpi_refused(pl);
+    /* killed and resumed: each stage's checkpoint is its whole net, the
+     * shards gathered and split again */
+    tv_kill_resume(pl, dir);
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2", rc_plan);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "x 2 tensor-parallel threads (threads), schedule 1f1b, batch 64 = 4 x 16, selective recomputation\n"));
@@ -386,7 +320,7 @@ TEST_SUITE(exec_txp)
              test_txp_validate);
     test_add("validate: the replay on the crew measures the all-reduces; the ring's latency fitted to them",
              test_txp_validate_ar);
-    test_add("replicated stages, indivisible t refused; recomputation and checkpoints allowed",
+    test_add("indivisible t refused; recomputation and checkpoints allowed",
              test_txp_refusals);
     test_add("cleave train --plan with tensor 2: the run, the weights, MPI refused, kill and resume, recomputing",
              test_txp_cli);

@@ -16,6 +16,14 @@
  * scratch.  A stage with no split layer runs on rank 0 alone (T = 1): its
  * work would be replicated, not split.
  *
+ * A replicated stage is one such group per replica.  The data-parallel
+ * all-reduce of its gradients is per shard, as Megatron-LM's
+ * data-parallel groups are orthogonal to its tensor groups: rank k's
+ * gradient block sums with rank k's of the other replicas (the
+ * replicated layers' copies too, equal on every rank).  It is the ring of
+ * the unsplit case (pipe_worker.c), moved by rank 0 for all its ranks:
+ * each step's message holds the step's chunk of every rank's block.
+ *
  * With T == 1 every call here is the plain exec_net call.
  */
 #ifndef CL_EXEC_PIPE_TP_H

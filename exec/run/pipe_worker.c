@@ -27,6 +27,15 @@ pspan *pipe_span_add(pipe_worker *W, int kind)
 
 static int imod(int a, int r) { return ((a % r) + r) % r; }
 
+/* Rank k's gradient block of ps (every rank's is n_floats long). */
+static float *shard_grads(pstage *ps, int k)
+{
+    int64_t n;
+    float *g = exec_net_grads(ps->tnet[k], &n);
+    assert(n == ps->n_floats);
+    return g;
+}
+
 static void chunk_range(const pstage *ps, int c, int64_t *lo, int64_t *hi)
 {
     *lo = ps->n_floats * c / ps->r;
@@ -36,12 +45,16 @@ static void chunk_range(const pstage *ps, int c, int64_t *lo, int64_t *hi)
 /* Ring all-reduce of ps's gradient block over its r replicas: r - 1
  * reduce-scatter steps (send chunk q - t, add the received chunk q - t - 1)
  * then r - 1 all-gather steps (send chunk q + 1 - t, copy chunk q - t).
- * The same steps and additions on both backends, so the same bits.
- * Returns whether anything moved. */
+ * The same steps and additions on both backends, so the same bits.  With
+ * tensor parallelism (ps->T > 1) the replicas' rank k shards reduce with
+ * one another, each in chunks of its own (pipe_tp.h): a step's message
+ * carries chunk c of every rank's shard, rank 0 moving them (the crew is
+ * idle between the calls it runs, and this thread is the one that starts
+ * them).  Returns whether anything moved. */
 static int ar_progress(pipe_worker *W, pstage *ps)
 {
     int moved = 0;
-    const int r = ps->r, q = ps->replica, nsteps = 2 * (r - 1);
+    const int r = ps->r, q = ps->replica, nsteps = 2 * (r - 1), T = ps->T;
     while (ps->ar_active) {
         if (ps->ar_step == nsteps) {
             ps->ar_active = 0;
@@ -52,26 +65,27 @@ static int ar_progress(pipe_worker *W, pstage *ps)
         int t = ps->ar_step, rs = t < r - 1, tt = rs ? t : t - (r - 1);
         int c_send = rs ? imod(q - tt, r) : imod(q + 1 - tt, r);
         int c_recv = rs ? imod(q - tt - 1, r) : imod(q - tt, r);
-        int64_t n, lo, hi;
-        float *g = exec_net_grads(ps->net, &n);
+        int64_t lo, hi;
         uint64_t tag = exec_tag(EXEC_TAG_AR, ps->stage, ps->ar_k * nsteps + t);
         if (!ps->ar_sent) {
             chunk_range(ps, c_send, &lo, &hi);
-            exec_msg *m = exec_msg_new((hi - lo) * PIPE_FLOAT_BYTES);
-            memcpy(exec_msg_data(m), g + lo, (size_t)(hi - lo) * PIPE_FLOAT_BYTES);
+            exec_msg *m = exec_msg_new(T * (hi - lo) * PIPE_FLOAT_BYTES);
+            for (int k = 0; k < T; k++)
+                memcpy((float *)exec_msg_data(m) + k * (hi - lo), shard_grads(ps, k) + lo,
+                       (size_t)(hi - lo) * PIPE_FLOAT_BYTES);
             m->tag = tag;
             m->dst = ps->ring[(q + 1) % r];
             m->t_post = pipe_now(W);
             int rc = W->x->ops->post(W->x, W->w, m);
             assert(rc == 0); /* unbounded */
             (void)rc;
-            W->sent += (double)(hi - lo) * PIPE_FLOAT_BYTES;
+            W->sent += (double)(T * (hi - lo)) * PIPE_FLOAT_BYTES;
             ps->ar_sent = 1;
             moved = 1;
         }
         chunk_range(ps, c_recv, &lo, &hi);
         int src = ps->ring[(q + r - 1) % r];
-        exec_msg *m = W->x->ops->take(W->x, W->w, src, tag, (hi - lo) * PIPE_FLOAT_BYTES);
+        exec_msg *m = W->x->ops->take(W->x, W->w, src, tag, T * (hi - lo) * PIPE_FLOAT_BYTES);
         if (!m) break;
         if (W->R->tracing) {
             pspan *s = pipe_span_add(W, PSPAN_AR);
@@ -83,11 +97,14 @@ static int ar_progress(pipe_worker *W, pstage *ps)
             s->dst = W->w;
             s->iter = -1;
         }
-        const float *in = exec_msg_data(m);
-        if (rs)
-            for (int64_t i = 0; i < hi - lo; i++) g[lo + i] += in[i];
-        else
-            memcpy(g + lo, in, (size_t)(hi - lo) * PIPE_FLOAT_BYTES);
+        for (int k = 0; k < T; k++) {
+            float *g = shard_grads(ps, k) + lo;
+            const float *in = (const float *)exec_msg_data(m) + k * (hi - lo);
+            if (rs)
+                for (int64_t i = 0; i < hi - lo; i++) g[i] += in[i];
+            else
+                memcpy(g, in, (size_t)(hi - lo) * PIPE_FLOAT_BYTES);
+        }
         exec_msg_free(m);
         ps->ar_step++;
         ps->ar_sent = 0;

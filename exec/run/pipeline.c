@@ -62,7 +62,7 @@ void exec_pipe_result_free(exec_pipe_result *r)
 /* -------------------------------------------------------------- checks -- */
 
 /* What the runner takes of a plan's per-rank settings (pipe_tp.h): tensor
- * parallelism on unreplicated stages, recomputation (exec_pipe_net_flags;
+ * parallelism, replicated stages too; recomputation (exec_pipe_net_flags;
  * full only with a fused backward on the forward's weights:
  * exec_pipe_check); not context parallelism. */
 static int tensor_check(const plan *p, const char *file, cl_err *e)
@@ -70,10 +70,6 @@ static int tensor_check(const plan *p, const char *file, cl_err *e)
     if (plan_context(p) > 1) return plan_tp_refuse(p, file, "cleave train --plan", e);
     const int T = plan_tensor(p);
     if (T == 1) return CL_OK;
-    for (int s = 0; s < p->n_stages; s++)
-        if (p->stages[s].n_replicas > 1)
-            return cl_fail(e, CL_EINPUT, "%s: stages[%d].devices: a replicated stage (%d replicas) with tensor %d; the executor runs tensor parallelism on unreplicated stages only (hint: re-plan with --tensor 1, or without replicas)",
-                           file, s, p->stages[s].n_replicas, T);
     return exec_net_tp_check(&p->model, 0, p->model.n_layers, T, file, e);
 }
 
