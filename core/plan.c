@@ -79,6 +79,12 @@ plan_prec plan_prec_resolve(plan_prec p, int elem_bytes)
     return elem_bytes == 2 ? PREC_MIXED : PREC_FP32;
 }
 
+double plan_prec_grad_acc_bytes(plan_prec p)
+{
+    assert(p != PREC_AUTO && (unsigned)p < PREC_COUNT);
+    return p == PREC_FP32 ? 4 + 4 + 4 : 2 + 4 + 4;
+}
+
 plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, int zero)
 {
     assert(elem_bytes > 0 && prec != PREC_AUTO && (unsigned)prec < PREC_COUNT);

@@ -60,6 +60,12 @@ int plan_prec_from_name(const char *name); /* -1 if unknown */
 /* p itself, or for PREC_AUTO the model's default: PREC_MIXED when an element
  * is elem_bytes = 2, else PREC_FP32. */
 plan_prec plan_prec_resolve(plan_prec p, int elem_bytes);
+/* Bytes per parameter a separate weight-gradient accumulation kernel moves
+ * (docs/compute.md, "Gradient accumulation") under resolved precision p:
+ * the microbatch's gradient read and the accumulator read and written, in
+ * fp32 for fp32 training (12) and for mixed precision and FP8, whose model
+ * state keeps fp32 gradients (2 + 4 + 4 = 10). */
+double plan_prec_grad_acc_bytes(plan_prec p);
 
 /* ZeRO stages modelled: 0 replicated, 1 optimiser state (fp32 master weights
  * and moments) sharded over a stage's replicas, 2 the gradients too. */

@@ -43,6 +43,15 @@ typedef struct tfm_rank_opts {
 /* The context-parallel degree of o, 1 when none. */
 static inline int tfm_rank_cp(const tfm_rank_opts *o) { return o->c > 1 ? o->c : 1; }
 
+/* Whether o re-prices a transformer's layers per rank (tfm_rank_model):
+ * anything but one whole GPU's unfused, unrecomputed 16-bit kernels with
+ * the accumulation inside the weight-gradient GEMM. */
+static inline int tfm_rank_reprices(const tfm_rank_opts *o)
+{
+    return o->t > 1 || o->sp || o->recomp || o->fused_attn || o->fp8 || tfm_rank_cp(o) > 1 ||
+           o->wgrad_acc > 0;
+}
+
 /* The key/value ring of context parallelism in one block, per sample (one
  * sequence) on one rank: `steps` (c - 1) point-to-point steps each way;
  * each forward step sends the rank's key and value block (2 (s/c) h g/a / t

@@ -360,14 +360,16 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
     tfm_rank_opts tro = {.t = f.t, .sp = f.sp > 0,
                          .recomp = f.recompute > 0 ? (tfm_recomp)f.recompute : TFM_RECOMP_NONE,
                          .fused_attn = f.attn == PROF_ATTN_FUSED, .fp8 = rq0->precision == PREC_FP8,
-                         .c = f.c > 1 ? f.c : 1, .wgrad_acc = md->has_tfm ? rq0->wgrad_acc : 0};
-    int cp = tro.c, rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn || tro.fp8 || cp > 1 || tro.wgrad_acc > 0;
+                         .c = f.c > 1 ? f.c : 1, .wgrad_acc = rq0->wgrad_acc};
+    int cp = tro.c, rs = tfm_rank_reprices(&tro);
     if (tro.fp8 && !md->has_tfm)
         return cl_fail(e, CL_EINPUT, "%s: --precision fp8 needs a model with a \"transformer\" member and a device type with an FP8 kernel model (docs/compute.md, \"FP8\")", what);
     if (tro.fused_attn && !md->has_tfm)
         return cl_fail(e, CL_EINPUT, "%s: --attention fused needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)", what);
+    if (tro.wgrad_acc > 0 && !md->has_tfm)
+        return cl_fail(e, CL_EINPUT, "%s: %s", what, PLAN_GRAD_ACC_NEEDS);
     if (rs && rq0->prof)
-        return cl_fail(e, CL_EINPUT, "%s: t, sp and recompute re-price a transformer's layers, which a profile measured whole (hint: drop --profile)", what);
+        return cl_fail(e, CL_EINPUT, "%s: t, sp, recompute, fused attention and a separate gradient accumulation re-price a transformer's layers, which a profile measured whole (hint: drop --profile)", what);
     if (!rq0->prof && !rq0->ref_type)
         return cl_fail(e, CL_EINPUT, "%s: no profile and no device type to derive the costs for (hint: --device TYPE)", what);
     model mdr = {0};
@@ -401,6 +403,11 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
         if (f.attn == PROF_ATTN_FUSED && !shaped) {
             free(cut);
             rc = cl_fail(e, CL_EINPUT, "%s: --attention fused needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md)", what);
+            goto done;
+        }
+        if (tro.wgrad_acc > 0 && !shaped) {
+            free(cut);
+            rc = cl_fail(e, CL_EINPUT, "%s: %s", what, PLAN_GRAD_ACC_NEEDS);
             goto done;
         }
     }

@@ -25,6 +25,12 @@ typedef enum plan_algo { PLAN_ALGO_AUTO, PLAN_ALGO_EXACT, PLAN_ALGO_MERGE, PLAN_
 /* "auto", "exact", "merge" to a plan_algo; -1 if unknown */
 int plan_algo_from_name(const char *name);
 
+/* The refusal of a separate gradient accumulation (`--grad-accumulation
+ * separate`, plan_request.wgrad_acc) where it cannot be priced: it adds a
+ * kernel per parameter tensor of a transformer, priced by bytes on a
+ * device's kernel model. */
+#define PLAN_GRAD_ACC_NEEDS "--grad-accumulation separate prices a kernel per parameter tensor of a transformer: it needs a model with a \"transformer\" member and a device type with a \"kernels\" member (docs/compute.md, \"Gradient accumulation\")"
+
 typedef struct plan_request {
     const model *model;     /* required                                       */
     const prof *prof;       /* required: per-layer costs for this model        */
@@ -48,7 +54,8 @@ typedef struct plan_request {
     double wgrad_acc;       /* plan_fixed_eval of a transformer: bytes per
                                parameter of the framework's separate weight-
                                gradient accumulation per microbatch
-                               (tfm_rank_opts.wgrad_acc); 0: none           */
+                               (tfm_rank_opts.wgrad_acc; `--grad-accumulation
+                               separate`: plan_prec_grad_acc_bytes); 0: none */
     /* PLAN_FOR_ANY, or search only what that framework runs (its schedules,
      * one replica count for every stage dividing the microbatches, stages
      * that are runs of layers in model order), so the plan's figure is the

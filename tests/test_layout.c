@@ -13,6 +13,8 @@
 #include "base/fileio.h"
 #include "bench/fidelity.h"
 #include "core/plan.h"
+#include "models/model.h"
+#include "models/transformer.h"
 #include "planner/predict.h"
 #include "profiles/cluster.h"
 #include "test.h"
@@ -374,6 +376,54 @@ static void test_fidelity_bad_csv(void)
     }
 }
 
+/* --grad-accumulation separate (docs/compute.md, "Gradient accumulation"):
+ * GPT-2 1.5B on one A100, four microbatches of 1, nothing overlapping:
+ * the iteration grows by four times one kernel per parameter tensor, each
+ * moving the tensor's parameters x 10 bytes (a 2-byte gradient read, the
+ * fp32 accumulator read and written: mixed precision keeps fp32
+ * gradients) at the device's memory bandwidth plus its launch.  The
+ * tensors as the layers hold them: each block's 12 (four weights, four
+ * biases, two LayerNorms' scale and shift), the token and position tables,
+ * the head's logit weight (priced as the last stage's copy, also when one
+ * stage holds both ends) and the final LayerNorm's two.  With fp32 the
+ * gradient read is 4 bytes: 12 per parameter. */
+static void test_grad_acc(void)
+{
+    cl_err e = {0};
+    model md = {0};
+    CU_ASSERT_EQUAL_FATAL(model_load(&md, "models/gpt2-1.5b.json", &e), CL_OK);
+    CU_ASSERT_FATAL(md.has_tfm && md.tfm.pos == TFM_POS_LEARNED && md.tfm.bias && md.tfm.norm == TFM_NORM_LAYER);
+    cluster_devtype a100;
+    CU_ASSERT_EQUAL_FATAL(cluster_devtype_preset(NULL, "A100-80GB", &a100, &e), CL_OK);
+    const tfm_desc *d = &md.tfm;
+    double h = (double)d->hidden, V = (double)d->vocab, L = (double)d->layers;
+    double P = (double)(d->positions > 0 ? d->positions : d->seq);
+    double params = L * tfm_block_params_rank(d, 1) + V * h + P * h + V * h + 2 * h;
+    double kernels = 12 * L + 2 + 3;
+    const char *q = "sim --layout t=1,p=1,d=1,mb=1,m=4,sched=1f1b --model models/gpt2-1.5b.json --device A100-80GB --devices 1 --optimizer adam --batch 4 --json";
+    const char *prec[2] = {"", " --precision fp32"};
+    const double bytes[2] = {10, 12};
+    for (int k = 0; k < 2; k++) {
+        char args[600];
+        snprintf(args, sizeof args, "%s%s", q, prec[k]);
+        double fused = sim_iteration(args);
+        snprintf(args, sizeof args, "%s%s --grad-accumulation separate", q, prec[k]);
+        double separate = sim_iteration(args);
+        double want = 4 * (params * bytes[k] / a100.mem_bw_Bps + kernels * a100.kernels.launch_s);
+        printf("\n    %s: %.6f s -> %.6f s, +%.6f s (closed form %.6f s) ", k ? "fp32" : "mixed", fused,
+               separate, separate - fused, want);
+        CU_ASSERT(fabs((separate - fused) - want) <= 1e-9 * separate);
+    }
+    /* a model without a transformer member: refused, one line */
+    char *so, *se;
+    CU_ASSERT_EQUAL(test_run_cli("plan --model models/vgg16.json --devices 4 --device A100-80GB --grad-accumulation separate", &so, &se), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(se, "needs a model with a \"transformer\" member"));
+    CU_ASSERT(strchr(se, '\n') == se + strlen(se) - 1);
+    free(so);
+    free(se);
+    model_free(&md);
+}
+
 static void test_cleanup(void)
 {
     test_rmtree(dir);
@@ -392,5 +442,6 @@ TEST_SUITE(layout)
     test_add("fidelity on a 3-row CSV: error column, a row not expressed", test_fidelity_small);
     test_add("fidelity: llama rows priced as the zoo's LLaMA-2 7B, fused attention", test_fidelity_llama);
     test_add("fidelity: malformed CSV rows named by file:line, no output", test_fidelity_bad_csv);
+    test_add("--grad-accumulation separate: the accumulation's closed form, refused without a transformer", test_grad_acc);
     test_add("clean up", test_cleanup);
 }

@@ -58,7 +58,7 @@ static int help(void)
         "                      [-o DIR | --csv F.csv --png F.png --svg F.svg] [--save-plans DIR]\n"
         "                      [--for torch|deepspeed|megatron] [--title T] [--quiet] [--max-seconds S]\n"
         "                      [--tensor T|auto [--sequence-parallel]] [--recompute none|selective|full|auto]\n"
-        "                      [--attention unfused|fused]\n\n"
+        "                      [--attention unfused|fused] [--grad-accumulation fused|separate]\n\n"
         "Finds the best plan for the model on each cluster (every schedule listed, stages\n"
         "replicated or not, ranked by simulated throughput) and prints: devices, device\n"
         "type, best schedule, stages, throughput, time per epoch, cost per epoch (the\n"

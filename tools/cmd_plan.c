@@ -45,6 +45,7 @@ typedef struct plan_args {
     const char *layout;     /* --layout, as given */
     int seq_par, recompute; /* recompute: a tfm_recomp, or RECOMP_AUTO */
     int attention;          /* a prof_attn */
+    int grad_acc;           /* --grad-accumulation: 0 fused, 1 separate */
     double max_seconds;
 } plan_args;
 
@@ -119,6 +120,12 @@ static const cli_opt plan_opts[] = {
      .help = "how a transformer's attention core runs on a device with a kernel\n"
              "model (docs/compute.md): unfused (default; batched GEMMs,\n"
              "softmax and dropout kernels) or fused (one flash-attention kernel)"},
+    {"grad-accumulation", 0, CLI_ENUM, CLI_FIELD(PA, grad_acc), .words = "fused|separate",
+     .help = "how a transformer's weight gradients add up over the microbatches\n"
+             "(docs/compute.md, \"Gradient accumulation\"): fused (default; inside\n"
+             "the weight-gradient GEMM, as Transformer Engine and APEX's fusion\n"
+             "do) or separate (a kernel per parameter tensor and microbatch, as\n"
+             "Megatron-LM without gradient-accumulation fusion)"},
     {"layout", 0, CLI_STR, CLI_FIELD(PA, layout), .arg = "SPEC",
      .help = "evaluate this configuration without search, e.g.\n"
              "t=8,p=4,d=2,mb=1,m=16,sched=interleaved,v=2,recompute=full,\n"
@@ -149,7 +156,8 @@ static int help(void)
         "                   [--comm on|off] [--no-replication] [--for torch|deepspeed|megatron]\n"
         "                   [--tensor t|auto [--sequence-parallel]] [--recompute none|selective|full|auto]\n"
         "                   [--layout t=T,cp=C,p=P,d=D,mb=B,m=M,sched=S,v=V,recompute=R,zero=Z,sp=0|1]\n"
-        "                   [--attention unfused|fused] [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
+        "                   [--attention unfused|fused] [--grad-accumulation fused|separate]\n"
+        "                   [--max-cuts N] [--max-seconds S] [-o plan.json] [--json]\n\n"
         "Finds the partition of the layers into pipeline stages, the devices (and\n"
         "replicas) of each stage, the microbatch count and the schedule that train\n"
         "fastest within each device's memory, prints it and writes the plan.\n\n");
@@ -297,7 +305,7 @@ static int run_layout(const plan_args *pa, FILE *msg)
                         .device = pa->device, .bandwidth = pa->bandwidth, .latency = pa->latency,
                         .devices = pa->devices, .per_node = pa->per_node, .batch = pa->batch,
                         .optimizer = pa->optimizer, .precision = pa->precision, .zero = -1, .comm = !pa->comm_off,
-                        .attention = pa->attention};
+                        .attention = pa->attention, .grad_acc = pa->grad_acc};
     plan_result res;
     plan_request rq = {.comm = in.comm};
     char nofit[320], links[256];
@@ -408,6 +416,9 @@ int cmd_plan(int argc, char **argv)
     if (pa.attention == PROF_ATTN_FUSED && prof_path)
         return cli_usage_hint("plan", "drop --profile, or --attention",
                               "--attention fused prices a transformer's attention kernel by kernel, which a profile measured whole");
+    if (pa.grad_acc && prof_path)
+        return cli_usage_hint("plan", "drop --profile, or --grad-accumulation",
+                              "--grad-accumulation separate prices a transformer's parameter tensors, which a profile measured whole");
     if (restate && prof_path)
         return cli_usage_hint("plan", "drop --profile: the costs are derived from the model's \"transformer\" member",
                               "--tensor and --recompute re-price a transformer's layers, which a profile measured whole");
@@ -503,6 +514,12 @@ int cmd_plan(int argc, char **argv)
         rc = cli_usage_error("plan", "%s", fused_needs);
         goto done;
     }
+    if (pa.grad_acc && !md.has_tfm) {
+        rc = cli_usage_error("plan", "%s", PLAN_GRAD_ACC_NEEDS);
+        goto done;
+    }
+    const double wgrad_acc =
+        pa.grad_acc ? plan_prec_grad_acc_bytes(plan_prec_resolve((plan_prec)pa.precision, (int)model_elem_bytes(&md))) : 0;
     if (t_auto) {
         tfm_rank_opts o1 = {.t = 1, .sp = 0, .recomp = TFM_RECOMP_NONE};
         if ((rc = tfm_rank_check(&md, &o1, model_path, &e))) goto fail;
@@ -524,8 +541,8 @@ int cmd_plan(int argc, char **argv)
         for (int ri = 0; ri < n_r; ri++) {
             tfm_rank_opts tro = {.t = cand_t[ti], .sp = pa.seq_par && cand_t[ti] > 1,
                                  .recomp = (tfm_recomp)cand_r[ri], .fused_attn = pa.attention == PROF_ATTN_FUSED,
-                                 .fp8 = pa.precision == PREC_FP8};
-            int rs = tro.t > 1 || tro.sp || tro.recomp || tro.fused_attn || tro.fp8;
+                                 .fp8 = pa.precision == PREC_FP8, .wgrad_acc = wgrad_acc};
+            int rs = tfm_rank_reprices(&tro);
             if (rs) {
                 cl_err ce = {0};
                 if ((rc = tfm_rank_check(&md, &tro, model_path, &ce)) ||
@@ -557,6 +574,10 @@ int cmd_plan(int argc, char **argv)
                 }
                 if (pa.attention == PROF_ATTN_FUSED && !shaped) {
                     rc = cli_usage_error("plan", "%s", fused_needs);
+                    goto done;
+                }
+                if (wgrad_acc > 0 && !shaped) {
+                    rc = cli_usage_error("plan", "%s", PLAN_GRAD_ACC_NEEDS);
                     goto done;
                 }
                 ref_type = *t;

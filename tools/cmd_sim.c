@@ -26,7 +26,7 @@ typedef struct sim_args {
     /* --layout instead of PLAN.json (layout_cli.h) */
     const char *layout, *model, *cluster, *device, *bandwidth, *latency;
     int64_t devices, per_node, batch;
-    int optimizer, attention;
+    int optimizer, attention, grad_acc; /* grad_acc: --grad-accumulation, 1 separate */
 } sim_args;
 
 #define SA sim_args
@@ -65,6 +65,7 @@ static const cli_opt sim_table[] = {
     {"batch", 0, CLI_INT, CLI_FIELD(SA, batch), 1, 1 << 30, .help = NULL},
     {"optimizer", 0, CLI_ENUM, CLI_FIELD(SA, optimizer), .words = "sgd|momentum|adam", .help = NULL},
     {"attention", 0, CLI_ENUM, CLI_FIELD(SA, attention), .words = "unfused|fused", .help = NULL},
+    {"grad-accumulation", 0, CLI_ENUM, CLI_FIELD(SA, grad_acc), .words = "fused|separate", .help = NULL},
     {"trace", 0, CLI_STR, CLI_FIELD(SA, trace), .arg = "FILE",
      .help = "write a Chrome trace (open in Perfetto or chrome://tracing)"},
     {"dump-schedule", 0, CLI_STR, CLI_FIELD(SA, dump), .arg = "FILE",
@@ -86,6 +87,7 @@ static int help(void)
            "       cleave sim --layout t=T,p=P,d=D,... --model M.json (--cluster C.json |\n"
            "                  --devices N --device TYPE [--per-node K] [--bandwidth B[,B2]])\n"
            "                  [--batch B] [--optimizer sgd|momentum|adam] [--attention unfused|fused]\n"
+           "                  [--grad-accumulation fused|separate]\n"
            "                  [options]\n\n"
            "Simulates the plan's pipeline schedule event by event (compute streams, links with\n"
            "bandwidth sharing, ring all-reduce of replicated stages, memory over time) and\n"
@@ -107,7 +109,7 @@ static int parse(int argc, char **argv, sim_args *a)
     if (a->args.n > 1)
         return cli_usage_error("sim", "one plan at a time (got %s and %s)", a->args.v[0], a->args.v[1]);
     int from_layout = a->layout || a->model || a->cluster || a->devices || a->per_node || a->bandwidth ||
-                      a->latency || a->device || a->batch || a->optimizer || a->attention;
+                      a->latency || a->device || a->batch || a->optimizer || a->attention || a->grad_acc;
     if (from_layout && (!a->layout || a->args.n))
         return cli_usage_hint("sim", "either PLAN.json, or --layout SPEC with --model and the cluster",
                               "--model, --cluster, --devices, --batch and the other inputs of a layout go with --layout, not a plan file");
@@ -348,7 +350,8 @@ int cmd_sim(int argc, char **argv)
                             .device = a.device, .bandwidth = a.bandwidth, .latency = a.latency,
                             .devices = a.devices, .per_node = a.per_node, .batch = a.batch,
                             .optimizer = a.optimizer, .precision = a.precision > 0 ? a.precision : 0,
-                            .zero = -1, .comm = a.comm_off != 1, .attention = a.attention};
+                            .zero = -1, .comm = a.comm_off != 1, .attention = a.attention,
+                            .grad_acc = a.grad_acc};
         plan_result res;
         char links[256];
         if ((rc = layout_cli_eval(&in, &res, links, sizeof links, nofit, sizeof nofit, &e)))

@@ -77,7 +77,7 @@ static int help(void)
         "                    [--save-plans DIR] [--title TEXT] [--quiet] [--max-seconds S]\n"
         "                    [--for torch|deepspeed|megatron]\n"
         "                    [--tensor T|auto [--sequence-parallel]] [--recompute none|selective|full|auto]\n"
-        "                    [--attention unfused|fused]\n\n"
+        "                    [--attention unfused|fused] [--grad-accumulation fused|separate]\n\n"
         "For every device count N and schedule, plans the model on the first N devices of\n"
         "the cluster (or on N devices of TYPE, K per node) with that schedule and simulates\n"
         "the plan. Prints a row per point and writes:\n"
@@ -390,6 +390,7 @@ int cmd_sweep(int argc, char **argv)
     sweep_row *rows = NULL;
     int n_done = 0;
     char csv[1024] = "", png[1024] = "", svg[1024] = "";
+    a.s.precision = a.precision;
     if ((rc = study_args_load(&a.s, &st, &e))) goto fail;
     have_study = 1;
     st.microbatches = (int)a.micro;

@@ -58,6 +58,9 @@ int layout_cli_eval(const layout_inputs *in, plan_result *res, char *links, size
         plan_request rq = {.model = &md, .cluster = &cl, .ref_type = &dt, .batch = (int)in->batch,
                            .optimizer = (plan_optim)in->optimizer, .precision = (plan_prec)in->precision,
                            .zero = in->zero > 0 ? in->zero : 0, .comm = in->comm, .replication = 1,
+                           .wgrad_acc = in->grad_acc ? plan_prec_grad_acc_bytes(plan_prec_resolve(
+                                                           (plan_prec)in->precision, (int)model_elem_bytes(&md)))
+                                                     : 0,
                            .model_origin = in->model, .cluster_origin = in->cluster ? in->cluster : "--devices",
                            .prof_origin = "the costs derived for the device type"};
         rc = plan_fixed_eval(&rq, &fx, "--layout", res, nofit, nofit_cap, e);

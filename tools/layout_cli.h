@@ -33,6 +33,7 @@ typedef struct layout_inputs {
     int64_t devices, per_node, batch;
     int optimizer, precision, zero, comm; /* zero -1: the layout's or 0 */
     int attention;          /* a prof_attn                                */
+    int grad_acc;           /* --grad-accumulation: 0 fused, 1 separate   */
 } layout_inputs;
 
 /* Load the model and the cluster of `in`, and evaluate the layout on them

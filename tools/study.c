@@ -83,7 +83,7 @@ int study_with(const study *s, const tfm_rank_opts *o, study *out, cl_err *e)
     out->tro = *o;
     out->per_rank = 0;
     memset(&out->rank_md, 0, sizeof out->rank_md);
-    if (o->t > 1 || o->sp || o->recomp || o->fused_attn) {
+    if (tfm_rank_reprices(o)) {
         int rc = tfm_rank_model(&out->rank_md, &s->md, o, s->md.name, e);
         if (rc) return rc;
         out->per_rank = 1;
@@ -199,6 +199,10 @@ int study_run_after(const study *s, const cluster *c, int kind, const study_poin
             goto infeasible;
         if (s->attn == PROF_ATTN_FUSED && !shaped) {
             rc = cl_fail(&pe, CL_EINPUT, "--attention fused needs a device type with a \"kernels\" member (docs/compute.md): %s has none", t->name);
+            goto infeasible;
+        }
+        if (s->tro.wgrad_acc > 0 && !shaped) {
+            rc = cl_fail(&pe, CL_EINPUT, "%s: %s has none", PLAN_GRAD_ACC_NEEDS, t->name);
             goto infeasible;
         }
         pf = &derived;
@@ -524,11 +528,18 @@ int study_args_load(const study_args *a, study *s, cl_err *e)
             return rc;
         }
     }
-    s->per_rank = !s->t_auto && !s->r_auto && (s->tro.t > 1 || s->tro.sp || s->tro.recomp || s->tro.fused_attn);
+    if (a->grad_acc) {
+        if (!s->md.has_tfm) {
+            study_free(s);
+            return cl_fail(e, CL_EINPUT, "%s: %s", a->model, PLAN_GRAD_ACC_NEEDS);
+        }
+        s->tro.wgrad_acc = plan_prec_grad_acc_bytes(plan_prec_resolve((plan_prec)a->precision, (int)model_elem_bytes(&s->md)));
+    }
+    s->per_rank = !s->t_auto && !s->r_auto && tfm_rank_reprices(&s->tro);
     if (s->per_rank) {
         if (s->have_prof) {
             study_free(s);
-            return cl_fail(e, CL_EINPUT, "--tensor, --recompute and --attention re-price a transformer's layers, which a profile measured whole (hint: drop --profile)");
+            return cl_fail(e, CL_EINPUT, "--tensor, --recompute, --attention and --grad-accumulation re-price a transformer's layers, which a profile measured whole (hint: drop --profile)");
         }
         s->per_rank = 0; /* rank_md is not built yet: study_free must not free it */
         if ((rc = tfm_rank_check(&s->md, &s->tro, a->model, e)) ||

@@ -174,6 +174,9 @@ typedef struct study_args {
     int64_t t;              /* T, or 0 for auto (study_args_check)           */
     int seq_par, recompute, attention; /* --sequence-parallel, --recompute (a tfm_recomp,
                                or STUDY_RECOMP_AUTO), --attention            */
+    int grad_acc;           /* --grad-accumulation: 0 fused, 1 separate      */
+    int precision;          /* the command's --precision (a plan_prec; 0:
+                               auto), for what a separate accumulation moves */
     double max_seconds;     /* --max-seconds (when max_seconds_given)       */
     int max_seconds_given;
     FILE *msg;              /* the table and "wrote": stdout, or stderr when
@@ -208,6 +211,7 @@ typedef struct study_args {
     {"sequence-parallel", 0, CLI_FLAG, CLI_FIELD(T, m.seq_par), .help = NULL},              \
     {"recompute", 0, CLI_ENUM, CLI_FIELD(T, m.recompute), .words = "none|selective|full|auto", .help = NULL}, \
     {"attention", 0, CLI_ENUM, CLI_FIELD(T, m.attention), .words = "unfused|fused", .help = NULL}, \
+    {"grad-accumulation", 0, CLI_ENUM, CLI_FIELD(T, m.grad_acc), .words = "fused|separate", .help = NULL}, \
     {"quiet", 0, CLI_FLAG, CLI_FIELD(T, m.quiet), .help = NULL}
 
 #define STUDY_RECOMP_AUTO 3 /* --recompute auto: the words' fourth */
