@@ -13,7 +13,8 @@
  *   the synchronous and the asynchronous schedules (PipeDream's weight
  *   versions are then every rank's);
  * - bench/validate.c's prediction of such a plan;
- * - refusals (MPI), recomputation accepted (suite exec_recomp runs it),
+ * - the MPI backend (a rank per worker, its crew threads) equal to threads
+ *   byte for byte, recomputation accepted (suite exec_recomp runs it),
  *   the command's output, and a run killed and resumed from its
  *   checkpoint.
  * Replicated stages with t > 1: suite exec_txr.
@@ -297,7 +298,7 @@ static void test_txp_cli(void)
     free(wf);
     free(out);
     free(err);
-    tv_mpi_refused(pl);
+    tv_mpi_same(pl, dir);
     /* killed and resumed: each stage's checkpoint is its whole net, the
      * shards gathered and split again */
     tv_kill_resume(pl, dir);
@@ -322,6 +323,6 @@ TEST_SUITE(exec_txp)
              test_txp_validate_ar);
     test_add("indivisible t refused; recomputation and checkpoints allowed",
              test_txp_refusals);
-    test_add("cleave train --plan with tensor 2: the run, the weights, MPI refused, kill and resume, recomputing",
+    test_add("cleave train --plan with tensor 2: the run, the weights, MPI equal to threads, kill and resume, recomputing",
              test_txp_cli);
 }

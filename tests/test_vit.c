@@ -171,16 +171,19 @@ void tv_check_vs_t1(const exec_pipe_result *rt, const exec_pipe_result *r1, int 
     }
 }
 
-void tv_mpi_refused(const char *pl)
+void tv_mpi_same(const char *pl, const char *dir)
 {
-    char args[1024], *out, *err;
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --backend mpi", pl);
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
-    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "tensor parallelism runs on the threads backend only"));
-    CU_ASSERT(err && tproc_lines(err) == 1);
-    CU_ASSERT(out && out[0] == 0);
+    char wt[600], wm[600], args[2048], *out;
+    snprintf(wt, sizeof wt, "%s/threads.w", dir);
+    snprintf(wm, sizeof wm, "%s/mpi.w", dir);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 4 --save-weights %s", pl, wt);
+    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 4 --backend mpi --save-weights %s",
+             pl, wm);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, " tensor-parallel threads (mpi), "));
+    CU_ASSERT(tproc_same_file(wt, wm));
     free(out);
-    free(err);
 }
 
 void tv_kill_resume(const char *pl, const char *dir)

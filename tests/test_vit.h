@@ -71,9 +71,11 @@ void tv_validate(const plan *p, const exec_val_extra *x, sim_result *pred,
  * more (the cluster grown to replicas + 1 cores). */
 void tv_write_plan(const char *path, const char *kind, int t, const char *r, int replicas);
 
-/* `cleave train --plan pl --backend mpi`: exit 2, one line on stderr,
- * nothing on stdout. */
-void tv_mpi_refused(const char *pl);
+/* `cleave train --plan pl --backend mpi` (one MPI rank per pipeline
+ * worker, each with its tensor-parallel crew of threads) writes the weights
+ * the threads backend writes, byte for byte, after 4 iterations on 256
+ * synthetic samples; files in dir (threads.w, mpi.w). */
+void tv_mpi_same(const char *pl, const char *dir);
 
 /* `cleave train --plan pl` on 256 synthetic samples for 2 epochs (8
  * iterations), killed (SIGKILL) after iteration 5 with a checkpoint every

@@ -204,11 +204,6 @@ int cmd_train_plan(int argc, char **argv)
         goto done;
     }
     const int tensor = plan_tensor(&p);
-    if (mpi && tensor > 1) {
-        rc = cl_fail(&e, CL_EINPUT, "%s: tensor %d: tensor parallelism runs on the threads backend only (hint: --backend threads)",
-                     plan_path, tensor);
-        goto done;
-    }
     if (mpi && !exec_link_in_mpi_job()) {
         /* not started by mpirun: start it, one rank per worker (as validate
          * and profile --links do; --allow-run-as-root when root) */

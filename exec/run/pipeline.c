@@ -421,9 +421,6 @@ int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe
     if (o->iterations == 0 && (int64_t)o->epochs * (o->train->n / p->batch) > INT32_MAX / 4)
         return cl_fail(e, CL_EINPUT, "%s: %d epochs of %lld iterations are too many", file,
                        o->epochs, (long long)(o->train->n / p->batch));
-    if (plan_tensor(p) > 1 && o->backend != EXEC_PIPE_THREADS)
-        return cl_fail(e, CL_EINPUT, "%s: tensor %d: tensor parallelism runs on the threads backend only (hint: --backend threads)",
-                       file, plan_tensor(p));
     pipe_run *R = cl_calloc(1, sizeof *R);
     if ((rc = prun_init(R, p, o, h, e))) {
         prun_free(R);
