@@ -115,7 +115,7 @@ $(BUILD)/models/onnx_import.o $(BUILD)/models/onnx_ops.o: CFLAGS_ALL += -I$(BUIL
 # folder rather than linking objects compiled another way.  (Not CFLAGS_ALL
 # itself: per-target additions to it would make the file's text depend on
 # which object asked first.)
-FLAGS_KEY = $(CC) | $(OPT) | $(SANFLAGS) | $(WERROR) | $(CFLAGS) | $(LDFLAGS)
+FLAGS_KEY = $(CC) | $(OPT) | $(SANFLAGS) | $(WERROR) | $(CFLAGS) | $(LDFLAGS) | $(FUZZ_NOCMP)
 $(BUILD)/flags: FORCE
 	@mkdir -p $(BUILD)
 	@printf '%s\n' '$(FLAGS_KEY)' | cmp -s - $@ || printf '%s\n' '$(FLAGS_KEY)' >$@
@@ -199,7 +199,15 @@ FUZZ_OBJ  = $(filter-out $(BUILD)/exec/% $(BUILD)/bench/%,$(LIB_OBJ)) \
 fuzz-build: deps
 	@$(MAKE) --no-print-directory deps DEB_PKGS="clang libclang-rt-14-dev"
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang \
-	  SANFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" fuzz-bins
+	  SANFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	  FUZZ_NOCMP=-fno-sanitize-coverage=trace-cmp fuzz-bins
+# The planner and the simulator are built without libFuzzer's comparison
+# tracing: the sim and search targets decode their bytes into choices, so
+# no comparison there matches input bytes against a constant, and the
+# tracing callbacks took two thirds of the search target's time (perf).
+# The loaders keep it: it is how the fuzzer finds their keywords and limits.
+FUZZ_NOCMP =
+$(BUILD)/planner/%.o $(BUILD)/sim/%.o: CFLAGS_ALL += $(FUZZ_NOCMP)
 fuzz-bins: $(FUZZ_BINS)
 $(BUILD)/tests/fuzz/%.o: CFLAGS_ALL += -DCLEAVE_LIBFUZZER
 # the fuzz_regress suite includes every target (tests/fuzz/targets.c), also
