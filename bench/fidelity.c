@@ -17,6 +17,12 @@
 /* Largest file read, bytes (the collected table is about 150 KiB). */
 #define FID_MAX_BYTES (16u << 20)
 #define FID_MAX_FIELDS 64
+/* What NCCL moved through one of Jean Zay's Omni-Path cards, bytes/s each
+ * way: 40.5 Gb/s bus bandwidth of a 4 GB all-reduce over 4 A100 nodes, whose
+ * two rings both left every node through one card (NET/IB/3 out, NET/IB/1
+ * in), in bigscience-workshop/bigscience
+ * experiments/bandwidth/all_reduce_bench-a100-n4.txt (devices.md) */
+#define JZ_OPA_CARD_NCCL_BPS 5.07e9
 
 /* ------------------------------------------------------------------ CSV -- */
 
@@ -105,10 +111,11 @@ static const char *row_hardware(const char *hw, const char *net, const char **pr
         /* NVLink 3: 300 GB/s each way on the wire, about 230 GB/s as NCCL
          * moves it (128-byte payloads from the SMs; devices.md) */
         *intra = 230e9;
-        /* Jean Zay: 4 Omni-Path links of 100 Gb/s per 8-GPU node (the
-         * line rate: no NCCL figure for Omni-Path was found); DGX A100: one
-         * HDR 200 Gb/s card per GPU, 24 GB/s as NCCL moves it (devices.md) */
-        *inter = strstr(net, "Omni-Path") || strstr(hw, "Jean Zay") ? 4 * 12.5e9 / 8 : 24e9;
+        /* Jean Zay: 4 Omni-Path cards of 100 Gb/s per 8-GPU node, each at
+         * the 5.07 GB/s NCCL 2.10.3 moved through one in BigScience's own
+         * benchmark (41% of its line rate); DGX A100: one HDR 200 Gb/s card
+         * per GPU, 24 GB/s as NCCL moves it (devices.md) */
+        *inter = strstr(net, "Omni-Path") || strstr(hw, "Jean Zay") ? 4 * JZ_OPA_CARD_NCCL_BPS / 8 : 24e9;
     } else if (strstr(hw, "V100")) {
         return "V100 DGX-2H rows give no model dimensions or node network";
     } else {
