@@ -278,6 +278,9 @@ KERN_INLINE void dtile_kloop(const int mr, const int two, const int rs_const, co
         const float *a0 = t->a0 + q * t->s1, *a1 = t->a1 + q * t->s1;
 #pragma GCC unroll 2
         for (int r = 0; r < t->n2; r++, a0++, a1++, bp += 16) {
+            /* opaque to the compiler: otherwise it keeps one pointer per
+             * tile row (28 of them, spilled) instead of a0 + immediates */
+            __asm__("" : "+r"(a0), "+r"(a1));
             const __m512 b = _mm512_load_ps(bp);
 #pragma GCC unroll 14
             for (int i = 0; i < mr; i++) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a0[i * rs]), b, acc[i]);
