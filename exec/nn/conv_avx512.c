@@ -21,11 +21,15 @@
  *                   s Wp C) x ow (stride s C); b: d transposed, packed.
  *                   Added into dwT (C k k, O), summed over the batch.
  *
- * The input gradient stays on layers.c's row shifts: the same tile with
- * rows = 14 pixels, columns = 32 taps and depth O (32), each tile row
- * added back into padHWC, measured slower (47-72 GFLOP/s on conv2 against
- * 55-81 for OpenBLAS's): per 32 k steps a tile pays its start, the
- * scatter of 28 vectors into padHWC, and a transpose back per sample.
+ * The input gradient with at most 16 input channels (conv2) is a forward
+ * convolution of d (padded by k - 1 - pad, channel-last) with the kernel
+ * flipped: rows up to 2 x 14 pixels (two rows of din), columns the 16
+ * input channels, one zmm, k (ki, kj, o) = depth O k k; stored
+ * transposed into din.  The 14 x 32 tile with rows = pixels and columns
+ * = taps, each tile row added back into padHWC, measured slower than the
+ * row shifts (47-72 GFLOP/s against 55-81): per 32 k steps a tile paid
+ * its start and a scatter of 28 vectors.
+ *
  * Every sum runs in a fixed order that depends on the shape only.
  */
 #include <string.h>
