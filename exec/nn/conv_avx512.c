@@ -21,11 +21,15 @@
  *                   s Wp C) x ow (stride s C); b: d transposed, packed.
  *                   Added into dwT (C k k, O), summed over the batch.
  *
- * The input gradient stays on layers.c's row shifts: the same tile with
- * rows = 14 pixels, columns = 32 taps and depth O (32), each tile row
- * added back into padHWC, measured slower (47-72 GFLOP/s on conv2 against
- * 55-81 for OpenBLAS's): per 32 k steps a tile pays its start, the
- * scatter of 28 vectors into padHWC, and a transpose back per sample.
+ * The input gradient with at most 16 input channels (conv2) is a forward
+ * convolution of d (padded by k - 1 - pad, channel-last) with the kernel
+ * flipped: rows up to 2 x 14 pixels (two rows of din), columns the 16
+ * input channels, one zmm, k (ki, kj, o) = depth O k k; stored
+ * transposed into din.  The 14 x 32 tile with rows = pixels and columns
+ * = taps, each tile row added back into padHWC, measured slower than the
+ * row shifts (47-72 GFLOP/s against 55-81): per 32 k steps a tile paid
+ * its start and a scatter of 28 vectors.
+ *
  * Every sum runs in a fixed order that depends on the shape only.
  */
 #include <string.h>
@@ -41,6 +45,16 @@ int exec_convg_shape(const exec_conv *g, int min_ck)
     return g->C * g->k >= min_ck && (g->C * g->k) % 16 == 0 && g->O >= 16;
 }
 
+/* The input gradient as a forward convolution of d (below): stride 1,
+ * at most 16 input channels (one zmm of columns), O in 16s (d's
+ * channel-last copy by blocks), the shapes the row shifts take (C k >=
+ * min_ck).  Depends on the shape only. */
+int exec_convg_din_shape(const exec_conv *g, int min_ck)
+{
+    return g->stride == 1 && g->C <= 16 && g->C * g->k >= min_ck && g->O % 16 == 0 &&
+           g->pad <= g->k - 1;
+}
+
 static int64_t panels(int64_t n)
 {
     return (n + 31) / 32 * 32;
@@ -49,12 +63,17 @@ static int64_t panels(int64_t n)
 int64_t exec_convg_col_floats(const exec_conv *g)
 {
     const int64_t K = (int64_t)g->C * g->k * g->k, P = (int64_t)g->Ho * g->Wo, O = panels(g->O);
-    return O * K > P * O ? O * K : P * O;
+    const int64_t din = (int64_t)g->O * g->k * g->k * 16; /* the input gradient's panel */
+    const int64_t m = O * K > P * O ? O * K : P * O;
+    return m > din ? m : din;
 }
 
 int64_t exec_convg_pad_floats(const exec_conv *g)
 {
-    return (int64_t)(g->H + 2 * g->pad) * (g->W + 2 * g->pad) * g->C;
+    const int q = g->k - 1 - g->pad; /* d's padding in the input gradient */
+    const int64_t fwd = (int64_t)(g->H + 2 * g->pad) * (g->W + 2 * g->pad) * g->C,
+                  din = q < 0 ? 0 : (int64_t)(g->Ho + 2 * q) * (g->Wo + 2 * q) * g->O;
+    return fwd > din ? fwd : din;
 }
 
 /* padHWC (Hp, Wp, C) = one sample's in (C, H, W), zero borders (any C;
@@ -62,7 +81,7 @@ int64_t exec_convg_pad_floats(const exec_conv *g)
 static void to_hwc_any(float *pad, const float *in, const exec_conv *g)
 {
     const int C = g->C, p = g->pad, Wp = g->W + 2 * p;
-    memset(pad, 0, (size_t)exec_convg_pad_floats(g) * sizeof *pad);
+    memset(pad, 0, (size_t)(g->H + 2 * p) * Wp * C * sizeof *pad);
     for (int h = 0; h < g->H; h++)
         for (int w = 0; w < g->W; w++) {
             float *dst = pad + ((int64_t)(h + p) * Wp + w + p) * C;
@@ -103,7 +122,7 @@ KERN static void to_hwc(float *pad, const float *in, const exec_conv *g)
         to_hwc_any(pad, in, g);
         return;
     }
-    memset(pad, 0, (size_t)exec_convg_pad_floats(g) * sizeof *pad);
+    memset(pad, 0, (size_t)(g->H + 2 * p) * Wp * C * sizeof *pad);
     for (int h = 0; h < g->H; h++)
         for (int w0 = 0; w0 < g->W; w0 += 16) {
             const int nw = g->W - w0 < 16 ? g->W - w0 : 16;
@@ -237,6 +256,112 @@ KERN void exec_convg_backward_weight(float *dw, float *db, const float *dout, co
             dw[((int64_t)o * C + t % C) * k * k + t / C] += sc->wp[(int64_t)t * O + o];
 }
 
+/* Input gradient as a forward convolution: din (C, H, W) = d padded by
+ * q = k - 1 - pad, correlated with w flipped in (ki, kj) and transposed
+ * in (o, c).  Columns are the (at most 16) input channels, one zmm, so a
+ * tile is up to 2 x 14 pixels (two rows of din, the same columns) x 16:
+ * per k step one panel load, 28 broadcasts, 28 FMAs (the 14 x 32 tile
+ * would multiply padding in half its columns).  k runs over the kernel
+ * row ki (stride Wq O of d's channel-last copy) x (kj, o) (stride 1). */
+typedef struct dtile_args {
+    const float *a0, *a1; /* first pixel of each tile row in dpad (a1 unused for one row) */
+    int64_t rs, s1;       /* pixel stride (O), kernel-row stride (Wq O) */
+    int n1, n2;           /* k, k O */
+    const float *bp;      /* panel: (ki, kj, o) x 16 */
+    float *c0, *c1;       /* din at (0, h, w0) and (0, h + 1, w0) */
+    int64_t ldc;          /* H W */
+    int nj;               /* channels */
+} dtile_args;
+
+KERN_INLINE void dtile_kloop(const int mr, const int two, const int rs_const, const dtile_args *t,
+                             __m512 *acc)
+{
+    const int64_t rs = rs_const ? rs_const : t->rs;
+    const float *bp = t->bp;
+    for (int q = 0; q < t->n1; q++) {
+        const float *a0 = t->a0 + q * t->s1, *a1 = t->a1 + q * t->s1;
+#pragma GCC unroll 2
+        for (int r = 0; r < t->n2; r++, a0++, a1++, bp += 16) {
+            /* opaque to the compiler: otherwise it keeps one pointer per
+             * tile row (28 of them, spilled) instead of a0 + immediates */
+            __asm__("" : "+r"(a0), "+r"(a1));
+            const __m512 b = _mm512_load_ps(bp);
+#pragma GCC unroll 14
+            for (int i = 0; i < mr; i++) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a0[i * rs]), b, acc[i]);
+            if (two)
+#pragma GCC unroll 14
+                for (int i = 0; i < mr; i++)
+                    acc[mr + i] = _mm512_fmadd_ps(_mm512_set1_ps(a1[i * rs]), b, acc[mr + i]);
+        }
+    }
+}
+
+/* mr pixels x 16 channels, stored channel-major: din[j][w0 + i] */
+KERN_INLINE void dtile_store(const int mr, const __m512 *acc, float *c, int64_t ldc, int nj)
+{
+    __m512 r[16];
+    for (int i = 0; i < 16; i++) r[i] = i < mr ? acc[i] : _mm512_setzero_ps();
+    tr16(r);
+    for (int j = 0; j < nj; j++) _mm512_mask_storeu_ps(c + (int64_t)j * ldc, lanes(mr), r[j]);
+}
+
+/* one function per height and row count, so the accumulators stay in
+ * registers; the pixel stride is a constant when d has 32 channels */
+#define DTILE_FN(R)                                                                 \
+    KERN static void dtile1_##R(const dtile_args *t)                                \
+    {                                                                               \
+        __m512 acc[(R)];                                                            \
+        for (int i = 0; i < (R); i++) acc[i] = _mm512_setzero_ps();                 \
+        if (t->rs == 32) dtile_kloop((R), 0, 32, t, acc);                           \
+        else dtile_kloop((R), 0, 0, t, acc);                                        \
+        dtile_store((R), acc, t->c0, t->ldc, t->nj);                                \
+    }                                                                               \
+    KERN static void dtile2_##R(const dtile_args *t)                                \
+    {                                                                               \
+        __m512 acc[2 * (R)];                                                        \
+        for (int i = 0; i < 2 * (R); i++) acc[i] = _mm512_setzero_ps();             \
+        if (t->rs == 32) dtile_kloop((R), 1, 32, t, acc);                           \
+        else dtile_kloop((R), 1, 0, t, acc);                                        \
+        dtile_store((R), acc, t->c0, t->ldc, t->nj);                                \
+        dtile_store((R), acc + (R), t->c1, t->ldc, t->nj);                          \
+    }
+DTILE_FN(1) DTILE_FN(2) DTILE_FN(3) DTILE_FN(4) DTILE_FN(5) DTILE_FN(6) DTILE_FN(7)
+DTILE_FN(8) DTILE_FN(9) DTILE_FN(10) DTILE_FN(11) DTILE_FN(12) DTILE_FN(13) DTILE_FN(14)
+
+typedef void (*dtile_fn)(const dtile_args *);
+static const dtile_fn dtiles[2][15] = {CTILE_TABLE(dtile1_), CTILE_TABLE(dtile2_)};
+
+KERN void exec_convg_backward_input(float *din, const float *dout, const float *w,
+                                   const exec_conv_scr *sc, const exec_conv *g, int B)
+{
+    const int C = g->C, O = g->O, k = g->k, q = g->k - 1 - g->pad, Wq = g->Wo + 2 * q;
+    const int64_t HW = (int64_t)g->H * g->W, P = (int64_t)g->Ho * g->Wo;
+    /* d of one sample as the input of a convolution with O channels */
+    const exec_conv gd = {O, g->Ho, g->Wo, C, k, 1, q, g->H, g->W};
+    /* panel[(ki, kj, o)][c] = w[o][c][k-1-ki][k-1-kj], zero past C */
+    for (int ki = 0; ki < k; ki++)
+        for (int kj = 0; kj < k; kj++)
+            for (int o = 0; o < O; o++)
+                for (int c = 0; c < 16; c++)
+                    sc->col[(((int64_t)ki * k + kj) * O + o) * 16 + c] =
+                        c < C ? w[(((int64_t)o * C + c) * k + k - 1 - ki) * k + k - 1 - kj] : 0.0f;
+    for (int n = 0; n < B; n++) {
+        to_hwc(sc->pad, dout + n * O * P, &gd);
+        float *dn = din + n * C * HW;
+        for (int h = 0; h < g->H; h += 2) {
+            const int two = h + 1 < g->H;
+            for (int w0 = 0, mr; w0 < g->W; w0 += mr) {
+                mr = tile_len(g->W, w0);
+                const float *a0 = sc->pad + ((int64_t)h * Wq + w0) * O;
+                const dtile_args t = {a0, two ? a0 + (int64_t)Wq * O : a0, O, (int64_t)Wq * O, k,
+                                      k * O, sc->col, dn + (int64_t)h * g->W + w0,
+                                      dn + (int64_t)(h + 1) * g->W + w0, HW, C};
+                dtiles[two][mr](&t);
+            }
+        }
+    }
+}
+
 #else /* no AVX-512 build: exec_kern_avx512() is 0 and nothing calls these */
 #include <stdlib.h>
 
@@ -250,6 +375,12 @@ void exec_convg_backward_weight(float *dw, float *db, const float *dout, const f
                                 const exec_conv_scr *sc, const exec_conv *g, int B)
 {
     (void)dw; (void)db; (void)dout; (void)in; (void)sc; (void)g; (void)B;
+    abort();
+}
+void exec_convg_backward_input(float *din, const float *dout, const float *w,
+                               const exec_conv_scr *sc, const exec_conv *g, int B)
+{
+    (void)din; (void)dout; (void)w; (void)sc; (void)g; (void)B;
     abort();
 }
 #endif

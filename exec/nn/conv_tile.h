@@ -15,21 +15,28 @@
  * channels.  Depends on the shape only. */
 int exec_convg_shape(const exec_conv *g, int min_ck);
 
+/* 1 for shapes exec_convg_backward_input takes: stride 1, C <= 16, C k >=
+ * min_ck, O a multiple of 16, pad <= k - 1.  Depends on the shape only. */
+int exec_convg_din_shape(const exec_conv *g, int min_ck);
+
 /* Scratch the functions below use, in floats: col (packed weights, O in
- * 32s x C k k, or d transposed, Ho Wo x O in 32s), pad (Hp x Wp x C), wp
- * (C k k x O). */
+ * 32s x C k k, or d transposed, Ho Wo x O in 32s, or the input
+ * gradient's O k k x 16), pad (Hp x Wp x C, or d padded, Hq x Wq x O),
+ * wp (C k k x O). */
 int64_t exec_convg_col_floats(const exec_conv *g);
 int64_t exec_convg_pad_floats(const exec_conv *g);
 typedef struct exec_conv_scr {
     float *col, *pad, *wp;
 } exec_conv_scr;
 
-/* As layers.h's exec_conv2d_forward and _backward_weight (dw and db
- * accumulate; db may be NULL).  The input gradient has no such kernel
- * (conv_avx512.c says why). */
+/* As layers.h's exec_conv2d_forward, _backward_weight (dw and db
+ * accumulate; db may be NULL) and _backward_input (din written), the last
+ * for exec_convg_din_shape's shapes (conv_avx512.c says how). */
 void exec_convg_forward(float *out, const float *in, const float *w, const float *b,
                         const exec_conv_scr *sc, const exec_conv *g, int B);
 void exec_convg_backward_weight(float *dw, float *db, const float *dout, const float *in,
                                 const exec_conv_scr *sc, const exec_conv *g, int B);
+void exec_convg_backward_input(float *din, const float *dout, const float *w,
+                               const exec_conv_scr *sc, const exec_conv *g, int B);
 
 #endif

@@ -171,8 +171,12 @@ static int64_t conv_scratch_at(const exec_conv *g, float *base, conv_scratch *sc
     int64_t col = sh ? colx : K * HWo;
     if (dir) col = max64(col, colx * EXEC_KERN_BWP_SAMPLES);
     if (ch) col = max64(col, HWo * g->O);
-    if (exec_convg_shape(g, CONV_SHIFT_MIN_CK)) col = max64(col, exec_convg_col_floats(g));
-    int64_t sizes[4] = {col, (int64_t)g->C * Hp * Wp,
+    int64_t pad = (int64_t)g->C * Hp * Wp;
+    if (exec_convg_shape(g, CONV_SHIFT_MIN_CK) || exec_convg_din_shape(g, CONV_SHIFT_MIN_CK)) {
+        col = max64(col, exec_convg_col_floats(g));
+        pad = max64(pad, exec_convg_pad_floats(g));
+    }
+    int64_t sizes[4] = {col, pad,
                         max64(sh ? K * g->O : 0, dir ? K * ((g->O + 7) / 8 * 8) : 0),
                         dir ? (K + 1) * g->O * 16 : K * g->O};
     conv_scratch unused;
@@ -324,6 +328,11 @@ void exec_conv2d_backward_input(float *din, const float *dout, const float *w,
                   Hp = g->H + 2 * g->pad, Wp = g->W + 2 * g->pad;
     const int K = g->C * g->k * g->k, Ck = g->C * g->k, N = (int)HWo,
               ldx = (int)(Hp * g->Wo), sh = conv_shift(g);
+    if (exec_convg_din_shape(g, CONV_SHIFT_MIN_CK) && exec_kern_avx512()) {
+        const exec_conv_scr scr = {sc.col, sc.pad, sc.dwT};
+        exec_convg_backward_input(din, dout, w, &scr, g, B);
+        return;
+    }
     if (sh) permute_weights(sc.wperm, w, g);
     for (int n = 0; n < B; n++) {
         const float *d = dout + (int64_t)n * g->O * HWo; /* (O, HWo) */
