@@ -230,6 +230,7 @@ void plan_lattice_free(plan_lattice *L)
     free(L->down_off);
     free(L->down);
     free(L->sum_order);
+    free(L->by_work);
     if (L->subs) {
         plan_lattice_subs_clear(L);
         free(L->subs->list);

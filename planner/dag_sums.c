@@ -43,6 +43,29 @@ static int cmp_rows(const void *a, const void *b, void *ctx)
     return x < y ? -1 : x > y;
 }
 
+/* Most work first, ties: the larger id first (exact_subs.c's order). */
+static int cmp_more_work(const void *a, const void *b, void *ctx)
+{
+    const double *w = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    if (w[x] != w[y]) return w[x] > w[y] ? -1 : 1;
+    return x > y ? -1 : x < y;
+}
+
+/* Keep L->by_work in that order for the new sums: usually it still is
+ * (times scaled to another microbatch), which one pass confirms. */
+static void order_by_work(plan_lattice *L)
+{
+    int S = L->n_sets, sorted = L->by_work != NULL;
+    if (!L->by_work) {
+        L->by_work = cl_malloc((size_t)S * sizeof(int));
+        for (int t = 0; t < S; t++) L->by_work[t] = t;
+    }
+    for (int k = 1; k < S && sorted; k++)
+        sorted = cmp_more_work(&L->by_work[k - 1], &L->by_work[k], L->work) < 0;
+    if (!sorted) qsort_r(L->by_work, (size_t)S, sizeof(int), cmp_more_work, L->work);
+}
+
 /* The first layer at which rows a and b differ (n when equal). */
 static int first_diff(const uint64_t *a, const uint64_t *b, int words, int n)
 {
@@ -68,6 +91,7 @@ static int row_has(const uint64_t *r, int i) { return (int)((r[i >> 6] >> (i & 6
  * every position p the layers below p read at p or beyond, ascending. */
 typedef struct graph_index {
     int *rd_off, *rd;       /* readers of layer j (j = n: the model input) */
+    int *last;              /* the last reader of layer j, -1 for none     */
     int *x_off, *x;         /* cross[p] = x[x_off[p] .. x_off[p + 1])      */
 } graph_index;
 
@@ -104,7 +128,19 @@ static void index_graph(graph_index *G, const plan_inst *I)
     for (int i = 0; i < n; i++)
         for (int p = i + 1; p <= last[i]; p++) G->x[fill[p]++] = i;
     free(fill);
-    free(last);
+    G->last = last;
+}
+
+/* The first layer after i not in row r (n when none). */
+static int next_out(const uint64_t *r, int words, int n, int i)
+{
+    int q = (i + 1) >> 6;
+    if (q >= words) return n;
+    uint64_t z = ~r[q] & (((i + 1) & 63) ? ~0ull << ((i + 1) & 63) : ~0ull);
+    while (!z && ++q < words) z = ~r[q];
+    if (!z) return n;
+    int x = q * 64 + __builtin_ctzll(z);
+    return x < n ? x : n;
 }
 
 /* Is any reader of layer j (n: the model input) outside row r? */
@@ -174,12 +210,16 @@ void plan_lattice_dag_sums_(plan_lattice *L, const plan_inst *I)
         double c = read_outside(&G, row, n) ? I->input_bytes : 0;
         for (int k = G.x_off[p]; k < G.x_off[p + 1]; k++)
             if (read_outside(&G, row, G.x[k])) c += I->out_bytes[G.x[k]];
+        /* a member whose readers all come before the next layer not in
+         * the set has them all in */
+        int nz = p;
         for (int q = p >> 6; q < W; q++) {
             uint64_t b = row[q];
             if (q == p >> 6) b &= p & 63 ? ~0ull << (p & 63) : ~0ull;
             for (; b; b &= b - 1) {
                 int i = q * 64 + __builtin_ctzll(b);
-                if (read_outside(&G, row, i)) c += I->out_bytes[i];
+                if (nz <= i) nz = next_out(row, W, n, i);
+                if (G.last[i] >= nz && read_outside(&G, row, i)) c += I->out_bytes[i];
             }
         }
         L->cut[t] = c;
@@ -190,4 +230,6 @@ void plan_lattice_dag_sums_(plan_lattice *L, const plan_inst *I)
     free(G.rd);
     free(G.x_off);
     free(G.x);
+    free(G.last);
+    order_by_work(L);
 }

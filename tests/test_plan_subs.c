@@ -14,6 +14,10 @@
  * search's every offer the same, so its answers are those of before
  * (test_plan_exact checks them against brute force).
  *
+ * The exact search now reads the subsets off one list of every set by work
+ * (plan_lattice.by_work); that list, filtered to a set's proper subsets,
+ * is checked against the same sorted pairs.
+ *
  * The per-set sums (dag_sums.c shares the sums of common prefixes and
  * checks only the members whose readers can lie outside) are checked bit
  * for bit against the plain sum over every member in layer order.
@@ -224,6 +228,14 @@ static int check_subs(const plan_inst *I, const plan_lattice *L, int64_t *pairs)
         *pairs += nw;
         int ok = 1;
         for (int j = 0; j <= nw && ok; j++) ok = exact_dp_sub(&X, t, j) == (j < nw ? want[j] : -1);
+        /* the lattice's list of every set by work, read as the search reads
+         * it (exact_pass.c, subsets_by_work): t's proper subsets in order */
+        int j = 0;
+        for (int k = 0; k < S && ok; k++) {
+            int u = L->by_work[k];
+            if (u != t && (L->bits[u] & ~L->bits[t]) == 0) ok = j < nw && want[j++] == u;
+        }
+        ok = ok && j == nw;
         bad += !ok;
     }
     free(want);
