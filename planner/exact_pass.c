@@ -246,7 +246,8 @@ static inline int proper_subset(const plan_lattice *L, int u, int t)
  *     later stage: a set of the list whose stage would be over it ends the
  *     list, subset or not.
  * So place() sees the same sets in the same order, less the ones it would
- * pass over without a step.  Returns the sets tried. */
+ * pass over without a step.  Returns the sets tried, or -1 when it would
+ * pass over none (the caller walks the subsets instead). */
 static int64_t subsets_by_work(exact_dp *X, int xi, const dp_entry *x, const xrow *R, int e, double bnd)
 {
     const plan_lattice *L = X->L;
@@ -265,6 +266,9 @@ static int64_t subsets_by_work(exact_dp *X, int xi, const dp_entry *x, const xro
         if (L->work[ord[mid]] * coef > e - 1) c = mid + 1;
         else b = mid;
     }
+    /* nothing passed over: the walk (exact_subs.c) visits subsets only,
+     * where the list would also pass the sets that are not */
+    if (c == a) return -1;
     int64_t tries = 0;
     for (int64_t j = c; j < L->n_sets && !X->budget.over; j++) {
         int lo = ord[j];
@@ -322,16 +326,19 @@ static void expand(exact_dp *X, int xi)
          * only up to cut_max (plan_inst) */
         for (int lo = x.t - 1; lo >= 0 && !X->budget.over; lo--, tries++)
             if (lo <= I->cut_max && !place(X, xi, &x, &R, lo, bnd)) break;
-    } else if (L->by_work) {
-        tries = subsets_by_work(X, xi, &x, &R, e, bnd);
     } else {
-        /* the subsets of x.t, smallest stage first (exact_subs.c) */
-        const dp_subs *G = &X->subs;
-        const int *kept = L->subs ? L->subs->list[x.t] : NULL; /* stays put while x.t is expanded */
-        int64_t n_kept = L->subs ? L->subs->n[x.t] : 0;
-        for (int64_t j = 0; !X->budget.over; j++, tries++) {
-            int lo = j < n_kept ? kept[j] : G->t == x.t && j < G->n ? G->list[j] : exact_dp_sub(X, x.t, j);
-            if (lo < 0 || !place(X, xi, &x, &R, lo, bnd)) break;
+        /* the subsets of x.t, smallest stage first: off the list by work
+         * when it passes over some, else walked (exact_subs.c) */
+        tries = L->by_work ? subsets_by_work(X, xi, &x, &R, e, bnd) : -1;
+        if (tries < 0) {
+            tries = 0;
+            const dp_subs *G = &X->subs;
+            const int *kept = L->subs ? L->subs->list[x.t] : NULL; /* stays put while x.t is expanded */
+            int64_t n_kept = L->subs ? L->subs->n[x.t] : 0;
+            for (int64_t j = 0; !X->budget.over; j++, tries++) {
+                int lo = j < n_kept ? kept[j] : G->t == x.t && j < G->n ? G->list[j] : exact_dp_sub(X, x.t, j);
+                if (lo < 0 || !place(X, xi, &x, &R, lo, bnd)) break;
+            }
         }
     }
     X->budget.tries += tries;
