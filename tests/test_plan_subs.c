@@ -30,6 +30,34 @@
 #include "test.h"
 #include "test_rand.h"
 
+/* The instance of n layers whose layer i reads ins[i x stride ..][0 ..
+ * cnt[i]) (total inputs in all), on one device, with random times: a fifth
+ * of the layers inert (no time, no parameters). */
+static void make_inst(plan_inst *I, int n, int total, const int *ins, int stride, const int *cnt)
+{
+    plan_inst_alloc(I, n, total, 1);
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+        I->in_off[i] = at;
+        for (int a = 0; a < cnt[i]; a++) I->in_idx[at++] = ins[i * stride + a];
+    }
+    I->in_off[n] = at;
+    for (int i = 0; i < n; i++) {
+        int inert = irand(0, 4) == 0;
+        /* a few equal times, so that sets of equal work tie */
+        double f = irand(0, 3) == 0 ? 0.5 : 0.05 + urand();
+        I->fwd_s[i] = inert ? 0 : f;
+        I->bwd_in_s[i] = inert ? 0 : f;
+        I->bwd_w_s[i] = inert ? 0 : (irand(0, 3) == 0 ? 0 : urand());
+        I->param_bytes[i] = inert ? 0 : 1 + urand() * 1e6;
+        I->out_bytes[i] = 1 + urand() * 1e6;
+        I->stash_bytes[i] = urand() * 1e6;
+    }
+    I->speed[0] = 1;
+    I->mem_cap[0] = 1e300;
+    I->m = 1;
+}
+
 /* A random graph of n layers: each reads one to three earlier layers or
  * the model input (wide: any of them, so many branches run side by side;
  * else the first input is one of the three layers before); a fifth inert
@@ -49,27 +77,7 @@ static void random_graph(plan_inst *I, int n, int wide)
         cnt[i] = used;
         total += used;
     }
-    plan_inst_alloc(I, n, total, 1);
-    int at = 0;
-    for (int i = 0; i < n; i++) {
-        I->in_off[i] = at;
-        for (int a = 0; a < cnt[i]; a++) I->in_idx[at++] = ins[i][a];
-    }
-    I->in_off[n] = at;
-    for (int i = 0; i < n; i++) {
-        int inert = irand(0, 4) == 0;
-        /* a few equal times, so that sets of equal work tie */
-        double f = irand(0, 3) == 0 ? 0.5 : 0.05 + urand();
-        I->fwd_s[i] = inert ? 0 : f;
-        I->bwd_in_s[i] = inert ? 0 : f;
-        I->bwd_w_s[i] = inert ? 0 : (irand(0, 3) == 0 ? 0 : urand());
-        I->param_bytes[i] = inert ? 0 : 1 + urand() * 1e6;
-        I->out_bytes[i] = 1 + urand() * 1e6;
-        I->stash_bytes[i] = urand() * 1e6;
-    }
-    I->speed[0] = 1;
-    I->mem_cap[0] = 1e300;
-    I->m = 1;
+    make_inst(I, n, total, &ins[0][0], 3, cnt);
 }
 
 /* A series of Inception-like cells, up to n <= 160 layers (rows of up to
@@ -104,26 +112,7 @@ static void cells_graph(plan_inst *I, int n)
         cnt[k++] = nb;
     }
     for (int i = 0; i < n; i++) total += cnt[i];
-    plan_inst_alloc(I, n, total, 1);
-    int at = 0;
-    for (int i = 0; i < n; i++) {
-        I->in_off[i] = at;
-        for (int a = 0; a < cnt[i]; a++) I->in_idx[at++] = ins[i][a];
-    }
-    I->in_off[n] = at;
-    for (int i = 0; i < n; i++) {
-        int inert = irand(0, 4) == 0;
-        double f = irand(0, 3) == 0 ? 0.5 : 0.05 + urand();
-        I->fwd_s[i] = inert ? 0 : f;
-        I->bwd_in_s[i] = inert ? 0 : f;
-        I->bwd_w_s[i] = inert ? 0 : (irand(0, 3) == 0 ? 0 : urand());
-        I->param_bytes[i] = inert ? 0 : 1 + urand() * 1e6;
-        I->out_bytes[i] = 1 + urand() * 1e6;
-        I->stash_bytes[i] = urand() * 1e6;
-    }
-    I->speed[0] = 1;
-    I->mem_cap[0] = 1e300;
-    I->m = 1;
+    make_inst(I, n, total, &ins[0][0], 4, cnt);
 }
 
 /* ------------------------------------------------- the old listing -- */
