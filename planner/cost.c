@@ -168,6 +168,8 @@ void plan_lattice_subs_clear(const plan_lattice *L)
     C->held = 0;
 }
 
+void plan_lattice_dag_sums_(plan_lattice *L, const plan_inst *I);
+
 void plan_lattice_sums(plan_lattice *L, const plan_inst *I)
 {
     int n = I->n;
@@ -201,53 +203,8 @@ void plan_lattice_sums(plan_lattice *L, const plan_inst *I)
     }
     plan_lattice_subs_clear(L);
     /* DAG: sums over members in layer order (monotone under inclusion),
-     * visiting only the members' bits (hundreds of thousands of sets of
-     * hundreds of layers, summed again at every microbatch count) */
-    int W = L->words;
-    double *wk = cl_malloc((size_t)(n + 1) * sizeof *wk);
-    for (int i = 0; i < n; i++) wk[i] = plan_inst_work(I, i);
-    int *read = cl_calloc((size_t)(n + 1), sizeof *read); /* == t + 1: read from outside set t */
-    for (int t = 0; t < L->n_sets; t++) {
-        const uint64_t *row = &L->bits[(size_t)t * (size_t)W];
-        double w = 0, f = 0, bi = 0, bw = 0, pa = 0, st = 0;
-        int sz = 0;
-        for (int q = 0; q < W; q++)
-            for (uint64_t b = row[q]; b; b &= b - 1) {
-                int i = q * 64 + __builtin_ctzll(b);
-                sz++;
-                w += wk[i];
-                f += I->fwd_s[i];
-                bi += I->bwd_in_s[i];
-                bw += I->bwd_w_s[i];
-                pa += I->param_bytes[i];
-                st += I->stash_bytes[i];
-            }
-        L->size[t] = sz;
-        L->work[t] = w;
-        L->fwd[t] = f;
-        L->bwd_in[t] = bi;
-        L->bwd_w[t] = bw;
-        L->params[t] = pa;
-        L->stash[t] = st;
-        /* cut: producers in the set (or the model input) read from outside */
-        for (int q = 0; q < W; q++) {
-            uint64_t out = ~row[q];
-            if (q == W - 1 && (n & 63)) out &= (1ull << (n & 63)) - 1;
-            for (; out; out &= out - 1) {
-                int i = q * 64 + __builtin_ctzll(out);
-                for (int k = I->in_off[i]; k < I->in_off[i + 1]; k++) read[I->in_idx[k] + 1] = t + 1;
-            }
-        }
-        double c = read[0] == t + 1 ? I->input_bytes : 0;
-        for (int q = 0; q < W; q++)
-            for (uint64_t b = row[q]; b; b &= b - 1) {
-                int i = q * 64 + __builtin_ctzll(b);
-                if (read[i + 1] == t + 1) c += I->out_bytes[i];
-            }
-        L->cut[t] = c;
-    }
-    free(read);
-    free(wk);
+     * sharing the sums of common prefixes (dag_sums.c) */
+    plan_lattice_dag_sums_(L, I);
 }
 
 void plan_lattice_prefix(plan_lattice *L, const plan_inst *I)
@@ -272,6 +229,8 @@ void plan_lattice_free(plan_lattice *L)
     free(L->cut);
     free(L->down_off);
     free(L->down);
+    free(L->sum_order);
+    free(L->by_work);
     if (L->subs) {
         plan_lattice_subs_clear(L);
         free(L->subs->list);

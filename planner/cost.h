@@ -165,6 +165,10 @@ typedef struct plan_lattice {
     plan_sub_cache *subs;   /* DAG: what the exact search walked (mutable
                                through a const lattice: a cache)           */
     int n_inert;            /* layers placed by rule, not searched (dag.c)  */
+    int *sum_order;         /* DAG: the sets in the order dag_sums.c sums
+                               them (made by its first call), or NULL       */
+    int *by_work;           /* DAG: every set, most work first (ties: the
+                               larger id first), kept by plan_lattice_sums */
 } plan_lattice;
 
 /* Prefixes in layer order (the chain view; every prefix of a topological

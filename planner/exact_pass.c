@@ -93,6 +93,13 @@ static inline void row_of(const exact_dp *X, const dp_entry *x, xrow *R)
     R->bs = X->run.bound * X->pos.spd_top;
 }
 
+/* Is a stage of work w over the bound on any block here (place's first
+ * test; true for every larger w too)? */
+static inline int stage_over(const exact_dp *X, const xrow *R, double w)
+{
+    return !(w < R->w_lo) && (w > R->w_hi || (double)R->qmin * (w / X->pos.spd_top) > X->run.bound);
+}
+
 /* Place the stage set `hi` \ `lo` ... for entry `xi` on every allowed block
  * ending at e.  Returns 0 when the loop over smaller sets may stop. */
 static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *restrict R, int lo,
@@ -108,7 +115,7 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
     int rmax = R->rmax;
     /* the least time any block could give (all-reduce >= 0): stop when even
      * that is over the bound, since later sets only add work */
-    if (!(w < R->w_lo) && (w > R->w_hi || (double)R->qmin * (w / X->pos.spd_top) > X->run.bound)) return 0;
+    if (stage_over(X, R, w)) return 0;
     double P = L->params[hi] - L->params[lo], st = L->stash[hi] - L->stash[lo];
     int kk = x->k + 1;
     if (X->p_fixed && kk > X->p_fixed) return 1;
@@ -216,6 +223,65 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
     return 1;
 }
 
+/* Is set u a proper subset of set t? */
+static inline int proper_subset(const plan_lattice *L, int u, int t)
+{
+    const uint64_t *a = &L->bits[(size_t)u * (size_t)L->words], *b = &L->bits[(size_t)t * (size_t)L->words];
+    for (int q = 0; q < L->words; q++)
+        if (a[q] & ~b[q]) return 0;
+    return u != t;
+}
+
+/* The stages x->t \ lo of a DAG over the subsets lo of x->t in the walk's
+ * order (most work first, ties: the larger id first; exact_subs.c), read
+ * off the lattice's list of every set in that order (plan_lattice.by_work)
+ * from the first set that can be a subset and can still lead anywhere:
+ *   - a subset has no more work than its superset, so the list starts at
+ *     the first set of at most x->t's work;
+ *   - place() passes over a set lo whose layers need more devices than the
+ *     e - 1 positions left (need(lo) > e - 1), and need(lo) is at least
+ *     work(lo) x need_coef, the same product: every set before the first
+ *     where that product is at most e - 1 would be passed over;
+ *   - place() stops at the first stage over the bound, and so does every
+ *     later stage: a set of the list whose stage would be over it ends the
+ *     list, subset or not.
+ * So place() sees the same sets in the same order, less the ones it would
+ * pass over without a step.  Returns the sets tried, or -1 when it would
+ * pass over none (the caller walks the subsets instead). */
+static int64_t subsets_by_work(exact_dp *X, int xi, const dp_entry *x, const xrow *R, int e, double bnd)
+{
+    const plan_lattice *L = X->L;
+    const int *ord = L->by_work;
+    double wt = L->work[x->t], coef = X->run.need_coef;
+    int64_t a = 0, b = L->n_sets;
+    while (a < b) { /* first set of at most wt's work */
+        int64_t mid = a + (b - a) / 2;
+        if (L->work[ord[mid]] > wt) a = mid + 1;
+        else b = mid;
+    }
+    int64_t c = a;
+    b = L->n_sets;
+    while (c < b) { /* first set whose layers may fit the positions left */
+        int64_t mid = c + (b - c) / 2;
+        if (L->work[ord[mid]] * coef > e - 1) c = mid + 1;
+        else b = mid;
+    }
+    /* nothing passed over: the walk (exact_subs.c) visits subsets only,
+     * where the list would also pass the sets that are not */
+    if (c == a) return -1;
+    int64_t tries = 0;
+    for (int64_t j = c; j < L->n_sets && !X->budget.over; j++) {
+        int lo = ord[j];
+        if (!proper_subset(L, lo, x->t)) {
+            if (stage_over(X, R, wt - L->work[lo])) break;
+            continue;
+        }
+        tries++;
+        if (!place(X, xi, x, R, lo, bnd)) break;
+    }
+    return tries;
+}
+
 static void expand(exact_dp *X, int xi)
 {
     const plan_inst *I = X->I;
@@ -261,13 +327,18 @@ static void expand(exact_dp *X, int xi)
         for (int lo = x.t - 1; lo >= 0 && !X->budget.over; lo--, tries++)
             if (lo <= I->cut_max && !place(X, xi, &x, &R, lo, bnd)) break;
     } else {
-        /* the subsets of x.t, smallest stage first (exact_subs.c) */
-        const dp_subs *G = &X->subs;
-        const int *kept = L->subs ? L->subs->list[x.t] : NULL; /* stays put while x.t is expanded */
-        int64_t n_kept = L->subs ? L->subs->n[x.t] : 0;
-        for (int64_t j = 0; !X->budget.over; j++, tries++) {
-            int lo = j < n_kept ? kept[j] : G->t == x.t && j < G->n ? G->list[j] : exact_dp_sub(X, x.t, j);
-            if (lo < 0 || !place(X, xi, &x, &R, lo, bnd)) break;
+        /* the subsets of x.t, smallest stage first: off the list by work
+         * when it passes over some, else walked (exact_subs.c) */
+        tries = L->by_work ? subsets_by_work(X, xi, &x, &R, e, bnd) : -1;
+        if (tries < 0) {
+            tries = 0;
+            const dp_subs *G = &X->subs;
+            const int *kept = L->subs ? L->subs->list[x.t] : NULL; /* stays put while x.t is expanded */
+            int64_t n_kept = L->subs ? L->subs->n[x.t] : 0;
+            for (int64_t j = 0; !X->budget.over; j++, tries++) {
+                int lo = j < n_kept ? kept[j] : G->t == x.t && j < G->n ? G->list[j] : exact_dp_sub(X, x.t, j);
+                if (lo < 0 || !place(X, xi, &x, &R, lo, bnd)) break;
+            }
         }
     }
     X->budget.tries += tries;
