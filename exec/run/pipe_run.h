@@ -8,7 +8,8 @@
  *   pipe_worker.{h,c}  one worker's state and its message steps (waits,
  *                      the ring all-reduce, timeline spans)
  *   pipe_tp.{h,c}      tensor parallelism: a stage's ranks, every compute
- *                      call run on all of them
+ *                      call run on all of them (a crew of threads, or
+ *                      one rank per process: tp_mpi.h)
  *   pipe_ckpt.{h,c}    checkpoints and stops at iteration ends
  *   pipe_report.{h,c}  evaluation, epoch statistics, the final report
  *   pipe_ops.{h,c}     a worker's life: set-up, its op list, the main loop
@@ -78,6 +79,8 @@ typedef struct pipe_run {
     int64_t data_ipe;      /* iterations per pass over the training data      */
     int tracing;
     exec_xport *x;
+    struct exec_tp_mpi *tpm; /* tensor ranks as MPI processes (tp_mpi.h):
+                              this process's group, else NULL               */
     double stall_s;
 
     pthread_mutex_t mu;    /* guards err, stop_at, passed                     */
