@@ -1,6 +1,8 @@
 /* backend_mpi.c - the MPI transport (chan.h): one rank per worker,
  * non-blocking point-to-point messages (MPI_Isend / MPI_Irecv) on a
- * communicator of its own, and MPI's lifetime (pipeline.h).
+ * communicator of its own, and MPI's lifetime (pipeline.h).  With tensor
+ * ranks as processes (tp_mpi.h) the world holds one such pipeline per
+ * tensor rank, each on its communicator split from the world.
  *
  * A message goes whole (header and payload) as MPI_BYTE.  MPI tags are
  * ints, so the 64-bit tag is folded: kind and boundary keep their 16 bits
