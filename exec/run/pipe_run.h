@@ -106,6 +106,10 @@ typedef struct pipe_run {
  * worker; returns code. */
 int pipe_run_fail(pipe_run *R, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The MPI world rank of worker w's process of this tensor rank (tensor
+ * ranks as processes: w * T + k; else w), named in messages. */
+int pipe_world_rank(const pipe_run *R, int w);
+
 /* Worker of replica q of stage s; bytes of the tensor at boundary b. */
 int pipe_worker_of(const pipe_run *R, int s, int q);
 int64_t pipe_bnd_bytes(const pipe_run *R, int b, int batch);
