@@ -77,6 +77,16 @@ void tv_write_plan(const char *path, const char *kind, int t, const char *r, int
  * synthetic samples; files in dir (threads.w, mpi.w). */
 void tv_mpi_same(const char *pl, const char *dir);
 
+/* The same with each tensor rank an MPI process (--tensor-over mpi, plan
+ * pl of `workers` workers and tensor t: workers x t ranks), against a
+ * threads run (files threads-t.w, mpi-t.w in dir); with t >= 3 the bytes
+ * depend on the all-reduce's summation order (test_vit_mpi.c). */
+void tv_mpi_tensor_same(const char *pl, int workers, int t, const char *dir);
+/* --tensor-over mpi refused with one line each: a world of one rank per
+ * worker (naming the size it needs), without --backend mpi, with
+ * --checkpoint. */
+void tv_mpi_tensor_refusals(const char *pl, int workers, int t, const char *dir);
+
 /* `cleave train --plan pl` on 256 synthetic samples for 2 epochs (8
  * iterations), killed (SIGKILL) after iteration 5 with a checkpoint every
  * iteration and resumed, writes the uninterrupted run's weights file byte

@@ -25,6 +25,7 @@ typedef struct train_plan_cmd {
     const char *plan, *trace, *model, *batch;
     int64_t epochs, iterations;
     int backend;            /* exec_pipe_backend */
+    int tensor_over;        /* 0 threads, 1 mpi (exec_pipe_opts.tensor_mpi) */
 } train_plan_cmd;
 
 #define TP train_plan_cmd
@@ -39,6 +40,10 @@ static const cli_opt train_plan_opts[] = {
      .help = "threads (default: one process, workers pinned to cores)\n"
              "or mpi (one rank per worker; outside an MPI job cleave\n"
              "starts mpirun -np workers itself, as root too)"},
+    {"tensor-over", 0, CLI_ENUM, CLI_FIELD(TP, tensor_over), .words = "threads|mpi", .arg = "H",
+     .help = "a tensor-parallel plan's ranks: threads (default: a crew\n"
+             "of threads per worker) or mpi (with --backend mpi: one\n"
+             "rank per tensor rank, workers x tensor ranks in all)"},
     {"trace", 0, CLI_STR, CLI_FIELD(TP, trace), .arg = "FILE",
      .help = "write the measured timeline as a Chrome trace"},
     TRAIN_OPT_SAVE_WEIGHTS(TP, a),
@@ -72,7 +77,7 @@ static void help(void)
 {
     train_plan_cmd d = {0};
     train_args_help(&train_plan_spec, &d, &d.a,
-                    "usage: cleave train --plan FILE [--backend threads|mpi] [options]\n"
+                    "usage: cleave train --plan FILE [--backend threads|mpi] [--tensor-over threads|mpi] [options]\n"
                     "       mpirun -np N cleave train --plan FILE --backend mpi [options]\n\n"
                     "Train the plan's model pipelined: one worker per device of the plan, each\n"
                     "running its stages' op lists (the schedule the simulator replays), passing\n"
@@ -170,6 +175,9 @@ int cmd_train_plan(int argc, char **argv)
     train_args a = t.a;
     int64_t epochs = t.epochs, iterations = t.iterations;
     if (!plan_path) return cli_usage_error(cmd, "--plan is required");
+    if (t.tensor_over && o.backend != EXEC_PIPE_MPI)
+        return cli_usage_error(cmd, "--tensor-over mpi runs tensor ranks as MPI processes; add --backend mpi");
+    o.tensor_mpi = t.tensor_over;
     if (epochs && iterations) return cli_usage_error(cmd, "--epochs and --iterations exclude each other");
     if ((rc = train_args_check(&a, cmd))) return rc;
     o.epochs = epochs ? (int)epochs : 1;
@@ -204,18 +212,28 @@ int cmd_train_plan(int argc, char **argv)
         goto done;
     }
     const int tensor = plan_tensor(&p);
+    /* processes: one per worker, or one per tensor rank of each */
+    const int ranks = o.tensor_mpi && tensor > 1 ? workers * tensor : workers;
+    if (ranks != workers && (a.ckpt || a.resume)) { /* before mpirun starts */
+        plan_free(&p);
+        return cli_usage_error(cmd, "--tensor-over mpi does not write or read checkpoints yet; use --tensor-over threads with --checkpoint or --resume");
+    }
     if (mpi && !exec_link_in_mpi_job()) {
         /* not started by mpirun: start it, one rank per worker (as validate
          * and profile --links do; --allow-run-as-root when root) */
         plan_free(&p);
-        return exec_link_mpirun(workers, "train", argc, argv);
+        return exec_link_mpirun(ranks, "train", argc, argv);
     }
     if (mpi) { /* the world must match before anything is loaded */
         if ((rc = exec_pipe_mpi_world(&rank, &size, &e))) goto done;
         c.quiet = rank != 0;
-        if (size != workers) {
-            rc = cl_fail(&e, CL_EINPUT, "%s: the plan runs on %d workers but MPI has %d rank%s (hint: mpirun -np %d cleave train --plan %s --backend mpi)",
-                         plan_path, workers, size, size == 1 ? "" : "s", workers, plan_path);
+        if (size != ranks) {
+            if (ranks != workers)
+                rc = cl_fail(&e, CL_EINPUT, "%s: the plan runs on %d workers x %d tensor ranks but MPI has %d rank%s (hint: mpirun -np %d cleave train --plan %s --backend mpi --tensor-over mpi)",
+                             plan_path, workers, tensor, size, size == 1 ? "" : "s", ranks, plan_path);
+            else
+                rc = cl_fail(&e, CL_EINPUT, "%s: the plan runs on %d workers but MPI has %d rank%s (hint: mpirun -np %d cleave train --plan %s --backend mpi)",
+                             plan_path, workers, size, size == 1 ? "" : "s", workers, plan_path);
             goto done;
         }
     }
@@ -259,7 +277,9 @@ int cmd_train_plan(int argc, char **argv)
         cpu_set_t cs;
         int cores = sched_getaffinity(0, sizeof cs, &cs) == 0 ? CPU_COUNT(&cs) : 0;
         char tp[64] = "";
-        if (tensor > 1) snprintf(tp, sizeof tp, " x %d tensor-parallel threads", tensor);
+        if (tensor > 1)
+            snprintf(tp, sizeof tp, " x %d tensor-parallel %s", tensor,
+                     ranks != workers ? "ranks" : "threads");
         printf("train %s with %s: %d stages on %d workers%s (%s), schedule %s, batch %d = %d x %d%s\n",
                m->name, plan_path, p.n_stages, workers, tp, exec_pipe_backend_name(o.backend),
                sched_kind_name(p.schedule), p.batch, p.n_micro, p.microbatch,

@@ -1,6 +1,8 @@
 /* backend_mpi.c - the MPI transport (chan.h): one rank per worker,
  * non-blocking point-to-point messages (MPI_Isend / MPI_Irecv) on a
- * communicator of its own, and MPI's lifetime (pipeline.h).
+ * communicator of its own, and MPI's lifetime (pipeline.h).  With tensor
+ * ranks as processes (tp_mpi.h) the world holds one such pipeline per
+ * tensor rank, each on its communicator split from the world.
  *
  * A message goes whole (header and payload) as MPI_BYTE.  MPI tags are
  * ints, so the 64-bit tag is folded: kind and boundary keep their 16 bits
@@ -284,13 +286,17 @@ static const exec_xport_ops mx_ops = {mx_post, mx_take, mx_events, mx_wait, mx_o
                                       mx_sync, mx_run, mx_abort, mx_aborted, mx_destroy,
                                       NULL /* polls: never sleeps in a wait */};
 
-int exec_xport_mpi(exec_xport **out, int n, const int *cap, const char *file, cl_err *e)
+int exec_xport_mpi(exec_xport **out, int n, int tensor, const int *cap, const char *file, cl_err *e)
 {
     *out = NULL;
+    assert(tensor >= 1);
     int rank, size;
     int rc = exec_pipe_mpi_world(&rank, &size, e);
     if (rc) return rc;
-    if (size != n)
+    if (size != n * tensor && tensor > 1)
+        return cl_fail(e, CL_EINPUT, "%s: the plan runs on %d workers x %d tensor ranks but MPI has %d rank%s (hint: mpirun -np %d cleave train --plan %s --backend mpi --tensor-over mpi)",
+                       file, n, tensor, size, size == 1 ? "" : "s", n * tensor, file);
+    if (size != n && tensor == 1)
         return cl_fail(e, CL_EINPUT, "%s: the plan runs on %d workers but MPI has %d rank%s (hint: mpirun -np %d cleave train --plan %s --backend mpi)",
                        file, n, size, size == 1 ? "" : "s", n, file);
     int *ub = NULL, flag = 0;
@@ -302,11 +308,13 @@ int exec_xport_mpi(exec_xport **out, int n, const int *cap, const char *file, cl
     mx *t = cl_calloc(1, sizeof *t);
     t->x.ops = &mx_ops;
     t->x.n = n;
-    t->x.rank = rank;
+    t->x.rank = rank / tensor;
     t->x.cores = 0;
     t->mod = mod;
     t->nivcsw = -1;
-    MPI_Comm_dup(MPI_COMM_WORLD, &t->comm);
+    /* the pipeline of tensor rank k: worker w is its rank w */
+    MPI_Comm_split(MPI_COMM_WORLD, rank % tensor, rank / tensor, &t->comm);
+    rank /= tensor;
     t->cap = cl_calloc((size_t)n, sizeof *t->cap);
     t->nb = cl_calloc((size_t)n, sizeof *t->nb);
     for (int d = 0; d < n; d++) t->cap[d] = cap[rank * n + d] > 0 ? cap[rank * n + d] : 1;

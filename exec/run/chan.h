@@ -203,7 +203,11 @@ struct exec_xport {
 exec_xport *exec_xport_threads(int n, const int *cap, double spin_s);
 
 /* The MPI backend: MPI must be initialised (exec_pipe_mpi_world) with a
- * world of n ranks.  CL_EINPUT when the world size differs. */
-int exec_xport_mpi(exec_xport **x, int n, const int *cap, const char *file, cl_err *e);
+ * world of n x tensor ranks.  tensor 1: one rank per worker; tensor T > 1
+ * (tensor ranks as processes, tp_mpi.h): world rank w * T + k is rank k of
+ * worker w, and the ranks k of all workers form a pipeline of their own
+ * (x->rank = w), rank k exchanging with rank k of the other workers.
+ * CL_EINPUT when the world size differs. */
+int exec_xport_mpi(exec_xport **x, int n, int tensor, const int *cap, const char *file, cl_err *e);
 
 #endif

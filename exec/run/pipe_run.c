@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "pipe_run.h"
+#include "tp_mpi.h"
 
 int pipe_run_fail(pipe_run *R, int code, const char *fmt, ...)
 {
@@ -20,6 +21,11 @@ int pipe_run_fail(pipe_run *R, int code, const char *fmt, ...)
     pthread_mutex_unlock(&R->mu);
     R->x->ops->abort(R->x);
     return code;
+}
+
+int pipe_world_rank(const pipe_run *R, int w)
+{
+    return R->tpm ? w * plan_tensor(R->p) + exec_tp_mpi_rank(R->tpm) : w;
 }
 
 int pipe_worker_of(const pipe_run *R, int s, int q)

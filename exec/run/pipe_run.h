@@ -8,7 +8,8 @@
  *   pipe_worker.{h,c}  one worker's state and its message steps (waits,
  *                      the ring all-reduce, timeline spans)
  *   pipe_tp.{h,c}      tensor parallelism: a stage's ranks, every compute
- *                      call run on all of them
+ *                      call run on all of them (a crew of threads, or
+ *                      one rank per process: tp_mpi.h)
  *   pipe_ckpt.{h,c}    checkpoints and stops at iteration ends
  *   pipe_report.{h,c}  evaluation, epoch statistics, the final report
  *   pipe_ops.{h,c}     a worker's life: set-up, its op list, the main loop
@@ -78,6 +79,8 @@ typedef struct pipe_run {
     int64_t data_ipe;      /* iterations per pass over the training data      */
     int tracing;
     exec_xport *x;
+    struct exec_tp_mpi *tpm; /* tensor ranks as MPI processes (tp_mpi.h):
+                              this process's group, else NULL               */
     double stall_s;
 
     pthread_mutex_t mu;    /* guards err, stop_at, passed                     */
@@ -102,6 +105,10 @@ typedef struct pipe_run {
 /* Record the run's first failure (shown to the user) and stop every
  * worker; returns code. */
 int pipe_run_fail(pipe_run *R, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The MPI world rank of worker w's process of this tensor rank (tensor
+ * ranks as processes: w * T + k; else w), named in messages. */
+int pipe_world_rank(const pipe_run *R, int w);
 
 /* Worker of replica q of stage s; bytes of the tensor at boundary b. */
 int pipe_worker_of(const pipe_run *R, int s, int q);

@@ -7,6 +7,7 @@
 
 #include "exec/nn/tensor.h"
 #include "pipe_tp.h"
+#include "tp_mpi.h"
 
 void pipe_tp_crew_init(pipe_worker *W)
 {
@@ -22,7 +23,7 @@ void pipe_tp_crew_init(pipe_worker *W)
             if ((l->kind == MODEL_ATTENTION || l->kind == MODEL_MLP) && el > most) most = el;
         }
     }
-    if (T < 2 || most == 0) return;
+    if (T < 2 || most == 0 || R->tpm) return; /* R->tpm: the ranks are processes */
     /* Cores: worker w (rank 0) is on core w mod n (backend_threads.c).
      * With a core for every thread, the crews take the cores after the
      * workers'; oversubscribed, rank k of worker w goes to core w + k, so
@@ -46,14 +47,18 @@ int pipe_tp_stage_init(pipe_worker *W, pstage *ps, int max_batch, cl_err *e)
 {
     const pipe_run *R = W->R;
     const int first = R->stage_first[ps->stage], end = R->stage_end[ps->stage];
-    const int T = W->crew && exec_net_has_split(R->m, first, end) ? plan_tensor(R->p) : 1;
+    const int split = exec_net_has_split(R->m, first, end);
+    const int T = W->crew && split ? plan_tensor(R->p) : 1;
     const exec_pipe_opts *o = R->o;
     ps->T = T;
+    ps->tpm = R->tpm && split;
     ps->tnet = cl_calloc((size_t)T, sizeof *ps->tnet);
     ps->tsgd = cl_calloc((size_t)T, sizeof *ps->tsgd);
     ps->tdin = cl_calloc((size_t)T, sizeof *ps->tdin);
     for (int r = 0; r < T; r++) {
-        const exec_tp_comm *tp = T > 1 ? exec_tp_group_comm(exec_tp_crew_group(W->crew), r) : NULL;
+        const exec_tp_comm *tp = T > 1      ? exec_tp_group_comm(exec_tp_crew_group(W->crew), r)
+                                 : ps->tpm ? exec_tp_mpi_comm(R->tpm)
+                                           : NULL;
         int rc = exec_net_create_tp(&ps->tnet[r], R->m, first, end, max_batch, o->seed,
                                     exec_pipe_net_flags(R->p), tp, o->file, e);
         if (rc) return rc;
@@ -175,18 +180,51 @@ void pipe_tp_copy_params(pstage *ps, float *stash)
     }
 }
 
+/* The whole stage on tensor rank 0 from the shards of the group's
+ * processes: their blocks gathered over MPI, laid out by shard nets of each
+ * rank made for the purpose (exec_net_tp_move needs a rank's layout). */
+static exec_net *whole_mpi(pipe_worker *W, pstage *ps, exec_net *whole)
+{
+    const pipe_run *R = W->R;
+    const int T = plan_tensor(R->p), root = exec_tp_mpi_rank(R->tpm) == 0;
+    const int first = R->stage_first[ps->stage], end = R->stage_end[ps->stage];
+    float *all = root ? exec_falloc(T * ps->n_floats) : NULL;
+    exec_tp_mpi_gather(R->tpm, exec_net_params(ps->net, NULL), all, ps->n_floats);
+    if (!root) return ps->net;
+    exec_net **shard = cl_calloc((size_t)T, sizeof *shard);
+    float **sb = cl_calloc((size_t)T, sizeof *sb);
+    exec_tp_comm *view = cl_calloc((size_t)T, sizeof *view);
+    cl_err e = {0};
+    for (int r = 0; r < T; r++) {
+        view[r] = (exec_tp_comm){.rank = r, .size = T}; /* layout only: no passes run */
+        int rc = exec_net_create_tp(&shard[r], R->m, first, end, 1, R->o->seed, 0, &view[r], "", &e);
+        assert(rc == CL_OK && "the stage made its shard already");
+        (void)rc;
+        sb[r] = all + (int64_t)r * ps->n_floats;
+    }
+    exec_net_tp_move(whole, exec_net_params(whole, NULL), shard, sb, T, 1);
+    for (int r = 0; r < T; r++) exec_net_destroy(shard[r]);
+    free(shard);
+    free(sb);
+    free(view);
+    free(all);
+    return whole;
+}
+
 exec_net *pipe_tp_whole(pipe_worker *W, pstage *ps, int *made)
 {
     *made = 0;
-    if (ps->T == 1) return ps->net;
+    if (ps->T == 1 && !ps->tpm) return ps->net;
     const pipe_run *R = W->R;
+    if (ps->tpm && exec_tp_mpi_rank(R->tpm) != 0) return whole_mpi(W, ps, NULL);
     exec_net *whole;
     cl_err e = {0};
     int rc = exec_net_create(&whole, R->m, R->stage_first[ps->stage], R->stage_end[ps->stage], 1,
                              R->o->seed, 0, "", &e);
     assert(rc == CL_OK && "the stage made its shards already");
     (void)rc;
-    exec_net_tp_gather(whole, ps->tnet, ps->T);
+    if (ps->tpm) whole_mpi(W, ps, whole);
+    else exec_net_tp_gather(whole, ps->tnet, ps->T);
     *made = 1;
     return whole;
 }

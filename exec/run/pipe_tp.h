@@ -25,6 +25,14 @@
  * each step's message holds the step's chunk of every rank's block.
  *
  * With T == 1 every call here is the plain exec_net call.
+ *
+ * Tensor ranks as MPI processes (exec_pipe_opts.tensor_mpi, R->tpm): no
+ * crew; each process is one rank k of its worker and runs the worker's
+ * whole op list as the pipeline of rank k (backend_mpi.c), a split stage
+ * holding its shard alone (ps->T == 1, ps->tpm set, the all-reduces over
+ * tp_mpi.h), a stage with no split layer whole on every rank.  The ring
+ * above then moves this rank's shard only; pipe_tp_whole gathers the
+ * group's shards to rank 0.
  */
 #ifndef CL_EXEC_PIPE_TP_H
 #define CL_EXEC_PIPE_TP_H
@@ -63,7 +71,9 @@ void pipe_tp_swap(pstage *ps, float *stash);
 void pipe_tp_copy_params(pstage *ps, float *stash);
 
 /* The stage's whole parameters: ps->net when T == 1, else a new unsplit
- * net gathered from the shards (*made = 1: the caller destroys it). */
+ * net gathered from the shards (*made = 1: the caller destroys it).  With
+ * ps->tpm a collective of the worker's group: every rank calls it, rank 0
+ * gets the whole net, the others their shard (made 0). */
 exec_net *pipe_tp_whole(pipe_worker *W, pstage *ps, int *made);
 
 #endif

@@ -140,7 +140,7 @@ int pipe_signal_check(pipe_worker *W, int64_t k)
         const sched_op *op = &R->sc.ops[k];
         if (op->kind == SCHED_RECV)
             snprintf(where, sizeof where, "waiting for a message from %s %d (iteration %d)",
-                     R->x->rank >= 0 ? "rank" : "worker", op->peer, op->iter);
+                     R->x->rank >= 0 ? "rank" : "worker", pipe_world_rank(R, op->peer), op->iter);
         else
             snprintf(where, sizeof where, "at op %lld of iteration %d",
                      (long long)(k - R->sc.off[W->w]), op->iter);
@@ -149,7 +149,7 @@ int pipe_signal_check(pipe_worker *W, int64_t k)
     }
     if (R->x->rank >= 0)
         return pipe_run_fail(R, CL_ERUN, "rank %d: %s while %s; under mpirun that means another rank died or the job was stopped (hint: %s)",
-                             W->w, exec_ckpt_signal_name(sig), where,
+                             pipe_world_rank(R, W->w), exec_ckpt_signal_name(sig), where,
                              R->o->ckpt_path ? "resume from the last checkpoint with --resume" : "--checkpoint FILE --checkpoint-every N makes MPI runs resumable");
     return pipe_run_fail(R, CL_ERUN, "%s: stopped %s; schedule %s keeps microbatches in flight across iterations, so nothing was saved",
                          exec_ckpt_signal_name(sig), where, sched_kind_name((sched_kind)R->sc.kind));
@@ -194,15 +194,16 @@ static int wait_until(pipe_worker *W, try_fn f, void *arg, int64_t k)
             if (k >= 0) what_op(&W->R->sc.ops[k], what, sizeof what);
             if (W->x->rank >= 0 && k >= 0 && W->R->sc.ops[k].kind == SCHED_RECV)
                 return pipe_run_fail(W->R, CL_ERUN, "rank %d: no message from rank %d for %.0f s at op %lld (%s) in run %d (did rank %d die or hang?)",
-                                     W->w, W->R->sc.ops[k].peer, t - t0,
+                                     pipe_world_rank(W->R, W->w),
+                                     pipe_world_rank(W->R, W->R->sc.ops[k].peer), t - t0,
                                      (long long)(k - W->R->sc.off[W->w]), what, W->run,
-                                     W->R->sc.ops[k].peer);
+                                     pipe_world_rank(W->R, W->R->sc.ops[k].peer));
             /* under MPI any other wait (an all-reduce, the evaluation, the
              * final report) is a wait on the other ranks as well: a silent
              * rank is the likely cause, not the schedule */
             if (W->x->rank >= 0)
                 return pipe_run_fail(W->R, CL_ERUN, "rank %d: no message from the other ranks for %.0f s at %s in run %d (did one die or hang?)",
-                                     W->w, t - t0, what, W->run);
+                                     pipe_world_rank(W->R, W->w), t - t0, what, W->run);
             return pipe_run_fail(W->R, CL_ERUN, "worker %d (stage %d) waited %.0f s at op %lld (%s) in run %d; the schedule cannot complete (please report it)",
                                  W->w, W->st[0].stage, t - t0,
                                  (long long)(k >= 0 ? k - W->R->sc.off[W->w] : -1), what, W->run);

@@ -35,6 +35,9 @@ typedef struct pstage {
     int64_t in_elems, out_elems, n_floats;
     exec_net *net;              /* rank 0's (the whole stage when T == 1)    */
     exec_sgd sgd;
+    int tpm;                    /* a split stage whose tensor ranks are MPI
+                                   processes (tp_mpi.h): T is 1 here, net
+                                   this process's shard                      */
     int T;                      /* tensor-parallel ranks (pipe_tp.h): the
                                    plan's tensor when the stage has a split
                                    layer, else 1                             */

@@ -15,6 +15,7 @@
 #include "pipe_ops.h"
 #include "pipe_run.h"
 #include "pipe_trace.h"
+#include "tp_mpi.h"
 
 const char *exec_pipe_backend_name(exec_pipe_backend b)
 {
@@ -415,6 +416,9 @@ int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe
     if (o->train->n < p->batch)
         return cl_fail(e, CL_EINPUT, "%s: batch: an iteration takes %d samples but the training set has %lld (hint: more data, or a plan with a smaller batch)",
                        file, p->batch, (long long)o->train->n);
+    if (o->tensor_mpi && o->backend == EXEC_PIPE_MPI && plan_tensor(p) > 1 && (o->ckpt_path || o->resume))
+        return cl_fail(e, CL_EINPUT, "%s: checkpoints of a run whose tensor ranks are MPI processes are not supported yet (hint: --tensor-over threads, or drop --checkpoint and --resume)",
+                       file);
     if (o->iterations < 0 || (o->iterations == 0 && o->epochs < 1))
         return cl_fail(e, CL_EINPUT, "%s: nothing to run (%d iterations, %d epochs)", file,
                        o->iterations, o->epochs);
@@ -434,12 +438,16 @@ int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe
     } else {
         cap = channel_caps(&R->sc);
     }
+    const int tpm = o->tensor_mpi && o->backend == EXEC_PIPE_MPI && plan_tensor(p) > 1;
     if (o->backend == EXEC_PIPE_MPI)
-        rc = exec_xport_mpi(&R->x, R->n_w, cap, file, e);
+        rc = exec_xport_mpi(&R->x, R->n_w, tpm ? plan_tensor(p) : 1, cap, file, e);
     else
         R->x = exec_xport_threads(R->n_w, cap, spin_s(p, R->n_w, o->spin_s));
     free(cap);
-    if (!rc && R->x->rank >= 0) r->rank = R->x->rank;
+    if (!rc && tpm) R->tpm = exec_tp_mpi_create(plan_tensor(p));
+    /* the world rank: tensor rank k of worker w is w * T + k (pipeline.h) */
+    if (!rc && R->x->rank >= 0)
+        r->rank = R->tpm ? R->x->rank * plan_tensor(p) + exec_tp_mpi_rank(R->tpm) : R->x->rank;
     if (!rc && o->trace_path) { /* fail on a bad path now, not after training */
         rc = cl_out_check(o->trace_path, e);
     }
@@ -464,6 +472,7 @@ int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe
         collect(R, r);
         if (o->trace_path) rc = pipe_write_trace(R, o->trace_path, e);
     }
+    exec_tp_mpi_destroy(R->tpm, !R->x || !R->x->ops->aborted(R->x));
     prun_free(R);
     free(R);
     return rc;

@@ -36,7 +36,8 @@
  * rank per worker; the world size must equal the workers) and leaves it
  * initialised; the program calls exec_pipe_mpi_finalize() before it exits.
  * Every rank calls exec_pipe_run with the same plan and options (each loads
- * its own copy of the data); results are complete on rank 0 only.
+ * its own copy of the data); results are complete on rank 0 only.  With
+ * exec_pipe_opts.tensor_mpi the world has workers x tensor ranks instead.
  */
 #ifndef CL_EXEC_PIPELINE_H
 #define CL_EXEC_PIPELINE_H
@@ -67,6 +68,13 @@ typedef void (*exec_pipe_iter_fn)(void *ctx, int64_t done, int64_t total);
 
 typedef struct exec_pipe_opts {
     exec_pipe_backend backend;
+    int tensor_mpi;        /* MPI with a plan of tensor T > 1: each tensor rank
+                              is an MPI process of its own (world = workers x
+                              T, rank w * T + k is rank k of worker w; the
+                              group's all-reduces go over MPI, tp_mpi.h), not
+                              a thread of its worker's crew (pipe_tp.h); no
+                              checkpoints.  Results as with the crew, bit for
+                              bit, complete on world rank 0                 */
     int iterations;        /* > 0: run this many iterations as one schedule,
                               then evaluate once (if test); 0: run `epochs`  */
     int epochs;            /* used when iterations == 0; each epoch is one
