@@ -1,5 +1,6 @@
 /* test_proc.c - child processes for the reliability suites (test_proc.h). */
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +119,7 @@ static char proc_state(pid_t pid)
 int tproc_wait_stopped(pid_t pid)
 {
     double t0 = tproc_now();
-    while (tproc_now() - t0 < 60) {
+    while (tproc_now() - t0 < TPROC_HANG_S) {
         char st = proc_state(pid);
         if (st == 'T') return 0;
         if (st == 0 || st == 'Z' || st == 'X') return -1;
@@ -132,7 +133,16 @@ int tproc_signal_at(char **args, const char *dir, int64_t n, int sig, int *stopp
     tproc_pause_at(n);
     pid_t pid = tproc_cleave(args, dir);
     tproc_pause_at(-1);
-    *stopped = tproc_wait_stopped(pid) == 0;
+    /* our own child: waitpid returns when it stops or ends, however long
+     * the steps before n take (a sanitizer build on a loaded machine took
+     * over a minute to reach iteration 5 of a ViT plan) */
+    int st = 0;
+    pid_t w;
+    while ((w = waitpid(pid, &st, WUNTRACED)) < 0 && errno == EINTR) {}
+    *stopped = w == pid && WIFSTOPPED(st);
+    if (w != pid) return -1;
+    if (!*stopped) /* it ended before n: its status, already reaped */
+        return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
     kill(pid, sig); /* pending while stopped, handled first thing after */
     kill(pid, SIGCONT);
     return tproc_reap(pid);
@@ -228,7 +238,7 @@ void tproc_wait_output(pid_t pid, const char *dir, const char *text)
         char *o = tproc_output(dir, "out");
         int ready = o && strstr(o, text);
         free(o);
-        if (ready || tproc_now() - t0 > 60 || tproc_ended(pid)) return;
+        if (ready || tproc_now() - t0 > TPROC_HANG_S || tproc_ended(pid)) return;
         usleep(2000);
     }
 }

@@ -27,9 +27,11 @@ pid_t tproc_mpirun(int np, char **args, const char *dir);
  * (CLEAVE_TEST_PAUSE_AT, exec_ckpt_test_pause); n < 0: they do not. */
 void tproc_pause_at(int64_t n);
 
-/* Wait until pid (any process, an MPI rank too) is stopped: 0, or -1 when
- * it ended first or 60 s passed (a guard against hangs, not a speed
- * target). */
+/* Wait until pid (any process, an MPI rank too, so not waitpid) is
+ * stopped: 0, or -1 when it ended first or TPROC_HANG_S passed.  That is a
+ * guard against a hang, far beyond what any run here takes even under the
+ * sanitizers on a loaded machine, not a speed target. */
+#define TPROC_HANG_S 900
 int tproc_wait_stopped(pid_t pid);
 
 /* Start `cleave args...` in dir (as tproc_cleave) pausing itself after
@@ -59,7 +61,7 @@ int64_t tproc_ckpt_iters(const char *path);
 char *tproc_output(const char *dir, const char *which);
 
 /* Wait until the stdout of pid, started in dir, holds text, or pid ended,
- * or 60 s passed (a guard against hangs, not a speed target). */
+ * or TPROC_HANG_S passed (a guard against hangs, not a speed target). */
 void tproc_wait_output(pid_t pid, const char *dir, const char *text);
 
 /* The file's text (caller frees), or NULL. */

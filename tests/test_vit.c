@@ -171,29 +171,6 @@ void tv_check_vs_t1(const exec_pipe_result *rt, const exec_pipe_result *r1, int 
     }
 }
 
-void tv_mpi_same(const char *pl, const char *dir)
-{
-    char wt[600], wm[600], args[2048], *out;
-    snprintf(wt, sizeof wt, "%s/threads.w", dir);
-    snprintf(wm, sizeof wm, "%s/mpi.w", dir);
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 4 --save-weights %s", pl, wt);
-    CU_ASSERT_EQUAL(test_run_cli(args, NULL, NULL), 0);
-    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 4 --backend mpi --save-weights %s",
-             pl, wm);
-    char *err;
-    /* tp_mpirun: two ranks (both plans run on 2 workers), root allowed, and
-     * LeakSanitizer told what Open MPI keeps until exit */
-    if (tp_mpirun(2, args, &out, &err) == 0) {
-        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, " tensor-parallel threads (mpi), "));
-        CU_ASSERT(tproc_same_file(wt, wm));
-    } else {
-        fprintf(stderr, "\n    %s", err);
-        CU_FAIL("the MPI run failed");
-    }
-    free(out);
-    free(err);
-}
-
 void tv_kill_resume(const char *pl, const char *dir)
 {
     char full[600], wr[600], ck[600], args[2048], *out;

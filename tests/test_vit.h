@@ -71,17 +71,15 @@ void tv_validate(const plan *p, const exec_val_extra *x, sim_result *pred,
  * more (the cluster grown to replicas + 1 cores). */
 void tv_write_plan(const char *path, const char *kind, int t, const char *r, int replicas);
 
-/* `cleave train --plan pl --backend mpi` (one MPI rank per pipeline
- * worker, each with its tensor-parallel crew of threads) writes the weights
- * the threads backend writes, byte for byte, after 4 iterations on 256
- * synthetic samples; files in dir (threads.w, mpi.w). */
-void tv_mpi_same(const char *pl, const char *dir);
-
-/* The same with each tensor rank an MPI process (--tensor-over mpi, plan
- * pl of `workers` workers and tensor t: workers x t ranks), against a
- * threads run (files threads-t.w, mpi-t.w in dir); with t >= 3 the bytes
- * depend on the all-reduce's summation order (test_vit_mpi.c). */
-void tv_mpi_tensor_same(const char *pl, int workers, int t, const char *dir);
+/* `cleave train --plan pl --backend mpi` writes the weights the threads
+ * backend writes, byte for byte, after 4 iterations on 256 synthetic
+ * samples, for a plan of `workers` workers and tensor t: with each tensor
+ * rank an MPI process (--tensor-over mpi, workers x t ranks; with t >= 3 the
+ * bytes depend on the all-reduce's summation order), and when crew is set
+ * also with one rank per worker and its tensor ranks a crew of threads
+ * (workers ranks).  Files in dir: threads.w, mpi.w, mpi-t.w
+ * (test_vit_mpi.c). */
+void tv_mpi_same(const char *pl, int workers, int t, int crew, const char *dir);
 /* --tensor-over mpi refused with one line each: a world of one rank per
  * worker (naming the size it needs), without --backend mpi, with
  * --checkpoint. */
