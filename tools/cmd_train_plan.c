@@ -227,15 +227,7 @@ int cmd_train_plan(int argc, char **argv)
     if (mpi) { /* the world must match before anything is loaded */
         if ((rc = exec_pipe_mpi_world(&rank, &size, &e))) goto done;
         c.quiet = rank != 0;
-        if (size != ranks) {
-            if (ranks != workers)
-                rc = cl_fail(&e, CL_EINPUT, "%s: the plan runs on %d workers x %d tensor ranks but MPI has %d rank%s (hint: mpirun -np %d cleave train --plan %s --backend mpi --tensor-over mpi)",
-                             plan_path, workers, tensor, size, size == 1 ? "" : "s", ranks, plan_path);
-            else
-                rc = cl_fail(&e, CL_EINPUT, "%s: the plan runs on %d workers but MPI has %d rank%s (hint: mpirun -np %d cleave train --plan %s --backend mpi)",
-                             plan_path, workers, size, size == 1 ? "" : "s", workers, plan_path);
-            goto done;
-        }
+        if ((rc = exec_pipe_mpi_size_check(size, workers, ranks / workers, plan_path, &e))) goto done;
     }
     if ((a.ckpt || a.resume) && (rc = exec_pipe_ckpt_check(&p, plan_path, &e))) goto done;
     if (!a.momentum_set && p.optimizer == OPTIM_SGD) a.opt.momentum = o.momentum = 0.0;

@@ -416,7 +416,8 @@ int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe
     if (o->train->n < p->batch)
         return cl_fail(e, CL_EINPUT, "%s: batch: an iteration takes %d samples but the training set has %lld (hint: more data, or a plan with a smaller batch)",
                        file, p->batch, (long long)o->train->n);
-    if (o->tensor_mpi && o->backend == EXEC_PIPE_MPI && plan_tensor(p) > 1 && (o->ckpt_path || o->resume))
+    const int tpm = o->tensor_mpi && o->backend == EXEC_PIPE_MPI && plan_tensor(p) > 1;
+    if (tpm && (o->ckpt_path || o->resume))
         return cl_fail(e, CL_EINPUT, "%s: checkpoints of a run whose tensor ranks are MPI processes are not supported yet (hint: --tensor-over threads, or drop --checkpoint and --resume)",
                        file);
     if (o->iterations < 0 || (o->iterations == 0 && o->epochs < 1))
@@ -438,7 +439,6 @@ int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe
     } else {
         cap = channel_caps(&R->sc);
     }
-    const int tpm = o->tensor_mpi && o->backend == EXEC_PIPE_MPI && plan_tensor(p) > 1;
     if (o->backend == EXEC_PIPE_MPI)
         rc = exec_xport_mpi(&R->x, R->n_w, tpm ? plan_tensor(p) : 1, cap, file, e);
     else
@@ -446,8 +446,7 @@ int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe
     free(cap);
     if (!rc && tpm) R->tpm = exec_tp_mpi_create(plan_tensor(p));
     /* the world rank: tensor rank k of worker w is w * T + k (pipeline.h) */
-    if (!rc && R->x->rank >= 0)
-        r->rank = R->tpm ? R->x->rank * plan_tensor(p) + exec_tp_mpi_rank(R->tpm) : R->x->rank;
+    if (!rc && R->x->rank >= 0) r->rank = pipe_world_rank(R, R->x->rank);
     if (!rc && o->trace_path) { /* fail on a bad path now, not after training */
         rc = cl_out_check(o->trace_path, e);
     }
