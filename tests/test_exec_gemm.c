@@ -170,6 +170,8 @@ static void test_blocks(void)
         {1, 0, 64, 49, 4096, 0, 1, 0},   /* batch 256: chunks, transposed stores added */
         {1, 0, 32, 17, 777, 1, 1, 3},    /* bias per row of C^T, padded leading dimensions */
         {1, 0, 45, 63, 5001, 1, 0, 0},   /* odd M and N, a ragged chunk */
+        {1, 0, 130, 47, 3001, 1, 1, 1},  /* C^T for more than 64 rows: odd, chunked, ragged panel */
+        {1, 0, 128, 64, 4096, 0, 1, 0},  /* ViT mlp fc1 weight gradient, batch 256 */
     };
     const int n = (int)(sizeof cases / sizeof cases[0]), step = TEST_BREADTH(1, 4);
     for (int i = 0; i < n; i += step) check(&cases[i], r);
