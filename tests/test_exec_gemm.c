@@ -156,6 +156,11 @@ static void test_blocks(void)
         {1, 0, 64, 64, 3000, 0, 1, 0},   /* A^T B, 64 rows but too long for L2: blocked */
         {0, 1, 64, 256, 784, 1, 0, 0},   /* mlp fc1 forward, batch 64 */
         {0, 0, 64, 128, 256, 0, 0, 0},   /* mlp fc2 input gradient */
+        /* the wide gradients, on the own SGEMM when OpenBLAS runs a
+         * narrower kernel than the CPU could (layers.c, own_gemm) */
+        {1, 0, 256, 784, 64, 0, 1, 0},   /* mlp fc1 weight gradient, batch 64 */
+        {0, 0, 64, 1568, 128, 0, 0, 0},  /* cnn fc1 input gradient */
+        {1, 0, 128, 1568, 256, 0, 1, 0}, /* cnn fc1 weight gradient, batch 256 */
         {1, 0, 128, 256, 64, 0, 1, 0},   /* mlp fc2 weight gradient */
         {0, 1, 1024, 192, 64, 1, 0, 0},  /* ViT qkv forward, batch 64 */
         {1, 0, 192, 64, 1024, 0, 1, 0},  /* ViT qkv weight gradient */
