@@ -16,8 +16,9 @@
  * a operands are used by few panels, and packing them (A^T too, row by
  * row into aligned 16-float rows) measured slower than broadcasting from
  * them in place (61-64% of the FMA peak against 69-73% on the ViT's weight
- * gradients).  Weight gradients with at most 64 rows and operands that fit
- * in L2 skip the blocking altogether (run_stream).
+ * gradients).  Weight gradients with at most 64 rows (of C, or of C^T when
+ * that pads fewer panel columns or C has more rows) skip the blocking:
+ * each tile streams through K, in chunks that fit in L2 (run_stream).
  *
  * A x W^T (the linear forward) with fewer rows than columns runs
  * transposed, C^T = W X^T: then X (the small operand) is what gets packed
