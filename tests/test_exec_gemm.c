@@ -138,7 +138,8 @@ static void test_edges(void)
 /* past every blocking (and the unblocked A^T B of at most 64 rows): K
  * blocks (128, and 2048 on the transposed path of
  * A B^T with M < N), packed N blocks (1024 columns at K 128), M blocks (36
- * tiles of up to 14 rows at K 128); and the executor's own shapes */
+ * tiles of up to 14 rows at K 128); the unblocked path's K chunks and its
+ * C^T orientation; and the executor's own shapes */
 static void test_blocks(void)
 {
     if (!have_kernel()) return;
@@ -155,9 +156,27 @@ static void test_blocks(void)
         {1, 0, 64, 64, 3000, 0, 1, 0},   /* A^T B, 64 rows but too long for L2: blocked */
         {0, 1, 64, 256, 784, 1, 0, 0},   /* mlp fc1 forward, batch 64 */
         {0, 0, 64, 128, 256, 0, 0, 0},   /* mlp fc2 input gradient */
+        /* the wide gradients, on the own SGEMM when OpenBLAS runs a
+         * narrower kernel than the CPU could (layers.c, own_gemm) */
+        {1, 0, 256, 784, 64, 0, 1, 0},   /* mlp fc1 weight gradient, batch 64 */
+        {0, 0, 64, 1568, 128, 0, 0, 0},  /* cnn fc1 input gradient */
+        {1, 0, 128, 1568, 256, 0, 1, 0}, /* cnn fc1 weight gradient, batch 256 */
         {1, 0, 128, 256, 64, 0, 1, 0},   /* mlp fc2 weight gradient */
         {0, 1, 1024, 192, 64, 1, 0, 0},  /* ViT qkv forward, batch 64 */
         {1, 0, 192, 64, 1024, 0, 1, 0},  /* ViT qkv weight gradient */
+        /* A^T B of at most 64 rows with K past what fits in L2: K in
+         * chunks, C added to per chunk; K not a multiple of the chunk */
+        {1, 0, 64, 64, 4096, 0, 1, 0},   /* ViT out weight gradient, batch 256: two chunks */
+        {1, 0, 64, 64, 5000, 1, 0, 0},   /* a ragged last chunk, bias, beta 0 */
+        {1, 0, 37, 33, 9001, 0, 1, 1},   /* odd M, a ragged panel packed per chunk */
+        /* C^T = B^T A when it pads fewer panel columns: the patch
+         * embedding's 49 inputs (tiles stored transposed) */
+        {1, 0, 64, 49, 1024, 0, 1, 0},   /* patch weight gradient, batch 64 */
+        {1, 0, 64, 49, 4096, 0, 1, 0},   /* batch 256: chunks, transposed stores added */
+        {1, 0, 32, 17, 777, 1, 1, 3},    /* bias per row of C^T, padded leading dimensions */
+        {1, 0, 45, 63, 5001, 1, 0, 0},   /* odd M and N, a ragged chunk */
+        {1, 0, 130, 47, 3001, 1, 1, 1},  /* C^T for more than 64 rows: odd, chunked, ragged panel */
+        {1, 0, 128, 64, 4096, 0, 1, 0},  /* ViT mlp fc1 weight gradient, batch 256 */
     };
     const int n = (int)(sizeof cases / sizeof cases[0]), step = TEST_BREADTH(1, 4);
     for (int i = 0; i < n; i += step) check(&cases[i], r);

@@ -16,8 +16,9 @@
  * a operands are used by few panels, and packing them (A^T too, row by
  * row into aligned 16-float rows) measured slower than broadcasting from
  * them in place (61-64% of the FMA peak against 69-73% on the ViT's weight
- * gradients).  Weight gradients with at most 64 rows and operands that fit
- * in L2 skip the blocking altogether (run_stream).
+ * gradients).  Weight gradients with at most 64 rows (of C, or of C^T when
+ * that pads fewer panel columns or C has more rows) skip the blocking:
+ * each tile streams through K, in chunks that fit in L2 (run_stream).
  *
  * A x W^T (the linear forward) with fewer rows than columns runs
  * transposed, C^T = W X^T: then X (the small operand) is what gets packed
@@ -165,35 +166,53 @@ static int tile_rows(int M, int i0)
     return i0 < extra * (base + 1) ? base + 1 : base;
 }
 
-/* A^T B (a weight gradient: K = the batch's rows) with at most 64 rows of
- * C and strips of both operands that fit in L2 together: no K blocks and
- * no packing; each tile streams its strip of A^T (mr adjacent values per
- * k) and of B (32 per k) through all of K and touches C once.  On the
- * ViT's 64-output weight gradients this ran 71-83% of the FMA peak
- * against 69-71% blocked; with more rows (B re-streamed per row tile) or
- * longer strips (from L3) it lost.  Only a ragged last panel is packed. */
+/* A^T B (a weight gradient: K = the batch's rows) with at most
+ * STREAM_MAX_M rows of C: no packing; each tile streams its strip of A^T
+ * (mr adjacent values per k) and of B (32 per k) through a chunk of K and
+ * touches C once per chunk.  The chunk is all of K when both operands fit
+ * in STREAM_BYTES (then each element is one FMA chain over K, added to C
+ * once); longer K runs in chunks that fit, outer, so that every row tile
+ * and panel of a chunk find its strips in L2 rather than L3 (the ViT's
+ * 4096-row weight gradients).  On the ViT's 64-output weight gradients
+ * this ran 71-83% of the FMA peak against 69-71% blocked (Intel); with
+ * more rows B is re-streamed per row tile.  Only a ragged last panel is
+ * packed.  c_trans: the caller swapped the operands (C^T = B^T A, to fill
+ * the 32-column panels), and tiles are stored transposed. */
 #define STREAM_MAX_M 64
-#define STREAM_MAX_BYTES (1024 * 1024)
+#define STREAM_BYTES (1024 * 1024)
 static int stream_shape(int M, int K, const operands *o)
 {
-    return o->rs == 1 && o->cs != 1 && !o->b_trans && !o->c_trans && M <= STREAM_MAX_M && K > 0 &&
-           (double)K * (double)(o->cs + o->ldb) * sizeof(float) <= STREAM_MAX_BYTES;
+    return o->rs == 1 && o->cs != 1 && !o->b_trans && M <= STREAM_MAX_M && K > 0;
 }
 
 KERN static void run_stream(int M, int N, int K, const operands *o, int beta)
 {
-    float *bp = N % NR ? pack_buf((size_t)NR * K) : NULL;
-    if (bp) pack_rows(bp, o->b + N / NR * NR, o->ldb, K, N % NR);
-    for (int jp = 0; jp < N; jp += NR) {
-        const int w = N - jp < NR ? N - jp : NR;
-        tile_args t = {K, w, beta, 0, w < NR ? NR : o->ldb, NULL, 1, o->cs,
-                       w < NR ? bp : o->b + jp, NULL, o->ldc, o->bias ? o->bias + jp : NULL, NULL};
-        for (int i0 = 0, mr; i0 < M; i0 += mr) {
-            mr = tile_rows(M, i0);
-            t.a = o->a + i0;
-            t.c = o->c + (int64_t)i0 * o->ldc + jp;
-            t.next = i0 + mr < M ? t.c + (int64_t)mr * o->ldc : NULL;
-            tiles[mr](&t);
+    const int64_t per_k = (o->cs + o->ldb) * (int64_t)sizeof(float);
+    int kcmax = K;
+    if ((double)K * (double)per_k > STREAM_BYTES) {
+        kcmax = (int)(STREAM_BYTES / per_k) / 16 * 16;
+        if (kcmax < KC) kcmax = KC;
+    }
+    const int ragged = N % NR;
+    float *bp = ragged ? pack_buf((size_t)NR * (K < kcmax ? K : kcmax)) : NULL;
+    for (int k0 = 0; k0 < K; k0 += kcmax) {
+        const int kc = K - k0 < kcmax ? K - k0 : kcmax;
+        const float *bias = k0 == 0 ? o->bias : NULL;
+        if (bp) pack_rows(bp, o->b + (int64_t)k0 * o->ldb + N / NR * NR, o->ldb, kc, ragged);
+        for (int jp = 0; jp < N; jp += NR) {
+            const int w = N - jp < NR ? N - jp : NR;
+            tile_args t = {kc, w, beta || k0 > 0, o->c_trans, w < NR ? NR : o->ldb, NULL, 1, o->cs,
+                           w < NR ? bp : o->b + (int64_t)k0 * o->ldb + jp, NULL, o->ldc, NULL, NULL};
+            for (int i0 = 0, mr; i0 < M; i0 += mr) {
+                mr = tile_rows(M, i0);
+                t.a = o->a + i0 + (int64_t)k0 * o->cs;
+                t.c = o->c_trans ? o->c + (int64_t)jp * o->ldc + i0 : o->c + (int64_t)i0 * o->ldc + jp;
+                t.bias = !bias ? NULL : o->c_trans ? bias + i0 : bias + jp;
+                t.next = i0 + mr >= M      ? NULL
+                         : o->c_trans ? t.c + mr
+                                      : t.c + (int64_t)mr * o->ldc;
+                tiles[mr](&t);
+            }
         }
     }
 }
@@ -254,6 +273,9 @@ KERN static void run(int M, int N, int K, const operands *o, int beta)
     }
 }
 
+/* columns of padding in the panels of n columns */
+static int pad32(int n) { return (n + NR - 1) / NR * NR - n; }
+
 void exec_kern_gemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
                     const float *B, int ldb, const float *bias, int beta, float *C, int ldc)
 {
@@ -264,6 +286,17 @@ void exec_kern_gemm(int ta, int tb, int M, int N, int K, const float *A, int lda
     assert(beta == 0 || beta == 1);
     if (M == 0 || N == 0) return;
     operands o = {A, ta ? 1 : lda, ta ? lda : 1, B, ldb, tb, C, ldc, 0, bias};
+    if (ta && !tb && (pad32(M) < pad32(N) || M > STREAM_MAX_M) && N <= STREAM_MAX_M) {
+        /* C^T (N, M) = B^T A, so that it streams (run_stream), when that
+         * pads fewer panel columns (the patch embedding's weight gradient,
+         * 64 x 49: panels of 64 columns, not 49 in 64) or C has too many
+         * rows to stream but few columns (the ViT's qkv and mlp fc1, 192
+         * and 128 x 64: 86-88% of the FMA peak against 78-80% blocked, on
+         * Zen 5); each element the same FMA chain over k as unswapped */
+        o = (operands){B, 1, ldb, A, lda, 0, C, ldc, 1, bias};
+        run(N, M, K, &o, beta);
+        return;
+    }
     if (!ta && tb && M < N) {
         /* C^T (N, M) = B (N, K) A^T: pack the smaller A, read B's rows in place */
         o = (operands){B, ldb, 1, A, lda, 1, C, ldc, 1, bias};
