@@ -283,6 +283,13 @@ int plan_grad_reduce_bytes(const plan *p);
  * schedule): param_bytes times plan_ar_factors. */
 void plan_ar_bytes(const plan *p, int st, int kind, double *reduce, double *gather);
 
+/* One line saying how plan p reduces its gradients when that is not in
+ * the model's element size ("fp32, 4 bytes per parameter, twice the
+ * model's 2 (megatron's default for bf16)") into buf; returns 0 and writes
+ * "" when they travel in the model's element size, as every plan did
+ * before the reduction had its own. */
+int plan_grad_reduce_describe(const plan *p, char *buf, size_t cap);
+
 /* One line saying how plan p keeps its model state ("mixed precision
  * (...), adam: 18 bytes per parameter") into buf; returns 0 and writes ""
  * when there is nothing new to say: fp32 state of a 4-byte model without

@@ -8,6 +8,7 @@
  * the ring it then simulates.
  */
 #include <assert.h>
+#include <stdio.h>
 
 #include "plan.h"
 
@@ -55,4 +56,21 @@ void plan_ar_bytes(const plan *p, int st, int kind, double *reduce, double *gath
                                   plan_zero_splits(p->zero, kind), p->framework);
     *reduce = P * f.reduce;
     *gather = P * f.gather;
+}
+
+int plan_grad_reduce_describe(const plan *p, char *buf, size_t cap)
+{
+    int elem = model_dtype_bytes(p->model.dtype), g = plan_grad_reduce_bytes(p);
+    buf[0] = '\0';
+    if (g == elem) return 0;
+    char because[96];
+    if (p->grad_reduce > 0)
+        snprintf(because, sizeof because, "as set");
+    else if (plan_prec_resolve(p->precision, elem) == PREC_FP32)
+        snprintf(because, sizeof because, "fp32 training");
+    else
+        snprintf(because, sizeof because, "%s's default for bfloat16", plan_for_name(p->framework));
+    snprintf(buf, cap, "%s, %d bytes per parameter where the weights have %d (%s)", g == 4 ? "fp32" : "16-bit", g,
+             elem, because);
+    return 1;
 }

@@ -202,6 +202,7 @@ static void print_memory_terms(FILE *f, const plan *p)
 {
     char line[256];
     if (plan_state_describe(p, line, sizeof line)) fprintf(f, "model state: %s\n", line);
+    if (plan_grad_reduce_describe(p, line, sizeof line)) fprintf(f, "gradient reduction: %s\n", line);
     uint64_t lo = UINT64_MAX, hi = 0;
     const cluster *c = &p->cluster;
     for (int s = 0; s < p->n_stages; s++)

@@ -191,6 +191,7 @@ static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *
            time_str(r->sequential_s, b2, sizeof b2));
     char line[256];
     if (plan_state_describe(p, line, sizeof line)) fprintf(f, "model state: %s\n", line);
+    if (plan_grad_reduce_describe(p, line, sizeof line)) fprintf(f, "gradient reduction: %s\n", line);
     fputc('\n', f);
     fprintf(f, "%-6s %-16s %-8s %7s %7s %7s %12s %11s %6s %8s %12s\n", "device", "id", "stages", "busy",
            "idle", "comm", "peak memory", "at", "stash", "versions", "sent");
