@@ -122,13 +122,16 @@ int plan_for_from_name(const char *name);
  * their own, not always the model's: Megatron-LM (validate_args in
  * megatron/training/arguments.py) reduces the gradients of a bf16 model in
  * fp32 unless --grad-reduce-in-bf16 is given, and keeps fp16 models' in
- * fp16; DeepSpeed's bf16 optimizer all-reduces its fp32 gradients
+ * fp16; DeepSpeed's bf16 optimizer all-reduces its fp32 gradient buffers
  * (_bf16_reduce_grads in deepspeed/runtime/pipe/engine.py).
  *
  * The element size in bytes (2 or 4) a plan of a model of element type dt
  * under resolved precision prec, searched for framework fw, reduces its
  * gradients in by default: 4 for fp32; 4 for a bfloat16 model under
- * Megatron-LM or DeepSpeed; else the model's element size. */
+ * Megatron-LM or DeepSpeed; else the model's element size.  (DeepSpeed
+ * casts the fp32 gradients it reduces to its communication_data_type,
+ * 16-bit for bf16 until its pull request 2970 of March 2023 made fp32 the
+ * default: runs of 2022 set 2 with grad_reduce.) */
 #define PLAN_GRAD_REDUCE_MAX 4
 int plan_grad_reduce_default(model_dtype dt, plan_prec prec, plan_for fw);
 /* 1 when ZeRO stage `zero` under schedule kind `kind` splits each
@@ -141,16 +144,17 @@ int plan_zero_splits(int zero, int kind);
  *   reduce  the reduce-scatter half: gradients at reduce_bytes per element;
  *   gather  the all-gather half: the gradients again, or, when ZeRO splits
  *           the all-reduce (zero_split), the updated weights at the model's
- *           element size; DeepSpeed's bf16 optimizer (fw deepspeed, reduce
- *           wider than the weights) all-reduces the whole gradient before
- *           its own all-gather of the weights, so its gather half carries
- *           both.
- * Ratios of small integers: 1 exactly when reduce_bytes = elem_bytes and
- * no ZeRO split, the all-reduce of plans made before this existed. */
+ *           element size; DeepSpeed's bf16 optimizer (fw deepspeed, a
+ *           bfloat16 model: its pipeline engine's only way with bf16)
+ *           all-reduces the whole gradient before its own ZeRO-1
+ *           all-gather of the weights, so its gather half carries both.
+ * Ratios of small integers: 1 exactly when reduce_bytes is the model's
+ * element size and no ZeRO split, the all-reduce of plans made before
+ * this existed. */
 typedef struct plan_ar_f {
     double reduce, gather;
 } plan_ar_f;
-plan_ar_f plan_ar_factors(int elem_bytes, int reduce_bytes, int zero_split, plan_for fw);
+plan_ar_f plan_ar_factors(model_dtype dt, int reduce_bytes, int zero_split, plan_for fw);
 
 typedef struct plan_stage {
     int first, last;          /* layer range for a chain (inclusive)          */

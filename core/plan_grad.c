@@ -17,9 +17,10 @@ int plan_grad_reduce_default(model_dtype dt, plan_prec prec, plan_for fw)
     assert(prec != PREC_AUTO && (unsigned)prec < PREC_COUNT);
     int elem = model_dtype_bytes(dt);
     if (prec == PREC_FP32) return 4;
-    /* Megatron-LM: "bfloat16 requires gradient accumulation and all-reduce
-     * to be done in fp32" (validate_args); DeepSpeed's bf16 optimizer
-     * reduces its fp32 gradients.  fp16 keeps 16-bit gradients in both. */
+    /* Megatron-LM's validate_args turns fp32 accumulation and reduction on
+     * for bf16; DeepSpeed's bf16 optimizer reduces its fp32 buffers in fp32
+     * since DeepSpeed's pull request 2970 (2023).  fp16 keeps 16-bit
+     * gradients in both. */
     if (dt == MODEL_BF16 && (fw == PLAN_FOR_MEGATRON || fw == PLAN_FOR_DEEPSPEED)) return 4;
     return elem;
 }
@@ -30,14 +31,14 @@ int plan_zero_splits(int zero, int kind)
            (kind == SCHED_GPIPE || kind == SCHED_1F1B || kind == SCHED_INTERLEAVED || kind == SCHED_ZBH1);
 }
 
-plan_ar_f plan_ar_factors(int elem_bytes, int reduce_bytes, int zero_split, plan_for fw)
+plan_ar_f plan_ar_factors(model_dtype dt, int reduce_bytes, int zero_split, plan_for fw)
 {
-    assert(elem_bytes > 0 && reduce_bytes > 0);
-    double e = elem_bytes;
+    assert(reduce_bytes > 0);
+    double e = model_dtype_bytes(dt);
     plan_ar_f f = {.reduce = reduce_bytes / e, .gather = reduce_bytes / e};
     if (zero_split) {
         f.gather = 1.0; /* the updated weights, in the model's element size */
-        if (fw == PLAN_FOR_DEEPSPEED && reduce_bytes > elem_bytes) f.gather += reduce_bytes / e;
+        if (fw == PLAN_FOR_DEEPSPEED && dt == MODEL_BF16) f.gather += reduce_bytes / e;
     }
     return f;
 }
@@ -52,7 +53,7 @@ int plan_grad_reduce_bytes(const plan *p)
 void plan_ar_bytes(const plan *p, int st, int kind, double *reduce, double *gather)
 {
     double P = p->stages[st].param_bytes;
-    plan_ar_f f = plan_ar_factors(model_dtype_bytes(p->model.dtype), plan_grad_reduce_bytes(p),
+    plan_ar_f f = plan_ar_factors(p->model.dtype, plan_grad_reduce_bytes(p),
                                   plan_zero_splits(p->zero, kind), p->framework);
     *reduce = P * f.reduce;
     *gather = P * f.gather;

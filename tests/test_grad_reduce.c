@@ -71,15 +71,19 @@ static void test_defaults(void)
      * twice its bytes in the reduce-scatter; under a ZeRO split the
      * all-gather moves the 16-bit weights, and DeepSpeed's bf16 optimizer
      * all-reduces the fp32 gradients before that all-gather */
-    plan_ar_f f = plan_ar_factors(2, 4, 0, PLAN_FOR_MEGATRON);
+    plan_ar_f f = plan_ar_factors(MODEL_BF16, 4, 0, PLAN_FOR_MEGATRON);
     CU_ASSERT(f.reduce == 2 && f.gather == 2);
-    f = plan_ar_factors(2, 4, 1, PLAN_FOR_MEGATRON);
+    f = plan_ar_factors(MODEL_BF16, 4, 1, PLAN_FOR_MEGATRON);
     CU_ASSERT(f.reduce == 2 && f.gather == 1);
-    f = plan_ar_factors(2, 4, 1, PLAN_FOR_DEEPSPEED);
+    f = plan_ar_factors(MODEL_BF16, 4, 1, PLAN_FOR_DEEPSPEED);
     CU_ASSERT(f.reduce == 2 && f.gather == 3);
-    f = plan_ar_factors(2, 2, 1, PLAN_FOR_DEEPSPEED);
+    /* DeepSpeed of 2022: the bf16 optimizer's all-reduce cast to 16 bits */
+    f = plan_ar_factors(MODEL_BF16, 2, 1, PLAN_FOR_DEEPSPEED);
+    CU_ASSERT(f.reduce == 1 && f.gather == 2);
+    /* fp16 under DeepSpeed: its ZeRO optimizer's reduce-scatter and all-gather */
+    f = plan_ar_factors(MODEL_F16, 2, 1, PLAN_FOR_DEEPSPEED);
     CU_ASSERT(f.reduce == 1 && f.gather == 1);
-    f = plan_ar_factors(4, 4, 0, PLAN_FOR_ANY);
+    f = plan_ar_factors(MODEL_F32, 4, 0, PLAN_FOR_ANY);
     CU_ASSERT(f.reduce == 1 && f.gather == 1);
     /* ZeRO splits only the flushing kinds' all-reduce */
     CU_ASSERT(plan_zero_splits(1, SCHED_1F1B) && plan_zero_splits(2, SCHED_INTERLEAVED));
@@ -123,7 +127,7 @@ static void test_plan_file(void)
 /* One stage on k x n replicas (k a node), one microbatch each, of a
  * bfloat16 model under Megatron-LM (reduce in fp32: R = 2 P) with ZeRO
  * `zero` (1: the all-gather moves the weights, G = P; 0: G = R) or
- * DeepSpeed (ZeRO 1: G = R + P).  Uncontended, the ring takes
+ * DeepSpeed (ZeRO 1: G = R + P), or reduced in 2 bytes (R = P).  Uncontended, the ring takes
  *   (k - 1) (R / k / bw_in + lat_in) + (k - 1) (G / k / bw_in + lat_in)
  *   + (n - 1) (R / (k n) / bw_x + lat_x) + (n - 1) (G / (k n) / bw_x + lat_x)
  * after the 3 ms of compute; a flat ring (n = 1, or k = 1 on the link
@@ -134,7 +138,7 @@ static void test_ring_halves(void)
     const double P = 6e6;
     const cluster_link in = {3e9, 2e-6}, x = {5e8, 3e-5};
     for (size_t t = 0; t < sizeof shapes / sizeof *shapes; t++)
-        for (int mode = 0; mode < 4; mode++) {
+        for (int mode = 0; mode < 5; mode++) {
             int k = shapes[t][0], n = shapes[t][1], r = k * n;
             cl_err e = {0};
             plan p;
@@ -145,11 +149,13 @@ static void test_ring_halves(void)
             p.model.dtype = MODEL_BF16;
             p.precision = PREC_MIXED;
             /* 0: Megatron, ZeRO 0; 1: Megatron, ZeRO 1; 2: DeepSpeed,
-             * ZeRO 1; 3: the user's 2 bytes under Megatron, ZeRO 0 */
-            p.framework = mode == 2 ? PLAN_FOR_DEEPSPEED : PLAN_FOR_MEGATRON;
-            p.zero = mode == 1 || mode == 2;
-            p.grad_reduce = mode == 3 ? 2 : 0;
-            double R = mode == 3 ? P : 2 * P, G = mode == 0 ? R : mode == 1 ? P : mode == 2 ? R + P : P;
+             * ZeRO 1; 3: the user's 2 bytes under Megatron, ZeRO 0; 4:
+             * DeepSpeed, ZeRO 1, the user's 2 bytes (DeepSpeed of 2022) */
+            p.framework = mode == 2 || mode == 4 ? PLAN_FOR_DEEPSPEED : PLAN_FOR_MEGATRON;
+            p.zero = mode == 1 || mode == 2 || mode == 4;
+            p.grad_reduce = mode >= 3 ? 2 : 0;
+            double R = mode >= 3 ? P : 2 * P;
+            double G = mode == 0 ? R : mode == 1 ? P : mode == 2 || mode == 4 ? R + P : P;
             sim_result res;
             CU_ASSERT_EQUAL_FATAL(sim_once(&p, SCHED_1F1B, r, &res), CL_OK);
             int kk = n == 1 ? r : k == 1 ? 1 : k, nn = n == 1 ? 1 : k == 1 ? r : n;
