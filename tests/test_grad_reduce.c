@@ -241,6 +241,38 @@ static void test_price_is_ring(void)
     model_free(&md);
 }
 
+/* ------------------------------------------------------------- the CLI -- */
+
+/* --grad-reduce-bytes on `plan --layout` (a bfloat16 LLaMA-3 8B, ZeRO 1):
+ * 4 reduces in fp32, says so and is slower than the default (the model's
+ * 2 bytes, no framework named); 3 is a usage error naming the option. */
+static void test_cli(void)
+{
+    const char *base = "plan --model models/llama3-8b.json --device A100-80GB --devices 16 --per-node 8 --batch 64 "
+                       "--optimizer adam --layout t=2,p=2,d=4,mb=1,recompute=full,zero=1";
+    char cmd[512], *out[2] = {0}, *err = NULL;
+    double it[2] = {0};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "%s%s", base, k ? " --grad-reduce-bytes 4" : "");
+        CU_ASSERT_EQUAL(test_run_cli(cmd, &out[k], &err), 0);
+        free(err);
+        const char *at = out[k] ? strstr(out[k], "predicted: iteration ") : NULL;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+        it[k] = strtod(at + strlen("predicted: iteration "), NULL);
+    }
+    CU_ASSERT(it[1] > it[0]);
+    CU_ASSERT_PTR_NULL(strstr(out[0], "gradient reduction:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out[1], "gradient reduction: fp32, 4 bytes per parameter where the weights have 2 (as set)"));
+    free(out[0]);
+    free(out[1]);
+    snprintf(cmd, sizeof cmd, "%s --grad-reduce-bytes 3", base);
+    char *o = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(cmd, &o, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "--grad-reduce-bytes 3: expected 2 or 4"));
+    free(o);
+    free(err);
+}
+
 TEST_SUITE(grad_reduce)
 {
     test_add_suite("grad_reduce");
@@ -248,4 +280,5 @@ TEST_SUITE(grad_reduce)
     test_add("grad_reduce_bytes in the plan file", test_plan_file);
     test_add("a ring with different bytes in its halves matches the closed form", test_ring_halves);
     test_add("the planner's price of the all-reduce is the simulated ring", test_price_is_ring);
+    test_add("--grad-reduce-bytes on plan --layout", test_cli);
 }
