@@ -67,7 +67,7 @@ static int csv_record(char **at, char *end, char **f, int *line)
 /* The columns read, by header name. */
 enum { C_ID, C_SRC, C_HW, C_GPUS, C_GPN, C_LAYERS, C_HIDDEN, C_HEADS, C_SEQ, C_VOCAB, C_BATCH, C_MB,
        C_TP, C_PP, C_DP, C_CP, C_VS, C_SCHED, C_RECOMP, C_SP, C_PREC, C_ZERO, C_ITER, C_NET,
-       C_ARCH, C_KV, C_FFN, C_ATTN, C_N };
+       C_ARCH, C_KV, C_FFN, C_ATTN, C_FW, C_GRAD, C_N };
 /* Columns from C_OPTIONAL on may be missing from the header (a table
  * without them describes GPT-family models only); an absent one reads as
  * an empty field. */
@@ -76,7 +76,8 @@ static const char *const col_names[C_N] = {
     "id", "source_key", "hardware", "gpus", "gpus_per_node", "layers", "hidden", "heads", "seq_len",
     "vocab", "global_batch", "micro_batch", "tensor_parallel", "pipeline_parallel", "data_parallel",
     "context_parallel", "virtual_stages", "schedule", "recomputation", "sequence_parallel",
-    "precision", "zero_stage", "iteration_s", "interconnect", "architecture", "kv_heads", "ffn", "attention"};
+    "precision", "zero_stage", "iteration_s", "interconnect", "architecture", "kv_heads", "ffn", "attention",
+    "framework", "grad_reduce"};
 
 /* A positive integer field; 0 when empty or not one. */
 static long long pos_ll(const char *s)
@@ -201,6 +202,37 @@ static double row_wgrad_acc(char **f, const plan_fixed *fx)
     return fp32 ? 2 + 4 + 4 : 2 + 2 + 2;
 }
 
+/* The element type of a row's model: bfloat16 where the row says bf16,
+ * and for FP8 runs (Transformer Engine keeps bf16 weights); float16 for
+ * the others (fp16 stated or implied, "mixed (16-bit)" of 2020-2022
+ * Megatron-LM), which trains the same except for the gradient reduction's
+ * default (core/plan.h, plan_grad_reduce_default). */
+static model_dtype row_dtype(char **f)
+{
+    const char *p = f[C_PREC];
+    return !strncmp(p, "bf16", 4) || !strncmp(p, "BF16", 4) || strstr(p, "FP8") || strstr(p, "fp8") ? MODEL_BF16
+                                                                                                   : MODEL_F16;
+}
+
+/* The framework of a row (its `framework` column: "megatron ...",
+ * "deepspeed ..."; empty: none) and the element size of its gradient
+ * reduction: the `grad_reduce` column where the run's configuration sets
+ * one ("bf16 ..." or "fp16 ...": 2, "fp32 ...": 4), else 0, the
+ * framework's default for the row's precision. */
+static plan_for row_framework(char **f)
+{
+    if (!strncmp(f[C_FW], "megatron", 8)) return PLAN_FOR_MEGATRON;
+    if (!strncmp(f[C_FW], "deepspeed", 9)) return PLAN_FOR_DEEPSPEED;
+    return PLAN_FOR_ANY;
+}
+static int row_grad_reduce(char **f)
+{
+    const char *g = f[C_GRAD];
+    if (!strncmp(g, "bf16", 4) || !strncmp(g, "fp16", 4)) return 2;
+    if (!strncmp(g, "fp32", 4)) return 4;
+    return 0;
+}
+
 /* Evaluate one row: its prediction in *pred and *fits, or the reason in
  * why[] (CL_OK either way; the row is then listed as not expressed). */
 static void row_eval(char **f, const char *where, double *pred, int *fits, char *lay, size_t lay_cap,
@@ -235,12 +267,13 @@ static void row_eval(char **f, const char *where, double *pred, int *fits, char 
     plan_result res;
     char nofit[320];
     cluster_link li = {intra, 5e-6}, le = {inter, 10e-6};
-    if (tfm_check(&d, NULL, &e) || tfm_model_build(&md, &d, MODEL_BF16, "published", where, &e) ||
+    if (tfm_check(&d, NULL, &e) || tfm_model_build(&md, &d, row_dtype(f), "published", where, &e) ||
         cluster_devtype_preset(NULL, preset, &dt, &e) || cluster_uniform(&cl, &dt, (int)N, (int)K, li, le, &e)) {
         snprintf(why, cap, "%s", e.msg);
     } else {
         plan_request rq = {.model = &md, .cluster = &cl, .ref_type = &dt, .batch = (int)B,
                            .optimizer = OPTIM_ADAM, .precision = prec, .comm = 1, .replication = 1,
+                           .framework = row_framework(f), .grad_reduce = row_grad_reduce(f),
                            .wgrad_acc = row_wgrad_acc(f, &fx), .model_origin = where, .cluster_origin = where};
         if (plan_fixed_eval(&rq, &fx, where, &res, nofit, sizeof nofit, &e)) {
             snprintf(why, cap, "%s", e.msg);

@@ -470,6 +470,11 @@ static int plan_read(jx *j, const cJSON *root, int version, void *out)
         (rc = jx_enum(j, root, "", "for", 0, for_names + 1, PLAN_FOR_COUNT - 1, &fw)))
         return rc;
     p->framework = (plan_for)(fw + 1); /* absent: -1 + 1, PLAN_FOR_ANY */
+    /* absent: the default of the model, precision and framework */
+    int64_t grb = 0;
+    if ((rc = jx_int(j, root, "", "grad_reduce_bytes", 0, 2, PLAN_GRAD_REDUCE_MAX, &grb))) return rc;
+    if (grb == 3) return jx_fail(j, "grad_reduce_bytes", "expected 2 or 4 (bytes per gradient element of the data-parallel reduction), got 3");
+    p->grad_reduce = (int)grb;
     p->comm_off = !comm;
     if ((rc = plan_tp_read(j, root, p))) return rc;
     p->schedule = (sched_kind)sk;
@@ -547,7 +552,8 @@ static const char *const plan_members[] = {"format", "version", "schedule", "chu
                                            "batch", "microbatch", "microbatches", "stages",
                                            "predictions", "model", "model_hash", "cluster",
                                            "communication", "devices_used", "for", "precision",
-                                           "zero", "tensor", "sequence_parallel", "recompute", "context", NULL};
+                                           "zero", "tensor", "sequence_parallel", "recompute", "context",
+                                           "grad_reduce_bytes", NULL};
 static const jx_format plan_format = {FORMAT, VERSION, plan_members, sizeof(plan), plan_read,
                                       plan_release};
 
@@ -577,6 +583,7 @@ cJSON *plan_to_json(const plan *p)
     if (p->zero) cJSON_AddNumberToObject(root, "zero", p->zero);
     if (p->comm_off) cJSON_AddBoolToObject(root, "communication", 0);
     if (p->framework != PLAN_FOR_ANY) cJSON_AddStringToObject(root, "for", plan_for_name(p->framework));
+    if (p->grad_reduce > 0) cJSON_AddNumberToObject(root, "grad_reduce_bytes", p->grad_reduce);
     plan_tp_write(root, p);
     cJSON_AddNumberToObject(root, "batch", p->batch);
     cJSON_AddNumberToObject(root, "microbatch", p->microbatch);

@@ -117,6 +117,45 @@ const char *plan_for_name(plan_for f);
 /* a framework's name to its plan_for; -1 if unknown ("" included) */
 int plan_for_from_name(const char *name);
 
+/* The data-parallel gradient reduction (core/plan_grad.c; docs/simulator.md,
+ * "Gradient reduction").  Frameworks reduce gradients in an element size of
+ * their own, not always the model's: Megatron-LM (validate_args in
+ * megatron/training/arguments.py) reduces the gradients of a bf16 model in
+ * fp32 unless --grad-reduce-in-bf16 is given, and keeps fp16 models' in
+ * fp16; DeepSpeed's bf16 optimizer all-reduces its fp32 gradient buffers
+ * (_bf16_reduce_grads in deepspeed/runtime/pipe/engine.py).
+ *
+ * The element size in bytes (2 or 4) a plan of a model of element type dt
+ * under resolved precision prec, searched for framework fw, reduces its
+ * gradients in by default: 4 for fp32; 4 for a bfloat16 model under
+ * Megatron-LM or DeepSpeed; else the model's element size.  (DeepSpeed
+ * casts the fp32 gradients it reduces to its communication_data_type,
+ * 16-bit for bf16 until its pull request 2970 of March 2023 made fp32 the
+ * default: runs of 2022 set 2 with grad_reduce.) */
+#define PLAN_GRAD_REDUCE_MAX 4
+int plan_grad_reduce_default(model_dtype dt, plan_prec prec, plan_for fw);
+/* 1 when ZeRO stage `zero` under schedule kind `kind` splits each
+ * all-reduce into a reduce-scatter of the gradients, the shard's update and
+ * an all-gather of the updated weights (the flushing kinds; the
+ * asynchronous ones and explicit schedules, kind -1, keep one ring). */
+int plan_zero_splits(int zero, int kind);
+/* Bytes each half of a replicated stage's all-reduce moves, per byte of its
+ * param_bytes (parameters in the model's element size elem_bytes):
+ *   reduce  the reduce-scatter half: gradients at reduce_bytes per element;
+ *   gather  the all-gather half: the gradients again, or, when ZeRO splits
+ *           the all-reduce (zero_split), the updated weights at the model's
+ *           element size; DeepSpeed's bf16 optimizer (fw deepspeed, a
+ *           bfloat16 model: its pipeline engine's only way with bf16)
+ *           all-reduces the whole gradient before its own ZeRO-1
+ *           all-gather of the weights, so its gather half carries both.
+ * Ratios of small integers: 1 exactly when reduce_bytes is the model's
+ * element size and no ZeRO split, the all-reduce of plans made before
+ * this existed. */
+typedef struct plan_ar_f {
+    double reduce, gather;
+} plan_ar_f;
+plan_ar_f plan_ar_factors(model_dtype dt, int reduce_bytes, int zero_split, plan_for fw);
+
 typedef struct plan_stage {
     int first, last;          /* layer range for a chain (inclusive)          */
     int n_layers;
@@ -169,6 +208,9 @@ typedef struct plan {
     plan_stage *stages;       /* owned */
     plan_pred pred;
     plan_for framework;       /* searched for this framework (PLAN_FOR_ANY: none) */
+    int grad_reduce;          /* bytes per gradient element of the data-parallel
+                                 reduction, 2 or 4; 0: plan_grad_reduce_default
+                                 ("grad_reduce_bytes" in the file)            */
     /* tensor parallelism (core/plan_tp.c, docs/transformer.md): with
      * tensor t > 1 every device of `cluster` stands for a group of t GPUs
      * and `model` is one rank's share; 0 or 1: none.  seq_par: sequence
@@ -236,6 +278,21 @@ int plan_device_count(const plan *p);
  * evenly k >= 2 to a node on n >= 2 nodes; else one flat ring, *k = r,
  * *n = 1.  Devices must be in the cluster. */
 void plan_ring_shape(const plan *p, int st, int *k, int *n);
+
+/* Plan p's gradient reduction element size: p->grad_reduce, or the
+ * default for its model, precision and framework. */
+int plan_grad_reduce_bytes(const plan *p);
+/* Bytes the reduce-scatter and all-gather halves of stage st's all-reduce
+ * move under schedule kind `kind` (a sched_kind, -1 for an explicit
+ * schedule): param_bytes times plan_ar_factors. */
+void plan_ar_bytes(const plan *p, int st, int kind, double *reduce, double *gather);
+
+/* One line saying how plan p reduces its gradients when that is not in
+ * the model's element size ("fp32, 4 bytes per parameter, twice the
+ * model's 2 (megatron's default for bf16)") into buf; returns 0 and writes
+ * "" when they travel in the model's element size, as every plan did
+ * before the reduction had its own. */
+int plan_grad_reduce_describe(const plan *p, char *buf, size_t cap);
 
 /* One line saying how plan p keeps its model state ("mixed precision
  * (...), adam: 18 bytes per parameter") into buf; returns 0 and writes ""

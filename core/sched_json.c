@@ -87,7 +87,10 @@ static int read_op(jx *j, ld *l, const cJSON *o, const char *path, int w, sched_
                cJSON_GetObjectItemCaseSensitive(o, "peer_stage")) {
         return jx_fail(j, path, "peer: only SEND and RECV have a peer");
     }
-    if (kind == SCHED_ALLREDUCE) op->bytes = l->pl->stages[op->stage].param_bytes;
+    if (kind == SCHED_ALLREDUCE) { /* the gradients' reduce-scatter half (plan_ar_bytes) */
+        double gather;
+        plan_ar_bytes(l->pl, op->stage, -1, &op->bytes, &gather);
+    }
     if (kind <= SCHED_W) {
         int64_t k = gkey(l, op->iter, op->micro, op->stage);
         if (kind == SCHED_F) l->fw[k] = w;

@@ -287,7 +287,8 @@ static void emit_allreduce(op_builder *b, int stage, int micro, int iter)
 {
     if (b->seq || b->rr[stage] < 2) return;
     sched_op *ar = emit(b, SCHED_ALLREDUCE, stage);
-    ar->bytes = b->pl->stages[stage].param_bytes;
+    double gather; /* the ring takes its all-gather half from the plan too */
+    plan_ar_bytes(b->pl, stage, b->kind, &ar->bytes, &gather);
     ar->micro = micro;
     ar->iter = iter;
 }

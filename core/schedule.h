@@ -63,7 +63,8 @@ typedef struct sched_op {
     int32_t wver;        /* F/B of PipeDream: weight version computed with
                             (updates of this stage applied so far when the F
                             ran); -1 = the current weights                    */
-    double bytes;        /* SEND/RECV: payload; ALLREDUCE: gradient bytes     */
+    double bytes;        /* SEND/RECV: payload; ALLREDUCE: the gradient bytes
+                            its reduce-scatter half moves (plan_ar_bytes)  */
 } sched_op;                /* 32 bytes: two to a cache line                   */
 
 /* SEND/RECV: the stage at the other end.  Activations go from stage s to

@@ -34,6 +34,8 @@ void plan_inst_alloc(plan_inst *I, int n, int n_in, int n_dev)
     I->comm = 1;
     I->max_replicas = n_dev;
     I->state = plan_state_factors(4, PREC_FP32, OPTIM_SGD, 0);
+    I->ar_scale[0] = I->ar_scale[1] = 1;
+    I->zero = 0;
     I->rep_fixed = 0;
     I->cut_max = n;
 }
@@ -256,7 +258,8 @@ static void hier_factors(const plan_inst *I, int r, int k, double *per_byte, dou
     *lat = 2.0 * (k - 1) * a->latency_s + 2.0 * (n - 1) * x->latency_s;
 }
 
-void plan_allreduce_factors(const plan_inst *I, int r, int level, double *per_byte, double *lat)
+/* plan_allreduce_factors for one byte per param byte in each half. */
+static void ar_shape_factors(const plan_inst *I, int r, int level, double *per_byte, double *lat)
 {
     if (level == CLUSTER_INTER)
         for (int k = I->node_max < r / 2 ? I->node_max : r / 2; k >= 2; k--)
@@ -267,6 +270,14 @@ void plan_allreduce_factors(const plan_inst *I, int r, int level, double *per_by
     const cluster_link *l = &I->link[level];
     *per_byte = 2.0 * (r - 1) / r / l->bw_Bps;
     *lat = 2.0 * (r - 1) * l->latency_s;
+}
+
+void plan_allreduce_factors(const plan_inst *I, int r, int level, double *per_byte, double *lat)
+{
+    /* both halves cross the same links in the same steps: the ring's time
+     * is the all-reduce's of (reduce + gather) / 2 per param byte */
+    ar_shape_factors(I, r, level, per_byte, lat);
+    *per_byte *= I->ar_scale[plan_zero_splits(I->zero, I->sched)];
 }
 
 double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level)
@@ -281,7 +292,8 @@ double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level)
 double plan_allreduce_least(const plan_inst *I, double bytes, int r)
 {
     if (r <= 1 || !I->comm) return 0;
-    double best = HUGE_VAL;
+    double best = HUGE_VAL, scale = fmin(I->ar_scale[0], I->ar_scale[1]);
+    bytes *= scale; /* the fewer bytes of either kind of ring */
     for (int lv = 0; lv < CLUSTER_LEVELS; lv++)
         if (I->link[lv].bw_Bps > 0) {
             const cluster_link *l = &I->link[lv];

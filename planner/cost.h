@@ -91,6 +91,12 @@ typedef struct plan_inst {
     int chunks;             /* v for interleaved, else 1                   */
     plan_state_f state;     /* model state per parameter byte (precision,
                                optimiser, ZeRO: plan_state_factors)        */
+    /* the all-reduce's bytes per param byte over 2, halves summed
+     * (plan_ar_factors): [1] when ZeRO splits it under I->sched
+     * (plan_zero_splits(zero, sched)), else [0]; 1 for a reduction in the
+     * model's element size without ZeRO */
+    double ar_scale[2];
+    int zero;               /* ZeRO stage (as in state)                     */
     int comm;               /* 1: price communication; 0: leave it out     */
     int bnd_off;            /* 1: stage boundaries cost nothing (all-reduces
                                still do): a bound the simulator cannot beat
@@ -234,7 +240,10 @@ int plan_eval_cmp(const plan_eval *a, const plan_eval *b);
  * hierarchical all-reduce (sim/ring.c) with the largest such k, the shape
  * a contiguous group takes (k a node on n = r / k nodes, or two halves):
  * 2 (k - 1)/k / bw_in + 2 (n - 1)/(n k) / bw_x per byte, 2 (k - 1)
- * lat_in + 2 (n - 1) lat_x; else a flat ring on the inter-node link. */
+ * lat_in + 2 (n - 1) lat_x; else a flat ring on the inter-node link.
+ * `bytes` is the stage's param_bytes; per_byte is scaled by I->ar_scale,
+ * the gradient reduction's bytes (core/plan_grad.c), so the price is the
+ * simulator's ring with its two halves of R and G bytes. */
 void plan_allreduce_factors(const plan_inst *I, int r, int level, double *per_byte, double *lat);
 double plan_allreduce_s(const plan_inst *I, double bytes, int r, int level);
 /* The least any group of r replicas takes to all-reduce `bytes`, in the

@@ -148,6 +148,7 @@ int search_floor_ok(const plan_request *rq)
              f->model.n_layers == rq->model->n_layers && (rq->schedule < 0 || (int)f->schedule == rq->schedule) &&
              (rq->microbatches == 0 || f->n_micro == rq->microbatches) &&
              (rq->stages == 0 || f->n_stages == rq->stages) && f->framework == rq->framework &&
+             f->grad_reduce == rq->grad_reduce &&
              plan_device_count(f) > 0;
     for (int s = 0; s < f->n_stages && ok; s++)
         for (int r = 0; r < f->stages[s].n_replicas; r++) ok &= f->stages[s].devices[r] < f->cluster.n_devices;

@@ -97,6 +97,11 @@ void instance_build(const search_ctx *c, int m, plan_inst *I)
     I->state = plan_state_factors(model_dtype_bytes(md->dtype),
                                   plan_prec_resolve(c->rq->precision, model_dtype_bytes(md->dtype)),
                                   c->rq->optimizer, c->rq->zero);
+    for (int z = 0; z < 2; z++) {
+        plan_ar_f f = plan_ar_factors(md->dtype, search_grad_reduce(c->rq), z, c->rq->framework);
+        I->ar_scale[z] = (f.reduce + f.gather) / 2;
+    }
+    I->zero = c->rq->zero;
     I->comm = c->rq->comm;
     I->max_replicas = c->rq->replication ? cl->n_devices : 1;
     if (c->rep > 0) I->max_replicas = I->rep_fixed = c->rep;
@@ -117,6 +122,8 @@ void instance_layout_plan(const search_ctx *c, const plan_inst *I, const plan_la
     pl->optimizer = c->rq->optimizer;
     pl->precision = plan_prec_resolve(c->rq->precision, model_dtype_bytes(c->rq->model->dtype));
     pl->zero = c->rq->zero;
+    pl->framework = c->rq->framework; /* the ring's bytes follow it (plan_grad_reduce_bytes) */
+    pl->grad_reduce = c->rq->grad_reduce;
     pl->comm_off = !c->rq->comm;
     pl->batch = c->rq->batch;
     pl->n_micro = I->m;

@@ -66,14 +66,18 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
         if (comm) {
             const cluster_link *l = &p->cluster.links[one_node(p, st, NULL) ? CLUSTER_INTRA : CLUSTER_INTER];
             int k = r, n = 1;
-            double ar = 0;
+            double ar = 0, red = 0, gat = 0;
             if (r > 1 && s < pipe) plan_ring_shape(p, s, &k, &n);
+            if (r > 1 && s < pipe) plan_ar_bytes(p, s, p->schedule, &red, &gat);
+            /* both halves take the same steps (sim/ring.c): the time of an
+             * all-reduce of their mean, P itself when they are equal */
+            double P = (red + gat) / 2;
             if (r > 1 && s < pipe && n > 1) { /* hierarchical (sim/ring.c) */
                 const cluster_link *a = &p->cluster.links[CLUSTER_INTRA], *x = &p->cluster.links[CLUSTER_INTER];
-                ar = 2.0 * (k - 1) / k * st->param_bytes / a->bw_Bps + 2.0 * (k - 1) * a->latency_s +
-                     2.0 * (n - 1) / ((double)n * k) * st->param_bytes / x->bw_Bps + 2.0 * (n - 1) * x->latency_s;
+                ar = 2.0 * (k - 1) / k * P / a->bw_Bps + 2.0 * (k - 1) * a->latency_s +
+                     2.0 * (n - 1) / ((double)n * k) * P / x->bw_Bps + 2.0 * (n - 1) * x->latency_s;
             } else if (r > 1 && s < pipe) /* interleaved chunks share their device's all-reduce slot */
-                ar = 2.0 * (r - 1) / r * st->param_bytes / l->bw_Bps + 2.0 * (r - 1) * l->latency_s;
+                ar = 2.0 * (r - 1) / r * P / l->bw_Bps + 2.0 * (r - 1) * l->latency_s;
             /* an asynchronous stage all-reduces once per round of its r
              * replicas (q rounds an iteration), and its devices wait for
              * each before the update that the next round reads */

@@ -203,6 +203,8 @@ void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
     pl->optimizer = rq->optimizer;
     pl->precision = plan_prec_resolve(rq->precision, model_dtype_bytes(rq->model->dtype));
     pl->zero = rq->zero;
+    pl->framework = rq->framework; /* the ring's bytes follow it (plan_grad_reduce_bytes) */
+    pl->grad_reduce = rq->grad_reduce;
     pl->comm_off = !rq->comm;
     pl->batch = rq->batch;
     pl->n_micro = I->m;
@@ -455,9 +457,19 @@ int search_check(const plan_request *rq, cl_err *e)
                               rq->model_origin ? rq->model_origin : "the model", &head, &me))
             return cl_fail(e, CL_EINPUT, "--for %s: %s (hint: --for torch or deepspeed)", fw, me.msg);
     }
+    if (rq->grad_reduce != 0 && rq->grad_reduce != 2 && rq->grad_reduce != 4)
+        return cl_fail(e, CL_EINPUT, "--grad-reduce-bytes %d: expected 2 or 4 (bytes per gradient element of the data-parallel reduction; hint: leave it out for the framework's default)",
+                       rq->grad_reduce);
     if (rq->floor && !search_floor_ok(rq))
         return cl_fail(e, CL_EINPUT, "plan_search: the floor plan does not answer the same question on fewer devices");
     return CL_OK;
+}
+
+int search_grad_reduce(const plan_request *rq)
+{
+    if (rq->grad_reduce > 0) return rq->grad_reduce;
+    int elem = model_dtype_bytes(rq->model->dtype);
+    return plan_grad_reduce_default(rq->model->dtype, plan_prec_resolve(rq->precision, elem), rq->framework);
 }
 
 /* c->speed: each device's effective FLOP/s over the profiled device's

@@ -61,6 +61,10 @@ typedef struct plan_request {
      * that are runs of layers in model order), so the plan's figure is the
      * run its export describes (docs/planner.md, "Plans a framework runs") */
     plan_for framework;
+    /* bytes per gradient element of the data-parallel reduction (2 or 4;
+     * `--grad-reduce-bytes`); 0: plan_grad_reduce_default of the model's
+     * dtype, the precision and `framework` (core/plan.h) */
+    int grad_reduce;
     int64_t max_downsets;   /* cap on listed cuts of a branching model (0: default) */
     int64_t exact_budget;   /* exact-search steps per candidate (0: default)  */
     /* optional: the plan found for the first floor->plan.cluster.n_devices

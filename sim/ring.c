@@ -12,9 +12,14 @@
  *      2 (n - 1) steps of P / (k n) bytes;
  *   3. all-gather inside each node: k - 1 steps of P / k bytes.
  * Otherwise one flat ring over all r: 2 (r - 1) steps of P / r bytes (the
- * same schema with k = r, n = 1).  Uncontended and uniform:
- *   2 (k - 1) / k x P / bw_in + 2 (k - 1) lat_in
- *     + 2 (n - 1) / (n k) x P / bw_x + 2 (n - 1) lat_x.
+ * same schema with k = r, n = 1).  P is not the same in both halves
+ * (core/plan_grad.c, plan_ar_bytes): the reduce-scatter half (steps 1 and
+ * the first n - 1 of 2) moves the gradients at the reduction's element size,
+ * R bytes (the op's), the all-gather half (the last n - 1 of 2, and 3) G
+ * bytes: the gradients again, or under a ZeRO split the updated weights.
+ * Uncontended and uniform:
+ *   (k - 1) / k x (R + G) / bw_in + 2 (k - 1) lat_in
+ *     + (n - 1) / (n k) x (R + G) / bw_x + 2 (n - 1) lat_x.
  *
  * A member sends its steps strictly in order, each as soon as the steps it
  * needs have arrived: the channels then see an order that does not depend
@@ -42,6 +47,8 @@ static void ring_of(sim *s, int st, sim_ring *g)
     g->ch_in = blk + 2 * r;
     g->ch_x = blk + 3 * r;
     for (int q = 0; q < 4 * r; q++) blk[q] = -1;
+    double reduce;
+    plan_ar_bytes(s->pl, st, s->sc->kind, &reduce, &g->gather);
     plan_ring_shape(s->pl, st, &g->k, &g->n);
     if (g->n == 1) {
         for (int q = 0; q < r; q++) g->next_in[q] = (q + 1) % r;
@@ -135,7 +142,7 @@ static void pump(sim *s, int64_t inst, int q)
     sim_arm *M = &s->ar_m[a->member_off + q];
     int k = g->k, n = g->n, total = 2 * (k - 1) + 2 * (n - 1);
     int64_t op = s->ar_op[a->member_off + q];
-    double P = s->sc->ops[op].bytes;
+    double P = s->sc->ops[op].bytes, G = g->gather;
     while (M->sent < total) {
         int j = M->sent, hop;
         double bytes;
@@ -147,14 +154,14 @@ static void pump(sim *s, int64_t inst, int q)
             int i = j - (k - 1);
             if (M->got_in < k - 1 || M->got_x < i || (s->zero_split && i == n - 1 && !M->gate)) return;
             hop = 1;
-            bytes = P / k / n;
+            bytes = (i < n - 1 ? P : G) / k / n;
         } else { /* all-gather inside the node */
             int i = j - (k - 1) - 2 * (n - 1);
             if (M->got_x < 2 * (n - 1) || M->got_in < k - 1 + i ||
                 (s->zero_split && n == 1 && i == 0 && !M->gate))
                 return;
             hop = 0;
-            bytes = P / k;
+            bytes = G / k;
         }
         M->sent++;
         int nq = hop ? g->next_x[q] : g->next_in[q];
@@ -239,9 +246,10 @@ void sim_post_ar(sim *s, int w, const sched_op *op, int64_t pc)
     }
     const sim_ring *g = &s->ring[op->stage];
     for (int i = 0; i < a->r; i++) {
-        double P = s->sc->ops[s->ar_op[a->member_off + i]].bytes;
-        s->w[sim_ar_worker(s, a, i)].sent +=
-            2.0 * (g->k - 1) * (P / g->k) + 2.0 * (g->n - 1) * (P / g->k / g->n);
+        double P = s->sc->ops[s->ar_op[a->member_off + i]].bytes, G = g->gather;
+        /* grouped so that G = P gives the bits of 2 (k - 1) P / k + ... */
+        s->w[sim_ar_worker(s, a, i)].sent += ((g->k - 1) * (P / g->k) + (g->k - 1) * (G / g->k)) +
+                                             ((g->n - 1) * (P / g->k / g->n) + (g->n - 1) * (G / g->k / g->n));
     }
     for (int i = 0; i < a->r; i++) pump(s, inst, i);
 }

@@ -354,7 +354,9 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
         double d = st->fwd_s + st->bwd_in_s + st->bwd_w_s + st->update_s;
         if (d > op_max) op_max = d;
         if (st->act_out_bytes > bytes_max) bytes_max = st->act_out_bytes;
-        if (st->param_bytes > bytes_max) bytes_max = st->param_bytes;
+        double red, gat; /* the all-reduce's halves (core/plan_grad.c) */
+        plan_ar_bytes(p, i, sc->kind, &red, &gat);
+        bytes_max = fmax(bytes_max, fmax(red, gat));
     }
     /* links count when transfers take time, over the levels some two
      * devices use (inter only across nodes) */
@@ -386,9 +388,7 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
     if (!s->stg) abort();
     /* ZeRO 1/2 splits the all-reduce around the UPDATE under the flushing
      * kinds; the asynchronous ones and explicit schedules keep one ring */
-    s->zero_split = p->zero >= 1 && p->zero <= PLAN_ZERO_MAX &&
-                    (sc->kind == SCHED_GPIPE || sc->kind == SCHED_1F1B ||
-                     sc->kind == SCHED_INTERLEAVED || sc->kind == SCHED_ZBH1);
+    s->zero_split = plan_zero_splits(p->zero, sc->kind);
     for (int i = 0; i < s->S; i++) {
         const plan_stage *st = &p->stages[i];
         int shard = s->zero_split && st->n_replicas > 1 ? st->n_replicas : 1;

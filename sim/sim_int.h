@@ -104,6 +104,8 @@ typedef struct sim_chan {
  * (next_x); else one flat ring over all (k = r, n = 1). */
 typedef struct sim_ring {
     int k, n;
+    double gather;              /* bytes of the all-gather half (plan_ar_bytes;
+                                   the reduce-scatter half: the op's bytes)  */
     int32_t *next_in, *next_x;  /* member -> member, owned (one block)       */
     int32_t *ch_in, *ch_x;      /* member's channel to them, -1 not yet      */
 } sim_ring;

@@ -46,6 +46,7 @@ typedef struct plan_args {
     int seq_par, recompute; /* recompute: a tfm_recomp, or RECOMP_AUTO */
     int attention;          /* a prof_attn */
     int grad_acc;           /* --grad-accumulation: 0 fused, 1 separate */
+    int grad_reduce;        /* --grad-reduce-bytes; 0: the default        */
     double max_seconds;
 } plan_args;
 
@@ -120,6 +121,11 @@ static const cli_opt plan_opts[] = {
      .help = "how a transformer's attention core runs on a device with a kernel\n"
              "model (docs/compute.md): unfused (default; batched GEMMs,\n"
              "softmax and dropout kernels) or fused (one flash-attention kernel)"},
+    {"grad-reduce-bytes", 0, CLI_INT, CLI_FIELD(PA, grad_reduce), 2, PLAN_GRAD_REDUCE_MAX, .arg = "2|4",
+     .help = "bytes per gradient element of the data-parallel all-reduce\n"
+             "(docs/simulator.md, \"Gradient reduction\"): 4 (fp32) or 2; default\n"
+             "4 for fp32 and for a bfloat16 model --for megatron or deepspeed\n"
+             "(as they reduce), else the model's element size"},
     {"grad-accumulation", 0, CLI_ENUM, CLI_FIELD(PA, grad_acc), .words = "fused|separate",
      .help = "how a transformer's weight gradients add up over the microbatches\n"
              "(docs/compute.md, \"Gradient accumulation\"): fused (default; inside\n"
@@ -196,6 +202,7 @@ static void print_memory_terms(FILE *f, const plan *p)
 {
     char line[256];
     if (plan_state_describe(p, line, sizeof line)) fprintf(f, "model state: %s\n", line);
+    if (plan_grad_reduce_describe(p, line, sizeof line)) fprintf(f, "gradient reduction: %s\n", line);
     uint64_t lo = UINT64_MAX, hi = 0;
     const cluster *c = &p->cluster;
     for (int s = 0; s < p->n_stages; s++)
@@ -305,7 +312,8 @@ static int run_layout(const plan_args *pa, FILE *msg)
                         .device = pa->device, .bandwidth = pa->bandwidth, .latency = pa->latency,
                         .devices = pa->devices, .per_node = pa->per_node, .batch = pa->batch,
                         .optimizer = pa->optimizer, .precision = pa->precision, .zero = -1, .comm = !pa->comm_off,
-                        .attention = pa->attention, .grad_acc = pa->grad_acc};
+                        .attention = pa->attention, .grad_acc = pa->grad_acc,
+                        .grad_reduce = pa->grad_reduce};
     plan_result res;
     plan_request rq = {.comm = in.comm};
     char nofit[320], links[256];
@@ -349,7 +357,8 @@ int cmd_plan(int argc, char **argv)
     int bw_given = pa.bandwidth != NULL, lat_given = pa.latency != NULL;
     plan_request rq = {.schedule = -1, .algo = (plan_algo)pa.algo, .optimizer = (plan_optim)pa.optimizer,
                        .precision = (plan_prec)pa.precision, .zero = pa.zero,
-                       .comm = !pa.comm_off, .replication = !pa.no_replication, .chunks = pa.chunks};
+                       .comm = !pa.comm_off, .replication = !pa.no_replication, .chunks = pa.chunks,
+                       .grad_reduce = pa.grad_reduce};
     int n_bw = 0, n_lat = 0;
     if ((bw_given && (rc = cli_num_pair("plan", "--bandwidth", pa.bandwidth, 1e-300, bw, &n_bw))) ||
         (lat_given && (rc = cli_num_pair("plan", "--latency", pa.latency, 0, lat, &n_lat))) ||
@@ -395,6 +404,8 @@ int cmd_plan(int argc, char **argv)
         return cli_usage_error("plan", "a PipeDream profile is the model too: drop --model");
     if (pa.profile_batch && !(prof_path && is_pipedream(prof_path)))
         return cli_usage_error("plan", "--profile-batch states a PipeDream graph.txt's batch size (a cleave profile names its own)");
+    if (pa.grad_reduce == 3)
+        return cli_usage_error("plan", "--grad-reduce-bytes 3: expected 2 or 4 (bytes per gradient element)");
 
     if (pa.layout && (pa.tensor || pa.seq_par || pa.recompute || pa.schedule || pa.micro || pa.stages ||
                       pa.chunks || pa.zero || pa.framework || pa.algo || pa.no_replication))

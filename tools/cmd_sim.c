@@ -22,6 +22,7 @@ typedef struct sim_args {
     double max_wall;
     int comm_off, json;
     int precision, zero;    /* -1: as the plan says */
+    int grad_reduce;        /* --grad-reduce-bytes; 0: as the plan says */
     cli_list args;          /* PLAN.json */
     /* --layout instead of PLAN.json (layout_cli.h) */
     const char *layout, *model, *cluster, *device, *bandwidth, *latency;
@@ -51,6 +52,9 @@ static const cli_opt sim_table[] = {
              "size (default: as the plan says)"},
     {"zero", 0, CLI_INT, CLI_FIELD(SA, zero), 0, PLAN_ZERO_MAX, .arg = "0|1|2",
      .help = "ZeRO stage over each stage's replicas (default: as the plan says)"},
+    {"grad-reduce-bytes", 0, CLI_INT, CLI_FIELD(SA, grad_reduce), 2, PLAN_GRAD_REDUCE_MAX, .arg = "2|4",
+     .help = "bytes per gradient element of the data-parallel all-reduce\n"
+             "(default: as the plan says; see cleave plan)"},
     {"layout", 0, CLI_STR, CLI_FIELD(SA, layout), .arg = "SPEC",
      .help = "simulate this configuration instead of a plan file, as\n"
              "cleave plan --layout evaluates it (with --model and --cluster\n"
@@ -115,6 +119,7 @@ static int parse(int argc, char **argv, sim_args *a)
                               "--model, --cluster, --devices, --batch and the other inputs of a layout go with --layout, not a plan file");
     if (a->layout && (a->zero >= 0 || a->micro))
         return cli_usage_hint("sim", "zero= and m= in the layout", "--zero and --microbatches come from the layout");
+    if (a->grad_reduce == 3) return cli_usage_error("sim", "--grad-reduce-bytes 3: expected 2 or 4");
     if (!a->args.n && !a->layout) return cli_usage_error("sim", "missing PLAN.json");
     a->plan = a->layout ? "--layout" : a->args.v[0];
     /* stdout carries one machine-readable output at most; the table then
@@ -186,6 +191,7 @@ static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *
            time_str(r->sequential_s, b2, sizeof b2));
     char line[256];
     if (plan_state_describe(p, line, sizeof line)) fprintf(f, "model state: %s\n", line);
+    if (plan_grad_reduce_describe(p, line, sizeof line)) fprintf(f, "gradient reduction: %s\n", line);
     fputc('\n', f);
     fprintf(f, "%-6s %-16s %-8s %7s %7s %7s %12s %11s %6s %8s %12s\n", "device", "id", "stages", "busy",
            "idle", "comm", "peak memory", "at", "stash", "versions", "sent");
@@ -351,7 +357,7 @@ int cmd_sim(int argc, char **argv)
                             .devices = a.devices, .per_node = a.per_node, .batch = a.batch,
                             .optimizer = a.optimizer, .precision = a.precision > 0 ? a.precision : 0,
                             .zero = -1, .comm = a.comm_off != 1, .attention = a.attention,
-                            .grad_acc = a.grad_acc};
+                            .grad_acc = a.grad_acc, .grad_reduce = a.grad_reduce};
         plan_result res;
         char links[256];
         if ((rc = layout_cli_eval(&in, &res, links, sizeof links, nofit, sizeof nofit, &e)))
@@ -367,6 +373,7 @@ int cmd_sim(int argc, char **argv)
     if (a.comm_off < 0) a.comm_off = p.comm_off;
     if (a.precision >= 0) p.precision = (plan_prec)a.precision;
     if (a.zero >= 0) p.zero = a.zero;
+    if (a.grad_reduce > 0) p.grad_reduce = a.grad_reduce;
     sched sc = {0};
     sim *s = NULL;
     sim_result r = {0};

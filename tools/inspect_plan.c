@@ -40,6 +40,7 @@ int inspect_plan(const char *path, int as_json)
     printf("batch %d = %d microbatches of %d\n", p.batch, p.n_micro, p.microbatch);
     char line[256];
     if (plan_state_describe(&p, line, sizeof line)) printf("model state: %s\n", line);
+    if (plan_grad_reduce_describe(&p, line, sizeof line)) printf("gradient reduction: %s\n", line);
     putchar('\n');
     printf("%-6s %-12s %-10s %12s %12s %12s %11s %11s %11s\n", "stage", "layers", "devices",
            "fwd_s/mb", "bwd_in_s/mb", "bwd_w_s/mb", "compute_s", "comm_s", "memory");

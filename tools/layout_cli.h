@@ -34,6 +34,7 @@ typedef struct layout_inputs {
     int optimizer, precision, zero, comm; /* zero -1: the layout's or 0 */
     int attention;          /* a prof_attn                                */
     int grad_acc;           /* --grad-accumulation: 0 fused, 1 separate   */
+    int grad_reduce;        /* --grad-reduce-bytes; 0: the default        */
 } layout_inputs;
 
 /* Load the model and the cluster of `in`, and evaluate the layout on them
