@@ -72,9 +72,9 @@ typedef struct exec_pipe_opts {
                               is an MPI process of its own (world = workers x
                               T, rank w * T + k is rank k of worker w; the
                               group's all-reduces go over MPI, tp_mpi.h), not
-                              a thread of its worker's crew (pipe_tp.h); no
-                              checkpoints.  Results as with the crew, bit for
-                              bit, complete on world rank 0                 */
+                              a thread of its worker's crew (pipe_tp.h).
+                              Results and checkpoints as with the crew, bit
+                              for bit, complete on world rank 0             */
     int iterations;        /* > 0: run this many iterations as one schedule,
                               then evaluate once (if test); 0: run `epochs`  */
     int epochs;            /* used when iterations == 0; each epoch is one
