@@ -223,7 +223,7 @@ int cmd_train_plan(int argc, char **argv)
     if (mpi) { /* the world must match before anything is loaded */
         if ((rc = exec_pipe_mpi_world(&rank, &size, &e))) goto done;
         c.quiet = rank != 0;
-        if ((rc = exec_pipe_mpi_size_check(size, workers, ranks / workers, plan_path, &e))) goto done;
+        if ((rc = exec_pipe_mpi_size_check(size, workers, ranks / workers, "train", plan_path, &e))) goto done;
     }
     if ((a.ckpt || a.resume) && (rc = exec_pipe_ckpt_check(&p, plan_path, &e))) goto done;
     if (!a.momentum_set && p.optimizer == OPTIM_SGD) a.opt.momentum = o.momentum = 0.0;

@@ -228,8 +228,10 @@ int exec_pipe_save_weights(const exec_pipe_result *r, const char *path, cl_err *
 int exec_pipe_mpi_world(int *rank, int *size, cl_err *e);
 /* CL_OK when a world of size ranks fits a plan (file) of `workers` workers
  * with `tensor` ranks each as processes (1: one rank per worker), else
- * CL_EINPUT naming the -np it needs. */
-int exec_pipe_mpi_size_check(int size, int workers, int tensor, const char *file, cl_err *e);
+ * CL_EINPUT naming the -np it needs in a hint to rerun `cleave <cmd>`
+ * ("train", "validate"). */
+int exec_pipe_mpi_size_check(int size, int workers, int tensor, const char *cmd, const char *file,
+                             cl_err *e);
 void exec_pipe_mpi_finalize(void);
 
 #endif
