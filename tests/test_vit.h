@@ -82,7 +82,7 @@ void tv_write_plan(const char *path, const char *kind, int t, const char *r, int
 void tv_mpi_same(const char *pl, int workers, int t, int crew, const char *dir);
 /* --tensor-over mpi refused with one line each: a world of one rank per
  * worker (naming the size it needs), without --backend mpi. */
-void tv_mpi_tensor_refusals(const char *pl, int workers, int t, const char *dir);
+void tv_mpi_tensor_refusals(const char *pl, int workers, int t);
 /* Checkpoints with tensor ranks as MPI processes, for a plan of 4
  * iterations an epoch (batch 64 of 256 samples) on `workers` workers and
  * tensor t: killed at iteration 5 of 2 epochs (world rank 0 stopped there,

@@ -51,7 +51,7 @@ void tv_mpi_same(const char *pl, int workers, int t, int crew, const char *dir)
     mpi_run_same(workers * t, args, want, wt, wm);
 }
 
-void tv_mpi_tensor_refusals(const char *pl, int workers, int t, const char *dir)
+void tv_mpi_tensor_refusals(const char *pl, int workers, int t)
 {
     char args[2048], want[128], *out = NULL, *err = NULL;
     /* a world of one rank per worker is refused, naming the size it needs */
