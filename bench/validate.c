@@ -273,13 +273,15 @@ int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x
         v->bwd_w_layers_s = bw;
         v->stash_layers_bytes = stash;
     }
-    if (x && ctx) rc = exec_val_replay(p, reps, (ctx & EXEC_VAL_CTX_XCORE) != 0, x, file, e);
+    if (x && (ctx & EXEC_VAL_CTX_REPLAY))
+        rc = exec_val_replay(p, reps, (ctx & EXEC_VAL_CTX_XCORE) != 0, x, file, e);
     if (!x || rc) return rc;
-    const double crew_s = plan_tensor(p) > 1 ? crew_run_s(plan_tensor(p), reps) : 0;
+    const double crew_s =
+        plan_tensor(p) > 1 && !(ctx & EXEC_VAL_CTX_TP_MPI) ? crew_run_s(plan_tensor(p), reps) : 0;
     for (int s = 0; s < p->n_stages; s++) {
         plan_stage *st = &p->stages[s];
         exec_val_extra *v = &x[s];
-        if (ctx) {
+        if (ctx & EXEC_VAL_CTX_REPLAY) {
             st->fwd_s = v->fwd_ctx_s;
             st->bwd_in_s = v->bwd_in_ctx_s;
             st->bwd_w_s = v->bwd_w_ctx_s;
@@ -451,8 +453,8 @@ int exec_val_predict(const plan *p, int n_iter, const char *trace, sim_result *r
 
 /* ----------------------------------------------------------- measure -- */
 
-int exec_val_measure(const plan *p, exec_pipe_backend backend, int n_iter, const char *file,
-                     const char *trace, exec_pipe_result *r, cl_err *e)
+int exec_val_measure(const plan *p, exec_pipe_backend backend, int tensor_mpi, int n_iter,
+                     const char *file, const char *trace, exec_pipe_result *r, cl_err *e)
 {
     memset(r, 0, sizeof *r);
     const model *m = &p->model;
@@ -468,6 +470,7 @@ int exec_val_measure(const plan *p, exec_pipe_backend backend, int n_iter, const
     exec_data train;
     exec_data_synthetic(&train, (int64_t)p->batch * batches, C, H, W, classes, o.seed, 0);
     o.backend = backend;
+    o.tensor_mpi = tensor_mpi;
     o.iterations = n_iter;
     o.train = &train;
     o.test = NULL;

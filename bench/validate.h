@@ -115,10 +115,13 @@ typedef struct exec_val_extra {
  * (compute_s, comm_s, mem_bytes, pred) are left as they were. */
 enum {
     EXEC_VAL_CTX_REPLAY = 1, /* ctx: the stages' passes replayed in the run's order */
-    EXEC_VAL_CTX_XCORE = 2   /* ... on one core, with every input that another
+    EXEC_VAL_CTX_XCORE = 2,  /* ... on one core, with every input that another
                                 worker sends written by another core just before
                                 the op reads it (threads backend: the run reads
                                 the sender's cache lines) */
+    EXEC_VAL_CTX_TP_MPI = 4  /* the run's tensor ranks are MPI processes
+                                (exec_pipe_opts.tensor_mpi): no crew to start
+                                and wait for (crew_s 0) */
 };
 int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x,
                    const char *file, cl_err *e);
@@ -222,11 +225,13 @@ int exec_val_predict(const plan *p, int n_iter, const char *trace, sim_result *r
  * shape (seeded) of EXEC_VAL_SET_BATCHES batches (exec_val_costs times the
  * first stage's input gather on a set of the same size, so both read it
  * from the same level of the memory hierarchy), as `cleave train --plan`
- * would with the plan's optimiser.
+ * would with the plan's optimiser.  tensor_mpi: with backend EXEC_PIPE_MPI and a plan of tensor t > 1, each
+ * tensor rank an MPI process of its own (exec_pipe_opts.tensor_mpi; a
+ * world of workers x t ranks), else a crew of threads per worker.
  * The caller frees *r with exec_pipe_result_free (also on failure). */
 #define EXEC_VAL_SET_BATCHES 32
-int exec_val_measure(const plan *p, exec_pipe_backend backend, int n_iter, const char *file,
-                     const char *trace, exec_pipe_result *r, cl_err *e);
+int exec_val_measure(const plan *p, exec_pipe_backend backend, int tensor_mpi, int n_iter,
+                     const char *file, const char *trace, exec_pipe_result *r, cl_err *e);
 
 /* The measured steady state, over the same window the simulator uses:
  * flushing kinds leave out the first iteration (cold caches, first-touch

@@ -315,7 +315,7 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
     double *all = cl_malloc((size_t)runs * (size_t)iters * sizeof *all);
     int n_all = 0;
     for (int r = 0; r < runs && !rc; r++) {
-        rc = exec_val_measure(&p, EXEC_PIPE_THREADS, iters, "bench plan", NULL, &meas[r], e);
+        rc = exec_val_measure(&p, EXEC_PIPE_THREADS, 0, iters, "bench plan", NULL, &meas[r], e);
         if (rc) break;
         its[r] = exec_val_measured_iteration_median(&p, &meas[r]);
         int first, last;

@@ -299,7 +299,8 @@ static void test_txp_cli(void)
     free(out);
     free(err);
     tv_mpi_same(pl, 2, 2, 1, dir);
-    tv_mpi_tensor_refusals(pl, 2, 2, dir);
+    tv_mpi_tensor_refusals(pl, 2, 2);
+    tv_mpi_ckpt(pl, 2, 2, dir);
     /* t = 4: eight processes, whose sums in rank order are the crew's */
     char pl4[600];
     snprintf(pl4, sizeof pl4, "%s/t4.json", dir);

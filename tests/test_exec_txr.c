@@ -229,6 +229,7 @@ static void test_txr_cli(void)
     free(out);
     free(err);
     tv_mpi_same(pl, 2, 2, 1, dir);
+    tv_mpi_ckpt(pl, 2, 2, dir);
     /* killed and resumed: both replicas' ranks restored from their own
      * sections */
     tv_kill_resume(pl, dir);

@@ -13,6 +13,7 @@
 #include "base/fileio.h"
 #include "base/jsonx.h"
 #include "test.h"
+#include "test_pipe.h"
 
 #define TINY "tests/data/validate/tiny-2stage.json"
 
@@ -197,6 +198,44 @@ static void test_bad_inputs(void)
     expect_bad("validate --plan " TINY " --backend smoke-signals", "--backend");
     expect_bad("validate --plan " TINY " --iterations 0", "--iterations");
     expect_bad("validate --plan " TINY " --colour blue", "unknown option");
+    expect_bad("validate --plan " TINY " --tensor-over mpi", "add --backend mpi");
+}
+
+/* The same plan with each tensor rank an MPI process (--backend mpi
+ * --tensor-over mpi, 2 workers x 2 = 4 ranks): every quantity predicted and
+ * measured, the all-reduces priced on the MPI link (no replay on a crew
+ * measured them: allreduce_s null); a world of 2 ranks is refused before
+ * anything is profiled, naming the 4 it needs.  No timing assertions. */
+static void test_tensor_over_mpi(void)
+{
+    char *out = NULL, *err = NULL;
+    int rc = tp_mpirun(4, "validate --plan " VIT_T2 " --backend mpi --tensor-over mpi --iterations 3 --reps 3 --json",
+                       &out, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc) fprintf(stderr, "validate: %s\n", err);
+    cJSON *root = NULL;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(jx_parse_text("stdout", out, strlen(out), &root, &e), CL_OK);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "backend")), "mpi");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "tensor_over")), "mpi");
+    CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "allreduce_s")));
+    check_qty(root, "iteration_s");
+    check_qty(root, "throughput");
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "workers");
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(ws), 2);
+    for (int i = 0; i < 2; i++) {
+        check_qty(cJSON_GetArrayItem(ws, i), "busy_s");
+        check_qty(cJSON_GetArrayItem(ws, i), "peak_mem_bytes");
+    }
+    cJSON_Delete(root);
+    free(out);
+    free(err);
+    rc = tp_mpirun(2, "validate --plan " VIT_T2 " --backend mpi --tensor-over mpi", &out, &err);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "x 2 tensor ranks but MPI has 2 ranks (hint: mpirun -np 4 cleave validate --plan "));
+    CU_ASSERT_PTR_NOT_NULL(out && !strstr(out, "quantity"));
+    free(out);
+    free(err);
 }
 
 /* profile --links writes a cluster file the loader accepts: one node, one
@@ -245,5 +284,6 @@ TEST_SUITE(validate_cli)
     test_add("validate with profile, links and traces from files", test_end_to_end_table);
     test_add("validate refuses bad input with exit 2", test_bad_inputs);
     test_add("validate of a tensor-parallel plan prices its all-reduces", test_tensor_parallel);
+    test_add("validate with tensor ranks as MPI processes", test_tensor_over_mpi);
     test_add("profile --links writes a cluster file", test_profile_links);
 }

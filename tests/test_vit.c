@@ -200,7 +200,7 @@ int tv_val_run(const plan *p, const exec_val_extra *x, const char *file, sim_res
     int rc = exec_val_predict(p, 4, NULL, pred, &e);
     CU_ASSERT_EQUAL(rc, CL_OK);
     if (rc) return rc;
-    rc = exec_val_measure(p, EXEC_PIPE_THREADS, 4, file, NULL, meas, &e);
+    rc = exec_val_measure(p, EXEC_PIPE_THREADS, 0, 4, file, NULL, meas, &e);
     CU_ASSERT_EQUAL(rc, CL_OK);
     if (!rc) {
         rc = exec_val_compare(p, x, pred, meas, rep, &e);

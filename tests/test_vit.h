@@ -81,9 +81,17 @@ void tv_write_plan(const char *path, const char *kind, int t, const char *r, int
  * (test_vit_mpi.c). */
 void tv_mpi_same(const char *pl, int workers, int t, int crew, const char *dir);
 /* --tensor-over mpi refused with one line each: a world of one rank per
- * worker (naming the size it needs), without --backend mpi, with
- * --checkpoint. */
-void tv_mpi_tensor_refusals(const char *pl, int workers, int t, const char *dir);
+ * worker (naming the size it needs), without --backend mpi. */
+void tv_mpi_tensor_refusals(const char *pl, int workers, int t);
+/* Checkpoints with tensor ranks as MPI processes, for a plan of 4
+ * iterations an epoch (batch 64 of 256 samples) on `workers` workers and
+ * tensor t: killed at iteration 5 of 2 epochs (world rank 0 stopped there,
+ * then the job killed), the checkpoint holds what the threads crew's does
+ * at iteration 5, bytes equal but for the epoch timings; resumed with the
+ * tensor ranks as processes (from either checkpoint) or as threads (from
+ * the MPI one), the run ends with the uninterrupted run's weights.  Files
+ * in dir: ck-*. */
+void tv_mpi_ckpt(const char *pl, int workers, int t, const char *dir);
 
 /* `cleave train --plan pl` on 256 synthetic samples for 2 epochs (8
  * iterations), killed (SIGKILL) after iteration 5 with a checkpoint every

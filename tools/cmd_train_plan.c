@@ -214,10 +214,6 @@ int cmd_train_plan(int argc, char **argv)
     const int tensor = plan_tensor(&p);
     /* processes: one per worker, or one per tensor rank of each */
     const int ranks = o.tensor_mpi && tensor > 1 ? workers * tensor : workers;
-    if (ranks != workers && (a.ckpt || a.resume)) { /* before mpirun starts */
-        plan_free(&p);
-        return cli_usage_error(cmd, "--tensor-over mpi does not write or read checkpoints yet; use --tensor-over threads with --checkpoint or --resume");
-    }
     if (mpi && !exec_link_in_mpi_job()) {
         /* not started by mpirun: start it, one rank per worker (as validate
          * and profile --links do; --allow-run-as-root when root) */
@@ -227,7 +223,7 @@ int cmd_train_plan(int argc, char **argv)
     if (mpi) { /* the world must match before anything is loaded */
         if ((rc = exec_pipe_mpi_world(&rank, &size, &e))) goto done;
         c.quiet = rank != 0;
-        if ((rc = exec_pipe_mpi_size_check(size, workers, ranks / workers, plan_path, &e))) goto done;
+        if ((rc = exec_pipe_mpi_size_check(size, workers, ranks / workers, "train", plan_path, &e))) goto done;
     }
     if ((a.ckpt || a.resume) && (rc = exec_pipe_ckpt_check(&p, plan_path, &e))) goto done;
     if (!a.momentum_set && p.optimizer == OPTIM_SGD) a.opt.momentum = o.momentum = 0.0;

@@ -31,6 +31,7 @@ typedef struct val_args {
     int64_t iters, reps;
     int json, layer_costs;
     int backend;            /* exec_pipe_backend */
+    int tensor_over;        /* 0 threads, 1 mpi (exec_pipe_opts.tensor_mpi) */
     cli_list args;          /* refused with a hint */
 } val_args;
 
@@ -50,6 +51,10 @@ static const cli_opt val_opts[] = {
     {"backend", 0, CLI_ENUM, CLI_FIELD(VA, backend), .words = "threads|mpi", .arg = "B",
      .help = "threads (default) or mpi (one rank per worker; started through\n"
              "mpirun when this process is not in an MPI job)"},
+    {"tensor-over", 0, CLI_ENUM, CLI_FIELD(VA, tensor_over), .words = "threads|mpi", .arg = "H",
+     .help = "a tensor-parallel plan's ranks: threads (default: a crew\n"
+             "of threads per worker) or mpi (with --backend mpi: one\n"
+             "rank per tensor rank, workers x tensor ranks in all)"},
     {"json", 0, CLI_FLAG, CLI_FIELD(VA, json), .help = "print {quantity: {predicted, measured, error}} as JSON"},
     {"trace", 0, CLI_STR, CLI_FIELD(VA, trace), .arg = "FILE", .help = "write the measured timeline (Chrome trace)"},
     {"sim-trace", 0, CLI_STR, CLI_FIELD(VA, sim_trace), .arg = "FILE",
@@ -76,7 +81,8 @@ static void help(void)
     val_args d;
     defaults(&d);
     printf("usage: cleave validate --plan PLAN.json [--profile P.json] [--links CLUSTER.json]\n"
-           "                       [--iterations N] [--backend threads|mpi] [--json]\n"
+           "                       [--iterations N] [--backend threads|mpi]\n"
+           "                       [--tensor-over threads|mpi] [--json]\n"
            "                       [--trace FILE] [--sim-trace FILE] [--reps N] [--layer-costs]\n\n"
            "Predicts the plan's iteration time, per-worker busy time and peak memory with the\n"
            "simulator, from costs of this machine, then trains the plan for N iterations with\n"
@@ -94,6 +100,8 @@ static int parse(int argc, char **argv, val_args *a)
     if (rc) return rc;
     if (a->args.n) return cli_usage_error(cmd, "unexpected argument \"%s\" (hint: --plan FILE)", a->args.v[0]);
     if (!a->plan) return cli_usage_error(cmd, "--plan FILE is required");
+    if (a->tensor_over && a->backend != EXEC_PIPE_MPI)
+        return cli_usage_error(cmd, "--tensor-over mpi runs tensor ranks as MPI processes; add --backend mpi");
     return 0;
 }
 
@@ -143,6 +151,7 @@ typedef struct val_ctx {
     double others_load;     /* the machine's CPU other processes took while the
                                plan ran, 0..1 (cl_load_others); NAN unknown */
     const char *cost_source;
+    int tpm;                /* the run's tensor ranks are MPI processes */
 } val_ctx;
 
 static void print_table(const val_ctx *c, const exec_val_report *r)
@@ -153,8 +162,9 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
     printf("%s: %s, %d stage%s (%d chunk%s) on %d workers, schedule %s, %d microbatches x %d samples\n",
            c->plan_shown, p->model.name, P, P > 1 ? "s" : "", p->chunks, p->chunks > 1 ? "s" : "",
            r->n_workers, sched_kind_name(p->schedule), p->n_micro, p->microbatch);
-    printf("run: %s backend, %d iterations; steady state over iterations %d..%d\n",
-           exec_pipe_backend_name(c->a->backend), r->n_iter, r->first_iter, r->last_iter);
+    printf("run: %s backend%s, %d iterations; steady state over iterations %d..%d\n",
+           exec_pipe_backend_name(c->a->backend), c->tpm ? ", a process per tensor rank" : "",
+           r->n_iter, r->first_iter, r->last_iter);
     printf("costs: layers from %s; %sthe runtime's extras measured in context:\n", c->cost_source,
            c->a->layer_costs ? "" : "each stage's passes and ");
     for (int s = 0; s < p->n_stages; s++) {
@@ -198,8 +208,9 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
         double ar = c->tp_ar_s;
         printf("tensor %d: each all-reduce priced as the planner's ring at %.3f GB/s, latency %s a step",
                plan_tensor(p), c->tp_link.bw_Bps * 1e-9, time_str(c->tp_link.latency_s, b1, sizeof b1));
-        if (ar > 0) printf(" (set so the ring costs the %s each all-reduce cost rank 0 in the replay on the crew)\n",
-                           time_str(ar, b2, sizeof b2));
+        if (c->tpm) printf(" (the MPI link's: the ranks are processes, no replay on a crew prices them)\n");
+        else if (ar > 0) printf(" (set so the ring costs the %s each all-reduce cost rank 0 in the replay on the crew)\n",
+                                time_str(ar, b2, sizeof b2));
         else printf(" (the message probe's; no replay measured the all-reduces)\n");
     }
     if (p->recompute) {
@@ -265,9 +276,10 @@ static int print_json(const val_ctx *c, const exec_val_report *r)
     cJSON_AddStringToObject(o, "schedule", sched_kind_name(c->p->schedule));
     cJSON_AddStringToObject(o, "backend", exec_pipe_backend_name(c->a->backend));
     cJSON_AddNumberToObject(o, "tensor", plan_tensor(c->p));
+    if (plan_tensor(c->p) > 1) cJSON_AddStringToObject(o, "tensor_over", c->tpm ? "mpi" : "threads");
     if (c->p->recompute) cJSON_AddStringToObject(o, "recompute", tfm_recomp_name((tfm_recomp)c->p->recompute));
     if (plan_tensor(c->p) > 1) { /* what each all-reduce cost rank 0 in the replay (null: not measured), its ring */
-        double ar = c->tp_ar_s;
+        double ar = c->tpm ? 0 : c->tp_ar_s;
         if (ar > 0) cJSON_AddNumberToObject(o, "allreduce_s", ar);
         else cJSON_AddNullToObject(o, "allreduce_s");
         cJSON_AddNumberToObject(o, "allreduce_bandwidth_Bps", c->tp_link.bw_Bps);
@@ -347,10 +359,13 @@ static int get_link(val_ctx *c, plan *p, cl_err *e)
      * ring costs what the all-reduces cost rank 0 in the replay on the crew
      * (exec_val_tp_link; the probe's hand-off when nothing was replayed) */
     if (plan_tensor(p) > 1) {
-        cluster_link tl = {c->link.bw_Bps, l.latency_s};
-        exec_val_tp_link(p, c->extra, &tl);
+        /* with the ranks as processes the all-reduce is an MPI_Allgather
+         * (tp_mpi.h) between ranks of the profiled MPI link: the ring on it */
+        cluster_link tl = {c->link.bw_Bps, c->tpm ? c->link.latency_s : l.latency_s};
+        if (!c->tpm) exec_val_tp_link(p, c->extra, &tl);
         c->tp_link = tl;
-        for (int s = 0; s < p->n_stages && !(c->tp_ar_s > 0); s++) c->tp_ar_s = c->extra[s].ar_ctx_s;
+        for (int s = 0; s < p->n_stages && !(c->tp_ar_s > 0) && !c->tpm; s++)
+            c->tp_ar_s = c->extra[s].ar_ctx_s;
         exec_val_tp_comm(p, &tl);
     }
     return CL_OK;
@@ -391,29 +406,35 @@ int cmd_validate(int argc, char **argv)
         if (!rc) cluster_free(&cl);
     }
     int workers = rc ? 0 : plan_device_count(&p);
+    /* processes under MPI: one per worker, or one per tensor rank of each */
+    const int tpm = !rc && a.tensor_over && plan_tensor(&p) > 1;
+    const int ranks = tpm ? workers * plan_tensor(&p) : workers;
     char *shown = esc_term(a.plan); /* freed before every return below */
     /* every rank of every worker is a thread (or a process) that computes
      * at the same time as the others; with more of them than cores the run
      * measures time-sharing, which the simulator does not model */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (!rc && cores > 0 && (long)workers * plan_tensor(&p) > cores)
-        fprintf(stderr, "cleave validate: warning: %s runs %d worker%s x tensor %d = %d threads on %ld cores: they take turns on the cores, which the prediction does not model (hint: validate plans with workers x tensor <= %ld here)\n",
-                shown, workers, workers == 1 ? "" : "s", plan_tensor(&p), workers * plan_tensor(&p), cores,
-                cores);
+    const int crowded = !rc && cores > 0 && (long)workers * plan_tensor(&p) > cores;
     if (!rc && a.backend == EXEC_PIPE_MPI && !exec_link_in_mpi_job()) {
         if (have_prof) prof_free(&pf);
         plan_free(&p);
         free(shown);
-        return exec_link_mpirun(workers, "validate", argc, argv);
+        return exec_link_mpirun(ranks, "validate", argc, argv);
     }
     int rank = 0, size = 1;
     if (!rc && a.backend == EXEC_PIPE_MPI) rc = exec_pipe_mpi_world(&rank, &size, &e);
+    if (!rc && a.backend == EXEC_PIPE_MPI) /* before profiling, not after */
+        rc = exec_pipe_mpi_size_check(size, workers, tpm ? plan_tensor(&p) : 1, "validate", a.plan, &e);
+    if (!rc && crowded && rank == 0) /* once: under mpirun, not by the process that starts it */
+        fprintf(stderr, "cleave validate: warning: %s runs %d worker%s x tensor %d = %d %s on %ld cores: they take turns on the cores, which the prediction does not model (hint: validate plans with workers x tensor <= %ld here)\n",
+                shown, workers, workers == 1 ? "" : "s", plan_tensor(&p), workers * plan_tensor(&p),
+                tpm ? "processes" : "threads", cores, cores);
     /* other load over profiling and the run: /proc/stat counts in ticks
      * of 10 ms, so the window must be long enough to tell */
     cl_loadmeter lm;
     cl_load_start(&lm);
     exec_val_extra *extra = cl_calloc((size_t)p.n_stages, sizeof *extra);
-    val_ctx c = {.a = &a, .p = &p, .extra = extra, .extra_rw = extra, .plan_shown = shown};
+    val_ctx c = {.a = &a, .p = &p, .extra = extra, .extra_rw = extra, .plan_shown = shown, .tpm = tpm};
     /* costs: rank 0 times the layers and the optimiser steps alone */
     if (!rc && rank == 0) {
         if (!have_prof) {
@@ -425,7 +446,7 @@ int cmd_validate(int argc, char **argv)
                                       a.layer_costs ? 0
                                       : a.backend == EXEC_PIPE_THREADS
                                           ? EXEC_VAL_CTX_REPLAY | EXEC_VAL_CTX_XCORE
-                                          : EXEC_VAL_CTX_REPLAY,
+                                          : EXEC_VAL_CTX_REPLAY | (tpm ? EXEC_VAL_CTX_TP_MPI : 0),
                                       extra, a.plan, &e);
     }
     if (a.backend == EXEC_PIPE_MPI && size > 1) {
@@ -440,7 +461,7 @@ int cmd_validate(int argc, char **argv)
     if (!rc && rank == 0) rc = exec_val_predict(&p, (int)a.iters, a.sim_trace, &pred, &e);
     exec_pipe_result meas;
     memset(&meas, 0, sizeof meas);
-    if (!rc) rc = exec_val_measure(&p, a.backend, (int)a.iters, a.plan, a.trace, &meas, &e);
+    if (!rc) rc = exec_val_measure(&p, a.backend, tpm, (int)a.iters, a.plan, a.trace, &meas, &e);
     /* under MPI the other ranks are the run too, not other load */
     double ours = cl_load_ours_s(&lm);
     if (a.backend == EXEC_PIPE_MPI && size > 1) MPI_Allreduce(MPI_IN_PLACE, &ours, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);

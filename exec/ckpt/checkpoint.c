@@ -100,6 +100,14 @@ void exec_ckpt_put_f64(exec_ckpt *c, const char *name, const double *v, size_t n
     exec_ckpt_put(c, name, v, n * sizeof *v);
 }
 
+int exec_ckpt_count(const exec_ckpt *c) { return c->n; }
+
+const char *exec_ckpt_name(const exec_ckpt *c, int i)
+{
+    assert(i >= 0 && i < c->n);
+    return c->s[i].name;
+}
+
 const void *exec_ckpt_find(const exec_ckpt *c, const char *name, size_t *len)
 {
     const sec *s = find(c, name);

@@ -69,6 +69,11 @@ void exec_ckpt_merge(exec_ckpt *dst, const exec_ckpt *src);
 /* The file a checkpoint was read from ("" for a new one). */
 const char *exec_ckpt_file(const exec_ckpt *c);
 
+/* The number of sections, and the name of section i (0 <= i < count, in
+ * the order they were added or read; owned by c). */
+int exec_ckpt_count(const exec_ckpt *c);
+const char *exec_ckpt_name(const exec_ckpt *c, int i);
+
 /* A section's bytes (owned by c) or NULL when absent. */
 const void *exec_ckpt_find(const exec_ckpt *c, const char *name, size_t *len);
 /* Copy a section of exactly len bytes into dst; CL_EINPUT naming the file

@@ -46,14 +46,15 @@ int exec_pipe_mpi_world(int *rank, int *size, cl_err *e)
     return CL_OK;
 }
 
-int exec_pipe_mpi_size_check(int size, int workers, int tensor, const char *file, cl_err *e)
+int exec_pipe_mpi_size_check(int size, int workers, int tensor, const char *cmd, const char *file,
+                             cl_err *e)
 {
     if (size == workers * tensor) return CL_OK;
     if (tensor > 1)
-        return cl_fail(e, CL_EINPUT, "%s: the plan runs on %d workers x %d tensor ranks but MPI has %d rank%s (hint: mpirun -np %d cleave train --plan %s --backend mpi --tensor-over mpi)",
-                       file, workers, tensor, size, size == 1 ? "" : "s", workers * tensor, file);
-    return cl_fail(e, CL_EINPUT, "%s: the plan runs on %d workers but MPI has %d rank%s (hint: mpirun -np %d cleave train --plan %s --backend mpi)",
-                   file, workers, size, size == 1 ? "" : "s", workers, file);
+        return cl_fail(e, CL_EINPUT, "%s: the plan runs on %d workers x %d tensor ranks but MPI has %d rank%s (hint: mpirun -np %d cleave %s --plan %s --backend mpi --tensor-over mpi)",
+                       file, workers, tensor, size, size == 1 ? "" : "s", workers * tensor, cmd, file);
+    return cl_fail(e, CL_EINPUT, "%s: the plan runs on %d workers but MPI has %d rank%s (hint: mpirun -np %d cleave %s --plan %s --backend mpi)",
+                   file, workers, size, size == 1 ? "" : "s", workers, cmd, file);
 }
 
 void exec_pipe_mpi_finalize(void)
@@ -302,7 +303,7 @@ int exec_xport_mpi(exec_xport **out, int n, int tensor, const int *cap, const ch
     assert(tensor >= 1);
     int rank, size;
     int rc = exec_pipe_mpi_world(&rank, &size, e);
-    if (rc || (rc = exec_pipe_mpi_size_check(size, n, tensor, file, e))) return rc;
+    if (rc || (rc = exec_pipe_mpi_size_check(size, n, tensor, "train", file, e))) return rc;
     int *ub = NULL, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     int64_t mod = flag && ub ? ((int64_t)*ub + 1) >> 16 : 0;

@@ -11,6 +11,10 @@
  * data cursors; the epoch's loss sums so far) and sends it to worker 0, which
  * adds the run's position and history and writes the file atomically.
  * Sections are named "w<worker>.<...>", so a resume needs the same plan.
+ * A tensor-parallel stage is stored whole, its shards gathered (from the
+ * crew's threads, or over MPI from the worker's tensor-rank processes to
+ * rank 0, which alone sends), so the file is the same whichever carried
+ * the ranks and a resume splits it into either.
  *
  * The asynchronous kinds (pipedream, fbp) keep microbatches of several
  * iterations in flight on every stage: no iteration end drains them, so they
@@ -34,7 +38,9 @@
 
 #include "exec/ckpt/checkpoint.h"
 #include "pipe_ckpt.h"
+#include "pipe_tp.h"
 #include "pipe_worker.h"
+#include "tp_mpi.h"
 
 enum { HIST_F = 8 }; /* doubles per epoch record, as cmd_train writes them */
 
@@ -98,10 +104,19 @@ static int get_cursor(const exec_ckpt *c, const char *pre, pcursor *x, const pip
     return CL_OK;
 }
 
-/* This worker's sections. */
+/* This worker's sections.  With tensor ranks as processes (R->tpm) every
+ * rank of the worker calls it (its split stages' shards are gathered to
+ * tensor rank 0, pipe_tp_mpi_put), and only tensor rank 0 gets them: the
+ * others return NULL (their cursors, counters and losses are rank 0's,
+ * each rank having walked the same op list with the same data). */
 static exec_ckpt *worker_state(pipe_worker *W)
 {
     const pipe_run *R = W->R;
+    if (R->tpm && exec_tp_mpi_rank(R->tpm) != 0) {
+        for (int i = 0; i < W->n_st; i++)
+            if (W->st[i].tpm) pipe_tp_mpi_put(W, &W->st[i], NULL, NULL);
+        return NULL;
+    }
     exec_ckpt *c = exec_ckpt_new();
     char pre[64], name[96];
     assert(W->n_box == 0 && "an iteration end with messages in the mailbox");
@@ -112,6 +127,8 @@ static exec_ckpt *worker_state(pipe_worker *W)
         if (ps->T > 1) /* the whole stage (pipe_tp.h) */
             exec_ckpt_put_net_tp(c, pre, R->m, R->stage_first[ps->stage], R->stage_end[ps->stage],
                                  ps->tnet, ps->tsgd, ps->T);
+        else if (ps->tpm)
+            pipe_tp_mpi_put(W, ps, c, pre);
         else
             exec_ckpt_put_net(c, pre, ps->net, &ps->sgd);
         int64_t cnt[2] = {ps->cur_ver, ps->ar_k};
@@ -158,6 +175,7 @@ static int gather_write(pipe_worker *W, int64_t gi)
 {
     pipe_run *R = W->R;
     exec_ckpt *mine = worker_state(W);
+    if (!mine) return CL_OK; /* a tensor rank above 0: its shards went to rank 0 */
     size_t len;
     unsigned char *b = exec_ckpt_encode(mine, &len);
     uint64_t tag = exec_tag(EXEC_TAG_STAT, 1, gi);
@@ -211,6 +229,7 @@ int pipe_ckpt_restore(pipe_worker *W)
         snprintf(name, sizeof name, "%s.counters", pre);
         rc = ps->T > 1 ? exec_ckpt_get_net_tp(c, pre, R->m, R->stage_first[ps->stage],
                                               R->stage_end[ps->stage], ps->tnet, ps->tsgd, ps->T, &e)
+             : ps->tpm ? pipe_tp_mpi_get(W, ps, c, pre, &e)
                        : exec_ckpt_get_net(c, pre, ps->net, &ps->sgd, &e);
         if (!rc &&
             !(rc = exec_ckpt_get(c, name, cnt, sizeof cnt, &e))) {
@@ -272,6 +291,6 @@ int pipe_ckpt_boundary(pipe_worker *W, int64_t gi, int run_end)
     int rc = due ? gather_write(W, gi) : CL_OK;
     if (rc) return rc;
     if (stop && gi < R->total_iters) return PIPE_STOP;
-    if (W->w == 0) exec_ckpt_test_pause(gi);
+    if (pipe_world_rank(R, W->w) == 0) exec_ckpt_test_pause(gi);
     return CL_OK;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec/ckpt/checkpoint.h"
 #include "exec/nn/tensor.h"
 #include "pipe_tp.h"
 #include "tp_mpi.h"
@@ -180,33 +181,57 @@ void pipe_tp_copy_params(pstage *ps, float *stash)
     }
 }
 
+/* Nets laid out as every rank r's shard of stage ps (net[r]), made for
+ * exec_net_tp_move, which needs a rank's layout; no passes run on them.
+ * keep >= 0: that rank's entry is ps->net itself.  Freed by layouts_free. */
+typedef struct layouts {
+    exec_net **net;
+    exec_tp_comm *view; /* the nets keep a pointer to theirs */
+    int T, keep;
+} layouts;
+
+static layouts layouts_make(const pipe_run *R, pstage *ps, int keep)
+{
+    const int T = plan_tensor(R->p);
+    const int first = R->stage_first[ps->stage], end = R->stage_end[ps->stage];
+    layouts L = {cl_calloc((size_t)T, sizeof *L.net), cl_calloc((size_t)T, sizeof *L.view), T, keep};
+    cl_err e = {0};
+    for (int r = 0; r < T; r++) {
+        if (r == keep) {
+            L.net[r] = ps->net;
+            continue;
+        }
+        L.view[r] = (exec_tp_comm){.rank = r, .size = T};
+        int rc = exec_net_create_tp(&L.net[r], R->m, first, end, 1, R->o->seed, 0, &L.view[r], "", &e);
+        assert(rc == CL_OK && "the stage made its shard already");
+        (void)rc;
+    }
+    return L;
+}
+
+static void layouts_free(layouts *L)
+{
+    for (int r = 0; r < L->T; r++)
+        if (r != L->keep) exec_net_destroy(L->net[r]);
+    free(L->net);
+    free(L->view);
+}
+
 /* The whole stage on tensor rank 0 from the shards of the group's
- * processes: their blocks gathered over MPI, laid out by shard nets of each
- * rank made for the purpose (exec_net_tp_move needs a rank's layout). */
+ * processes, their blocks gathered over MPI. */
 static exec_net *whole_mpi(pipe_worker *W, pstage *ps, exec_net *whole)
 {
     const pipe_run *R = W->R;
     const int T = plan_tensor(R->p), root = exec_tp_mpi_rank(R->tpm) == 0;
-    const int first = R->stage_first[ps->stage], end = R->stage_end[ps->stage];
     float *all = root ? exec_falloc(T * ps->n_floats) : NULL;
     exec_tp_mpi_gather(R->tpm, exec_net_params(ps->net, NULL), all, ps->n_floats);
     if (!root) return ps->net;
-    exec_net **shard = cl_calloc((size_t)T, sizeof *shard);
+    layouts L = layouts_make(R, ps, -1);
     float **sb = cl_calloc((size_t)T, sizeof *sb);
-    exec_tp_comm *view = cl_calloc((size_t)T, sizeof *view);
-    cl_err e = {0};
-    for (int r = 0; r < T; r++) {
-        view[r] = (exec_tp_comm){.rank = r, .size = T}; /* layout only: no passes run */
-        int rc = exec_net_create_tp(&shard[r], R->m, first, end, 1, R->o->seed, 0, &view[r], "", &e);
-        assert(rc == CL_OK && "the stage made its shard already");
-        (void)rc;
-        sb[r] = all + (int64_t)r * ps->n_floats;
-    }
-    exec_net_tp_move(whole, exec_net_params(whole, NULL), shard, sb, T, 1);
-    for (int r = 0; r < T; r++) exec_net_destroy(shard[r]);
-    free(shard);
+    for (int r = 0; r < T; r++) sb[r] = all + (int64_t)r * ps->n_floats;
+    exec_net_tp_move(whole, exec_net_params(whole, NULL), L.net, sb, T, 1);
+    layouts_free(&L);
     free(sb);
-    free(view);
     free(all);
     return whole;
 }
@@ -227,4 +252,63 @@ exec_net *pipe_tp_whole(pipe_worker *W, pstage *ps, int *made)
     else exec_net_tp_gather(whole, ps->tnet, ps->T);
     *made = 1;
     return whole;
+}
+
+/* ---------------------------------------------------------- checkpoints -- */
+
+void pipe_tp_mpi_put(pipe_worker *W, pstage *ps, exec_ckpt *c, const char *prefix)
+{
+    const pipe_run *R = W->R;
+    const int T = plan_tensor(R->p), root = exec_tp_mpi_rank(R->tpm) == 0;
+    assert(ps->tpm && ps->T == 1 && ps->sgd.n == ps->n_floats && (root == (c != NULL)));
+    const int64_t n = ps->n_floats;
+    float *par = root ? exec_falloc(T * n) : NULL, *vel = root ? exec_falloc(T * n) : NULL;
+    exec_tp_mpi_gather(R->tpm, exec_net_params(ps->net, NULL), par, n);
+    exec_tp_mpi_gather(R->tpm, ps->sgd.velocity, vel, n);
+    if (root) {
+        /* rank 0 is ps->net itself: its running statistics and dropout
+         * streams are the ones stored, as with the crew's rank 0 */
+        layouts L = layouts_make(R, ps, 0);
+        exec_sgd *sv = cl_calloc((size_t)T, sizeof *sv);
+        exec_sgd **sp = cl_calloc((size_t)T, sizeof *sp);
+        for (int r = 0; r < T; r++) {
+            if (r) memcpy(exec_net_params(L.net[r], NULL), par + r * n, (size_t)n * sizeof *par);
+            sv[r] = (exec_sgd){.velocity = vel + r * n, .n = n};
+            sp[r] = &sv[r];
+        }
+        exec_ckpt_put_net_tp(c, prefix, R->m, R->stage_first[ps->stage], R->stage_end[ps->stage],
+                             L.net, sp, T);
+        layouts_free(&L);
+        free(sv);
+        free(sp);
+    }
+    free(par);
+    free(vel);
+}
+
+int pipe_tp_mpi_get(pipe_worker *W, pstage *ps, const exec_ckpt *c, const char *prefix,
+                    cl_err *e)
+{
+    const pipe_run *R = W->R;
+    const int T = plan_tensor(R->p), k = exec_tp_mpi_rank(R->tpm);
+    const int64_t n = ps->n_floats;
+    assert(ps->tpm && ps->T == 1 && ps->sgd.n == n);
+    /* every rank splits the whole stage itself and keeps its own part: the
+     * file is on every rank already, so no message is needed */
+    layouts L = layouts_make(R, ps, k);
+    float *scratch = exec_falloc(T * n);
+    exec_sgd *sv = cl_calloc((size_t)T, sizeof *sv);
+    exec_sgd **sp = cl_calloc((size_t)T, sizeof *sp);
+    for (int r = 0; r < T; r++) {
+        sv[r] = r == k ? ps->sgd : (exec_sgd){.velocity = scratch + r * n, .n = n};
+        sp[r] = &sv[r];
+    }
+    int rc = exec_ckpt_get_net_tp(c, prefix, R->m, R->stage_first[ps->stage],
+                                  R->stage_end[ps->stage], L.net, sp, T, e);
+    if (!rc) exec_net_zero_grads(ps->net);
+    layouts_free(&L);
+    free(scratch);
+    free(sv);
+    free(sp);
+    return rc;
 }

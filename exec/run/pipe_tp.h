@@ -32,11 +32,14 @@
  * holding its shard alone (ps->T == 1, ps->tpm set, the all-reduces over
  * tp_mpi.h), a stage with no split layer whole on every rank.  The ring
  * above then moves this rank's shard only; pipe_tp_whole gathers the
- * group's shards to rank 0.
+ * group's shards to rank 0, and so do the checkpoints (pipe_tp_mpi_put):
+ * the file is the crew's, the whole stage per section, so a run resumes in
+ * either mode from a checkpoint written in either.
  */
 #ifndef CL_EXEC_PIPE_TP_H
 #define CL_EXEC_PIPE_TP_H
 
+#include "exec/ckpt/checkpoint.h"
 #include "pipe_worker.h"
 
 /* The crew of worker W when the plan's tensor degree is above 1 and one of
@@ -75,5 +78,15 @@ void pipe_tp_copy_params(pstage *ps, float *stash);
  * ps->tpm a collective of the worker's group: every rank calls it, rank 0
  * gets the whole net, the others their shard (made 0). */
 exec_net *pipe_tp_whole(pipe_worker *W, pstage *ps, int *made);
+
+/* A split stage whose ranks are MPI processes (ps->tpm), in a checkpoint:
+ * put is a collective of the worker's group that gathers every rank's
+ * parameters and momentum to tensor rank 0, which adds the whole stage's
+ * sections under prefix to c as exec_ckpt_put_net_tp does for a crew (c
+ * NULL on the other ranks).  get, on each rank alone, reads the whole
+ * stage from c and keeps this rank's part; errors as exec_ckpt_get_net. */
+void pipe_tp_mpi_put(pipe_worker *W, pstage *ps, exec_ckpt *c, const char *prefix);
+int pipe_tp_mpi_get(pipe_worker *W, pstage *ps, const exec_ckpt *c, const char *prefix,
+                    cl_err *e);
 
 #endif

@@ -417,9 +417,6 @@ int exec_pipe_run_hooked(const plan *p, const exec_pipe_opts *o, const exec_pipe
         return cl_fail(e, CL_EINPUT, "%s: batch: an iteration takes %d samples but the training set has %lld (hint: more data, or a plan with a smaller batch)",
                        file, p->batch, (long long)o->train->n);
     const int tpm = o->tensor_mpi && o->backend == EXEC_PIPE_MPI && plan_tensor(p) > 1;
-    if (tpm && (o->ckpt_path || o->resume))
-        return cl_fail(e, CL_EINPUT, "%s: checkpoints of a run whose tensor ranks are MPI processes are not supported yet (hint: --tensor-over threads, or drop --checkpoint and --resume)",
-                       file);
     if (o->iterations < 0 || (o->iterations == 0 && o->epochs < 1))
         return cl_fail(e, CL_EINPUT, "%s: nothing to run (%d iterations, %d epochs)", file,
                        o->iterations, o->epochs);

@@ -72,9 +72,9 @@ typedef struct exec_pipe_opts {
                               is an MPI process of its own (world = workers x
                               T, rank w * T + k is rank k of worker w; the
                               group's all-reduces go over MPI, tp_mpi.h), not
-                              a thread of its worker's crew (pipe_tp.h); no
-                              checkpoints.  Results as with the crew, bit for
-                              bit, complete on world rank 0                 */
+                              a thread of its worker's crew (pipe_tp.h).
+                              Results and checkpoints as with the crew, bit
+                              for bit, complete on world rank 0             */
     int iterations;        /* > 0: run this many iterations as one schedule,
                               then evaluate once (if test); 0: run `epochs`  */
     int epochs;            /* used when iterations == 0; each epoch is one
@@ -228,8 +228,10 @@ int exec_pipe_save_weights(const exec_pipe_result *r, const char *path, cl_err *
 int exec_pipe_mpi_world(int *rank, int *size, cl_err *e);
 /* CL_OK when a world of size ranks fits a plan (file) of `workers` workers
  * with `tensor` ranks each as processes (1: one rank per worker), else
- * CL_EINPUT naming the -np it needs. */
-int exec_pipe_mpi_size_check(int size, int workers, int tensor, const char *file, cl_err *e);
+ * CL_EINPUT naming the -np it needs in a hint to rerun `cleave <cmd>`
+ * ("train", "validate"). */
+int exec_pipe_mpi_size_check(int size, int workers, int tensor, const char *cmd, const char *file,
+                             cl_err *e);
 void exec_pipe_mpi_finalize(void);
 
 #endif
