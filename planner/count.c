@@ -274,11 +274,27 @@ static int count_prepare(search_ctx *c, dag_state *lt, int m, count_state *S, cl
 static void count_merge(search_ctx *c, count_state *S)
 {
     S->upper = HUGE_VAL;
+    /* the schedules of the request's stage count together: where memory
+     * cannot bind under any, their layouts are made once (plan_merge_multi) */
+    sched_kind group[SCHED_COUNT];
+    plan_layout out[SCHED_COUNT];
+    int ok[SCHED_COUNT], at[SCHED_COUNT], n = 0;
+    for (int ki = 0; ki < S->n_kinds; ki++) {
+        S->pfix[ki] = c->rq->stages;
+        if (S->kinds[ki] == SCHED_SEQUENTIAL) S->pfix[ki] = 1;
+        if (S->pfix[ki] == c->rq->stages) {
+            at[n] = ki;
+            group[n++] = S->kinds[ki];
+        }
+    }
+    plan_merge_multi(&S->I, &S->pre, c->rq->stages, n, group, out, ok);
+    for (int j = 0; j < n; j++) {
+        S->ym[at[j]] = out[j];
+        S->okm[at[j]] = ok[j];
+    }
     for (int ki = 0; ki < S->n_kinds; ki++) {
         S->I.sched = S->kinds[ki];
-        S->pfix[ki] = c->rq->stages;
-        if (S->I.sched == SCHED_SEQUENTIAL) S->pfix[ki] = 1;
-        S->okm[ki] = plan_merge(&S->I, &S->pre, S->pfix[ki], &S->ym[ki], NULL);
+        if (S->pfix[ki] != c->rq->stages) S->okm[ki] = plan_merge(&S->I, &S->pre, S->pfix[ki], &S->ym[ki], NULL);
         if (S->ym[ki].p) plan_layout_eval(&S->I, &S->pre, &S->ym[ki], &S->evm[ki]);
         if (S->okm[ki] && S->XL == &S->pre) S->upper = fmin(S->upper, S->evm[ki].bottleneck_s);
     }
