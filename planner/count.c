@@ -51,6 +51,7 @@ typedef struct count_state {
     int dep_of[SCHED_COUNT];    /* plan_mem_dependence                       */
     int mono_of[SCHED_COUNT];   /* plan_mem_depth_monotone                   */
     int free_of[SCHED_COUNT];   /* plan_exact_mem_free, -1: not asked yet    */
+    int alike;                  /* every device of the order runs at one speed */
     double crit;                /* one microbatch's way through every stage
                                    and back on the fastest device: no flushing
                                    schedule's iteration is shorter            */
@@ -273,11 +274,27 @@ static int count_prepare(search_ctx *c, dag_state *lt, int m, count_state *S, cl
 static void count_merge(search_ctx *c, count_state *S)
 {
     S->upper = HUGE_VAL;
+    /* the schedules of the request's stage count together: where memory
+     * cannot bind under any, their layouts are made once (plan_merge_multi) */
+    sched_kind group[SCHED_COUNT];
+    plan_layout out[SCHED_COUNT];
+    int ok[SCHED_COUNT], at[SCHED_COUNT], n = 0;
+    for (int ki = 0; ki < S->n_kinds; ki++) {
+        S->pfix[ki] = c->rq->stages;
+        if (S->kinds[ki] == SCHED_SEQUENTIAL) S->pfix[ki] = 1;
+        if (S->pfix[ki] == c->rq->stages) {
+            at[n] = ki;
+            group[n++] = S->kinds[ki];
+        }
+    }
+    plan_merge_multi(&S->I, &S->pre, c->rq->stages, n, group, out, ok);
+    for (int j = 0; j < n; j++) {
+        S->ym[at[j]] = out[j];
+        S->okm[at[j]] = ok[j];
+    }
     for (int ki = 0; ki < S->n_kinds; ki++) {
         S->I.sched = S->kinds[ki];
-        S->pfix[ki] = c->rq->stages;
-        if (S->I.sched == SCHED_SEQUENTIAL) S->pfix[ki] = 1;
-        S->okm[ki] = plan_merge(&S->I, &S->pre, S->pfix[ki], &S->ym[ki], NULL);
+        if (S->pfix[ki] != c->rq->stages) S->okm[ki] = plan_merge(&S->I, &S->pre, S->pfix[ki], &S->ym[ki], NULL);
         if (S->ym[ki].p) plan_layout_eval(&S->I, &S->pre, &S->ym[ki], &S->evm[ki]);
         if (S->okm[ki] && S->XL == &S->pre) S->upper = fmin(S->upper, S->evm[ki].bottleneck_s);
     }
@@ -300,6 +317,8 @@ static void count_memory(count_state *S)
      * at best: when that alone is slower than the best plan so far, no
      * layout of it can win here. */
     double crit = 0, spd_top = 0;
+    S->alike = 1;
+    for (int q = 1; q < I->n_dev; q++) S->alike &= I->speed[q] == I->speed[0];
     for (int i = 0; i < I->n; i++) crit += I->fwd_s[i] + I->bwd_in_s[i];
     for (int q = 0; q < I->n_dev; q++) spd_top = fmax(spd_top, I->speed[q]);
     S->crit = crit / spd_top * (1 - PLAN_BOUND_SLACK); /* below any rounding of the sums */
@@ -430,9 +449,54 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
     return okx;
 }
 
+/* Can no layout of schedule ki beat the best plan so far, so that its exact
+ * search (and the ranking of what it returns) can be left out?  The bound
+ * skip_count rests on, per layout: with all devices alike, every schedule's
+ * simulated iteration holds each stage's ceil(m / r) microbatches of work
+ * and then its all-reduce, i.e. the layout's bottleneck with the boundaries
+ * left out (bnd_off).  skip_count takes the least of it under each stage's
+ * least memory, for every schedule at once; here it is taken under ki's own
+ * memory, where a schedule whose memory binds (fbp or pipedream at one
+ * microbatch: every microbatch of the pipeline in flight) has its optimum
+ * far above the least-memory one and its exact search climbs to it in
+ * dozens of passes (1,000 layers on 256 devices: 35 million steps each)
+ * although nothing it can return would win.  One feasibility pass under
+ * the best iteration decides it.  Only where what would be ranked lies in
+ * the pass's layouts: a chain's prefix cuts (partition-and-merge's layout,
+ * ranked when the exact search finds none, is one of them), memory counted
+ * per depth (not zb-h1's total device count), and not while a later zb-h1
+ * still waits for the device count of the first layout ranked here. */
+static int schedule_loses(search_ctx *c, count_state *S, int ki, int p_fixed, int dev_fixed, const search_best *B)
+{
+    if (!B->have || c->no_prune || c->no_sched_prune || !S->alike || dev_fixed || S->XL != &S->pre ||
+        S->dep_of[ki] == PLAN_MEM_BY_TOTAL)
+        return 0;
+    /* the pass costs about one of the search's: asked only where the search
+     * climbs above the best iteration (the count's least-memory optimum is
+     * above it) or has no partition-and-merge layout within it to stop at */
+    if (!(S->lower > B->pred.iteration_s) && upper_of(S, ki) <= B->pred.iteration_s) return 0;
+    for (int kl = ki + 1; kl < S->n_kinds && !S->u_seen; kl++)
+        if (S->dep_of[kl] == PLAN_MEM_BY_TOTAL && !(!sched_is_async(S->kinds[kl]) && S->crit > B->pred.iteration_s))
+            return 0;
+    plan_inst Ic = S->I;
+    Ic.sched = S->kinds[ki];
+    Ic.bnd_off = 1;
+    plan_exact_opts lo = {.p_fixed = p_fixed, .budget = c->rq->exact_budget};
+    plan_exact_stats ls = {0};
+    cl_err le = {0};
+    /* above g, a layout's bound times (1 - slack) is above the best */
+    double g = B->pred.iteration_s * (1 + 4 * PLAN_BOUND_SLACK);
+    plan_exact_result r = plan_exact_fits_within(&Ic, S->XL, &lo, g, &ls, &le);
+    c->res->exact_steps += ls.steps;
+    if (!(c->rep > 0 && c->rq->framework == PLAN_FOR_ANY)) c->sched_prune_steps += ls.steps; /* (fewer.c) */
+    return r == PLAN_EXACT_NONE_FITS;
+}
+
 /* Schedule ki's exact layout into *yx and *evx: from a twin's search, from
  * an earlier search it shadowed, or from its own (count_exact_run).  Sets
- * *okx to PLAN_EXACT_FOUND, or NONE_FITS (merge's layout stands in); returns nonzero
+ * *okx to PLAN_EXACT_FOUND, or NONE_FITS (merge's layout stands in), or
+ * GAVE_UP when schedule_loses proved nothing of ki can win (nothing is
+ * ranked then); returns nonzero
  * when the search must stop (budget, or --algo exact over its limits). */
 static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int dev_fixed, double *hint,
                        const search_best *B, plan_layout *yx, plan_eval *evx, plan_exact_result *okx_out,
@@ -455,6 +519,10 @@ static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int d
     } else if (S->sh_have[ki]) {
         okx = PLAN_EXACT_FOUND; /* alongside an earlier schedule */
         plan_layout_copy(yx, &S->ysh[ki]);
+    } else if (schedule_loses(c, S, ki, p_fixed, dev_fixed, B)) {
+        c->sched_pruned++;
+        *okx_out = PLAN_EXACT_GAVE_UP; /* nothing to rank */
+        return CL_OK;
     } else {
         int shk[PLAN_EXACT_SHADOWS];
         int n_sh = count_shadows(c, S, ki, p_fixed, dev_fixed, xo.upper_s, shk);
@@ -521,7 +589,7 @@ static int count_schedule(search_ctx *c, search_best *B, count_state *S, int ki,
     plan_exact_result okx = PLAN_EXACT_NONE_FITS; /* no exact layout (merge only) */
     if (rq->algo != PLAN_ALGO_MERGE) {
         rc = count_exact(c, S, ki, p_fixed, dev_fixed, hint, B, &yx, &evx, &okx, e);
-        if (S->stop) return CL_OK;
+        if (S->stop || okx == PLAN_EXACT_GAVE_UP) return rc; /* (schedule_loses) */
     }
     if (!rc) count_rank(c, B, S, ki, &yx, &evx, okx);
     if (yx.p) plan_layout_free(&yx);

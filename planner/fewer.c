@@ -20,7 +20,8 @@
  * devices it pays for leave them out. */
 static int64_t work_done(const search_ctx *c)
 {
-    return c->res->exact_steps - c->equal_steps + FEWER_CANDIDATE_STEPS * (c->res->candidates - c->equal_cands);
+    return c->res->exact_steps - c->equal_steps - c->sched_prune_steps +
+           FEWER_CANDIDATE_STEPS * (c->res->candidates - c->equal_cands);
 }
 
 /* Bk into B when strictly faster (on a tie the plan on more devices

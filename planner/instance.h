@@ -42,6 +42,11 @@ typedef struct search_ctx {
      * the budget the searches on fewer devices get (fewer.c) */
     int64_t equal_steps;
     int equal_cands;
+    /* count.c's schedule_loses: off (tests, search_test.h), how many
+     * schedule searches it left out, and the steps of its passes outside
+     * the equal-replica searches (not part of fewer.c's budget) */
+    int no_sched_prune, sched_pruned;
+    int64_t sched_prune_steps;
     int no_prune;           /* plan_search_unpruned (search_test.h): no bound
                                skips a candidate, no exact search is shared */
 } search_ctx;

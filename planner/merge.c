@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exact.h"
 #include "merge.h"
 
 /* ------------------------------------------------------------- heap -- */
@@ -312,12 +313,33 @@ static int place_blocks(const plan_inst *I, const plan_lattice *L, plan_layout *
 
 /* ----------------------------------------------------------------- api -- */
 
-int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layout *out,
-               plan_merge_stats *st)
+double merge_sel_offer(merge_sel *S, plan_layout *y)
+{
+    double bottleneck = 0;
+    for (int j = 0; j < S->n; j++) {
+        plan_inst Ij = *S->I;
+        if (S->sched) Ij.sched = S->sched[j];
+        plan_eval ev;
+        plan_layout_eval(&Ij, S->L, y, &ev);
+        assert(ev.valid);
+        bottleneck = ev.bottleneck_s; /* the same under every schedule */
+        if (!S->have[j] || plan_eval_cmp(&ev, &S->best_ev[j]) < 0) {
+            if (S->have[j]) plan_layout_free(&S->best[j]);
+            plan_layout_copy(&S->best[j], y);
+            S->best_ev[j] = ev;
+            S->have[j] = 1;
+        }
+    }
+    plan_layout_free(y);
+    return bottleneck;
+}
+
+/* plan_merge into S (one schedule, or several whose layouts are the same:
+ * plan_merge_multi); returns the stage counts tried. */
+static int merge_run(const plan_inst *I, const plan_lattice *L, int p_fixed, merge_sel *S)
 {
     assert(L->chain);
     int n = L->n_layers, N = I->n_dev;
-    memset(out, 0, sizeof *out);
     int *removed = cl_calloc((size_t)n + 1, sizeof(int));
     merge_sequence(I, L, removed);
     /* cuts by removal step, last removed first */
@@ -339,8 +361,7 @@ int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layo
         a = b;
     }
 
-    plan_eval best_ev;
-    int have = 0, tried = 0, best_p = 0;
+    int tried = 0;
     int *cut = cl_malloc((size_t)(n + 1) * sizeof(int));
     for (int p = 1; p <= pmax; p++) {
         if (p_fixed > 0 && p != p_fixed) continue;
@@ -386,32 +407,73 @@ int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layo
         }
         if (!placed && allowed) placed = place_blocks(I, L, &y);
         tried++;
-        if (placed) {
-            plan_eval ev;
-            plan_layout_eval(I, L, &y, &ev);
-            assert(ev.valid);
-            if (!have || plan_eval_cmp(&ev, &best_ev) < 0) {
-                if (have) plan_layout_free(out);
-                plan_layout_copy(out, &y);
-                best_ev = ev;
-                have = 1;
-                best_p = p;
-            }
-        }
-        plan_layout_free(&y);
+        if (placed) merge_sel_offer(S, &y);
+        else plan_layout_free(&y);
     }
     free(cut);
     free(by_step);
     free(removed);
     /* the merge sequence's best bottleneck brackets the bisection (pk_init
      * declines when the states would be too many: a fixed stage count on a
-     * long model) */
-    plan_merge_pack(I, L, p_fixed, have && best_ev.feasible ? best_ev.bottleneck_s : HUGE_VAL, out,
-            &best_ev, &have);
-    if (have) best_p = out->p;
+     * long model); every schedule of S must have the same (plan_merge_multi:
+     * each layout fits under each, so each keeps one of the least
+     * bottleneck), else -1 */
+    for (int j = 1; j < S->n; j++)
+        if (S->have[j] != S->have[0] ||
+            (S->have[0] && (!S->best_ev[j].feasible || !S->best_ev[0].feasible ||
+                            S->best_ev[j].bottleneck_s != S->best_ev[0].bottleneck_s)))
+            return -1;
+    plan_merge_pack(I, L, p_fixed, S->have[0] && S->best_ev[0].feasible ? S->best_ev[0].bottleneck_s : HUGE_VAL, S);
+    return tried;
+}
+
+int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layout *out,
+               plan_merge_stats *st)
+{
+    memset(out, 0, sizeof *out);
+    plan_eval ev;
+    int have = 0;
+    merge_sel S = {.I = I, .L = L, .n = 1, .best = out, .best_ev = &ev, .have = &have};
+    int tried = merge_run(I, L, p_fixed, &S);
     if (st) {
         st->counts_tried = tried;
-        st->best_p = best_p;
+        st->best_p = have ? out->p : 0;
     }
-    return have && best_ev.feasible;
+    return have && ev.feasible;
+}
+
+void plan_merge_multi(const plan_inst *I, const plan_lattice *L, int p_fixed, int n, const sched_kind *sched,
+                      plan_layout *out, int *ok)
+{
+    int shared = n > 1;
+    for (int j = 0; j < n && shared; j++) {
+        plan_inst Ij = *I;
+        Ij.sched = sched[j];
+        shared = plan_mem_dependence(&Ij) != PLAN_MEM_BY_TOTAL && plan_exact_mem_free(&Ij, L);
+    }
+    plan_eval *ev = cl_calloc((size_t)n, sizeof *ev);
+    int *have = cl_calloc((size_t)n, sizeof *have);
+    for (int j = 0; j < n; j++) memset(&out[j], 0, sizeof out[j]);
+    if (shared) {
+        /* every layout fits under each: the same best bottleneck brackets
+         * step 2 for all, and the packer checks no memory */
+        plan_inst I0 = *I;
+        I0.sched = sched[0];
+        merge_sel S = {.I = &I0, .L = L, .n = n, .sched = sched, .best = out, .best_ev = ev, .have = have};
+        if (merge_run(&I0, L, p_fixed, &S) < 0) {
+            shared = 0; /* (not seen) */
+            for (int j = 0; j < n; j++)
+                if (have[j]) plan_layout_free(&out[j]);
+        }
+        for (int j = 0; j < n && shared; j++) ok[j] = have[j] && ev[j].feasible;
+    }
+    if (!shared) {
+        for (int j = 0; j < n; j++) {
+            plan_inst Ij = *I;
+            Ij.sched = sched[j];
+            ok[j] = plan_merge(&Ij, L, p_fixed, &out[j], NULL);
+        }
+    }
+    free(ev);
+    free(have);
 }

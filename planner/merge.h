@@ -34,12 +34,39 @@ typedef struct plan_merge_stats {
 int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layout *out,
                plan_merge_stats *st);
 
+/* plan_merge for each schedule sched[j] (I with that schedule) at once,
+ * into out[j] and ok[j] (its return); the same answers as n calls.  Where
+ * no stage of any layout can overflow a device under any of them
+ * (plan_exact_mem_free, and none is zb-h1, whose memory depends on the
+ * device total), the method makes the same layouts for all (memory is
+ * what tells the schedules apart), so it runs once and only the choice
+ * among its layouts (plan_eval_cmp, whose headroom is each schedule's) is
+ * made per schedule; otherwise one plan_merge per schedule. */
+void plan_merge_multi(const plan_inst *I, const plan_lattice *L, int p_fixed, int n, const sched_kind *sched,
+                      plan_layout *out, int *ok);
+
+/* The best layout so far under each of n schedules (sched NULL: I's own,
+ * n = 1): every layout the method makes is offered in turn
+ * (merge_sel_offer) and kept under a schedule when plan_eval_cmp prefers it
+ * to that schedule's best (the first of equals stays). */
+typedef struct merge_sel {
+    const plan_inst *I;
+    const plan_lattice *L;
+    int n;
+    const sched_kind *sched;
+    plan_layout *best;      /* n each */
+    plan_eval *best_ev;
+    int *have;
+} merge_sel;
+
+/* Offer layout y (owned; freed here) to every schedule of S; returns y's
+ * bottleneck. */
+double merge_sel_offer(merge_sel *S, plan_layout *y);
+
 /* Step 2 (merge_pack.c): bisection on the bottleneck bound from `hi` (a
  * bottleneck reached, HUGE_VAL when none) down; kmax > 0 asks for exactly
- * that many stages.  Replaces *best (and *best_ev, *have = 1) with a
- * packing's layout whenever that evaluates better; does nothing when the
- * packing would need too many states. */
-void plan_merge_pack(const plan_inst *I, const plan_lattice *L, int kmax, double hi,
-                     plan_layout *best, plan_eval *best_ev, int *have);
+ * that many stages.  Offers every packing's layout to S; does nothing when
+ * the packing would need too many states. */
+void plan_merge_pack(const plan_inst *I, const plan_lattice *L, int kmax, double hi, merge_sel *S);
 
 #endif

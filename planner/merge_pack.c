@@ -499,23 +499,6 @@ static void pk_free(packer *P)
     free(P->b_cap);
 }
 
-/* Keep y in *best when it evaluates better (by plan_eval_cmp). */
-static void keep_better(const plan_inst *I, const plan_lattice *L, plan_layout *y, plan_layout *best,
-                        plan_eval *best_ev, int *have)
-{
-    plan_eval ev;
-    plan_layout_eval(I, L, y, &ev);
-    assert(ev.valid);
-    if (!*have || plan_eval_cmp(&ev, best_ev) < 0) {
-        if (*have) plan_layout_free(best);
-        *best = *y;
-        *best_ev = ev;
-        *have = 1;
-    } else {
-        plan_layout_free(y);
-    }
-}
-
 /* Bisection on the bound with packer P: the smallest B under which it
  * places every layer, from lo (below, as far as known) and hi (a bottleneck
  * reached, HUGE_VAL when none).  To a relative 2e-4, then down from there:
@@ -523,11 +506,8 @@ static void keep_better(const plan_inst *I, const plan_lattice *L, plan_layout *
  * success lowers it to another layout's), so the result is the packing's
  * own optimum, not within a tolerance of it.  At most `runs` packings.
  * The best layout found replaces *best when better; returns the final hi. */
-static double pk_bisect(packer *P, double lo, double hi, int runs, plan_layout *best,
-                        plan_eval *best_ev, int *have)
+static double pk_bisect(packer *P, double lo, double hi, int runs, merge_sel *S)
 {
-    const plan_inst *I = P->I;
-    const plan_lattice *L = P->L;
     if (!(hi < HUGE_VAL)) {
         /* nothing reached yet: grow from lo until packing succeeds */
         double g = lo;
@@ -535,7 +515,7 @@ static double pk_bisect(packer *P, double lo, double hi, int runs, plan_layout *
             if (pk_run(P, g)) {
                 plan_layout y;
                 pk_layout(P, &y);
-                keep_better(I, L, &y, best, best_ev, have);
+                merge_sel_offer(S, &y);
                 hi = g;
             } else {
                 lo = g;
@@ -552,10 +532,7 @@ static double pk_bisect(packer *P, double lo, double hi, int runs, plan_layout *
         if (pk_run(P, mid)) {
             plan_layout y;
             pk_layout(P, &y);
-            plan_eval ev;
-            plan_layout_eval(I, L, &y, &ev);
-            hi = fmin(mid, ev.bottleneck_s);
-            keep_better(I, L, &y, best, best_ev, have);
+            hi = fmin(mid, merge_sel_offer(S, &y));
         } else {
             lo = mid;
             if (descend) break;
@@ -571,15 +548,14 @@ static double pk_bisect(packer *P, double lo, double hi, int runs, plan_layout *
 
 /* See merge.h.  The bisection starts from a bound no layout beats (the
  * work spread perfectly over every device at the fastest speed). */
-void plan_merge_pack(const plan_inst *I, const plan_lattice *L, int kmax, double hi,
-                    plan_layout *best, plan_eval *best_ev, int *have)
+void plan_merge_pack(const plan_inst *I, const plan_lattice *L, int kmax, double hi, merge_sel *S)
 {
     packer P;
     if (!pk_init(&P, I, L, kmax)) return;
     double lo = I->m * L->work[L->n_sets - 1] / (I->n_dev * P.spd_top);
     if (!(lo > 0)) lo = PACK_FLOOR_S;
     lo = nextafter(lo, 0);
-    pk_bisect(&P, lo, hi, 80, best, best_ev, have);
+    pk_bisect(&P, lo, hi, 80, S);
     pk_free(&P);
 }
 

@@ -13,4 +13,11 @@
  * plan must be the one plan_search chooses. */
 int plan_search_unpruned(const plan_request *rq, plan_result *res, cl_err *e);
 
+/* plan_search with (prune 1) or without (prune 0) the one prune that
+ * leaves out a schedule's exact search at a microbatch count when no layout
+ * of it that fits can beat the best plan (count.c, schedule_loses); the
+ * rest as plan_search.  *pruned (when not NULL): the schedule searches left
+ * out.  Both must choose the same plan (tests/test_plan_rank.c). */
+int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan_result *res, cl_err *e);
+
 #endif

@@ -22,6 +22,8 @@
 #include "planner/search_test.h"
 #include "profiles/pipedream.h"
 #include "test.h"
+#include "test_rand.h"
+#include "test_rand_model.h"
 
 /* n devices, k per node, `cleave plan --devices`'s default links; memory
  * in bytes (2^53: unlimited, as for a profile's own device). */
@@ -129,9 +131,71 @@ static void test_binding_memory(void)
     for (size_t i = 0; i < n; i++) check(&cases[i]);
 }
 
+/* The schedule prune (count.c, schedule_loses: a schedule's exact search at
+ * a count left out when no layout of it that fits in its memory has a
+ * bottleneck with the boundaries left out within the best iteration) on
+ * random chains: plan_search with and without it chooses the same plan, to
+ * the bit, and with the same outcome when nothing fits.  The instances are
+ * made for it to fire: equal devices, batches whose divisors include 1
+ * (every microbatch of a deep fbp or pipedream pipeline in flight), memory
+ * that binds in most; the test checks that it fired. */
+static void test_sched_prune(void)
+{
+    static const int scheds[] = {-1, -1, SCHED_FBP, SCHED_PIPEDREAM, SCHED_1F1B};
+    static const int batches[] = {2, 4, 8, 16};
+    static const int per_node[] = {0, 2, 4, 8};
+    int n_inst = TEST_BREADTH(200, 40), fired = 0, differ = 0;
+    rng_state = 0x5ced9a11ull;
+    for (int inst = 0; inst < n_inst; inst++) {
+        model m;
+        prof pf;
+        rand_block_model(&m, &pf, 0, inst % 3 == 0);
+        int batch = batches[irand(0, 3)], n = irand(2, 16);
+        double need = 0;
+        for (int i = 0; i < pf.n_layers; i++)
+            need += 3 * pf.layers[i].param_bytes + batch * (pf.layers[i].stash_bytes + 2 * pf.layers[i].act_bytes);
+        double mem = irand(0, 3) ? need * (0.1 + 0.6 * urand()) : 1e15;
+        cluster_devtype t = {.name = "ref", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)mem,
+                             .mem_bw_Bps = 1e12, .efficiency = 1};
+        cluster_link in = {1e8 * pow(100, urand()), urand() * 1e-4};
+        cluster_link out = {in.bw_Bps * (0.05 + 0.5 * urand()), urand() * 5e-4};
+        cluster c;
+        cl_err ce = {0};
+        CU_ASSERT_EQUAL_FATAL(cluster_uniform(&c, &t, n, per_node[irand(0, 3)], in, out, &ce), CL_OK);
+        plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .batch = batch, .algo = PLAN_ALGO_AUTO,
+                           .schedule = scheds[irand(0, 4)], .comm = irand(0, 4) != 0,
+                           .replication = irand(0, 2) != 0};
+        plan_result a, b;
+        cl_err e1 = {0}, e2 = {0};
+        int pruned = 0;
+        int rc1 = plan_search_sched_prune(&rq, 1, &pruned, &a, &e1);
+        int rc2 = plan_search_sched_prune(&rq, 0, NULL, &b, &e2);
+        fired += pruned > 0;
+        CU_ASSERT_EQUAL(rc1, rc2);
+        if (rc1 == CL_OK && rc2 == CL_OK) {
+            int same = same_plan(&a.plan, &b.plan);
+            if (!same && differ++ < 5)
+                fprintf(stderr, "\n  instance %d (%d layers, %d devices): pruned %s m=%d %.12g s, without %s m=%d %.12g s",
+                        inst, m.n_layers, n, sched_kind_name(a.plan.schedule), a.plan.n_micro, a.plan.pred.iteration_s,
+                        sched_kind_name(b.plan.schedule), b.plan.n_micro, b.plan.pred.iteration_s);
+            CU_ASSERT(same);
+        } else {
+            CU_ASSERT_STRING_EQUAL(e1.msg, e2.msg);
+        }
+        if (rc1 == CL_OK) plan_result_free(&a);
+        if (rc2 == CL_OK) plan_result_free(&b);
+        cluster_free(&c);
+        model_free(&m);
+        prof_free(&pf);
+    }
+    printf("(prune fired in %d of %d instances) ", fired, n_inst);
+    CU_ASSERT(fired > n_inst / 20);
+}
+
 TEST_SUITE(plan_rank)
 {
     test_add_suite("plan_rank");
     test_add("pruned ranking = every candidate simulated, unlimited memory", test_unlimited_memory);
     test_add("pruned ranking = every candidate simulated, binding memory", test_binding_memory);
+    test_add("schedule prune = without it, random chains", test_sched_prune);
 }
