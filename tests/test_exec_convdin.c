@@ -20,6 +20,13 @@
  * must give the same bits, and the same shapes with the kernels switched
  * off (the row shifts) must meet the bound too.  Skipped, and said so, on
  * CPUs without AVX-512.
+ *
+ * Batch split: the three tiled passes (forward, weight and input gradient)
+ * of B samples in one call must give the bits of B one-sample calls (the
+ * weight gradient adds each sample's tile sums in sample order either
+ * way).  They prefetch the next sample's operands while one computes
+ * (conv_avx512.c); a hint that moved or dropped a sample, or any state
+ * carried from one sample to the next, would break it.
  */
 #include <math.h>
 #include <stdio.h>
@@ -127,9 +134,65 @@ static void test_edges(void)
     gsl_rng_free(r);
 }
 
+/* one call on B samples against B calls on one each, every pass, bit for bit */
+static void split_case(const exec_conv *g, int B, gsl_rng *r)
+{
+    const int64_t sx = (int64_t)g->C * g->H * g->W, sy = (int64_t)g->O * g->Ho * g->Wo,
+                  nw = (int64_t)g->O * g->C * g->k * g->k;
+    float *x = exec_falloc(B * sx), *d = exec_falloc(B * sy), *w = exec_falloc(nw),
+          *b = exec_falloc(g->O), *col = exec_falloc(exec_conv_col_floats(g));
+    float *y1 = exec_falloc(B * sy), *y2 = exec_falloc(B * sy), *dx1 = exec_falloc(B * sx),
+          *dx2 = exec_falloc(B * sx), *dw1 = exec_falloc(nw), *dw2 = exec_falloc(nw),
+          *db1 = exec_falloc(g->O), *db2 = exec_falloc(g->O);
+    fill(x, B * sx, r);
+    fill(d, B * sy, r);
+    fill(w, nw, r);
+    fill(b, g->O, r);
+    memset(dw1, 0, (size_t)nw * sizeof *dw1);
+    memset(dw2, 0, (size_t)nw * sizeof *dw2);
+    memset(db1, 0, (size_t)g->O * sizeof *db1);
+    memset(db2, 0, (size_t)g->O * sizeof *db2);
+    exec_conv2d_forward(y1, x, w, b, col, g, B);
+    exec_conv2d_backward_input(dx1, d, w, col, g, B);
+    exec_conv2d_backward_weight(dw1, db1, d, x, col, g, B);
+    for (int n = 0; n < B; n++) {
+        exec_conv2d_forward(y2 + n * sy, x + n * sx, w, b, col, g, 1);
+        exec_conv2d_backward_input(dx2 + n * sx, d + n * sy, w, col, g, 1);
+        exec_conv2d_backward_weight(dw2, db2, d + n * sy, x + n * sx, col, g, 1);
+    }
+    CU_ASSERT(memcmp(y1, y2, (size_t)(B * sy) * sizeof *y1) == 0);
+    CU_ASSERT(memcmp(dx1, dx2, (size_t)(B * sx) * sizeof *dx1) == 0);
+    CU_ASSERT(memcmp(dw1, dw2, (size_t)nw * sizeof *dw1) == 0);
+    CU_ASSERT(memcmp(db1, db2, (size_t)g->O * sizeof *db1) == 0);
+    float *bufs[] = {x, d, w, b, col, y1, y2, dx1, dx2, dw1, dw2, db1, db2};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+}
+
+static void test_split(void)
+{
+    if (!exec_kern_avx512()) {
+        fprintf(stderr, " (skipped: no AVX-512 on this CPU, the kernels never run) ");
+        return;
+    }
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 18);
+    exec_conv g;
+    /* cnn conv2; 16 -> 16 channels on an odd 7 x 17 image (tiles of 9
+     * and 8, a last din tile of one row) */
+    CU_ASSERT_EQUAL_FATAL(exec_conv_init(&g, 16, 14, 14, 32, 5, 1, 2), 0);
+    CU_ASSERT(exec_convg_shape(&g, 16) && exec_convg_din_shape(&g, 16));
+    split_case(&g, 5, r);
+    CU_ASSERT_EQUAL_FATAL(exec_conv_init(&g, 16, 7, 17, 16, 3, 1, 1), 0);
+    CU_ASSERT(exec_convg_shape(&g, 16) && exec_convg_din_shape(&g, 16));
+    split_case(&g, 3, r);
+    gsl_rng_free(r);
+}
+
 TEST_SUITE(exec_convdin)
 {
     test_add_suite("exec_convdin");
     test_add("conv2d input gradient on the 2 x 14 x 16 tile: split edges vs double, within gamma_n bounds",
              test_edges);
+    test_add("conv2d tiled passes: one call on B samples gives the bits of B one-sample calls",
+             test_split);
 }
