@@ -5,7 +5,8 @@
  * cluster of 1-16 devices of one or two types over nodes of 1-8, a profile
  * either derived from the first type (roofline) or given with 1-3 batch
  * points, and a request (schedule, microbatches, stages, algorithm,
- * optimiser, replication, communication).  One value in 32 of the costs,
+ * optimiser, replication, communication, and last the framework, ZeRO and
+ * the gradient reduction's element size).  One value in 32 of the costs,
  * speeds and links is extreme (1e-300 .. 1e308), the inputs that once made
  * plan_search abort.  plan_search must return CL_OK or CL_EINPUT with one
  * non-empty line; a plan it returns must validate, predict an iteration
@@ -178,6 +179,11 @@ FUZZ_TARGET(search)
         cl_budget_start(0, "--max-seconds");
     else if (fuzz_current_input == NULL) /* under libFuzzer, not in a replay */
         cl_budget_start(FUZZ_SEARCH_SECONDS, "--max-seconds");
+    /* the framework, ZeRO and the gradient reduction's element size, drawn
+     * last so that older inputs decode as before (none, 0, the default) */
+    rq.framework = (plan_for)gen_u(&g, PLAN_FOR_COUNT);
+    rq.zero = (int)gen_u(&g, PLAN_ZERO_MAX + 1);
+    rq.grad_reduce = (int)gen_u(&g, 3) * 2;
     if (!rc) rc = plan_search(&rq, &res, &e);
     cl_budget_clear(); /* the checks below are not the search's */
     if (rc) {

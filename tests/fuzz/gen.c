@@ -123,6 +123,14 @@ void gen_plan(gen *g, plan *p, gen_run *run)
     run->iters = 1 + (int)gen_u(g, 3);
     if (sched_is_async(kind)) run->iters += sched_warmup_iters(kind, sched_fill_depth(p), m) * 2;
     run->comm_off = p->comm_off;
+    /* the gradient reduction (core/plan_grad.c), drawn last so that older
+     * inputs, whose bytes end before these draws, decode as before: fp32,
+     * no ZeRO, no framework, the default reduction (both ring halves move
+     * the gradients) */
+    p->model.dtype = (model_dtype)gen_u(g, MODEL_DTYPE_COUNT);
+    p->framework = (plan_for)gen_u(g, PLAN_FOR_COUNT);
+    p->zero = (int)gen_u(g, PLAN_ZERO_MAX + 1);
+    p->grad_reduce = (int)gen_u(g, 3) * 2; /* 0 (the default), 2 or 4 */
 }
 
 /* Compute seconds of one op (the simulator's durations, from the plan):
@@ -139,6 +147,27 @@ static double gen_op_s(const plan *p, sched_kind kind, const sched_op *op)
     case SCHED_UPDATE: return split && st->n_replicas > 1 ? st->update_s / st->n_replicas : st->update_s;
     default: return 0;
     }
+}
+
+/* The bytes of stage st's all-reduce, from the rules of docs/simulator.md
+ * ("Gradient reduction") restated here: R, the gradients the reduce-scatter
+ * half moves, param_bytes in the reduction's element size (as set, else 4
+ * for fp32 and for bfloat16 under Megatron-LM or DeepSpeed, else the
+ * model's); G, what the all-gather half moves: the gradients again, or
+ * under a ZeRO split (stage >= 1, a flushing kind) the updated weights in
+ * the model's element size, plus, for DeepSpeed's bfloat16 optimizer, its
+ * whole all-reduce's second half. */
+static void gen_ar_halves(const plan *p, sched_kind kind, int st, double *R, double *G)
+{
+    double P = p->stages[st].param_bytes, e = p->model.dtype == MODEL_F32 ? 4 : 2;
+    int bf16 = p->model.dtype == MODEL_BF16;
+    double g = p->grad_reduce > 0 ? p->grad_reduce
+               : e == 4 || (bf16 && (p->framework == PLAN_FOR_MEGATRON || p->framework == PLAN_FOR_DEEPSPEED)) ? 4
+                                                                                                                  : e;
+    int split = p->zero >= 1 && (kind == SCHED_GPIPE || kind == SCHED_1F1B || kind == SCHED_INTERLEAVED ||
+                                 kind == SCHED_ZBH1);
+    *R = P * g / e;
+    *G = !split ? *R : P + (bf16 && p->framework == PLAN_FOR_DEEPSPEED ? *R : 0);
 }
 
 /* The all-reduce's shape (sim/ring.c, docs/simulator.md): k replicas on
@@ -191,8 +220,16 @@ int gen_sim_check(const plan *p, const gen_run *run, sim_result *out, const char
                 transfers++;
             } else if (op->kind == SCHED_ALLREDUCE) {
                 int k, n;
+                double R, G;
                 gen_ring_kn(p, op->stage, &k, &n);
-                sent_on[w] += 2.0 * (k - 1) * (op->bytes / k) + 2.0 * (n - 1) * (op->bytes / k / n);
+                gen_ar_halves(p, (sched_kind)run->kind, op->stage, &R, &G);
+                if (!gen_close(op->bytes, R)) {
+                    snprintf(why, sizeof why, "an ALLREDUCE of stage %d carries %.17g bytes, the gradients in their reduction size %.17g",
+                             op->stage, (double)op->bytes, R);
+                    *broken = why;
+                }
+                /* each half: k - 1 steps of 1/k inside the node, n - 1 of 1/(k n) between */
+                sent_on[w] += (k - 1) * (R / k) + (n - 1) * (R / k / n) + (k - 1) * (G / k) + (n - 1) * (G / k / n);
                 transfers += 2 * (uint64_t)(k - 1) + 2 * (uint64_t)(n - 1);
             }
         }

@@ -47,8 +47,11 @@ typedef struct gen_run {
  * chunks for interleaved), 1-4 replicas each (one plan in 8 is wide: 1-3
  * positions of 1-24 replicas; async kinds: the first stage's count or 1,
  * and microbatches a multiple of it), devices shuffled over nodes of 1-8,
- * stage times, sizes and links from gen_real.  The embedded model is left
- * empty (the simulator reads only stages and cluster).  Free with
+ * stage times, sizes and links from gen_real; last the model's element
+ * type, the framework, the ZeRO stage and the gradient reduction's element
+ * size (0, 2 or 4), which set the all-reduce's two halves.  The embedded
+ * model is otherwise empty (the simulator reads only stages, cluster and
+ * those).  Free with
  * gen_plan_free. */
 void gen_plan(gen *g, plan *p, gen_run *run);
 void gen_plan_free(plan *p);
@@ -60,9 +63,12 @@ void gen_plan_free(plan *p);
  * - the run ends within the event budget: 2 events per compute op and per
  *   transfer (pipeline and ring steps, counted from the op lists) + 16;
  * - bytes sent per device and per run equal the SEND payloads plus
- *   what the all-reduce of every gradient sends (communication on): a flat
- *   ring 2 (r - 1) / r of it, a hierarchical one (k replicas on each of n
- *   nodes) 2 (k - 1) / k + 2 (n - 1) / (n k);
+ *   what the all-reduce of every gradient sends (communication on), each
+ *   half of its own bytes (the reduce-scatter R, the gradients in the
+ *   reduction's element size; the all-gather G, the gradients again or
+ *   under a ZeRO split the updated weights): a flat ring (r - 1) / r of
+ *   each, a hierarchical one (k replicas on each of n nodes)
+ *   (k - 1) / k + (n - 1) / (n k) of each; an ALLREDUCE op carries R;
  * - the makespan is at least every device's compute (summed from its ops),
  *   and at least the makespan without communication;
  * - every device's busy + idle + comm-wait is the iteration time;
