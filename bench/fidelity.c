@@ -260,6 +260,9 @@ static void row_eval(char **f, const char *where, double *pred, int *fits, char 
     /* the options beside the layout, as on the command line */
     if (fx.attn == PROF_ATTN_FUSED) snprintf(lay + strlen(lay), lay_cap - strlen(lay), " --attention fused");
     if (prec == PREC_FP8) snprintf(lay + strlen(lay), lay_cap - strlen(lay), " --precision fp8");
+    if (row_framework(f) != PLAN_FOR_ANY)
+        snprintf(lay + strlen(lay), lay_cap - strlen(lay), " --for %s", plan_for_name(row_framework(f)));
+    if (row_grad_reduce(f)) snprintf(lay + strlen(lay), lay_cap - strlen(lay), " --grad-reduce-bytes %d", row_grad_reduce(f));
     cl_err e = {0};
     model md = {0};
     cluster cl = {0};

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/units.h"
+#include "planner/export.h"
 #include "planner/instance.h"
 #include "planner/layout.h"
 #include "planner/tensor.h"
@@ -357,6 +358,19 @@ int plan_fixed_eval(const plan_request *rq0, const plan_fixed *fx, const char *w
     int rc = resolve(&f, rq0->cluster, rq0->batch, what, e);
     if (rc) return rc;
     const model *md = rq0->model;
+    if (rq0->framework != PLAN_FOR_ANY) {
+        /* the run is that framework's (`--for`): it must run the layout's
+         * schedule and the model, as the search requires (search_check) */
+        const char *fw = plan_for_name(rq0->framework);
+        int head;
+        cl_err me = {0};
+        if (!plan_for_runs(rq0->framework, (sched_kind)f.sched))
+            return cl_fail(e, CL_EINPUT, "%s: sched=%s: %s does not run it (hint: sched=%s, or another --for)", what,
+                           sched_kind_name((sched_kind)f.sched), fw, plan_for_schedules(rq0->framework));
+        if (plan_target_model(md, plan_for_target(rq0->framework),
+                              rq0->model_origin ? rq0->model_origin : "the model", &head, &me))
+            return cl_fail(e, CL_EINPUT, "%s: --for %s: %s (hint: --for torch or deepspeed)", what, fw, me.msg);
+    }
     tfm_rank_opts tro = {.t = f.t, .sp = f.sp > 0,
                          .recomp = f.recompute > 0 ? (tfm_recomp)f.recompute : TFM_RECOMP_NONE,
                          .fused_attn = f.attn == PROF_ATTN_FUSED, .fp8 = rq0->precision == PREC_FP8,

@@ -273,6 +273,66 @@ static void test_cli(void)
     free(err);
 }
 
+/* --for on `plan --layout` (the same bfloat16 layout, ZeRO 1): the run is
+ * that framework's.  Megatron-LM reduces bf16 gradients in fp32 and its
+ * distributed optimizer gathers the 16-bit weights, exactly what
+ * --grad-reduce-bytes 4 with no framework prices; torch keeps the model's
+ * 2 bytes (the default's figure); DeepSpeed's bf16 optimizer gathers its
+ * gradients as well as the weights, so it is slower than Megatron; the plan
+ * file says "for"; a schedule the framework does not run is refused, with
+ * no file written. */
+static double layout_iter(const char *args, char **outp)
+{
+    char *out = NULL, *err = NULL;
+    double it = -1;
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    const char *at = out ? strstr(out, "predicted: iteration ") : NULL;
+    CU_ASSERT_PTR_NOT_NULL(at);
+    if (at) it = strtod(at + strlen("predicted: iteration "), NULL);
+    free(err);
+    if (outp) *outp = out;
+    else free(out);
+    return it;
+}
+
+static void test_cli_for(void)
+{
+    const char *base = "plan --model models/llama3-8b.json --device A100-80GB --devices 16 --per-node 8 --batch 64 "
+                       "--optimizer adam --layout t=2,p=2,d=4,mb=1,recompute=full,zero=1";
+    char cmd[768], f[600], *o = NULL, *err = NULL;
+    char *dir = test_scratch(sizeof f, "ds.json", f, NULL);
+    snprintf(cmd, sizeof cmd, "%s", base);
+    double none = layout_iter(cmd, NULL);
+    snprintf(cmd, sizeof cmd, "%s --grad-reduce-bytes 4", base);
+    double fp32 = layout_iter(cmd, NULL);
+    snprintf(cmd, sizeof cmd, "%s --for torch", base);
+    double torch = layout_iter(cmd, NULL);
+    snprintf(cmd, sizeof cmd, "%s --for megatron", base);
+    double megatron = layout_iter(cmd, &o);
+    CU_ASSERT_PTR_NOT_NULL(o && strstr(o, "gradient reduction: fp32, 4 bytes per parameter where the weights have 2 (megatron's default for bfloat16)"));
+    free(o);
+    snprintf(cmd, sizeof cmd, "%s --for deepspeed -o %s", base, f);
+    double ds = layout_iter(cmd, NULL);
+    CU_ASSERT_DOUBLE_EQUAL(torch, none, 0);
+    CU_ASSERT_DOUBLE_EQUAL(megatron, fp32, 0);
+    CU_ASSERT(megatron > none);
+    CU_ASSERT(ds > megatron);
+    char *text = test_slurp(f);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "\"for\":\t\"deepspeed\""));
+    free(text);
+    remove(f);
+    snprintf(cmd, sizeof cmd,
+             "plan --model models/llama3-8b.json --device A100-80GB --devices 16 --per-node 8 --batch 64 --optimizer adam "
+             "--layout t=2,p=2,d=4,mb=1,m=16,sched=interleaved,v=2,recompute=full,zero=1 --for deepspeed -o %s", f);
+    o = err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(cmd, &o, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "sched=interleaved: deepspeed does not run it"));
+    CU_ASSERT_PTR_NULL(test_slurp(f));
+    free(o);
+    free(err);
+    test_rmtree(dir);
+}
+
 TEST_SUITE(grad_reduce)
 {
     test_add_suite("grad_reduce");
@@ -281,4 +341,5 @@ TEST_SUITE(grad_reduce)
     test_add("a ring with different bytes in its halves matches the closed form", test_ring_halves);
     test_add("the planner's price of the all-reduce is the simulated ring", test_price_is_ring);
     test_add("--grad-reduce-bytes on plan --layout", test_cli);
+    test_add("--for on plan --layout: the framework's reduction, and its schedules only", test_cli_for);
 }

@@ -313,7 +313,9 @@ static int run_layout(const plan_args *pa, FILE *msg)
                         .devices = pa->devices, .per_node = pa->per_node, .batch = pa->batch,
                         .optimizer = pa->optimizer, .precision = pa->precision, .zero = -1, .comm = !pa->comm_off,
                         .attention = pa->attention, .grad_acc = pa->grad_acc,
-                        .grad_reduce = pa->grad_reduce};
+                        .grad_reduce = pa->grad_reduce,
+                        /* checked where the options are read */
+                        .framework = pa->framework ? plan_for_from_name(pa->framework) : PLAN_FOR_ANY};
     plan_result res;
     plan_request rq = {.comm = in.comm};
     char nofit[320], links[256];
@@ -408,9 +410,9 @@ int cmd_plan(int argc, char **argv)
         return cli_usage_error("plan", "--grad-reduce-bytes 3: expected 2 or 4 (bytes per gradient element)");
 
     if (pa.layout && (pa.tensor || pa.seq_par || pa.recompute || pa.schedule || pa.micro || pa.stages ||
-                      pa.chunks || pa.zero || pa.framework || pa.algo || pa.no_replication))
+                      pa.chunks || pa.zero || pa.algo || pa.no_replication))
         return cli_usage_hint("plan", "give them in the layout (t, sp, recompute, sched, m, p, v, zero), or drop --layout",
-                              "--layout is one configuration: it excludes --tensor, --sequence-parallel, --recompute, --schedule, --microbatches, --stages, --chunks, --zero, --for, --algo and --no-replication");
+                              "--layout is one configuration: it excludes --tensor, --sequence-parallel, --recompute, --schedule, --microbatches, --stages, --chunks, --zero, --algo and --no-replication");
     if (pa.layout && (pa.profile || pa.profiled_on || pa.profile_batch || pa.max_cuts))
         return cli_usage_hint("plan", "drop them: a layout's costs are derived from the model",
                               "--layout excludes --profile, --profiled-on, --profile-batch and --max-cuts");

@@ -58,7 +58,7 @@ int layout_cli_eval(const layout_inputs *in, plan_result *res, char *links, size
         plan_request rq = {.model = &md, .cluster = &cl, .ref_type = &dt, .batch = (int)in->batch,
                            .optimizer = (plan_optim)in->optimizer, .precision = (plan_prec)in->precision,
                            .zero = in->zero > 0 ? in->zero : 0, .comm = in->comm, .replication = 1,
-                           .grad_reduce = in->grad_reduce,
+                           .grad_reduce = in->grad_reduce, .framework = (plan_for)in->framework,
                            .wgrad_acc = in->grad_acc ? plan_prec_grad_acc_bytes(plan_prec_resolve(
                                                            (plan_prec)in->precision, (int)model_elem_bytes(&md)))
                                                      : 0,

@@ -35,6 +35,7 @@ typedef struct layout_inputs {
     int attention;          /* a prof_attn                                */
     int grad_acc;           /* --grad-accumulation: 0 fused, 1 separate   */
     int grad_reduce;        /* --grad-reduce-bytes; 0: the default        */
+    int framework;          /* --for: a plan_for (PLAN_FOR_ANY: none)     */
 } layout_inputs;
 
 /* Load the model and the cluster of `in`, and evaluate the layout on them
