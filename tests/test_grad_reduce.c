@@ -299,7 +299,7 @@ static void test_cli_for(void)
 {
     const char *base = "plan --model models/llama3-8b.json --device A100-80GB --devices 16 --per-node 8 --batch 64 "
                        "--optimizer adam --layout t=2,p=2,d=4,mb=1,recompute=full,zero=1";
-    char cmd[768], f[600], *o = NULL, *err = NULL;
+    char cmd[1536], f[600], *o = NULL, *err = NULL;
     char *dir = test_scratch(sizeof f, "ds.json", f, NULL);
     snprintf(cmd, sizeof cmd, "%s", base);
     double none = layout_iter(cmd, NULL);
