@@ -279,8 +279,11 @@ int plan_device_count(const plan *p);
  * *n = 1.  Devices must be in the cluster. */
 void plan_ring_shape(const plan *p, int st, int *k, int *n);
 
-/* Plan p's gradient reduction element size: p->grad_reduce, or the
- * default for its model, precision and framework. */
+/* The gradient reduction's element size: `set` when above 0 (a plan's
+ * grad_reduce, a request's --grad-reduce-bytes), else
+ * plan_grad_reduce_default of dt, precision prec (PREC_AUTO resolved from
+ * dt) and fw.  plan_grad_reduce_bytes: plan p's. */
+int plan_grad_reduce_resolve(int set, model_dtype dt, plan_prec prec, plan_for fw);
 int plan_grad_reduce_bytes(const plan *p);
 /* Bytes the reduce-scatter and all-gather halves of stage st's all-reduce
  * move under schedule kind `kind` (a sched_kind, -1 for an explicit

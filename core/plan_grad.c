@@ -43,11 +43,15 @@ plan_ar_f plan_ar_factors(model_dtype dt, int reduce_bytes, int zero_split, plan
     return f;
 }
 
+int plan_grad_reduce_resolve(int set, model_dtype dt, plan_prec prec, plan_for fw)
+{
+    if (set > 0) return set;
+    return plan_grad_reduce_default(dt, plan_prec_resolve(prec, model_dtype_bytes(dt)), fw);
+}
+
 int plan_grad_reduce_bytes(const plan *p)
 {
-    if (p->grad_reduce > 0) return p->grad_reduce;
-    int elem = model_dtype_bytes(p->model.dtype);
-    return plan_grad_reduce_default(p->model.dtype, plan_prec_resolve(p->precision, elem), p->framework);
+    return plan_grad_reduce_resolve(p->grad_reduce, p->model.dtype, p->precision, p->framework);
 }
 
 void plan_ar_bytes(const plan *p, int st, int kind, double *reduce, double *gather)

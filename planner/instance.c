@@ -98,7 +98,10 @@ void instance_build(const search_ctx *c, int m, plan_inst *I)
                                   plan_prec_resolve(c->rq->precision, model_dtype_bytes(md->dtype)),
                                   c->rq->optimizer, c->rq->zero);
     for (int z = 0; z < 2; z++) {
-        plan_ar_f f = plan_ar_factors(md->dtype, search_grad_reduce(c->rq), z, c->rq->framework);
+        plan_ar_f f = plan_ar_factors(md->dtype,
+                                     plan_grad_reduce_resolve(c->rq->grad_reduce, c->rq->model->dtype,
+                                                              c->rq->precision, c->rq->framework),
+                                     z, c->rq->framework);
         I->ar_scale[z] = (f.reduce + f.gather) / 2;
     }
     I->zero = c->rq->zero;

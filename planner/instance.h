@@ -140,9 +140,6 @@ void search_take_bad(search_best *B, const plan *pl, const plan_eval *ev);
 
 /* search.c: CL_EINPUT for a request plan_search cannot answer as asked. */
 int search_check(const plan_request *rq, cl_err *e);
-/* search.c: the gradient reduction's element size of rq: rq->grad_reduce,
- * or plan_grad_reduce_default of its model, precision and framework. */
-int search_grad_reduce(const plan_request *rq);
 /* search.c: c->speed (allocated; the caller frees it), each device's
  * effective FLOP/s over the profiled device's; CL_EINPUT when a mixed
  * cluster's speeds cannot be scaled. */

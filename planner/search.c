@@ -465,13 +465,6 @@ int search_check(const plan_request *rq, cl_err *e)
     return CL_OK;
 }
 
-int search_grad_reduce(const plan_request *rq)
-{
-    if (rq->grad_reduce > 0) return rq->grad_reduce;
-    int elem = model_dtype_bytes(rq->model->dtype);
-    return plan_grad_reduce_default(rq->model->dtype, plan_prec_resolve(rq->precision, elem), rq->framework);
-}
-
 /* c->speed: each device's effective FLOP/s over the profiled device's
  * (1 when the profiled device is unknown, which only a cluster of one
  * type allows). */
