@@ -53,7 +53,7 @@ static void test_quick_demo(void)
     /* the list after "files (N):", one "  PATH  what it is" line each */
     const char *list = strstr(out, "\nfiles (");
     CU_ASSERT_PTR_NOT_NULL_FATAL(list);
-    int n = atoi(list + 8), seen = 0, plans = 0, pngs = 0;
+    int n = atoi(list + 8), seen = 0, plans = 0, torch_plans = 0, pngs = 0;
     const char *line = strchr(list + 1, '\n');
     char outdir[600];
     snprintf(outdir, sizeof outdir, "%s/out/", dir);
@@ -68,13 +68,27 @@ static void test_quick_demo(void)
             snprintf(sim, sizeof sim, "sim %s", path);
             CU_ASSERT_EQUAL(test_run_cli(sim, NULL, NULL), 0);
             plans++;
+            if (ends_with(path, "-torch-plan.json")) {
+                /* the plan for torch: what `export --to torch` takes */
+                snprintf(sim, sizeof sim, "export %s --to torch", path);
+                CU_ASSERT_EQUAL(test_run_cli(sim, NULL, NULL), 0);
+                torch_plans++;
+            }
         }
         pngs += ends_with(path, ".png");
         seen++;
         line = strchr(line + 1, '\n');
     }
     CU_ASSERT_EQUAL(seen, n);
-    CU_ASSERT_EQUAL(plans, 1);   /* --quick: VGG-16 only */
+    CU_ASSERT_EQUAL(plans - torch_plans, 1); /* --quick: VGG-16 only */
+    CU_ASSERT(torch_plans <= 1);
+    /* a plan --for torch is never faster than the best plan of every schedule */
+    const char *below = strstr(out, "% below the best plan");
+    if (torch_plans) {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(below);
+        while (below[-1] != '(') below--;
+        CU_ASSERT(atof(below) >= 0);
+    }
     CU_ASSERT_EQUAL(pngs, 4);    /* Gantt, memory, speed-up, comparison */
     /* nothing else in the folder: no temporaries, nothing unannounced */
     int tmp = 0;

@@ -60,7 +60,8 @@ static int help(void)
     printf("usage: cleave demo [-o DIR] [--quick]\n\n"
            "The main job on built-in defaults (make demo): plans VGG-16 and GPT-2 1.5B on\n"
            "8 V100 PCIe cards (profiles/clusters/v100-8-pcie.json), simulates the plans and\n"
-           "writes into DIR (default demo/): each plan (JSON), its torch export, a simulated\n"
+           "writes into DIR (default demo/): each plan (JSON), its torch export (of the plan\n"
+           "torch runs, when the best plan is not one), a simulated\n"
            "trace with its Gantt chart and memory plot, VGG-16's speed-up curve over device\n"
            "counts and schedules (CSV, PNG, SVG) and its time and cost per epoch on four\n"
            "cluster presets (CSV, PNG, SVG). Prints where each file is.\n\n");
@@ -162,6 +163,66 @@ static int readable_trace(plan *p, const char *trace, char *desc, size_t cap, cl
     return rc;
 }
 
+/* The best plan cannot be exported to torch (stages replicated unevenly,
+ * or a schedule torch does not run): plan the run torch does run (`cleave
+ * plan --for torch`), say what it costs against the best plan, and write
+ * that plan and its export instead, so the demo hands the user a partition
+ * they can train with and the price of that choice. */
+static int demo_torch_plan(demo *d, const study *st, const cluster *c, const int *kinds, int n_kinds,
+                           const study_point *best, int *interrupted, cl_err *e)
+{
+    const char *name = st->md.name;
+    printf("  torch runs whole pipelines replicated (one data-parallel degree) and %s: not this plan\n",
+           plan_for_schedules(PLAN_FOR_TORCH));
+    int head;
+    cl_err me = {0};
+    if (plan_target_model(&st->md, plan_for_target(PLAN_FOR_TORCH), name, &head, &me)) {
+        printf("  torch: %s\n", me.msg);
+        return CL_OK;
+    }
+    int tk[SCHED_COUNT], n_tk = 0;
+    for (int i = 0; i < n_kinds; i++)
+        if (plan_for_runs(PLAN_FOR_TORCH, (sched_kind)kinds[i])) tk[n_tk++] = kinds[i];
+    if (!n_tk) return CL_OK;
+    study ft = *st; /* shallow: the model and profile stay st's */
+    ft.framework = PLAN_FOR_TORCH;
+    study_point tp;
+    prog pg;
+    char label[160];
+    snprintf(label, sizeof label, "%s --for torch", name);
+    prog_begin(&pg, label, study_best_candidates(&ft, n_tk));
+    int rc = study_best(&ft, c, tk, n_tk, &pg, &tp, interrupted, e);
+    prog_end(&pg);
+    if (rc || *interrupted) return rc;
+    if (!tp.ok) {
+        printf("  torch: no plan torch runs fits %s: %s\n", c->name, tp.reason);
+        study_point_free(&tp);
+        return CL_OK;
+    }
+    const plan *p = &tp.res.plan;
+    printf("  planned --for torch: %s, %d stage%s x %d replica%s, %d microbatches of %d: %.1f ms per iteration, "
+           "%.1f samples/s (%.1f%% below the best plan)\n",
+           sched_kind_name(p->schedule), p->n_stages, p->n_stages == 1 ? "" : "s", p->stages[0].n_replicas,
+           p->stages[0].n_replicas == 1 ? "" : "s", p->n_micro, p->microbatch, 1e3 * tp.sim.iteration_s,
+           tp.sim.throughput, 100 * (1 - tp.sim.throughput / best->sim.throughput));
+    char buf[1100], fname[200], what[300];
+    snprintf(fname, sizeof fname, "%s-torch-plan.json", name);
+    out_path(d, buf, sizeof buf, fname);
+    if ((rc = plan_save(p, buf, e))) goto out;
+    snprintf(what, sizeof what, "%s planned --for torch (the run the export below describes)", name);
+    announce(d, buf, what);
+    char *text = NULL;
+    if ((rc = plan_export(p, PLAN_TO_TORCH, buf, &text, e))) goto out;
+    snprintf(fname, sizeof fname, "%s-torch.py", name);
+    out_path(d, buf, sizeof buf, fname);
+    rc = cl_write_file(buf, text, strlen(text), e);
+    free(text);
+    if (!rc) announce(d, buf, "its torch.distributed.pipelining split points (cleave export --to torch)");
+out:
+    study_point_free(&tp);
+    return rc;
+}
+
 /* One model: best plan on the demo cluster, its files and pictures. */
 static int demo_model(demo *d, const char *model_rel, const cluster *c, const int *kinds, int n_kinds,
                       int *interrupted, cl_err *e)
@@ -209,8 +270,8 @@ static int demo_model(demo *d, const char *model_rel, const cluster *c, const in
         free(text);
         if (rc) goto done;
         announce(d, buf, "its torch.distributed.pipelining split points (cleave export --to torch)");
-    } else {
-        printf("  torch export: not possible for this plan: %s\n", xe.msg);
+    } else if ((rc = demo_torch_plan(d, &st, c, kinds, n_kinds, &best, interrupted, e)) || *interrupted) {
+        goto done;
     }
 
     char trace[1100], desc[120], title[400];
