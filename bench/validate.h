@@ -170,7 +170,8 @@ int exec_val_replay(const plan *p, int reps, int xcore, exec_val_extra *x, const
  * its partners as processes (their late arrivals included), the price the
  * crew's replay gives threads.  A stage with no split layer runs whole on
  * every rank, as in the run.  No cross-core writer: the processes have the
- * cores.  x: n_stages entries, filled on rank 0 (zeros elsewhere); then
+ * cores.  x: n_stages entries, rank 0's figures on rank 0 (elsewhere not
+ * to be used: a split stage's are 0, an unsplit one's that rank's); then
  * exec_val_costs with EXEC_VAL_CTX_REPLAYED keeps them.  A collective of
  * the group: the same plan and reps on every rank. */
 int exec_val_replay_procs(const plan *p, int reps, const exec_tp_comm *procs, exec_val_extra *x,

@@ -3,9 +3,11 @@
  * core without the transfers, optionally with a second thread on the other
  * core writing the inputs other workers would send, three times over.  A
  * stage split over t ranks (plan tensor t > 1) replays on a crew of t
- * threads as the run does (pipe_tp.h): every rank its share, at once, with
- * the real all-reduces, whose time rank 0 spent in them is taken out of the
- * passes and reported apart (exec_val_extra.ar_ctx_s). */
+ * threads as the run does (pipe_tp.h), or, when the run's tensor ranks are
+ * MPI processes, over those processes (exec_val_replay_procs): every rank
+ * its share, at once, with the run's all-reduces, whose time rank 0 spent
+ * in them is taken out of the passes and reported apart
+ * (exec_val_extra.ar_ctx_s). */
 #include <assert.h>
 #include <pthread.h>
 #include <sched.h>
