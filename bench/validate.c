@@ -241,6 +241,7 @@ int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x
     int rc = prof_check_model(pf, &p->model, file, e);
     if (rc) return rc;
     double b = p->microbatch > 0 ? p->microbatch : 1;
+    const int given = x && (ctx & EXEC_VAL_CTX_REPLAY) && (ctx & EXEC_VAL_CTX_REPLAYED);
     for (int s = 0; s < p->n_stages; s++) {
         plan_stage *st = &p->stages[s];
         double f = 0, bi = 0, bw = 0, stash = 0, params = 0;
@@ -260,7 +261,14 @@ int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x
         st->act_out_bytes = s + 1 < p->n_stages ? pf->layers[st->layers[st->n_layers - 1]].act_bytes * b : 0;
         if (!x) continue;
         exec_val_extra *v = &x[s];
+        const exec_val_extra kept = *v; /* the caller's replay (EXEC_VAL_CTX_REPLAYED) */
         memset(v, 0, sizeof *v);
+        if (given) {
+            v->fwd_ctx_s = kept.fwd_ctx_s;
+            v->bwd_in_ctx_s = kept.bwd_in_ctx_s;
+            v->bwd_w_ctx_s = kept.bwd_w_ctx_s;
+            v->ar_ctx_s = kept.ar_ctx_s;
+        }
         /* PipeDream stashes a weight version at an update while microbatches
          * that used it are in flight, and runs their backward with it: on
          * every stage but the last */
@@ -273,7 +281,7 @@ int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x
         v->bwd_w_layers_s = bw;
         v->stash_layers_bytes = stash;
     }
-    if (x && (ctx & EXEC_VAL_CTX_REPLAY))
+    if (x && (ctx & EXEC_VAL_CTX_REPLAY) && !given)
         rc = exec_val_replay(p, reps, (ctx & EXEC_VAL_CTX_XCORE) != 0, x, file, e);
     if (!x || rc) return rc;
     const double crew_s =

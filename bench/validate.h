@@ -27,6 +27,7 @@
 #include "sim/sim.h"
 #include "base/status.h"
 #include "exec/probe/linkprof.h"
+#include "exec/nn/layers_tfm.h"
 #include "exec/run/pipeline.h"
 
 /* (predicted - measured) / measured; 0 when both are 0, +-inf when only the
@@ -119,9 +120,14 @@ enum {
                                 worker sends written by another core just before
                                 the op reads it (threads backend: the run reads
                                 the sender's cache lines) */
-    EXEC_VAL_CTX_TP_MPI = 4  /* the run's tensor ranks are MPI processes
+    EXEC_VAL_CTX_TP_MPI = 4, /* the run's tensor ranks are MPI processes
                                 (exec_pipe_opts.tensor_mpi): no crew to start
                                 and wait for (crew_s 0) */
+    EXEC_VAL_CTX_REPLAYED = 8 /* with EXEC_VAL_CTX_REPLAY: x already holds the
+                                replay's figures (fwd_ctx_s, bwd_in_ctx_s,
+                                bwd_w_ctx_s, ar_ctx_s: exec_val_replay_procs,
+                                run by the caller over the run's tensor
+                                processes); kept, not replayed again */
 };
 int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x,
                    const char *file, cl_err *e);
@@ -156,6 +162,20 @@ int exec_val_tp_link(const plan *p, const exec_val_extra *x, cluster_link *link)
  * medians. */
 int exec_val_replay(const plan *p, int reps, int xcore, exec_val_extra *x, const char *file,
                     cl_err *e);
+/* The same replay when the run's tensor ranks are processes (tp_mpi.h):
+ * every rank of one tensor group calls it at once with its view of the
+ * group (procs, size plan_tensor(p)), and each replays every worker's op
+ * lists on its own share of each split stage, through the group's own
+ * all-reduce, so rank 0's ar_ctx_s holds what an all-reduce cost it with
+ * its partners as processes (their late arrivals included), the price the
+ * crew's replay gives threads.  A stage with no split layer runs whole on
+ * every rank, as in the run.  No cross-core writer: the processes have the
+ * cores.  x: n_stages entries, rank 0's figures on rank 0 (elsewhere not
+ * to be used: a split stage's are 0, an unsplit one's that rank's); then
+ * exec_val_costs with EXEC_VAL_CTX_REPLAYED keeps them.  A collective of
+ * the group: the same plan and reps on every rank. */
+int exec_val_replay_procs(const plan *p, int reps, const exec_tp_comm *procs, exec_val_extra *x,
+                          const char *file, cl_err *e);
 
 /* The costs the planner's cost model gives (the layer sums, plus the
  * runtime's extras of x) for a plan whose costs exec_val_costs set in

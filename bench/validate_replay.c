@@ -3,9 +3,11 @@
  * core without the transfers, optionally with a second thread on the other
  * core writing the inputs other workers would send, three times over.  A
  * stage split over t ranks (plan tensor t > 1) replays on a crew of t
- * threads as the run does (pipe_tp.h): every rank its share, at once, with
- * the real all-reduces, whose time rank 0 spent in them is taken out of the
- * passes and reported apart (exec_val_extra.ar_ctx_s). */
+ * threads as the run does (pipe_tp.h), or, when the run's tensor ranks are
+ * MPI processes, over those processes (exec_val_replay_procs): every rank
+ * its share, at once, with the run's all-reduces, whose time rank 0 spent
+ * in them is taken out of the passes and reported apart
+ * (exec_val_extra.ar_ctx_s). */
 #include <assert.h>
 #include <pthread.h>
 #include <sched.h>
@@ -45,11 +47,13 @@ typedef struct rstage {
     int64_t ar_sum_n;
 } rstage;
 
-/* A rank's all-reduce, timed: the group's (tp_group.h) on this rank, the
- * seconds it took added to the rank's stage (the one running the op). */
+/* A rank's all-reduce, timed: the group's on this rank (the crew's,
+ * tp_group.h, or the processes', tp_mpi.h: the run's own all-reduce either
+ * way), the seconds it took added to the rank's stage (the one running the
+ * op). */
 typedef struct tcomm {
     exec_tp_comm c;
-    exec_tp_group *g;
+    const exec_tp_comm *inner;
     rstage *cur;
 } tcomm;
 
@@ -57,7 +61,7 @@ static void tcomm_allreduce(void *ctx, int rank, float *buf, int64_t n)
 {
     tcomm *t = ctx;
     double t0 = exec_now();
-    exec_tp_group_allreduce(t->g, rank, buf, n);
+    t->inner->allreduce(t->inner->ctx, rank, buf, n);
     t->cur->ar_s += exec_now() - t0;
     t->cur->n_ar++;
 }
@@ -286,15 +290,21 @@ static void rjob_run(void *ctx, int rank)
  * UPDATE on the worker's own nets, activations stashed from F to B/W as
  * the run keeps them, so each pass finds the caches as the run leaves them
  * (a stash deeper than the cache, an optimiser step between iterations).
- * A split stage (tensor T > 1) runs each op on a crew of T ranks, as the
- * run does (cpu: where rank k's thread goes, NULL: anywhere), each rank on
- * its share with the real all-reduces, so its passes are timed with the
- * other ranks computing at the same time; rank 0's seconds in all-reduces
- * are left out of them and their mean per all-reduce goes to ar_ctx_s.
+ * A split stage (tensor T > 1) runs each op on every rank of its group,
+ * as the run does, each rank on its share with the run's all-reduces, so
+ * its passes are timed with the other ranks computing at the same time;
+ * rank 0's seconds in all-reduces (its partners' lateness included) are
+ * left out of them and their mean per all-reduce goes to ar_ctx_s.  The
+ * group is either a crew of T threads started here (procs NULL; cpu: where
+ * rank k's thread goes, NULL: anywhere), or, when the run's tensor ranks
+ * are processes, this process as rank procs->rank of procs' group, whose
+ * other ranks replay the same op lists at the same time (a stage with no
+ * split layer then runs whole on every rank, as in the run).
  * Iteration 0 is not timed; medians of the rest go to x[s].fwd_ctx_s,
- * bwd_in_ctx_s, bwd_w_ctx_s (a fused B is timed in its two halves). */
+ * bwd_in_ctx_s, bwd_w_ctx_s (a fused B is timed in its two halves): rank
+ * 0's, so only rank 0's x is meaningful. */
 static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, const int *cpu,
-                       const char *file, cl_err *e)
+                       const exec_tp_comm *procs, const char *file, cl_err *e)
 {
     const int mb = p->microbatch > 0 ? p->microbatch : 1, m = p->n_micro > 0 ? p->n_micro : 1;
     int iters = 1 + (reps + m - 1) / m;
@@ -317,7 +327,9 @@ static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, 
                 most = (int64_t)l->out_elems;
         }
     }
-    if (most > 0) crew = exec_tp_crew_create(T, most * mb, cpu);
+    if (most > 0 && !procs) crew = exec_tp_crew_create(T, most * mb, cpu);
+    const int me = procs ? procs->rank : 0; /* this thread's rank (procs) */
+    assert(!procs || (procs->size == T && me >= 0 && me < T));
     for (int w = 0; w < sc.n_dev && !rc; w++) {
         for (int64_t k = sc.off[w]; k < sc.off[w + 1] && !rc; k++) {
             const sched_op *op = &sc.ops[k];
@@ -325,11 +337,14 @@ static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, 
                 op->kind != SCHED_UPDATE)
                 continue;
             rstage *r = &rs[(size_t)op->stage * (size_t)T];
-            if (!r->net) { /* first op of this stage on this worker */
-                for (int q = 0; q < (split[op->stage] ? T : 1) && !rc; q++) {
+            /* the ranks this thread runs: all of the crew's, or its own */
+            const int q0 = split[op->stage] ? me : 0, q1 = split[op->stage] && crew ? T : q0 + 1;
+            if (!r[q0].net) { /* first op of this stage on this worker */
+                for (int q = q0; q < q1 && !rc; q++) {
                     tcomm *c = &tc[(size_t)op->stage * (size_t)T + (size_t)q];
                     *c = (tcomm){{.rank = q, .size = T, .allreduce = tcomm_allreduce, .ctx = c},
-                                 crew ? exec_tp_crew_group(crew) : NULL, &r[q]};
+                                 procs ? procs : crew ? exec_tp_group_comm(exec_tp_crew_group(crew), q) : NULL,
+                                 &r[q]};
                     /* without a split, rank 0's share alone (solo) */
                     rc = rs_init(&r[q], p, op->stage, iters, split[op->stage] ? &c->c : NULL, file, e);
                 }
@@ -342,11 +357,11 @@ static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, 
                 xw_write(xw, r->x, r->x0, r->in_n);
             if (op->kind == SCHED_B && r->dout0 && p->stages[op->stage + 1].devices[0] != dev)
                 xw_write(xw, r->dout, r->dout0, r->out_n);
-            if (split[op->stage]) {
+            if (split[op->stage] && crew) {
                 rjob j = {r, p, op, timed};
                 exec_tp_crew_run(crew, rjob_run, &j);
             } else {
-                rs_op(r, p, op, timed);
+                rs_op(&r[q0], p, op, timed && q0 == 0);
             }
         }
     }
@@ -384,7 +399,7 @@ static void *replay_main(void *arg)
     replay_job *j = arg;
     pin_to(j->cpu);
     exec_blas_init();
-    j->rc = replay_body(j->p, j->reps, j->x, j->xw, j->crew_cpu, j->file, j->e);
+    j->rc = replay_body(j->p, j->reps, j->x, j->xw, j->crew_cpu, NULL, j->file, j->e);
     return NULL;
 }
 
@@ -410,7 +425,7 @@ static int replay_passes(const plan *p, int reps, int xcore, exec_val_extra *x, 
         for (int k = 0; k < T; k++) crew_cpu[k] = cpus[k % n];
     }
     if (n < 2) {
-        int rc = replay_body(p, reps, x, NULL, crew_cpu, file, e);
+        int rc = replay_body(p, reps, x, NULL, crew_cpu, NULL, file, e);
         free(crew_cpu);
         return rc;
     }
@@ -438,14 +453,17 @@ static int replay_passes(const plan *p, int reps, int xcore, exec_val_extra *x, 
  * costs by up to 40%; it only ever slows, and one replay in three is
  * outvoted. */
 #define EXEC_VAL_REPLAYS 3
-int exec_val_replay(const plan *p, int reps, int xcore, exec_val_extra *x, const char *file,
-                    cl_err *e)
+static int replays(const plan *p, int reps, int xcore, const exec_tp_comm *procs,
+                   exec_val_extra *x, const char *file, cl_err *e)
 {
     int S = p->n_stages;
     double *v = cl_malloc((size_t)S * 4 * EXEC_VAL_REPLAYS * sizeof *v);
     int rc = CL_OK;
+    if (procs) exec_blas_init();
     for (int k = 0; k < EXEC_VAL_REPLAYS && !rc; k++) {
-        rc = replay_passes(p, reps, xcore, x, file, e);
+        /* over processes: this thread, where the launcher put the process */
+        rc = procs ? replay_body(p, reps, x, NULL, NULL, procs, file, e)
+                   : replay_passes(p, reps, xcore, x, file, e);
         for (int s = 0; s < S && !rc; s++) {
             v[(s * 4 + 0) * EXEC_VAL_REPLAYS + k] = x[s].fwd_ctx_s;
             v[(s * 4 + 1) * EXEC_VAL_REPLAYS + k] = x[s].bwd_in_ctx_s;
@@ -463,3 +481,15 @@ int exec_val_replay(const plan *p, int reps, int xcore, exec_val_extra *x, const
     return rc;
 }
 
+int exec_val_replay(const plan *p, int reps, int xcore, exec_val_extra *x, const char *file,
+                    cl_err *e)
+{
+    return replays(p, reps, xcore, NULL, x, file, e);
+}
+
+int exec_val_replay_procs(const plan *p, int reps, const exec_tp_comm *procs, exec_val_extra *x,
+                          const char *file, cl_err *e)
+{
+    assert(procs && procs->size == plan_tensor(p));
+    return replays(p, reps, 0, procs, x, file, e);
+}

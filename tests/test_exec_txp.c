@@ -20,6 +20,7 @@
  * Replicated stages with t > 1: suite exec_txr.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +29,11 @@
 #include "bench/validate.h"
 #include "core/plan.h"
 #include "exec/nn/data.h"
+#include "exec/nn/gemm.h"
 #include "exec/nn/net.h"
 #include "exec/run/pipeline.h"
 #include "exec/run/train.h"
+#include "exec/run/tp_group.h"
 #include "test.h"
 #include "test_pipe.h"
 #include "test_vit.h"
@@ -258,6 +261,112 @@ static void test_txp_validate_ar(void)
     plan_free(&p);
 }
 
+/* The replay over tensor ranks that are processes (exec_val_replay_procs),
+ * with two threads standing in for the two processes of a t = 2 group: each
+ * calls it with its own view of a tp_group (the crew's all-reduce), wrapped
+ * so that every call is counted and lasts at least PAD_S.  Both ranks make
+ * the same number of all-reduces (else the replay would hang), a whole
+ * number of microbatches' worth (two per split layer per F and B), and
+ * rank 0's price of one, ar_ctx_s, is the mean over them, so at least PAD_S;
+ * ranks other than 0 report nothing.  Then exec_val_costs with
+ * EXEC_VAL_CTX_REPLAYED keeps figures injected into x (no replay of its
+ * own): each stage's times are the injected passes plus the extras, in
+ * closed form, and no crew (EXEC_VAL_CTX_TP_MPI). */
+#define PAD_S 50e-6
+typedef struct padcomm {
+    exec_tp_comm c;
+    const exec_tp_comm *inner;
+    int64_t calls;
+} padcomm;
+
+static void pad_allreduce(void *ctx, int rank, float *buf, int64_t n)
+{
+    padcomm *pc = ctx;
+    pc->inner->allreduce(pc->inner->ctx, rank, buf, n);
+    pc->calls++;
+    double t0 = exec_now();
+    while (exec_now() - t0 < PAD_S) {
+    }
+}
+
+typedef struct procjob {
+    const plan *p;
+    padcomm pc;
+    exec_val_extra x[2];
+    int rc;
+} procjob;
+
+static void *procs_main(void *arg)
+{
+    procjob *j = arg;
+    cl_err e = {0};
+    memset(j->x, 0, sizeof j->x);
+    j->rc = exec_val_replay_procs(j->p, 3, &j->pc.c, j->x, VIT_PLAN, &e);
+    return NULL;
+}
+
+static void test_txp_validate_procs(void)
+{
+    enum { MB = 4, T = 2, M = 2 };
+    plan p;
+    if (tv_plan(&p, SCHED_GPIPE, M, MB, T, 0)) return;
+    exec_tp_group *g = exec_tp_group_create(T, (int64_t)MB * 16 * 64);
+    procjob j[T];
+    pthread_t th[T];
+    for (int r = 0; r < T; r++) {
+        memset(&j[r], 0, sizeof j[r]);
+        j[r].p = &p;
+        j[r].pc.inner = exec_tp_group_comm(g, r);
+        j[r].pc.c = (exec_tp_comm){.rank = r, .size = T, .allreduce = pad_allreduce, .ctx = &j[r].pc};
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[r], NULL, procs_main, &j[r]), 0);
+    }
+    for (int r = 0; r < T; r++) pthread_join(th[r], NULL);
+    exec_tp_group_destroy(g);
+    int split = 0; /* split layers over both stages */
+    for (int l = 0; l < p.model.n_layers; l++)
+        split += p.model.layers[l].kind == MODEL_ATTENTION || p.model.layers[l].kind == MODEL_MLP;
+    CU_ASSERT(split > 0);
+    CU_ASSERT_EQUAL(j[0].rc, CL_OK);
+    CU_ASSERT_EQUAL(j[1].rc, CL_OK);
+    CU_ASSERT(j[0].pc.calls > 0);
+    CU_ASSERT_EQUAL(j[0].pc.calls, j[1].pc.calls);
+    CU_ASSERT_EQUAL(j[0].pc.calls % (2 * split * M), 0);
+    for (int s = 0; s < 2; s++) {
+        CU_ASSERT(j[0].x[s].ar_ctx_s >= PAD_S);
+        CU_ASSERT(j[0].x[s].fwd_ctx_s > 0 && j[0].x[s].bwd_in_ctx_s > 0);
+        CU_ASSERT_EQUAL(j[1].x[s].ar_ctx_s, 0);
+        CU_ASSERT_EQUAL(j[1].x[s].fwd_ctx_s, 0);
+    }
+    /* the prediction takes the injected figures as they are */
+    prof pf;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_val_profile(&p, 3, &pf, VIT_PLAN, &e), CL_OK);
+    exec_val_extra x[2];
+    memset(x, 0, sizeof x);
+    const double f[2] = {1e-3, 2e-3}, bi[2] = {3e-3, 4e-3}, bw[2] = {5e-4, 6e-4}, ar[2] = {40e-6, 70e-6};
+    for (int s = 0; s < 2; s++) {
+        x[s].fwd_ctx_s = f[s];
+        x[s].bwd_in_ctx_s = bi[s];
+        x[s].bwd_w_ctx_s = bw[s];
+        x[s].ar_ctx_s = ar[s];
+    }
+    CU_ASSERT_EQUAL_FATAL(exec_val_costs(&p, &pf, 3,
+                                         EXEC_VAL_CTX_REPLAY | EXEC_VAL_CTX_TP_MPI | EXEC_VAL_CTX_REPLAYED,
+                                         x, VIT_PLAN, &e),
+                          CL_OK);
+    for (int s = 0; s < 2; s++) {
+        const plan_stage *st = &p.stages[s];
+        CU_ASSERT_EQUAL(x[s].ar_ctx_s, ar[s]);
+        CU_ASSERT_EQUAL(x[s].crew_s, 0);
+        CU_ASSERT_DOUBLE_EQUAL(st->fwd_s, f[s] + x[s].copy_s + x[s].input_s, 1e-15);
+        CU_ASSERT_DOUBLE_EQUAL(st->bwd_in_s, bi[s] + x[s].swap_s, 1e-15);
+        CU_ASSERT_DOUBLE_EQUAL(st->bwd_w_s, bw[s], 1e-15);
+        CU_ASSERT(x[s].update_s > 0); /* the extras were measured around them */
+    }
+    prof_free(&pf);
+    plan_free(&p);
+}
+
 /* --------------------------------------------------- refusals, command -- */
 
 static void test_txp_refusals(void)
@@ -328,6 +437,8 @@ TEST_SUITE(exec_txp)
              test_txp_validate);
     test_add("validate: the replay on the crew measures the all-reduces; the ring's latency fitted to them",
              test_txp_validate_ar);
+    test_add("validate: the replay over tensor processes prices every all-reduce; the prediction keeps it",
+             test_txp_validate_procs);
     test_add("indivisible t refused; recomputation and checkpoints allowed",
              test_txp_refusals);
     test_add("cleave train --plan with tensor 2: the run, the weights, MPI equal to threads, kill and resume, recomputing",

@@ -16,6 +16,8 @@
 #include "test_pipe.h"
 
 #define TINY "tests/data/validate/tiny-2stage.json"
+/* the ViT whole on one worker with tensor 2 (2 ranks: one per core here) */
+#define VIT1T2 "tests/data/validate/vit-1worker-t2.json"
 
 /* The quantity `key` of a validate --json document: predicted and measured
  * positive and finite, error = (predicted - measured) / measured. */
@@ -203,8 +205,8 @@ static void test_bad_inputs(void)
 
 /* The same plan with each tensor rank an MPI process (--backend mpi
  * --tensor-over mpi, 2 workers x 2 = 4 ranks): every quantity predicted and
- * measured, the all-reduces priced on the MPI link (no replay on a crew
- * measured them: allreduce_s null); a world of 2 ranks is refused before
+ * measured, the all-reduces priced by the replay over the first worker's
+ * tensor processes (allreduce_s); a world of 2 ranks is refused before
  * anything is profiled, naming the 4 it needs.  No timing assertions. */
 static void test_tensor_over_mpi(void)
 {
@@ -218,7 +220,8 @@ static void test_tensor_over_mpi(void)
     CU_ASSERT_EQUAL_FATAL(jx_parse_text("stdout", out, strlen(out), &root, &e), CL_OK);
     CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "backend")), "mpi");
     CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "tensor_over")), "mpi");
-    CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "allreduce_s")));
+    const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "allreduce_s");
+    CU_ASSERT(cJSON_IsNumber(ar) && ar->valuedouble > 0);
     check_qty(root, "iteration_s");
     check_qty(root, "throughput");
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "workers");
@@ -234,6 +237,51 @@ static void test_tensor_over_mpi(void)
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "x 2 tensor ranks but MPI has 2 ranks (hint: mpirun -np 4 cleave validate --plan "));
     CU_ASSERT_PTR_NOT_NULL(out && !strstr(out, "quantity"));
+    free(out);
+    free(err);
+}
+
+/* The ViT whole on one worker with t = 2 as 2 MPI processes (one per
+ * core here): the replay over the two processes prices an all-reduce
+ * (allreduce_s), and the prediction uses that price, as the crew's: the
+ * ring's latency a step is the one that makes the planner's ring at t = 2
+ * cost it, (allreduce_s - mb * msg / bw) / 2 at the ring's bandwidth (at
+ * least 0; msg a (16 tokens, width 64) float output), and the predicted
+ * busy time holds every all-reduce of the iteration at that price.  No
+ * timing assertions. */
+static void test_tensor_over_mpi_one_worker(void)
+{
+    char *out = NULL, *err = NULL;
+    int rc = tp_mpirun(2, "validate --plan " VIT1T2 " --backend mpi --tensor-over mpi --iterations 3 --reps 3 --json",
+                       &out, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc) fprintf(stderr, "validate: %s\n", err);
+    plan p;
+    cl_err e = {0};
+    cJSON *root = NULL;
+    CU_ASSERT_EQUAL_FATAL(plan_load(&p, VIT1T2, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(jx_parse_text("stdout", out, strlen(out), &root, &e), CL_OK);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "tensor_over")), "mpi");
+    const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "allreduce_s"),
+                *bw = cJSON_GetObjectItemCaseSensitive(root, "allreduce_bandwidth_Bps"),
+                *lat = cJSON_GetObjectItemCaseSensitive(root, "allreduce_latency_s");
+    CU_ASSERT_FATAL(cJSON_IsNumber(ar) && ar->valuedouble > 0 && cJSON_IsNumber(bw) &&
+                    bw->valuedouble > 0 && cJSON_IsNumber(lat));
+    const double msg = (double)p.microbatch * 16 * 64 * 4;
+    const double want = fmax(0, (ar->valuedouble - msg / bw->valuedouble) / 2);
+    CU_ASSERT_DOUBLE_EQUAL(lat->valuedouble, want, 1e-12 * fmax(1e-6, want));
+    check_qty(root, "iteration_s");
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "workers");
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(ws), 1);
+    int split = 0;
+    for (int l = 0; l < p.model.n_layers; l++)
+        split += p.model.layers[l].kind == MODEL_ATTENTION || p.model.layers[l].kind == MODEL_MLP;
+    CU_ASSERT(split > 0);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ws, 0), "busy_s");
+    double busy = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "predicted"));
+    CU_ASSERT(busy >= 0.999 * 2 * split * p.n_micro * ar->valuedouble);
+    cJSON_Delete(root);
+    plan_free(&p);
     free(out);
     free(err);
 }
@@ -285,5 +333,6 @@ TEST_SUITE(validate_cli)
     test_add("validate refuses bad input with exit 2", test_bad_inputs);
     test_add("validate of a tensor-parallel plan prices its all-reduces", test_tensor_parallel);
     test_add("validate with tensor ranks as MPI processes", test_tensor_over_mpi);
+    test_add("validate with one worker's tensor ranks as 2 MPI processes: the replay's price", test_tensor_over_mpi_one_worker);
     test_add("profile --links writes a cluster file", test_profile_links);
 }

@@ -13,6 +13,7 @@
 
 #include "exec/probe/linkprof.h"
 #include "exec/run/pipeline.h"
+#include "exec/run/tp_mpi.h"
 #include "bench/validate.h"
 #include "profiles/cluster.h"
 #include "profiles/profile.h"
@@ -208,9 +209,9 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
         double ar = c->tp_ar_s;
         printf("tensor %d: each all-reduce priced as the planner's ring at %.3f GB/s, latency %s a step",
                plan_tensor(p), c->tp_link.bw_Bps * 1e-9, time_str(c->tp_link.latency_s, b1, sizeof b1));
-        if (c->tpm) printf(" (the MPI link's: the ranks are processes, no replay on a crew prices them)\n");
-        else if (ar > 0) printf(" (set so the ring costs the %s each all-reduce cost rank 0 in the replay on the crew)\n",
-                                time_str(ar, b2, sizeof b2));
+        if (ar > 0) printf(" (set so the ring costs the %s each all-reduce cost rank 0 in the replay %s)\n",
+                           time_str(ar, b2, sizeof b2), c->tpm ? "over the tensor processes" : "on the crew");
+        else if (c->tpm) printf(" (the MPI link's; no replay measured the all-reduces)\n");
         else printf(" (the message probe's; no replay measured the all-reduces)\n");
     }
     if (p->recompute) {
@@ -279,7 +280,7 @@ static int print_json(const val_ctx *c, const exec_val_report *r)
     if (plan_tensor(c->p) > 1) cJSON_AddStringToObject(o, "tensor_over", c->tpm ? "mpi" : "threads");
     if (c->p->recompute) cJSON_AddStringToObject(o, "recompute", tfm_recomp_name((tfm_recomp)c->p->recompute));
     if (plan_tensor(c->p) > 1) { /* what each all-reduce cost rank 0 in the replay (null: not measured), its ring */
-        double ar = c->tpm ? 0 : c->tp_ar_s;
+        double ar = c->tp_ar_s;
         if (ar > 0) cJSON_AddNumberToObject(o, "allreduce_s", ar);
         else cJSON_AddNullToObject(o, "allreduce_s");
         cJSON_AddNumberToObject(o, "allreduce_bandwidth_Bps", c->tp_link.bw_Bps);
@@ -360,11 +361,13 @@ static int get_link(val_ctx *c, plan *p, cl_err *e)
      * (exec_val_tp_link; the probe's hand-off when nothing was replayed) */
     if (plan_tensor(p) > 1) {
         /* with the ranks as processes the all-reduce is an MPI_Allgather
-         * (tp_mpi.h) between ranks of the profiled MPI link: the ring on it */
+         * (tp_mpi.h) between ranks of the profiled MPI link: the ring on it,
+         * its latency set by the replay over the processes as the crew's
+         * sets it (the link's own when nothing was replayed: --layer-costs) */
         cluster_link tl = {c->link.bw_Bps, c->tpm ? c->link.latency_s : l.latency_s};
-        if (!c->tpm) exec_val_tp_link(p, c->extra, &tl);
+        exec_val_tp_link(p, c->extra, &tl);
         c->tp_link = tl;
-        for (int s = 0; s < p->n_stages && !(c->tp_ar_s > 0) && !c->tpm; s++)
+        for (int s = 0; s < p->n_stages && !(c->tp_ar_s > 0); s++)
             c->tp_ar_s = c->extra[s].ar_ctx_s;
         exec_val_tp_comm(p, &tl);
     }
@@ -435,6 +438,18 @@ int cmd_validate(int argc, char **argv)
     cl_load_start(&lm);
     exec_val_extra *extra = cl_calloc((size_t)p.n_stages, sizeof *extra);
     val_ctx c = {.a = &a, .p = &p, .extra = extra, .extra_rw = extra, .plan_shown = shown, .tpm = tpm};
+    /* tensor ranks as processes: the stages' passes replayed by the first
+     * worker's group of processes, each rank its share, through the run's
+     * own all-reduce (tp_mpi.h), so an all-reduce's price holds the wait
+     * for a partner process as the crew's replay holds a partner thread's
+     * (exec_val_replay_procs); the other workers' ranks wait */
+    const int replay_procs = !rc && tpm && !a.layer_costs;
+    if (replay_procs) {
+        exec_tp_mpi *g = exec_tp_mpi_create(plan_tensor(&p)); /* collective over the world */
+        if (rank < plan_tensor(&p))
+            rc = exec_val_replay_procs(&p, (int)a.reps, exec_tp_mpi_comm(g), extra, a.plan, &e);
+        exec_tp_mpi_destroy(g, 1);
+    }
     /* costs: rank 0 times the layers and the optimiser steps alone */
     if (!rc && rank == 0) {
         if (!have_prof) {
@@ -446,7 +461,8 @@ int cmd_validate(int argc, char **argv)
                                       a.layer_costs ? 0
                                       : a.backend == EXEC_PIPE_THREADS
                                           ? EXEC_VAL_CTX_REPLAY | EXEC_VAL_CTX_XCORE
-                                          : EXEC_VAL_CTX_REPLAY | (tpm ? EXEC_VAL_CTX_TP_MPI : 0),
+                                          : EXEC_VAL_CTX_REPLAY |
+                                                (tpm ? EXEC_VAL_CTX_TP_MPI | EXEC_VAL_CTX_REPLAYED : 0),
                                       extra, a.plan, &e);
     }
     if (a.backend == EXEC_PIPE_MPI && size > 1) {
