@@ -600,8 +600,67 @@ KERN_INLINE void conv_shifts_narrow(float *colx, const float *in, const exec_con
     }
 }
 
+/* Rows at most 32 wide, padding under 16: the sample's padded rows are
+ * first written to a stack buffer (64 floats a row, zero around the row),
+ * up to 64 rows at a time, and each shifted copy is then two unaligned
+ * loads from it.  Writing all of a chunk's rows before reading any keeps
+ * the loads clear of the stores they read (a load that straddles two
+ * recent stores waits for them).  The permutations of conv_shifts_narrow
+ * took 12% of conv1's forward on Zen 5; these loads and stores about 3%
+ * (docs/executor-sgemm.md, "conv1"). */
+KERN_INLINE void conv_shifts_buf(float *colx, const float *in, const exec_conv *g)
+{
+    enum { RS = 64, CH = 64 }; /* floats a buffered row, rows a chunk */
+    const int k = g->k, p = g->pad, H = g->H, W = g->W, Hp = H + 2 * p, Wo = g->Wo;
+    const __mmask16 mw0 = lanes(W), mw1 = lanes(W - 16), mo0 = lanes(Wo), mo1 = lanes(Wo - 16);
+    float buf[CH * RS] __attribute__((aligned(64)));
+    const __m512 z = _mm512_setzero_ps();
+    for (int c = 0; c < g->C; c++)
+        for (int r0 = 0; r0 < Hp; r0 += CH) {
+            const int nr = Hp - r0 < CH ? Hp - r0 : CH;
+            for (int r = 0; r < nr; r++) {
+                float *q = buf + r * RS;
+                const int h = r0 + r - p;
+                _mm512_store_ps(q, z);
+                _mm512_store_ps(q + 32, z);
+                _mm512_store_ps(q + 48, z);
+                __m512 v0 = z, v1 = z;
+                if (h >= 0 && h < H) {
+                    const float *row = in + ((int64_t)c * H + h) * W;
+                    v0 = _mm512_maskz_loadu_ps(mw0, row);
+                    v1 = _mm512_maskz_loadu_ps(mw1, row + 16);
+                }
+                _mm512_storeu_ps(q + p, v0);
+                _mm512_storeu_ps(q + p + 16, v1);
+            }
+            for (int kj = 0; kj < k; kj++) {
+                float *dst = colx + ((int64_t)(c * k + kj) * Hp + r0) * Wo;
+                /* plain stores spill past the row into the next rows,
+                 * written after it; rows whose spill would leave the plane
+                 * (into a plane written before) are stored masked */
+                const int vec = mo1 ? 32 : 16, rmax = Hp * Wo >= vec ? (Hp * Wo - vec) / Wo + 1 : 0;
+                const int nfull = rmax - r0 < 0 ? 0 : rmax - r0 < nr ? rmax - r0 : nr;
+                int r = 0;
+                for (; r < nfull; r++, dst += Wo) {
+                    const float *q = buf + r * RS + kj;
+                    _mm512_storeu_ps(dst, _mm512_loadu_ps(q));
+                    if (mo1) _mm512_storeu_ps(dst + 16, _mm512_loadu_ps(q + 16));
+                }
+                for (; r < nr; r++, dst += Wo) {
+                    const float *q = buf + r * RS + kj;
+                    _mm512_mask_storeu_ps(dst, mo0, _mm512_loadu_ps(q));
+                    if (mo1) _mm512_mask_storeu_ps(dst + 16, mo1, _mm512_loadu_ps(q + 16));
+                }
+            }
+        }
+}
+
 KERN void exec_kern_conv_shifts(float *colx, const float *in, const exec_conv *g)
 {
+    if (g->W <= 32 && g->Wo <= 32 && g->pad < 16 && g->k <= 32) {
+        conv_shifts_buf(colx, in, g);
+        return;
+    }
     if (g->W <= 32 && g->Wo <= 32) {
         conv_shifts_narrow(colx, in, g);
         return;
@@ -698,7 +757,11 @@ KERN void exec_kern_conv_forward(float *out, const float *colx, const float *wt,
  * channels x 5 taps of one kernel row (c, ki, kj0..kj0+4): 20 accumulators,
  * per pixel vector 4 gradient loads and 5 input loads, over all `ns`
  * samples; with WB, also the 4 channels' gradient sums (bias).  Channels
- * past O and taps past k repeat the last valid one and are not stored. */
+ * past O and taps past k repeat the last valid one and are not stored.
+ * The accumulators start from zero and are added into acc at the end:
+ * loading them first held the block's first FMAs behind 20 loads from a
+ * 26 KB array that L1 does not keep beside d (3% of conv1's weight
+ * gradient on Zen 5). */
 #define BWP_OB 4
 #define BWP_TJ 5
 KERN_INLINE void bwp_block(float *acc, float *bacc, const float *d, const float *colx,
@@ -720,7 +783,7 @@ KERN_INLINE void bwp_block(float *acc, float *bacc, const float *d, const float 
 #pragma GCC unroll 5
         for (int t = 0; t < BWP_TJ; t++) {
             const int kj = kj0 + t < k ? kj0 + t : k - 1;
-            s[j][t] = _mm512_loadu_ps(acc + ((int64_t)o * K + (c * k + ki) * k + kj) * 16);
+            s[j][t] = _mm512_setzero_ps();
             if (j == 0) xoff[t] = (int64_t)(c * k + kj) * rowlen + (int64_t)ki * Wo;
         }
     }
@@ -759,8 +822,10 @@ KERN_INLINE void bwp_block(float *acc, float *bacc, const float *d, const float 
 #pragma GCC unroll 5
         for (int t = 0; t < BWP_TJ; t++)
             if (kj0 + t < k)
-                _mm512_storeu_ps(acc + ((int64_t)(ob + j) * K + (c * k + ki) * k + kj0 + t) * 16,
-                                 s[j][t]);
+            {
+                float *q = acc + ((int64_t)(ob + j) * K + (c * k + ki) * k + kj0 + t) * 16;
+                _mm512_storeu_ps(q, _mm512_add_ps(_mm512_loadu_ps(q), s[j][t]));
+            }
     }
 }
 
