@@ -178,6 +178,14 @@ static const struct conv_spec {
     {"conv2d 3x3 s1 p1, direct, 37 wide", 2, 1, 3, 37, 3, 3, 1, 1, 1},
     {"conv2d 7x7 s1 p3, direct, 9 outputs", 2, 2, 7, 7, 9, 7, 1, 3, 0},
     {"conv2d 2x2 s1 p1, direct, even kernel", 2, 3, 4, 5, 5, 2, 1, 1, 1},
+    /* the direct kernels' row-shift copies through the stack buffer
+     * (kern_avx512.c, W <= 32): conv1 itself; 70 rows, no padding (two
+     * chunks of 64 buffered rows; a plane's last row, which holds data, is
+     * stored masked, not spilt into the next plane); 31 wide
+     * with no padding over 2 channels */
+    {"conv2d 5x5 s1 p2, direct, conv1 28 x 28", 2, 1, 28, 28, 16, 5, 1, 2, 1},
+    {"conv2d 3x3 s1 p0, direct, 70 rows", 2, 1, 70, 9, 4, 3, 1, 0, 1},
+    {"conv2d 3x3 s1 p0, direct, 31 wide, 2 channels", 2, 2, 5, 31, 3, 3, 1, 0, 0},
     /* the channel weight-gradient kernel (O % 32 == 0, row shifts): 54 taps
      * (blocks of 12, ragged) */
     {"conv2d 3x3 s1 p1, 32 outputs", 2, 6, 4, 4, 32, 3, 1, 1, 1},

@@ -18,7 +18,9 @@
  * Shapes: the edges the kernels block by: rows in blocks of 4 (B = 1, 3-5,
  * 7-9, 64, 67), features in strips of 32 and vectors of 16 and groups of 8
  * (IC = 1, 7-9, 15-17, 31-33, 63-65, 128, 130, 512 for the forward), every
- * output count 1-12.  Repeated calls must give the same bits (the sums run
+ * output count 1-12; and for the 10-output forward's own layout (IC a
+ * multiple of 8), every row edge with 1-64 groups of 8 features.  Repeated
+ * calls must give the same bits (the sums run
  * in a fixed order).  Skipped, and said so, on CPUs without AVX-512 (the
  * kernels never run there).
  */
@@ -222,6 +224,16 @@ static void test_edges(void)
     /* the zoo's shapes: mlp fc3 and cnn fc2 (128 -> 10), the ViT's head (64 -> 10) */
     static const lcase zoo[] = {{64, 128, 10}, {256, 128, 10}, {64, 64, 10}, {256, 64, 10}};
     for (int i = 0; i < 4; i++) check(&zoo[i], r, &caught);
+    /* 10 outputs with IC a multiple of 8 run their own forward (rows in
+     * blocks of 4, outputs 8 and 9 apart): every row edge, one to 64
+     * groups of 8 features */
+    static const int ics10[] = {8, 16, 24, 56, 64, 72, 136, 512};
+    for (int bi = 0; bi < nb; bi++)
+        for (int ii = 0; ii < (int)(sizeof ics10 / sizeof ics10[0]); ii++) {
+            if ((bi + ii) % stride) continue;
+            const lcase k = {bs[bi], ics10[ii], 10};
+            check(&k, r, &caught);
+        }
     if (!caught) fprintf(stderr, "\n  a result with a product dropped passed the bound\n");
     CU_ASSERT(caught);
     gsl_rng_free(r);

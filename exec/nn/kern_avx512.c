@@ -313,9 +313,107 @@ KERN_INLINE void lin_fwd_ng(float *out, const float *in, const float *w, const f
     }
 }
 
+/* Forward with 10 outputs and IC a multiple of 8 (mlp fc3, cnn fc2, the
+ * ViT's head), laid out so that the sums come out in row order without a
+ * cross-lane permutation, which on Zen 5 cost about a fifth of the ViT
+ * head's call (docs/executor-sgemm.md, "The 10-output forward").  Lanes
+ * hold 8 features of output g (low half) and of output g + 4 (high half)
+ * for g = 0..3, and of outputs 8 and 9 for g = 4: per step of 8 features
+ * one 256-bit broadcast of a row's inputs feeds 5 FMAs, as in lin_fwd_ng.
+ * Per row, the four accumulators of outputs 0-7 meet in in-lane shuffles
+ * (vshufps, which this core runs beside its FMAs): block b of the result
+ * holds the 4 partials of half b % 2 of outputs 4 (b / 2) + 0..3, and one
+ * 128-bit shuffle per pair of rows adds the halves, leaving outputs 0-7 of
+ * two rows in one vector, stored as two 256-bit halves; outputs 8 and 9 of
+ * the 4 rows take the same path once per block.  Sum order, per output:
+ * 8 chains over the features (lane j: features 8 s + j), then ((p0 + p1) +
+ * (p2 + p3)) + ((p4 + p5) + (p6 + p7)), then the bias.  Wr (W regrouped)
+ * is written by the first block as it goes: regrouping before the first
+ * block cost 0.03 us of the head's 0.44. */
+enum { L10_R = 4, L10_NG = 5 };
+
+KERN_INLINE void lin10_block(float *out, const float *in, const float *w, __m512 *Wr,
+                             __m512 bias8, __m128 bias89, int r0, int B, int IC, const int FIRST)
+{
+    enum { R = L10_R, NG = L10_NG };
+    const int nk8 = IC / 8, nr = B - r0 < R ? B - r0 : R;
+    const float *x[R];
+    for (int r = 0; r < R; r++) x[r] = in + (int64_t)(r0 + (r < nr ? r : nr - 1)) * IC;
+    __m512 acc[R][NG];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 5
+        for (int g = 0; g < NG; g++) acc[r][g] = _mm512_setzero_ps();
+    for (int k8 = 0; k8 < nk8; k8++) {
+        __m512 wv[NG];
+#pragma GCC unroll 5
+        for (int g = 0; g < NG; g++) {
+            if (FIRST) {
+                /* [w(lo) features 8 k8.. | w(hi) the same]: two masked loads */
+                const int lo = g < 4 ? g : 8, hi = g < 4 ? g + 4 : 9;
+                wv[g] = _mm512_mask_loadu_ps(_mm512_maskz_loadu_ps(0x00ff, w + (int64_t)lo * IC + 8 * k8),
+                                             0xff00, w + (int64_t)hi * IC + 8 * k8 - 8);
+                Wr[k8 * NG + g] = wv[g];
+            } else {
+                wv[g] = Wr[k8 * NG + g];
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(x[r] + 8 * k8));
+#pragma GCC unroll 5
+            for (int g = 0; g < NG; g++) acc[r][g] = _mm512_fmadd_ps(xv, wv[g], acc[r][g]);
+        }
+    }
+    /* quads: row q's accumulators 0-3 (q < R), and accumulator 4 of rows
+     * 0-3 (q = R); lane 4 b + m of U[q] sums block b of quad member m */
+    __m512 U[R + 1];
+#pragma GCC unroll 5
+    for (int q = 0; q <= R; q++) {
+        const __m512 a0 = q < R ? acc[q][0] : acc[0][4], a1 = q < R ? acc[q][1] : acc[1][4],
+                     a2 = q < R ? acc[q][2] : acc[2][4], a3 = q < R ? acc[q][3] : acc[3][4];
+        const __m512 s0 = _mm512_add_ps(_mm512_shuffle_ps(a0, a1, 0x88), _mm512_shuffle_ps(a0, a1, 0xDD));
+        const __m512 s1 = _mm512_add_ps(_mm512_shuffle_ps(a2, a3, 0x88), _mm512_shuffle_ps(a2, a3, 0xDD));
+        U[q] = _mm512_add_ps(_mm512_shuffle_ps(s0, s1, 0x88), _mm512_shuffle_ps(s0, s1, 0xDD));
+    }
+    float *o = out + (int64_t)r0 * 10;
+#pragma GCC unroll 2
+    for (int p = 0; p < 2; p++) {
+        /* blocks (0 + 1, 2 + 3) of rows 2p and 2p + 1: outputs 0-3, 4-7 */
+        const __m512 u = U[2 * p], v = U[2 * p + 1];
+        const __m512 z = _mm512_add_ps(_mm512_add_ps(_mm512_shuffle_f32x4(u, v, 0x88),
+                                                     _mm512_shuffle_f32x4(u, v, 0xDD)), bias8);
+        if (2 * p < nr) _mm256_storeu_ps(o + 20 * p, _mm512_castps512_ps256(z));
+        if (2 * p + 1 < nr) _mm256_storeu_ps(o + 20 * p + 10, _mm512_extractf32x8_ps(z, 1));
+    }
+    /* outputs 8 (block 0) and 9 (block 2) of rows 0-3, then in row pairs */
+    const __m512 z8 = _mm512_add_ps(U[R], _mm512_shuffle_f32x4(U[R], U[R], 0xB1));
+    const __m128 l8 = _mm512_castps512_ps128(z8), l9 = _mm512_extractf32x4_ps(z8, 2);
+    const __m128 p01 = _mm_add_ps(_mm_unpacklo_ps(l8, l9), bias89),
+                 p23 = _mm_add_ps(_mm_unpackhi_ps(l8, l9), bias89);
+    _mm_storel_pi((__m64 *)(o + 8), p01);
+    if (nr > 1) _mm_storeh_pi((__m64 *)(o + 18), p01);
+    if (nr > 2) _mm_storel_pi((__m64 *)(o + 28), p23);
+    if (nr > 3) _mm_storeh_pi((__m64 *)(o + 38), p23);
+}
+
+KERN static void lin_fwd10(float *out, const float *in, const float *w, const float *b, int B, int IC)
+{
+    __m512 Wr[EXEC_KERN_LINEAR_FWD_MAX_IC / 8 * L10_NG];
+    const __m256 b8 = b ? _mm256_loadu_ps(b) : _mm256_setzero_ps();
+    const __m512 bias8 = _mm512_insertf32x8(_mm512_castps256_ps512(b8), b8, 1);
+    const __m128 bias89 = b ? _mm_setr_ps(b[8], b[9], b[8], b[9]) : _mm_setzero_ps();
+    lin10_block(out, in, w, Wr, bias8, bias89, 0, B, IC, 1);
+    for (int r0 = L10_R; r0 < B; r0 += L10_R) lin10_block(out, in, w, Wr, bias8, bias89, r0, B, IC, 0);
+}
+
 KERN void exec_kern_linear_forward(float *out, const float *in, const float *w, const float *b,
                                    int B, int IC, int OC)
 {
+    if (OC == 10 && IC % 8 == 0 && IC <= EXEC_KERN_LINEAR_FWD_MAX_IC && B >= 1) {
+        lin_fwd10(out, in, w, b, B, IC);
+        return;
+    }
     assert(OC >= 1 && OC <= EXEC_KERN_LINEAR_MAX_OC && IC >= 1 && IC <= EXEC_KERN_LINEAR_FWD_MAX_IC);
     switch ((OC + 1) / 2) {
     case 1: lin_fwd_ng(out, in, w, b, B, IC, OC, 1); break;
@@ -502,8 +600,67 @@ KERN_INLINE void conv_shifts_narrow(float *colx, const float *in, const exec_con
     }
 }
 
+/* Rows at most 32 wide, padding under 16: the sample's padded rows are
+ * first written to a stack buffer (64 floats a row, zero around the row),
+ * up to 64 rows at a time, and each shifted copy is then two unaligned
+ * loads from it.  Writing all of a chunk's rows before reading any keeps
+ * the loads clear of the stores they read (a load that straddles two
+ * recent stores waits for them).  The permutations of conv_shifts_narrow
+ * took 12% of conv1's forward on Zen 5; these loads and stores about 3%
+ * (docs/executor-sgemm.md, "conv1"). */
+KERN_INLINE void conv_shifts_buf(float *colx, const float *in, const exec_conv *g)
+{
+    enum { RS = 64, CH = 64 }; /* floats a buffered row, rows a chunk */
+    const int k = g->k, p = g->pad, H = g->H, W = g->W, Hp = H + 2 * p, Wo = g->Wo;
+    const __mmask16 mw0 = lanes(W), mw1 = lanes(W - 16), mo0 = lanes(Wo), mo1 = lanes(Wo - 16);
+    float buf[CH * RS] __attribute__((aligned(64)));
+    const __m512 z = _mm512_setzero_ps();
+    for (int c = 0; c < g->C; c++)
+        for (int r0 = 0; r0 < Hp; r0 += CH) {
+            const int nr = Hp - r0 < CH ? Hp - r0 : CH;
+            for (int r = 0; r < nr; r++) {
+                float *q = buf + r * RS;
+                const int h = r0 + r - p;
+                _mm512_store_ps(q, z);
+                _mm512_store_ps(q + 32, z);
+                _mm512_store_ps(q + 48, z);
+                __m512 v0 = z, v1 = z;
+                if (h >= 0 && h < H) {
+                    const float *row = in + ((int64_t)c * H + h) * W;
+                    v0 = _mm512_maskz_loadu_ps(mw0, row);
+                    v1 = _mm512_maskz_loadu_ps(mw1, row + 16);
+                }
+                _mm512_storeu_ps(q + p, v0);
+                _mm512_storeu_ps(q + p + 16, v1);
+            }
+            for (int kj = 0; kj < k; kj++) {
+                float *dst = colx + ((int64_t)(c * k + kj) * Hp + r0) * Wo;
+                /* plain stores spill past the row into the next rows,
+                 * written after it; rows whose spill would leave the plane
+                 * (into a plane written before) are stored masked */
+                const int vec = mo1 ? 32 : 16, rmax = Hp * Wo >= vec ? (Hp * Wo - vec) / Wo + 1 : 0;
+                const int nfull = rmax - r0 < 0 ? 0 : rmax - r0 < nr ? rmax - r0 : nr;
+                int r = 0;
+                for (; r < nfull; r++, dst += Wo) {
+                    const float *q = buf + r * RS + kj;
+                    _mm512_storeu_ps(dst, _mm512_loadu_ps(q));
+                    if (mo1) _mm512_storeu_ps(dst + 16, _mm512_loadu_ps(q + 16));
+                }
+                for (; r < nr; r++, dst += Wo) {
+                    const float *q = buf + r * RS + kj;
+                    _mm512_mask_storeu_ps(dst, mo0, _mm512_loadu_ps(q));
+                    if (mo1) _mm512_mask_storeu_ps(dst + 16, mo1, _mm512_loadu_ps(q + 16));
+                }
+            }
+        }
+}
+
 KERN void exec_kern_conv_shifts(float *colx, const float *in, const exec_conv *g)
 {
+    if (g->W <= 32 && g->Wo <= 32 && g->pad < 16 && g->k <= 32) {
+        conv_shifts_buf(colx, in, g);
+        return;
+    }
     if (g->W <= 32 && g->Wo <= 32) {
         conv_shifts_narrow(colx, in, g);
         return;
@@ -600,7 +757,11 @@ KERN void exec_kern_conv_forward(float *out, const float *colx, const float *wt,
  * channels x 5 taps of one kernel row (c, ki, kj0..kj0+4): 20 accumulators,
  * per pixel vector 4 gradient loads and 5 input loads, over all `ns`
  * samples; with WB, also the 4 channels' gradient sums (bias).  Channels
- * past O and taps past k repeat the last valid one and are not stored. */
+ * past O and taps past k repeat the last valid one and are not stored.
+ * The accumulators start from zero and are added into acc at the end:
+ * loading them first held the block's first FMAs behind 20 loads from a
+ * 26 KB array that L1 does not keep beside d (3% of conv1's weight
+ * gradient on Zen 5). */
 #define BWP_OB 4
 #define BWP_TJ 5
 KERN_INLINE void bwp_block(float *acc, float *bacc, const float *d, const float *colx,
@@ -622,7 +783,7 @@ KERN_INLINE void bwp_block(float *acc, float *bacc, const float *d, const float 
 #pragma GCC unroll 5
         for (int t = 0; t < BWP_TJ; t++) {
             const int kj = kj0 + t < k ? kj0 + t : k - 1;
-            s[j][t] = _mm512_loadu_ps(acc + ((int64_t)o * K + (c * k + ki) * k + kj) * 16);
+            s[j][t] = _mm512_setzero_ps();
             if (j == 0) xoff[t] = (int64_t)(c * k + kj) * rowlen + (int64_t)ki * Wo;
         }
     }
@@ -661,8 +822,10 @@ KERN_INLINE void bwp_block(float *acc, float *bacc, const float *d, const float 
 #pragma GCC unroll 5
         for (int t = 0; t < BWP_TJ; t++)
             if (kj0 + t < k)
-                _mm512_storeu_ps(acc + ((int64_t)(ob + j) * K + (c * k + ki) * k + kj0 + t) * 16,
-                                 s[j][t]);
+            {
+                float *q = acc + ((int64_t)(ob + j) * K + (c * k + ki) * k + kj0 + t) * 16;
+                _mm512_storeu_ps(q, _mm512_add_ps(_mm512_loadu_ps(q), s[j][t]));
+            }
     }
 }
 
