@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cJSON.h>
+
 #include "core/schedule.h"
 #include "sim/sim.h"
 #include "tests/fuzz/gen.h"
@@ -395,6 +397,38 @@ static void test_others_unchanged(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* `cleave sim --dump-schedule` of a deepspeed plan writes "transfers":
+ * "blocking", and loading it gives the same lists, blocking again. */
+static void test_json_keeps_blocking(void)
+{
+    plan p;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(sim_uniform_plan(&p, &(sim_uniform){.stages = 3, .micro = 4, .schedule = SCHED_1F1B,
+                                                              .fwd_s = 1e-3, .bwd_in_s = 2e-3, .act_bytes = 1e6,
+                                                              .intra = {1e9, 1e-6}, .inter = {1e9, 1e-6}},
+                                           &e), CL_OK);
+    for (int fw = 0; fw < 2; fw++) {
+        p.framework = fw ? PLAN_FOR_DEEPSPEED : PLAN_FOR_ANY;
+        sched a, b;
+        CU_ASSERT_EQUAL_FATAL(sched_build(&p, SCHED_1F1B, 4, 1, &a, &e), CL_OK);
+        cJSON *j = sched_to_json(&a);
+        const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "transfers");
+        CU_ASSERT(fw ? tr && cJSON_IsString(tr) && !strcmp(tr->valuestring, "blocking") : !tr);
+        CU_ASSERT_EQUAL_FATAL(sched_from_json(&p, j, "dump.json", &b, &e), CL_OK);
+        CU_ASSERT_EQUAL(b.blocking_p2p, fw);
+        CU_ASSERT(a.n_ops == b.n_ops && !memcmp(a.off, b.off, (size_t)(a.n_dev + 1) * sizeof *a.off));
+        for (int64_t i = 0; i < a.n_ops && i < b.n_ops; i++)
+            CU_ASSERT(a.ops[i].kind == b.ops[i].kind && a.ops[i].micro == b.ops[i].micro &&
+                      a.ops[i].peer == b.ops[i].peer && a.ops[i].flags == b.ops[i].flags);
+        double ta = sim_end(&p, &a, 0, NULL), tb = sim_end(&p, &b, 0, NULL);
+        CU_ASSERT(ta > 0 && ta == tb);
+        cJSON_Delete(j);
+        sched_free(&a);
+        sched_free(&b);
+    }
+    sim_uniform_free(&p);
+}
+
 /* A blocking schedule that cannot run says so (cleave's own 1f1b, which
  * posts and moves on, does not meet its neighbour in DeepSpeed's order);
  * the message names the blocking SEND. */
@@ -431,5 +465,6 @@ TEST_SUITE(sim_blocking)
     test_add("two stages, blocking: (m + 1)(F + B) + 2 m c", test_two_stage_closed_form);
     test_add("random deepspeed plans: no deadlock, the rendezvous, never faster", test_random_deepspeed_plans);
     test_add("other frameworks and schedules: lists and replay unchanged", test_others_unchanged);
+    test_add("the schedule file keeps \"transfers\": \"blocking\"", test_json_keeps_blocking);
     test_add("cleave's own 1f1b under blocking transfers deadlocks, and says so", test_blocking_deadlock_reported);
 }
