@@ -486,6 +486,18 @@ static int check_plan(const plan *pl, sched_kind kind, int m, int n_iter, int *P
     return CL_OK;
 }
 
+/* A deepspeed plan's 1f1b is DeepSpeed's own order with its blocking
+ * transfers.  Only whole pipelines replicate there, so replica q of a stage
+ * talks to replica q of its neighbours; with unequal replicas it could not
+ * (and the rendezvous could deadlock): cleave's order then. */
+int sched_deepspeed(const plan *pl, sched_kind kind)
+{
+    if (kind != SCHED_1F1B || pl->framework != PLAN_FOR_DEEPSPEED || pl->n_stages < 1 || !pl->stages) return 0;
+    for (int s = 1; s < pl->n_stages; s++)
+        if (pl->stages[s].n_replicas != pl->stages[0].n_replicas) return 0;
+    return 1;
+}
+
 /* The command's wall-clock budget ran out (budget.h). */
 static int budget_fail(cl_err *e)
 {
@@ -516,10 +528,7 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     s->stash_weights = kind == SCHED_PIPEDREAM;
     int same_r = 1;
     for (int j = 1; j < P; j++) same_r &= pl->stages[j].n_replicas == pl->stages[0].n_replicas;
-    /* a deepspeed plan's 1f1b is DeepSpeed's own order with its blocking
-     * transfers; only whole pipelines replicate there, so replica q of a
-     * stage talks to replica q of its neighbours (else cleave's order) */
-    int ds = kind == SCHED_1F1B && pl->framework == PLAN_FOR_DEEPSPEED && same_r;
+    int ds = sched_deepspeed(pl, kind);
     b.listed = ds;
     s->blocking_p2p = ds;
 

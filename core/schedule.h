@@ -113,6 +113,13 @@ typedef struct sched {
 int sched_build(const plan *p, sched_kind kind, int m, int n_iter, sched *s, cl_err *e);
 void sched_free(sched *s);
 
+/* 1 when sched_build gives plan pl under kind DeepSpeed's TrainSchedule
+ * with blocking transfers (sched.blocking_p2p): kind 1f1b, the plan `for`
+ * deepspeed, every stage on the same number of replicas (DeepSpeed
+ * replicates whole pipelines; other plans keep cleave's order).  The
+ * planner's closed form prices the same plans as blocking. */
+int sched_deepspeed(const plan *pl, sched_kind kind);
+
 /* Check that s is a complete, consistent schedule for plan p: every (stage,
  * microbatch, iteration) has one F and one B (and one W if split) on a
  * device of that stage, same-device dependencies come in list order, every
