@@ -539,6 +539,30 @@ static void test_blocking_deadlock_reported(void)
     sim_uniform_free(&p);
 }
 
+/* `cleave sim` of a plan made with `--for deepspeed` says its transfers
+ * block; the same question `--for torch` does not. */
+static void test_cli_says_blocking(void)
+{
+    char pds[512], pt[512];
+    char *dir = test_scratch(sizeof pds, "ds.json", pds, "torch.json", pt, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+    const char *q = "plan --model models/gpt2-1.5b.json --device A100-80GB --devices 8 --per-node 4 --batch 16 "
+                    "--optimizer adam";
+    for (int ds = 0; ds < 2; ds++) {
+        char args[1400], *out, *err;
+        snprintf(args, sizeof args, "%s --for %s -o %s", q, ds ? "deepspeed" : "torch", ds ? pds : pt);
+        CU_ASSERT_EQUAL_FATAL(test_run_cli(args, &out, &err), 0);
+        free(out);
+        free(err);
+        snprintf(args, sizeof args, "sim %s", ds ? pds : pt);
+        CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+        CU_ASSERT((strstr(out, "pipeline transfers: blocking, in DeepSpeed's order") != NULL) == ds);
+        free(out);
+        free(err);
+    }
+    test_rmtree(dir);
+}
+
 TEST_SUITE(sim_blocking)
 {
     test_add_suite("sim_blocking");
@@ -548,5 +572,6 @@ TEST_SUITE(sim_blocking)
     test_add("the planner's closed form prices the blocking transfers", test_closed_form_blocking);
     test_add("other frameworks and schedules: lists and replay unchanged", test_others_unchanged);
     test_add("the schedule file keeps \"transfers\": \"blocking\"", test_json_keeps_blocking);
+    test_add("cleave sim says a deepspeed plan's transfers block", test_cli_says_blocking);
     test_add("cleave's own 1f1b under blocking transfers deadlocks, and says so", test_blocking_deadlock_reported);
 }
