@@ -211,7 +211,7 @@ void sim_arrive(sim *s, int32_t x, double t)
     int64_t ref = X->ref;
     if (kind == XF_PIPE) {
         deliver_pipe(s, ref, t);
-        if (s->sc->blocking_p2p) release_sender(s, src, t, s->slots[ref].post_t);
+        if (s->blocking) release_sender(s, src, t, s->slots[ref].post_t);
     } else
         sim_ring_recv(s, ref, member, hop, t);
     s->xf[x].next_free = s->xf_free;
@@ -262,7 +262,7 @@ static void advance(sim *s, int w)
         }
         switch ((sched_op_kind)op->kind) {
         case SCHED_SEND:
-            if (s->sc->blocking_p2p) {
+            if (s->blocking) {
                 if (meet_send(s, w, op, W->pc)) return;
             } else {
                 post_send(s, w, op, W->pc);
@@ -278,7 +278,8 @@ static void advance(sim *s, int w)
             int64_t slot = slot_of(s, op);
             sim_slot *sl = &s->slots[slot];
             if (slot + 6 < s->n_slots) __builtin_prefetch(&s->slots[slot + 6]);
-            if (sl->arrive_t < 0 && sl->post_t <= -2) meet_recv(s, sl); /* blocking: the sender waits */
+            if (sl->arrive_t < 0 && s->blocking && sl->post_t <= -2)
+                meet_recv(s, sl); /* blocking: its sender waits at the SEND */
             if (sl->arrive_t < 0) {
                 W->state = W_WAIT_RECV;
                 W->wait_ref = slot;
@@ -439,6 +440,7 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
     s->n_iter = sc->n_iter;
     s->G = G;
     s->n_w = sc->n_dev;
+    s->blocking = sc->blocking_p2p != 0;
     s->stg = aligned_alloc(64, (size_t)(s->S > 0 ? s->S : 1) * sizeof *s->stg);
     if (!s->stg) abort();
     /* ZeRO 1/2 splits the all-reduce around the UPDATE under the flushing

@@ -154,6 +154,7 @@ struct sim {
     ev_kernel *k;
     double now;             /* time of the event being handled              */
     int S, m, n_iter, n_w;
+    int blocking;           /* sc->blocking_p2p, kept beside what every op reads */
     int64_t G;              /* microbatches over all iterations              */
     sim_stage *stg;         /* per stage: durations and sizes, one line each */
     plan_state_f state;     /* model state per parameter byte (memory.c)     */
