@@ -168,10 +168,14 @@ static int sched_read(jx *jp, const cJSON *root, int version, void *out)
     jx j = *jp;
     static const char *const kinds[] = {"sequential", "gpipe", "1f1b", "interleaved", "zb-h1",
                                         "pipedream", "fbp", "custom"};
-    int kind = SCHED_COUNT, rc;
+    /* how SEND and RECV behave (docs/simulator.md, "Blocking transfers");
+     * absent: posted, as every schedule before DeepSpeed's */
+    static const char *const transfers[] = {"posted", "blocking"};
+    int kind = SCHED_COUNT, tr = -1, rc;
     int64_t m = 0, iters = 1;
     const cJSON *devs;
     if ((rc = jx_enum(&j, root, "", "kind", 0, kinds, SCHED_COUNT + 1, &kind)) ||
+        (rc = jx_enum(&j, root, "", "transfers", 0, transfers, 2, &tr)) ||
         (rc = jx_int(&j, root, "", "microbatches", 1, 1, SCHED_MAX_MICRO, &m)) ||
         (rc = jx_int(&j, root, "", "iterations", 0, 1, SCHED_MAX_ITER, &iters)) ||
         (rc = jx_array(&j, root, "", "devices", 1, 1, pl->cluster.n_devices, &devs)))
@@ -185,6 +189,7 @@ static int sched_read(jx *jp, const cJSON *root, int version, void *out)
                        pl->n_stages, v);
     ld l = {.pl = pl, .s = s, .S = pl->n_stages, .m = (int)m, .P = pl->n_stages / v};
     s->kind = kind == SCHED_COUNT ? -1 : kind;
+    s->blocking_p2p = tr == 1;
     s->n_stages = pl->n_stages;
     s->chunks = v;
     s->n_micro = (int)m;
@@ -283,8 +288,8 @@ static int sched_read(jx *jp, const cJSON *root, int version, void *out)
 
 static void sched_release(void *s) { sched_free(s); }
 
-static const char *const sched_members[] = {"format", "version", "kind", "microbatches", "iterations",
-                                            "devices", NULL};
+static const char *const sched_members[] = {"format", "version", "kind", "transfers", "microbatches",
+                                            "iterations", "devices", NULL};
 static const jx_format sched_format = {"cleave-schedule", 1, sched_members, sizeof(sched), sched_read,
                                        sched_release};
 
@@ -302,6 +307,7 @@ cJSON *sched_to_json(const sched *s)
 {
     cJSON *root = jx_doc_new(&sched_format);
     cJSON_AddStringToObject(root, "kind", s->kind >= 0 ? sched_kind_name((sched_kind)s->kind) : "custom");
+    if (s->blocking_p2p) cJSON_AddStringToObject(root, "transfers", "blocking");
     cJSON_AddNumberToObject(root, "microbatches", s->n_micro);
     cJSON_AddNumberToObject(root, "iterations", s->n_iter);
     cJSON *devs = cJSON_AddArrayToObject(root, "devices");

@@ -12,6 +12,10 @@
  *   gpipe        all F in microbatch order, then all B (fused);
  *   1f1b         w = p - s - 1 warm-up F, then F/B alternating, then the
  *                remaining B (Narayanan et al. 2021, PipeDream-Flush);
+ *                for a plan `for` deepspeed with whole pipelines
+ *                replicated, DeepSpeed's TrainSchedule: the same compute
+ *                order with the transfers where DeepSpeed puts them (each
+ *                output sent one step later), blocking (blocking_p2p);
  *   zb-h1        p - s warm-up F, then for each j: B_j, W_{j-s} (W deferred
  *                by s microbatches), F_{j+p-s}; then the remaining W
  *                (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", H1);
@@ -146,7 +150,9 @@ void sched_steady_window(sched_kind kind, int p, int m, int n_iter, int *first, 
 /* ---------------------------------------------------------- orders -- */
 
 typedef struct item {
-    int8_t kind;   /* SCHED_F, SCHED_B, SCHED_W */
+    int8_t kind;   /* SCHED_F, SCHED_B, SCHED_W; SCHED_SEND, SCHED_RECV in
+                      orders that place their own transfers (deepspeed) */
+    int8_t grad;   /* SEND/RECV: a gradient (else an activation)        */
     int32_t stage;
     int32_t g;     /* global microbatch = iter x m + micro */
     int32_t micro, iter;  /* filled after ordering */
@@ -155,9 +161,17 @@ typedef struct item {
 static int put(item *it, int n, int kind, int stage, int g)
 {
     it[n].kind = (int8_t)kind;
+    it[n].grad = 0;
     it[n].stage = stage;
     it[n].g = g;
     return n + 1;
+}
+
+static int put_xfer(item *it, int n, int kind, int grad, int stage, int g)
+{
+    n = put(it, n, kind, stage, g);
+    it[n - 1].grad = (int8_t)grad;
+    return n;
 }
 
 /* Microbatches g0 .. g0+n-1 on stage s of p.  Each returns the item count. */
@@ -192,6 +206,43 @@ static int order_zbh1(item *it, int depth, int defer, int s, int g0, int n, int 
         if (f < n) k = put(it, k, SCHED_F, s, g0 + (f++) * st);
     }
     while (wdone < n) k = put(it, k, SCHED_W, s, g0 + (wdone++) * st);
+    return k;
+}
+
+/* DeepSpeed's TrainSchedule (deepspeed/runtime/pipe/schedule.py) on stage
+ * s of p, transfers included, for microbatches k = 0..n-1 (g0 + k st).  It
+ * runs 2(n + p - 1) steps; step t is a forward step when t and s have the
+ * same parity, of microbatch (t - s) / 2, else a backward step of
+ * microbatch (t + s + 1) / 2 - p; a step whose microbatch is outside
+ * 0..n-1 computes nothing but still sends what the step before computed.
+ *   forward step:  RECV activation (k), SEND gradient (the previous step's
+ *                  backward microbatch), F (k)
+ *   backward step: SEND activation (the previous step's forward
+ *                  microbatch), RECV gradient (k), B (k)
+ * Transfers with the first stage's predecessor or the last stage's
+ * successor are left out.  So a stage's output leaves one step after it
+ * was computed, and at each step neighbouring stages meet at their shared
+ * boundary with the same two transfers in the same order: blocking sends
+ * and receives cannot deadlock.  The compute order is 1f1b's (p - s - 1
+ * warm-up forwards, then F/B alternating). */
+static int order_deepspeed(item *it, int p, int s, int g0, int n, int st)
+{
+    int k = 0, steps = 2 * (n + p - 1);
+#define VALID(x) ((x) >= 0 && (x) < n)
+    for (int t = 0; t < steps; t++) {
+        if ((t - s) % 2 == 0) {
+            int i = (t - s) / 2, prev = (t + s) / 2 - p;
+            if (VALID(i) && s > 0) k = put_xfer(it, k, SCHED_RECV, 0, s, g0 + i * st);
+            if (VALID(prev) && s > 0) k = put_xfer(it, k, SCHED_SEND, 1, s, g0 + prev * st);
+            if (VALID(i)) k = put(it, k, SCHED_F, s, g0 + i * st);
+        } else {
+            int i = (t + s + 1) / 2 - p, prev = (t - 1 - s) / 2;
+            if (VALID(prev) && s < p - 1) k = put_xfer(it, k, SCHED_SEND, 0, s, g0 + prev * st);
+            if (VALID(i) && s < p - 1) k = put_xfer(it, k, SCHED_RECV, 1, s, g0 + i * st);
+            if (VALID(i)) k = put(it, k, SCHED_B, s, g0 + i * st);
+        }
+    }
+#undef VALID
     return k;
 }
 
@@ -236,6 +287,7 @@ typedef struct op_builder {
     const plan *pl;
     sched *s;
     int kind, P, m, G, seq, async;
+    int listed;     /* the order places its own transfers (deepspeed)    */
     int *wbase;     /* first worker of each position */
     int *wb, *rr;   /* per stage: first worker and replicas of its position */
     int64_t cap;
@@ -305,8 +357,14 @@ static void emit_upd(op_builder *b, int stage, int micro, int iter)
 static void expand(op_builder *b, int w, const item *it, int split)
 {
     int S = b->s->n_stages, s = it->stage, g = it->g, i = it->micro;
+    if (it->kind == SCHED_SEND || it->kind == SCHED_RECV) { /* placed by the order */
+        int up = (it->kind == SCHED_SEND) != (it->grad != 0), ps = up ? s + 1 : s - 1;
+        int peer = worker_of(b, ps, i);
+        if (peer != w) emit_xfer(b, it->kind, s, ps, peer, it, it->grad);
+        return;
+    }
     if (it->kind == SCHED_F) {
-        if (s > 0) {
+        if (s > 0 && !b->listed) {
             int src = worker_of(b, s - 1, i);
             if (src != w) emit_xfer(b, SCHED_RECV, s, s - 1, src, it, 0);
         }
@@ -317,12 +375,12 @@ static void expand(op_builder *b, int w, const item *it, int split)
             op->wver = b->upd[0];
             b->fver[g] = op->wver;
         }
-        if (s < S - 1) {
+        if (s < S - 1 && !b->listed) {
             int dst = worker_of(b, s + 1, i);
             if (dst != w) emit_xfer(b, SCHED_SEND, s, s + 1, dst, it, 0);
         }
     } else if (it->kind == SCHED_B) {
-        if (s < S - 1) {
+        if (s < S - 1 && !b->listed) {
             int src = worker_of(b, s + 1, i);
             if (src != w) emit_xfer(b, SCHED_RECV, s, s + 1, src, it, 1);
         }
@@ -331,7 +389,7 @@ static void expand(op_builder *b, int w, const item *it, int split)
         op->micro = i;
         op->iter = it->iter;
         if (b->s->stash_weights) op->wver = b->fver[g];
-        if (s > 0) {
+        if (s > 0 && !b->listed) {
             int dst = worker_of(b, s - 1, i);
             if (dst != w) emit_xfer(b, SCHED_SEND, s, s - 1, dst, it, 1);
         }
@@ -428,6 +486,18 @@ static int check_plan(const plan *pl, sched_kind kind, int m, int n_iter, int *P
     return CL_OK;
 }
 
+/* A deepspeed plan's 1f1b is DeepSpeed's own order with its blocking
+ * transfers.  Only whole pipelines replicate there, so replica q of a stage
+ * talks to replica q of its neighbours; with unequal replicas it could not
+ * (and the rendezvous could deadlock): cleave's order then. */
+int sched_deepspeed(const plan *pl, sched_kind kind)
+{
+    if (kind != SCHED_1F1B || pl->framework != PLAN_FOR_DEEPSPEED || pl->n_stages < 1 || !pl->stages) return 0;
+    for (int s = 1; s < pl->n_stages; s++)
+        if (pl->stages[s].n_replicas != pl->stages[0].n_replicas) return 0;
+    return 1;
+}
+
 /* The command's wall-clock budget ran out (budget.h). */
 static int budget_fail(cl_err *e)
 {
@@ -456,6 +526,11 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     s->n_iter = n_iter;
     s->split_bw = split;
     s->stash_weights = kind == SCHED_PIPEDREAM;
+    int same_r = 1;
+    for (int j = 1; j < P; j++) same_r &= pl->stages[j].n_replicas == pl->stages[0].n_replicas;
+    int ds = sched_deepspeed(pl, kind);
+    b.listed = ds;
+    s->blocking_p2p = ds;
 
     /* workers: position by position, replica by replica; a device may hold
      * one position only */
@@ -499,7 +574,7 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     s->off = cl_calloc((size_t)s->n_dev + 1, sizeof *s->off);
 
     /* items of one position (over all iterations) */
-    int per_g = seq ? 2 * S : (split ? 3 : 2) * (kind == SCHED_INTERLEAVED ? v : 1);
+    int per_g = seq ? 2 * S : ds ? 6 : (split ? 3 : 2) * (kind == SCHED_INTERLEAVED ? v : 1);
     item *it = cl_malloc((size_t)G * (size_t)per_g * sizeof *it);
     b.upd = cl_calloc((size_t)(seq ? S : v), sizeof *b.upd);
     int *last = cl_malloc((size_t)(seq ? S : v) * sizeof *last);
@@ -509,8 +584,7 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
 
     /* the budget, polled every few thousand ops: the lists of a long run
      * take seconds and gigabytes to build */
-    int over = 0, same_r = 1;
-    for (int j = 1; j < P; j++) same_r &= pl->stages[j].n_replicas == pl->stages[0].n_replicas;
+    int over = 0;
     for (int j = 0; j < (seq ? 1 : P) && !over; j++) {
       int r = seq ? 1 : pl->stages[j].n_replicas;
       /* per replica: its own microbatches q, q + r, ... (interleaved, as
@@ -529,7 +603,10 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
                 switch (kind) {
                 case SCHED_SEQUENTIAL: n += order_sequential(it + n, S, g0, m); break;
                 case SCHED_GPIPE: n += order_gpipe(it + n, j, g0 + q, nq, r); break;
-                case SCHED_1F1B: n += order_1f1b(it + n, ld, j, g0 + q, nq, r); break;
+                case SCHED_1F1B:
+                    n += ds ? order_deepspeed(it + n, P, j, g0 + q, nq, r)
+                            : order_1f1b(it + n, ld, j, g0 + q, nq, r);
+                    break;
                 case SCHED_ZBH1: n += order_zbh1(it + n, ld, ldefer, j, g0 + q, nq, r); break;
                 case SCHED_INTERLEAVED:
                     n += v == 1  ? order_1f1b(it + n, ld, j, g0 + q, nq, r)

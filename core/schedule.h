@@ -11,7 +11,10 @@
  * - A device runs its list in order.  F, B, W and UPDATE occupy its compute
  *   stream one at a time.
  * - SEND posts a transfer and returns at once (the send engine overlaps
- *   compute); RECV blocks until that transfer has arrived.  A SEND matches
+ *   compute); RECV blocks until that transfer has arrived.  Lists with
+ *   blocking_p2p (DeepSpeed's pipeline) instead meet: the transfer starts
+ *   when the sender is at its SEND and the receiver at its RECV, and both
+ *   wait until it has arrived.  A SEND matches
  *   the RECV with the same (stage pair, microbatch, iteration, direction);
  *   activations flow from stage s to s + 1, gradients from s + 1 to s.
  * - ALLREDUCE posts this replica's part in the ring all-reduce of its stage's
@@ -90,6 +93,10 @@ typedef struct sched {
     int n_iter;          /* iterations in the lists                           */
     int split_bw;        /* some B has its W as a separate op                 */
     int stash_weights;   /* PipeDream weight stashing (wver is meaningful)    */
+    int blocking_p2p;    /* SEND/RECV are blocking rendezvous (DeepSpeed's
+                            p2p.send/recv): built for a plan `for` deepspeed
+                            under 1f1b, whose lists are DeepSpeed's
+                            TrainSchedule with its transfers in place       */
     int n_dev;           /* workers                                           */
     int *dev;            /* owned: cluster device index of each worker        */
     int64_t *off;        /* owned: worker w's ops are ops[off[w] .. off[w+1]) */
@@ -105,6 +112,13 @@ typedef struct sched {
  * frees *s with sched_free. */
 int sched_build(const plan *p, sched_kind kind, int m, int n_iter, sched *s, cl_err *e);
 void sched_free(sched *s);
+
+/* 1 when sched_build gives plan pl under kind DeepSpeed's TrainSchedule
+ * with blocking transfers (sched.blocking_p2p): kind 1f1b, the plan `for`
+ * deepspeed, every stage on the same number of replicas (DeepSpeed
+ * replicates whole pipelines; other plans keep cleave's order).  The
+ * planner's closed form prices the same plans as blocking. */
+int sched_deepspeed(const plan *pl, sched_kind kind);
 
 /* Check that s is a complete, consistent schedule for plan p: every (stage,
  * microbatch, iteration) has one F and one B (and one W if split) on a

@@ -45,6 +45,10 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
     /* updates: after every backward for the asynchronous kinds, once per
      * iteration (all devices at the end, in parallel) for the others */
     int async = sched_is_async(p->schedule);
+    /* DeepSpeed's pipeline (sched_deepspeed): a stage computes nothing
+     * while it sends or receives, so its four transfers a microbatch (two
+     * at each end of the pipe) join its busy time */
+    int blocking = comm && sched_deepspeed(p, p->schedule);
     double upd_max = 0;
     double *dev_busy = cl_calloc((size_t)pipe, sizeof(double));
     for (int s = 0; s < S; s++) {
@@ -90,6 +94,10 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
                 double x = lb->latency_s + st->act_out_bytes / lb->bw_Bps;
                 period = fmax(period, 2.0 * x);   /* per microbatch */
                 fill += 2.0 * x;
+                if (blocking) { /* an activation and a gradient, on both devices */
+                    dev_busy[s % pipe] += (double)q * 2.0 * x;
+                    dev_busy[(s + 1) % pipe] += (double)q * 2.0 * x;
+                }
             }
         }
     }

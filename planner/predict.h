@@ -30,6 +30,9 @@ typedef struct plan_timing {
  *   pipedream, fbp  m x period, each stage's round all-reduces in its
  *                   devices' busy time (steady state, no flush)
  *   sequential      the stages' work back to back
+ * A deepspeed plan under 1f1b (sched_deepspeed: blocking transfers) counts
+ * each stage's sends and receives, two per microbatch at each of its
+ * boundaries, in its busy time.
  * Fails (CL_EINPUT) only for a plan that plan_validate would reject. */
 int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan_timing *tm,
                  cl_err *e);

@@ -151,6 +151,55 @@ static void post_send(sim *s, int w, const sched_op *op, int64_t pc)
     sim_link_start(s, sim_link_get(s, w, op->peer), XF_PIPE, slot, pc, op->bytes, w, op->peer, 0, 0);
 }
 
+/* Blocking transfers (sched.blocking_p2p, DeepSpeed's pipeline): a SEND
+ * and its RECV meet.  Whichever side comes second starts the transfer on
+ * the sender's channel (post_send: priced as any other); both sides are
+ * then held until it arrives.  The sender waits in W_WAIT_SEND, named in
+ * its slot's post_t until the receiver comes; the receiver waits as for
+ * any RECV. */
+
+/* Sender ws's transfer has arrived (or, communication off, started): its
+ * SEND is done.  Idle until the transfer started (ready_t), then waiting
+ * on communication. */
+static void release_sender(sim *s, int ws, double t, double ready_t)
+{
+    sim_worker *W = &s->w[ws];
+    assert(W->state == W_WAIT_SEND);
+    W->pc++;
+    sim_wake(s, ws, t, ready_t);
+}
+
+/* Worker w at a blocking SEND.  Returns 1 when it must wait, 0 when the
+ * transfer is already done (communication off and the receiver there). */
+static int meet_send(sim *s, int w, const sched_op *op, int64_t pc)
+{
+    sim_worker *W = &s->w[w];
+    int64_t slot = slot_of(s, op);
+    sim_slot *sl = &s->slots[slot];
+    if (sl->arrive_t <= -2) { /* the receiver waits at its RECV: go */
+        post_send(s, w, op, pc);
+        if (sl->arrive_t >= 0) return 0;
+    } else {
+        sl->post_t = -2.0 - w;
+    }
+    W->state = W_WAIT_SEND;
+    W->wait_ref = slot;
+    W->wait_iter = op->iter;
+    W->block_t = s->now;
+    return 1;
+}
+
+/* A receiver at a blocking RECV whose sender waits at its SEND: start the
+ * transfer as the sender. */
+static void meet_recv(sim *s, sim_slot *sl)
+{
+    int ws = (int)-sl->post_t - 2;
+    sim_worker *S = &s->w[ws];
+    assert(S->state == W_WAIT_SEND);
+    post_send(s, ws, &s->sc->ops[S->pc], S->pc);
+    if (sl->arrive_t >= 0) release_sender(s, ws, s->now, s->now); /* communication off */
+}
+
 /* Transfer x has arrived.  sim_ring_recv may start the next ring step, whose
  * xf_alloc can move s->xf: read what the dispatch needs first, and index
  * s->xf afresh afterwards (no pointer into it lives across the call). */
@@ -158,11 +207,12 @@ void sim_arrive(sim *s, int32_t x, double t)
 {
     const sim_xfer *X = &s->xf[x];
     record(s, X->start_t, t, X->bytes, X->chan, 1, X->op);
-    int kind = X->kind, member = X->member, hop = X->hop;
+    int kind = X->kind, member = X->member, hop = X->hop, src = X->src;
     int64_t ref = X->ref;
-    if (kind == XF_PIPE)
+    if (kind == XF_PIPE) {
         deliver_pipe(s, ref, t);
-    else
+        if (s->blocking) release_sender(s, src, t, s->slots[ref].post_t);
+    } else
         sim_ring_recv(s, ref, member, hop, t);
     s->xf[x].next_free = s->xf_free;
     s->xf_free = x;
@@ -212,7 +262,11 @@ static void advance(sim *s, int w)
         }
         switch ((sched_op_kind)op->kind) {
         case SCHED_SEND:
-            post_send(s, w, op, W->pc);
+            if (s->blocking) {
+                if (meet_send(s, w, op, W->pc)) return;
+            } else {
+                post_send(s, w, op, W->pc);
+            }
             W->pc++;
             continue;
         case SCHED_ALLREDUCE:
@@ -224,6 +278,8 @@ static void advance(sim *s, int w)
             int64_t slot = slot_of(s, op);
             sim_slot *sl = &s->slots[slot];
             if (slot + 6 < s->n_slots) __builtin_prefetch(&s->slots[slot + 6]);
+            if (sl->arrive_t < 0 && s->blocking && sl->post_t <= -2)
+                meet_recv(s, sl); /* blocking: its sender waits at the SEND */
             if (sl->arrive_t < 0) {
                 W->state = W_WAIT_RECV;
                 W->wait_ref = slot;
@@ -384,6 +440,7 @@ sim *sim_create(const plan *p, const sched *sc, const sim_opts *o, cl_err *e)
     s->n_iter = sc->n_iter;
     s->G = G;
     s->n_w = sc->n_dev;
+    s->blocking = sc->blocking_p2p != 0;
     s->stg = aligned_alloc(64, (size_t)(s->S > 0 ? s->S : 1) * sizeof *s->stg);
     if (!s->stg) abort();
     /* ZeRO 1/2 splits the all-reduce around the UPDATE under the flushing
@@ -555,6 +612,11 @@ static void describe_wait(const sim *s, int w, char *buf, size_t cap)
                  "microbatch %d iteration %d from worker %d (stage %d), never sent",
                  s->sc->dev[w], w, idx, (op->flags & SCHED_GRAD) ? "gradient" : "activation",
                  op->stage, op->micro, op->iter, op->peer, sched_peer_stage(op));
+    } else if (W->state == W_WAIT_SEND) {
+        snprintf(buf + n, cap - n, "; device %d (worker %d) waits at op %lld blocking SEND %s of "
+                 "stage %d microbatch %d iteration %d to worker %d (stage %d), never received",
+                 s->sc->dev[w], w, idx, (op->flags & SCHED_GRAD) ? "gradient" : "activation",
+                 op->stage, op->micro, op->iter, op->peer, sched_peer_stage(op));
     } else if (W->state == W_WAIT_AR) {
         const sim_ar *a = &s->ar[W->wait_ref];
         snprintf(buf + n, cap - n, "; device %d (worker %d) waits at op %lld %s of stage %d "
@@ -595,8 +657,10 @@ int sim_run(sim *s, sim_result *out, cl_err *e)
             }
         return cl_fail(e, CL_EINPUT, "schedule: cannot complete (deadlock at t = %.6g s, %d of %d "
                        "devices waiting)%s%s (hint: every RECV needs its SEND posted earlier in the "
-                       "sender's list)", ev_now(s->k), stuck, s->n_w, buf,
-                       stuck > shown ? "; ..." : "");
+                       "sender's list%s)", ev_now(s->k), stuck, s->n_w, buf,
+                       stuck > shown ? "; ..." : "",
+                       s->sc->blocking_p2p ? "; with blocking transfers both lists must reach "
+                       "each SEND/RECV pair in the same order" : "");
     }
     for (int64_t i = 0; i < s->n_ar; i++)
         if (s->ar[i].posted < s->ar[i].r)

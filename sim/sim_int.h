@@ -9,7 +9,9 @@
 #include "event.h"
 #include "sim.h"
 
-enum { W_READY, W_RUN, W_WAIT_RECV, W_WAIT_AR, W_DONE };
+/* W_WAIT_SEND: held at a blocking SEND (sched.blocking_p2p) until its
+ * receiver meets it and the transfer has arrived */
+enum { W_READY, W_RUN, W_WAIT_RECV, W_WAIT_SEND, W_WAIT_AR, W_DONE };
 
 /* per worker: a device running one op list.  The fields an event touches
  * come first, in the struct's first three cache lines (it is 64-byte
@@ -18,7 +20,8 @@ enum { W_READY, W_RUN, W_WAIT_RECV, W_WAIT_AR, W_DONE };
 typedef struct sim_worker {
     _Alignas(64) int64_t pc; /* next op                                      */
     int64_t end;            /* end of its list                               */
-    int64_t wait_ref;       /* slot (W_WAIT_RECV) or instance (W_WAIT_AR)    */
+    int64_t wait_ref;       /* slot (W_WAIT_RECV, W_WAIT_SEND) or instance
+                               (W_WAIT_AR)                                   */
     double block_t;         /* when it started waiting                       */
     double run_t0;          /* start of the compute op in progress           */
     double held;            /* received data the next compute op reads: held
@@ -67,7 +70,9 @@ typedef struct sim_stage {
 
 /* one pipeline transfer: activation or gradient of (edge, microbatch) */
 typedef struct sim_slot {
-    double post_t;          /* SEND posted; < 0 before                       */
+    double post_t;          /* SEND posted (blocking: the transfer started);
+                               before that -1, or with blocking transfers
+                               -2 - w while sender w waits at its SEND       */
     double arrive_t;        /* arrived; before that -1 - (waiter + 1): -1, or
                                -2 - w while worker w is blocked in RECV on it
                                (16 bytes a slot: four to a cache line)      */
@@ -149,6 +154,7 @@ struct sim {
     ev_kernel *k;
     double now;             /* time of the event being handled              */
     int S, m, n_iter, n_w;
+    int blocking;           /* sc->blocking_p2p, kept beside what every op reads */
     int64_t G;              /* microbatches over all iterations              */
     sim_stage *stg;         /* per stage: durations and sizes, one line each */
     plan_state_f state;     /* model state per parameter byte (memory.c)     */

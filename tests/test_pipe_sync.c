@@ -20,10 +20,11 @@
 
 /* Run fixture `name` for `iters` iterations on threads and compare weights
  * and per-iteration losses with sequential accumulation. */
-static void check_sync(const char *name, int iters, double tol)
+static void check_sync_for(const char *name, int iters, double tol, plan_for fw)
 {
     tp_fixture f;
     if (tp_setup(&f, name, name, iters)) return;
+    f.p.framework = fw;
     exec_pipe_result r;
     tp_run(&f.p, &f.o, &r);
     float *ref;
@@ -45,6 +46,11 @@ static void check_sync(const char *name, int iters, double tol)
     free(ref);
     exec_pipe_result_free(&r);
     tp_free(&f);
+}
+
+static void check_sync(const char *name, int iters, double tol)
+{
+    check_sync_for(name, iters, tol, PLAN_FOR_ANY);
 }
 
 /* One iteration: the update itself (1e-5 relative, as the issue asks). */
@@ -100,6 +106,28 @@ static void test_many_iterations(void)
     const char *names[] = {"tiny2-gpipe.json", "tiny2-1f1b.json", "tiny-interleaved.json",
                            "tiny2-zbh1.json"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_sync(names[i], 36, 1e-5);
+}
+
+/* A plan for deepspeed runs DeepSpeed's op lists (its TrainSchedule, each
+ * output sent a step later: docs/simulator.md, "Blocking transfers"), the
+ * same lists the simulator replays; the executor's threads run them with
+ * their own channels and train the same model as sequential accumulation. */
+static void test_deepspeed_lists(void)
+{
+    const char *names[] = {"tiny2-1f1b.json", "tiny4-1f1b.json"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        plan p;
+        if (tp_plan(names[i], &p)) continue;
+        p.framework = PLAN_FOR_DEEPSPEED;
+        sched sc;
+        cl_err e = {0};
+        CU_ASSERT_EQUAL_FATAL(sched_build(&p, p.schedule, p.n_micro, 1, &sc, &e), CL_OK);
+        CU_ASSERT(sc.blocking_p2p); /* the lists the run below gets */
+        sched_free(&sc);
+        plan_free(&p);
+        check_sync_for(names[i], 1, 1e-5, PLAN_FOR_DEEPSPEED);
+        check_sync_for(names[i], 20, 1e-5, PLAN_FOR_DEEPSPEED);
+    }
 }
 
 /* A replicated stage: microbatches alternate between its two replicas and
@@ -337,6 +365,7 @@ TEST_SUITE(pipe_sync)
     test_add("synchronous schedules: 36 iterations of losses and weights", test_many_iterations);
     test_add("one stage, one microbatch: the sequential trainer bit for bit", test_equals_trainer);
     test_add("replicated stage: ring all-reduce equals sequential", test_replicated);
+    test_add("deepspeed plans: DeepSpeed's op lists train as sequential accumulation", test_deepspeed_lists);
     test_add("memory: stash and versions equal the closed forms", test_memory);
     test_add("timing: iteration ends, busy and wait are consistent", test_timing);
     test_add("trace: the simulator's tracks and op names", test_trace_matches_sim);

@@ -192,6 +192,8 @@ static void print_table(FILE *f, const sim_args *a, const plan *p, const sched *
     char line[256];
     if (plan_state_describe(p, line, sizeof line)) fprintf(f, "model state: %s\n", line);
     if (plan_grad_reduce_describe(p, line, sizeof line)) fprintf(f, "gradient reduction: %s\n", line);
+    if (sc->blocking_p2p) /* docs/simulator.md, "Blocking transfers: DeepSpeed's pipeline" */
+        fprintf(f, "pipeline transfers: blocking, in DeepSpeed's order (a stage computes nothing while it sends or receives)\n");
     fputc('\n', f);
     fprintf(f, "%-6s %-16s %-8s %7s %7s %7s %12s %11s %6s %8s %12s\n", "device", "id", "stages", "busy",
            "idle", "comm", "peak memory", "at", "stash", "versions", "sent");
