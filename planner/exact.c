@@ -94,10 +94,12 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
     if (o && o->lower_s > 0 && o->lower_s < HUGE_VAL && o->lower_s <= upper) {
         int ok_sh = n_sh > 0 && !X.dev_fixed && exact_dp_shadows_setup(&X, n_sh, sh);
         best = exact_dp_pass(&X, 0, GOAL_COMM, o->lower_s, st);
+        /* (a shadow over its own step budget: its own search gave up) */
         for (int j = 0; ok_sh && j < n_sh; j++)
-            if (best >= 0 && !X.budget.over && X.sh.best[j] >= 0) {
+            if (best >= 0 && !X.budget.over && X.sh.best[j] >= 0 && X.sh.steps[j] <= X.budget.limit) {
                 rebuild(&X, X.sh.best[j], &out[1 + j]);
                 sh_ok[j] = 1;
+                if (st) st->sh_steps[j] = X.sh.steps[j];
             }
         X.sh.n = 0;
         if (best < 0 && !X.budget.over && o->probe) {
