@@ -16,6 +16,9 @@
  */
 #include <math.h>
 #include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "base/measure.h"
 #include "core/schedule.h"
@@ -74,6 +77,9 @@ typedef struct count_state {
                                    could bind (count_shadows): used only where
                                    its own search would have run            */
     int64_t sh_steps[SCHED_COUNT]; /* then: its own search's steps          */
+    double fail_at[SCHED_COUNT];   /* a bound where its own pass 2 finds
+                                      nothing, seen as a shadow (0: none)    */
+    int64_t fail_steps[SCHED_COUNT]; /* that pass's steps                     */
     int u_seen;                 /* devices of the first layout ranked here:
                                    zb-h1 searches at that count             */
     int stop;                   /* the count turned out unable to win: rank
@@ -435,12 +441,20 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
     int sh_ok[PLAN_EXACT_SHADOWS], shk[PLAN_EXACT_SHADOWS];
     for (int j = 0; j < n_sh; j++) shk[j] = shk_in[j], shs[j] = S->kinds[shk[j]];
     double tx = cl_now_s();
+    struct timespec cts0; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cts0); double xdbg_t0 = cts0.tv_sec + 1e-9 * cts0.tv_nsec;
     xo->probe = S->tentative;
     plan_exact_result okx = plan_exact_shadowed(&S->I, S->XL, xo, n_sh, shs, outs, sh_ok, xs, xe);
     res->time_exact_s += cl_now_s() - tx;
+    for (int j = 0; j < n_sh; j++)
+        if (xs->sh_fail[j] > 0) {
+            S->fail_at[shk[j]] = xo->lower_s;
+            S->fail_steps[shk[j]] = xs->sh_fail[j];
+        }
     if (okx == PLAN_EXACT_ABOVE_LOWER) {
         S->tentative = 0;
         res->exact_steps += xs->steps;
+        double probed = xo->lower_s;
+        int64_t fail = xs->lower_fail, fail_lead = xs->lower_fail_lead;
         S->lower = lower_bound(c, S, merge_guess(S), *hint, B);
         if (S->lower > 0 && S->lower < HUGE_VAL) *hint = S->lower;
         if (skip_count(c, S, B)) {
@@ -459,12 +473,32 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
                 shs[k++] = shs[j];
             }
         n_sh = k;
+        /* the bound found is often the one probed: the pass there found
+         * nothing and would again (the same pass: the shadows whose steps
+         * count with the lead's are the same ones) */
+        if (S->lower == probed && fail > 0) {
+            xo->lower_failed = fail;
+            xo->lower_failed_lead = fail_lead;
+        }
+        xo->no_skip = c->no_sched_share;
         memset(xs, 0, sizeof *xs);
         tx = cl_now_s();
         okx = plan_exact_shadowed(&S->I, S->XL, xo, n_sh, shs, outs, sh_ok, xs, xe);
         res->time_exact_s += cl_now_s() - tx;
+        for (int j = 0; j < n_sh; j++)
+            if (xs->sh_fail[j] > 0) {
+                S->fail_at[shk[j]] = xo->lower_s;
+                S->fail_steps[shk[j]] = xs->sh_fail[j];
+            }
     }
     S->tentative = 0; /* found at it: it is the optimum */
+    c->passes_skipped += xs->skipped;
+    if (getenv("XDBG")) {
+        struct timespec cts; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cts);
+        fprintf(stderr, "XDBG m=%d rep=%d N=%d sched=%s nsh=%d", S->I.m, c->rep, S->I.n_dev, sched_kind_name(S->kinds[ki]), n_sh);
+        for (int j = 0; j < n_sh; j++) fprintf(stderr, " %s:%d", sched_kind_name(shs[j]), sh_ok[j]);
+        fprintf(stderr, " ok=%d steps=%lld passes=%d cf=%d lower=%g t=%.3f\n", okx, (long long)xs->steps, xs->passes, xs->c_first_passes, S->lower, cts.tv_sec + 1e-9 * cts.tv_nsec - xdbg_t0);
+    }
     *yx = outs[0];
     for (int j = 0; j < n_sh; j++)
         if (okx == PLAN_EXACT_FOUND && sh_ok[j]) {
@@ -536,7 +570,7 @@ static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int d
      * when inert layers sit where the rules put them, so its bound is used
      * only on chains */
     plan_exact_opts xo = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = upper_of(S, ki),
-                          .budget = rq->exact_budget, .lower_s = S->lower};
+                          .budget = rq->exact_budget, .lower_s = S->lower, .no_skip = c->no_sched_share};
     plan_exact_stats xs = {0};
     cl_err xe = {0};
     plan_exact_result okx;
@@ -562,6 +596,12 @@ static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int d
     } else {
         int shk[PLAN_EXACT_SHADOWS];
         int n_sh = count_shadows(c, S, ki, p_fixed, dev_fixed, xo.upper_s, B, shk);
+        /* its pass at the bound, run as a shadow of an earlier search, found
+         * nothing: the same pass here would not either (it has no shadows
+         * whose steps count with its own: its memory can bind) */
+        if (S->fail_at[ki] > 0 && S->fail_at[ki] == S->lower && !S->tentative && !c->no_sched_share) {
+            xo.lower_failed = xo.lower_failed_lead = S->fail_steps[ki];
+        }
         okx = count_exact_run(c, S, ki, &xo, n_sh, shk, hint, B, yx, &xs, &xe);
         if (S->stop) return CL_OK;
     }

@@ -51,6 +51,15 @@ typedef struct plan_exact_opts {
     int probe;              /* plan_exact only: when the pass at lower_s finds
                                nothing, return PLAN_EXACT_ABOVE_LOWER at once
                                (the caller then learns a better lower bound) */
+    int64_t lower_failed;   /* > 0: plan_exact_shadowed's pass at lower_s is
+                               known to find nothing (this instance, schedule
+                               and shadows found nothing there before:
+                               plan_exact_stats.lower_fail): it is not run
+                               again, its steps (this) counted as if it were */
+    int64_t lower_failed_lead; /* with it: that pass's steps of the lead alone */
+    int no_skip;            /* tests only: run such passes (lower_failed, and
+                               pass 2 at a bound where it found nothing in
+                               this search) instead of counting them        */
     int c_first;            /* tests only: 0 (the search's rule), or 1 always
                                and -1 never let pass 2's strictly smaller
                                communication dominate regardless of the
@@ -66,6 +75,15 @@ typedef struct plan_exact_stats {
     int c_first_passes;     /* passes 2 where communication came first
                                (no stage could overflow a device)         */
     const char *mode;       /* "flat", "periodic" or "positions"            */
+    int skipped;            /* passes known to find nothing, not run          */
+    int64_t lower_fail, lower_fail_lead; /* plan_exact_shadowed: when its pass at
+                               o->lower_s found nothing, that pass's steps
+                               (as `steps` counts them) and the lead's alone;
+                               else 0 (see plan_exact_opts.lower_failed)   */
+    int64_t sh_fail[PLAN_EXACT_SHADOWS]; /* plan_exact_shadowed: > 0 when shadow
+                               j's own pass at o->lower_s would find nothing
+                               (whatever the lead found): its steps, which its
+                               own search may take as lower_failed          */
     int64_t sh_steps[PLAN_EXACT_SHADOWS]; /* plan_exact_shadowed: the steps of
                                shadow j's own search (0 for a shadow whose
                                memory never binds with the lead's: its steps

@@ -179,6 +179,7 @@ typedef struct dp_shadows {
                                binds anywhere (plan_exact_mem_free, with the
                                lead), which were always counted with it   */
     int64_t steps[PLAN_EXACT_SHADOWS]; /* the other shadows' own steps       */
+    int64_t lead_own;       /* the lead's own steps in the pass             */
 } dp_shadows;
 
 /* The search's work and its limits (exact_pass.c, expand). */

@@ -74,6 +74,7 @@ static inline int live_within(int live, const double *need_b, int e, int r)
 static inline void count_step(exact_dp *X, int live)
 {
     if (live & X->sh.lead_mask) X->budget.steps++;
+    if (live & LEAD_BIT) X->sh.lead_own++;
     for (int m = live & ~X->sh.lead_mask; m; m &= m - 1) X->sh.steps[__builtin_ctz((unsigned)m)]++;
 }
 
@@ -268,8 +269,8 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
             nspd = HUGE_VAL;
             ncap = HUGE_VAL;
             for (int i = n1s; i < e; i++) {
-                nspd = fmin(nspd, I->speed[i]);
-                ncap = fmin(ncap, I->mem_cap[i]);
+                nspd = mind(nspd, I->speed[i]);
+                ncap = mind(ncap, I->mem_cap[i]);
             }
         }
         int a = n1s;

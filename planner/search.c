@@ -577,7 +577,8 @@ int search_result(const plan_request *rq, search_best *B, plan_result *res, cl_e
  * (search_test.h); *sched_pruned, *sched_shared (when not NULL): the
  * schedule searches schedule_loses left out, the ones such shadows served. */
 static int search_run(const plan_request *rq, plan_result *res, int no_prune, int no_sched_prune,
-                      int no_sched_share, int *sched_pruned, int *sched_shared, cl_err *e)
+                      int no_sched_share, int *sched_pruned, int *sched_shared, int *skipped,
+                      cl_err *e)
 {
     memset(res, 0, sizeof *res);
     res->exact_s = res->merge_s = NAN;
@@ -626,6 +627,7 @@ static int search_run(const plan_request *rq, plan_result *res, int no_prune, in
     rc = search_counts(&c, &B, micro, n_micro, kinds, n_kinds, e);
     if (sched_pruned) *sched_pruned = c.sched_pruned;
     if (sched_shared) *sched_shared = c.sched_shared;
+    if (skipped) *skipped = c.passes_skipped;
     free(c.speed);
     /* a budget spent during the last candidate (its simulation left it out)
      * must not pass for a complete search */
@@ -641,20 +643,21 @@ static int search_run(const plan_request *rq, plan_result *res, int no_prune, in
 
 int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
 {
-    return search_run(rq, res, 0, 0, 0, NULL, NULL, e);
+    return search_run(rq, res, 0, 0, 0, NULL, NULL, NULL, e);
 }
 
 int plan_search_unpruned(const plan_request *rq, plan_result *res, cl_err *e)
 {
-    return search_run(rq, res, 1, 0, 0, NULL, NULL, e);
+    return search_run(rq, res, 1, 0, 0, NULL, NULL, NULL, e);
 }
 
 int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan_result *res, cl_err *e)
 {
-    return search_run(rq, res, 0, !prune, 0, pruned, NULL, e);
+    return search_run(rq, res, 0, !prune, 0, pruned, NULL, NULL, e);
 }
 
-int plan_search_sched_share(const plan_request *rq, int share, int *shared, plan_result *res, cl_err *e)
+int plan_search_sched_share(const plan_request *rq, int share, int *shared, int *skipped, plan_result *res,
+                            cl_err *e)
 {
-    return search_run(rq, res, 0, 0, !share, NULL, shared, e);
+    return search_run(rq, res, 0, 0, !share, NULL, shared, skipped, e);
 }

@@ -704,12 +704,17 @@ static void test_c_first(void)
  * near-equal layers on up to 32 devices in nodes of 8 whose caps fit a few
  * layers; lead and shadows drawn from the four kinds in random order.  Not
  * vacuous: many shadows whose memory could bind succeed, and some shadows
- * or leads lose entries to their own memory that the others keep. */
+ * or leads lose entries to their own memory that the others keep.  Also
+ * the lead's own search with and without leaving out a pass 2 at a bound
+ * where its pass at the lower bound found nothing (plan_exact_opts.no_skip):
+ * the same answer, steps and passes; and a shadow whose own pass there
+ * finds nothing says so with that pass's steps (sh_fail), and its own
+ * search told so (lower_failed) gives the same answer and steps. */
 static void test_shadows_binding(void)
 {
     static const sched_kind kinds[] = {SCHED_FBP, SCHED_1F1B, SCHED_GPIPE, SCHED_PIPEDREAM};
     rng_state = 5151;
-    int n_inst = TEST_BREADTH(400, 100), fired = 0, bad = 0, differ = 0;
+    int n_inst = TEST_BREADTH(400, 100), fired = 0, bad = 0, differ = 0, skips = 0, sh_fails = 0;
     for (int it = 0; it < n_inst; it++) {
         int big = it % 3 == 2, dev_fixed;
         gen_opts g = {.max_layers = big ? 60 : 10, .dag = !big && it % 2, .max_dev = big ? 32 : 4};
@@ -751,6 +756,22 @@ static void test_shadows_binding(void)
                 any_free |= lead_free && plan_exact_mem_free(&y, &L);
             }
             plan_exact_result want = plan_exact(&I, &L, &o, &own, &so, &e);
+            {
+                /* a pass 2 at a bound where it found nothing is counted,
+                 * not run again: the same answer and steps as running it */
+                plan_exact_opts o2 = o;
+                o2.no_skip = 1;
+                plan_exact_stats s2;
+                plan_layout y2;
+                plan_exact_result w2 = plan_exact(&I, &L, &o2, &y2, &s2, &e);
+                if (w2 != want || (w2 == PLAN_EXACT_FOUND && !same_layout(&y2, &own)) || s2.steps != so.steps ||
+                    s2.passes != so.passes || s2.skipped) {
+                    bad++;
+                    fprintf(stderr, "\n  skipping a repeated pass changes the search (instance %d)\n", it);
+                }
+                skips += so.skipped > 0;
+                if (w2 == PLAN_EXACT_FOUND) plan_layout_free(&y2);
+            }
             /* the lead's steps are its own search's, unless a shadow's
              * whose memory never binds (with the lead's) were counted in */
             if (want != got || (got == PLAN_EXACT_FOUND && !same_layout(&out[0], &own)) ||
@@ -775,6 +796,22 @@ static void test_shadows_binding(void)
                     fired += !free_j;
                     differ += !free_j && got == PLAN_EXACT_FOUND && !same_layout(&out[1 + j], &out[0]);
                     plan_layout_free(&out[1 + j]);
+                } else if (st.sh_fail[j] > 0) {
+                    /* its own pass at the bound finds nothing, at these
+                     * steps; its search told so gives the same answer */
+                    plan_exact_opts o2 = o;
+                    o2.lower_failed = o2.lower_failed_lead = st.sh_fail[j];
+                    plan_exact_stats s2;
+                    plan_layout y2;
+                    plan_exact_result w2 = plan_exact(&y, &L, &o2, &y2, &s2, &e);
+                    if (so.lower_fail != st.sh_fail[j] || w2 != wj || s2.steps != so.steps ||
+                        (w2 == PLAN_EXACT_FOUND && !same_layout(&y2, &own))) {
+                        bad++;
+                        fprintf(stderr, "\n  shadow %s of %s: its failed pass differs from its own (instance %d)\n",
+                                sched_kind_name(sh[j]), sched_kind_name(I.sched), it);
+                    }
+                    sh_fails++;
+                    if (w2 == PLAN_EXACT_FOUND) plan_layout_free(&y2);
                 } else if (st.passes == 1 && got == PLAN_EXACT_FOUND && wj == PLAN_EXACT_FOUND && so.passes == 1) {
                     /* the lead's and its own search found their layouts at the
                      * bound: so must the pass */
@@ -790,9 +827,9 @@ static void test_shadows_binding(void)
         plan_inst_free(&I);
     }
     CU_ASSERT_EQUAL(bad, 0);
-    fprintf(stderr, "\n    %d shadows whose memory could bind served, %d of them with another layout than the lead's ",
-            fired, differ);
-    CU_ASSERT(fired > n_inst / 4 && differ > 0); /* not vacuous */
+    fprintf(stderr, "\n    %d shadows whose memory could bind served, %d of them with another layout than the lead's; a repeated pass left out in %d searches; %d shadows' own passes found nothing ",
+            fired, differ, skips, sh_fails);
+    CU_ASSERT(fired > n_inst / 4 && differ > 0 && skips > 0 && sh_fails > 0); /* not vacuous */
 }
 
 /* The guard matters, and the comparison with brute force sees it: forced
