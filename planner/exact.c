@@ -140,6 +140,7 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
             if (st && !X.budget.over && X.sh.best[j] < 0 && !(X.sh.lead_mask & (1 << j)))
                 st->sh_fail[j] = X.sh.steps[j];
         X.sh.n = 0;
+        X.sh.split = 0;
         if (best < 0 && !X.budget.over && o->probe) {
             exact_dp_teardown(&X, st);
             return PLAN_EXACT_ABOVE_LOWER;

@@ -180,6 +180,10 @@ typedef struct dp_shadows {
                                lead), which were always counted with it   */
     int64_t steps[PLAN_EXACT_SHADOWS]; /* the other shadows' own steps       */
     int64_t lead_own;       /* the lead's own steps in the pass             */
+    int split;              /* some shadow outside lead_mask: each schedule
+                               keeps its own prunes (exact_pass.c); else all
+                               share the lead's, which are theirs (memory
+                               never binds: the pass as it always ran)      */
 } dp_shadows;
 
 /* The search's work and its limits (exact_pass.c, expand). */
@@ -334,14 +338,16 @@ int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh);
  * which schedules' own runs let communication come first (sh.cf_mask). */
 void exact_dp_shadows_pass(exact_dp *X, double bound);
 /* exact_shadow.c: the memory multipliers of schedule bit b (LEAD_BIT: the
- * lead's dp_tables.pm, infl; else shadow b's) */
+ * lead's dp_tables.pm, infl; else shadow b's, which are the lead's where
+ * both never bind) */
 static inline void exact_dp_tables_of(const exact_dp *X, int b, const double **pm, const double **infl)
 {
-    if (b == LEAD_BIT) {
+    int j = b == LEAD_BIT ? -1 : __builtin_ctz((unsigned)b);
+    if (j < 0 || !X->sh.pm[j]) { /* (a shadow whose memory never binds, with
+                                    the lead's: its prunes are the lead's) */
         *pm = X->tab.pm;
         *infl = X->tab.infl;
     } else {
-        int j = __builtin_ctz((unsigned)b);
         *pm = X->sh.pm[j];
         *infl = X->sh.infl[j];
     }

@@ -68,6 +68,15 @@ static inline int live_within(int live, const double *need_b, int e, int r)
     return live;
 }
 
+/* Count one step without per-schedule prunes (no shadows, or only shadows
+ * whose memory never binds with the lead's: every schedule's prunes are
+ * then the lead's, and all their steps count in budget.steps). */
+static inline void count_one(exact_dp *X, int alive)
+{
+    X->budget.steps++;
+    if (X->sh.n && (alive & LEAD_BIT)) X->sh.lead_own++;
+}
+
 /* Count one step for the schedules `live` (with shadows): budget.steps is
  * the lead's own run's (and those counted with it), sh.steps[j] shadow
  * j's own. */
@@ -173,9 +182,9 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
     double need_lo = 0;
     /* with shadows: the schedules still placing here, and what each needs
      * (the lead's at [PLAN_EXACT_SHADOWS]) */
-    int live = 0;
+    int live = 0, split = X->sh.split;
     double need_b[PLAN_EXACT_SHADOWS + 1];
-    if (!X->sh.n) {
+    if (!split) {
         need_lo = need(X, lo, x->U + 1);
         if (need_lo > e - 1) return 1;
         /* parameters and stash only grow with the stage: once they alone
@@ -230,7 +239,7 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
         if (s2 != spd || r == 1) wspd = w / s2; /* plan_stage_time's w / spd */
         spd = s2;
         cap = mind(cap, I->mem_cap[e - r]);
-        if (X->sh.n) {
+        if (split) {
             if (!(live = live_within(live, need_b, e, r))) break;
         } else if (need_lo > e - r) {
             break; /* more replicas leave even less */
@@ -244,21 +253,23 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
         if (q > qmax) continue;
         if (X->pos.mode == MODE_FLAT && q == prev_q) continue; /* fewer replicas do as well */
         prev_q = q;
-        if (X->sh.n) count_step(X, live);
-        else X->budget.steps++;
+        if (split) count_step(X, live);
+        else count_one(X, x->alive);
         double ar = allreduce_of(X, P, r, CLUSTER_INTRA);
         double tm = (double)q * wspd + ar; /* plan_stage_time, same operations */
         if (tm > X->run.bound && !feas) continue;
         double mem = mem_of(X, &g, x->U + r, r);
-        if (mem > cap && !X->sh.n) continue;
+        if (mem > cap && !split) continue;
         int e2 = e - r;
         int bit = X->pos.mode == MODE_POSITIONS && e2 > 0 && I->node[e2 - 1] == I->node[e2];
         dp_key v = {.B = feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
                   .H = mind(x->H, cap - mem), .U = x->U + r, .d = x->d + r, .alive = x->alive};
-        if (X->sh.n) {
+        if (split) {
             /* kept by the schedules whose memory fits */
             v.alive = ((live & LEAD_BIT) && mem <= cap ? LEAD_BIT : 0) | shadow_h(X, &v, x, &g, r, cap, live);
             if (!v.alive) continue;
+        } else if (X->sh.n) {
+            shadow_h(X, &v, x, &g, r, cap, 0);
         }
         offer(X, &v, lo, class_of(X, e2, bit), kk, xi, EDGE_STAGE, hi, r);
     }
@@ -283,7 +294,7 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
             a = b;
             int r = e - a;
             if (r > rmax) break;
-            if (X->sh.n) {
+            if (split) {
                 if (!(live = live_within(live, need_b, e, r))) break;
             } else if (need_lo > e - r) {
                 break;
@@ -293,19 +304,21 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
                 continue;
             }
             if (r < I->rep_fixed) continue;
-            if (X->sh.n) count_step(X, live);
-            else X->budget.steps++;
+            if (split) count_step(X, live);
+            else count_one(X, x->alive);
             double ar = allreduce_of(X, P, r, CLUSTER_INTER);
             double tm = plan_stage_time(I, w, r, nspd, ar);
             if (tm > X->run.bound && !feas) continue;
             double mem = mem_of(X, &g, x->U + r, r);
-            if (mem > ncap && !X->sh.n) continue;
+            if (mem > ncap && !split) continue;
             dp_key v = {.B = feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
                       .H = mind(x->H, ncap - mem), .U = x->U + r, .d = x->d + r,
                       .alive = x->alive};
-            if (X->sh.n) {
+            if (split) {
                 v.alive = ((live & LEAD_BIT) && mem <= ncap ? LEAD_BIT : 0) | shadow_h(X, &v, x, &g, r, ncap, live);
                 if (!v.alive) continue;
+            } else if (X->sh.n) {
+                shadow_h(X, &v, x, &g, r, ncap, 0);
             }
             offer(X, &v, lo, class_of(X, a, 0), kk, xi, EDGE_STAGE, hi, r);
         }
@@ -393,7 +406,7 @@ static void expand(exact_dp *X, int xi)
         offer(X, &v, x.t, 0, x.k, xi, EDGE_GAP, x.from, 0);
     }
     if (x.t == 0) return;
-    if (X->sh.n) {
+    if (X->sh.split) {
         /* the schedules whose own run expands x (need() under each's own
          * multipliers); place() reads them off x.alive */
         int live = 0;
@@ -421,7 +434,7 @@ static void expand(exact_dp *X, int xi)
     if (bnd > X->run.bound && X->run.goal != GOAL_FITS) return;
     xrow R;
     row_of(X, &x, &R);
-    for (int m = X->sh.n ? x.alive : 0; m; m &= m - 1) {
+    for (int m = X->sh.split ? x.alive : 0; m; m &= m - 1) {
         int b = m & -m, bi = b == LEAD_BIT ? PLAN_EXACT_SHADOWS : __builtin_ctz((unsigned)b);
         const double *pm, *infl;
         exact_dp_tables_of(X, b, &pm, &infl);

@@ -46,8 +46,15 @@ int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh)
         /* as exact_dp_pass sets track_u (and u_fronts, which must be 0 like ours) */
         X->sh.track[j] = dep != PLAN_MEM_FLAT && plan_mem_depth_monotone(&y);
         if (dep != PLAN_MEM_FLAT && !X->sh.track[j]) return 0;
-        /* its own prunes: the multipliers build_tables gives its own search
-         * (no device count fixed), and what exact_dp_free_with needs */
+        /* what exact_dp_free_with needs; and unless its memory never binds
+         * (with the lead's: then the lead's prunes are its own), its own
+         * prunes: the multipliers build_tables gives its own search (no
+         * device count fixed) */
+        X->sh.most_ok[j] = exact_dp_mem_most(&y, X->L, &X->sh.most[j]);
+        int all = X->L->n_sets - 1;
+        X->sh.mem_free[j] = X->sh.most_ok[j] &&
+                            exact_dp_mem_most_fits(I, &X->sh.most[j], X->L->params[all], X->L->stash[all]);
+        if (X->tab.mem_free && X->sh.mem_free[j]) continue;
         int N = X->pos.N, rmax = X->tab.rtab;
         X->sh.pm[j] = cl_calloc((size_t)N + 1, sizeof(double));
         X->sh.infl[j] = cl_calloc((size_t)N + 1, sizeof(double));
@@ -62,10 +69,6 @@ int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh)
             X->sh.pm[j][U] = pm < HUGE_VAL ? pm : pm_least;
             X->sh.infl[j][U] = infl < HUGE_VAL ? infl : infl_least;
         }
-        X->sh.most_ok[j] = exact_dp_mem_most(&y, X->L, &X->sh.most[j]);
-        int all = X->L->n_sets - 1;
-        X->sh.mem_free[j] = X->sh.most_ok[j] &&
-                            exact_dp_mem_most_fits(I, &X->sh.most[j], X->L->params[all], X->L->stash[all]);
     }
     if (X->tab.dep != PLAN_MEM_FLAT && !X->tab.monotone) return 0; /* u_fronts */
     X->sh.lead_mask = LEAD_BIT;
@@ -73,6 +76,7 @@ int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh)
         X->sh.steps[j] = 0;
         if (X->tab.mem_free && X->sh.mem_free[j]) X->sh.lead_mask |= 1 << j;
     }
+    X->sh.split = X->sh.lead_mask != (LEAD_BIT | ((1 << n_sh) - 1));
     X->sh.n = n_sh;
     return 1;
 }
