@@ -16,9 +16,6 @@
  */
 #include <math.h>
 #include <string.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
 
 #include "base/measure.h"
 #include "core/schedule.h"
@@ -441,7 +438,6 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
     int sh_ok[PLAN_EXACT_SHADOWS], shk[PLAN_EXACT_SHADOWS];
     for (int j = 0; j < n_sh; j++) shk[j] = shk_in[j], shs[j] = S->kinds[shk[j]];
     double tx = cl_now_s();
-    struct timespec cts0; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cts0); double xdbg_t0 = cts0.tv_sec + 1e-9 * cts0.tv_nsec;
     xo->probe = S->tentative;
     plan_exact_result okx = plan_exact_shadowed(&S->I, S->XL, xo, n_sh, shs, outs, sh_ok, xs, xe);
     res->time_exact_s += cl_now_s() - tx;
@@ -493,12 +489,6 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
     }
     S->tentative = 0; /* found at it: it is the optimum */
     c->passes_skipped += xs->skipped;
-    if (getenv("XDBG")) {
-        struct timespec cts; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cts);
-        fprintf(stderr, "XDBG m=%d rep=%d N=%d sched=%s nsh=%d", S->I.m, c->rep, S->I.n_dev, sched_kind_name(S->kinds[ki]), n_sh);
-        for (int j = 0; j < n_sh; j++) fprintf(stderr, " %s:%d", sched_kind_name(shs[j]), sh_ok[j]);
-        fprintf(stderr, " ok=%d steps=%lld passes=%d cf=%d lower=%g t=%.3f\n", okx, (long long)xs->steps, xs->passes, xs->c_first_passes, S->lower, cts.tv_sec + 1e-9 * cts.tv_nsec - xdbg_t0);
-    }
     *yx = outs[0];
     for (int j = 0; j < n_sh; j++)
         if (okx == PLAN_EXACT_FOUND && sh_ok[j]) {
