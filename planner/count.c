@@ -415,9 +415,10 @@ static int count_shadows(search_ctx *c, count_state *S, int ki, int p_fixed, int
             /* (a schedule whose memory never binds, under a lead whose
              * memory can: searched on its own, as ever; nor one whose
              * critical path already loses, count_schedule: its search would
-             * not run, and the best plan only gets faster) */
+             * not run, and the best plan only gets faster; nor one that has
+             * its layout from an earlier search already) */
             int loses = B->have && !sched_is_async(S->kinds[kl]) && S->crit > B->pred.iteration_s;
-            if (pass == 1 && !S->free_of[kl] && !loses && !c->no_sched_share) shk[n_sh++] = kl;
+            if (pass == 1 && !S->free_of[kl] && !loses && !S->sh_have[kl] && !c->no_sched_share) shk[n_sh++] = kl;
         }
     return n_sh;
 }
@@ -492,6 +493,7 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
     *yx = outs[0];
     for (int j = 0; j < n_sh; j++)
         if (okx == PLAN_EXACT_FOUND && sh_ok[j]) {
+            if (S->ysh[shk[j]].p) plan_layout_free(&S->ysh[shk[j]]); /* (carried twice: the same layout) */
             S->ysh[shk[j]] = outs[1 + j];
             S->sh_have[shk[j]] = 1;
             S->sh_bound[shk[j]] = !(S->free_of[ki] && S->free_of[shk[j]]);

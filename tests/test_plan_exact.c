@@ -829,7 +829,9 @@ static void test_shadows_binding(void)
     CU_ASSERT_EQUAL(bad, 0);
     fprintf(stderr, "\n    %d shadows whose memory could bind served, %d of them with another layout than the lead's; a repeated pass left out in %d searches; %d shadows' own passes found nothing ",
             fired, differ, skips, sh_fails);
-    CU_ASSERT(fired > n_inst / 4 && differ > 0 && skips > 0 && sh_fails > 0); /* not vacuous */
+    /* not vacuous (shadows whose layout differs from the lead's are few:
+     * the sanitizer builds' fifth of the instances may have none) */
+    CU_ASSERT(fired > n_inst / 4 && (differ > 0 || n_inst < 400) && skips > 0 && sh_fails > 0);
 }
 
 /* The guard matters, and the comparison with brute force sees it: forced
