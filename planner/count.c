@@ -70,6 +70,13 @@ typedef struct count_state {
     plan_layout yk[SCHED_COUNT];  /* its layout, for a twin (same memory)    */
     plan_layout ysh[SCHED_COUNT]; /* found as a shadow of an earlier search  */
     int sh_have[SCHED_COUNT];   /* 1: ysh holds the schedule's layout       */
+    int sh_bound[SCHED_COUNT];  /* 1: it shadowed a search where its memory
+                                   could bind (count_shadows): used only where
+                                   its own search would have run            */
+    int64_t sh_steps[SCHED_COUNT]; /* then: its own search's steps          */
+    double fail_at[SCHED_COUNT];   /* a bound where its own pass 2 finds
+                                      nothing, seen as a shadow (0: none)    */
+    int64_t fail_steps[SCHED_COUNT]; /* that pass's steps                     */
     int u_seen;                 /* devices of the first layout ranked here:
                                    zb-h1 searches at that count             */
     int stop;                   /* the count turned out unable to win: rank
@@ -378,26 +385,41 @@ static int count_twin(search_ctx *c, count_state *S, int ki, int p_fixed, int de
  * every comparison went the same way for them.  Fills shk; returns how
  * many. */
 static int count_shadows(search_ctx *c, count_state *S, int ki, int p_fixed, int dev_fixed,
-                         double upper_s, int *shk)
+                         double upper_s, const search_best *B, int *shk)
 {
     plan_inst *I = &S->I;
     int n_sh = 0;
     int at_lower = !c->no_prune && S->lower > 0 && S->lower < HUGE_VAL && S->lower <= upper_s &&
                    !dev_fixed && S->dep_of[ki] != PLAN_MEM_BY_TOTAL;
-    for (int kl = ki + 1; kl < S->n_kinds && at_lower && n_sh < PLAN_EXACT_SHADOWS; kl++) {
-        if (S->pfix[kl] != p_fixed || !shadow_kind(S->dep_of[ki], S->mono_of[ki]) ||
-            !shadow_kind(S->dep_of[kl], S->mono_of[kl]) || !(S->lower <= upper_of(S, kl)) ||
-            same_memory(I, S->kinds[ki], S->kinds[kl]))
-            continue;
-        if (S->free_of[ki] < 0) S->free_of[ki] = plan_exact_mem_free(I, S->XL);
-        if (!S->free_of[ki]) break;
-        if (S->free_of[kl] < 0) {
-            I->sched = S->kinds[kl];
-            S->free_of[kl] = plan_exact_mem_free(I, S->XL);
-            I->sched = S->kinds[ki];
+    /* first the schedules whose memory never binds, with a lead whose
+     * memory never binds either: they always rode along (the steps of
+     * their own searches counted in the lead's); then, up to the limit,
+     * those whose memory can bind: each keeps its own run's prunes and
+     * steps in the pass (plan_exact_shadowed), and its layout stands in
+     * for its own search only where that search would have run
+     * (count_exact) */
+    for (int pass = 0; pass < 2; pass++)
+        for (int kl = ki + 1; kl < S->n_kinds && at_lower && n_sh < PLAN_EXACT_SHADOWS; kl++) {
+            if (S->pfix[kl] != p_fixed || !shadow_kind(S->dep_of[ki], S->mono_of[ki]) ||
+                !shadow_kind(S->dep_of[kl], S->mono_of[kl]) || !(S->lower <= upper_of(S, kl)) ||
+                same_memory(I, S->kinds[ki], S->kinds[kl]))
+                continue;
+            if (S->free_of[ki] < 0) S->free_of[ki] = plan_exact_mem_free(I, S->XL);
+            if (S->free_of[kl] < 0) {
+                I->sched = S->kinds[kl];
+                S->free_of[kl] = plan_exact_mem_free(I, S->XL);
+                I->sched = S->kinds[ki];
+            }
+            int always = S->free_of[ki] && S->free_of[kl];
+            if (pass == 0 && always) shk[n_sh++] = kl;
+            /* (a schedule whose memory never binds, under a lead whose
+             * memory can: searched on its own, as ever; nor one whose
+             * critical path already loses, count_schedule: its search would
+             * not run, and the best plan only gets faster; nor one that has
+             * its layout from an earlier search already) */
+            int loses = B->have && !sched_is_async(S->kinds[kl]) && S->crit > B->pred.iteration_s;
+            if (pass == 1 && !S->free_of[kl] && !loses && !S->sh_have[kl] && !c->no_sched_share) shk[n_sh++] = kl;
         }
-        if (S->free_of[kl]) shk[n_sh++] = kl;
-    }
     return n_sh;
 }
 
@@ -408,21 +430,28 @@ static int count_shadows(search_ctx *c, count_state *S, int ki, int p_fixed, int
  * (S->stop when the count cannot win: nothing is returned then) and the
  * search run again. */
 static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, plan_exact_opts *xo, int n_sh,
-                           const int *shk, double *hint, const search_best *B, plan_layout *yx,
+                           const int *shk_in, double *hint, const search_best *B, plan_layout *yx,
                            plan_exact_stats *xs, cl_err *xe)
 {
     plan_result *res = c->res;
     sched_kind shs[PLAN_EXACT_SHADOWS];
     plan_layout outs[1 + PLAN_EXACT_SHADOWS];
-    int sh_ok[PLAN_EXACT_SHADOWS];
-    for (int j = 0; j < n_sh; j++) shs[j] = S->kinds[shk[j]];
+    int sh_ok[PLAN_EXACT_SHADOWS], shk[PLAN_EXACT_SHADOWS];
+    for (int j = 0; j < n_sh; j++) shk[j] = shk_in[j], shs[j] = S->kinds[shk[j]];
     double tx = cl_now_s();
     xo->probe = S->tentative;
     plan_exact_result okx = plan_exact_shadowed(&S->I, S->XL, xo, n_sh, shs, outs, sh_ok, xs, xe);
     res->time_exact_s += cl_now_s() - tx;
+    for (int j = 0; j < n_sh; j++)
+        if (xs->sh_fail[j] > 0) {
+            S->fail_at[shk[j]] = xo->lower_s;
+            S->fail_steps[shk[j]] = xs->sh_fail[j];
+        }
     if (okx == PLAN_EXACT_ABOVE_LOWER) {
         S->tentative = 0;
         res->exact_steps += xs->steps;
+        double probed = xo->lower_s;
+        int64_t fail = xs->lower_fail, fail_lead = xs->lower_fail_lead;
         S->lower = lower_bound(c, S, merge_guess(S), *hint, B);
         if (S->lower > 0 && S->lower < HUGE_VAL) *hint = S->lower;
         if (skip_count(c, S, B)) {
@@ -432,17 +461,43 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
         S->I.sched = S->kinds[ki];
         xo->lower_s = S->lower;
         xo->probe = 0;
+        /* a shadow whose memory can bind rides along only where its own
+         * search would start with the pass at the new bound */
+        int k = 0;
+        for (int j = 0; j < n_sh; j++)
+            if ((S->free_of[ki] && S->free_of[shk[j]]) || S->lower <= upper_of(S, shk[j])) {
+                shk[k] = shk[j];
+                shs[k++] = shs[j];
+            }
+        n_sh = k;
+        /* the bound found is often the one probed: the pass there found
+         * nothing and would again (the same pass: the shadows whose steps
+         * count with the lead's are the same ones) */
+        if (S->lower == probed && fail > 0) {
+            xo->lower_failed = fail;
+            xo->lower_failed_lead = fail_lead;
+        }
+        xo->no_skip = c->no_sched_share;
         memset(xs, 0, sizeof *xs);
         tx = cl_now_s();
         okx = plan_exact_shadowed(&S->I, S->XL, xo, n_sh, shs, outs, sh_ok, xs, xe);
         res->time_exact_s += cl_now_s() - tx;
+        for (int j = 0; j < n_sh; j++)
+            if (xs->sh_fail[j] > 0) {
+                S->fail_at[shk[j]] = xo->lower_s;
+                S->fail_steps[shk[j]] = xs->sh_fail[j];
+            }
     }
     S->tentative = 0; /* found at it: it is the optimum */
+    c->passes_skipped += xs->skipped;
     *yx = outs[0];
     for (int j = 0; j < n_sh; j++)
         if (okx == PLAN_EXACT_FOUND && sh_ok[j]) {
+            if (S->ysh[shk[j]].p) plan_layout_free(&S->ysh[shk[j]]); /* (carried twice: the same layout) */
             S->ysh[shk[j]] = outs[1 + j];
             S->sh_have[shk[j]] = 1;
+            S->sh_bound[shk[j]] = !(S->free_of[ki] && S->free_of[shk[j]]);
+            S->sh_steps[shk[j]] = xs->sh_steps[j];
         } else if (sh_ok[j]) {
             plan_layout_free(&outs[1 + j]);
         }
@@ -507,7 +562,7 @@ static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int d
      * when inert layers sit where the rules put them, so its bound is used
      * only on chains */
     plan_exact_opts xo = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = upper_of(S, ki),
-                          .budget = rq->exact_budget, .lower_s = S->lower};
+                          .budget = rq->exact_budget, .lower_s = S->lower, .no_skip = c->no_sched_share};
     plan_exact_stats xs = {0};
     cl_err xe = {0};
     plan_exact_result okx;
@@ -516,16 +571,29 @@ static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int d
     if (twin >= 0) {
         okx = S->okk[twin];
         if (okx == PLAN_EXACT_FOUND) plan_layout_copy(yx, &S->yk[twin]);
-    } else if (S->sh_have[ki]) {
+    } else if (S->sh_have[ki] && !S->sh_bound[ki]) {
         okx = PLAN_EXACT_FOUND; /* alongside an earlier schedule */
         plan_layout_copy(yx, &S->ysh[ki]);
     } else if (schedule_loses(c, S, ki, p_fixed, dev_fixed, B)) {
         c->sched_pruned++;
         *okx_out = PLAN_EXACT_GAVE_UP; /* nothing to rank */
         return CL_OK;
+    } else if (S->sh_have[ki]) {
+        /* alongside an earlier schedule, where its memory could bind: the
+         * layout and the steps of its own search, which would run here */
+        okx = PLAN_EXACT_FOUND;
+        plan_layout_copy(yx, &S->ysh[ki]);
+        xs.steps = S->sh_steps[ki];
+        c->sched_shared++;
     } else {
         int shk[PLAN_EXACT_SHADOWS];
-        int n_sh = count_shadows(c, S, ki, p_fixed, dev_fixed, xo.upper_s, shk);
+        int n_sh = count_shadows(c, S, ki, p_fixed, dev_fixed, xo.upper_s, B, shk);
+        /* its pass at the bound, run as a shadow of an earlier search, found
+         * nothing: the same pass here would not either (it has no shadows
+         * whose steps count with its own: its memory can bind) */
+        if (S->fail_at[ki] > 0 && S->fail_at[ki] == S->lower && !S->tentative && !c->no_sched_share) {
+            xo.lower_failed = xo.lower_failed_lead = S->fail_steps[ki];
+        }
         okx = count_exact_run(c, S, ki, &xo, n_sh, shk, hint, B, yx, &xs, &xe);
         if (S->stop) return CL_OK;
     }

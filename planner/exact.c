@@ -31,6 +31,19 @@ static plan_exact_result over_fail(const exact_dp *X, cl_err *e)
     return PLAN_EXACT_GAVE_UP;
 }
 
+/* A pass known to find nothing, not run: its steps counted as if it were
+ * (fewer.c budgets the searches on fewer devices by the steps), and the
+ * step budget checked as the pass would. */
+static void skip_pass(exact_dp *X, int64_t steps, plan_exact_stats *st)
+{
+    X->budget.steps += steps;
+    if (X->budget.steps > X->budget.limit) X->budget.over = 1;
+    if (st) {
+        st->passes++;
+        st->skipped++;
+    }
+}
+
 /* The layout of final entry id: its stages, last to first along the
  * parents, stored first to last (plan_layout_free). */
 static void rebuild(const exact_dp *X, int id, plan_layout *out)
@@ -90,16 +103,44 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
     assert(dep != PLAN_MEM_BY_TOTAL || X.dev_fixed > 0); /* the caller fixes the devices */
     double upper = o ? o->upper_s : HUGE_VAL;
     int best = -1;
+    /* pass 2 at a bound where it found nothing (and its lead's own steps):
+     * a repeat finds nothing again, at the same cost */
+    double fail_bound = NAN;
+    int64_t fail_lead = 0;
     /* a known lower bound first: reaching it proves optimality */
     if (o && o->lower_s > 0 && o->lower_s < HUGE_VAL && o->lower_s <= upper) {
         int ok_sh = n_sh > 0 && !X.dev_fixed && exact_dp_shadows_setup(&X, n_sh, sh);
-        best = exact_dp_pass(&X, 0, GOAL_COMM, o->lower_s, st);
+        int64_t s0 = X.budget.steps;
+        X.sh.lead_own = 0;
+        if (o->lower_failed > 0 && !o->no_skip) {
+            /* the caller's own search found nothing here (probe): the same
+             * pass again would too */
+            skip_pass(&X, o->lower_failed, st);
+            X.sh.lead_own = o->lower_failed_lead;
+            ok_sh = 0;
+        } else {
+            best = exact_dp_pass(&X, 0, GOAL_COMM, o->lower_s, st);
+        }
+        if (best < 0 && !X.budget.over) {
+            fail_bound = o->lower_s;
+            fail_lead = ok_sh || (o->lower_failed > 0 && !o->no_skip) ? X.sh.lead_own : X.budget.steps - s0;
+            if (st) {
+                st->lower_fail = X.budget.steps - s0;
+                st->lower_fail_lead = fail_lead;
+            }
+        }
+        /* (a shadow over its own step budget: its own search gave up) */
         for (int j = 0; ok_sh && j < n_sh; j++)
-            if (best >= 0 && !X.budget.over && X.sh.best[j] >= 0) {
+            if (best >= 0 && !X.budget.over && X.sh.best[j] >= 0 && X.sh.steps[j] <= X.budget.limit) {
                 rebuild(&X, X.sh.best[j], &out[1 + j]);
                 sh_ok[j] = 1;
+                if (st) st->sh_steps[j] = X.sh.steps[j];
             }
+        for (int j = 0; ok_sh && j < n_sh; j++)
+            if (st && !X.budget.over && X.sh.best[j] < 0 && !(X.sh.lead_mask & (1 << j)))
+                st->sh_fail[j] = X.sh.steps[j];
         X.sh.n = 0;
+        X.sh.split = 0;
         if (best < 0 && !X.budget.over && o->probe) {
             exact_dp_teardown(&X, st);
             return PLAN_EXACT_ABOVE_LOWER;
@@ -117,7 +158,8 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
         double known = o && o->lower_s > 0 && o->lower_s < HUGE_VAL ? o->lower_s : 0;
         int b1 = exact_dp_climb(&X, relaxed, upper, o ? o->hint_s : 0, known, st);
         if (X.budget.over || b1 < 0) break; /* over budget, or nothing fits */
-        best = exact_dp_pass(&X, 0, GOAL_COMM, X.store.ent[b1].B, st);
+        if (X.store.ent[b1].B == fail_bound && !(o && o->no_skip)) skip_pass(&X, fail_lead, st); /* (best stays -1) */
+        else best = exact_dp_pass(&X, 0, GOAL_COMM, X.store.ent[b1].B, st);
     }
     int over = X.budget.over;
     if (!over && best >= 0) rebuild(&X, best, out);

@@ -51,6 +51,15 @@ typedef struct plan_exact_opts {
     int probe;              /* plan_exact only: when the pass at lower_s finds
                                nothing, return PLAN_EXACT_ABOVE_LOWER at once
                                (the caller then learns a better lower bound) */
+    int64_t lower_failed;   /* > 0: plan_exact_shadowed's pass at lower_s is
+                               known to find nothing (this instance, schedule
+                               and shadows found nothing there before:
+                               plan_exact_stats.lower_fail): it is not run
+                               again, its steps (this) counted as if it were */
+    int64_t lower_failed_lead; /* with it: that pass's steps of the lead alone */
+    int no_skip;            /* tests only: run such passes (lower_failed, and
+                               pass 2 at a bound where it found nothing in
+                               this search) instead of counting them        */
     int c_first;            /* tests only: 0 (the search's rule), or 1 always
                                and -1 never let pass 2's strictly smaller
                                communication dominate regardless of the
@@ -66,6 +75,19 @@ typedef struct plan_exact_stats {
     int c_first_passes;     /* passes 2 where communication came first
                                (no stage could overflow a device)         */
     const char *mode;       /* "flat", "periodic" or "positions"            */
+    int skipped;            /* passes known to find nothing, not run          */
+    int64_t lower_fail, lower_fail_lead; /* plan_exact_shadowed: when its pass at
+                               o->lower_s found nothing, that pass's steps
+                               (as `steps` counts them) and the lead's alone;
+                               else 0 (see plan_exact_opts.lower_failed)   */
+    int64_t sh_fail[PLAN_EXACT_SHADOWS]; /* plan_exact_shadowed: > 0 when shadow
+                               j's own pass at o->lower_s would find nothing
+                               (whatever the lead found): its steps, which its
+                               own search may take as lower_failed          */
+    int64_t sh_steps[PLAN_EXACT_SHADOWS]; /* plan_exact_shadowed: the steps of
+                               shadow j's own search (0 for a shadow whose
+                               memory never binds with the lead's: its steps
+                               are in `steps`, as they always were)         */
 } plan_exact_stats;
 
 /* PLAN_EXACT_FOUND fills *out (plan_layout_free) with an optimal layout;
@@ -100,16 +122,19 @@ plan_exact_result plan_exact_fits_within(const plan_inst *I, const plan_lattice 
  * schedules sh[j] (I with sched = sh[j]): out[0] is plan_exact's result;
  * when sh_ok[j] is 1, out[1 + j] (plan_layout_free) is exactly the layout
  * plan_exact with the same options would return for sh[j]; the outcome is
- * plan_exact's for I.  The shadows
- * follow the pass at o->lower_s, carrying their own memory headroom and
- * marking which entries their own run would keep (the pass keeps an entry
- * while the lead's or any shadow's own run would); one is ok when that
- * pass found a layout.  The caller guarantees what
- * makes the runs otherwise identical: plan_exact_mem_free for I and every
- * shadow, no devices_fixed, and o->lower_s <= the upper_s the shadow's own
- * run would get.  A schedule whose memory is BY_TOTAL, or BY_DEPTH but not
- * monotone, is never ok (nor are shadows of such an I).  out has 1 + n_sh
- * entries. */
+ * plan_exact's for I.  The shadows follow the pass at o->lower_s, each with
+ * its own memory (an entry is kept for it only where its stages fit), its
+ * own headroom, its own prunes and its own dominance rule, marking which
+ * entries its own run would keep (the pass keeps an entry while the lead's
+ * or any shadow's own run would); one is ok when that pass found a layout
+ * for the lead and for it, which is where its own search stops too.  The
+ * caller guarantees what makes the runs otherwise identical: no
+ * devices_fixed, and o->lower_s <= the upper_s the shadow's own run would
+ * get.  A schedule whose memory is BY_TOTAL, or BY_DEPTH but not monotone,
+ * is never ok (nor are shadows of such an I).  st->steps counts the lead's
+ * own steps and, as it always did, those of the shadows whose memory never
+ * binds with the lead's (plan_exact_mem_free of both); st->sh_steps[j] the
+ * other shadows' own.  out has 1 + n_sh entries. */
 plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
                                       const plan_exact_opts *o, int n_sh, const sched_kind *sh,
                                       plan_layout *out, int *sh_ok, plan_exact_stats *st,

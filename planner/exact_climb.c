@@ -18,6 +18,7 @@ int exact_dp_pass(exact_dp *X, int relaxed, xgoal goal, double bound, plan_exact
     /* (tests may force the rule either way: plan_exact_opts.c_first) */
     X->run.c_first = goal == GOAL_COMM && (X->c_first_rule ? X->c_first_rule > 0 : exact_dp_free_at(X, bound));
     X->run.need_coef = bound < HUGE_VAL ? X->I->m / (X->pos.spd_top * bound) * (1 - PLAN_BOUND_SLACK) : 0;
+    if (X->sh.n) exact_dp_shadows_pass(X, bound);
     if (st) st->passes++;
     if (st && X->run.c_first) st->c_first_passes++;
     return exact_dp_run_pass(X);

@@ -165,8 +165,25 @@ typedef struct dp_store {
 typedef struct dp_shadows {
     int n;
     int *in[PLAN_EXACT_SHADOWS], *ver[PLAN_EXACT_SHADOWS]; /* as dp_tables.in */
+    double *pm[PLAN_EXACT_SHADOWS], *infl[PLAN_EXACT_SHADOWS]; /* as dp_tables.pm,
+                               infl: its own prunes (need, place)           */
     int track[PLAN_EXACT_SHADOWS]; /* its track_u                           */
     int best[PLAN_EXACT_SHADOWS];  /* its best final entry, or -1           */
+    dp_mem_most most[PLAN_EXACT_SHADOWS]; /* as dp_tables.most                */
+    int most_ok[PLAN_EXACT_SHADOWS], mem_free[PLAN_EXACT_SHADOWS];
+    int cf_mask;            /* the schedules (LEAD_BIT, shadow bits) whose run
+                               of this pass lets strictly less communication
+                               dominate (dp_pass_state.c_first)            */
+    int lead_mask;          /* the schedules whose steps count in budget.steps:
+                               the lead and the shadows whose memory never
+                               binds anywhere (plan_exact_mem_free, with the
+                               lead), which were always counted with it   */
+    int64_t steps[PLAN_EXACT_SHADOWS]; /* the other shadows' own steps       */
+    int64_t lead_own;       /* the lead's own steps in the pass             */
+    int split;              /* some shadow outside lead_mask: each schedule
+                               keeps its own prunes (exact_pass.c); else all
+                               share the lead's, which are theirs (memory
+                               never binds: the pass as it always ran)      */
 } dp_shadows;
 
 /* The search's work and its limits (exact_pass.c, expand). */
@@ -287,8 +304,11 @@ void exact_dp_teardown(exact_dp *X, plan_exact_stats *st);
 int exact_dp_mem_most(const plan_inst *I, const plan_lattice *L, dp_mem_most *w);
 int exact_dp_mem_most_fits(const plan_inst *I, const dp_mem_most *w, double P, double st);
 /* exact_setup.c: 1 when no stage a pass under `bound` may place can
- * overflow a device at any depth (no device count fixed). */
+ * overflow a device at any depth (no device count fixed); _with: for the
+ * schedule whose memory counts are `most` (most_ok: found; mem_free: the
+ * whole model fits with them). */
 int exact_dp_free_at(const exact_dp *X, double bound);
+int exact_dp_free_with(const exact_dp *X, int most_ok, const dp_mem_most *most, int mem_free, double bound);
 
 /* exact_climb.c: one pass (relaxed as in dp_pass_state.relaxed) for `goal` at
  * `bound`; returns the best final entry id, or -1 (nothing, or over the
@@ -314,6 +334,24 @@ void exact_dp_subs_free(exact_dp *X);
 /* exact_shadow.c: tabulate the shadow schedules sh[0..n_sh) and turn them
  * on (X->sh.n = n_sh); 0 (and off) when they cannot ride along. */
 int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh);
+/* exact_shadow.c: at the start of a pass with shadows (exact_dp_pass):
+ * which schedules' own runs let communication come first (sh.cf_mask). */
+void exact_dp_shadows_pass(exact_dp *X, double bound);
+/* exact_shadow.c: the memory multipliers of schedule bit b (LEAD_BIT: the
+ * lead's dp_tables.pm, infl; else shadow b's, which are the lead's where
+ * both never bind) */
+static inline void exact_dp_tables_of(const exact_dp *X, int b, const double **pm, const double **infl)
+{
+    int j = b == LEAD_BIT ? -1 : __builtin_ctz((unsigned)b);
+    if (j < 0 || !X->sh.pm[j]) { /* (a shadow whose memory never binds, with
+                                    the lead's: its prunes are the lead's) */
+        *pm = X->tab.pm;
+        *infl = X->tab.infl;
+    } else {
+        *pm = X->sh.pm[j];
+        *infl = X->sh.infl[j];
+    }
+}
 /* exact_shadow.c: offer (exact_front.h) while shadows ride along. */
 void exact_dp_offer_sh(exact_dp *X, dp_front *f, const dp_key *kvp, int t, int c, int k, int parent,
                   int edge, int from, int r);

@@ -41,6 +41,52 @@ static inline double need(const exact_dp *X, int t, int below)
     return maxd(1.0, maxd(n_time, n_mem));
 }
 
+/* need() under schedule bit b's own multipliers (a pass with shadows:
+ * exact memory, relaxed 0). */
+static inline double need_of(const exact_dp *X, int b, int t, int below)
+{
+    if (t == 0) return 0;
+    const plan_lattice *L = X->L;
+    const double *pm, *infl;
+    exact_dp_tables_of(X, b, &pm, &infl);
+    if (below > X->pos.N) below = X->pos.N;
+    double n_time = L->work[t] * X->run.need_coef;
+    double n_mem = (L->params[t] * pm[below] + L->stash[t] * infl[below]) * X->tab.inv_cap;
+    return maxd(1.0, maxd(n_time, n_mem));
+}
+
+/* With shadows, each schedule keeps its own run's prunes: the schedules
+ * (bits) among `live` still placing a stage of r replicas here, each
+ * leaving at least need[b's index] devices (the lead's at index
+ * PLAN_EXACT_SHADOWS): place()'s `need_lo > e - r` per schedule. */
+static inline int live_within(int live, const double *need_b, int e, int r)
+{
+    for (int m = live; m; m &= m - 1) {
+        int b = m & -m;
+        if (need_b[b == LEAD_BIT ? PLAN_EXACT_SHADOWS : __builtin_ctz((unsigned)b)] > e - r) live &= ~b;
+    }
+    return live;
+}
+
+/* Count one step without per-schedule prunes (no shadows, or only shadows
+ * whose memory never binds with the lead's: every schedule's prunes are
+ * then the lead's, and all their steps count in budget.steps). */
+static inline void count_one(exact_dp *X, int alive)
+{
+    X->budget.steps++;
+    if (X->sh.n && (alive & LEAD_BIT)) X->sh.lead_own++;
+}
+
+/* Count one step for the schedules `live` (with shadows): budget.steps is
+ * the lead's own run's (and those counted with it), sh.steps[j] shadow
+ * j's own. */
+static inline void count_step(exact_dp *X, int live)
+{
+    if (live & X->sh.lead_mask) X->budget.steps++;
+    if (live & LEAD_BIT) X->sh.lead_own++;
+    for (int m = live & ~X->sh.lead_mask; m; m &= m - 1) X->sh.steps[__builtin_ctz((unsigned)m)]++;
+}
+
 /* With exactly dev_fixed devices required: can a layout whose placed
  * stages use U devices, leaving set lo (needing at least need_lo devices),
  * still end on exactly dev_fixed?  (Entries that cannot are dead; they
@@ -60,15 +106,19 @@ static inline double allreduce_of(const exact_dp *X, double P, int r, int level)
 }
 
 /* Headrooms of v (x plus stage g on r replicas) under the shadow
- * schedules: their memory never exceeds a device (plan_exact_mem_free). */
-static inline void shadow_h(const exact_dp *X, dp_key *v, const dp_entry *x, const xstage *g, int r,
-                            double cap)
+ * schedules; returns the shadows (bits) among `live` whose memory fits the
+ * block (cap), the ones that keep v. */
+static inline int shadow_h(const exact_dp *X, dp_key *v, const dp_entry *x, const xstage *g, int r,
+                           double cap, int live)
 {
+    int fits = 0;
     for (int j = 0; j < X->sh.n; j++) {
         size_t k = (size_t)v->U * (size_t)(X->tab.rtab + 1) + (size_t)r;
         double mem = plan_stage_mem_parts(xfixed(X, g, r), g->vb, g->st, g->io, X->sh.in[j][k], X->sh.ver[j][k]);
         v->Hs[j] = mind(x->Hs[j], cap - mem);
+        if ((live & (1 << j)) && mem <= cap) fits |= 1 << j;
     }
+    return fits;
 }
 
 /* What place() needs of the entry it extends, the same for every set. */
@@ -78,6 +128,11 @@ typedef struct xrow {
                                w < w_lo and true for w > w_hi (rounding
                                margins far above the few ulps of the test)  */
     double bs;              /* bound x spd_top                               */
+    /* with shadows, per schedule (the lead's at [PLAN_EXACT_SHADOWS]): its
+     * multipliers at the entry's devices below plus one (need() of what a
+     * stage leaves) and at them (place's test of the stage itself) */
+    double pm1[PLAN_EXACT_SHADOWS + 1], in1[PLAN_EXACT_SHADOWS + 1];
+    double pm0[PLAN_EXACT_SHADOWS + 1], in0[PLAN_EXACT_SHADOWS + 1];
 } xrow;
 
 static inline void row_of(const exact_dp *X, const dp_entry *x, xrow *R)
@@ -101,9 +156,11 @@ static inline int stage_over(const exact_dp *X, const xrow *R, double w)
 }
 
 /* Place the stage set `hi` \ `lo` ... for entry `xi` on every allowed block
- * ending at e.  Returns 0 when the loop over smaller sets may stop. */
+ * ending at e.  Returns 0 when the loop over smaller sets may stop.  With
+ * shadows, *stopped holds the schedules whose own run has stopped that
+ * loop (place returns 0 once all of x's have). */
 static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *restrict R, int lo,
-                 double bnd)
+                 double bnd, int *stopped)
 {
     const plan_inst *I = X->I;
     const plan_lattice *L = X->L;
@@ -122,14 +179,38 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
     /* the layers left in `lo` need at least need(lo) devices within the
      * bound; a block that leaves fewer cannot lead anywhere (the stages
      * holding them sit on at least x->U + 1 devices) */
-    double need_lo = need(X, lo, x->U + 1);
-    if (need_lo > e - 1) return 1;
-    /* parameters and stash only grow with the stage: once they alone
-     * overflow the largest device at the least depth, so does every larger
-     * stage of a chain */
-    double pm0 = X->run.relaxed ? X->tab.pm_least : X->tab.pm[x->U];
-    double in0 = X->run.relaxed ? X->tab.infl_least : X->tab.infl[x->U];
-    if (P * pm0 + st * in0 > X->tab.cap_top) return !L->chain;
+    double need_lo = 0;
+    /* with shadows: the schedules still placing here, and what each needs
+     * (the lead's at [PLAN_EXACT_SHADOWS]) */
+    int live = 0, split = X->sh.split;
+    double need_b[PLAN_EXACT_SHADOWS + 1];
+    if (!split) {
+        need_lo = need(X, lo, x->U + 1);
+        if (need_lo > e - 1) return 1;
+        /* parameters and stash only grow with the stage: once they alone
+         * overflow the largest device at the least depth, so does every
+         * larger stage of a chain */
+        double pm0 = X->run.relaxed ? X->tab.pm_least : X->tab.pm[x->U];
+        double in0 = X->run.relaxed ? X->tab.infl_least : X->tab.infl[x->U];
+        if (P * pm0 + st * in0 > X->tab.cap_top) return !L->chain;
+    } else {
+        /* the same tests, each schedule under its own multipliers */
+        /* need_of(X, b, lo, x->U + 1), the same operations, off R */
+        double n_time = L->work[lo] * X->run.need_coef;
+        for (int m = x->alive & ~*stopped; m; m &= m - 1) {
+            int b = m & -m, bi = b == LEAD_BIT ? PLAN_EXACT_SHADOWS : __builtin_ctz((unsigned)b);
+            need_b[bi] = lo == 0 ? 0
+                                 : maxd(1.0, maxd(n_time, (L->params[lo] * R->pm1[bi] + L->stash[lo] * R->in1[bi]) *
+                                                              X->tab.inv_cap));
+            if (need_b[bi] > e - 1) continue;
+            if (P * R->pm0[bi] + st * R->in0[bi] > X->tab.cap_top) {
+                if (L->chain) *stopped |= b;
+                continue;
+            }
+            live |= b;
+        }
+        if (!live) return (x->alive & ~*stopped) != 0;
+    }
 
     /* fewer replicas than ceil(m / qmax) cannot meet the bound even on
      * the fastest device: ceil(m / r) x w / speed <= bound needs ceil(m / r)
@@ -158,7 +239,11 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
         if (s2 != spd || r == 1) wspd = w / s2; /* plan_stage_time's w / spd */
         spd = s2;
         cap = mind(cap, I->mem_cap[e - r]);
-        if (need_lo > e - r) break; /* more replicas leave even less */
+        if (split) {
+            if (!(live = live_within(live, need_b, e, r))) break;
+        } else if (need_lo > e - r) {
+            break; /* more replicas leave even less */
+        }
         if (X->dev_fixed && !dev_fixed_ok(X, x->U + r, lo, need_lo)) {
             if (x->U + r + need_lo > X->dev_fixed) break;
             continue;
@@ -168,17 +253,24 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
         if (q > qmax) continue;
         if (X->pos.mode == MODE_FLAT && q == prev_q) continue; /* fewer replicas do as well */
         prev_q = q;
-        X->budget.steps++;
+        if (split) count_step(X, live);
+        else count_one(X, x->alive);
         double ar = allreduce_of(X, P, r, CLUSTER_INTRA);
         double tm = (double)q * wspd + ar; /* plan_stage_time, same operations */
         if (tm > X->run.bound && !feas) continue;
         double mem = mem_of(X, &g, x->U + r, r);
-        if (mem > cap) continue;
+        if (mem > cap && !split) continue;
         int e2 = e - r;
         int bit = X->pos.mode == MODE_POSITIONS && e2 > 0 && I->node[e2 - 1] == I->node[e2];
         dp_key v = {.B = feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
                   .H = mind(x->H, cap - mem), .U = x->U + r, .d = x->d + r, .alive = x->alive};
-        shadow_h(X, &v, x, &g, r, cap);
+        if (split) {
+            /* kept by the schedules whose memory fits */
+            v.alive = ((live & LEAD_BIT) && mem <= cap ? LEAD_BIT : 0) | shadow_h(X, &v, x, &g, r, cap, live);
+            if (!v.alive) continue;
+        } else if (X->sh.n) {
+            shadow_h(X, &v, x, &g, r, cap, 0);
+        }
         offer(X, &v, lo, class_of(X, e2, bit), kk, xi, EDGE_STAGE, hi, r);
     }
     /* blocks of whole nodes ending at e (a node's end) */
@@ -188,8 +280,8 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
             nspd = HUGE_VAL;
             ncap = HUGE_VAL;
             for (int i = n1s; i < e; i++) {
-                nspd = fmin(nspd, I->speed[i]);
-                ncap = fmin(ncap, I->mem_cap[i]);
+                nspd = mind(nspd, I->speed[i]);
+                ncap = mind(ncap, I->mem_cap[i]);
             }
         }
         int a = n1s;
@@ -201,22 +293,33 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
             }
             a = b;
             int r = e - a;
-            if (r > rmax || need_lo > e - r) break;
+            if (r > rmax) break;
+            if (split) {
+                if (!(live = live_within(live, need_b, e, r))) break;
+            } else if (need_lo > e - r) {
+                break;
+            }
             if (X->dev_fixed && !dev_fixed_ok(X, x->U + r, lo, need_lo)) {
                 if (x->U + r + need_lo > X->dev_fixed) break;
                 continue;
             }
             if (r < I->rep_fixed) continue;
-            X->budget.steps++;
+            if (split) count_step(X, live);
+            else count_one(X, x->alive);
             double ar = allreduce_of(X, P, r, CLUSTER_INTER);
             double tm = plan_stage_time(I, w, r, nspd, ar);
             if (tm > X->run.bound && !feas) continue;
             double mem = mem_of(X, &g, x->U + r, r);
-            if (mem > ncap) continue;
+            if (mem > ncap && !split) continue;
             dp_key v = {.B = feas ? 0 : maxd(B0, tm), .C = x->C + ar + bnd,
                       .H = mind(x->H, ncap - mem), .U = x->U + r, .d = x->d + r,
                       .alive = x->alive};
-            shadow_h(X, &v, x, &g, r, ncap);
+            if (split) {
+                v.alive = ((live & LEAD_BIT) && mem <= ncap ? LEAD_BIT : 0) | shadow_h(X, &v, x, &g, r, ncap, live);
+                if (!v.alive) continue;
+            } else if (X->sh.n) {
+                shadow_h(X, &v, x, &g, r, ncap, 0);
+            }
             offer(X, &v, lo, class_of(X, a, 0), kk, xi, EDGE_STAGE, hi, r);
         }
     }
@@ -248,7 +351,8 @@ static inline int proper_subset(const plan_lattice *L, int u, int t)
  * So place() sees the same sets in the same order, less the ones it would
  * pass over without a step.  Returns the sets tried, or -1 when it would
  * pass over none (the caller walks the subsets instead). */
-static int64_t subsets_by_work(exact_dp *X, int xi, const dp_entry *x, const xrow *R, int e, double bnd)
+static int64_t subsets_by_work(exact_dp *X, int xi, const dp_entry *x, const xrow *R, int e, double bnd,
+                               int *stopped)
 {
     const plan_lattice *L = X->L;
     const int *ord = L->by_work;
@@ -277,7 +381,7 @@ static int64_t subsets_by_work(exact_dp *X, int xi, const dp_entry *x, const xro
             continue;
         }
         tries++;
-        if (!place(X, xi, x, R, lo, bnd)) break;
+        if (!place(X, xi, x, R, lo, bnd, stopped)) break;
     }
     return tries;
 }
@@ -302,7 +406,17 @@ static void expand(exact_dp *X, int xi)
         offer(X, &v, x.t, 0, x.k, xi, EDGE_GAP, x.from, 0);
     }
     if (x.t == 0) return;
-    if (need(X, x.t, x.U) > e) return;
+    if (X->sh.split) {
+        /* the schedules whose own run expands x (need() under each's own
+         * multipliers); place() reads them off x.alive */
+        int live = 0;
+        for (int m = x.alive; m; m &= m - 1)
+            if (!(need_of(X, m & -m, x.t, x.U) > e)) live |= m & -m;
+        if (!live) return;
+        x.alive = live;
+    } else if (need(X, x.t, x.U) > e) {
+        return;
+    }
     /* exactly dev_fixed devices: the stages still to come lie within the
      * e positions left */
     if (X->dev_fixed && X->dev_fixed - x.U > e) return;
@@ -320,16 +434,27 @@ static void expand(exact_dp *X, int xi)
     if (bnd > X->run.bound && X->run.goal != GOAL_FITS) return;
     xrow R;
     row_of(X, &x, &R);
+    for (int m = X->sh.split ? x.alive : 0; m; m &= m - 1) {
+        int b = m & -m, bi = b == LEAD_BIT ? PLAN_EXACT_SHADOWS : __builtin_ctz((unsigned)b);
+        const double *pm, *infl;
+        exact_dp_tables_of(X, b, &pm, &infl);
+        int below = x.U + 1 > X->pos.N ? X->pos.N : x.U + 1;
+        R.pm1[bi] = pm[below];
+        R.in1[bi] = infl[below];
+        R.pm0[bi] = pm[x.U];
+        R.in0[bi] = infl[x.U];
+    }
     int64_t tries = 0;
+    int stopped = 0; /* (with shadows: place) */
     if (L->chain) {
         /* the stage placed holds layers lo .. x.t - 1: it may start at lo
          * only up to cut_max (plan_inst) */
         for (int lo = x.t - 1; lo >= 0 && !X->budget.over; lo--, tries++)
-            if (lo <= I->cut_max && !place(X, xi, &x, &R, lo, bnd)) break;
+            if (lo <= I->cut_max && !place(X, xi, &x, &R, lo, bnd, &stopped)) break;
     } else {
         /* the subsets of x.t, smallest stage first: off the list by work
          * when it passes over some, else walked (exact_subs.c) */
-        tries = L->by_work ? subsets_by_work(X, xi, &x, &R, e, bnd) : -1;
+        tries = L->by_work ? subsets_by_work(X, xi, &x, &R, e, bnd, &stopped) : -1;
         if (tries < 0) {
             tries = 0;
             const dp_subs *G = &X->subs;
@@ -337,7 +462,7 @@ static void expand(exact_dp *X, int xi)
             int64_t n_kept = L->subs ? L->subs->n[x.t] : 0;
             for (int64_t j = 0; !X->budget.over; j++, tries++) {
                 int lo = j < n_kept ? kept[j] : G->t == x.t && j < G->n ? G->list[j] : exact_dp_sub(X, x.t, j);
-                if (lo < 0 || !place(X, xi, &x, &R, lo, bnd)) break;
+                if (lo < 0 || !place(X, xi, &x, &R, lo, bnd, &stopped)) break;
             }
         }
     }

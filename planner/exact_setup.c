@@ -104,10 +104,15 @@ int exact_dp_mem_most_fits(const plan_inst *I, const dp_mem_most *w, double P, d
  * memory counts are not the ones tabulated here: never. */
 int exact_dp_free_at(const exact_dp *X, double bound)
 {
+    return exact_dp_free_with(X, X->tab.most_ok, &X->tab.most, X->tab.mem_free, bound);
+}
+
+int exact_dp_free_with(const exact_dp *X, int most_ok, const dp_mem_most *most, int mem_free, double bound)
+{
     const plan_inst *I = X->I;
     const plan_lattice *L = X->L;
-    if (X->dev_fixed || !X->tab.most_ok) return 0;
-    if (X->tab.mem_free) return 1;
+    if (X->dev_fixed || !most_ok) return 0;
+    if (mem_free) return 1;
     if (!L->chain || !(bound < HUGE_VAL)) return 0;
     int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
     if (rmax > X->pos.N) rmax = X->pos.N;
@@ -116,7 +121,7 @@ int exact_dp_free_at(const exact_dp *X, double bound)
     for (int lo = 0, hi = 0; lo < n; lo++) {
         if (hi < lo) hi = lo;
         while (hi < n && L->work[hi + 1] - L->work[lo] <= wmax) hi++;
-        if (hi > lo && !exact_dp_mem_most_fits(I, &X->tab.most, L->params[hi] - L->params[lo],
+        if (hi > lo && !exact_dp_mem_most_fits(I, most, L->params[hi] - L->params[lo],
                                                L->stash[hi] - L->stash[lo]))
             return 0;
     }
@@ -255,6 +260,8 @@ void exact_dp_teardown(exact_dp *X, plan_exact_stats *st)
     for (int j = 0; j < PLAN_EXACT_SHADOWS; j++) {
         free(X->sh.in[j]);
         free(X->sh.ver[j]);
+        free(X->sh.pm[j]);
+        free(X->sh.infl[j]);
     }
     for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
         free(T->ar_pb[lv]);

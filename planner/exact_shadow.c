@@ -1,15 +1,23 @@
 /* exact_shadow.c - shadow schedules riding along one pass of the exact
  * search (plan_exact_shadowed in exact.h).
  *
- * When memory never binds, schedules differ only in the headroom that
- * breaks ties of communication.  So one pass 2 at o->lower_s can carry up
- * to PLAN_EXACT_SHADOWS other schedules: each entry keeps a headroom per
- * shadow (dp_entry.Hs) and a bit per schedule saying whether that schedule's
- * own run would have kept it (dp_entry.alive), and a front keeps an entry while
- * any schedule would.  Each shadow then gets exactly the layout of its own
- * search, for the cost of one pass.
+ * One pass 2 at o->lower_s can carry up to PLAN_EXACT_SHADOWS other
+ * schedules: each entry keeps a headroom per shadow (dp_entry.Hs) and a bit
+ * per schedule saying whether that schedule's own run would have kept it
+ * (dp_entry.alive), and a front keeps an entry while any schedule would.
+ * A stage is kept for a schedule only where its memory fits; each
+ * schedule's prunes (exact_pass.c: need, the stage's least memory) and
+ * steps are its own, and so is its dominance (devices below where its
+ * memory depends on the depth, communication first where its memory cannot
+ * bind within the bound).  By induction each schedule's own run offers
+ * exactly the extensions of its alive entries, in the same order, so each
+ * gets exactly the layout of its own search, for the transitions of one
+ * pass.  (Before, only schedules whose memory never binds rode along; the
+ * others, fbp and pipedream on long chains over many devices, each ran the
+ * same pass on their own.)
  */
 #include <assert.h>
+#include <math.h>
 
 #include "core/schedule.h"
 #include "exact_front.h"
@@ -38,10 +46,52 @@ int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh)
         /* as exact_dp_pass sets track_u (and u_fronts, which must be 0 like ours) */
         X->sh.track[j] = dep != PLAN_MEM_FLAT && plan_mem_depth_monotone(&y);
         if (dep != PLAN_MEM_FLAT && !X->sh.track[j]) return 0;
+        /* what exact_dp_free_with needs; and unless its memory never binds
+         * (with the lead's: then the lead's prunes are its own), its own
+         * prunes: the multipliers build_tables gives its own search (no
+         * device count fixed) */
+        X->sh.most_ok[j] = exact_dp_mem_most(&y, X->L, &X->sh.most[j]);
+        int all = X->L->n_sets - 1;
+        X->sh.mem_free[j] = X->sh.most_ok[j] &&
+                            exact_dp_mem_most_fits(I, &X->sh.most[j], X->L->params[all], X->L->stash[all]);
+        if (X->tab.mem_free && X->sh.mem_free[j]) continue;
+        int N = X->pos.N, rmax = X->tab.rtab;
+        X->sh.pm[j] = cl_calloc((size_t)N + 1, sizeof(double));
+        X->sh.infl[j] = cl_calloc((size_t)N + 1, sizeof(double));
+        double pm_least = plan_stage_mem_least(&y, 1, 0, 0, 0), infl_least = plan_stage_mem_least(&y, 0, 1, 0, 0);
+        for (int U = 0; U <= N; U++) {
+            double pm = HUGE_VAL, infl = HUGE_VAL;
+            for (int r = 1; r <= rmax && U + r <= N; r++) {
+                size_t k = (size_t)(U + r) * (size_t)(rmax + 1) + (size_t)r;
+                pm = fmin(pm, plan_stage_mem_counts(I, 1, 0, 0, 0, X->sh.in[j][k], X->sh.ver[j][k], r));
+                infl = fmin(infl, plan_stage_mem_counts(I, 0, 1, 0, 0, X->sh.in[j][k], X->sh.ver[j][k], r));
+            }
+            X->sh.pm[j][U] = pm < HUGE_VAL ? pm : pm_least;
+            X->sh.infl[j][U] = infl < HUGE_VAL ? infl : infl_least;
+        }
     }
     if (X->tab.dep != PLAN_MEM_FLAT && !X->tab.monotone) return 0; /* u_fronts */
+    X->sh.lead_mask = LEAD_BIT;
+    for (int j = 0; j < n_sh; j++) {
+        X->sh.steps[j] = 0;
+        if (X->tab.mem_free && X->sh.mem_free[j]) X->sh.lead_mask |= 1 << j;
+    }
+    X->sh.split = X->sh.lead_mask != (LEAD_BIT | ((1 << n_sh) - 1));
     X->sh.n = n_sh;
     return 1;
+}
+
+/* Set when a pass with shadows starts (exact_dp_pass): the schedules whose
+ * own run of it lets strictly less communication dominate. */
+void exact_dp_shadows_pass(exact_dp *X, double bound)
+{
+    X->sh.cf_mask = X->run.c_first ? LEAD_BIT : 0;
+    for (int j = 0; j < X->sh.n; j++) {
+        int cf = X->run.goal == GOAL_COMM &&
+                 (X->c_first_rule ? X->c_first_rule > 0
+                                  : exact_dp_free_with(X, X->sh.most_ok[j], &X->sh.most[j], X->sh.mem_free[j], bound));
+        if (cf) X->sh.cf_mask |= 1 << j;
+    }
 }
 
 /* The schedules among `mask` (LEAD_BIT and shadow bits) for which a
@@ -51,13 +101,18 @@ int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh)
 static inline int dom_mask(const exact_dp *X, int track_mask, const dp_key *a, const dp_key *b, int mask)
 {
     if (a->d > b->d) return 0;
-    /* every shadow is memory-free, and so is the lead (exact.h) */
-    if (X->run.c_first && a->C < b->C) return mask;
+    /* the schedules that let strictly less communication dominate (their
+     * memory cannot bind in this pass) */
+    int out = 0;
+    if (a->C < b->C) {
+        out = mask & X->sh.cf_mask;
+        mask &= ~X->sh.cf_mask;
+        if (!mask) return out;
+    }
     int ule = a->U <= b->U;
     if (!ule) mask &= ~track_mask;
-    if (!mask) return 0;
-    if (a->C != b->C) return a->C < b->C ? mask : 0;
-    int out = 0;
+    if (!mask) return out;
+    if (a->C != b->C) return out | (a->C < b->C ? mask : 0);
     if (mask & LEAD_BIT) {
         if (a->H != b->H ? a->H > b->H : ule) out |= LEAD_BIT;
     }

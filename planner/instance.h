@@ -47,6 +47,12 @@ typedef struct search_ctx {
      * the equal-replica searches (not part of fewer.c's budget) */
     int no_sched_prune, sched_pruned;
     int64_t sched_prune_steps;
+    /* count.c's count_shadows: schedules whose memory can bind riding along
+     * another's exact search off (tests, search_test.h), and how many
+     * schedule searches such a ride replaced */
+    int no_sched_share, sched_shared;
+    int passes_skipped;     /* exact passes known to find nothing, not run
+                               (plan_exact_opts.lower_failed, no_skip)      */
     int no_prune;           /* plan_search_unpruned (search_test.h): no bound
                                skips a candidate, no exact search is shared */
 } search_ctx;

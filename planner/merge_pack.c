@@ -65,7 +65,21 @@ typedef struct packer {
     int *b_in, *b_ver;      /* the fewest in-flight microbatches and weight
                                versions at any depth (memory not free)     */
     double *b_spd, *b_cap;
+    /* plan_allreduce_factors per link level and replica count 2..rmax
+     * (pk_allreduce): a check prices one all-reduce, and the factors' search
+     * of the ring's shape was a tenth of a long chain's whole question */
+    int ar_rmax;
+    double *ar_pb[CLUSTER_LEVELS], *ar_lat[CLUSTER_LEVELS];
 } packer;
+
+/* plan_allreduce_s(P->I, bytes, r, level), the same operations, from the
+ * factors tabulated at setup. */
+static inline double pk_allreduce(const packer *P, double bytes, int r, int level)
+{
+    if (r <= 1 || !P->I->comm) return 0;
+    if (r > P->ar_rmax) return plan_allreduce_s(P->I, bytes, r, level);
+    return P->ar_pb[level][r] * bytes + P->ar_lat[level][r];
+}
 
 #define PK_POS_MAX 512      /* devices at most for a state per position      */
 #define PK_POS_WORK 4e5     /* state visits per packing at most, for the same */
@@ -129,7 +143,7 @@ static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, i
         }
     int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
     double Pb = L->params[j] - L->params[i];
-    double t = plan_stage_time(I, L->work[j] - L->work[i], r, spd, plan_allreduce_s(I, Pb, r, level));
+    double t = plan_stage_time(I, L->work[j] - L->work[i], r, spd, pk_allreduce(P, Pb, r, level));
     if (t > B) return 0;
     if (!P->mem_free) {
         int depth = P->used[sj] + r;
@@ -166,7 +180,7 @@ static int pk_check_loose(const packer *P, double B, int i, int j, size_t ac)
     int r = P->b_r[ac];
     double Pb = L->params[j] - L->params[i];
     if (plan_stage_time(I, L->work[j] - L->work[i], r, P->b_spd[ac],
-                        plan_allreduce_s(I, Pb, r, P->b_lv[ac])) > B)
+                        pk_allreduce(P, Pb, r, P->b_lv[ac])) > B)
         return 0;
     if (!P->mem_free && plan_stage_mem_counts(I, Pb, L->stash[j] - L->stash[i], L->cut[i], 0,
                                               P->b_in[ac], P->b_ver[ac], r) > P->b_cap[ac])
@@ -417,6 +431,12 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
         return 0;
     }
     P->devices_arg = plan_mem_dependence(I) == PLAN_MEM_BY_TOTAL;
+    P->ar_rmax = rmax;
+    for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
+        P->ar_pb[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
+        P->ar_lat[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
+        for (int r = 2; r <= rmax; r++) plan_allreduce_factors(I, r, lv, &P->ar_pb[lv][r], &P->ar_lat[lv][r]);
+    }
     P->e = cl_malloc(states * sizeof(int));
     P->used = cl_malloc(states * sizeof(int));
     P->nj = cl_malloc(states * sizeof(int));
@@ -486,7 +506,11 @@ static void pk_free(packer *P)
     free(P->lst_n);
     free(P->bok);
     free(P->prev_inter);
-    for (int lv = 0; lv < CLUSTER_LEVELS; lv++) free(P->bok_lv[lv]);
+    for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
+        free(P->bok_lv[lv]);
+        free(P->ar_pb[lv]);
+        free(P->ar_lat[lv]);
+    }
     free(P->tab_in);
     free(P->tab_ver);
     free(P->jt);

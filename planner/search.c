@@ -572,11 +572,13 @@ int search_result(const plan_request *rq, search_best *B, plan_result *res, cl_e
 }
 
 /* plan_search, or with no_prune every candidate searched on its own, or
- * with no_sched_prune without count.c's schedule_loses (search_test.h);
- * *sched_pruned (when not NULL): the schedule searches schedule_loses left
- * out. */
+ * with no_sched_prune without count.c's schedule_loses, or with
+ * no_sched_share without count.c's shadows whose memory can bind
+ * (search_test.h); *sched_pruned, *sched_shared (when not NULL): the
+ * schedule searches schedule_loses left out, the ones such shadows served. */
 static int search_run(const plan_request *rq, plan_result *res, int no_prune, int no_sched_prune,
-                      int *sched_pruned, cl_err *e)
+                      int no_sched_share, int *sched_pruned, int *sched_shared, int *skipped,
+                      cl_err *e)
 {
     memset(res, 0, sizeof *res);
     res->exact_s = res->merge_s = NAN;
@@ -595,7 +597,8 @@ static int search_run(const plan_request *rq, plan_result *res, int no_prune, in
                     rq->model->n_layers, PLAN_EXACT_AUTO_MAX_LAYERS);
     }
     search_ctx c = {.rq = rq, .res = res, .n_dev = rq->cluster->n_devices, .no_prune = no_prune,
-                    .no_sched_prune = no_sched_prune, .cut_max = rq->model->n_layers};
+                    .no_sched_prune = no_sched_prune, .no_sched_share = no_sched_share,
+                    .cut_max = rq->model->n_layers};
     if (rq->framework != PLAN_FOR_ANY) {
         /* Megatron: no stage starts inside the head layers (checked above) */
         cl_err he = {0};
@@ -623,6 +626,8 @@ static int search_run(const plan_request *rq, plan_result *res, int no_prune, in
     search_best B = {0};
     rc = search_counts(&c, &B, micro, n_micro, kinds, n_kinds, e);
     if (sched_pruned) *sched_pruned = c.sched_pruned;
+    if (sched_shared) *sched_shared = c.sched_shared;
+    if (skipped) *skipped = c.passes_skipped;
     free(c.speed);
     /* a budget spent during the last candidate (its simulation left it out)
      * must not pass for a complete search */
@@ -638,15 +643,21 @@ static int search_run(const plan_request *rq, plan_result *res, int no_prune, in
 
 int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
 {
-    return search_run(rq, res, 0, 0, NULL, e);
+    return search_run(rq, res, 0, 0, 0, NULL, NULL, NULL, e);
 }
 
 int plan_search_unpruned(const plan_request *rq, plan_result *res, cl_err *e)
 {
-    return search_run(rq, res, 1, 0, NULL, e);
+    return search_run(rq, res, 1, 0, 0, NULL, NULL, NULL, e);
 }
 
 int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan_result *res, cl_err *e)
 {
-    return search_run(rq, res, 0, !prune, pruned, e);
+    return search_run(rq, res, 0, !prune, 0, pruned, NULL, NULL, e);
+}
+
+int plan_search_sched_share(const plan_request *rq, int share, int *shared, int *skipped, plan_result *res,
+                            cl_err *e)
+{
+    return search_run(rq, res, 0, 0, !share, NULL, shared, skipped, e);
 }

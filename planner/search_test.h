@@ -20,4 +20,15 @@ int plan_search_unpruned(const plan_request *rq, plan_result *res, cl_err *e);
  * out.  Both must choose the same plan (tests/test_plan_rank.c). */
 int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan_result *res, cl_err *e);
 
+/* plan_search with (share 1) or without (share 0) the schedules whose
+ * memory can bind riding along another schedule's exact search as shadows
+ * (count.c, count_shadows; exact.h, plan_exact_shadowed) and the exact
+ * passes known to find nothing left out (plan_exact_opts.lower_failed,
+ * no_skip); the rest as plan_search.  *shared, *skipped (when not NULL): the
+ * schedule searches the shadows replaced, the passes left out.  Both must
+ * choose the same plan and count the same exact-search steps
+ * (tests/test_plan_rank.c). */
+int plan_search_sched_share(const plan_request *rq, int share, int *shared, int *skipped, plan_result *res,
+                            cl_err *e);
+
 #endif

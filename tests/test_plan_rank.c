@@ -192,10 +192,75 @@ static void test_sched_prune(void)
     CU_ASSERT(fired > n_inst / 20);
 }
 
+/* Schedules whose memory can bind riding along another schedule's exact
+ * search as shadows (count.c, count_shadows; plan_exact_shadowed): plan_search
+ * with and without it chooses the same plan, to the bit, counts the same
+ * exact-search steps and candidates (the work that budgets the searches on
+ * fewer devices beyond 16, fewer.c, so those must not move), and fails the
+ * same way when nothing fits; on random chains and DAGs on 2 to 16 devices
+ * and, a quarter of them, 17 to 40 devices in nodes of 4 or 8 (the budgeted
+ * searches on fewer devices), memory binding on most.  It must fire. */
+static void test_sched_share(void)
+{
+    static const int scheds[] = {-1, -1, -1, SCHED_FBP, SCHED_1F1B};
+    static const int batches[] = {4, 8, 16, 32};
+    static const int per_node[] = {0, 2, 4, 8};
+    int n_inst = TEST_BREADTH(160, 30), fired = 0, fired_skip = 0, differ = 0;
+    rng_state = 0x5a4e5a4eull;
+    for (int inst = 0; inst < n_inst; inst++) {
+        model m;
+        prof pf;
+        rand_block_model(&m, &pf, 0, inst % 3 == 0);
+        int batch = batches[irand(0, 3)], wide = inst % 4 == 3, n = wide ? irand(17, 40) : irand(2, 16);
+        double need = 0;
+        for (int i = 0; i < pf.n_layers; i++)
+            need += 3 * pf.layers[i].param_bytes + batch * (pf.layers[i].stash_bytes + 2 * pf.layers[i].act_bytes);
+        double mem = irand(0, 3) ? need * (0.1 + 0.6 * urand()) : 1e15;
+        cluster_devtype t = {.name = "ref", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)mem,
+                             .mem_bw_Bps = 1e12, .efficiency = 1};
+        cluster_link in = {1e8 * pow(100, urand()), urand() * 1e-4};
+        cluster_link out = {in.bw_Bps * (0.05 + 0.5 * urand()), urand() * 5e-4};
+        cluster c;
+        cl_err ce = {0};
+        int k = wide ? (irand(0, 1) ? 4 : 8) : per_node[irand(0, 3)];
+        CU_ASSERT_EQUAL_FATAL(cluster_uniform(&c, &t, n, k, in, out, &ce), CL_OK);
+        plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .batch = batch, .algo = PLAN_ALGO_AUTO,
+                           .schedule = scheds[irand(0, 4)], .comm = irand(0, 4) != 0,
+                           .replication = irand(0, 2) != 0};
+        plan_result a, b;
+        cl_err e1 = {0}, e2 = {0};
+        int shared = 0, skipped = 0;
+        int rc1 = plan_search_sched_share(&rq, 1, &shared, &skipped, &a, &e1);
+        int rc2 = plan_search_sched_share(&rq, 0, NULL, NULL, &b, &e2);
+        fired += shared > 0;
+        fired_skip += skipped > 0;
+        CU_ASSERT_EQUAL(rc1, rc2);
+        if (rc1 == CL_OK && rc2 == CL_OK) {
+            int same = same_plan(&a.plan, &b.plan) && a.exact_steps == b.exact_steps && a.candidates == b.candidates;
+            if (!same && differ++ < 5)
+                fprintf(stderr, "\n  instance %d (%d layers, %d devices): shared %s m=%d %.12g s (%lld steps, %d candidates), without %s m=%d %.12g s (%lld, %d)",
+                        inst, m.n_layers, n, sched_kind_name(a.plan.schedule), a.plan.n_micro, a.plan.pred.iteration_s,
+                        (long long)a.exact_steps, a.candidates, sched_kind_name(b.plan.schedule), b.plan.n_micro,
+                        b.plan.pred.iteration_s, (long long)b.exact_steps, b.candidates);
+            CU_ASSERT(same);
+        } else {
+            CU_ASSERT_STRING_EQUAL(e1.msg, e2.msg);
+        }
+        if (rc1 == CL_OK) plan_result_free(&a);
+        if (rc2 == CL_OK) plan_result_free(&b);
+        cluster_free(&c);
+        model_free(&m);
+        prof_free(&pf);
+    }
+    printf("(sharing fired in %d of %d instances, passes left out in %d) ", fired, n_inst, fired_skip);
+    CU_ASSERT(fired > n_inst / 10 && fired_skip > 0);
+}
+
 TEST_SUITE(plan_rank)
 {
     test_add_suite("plan_rank");
     test_add("pruned ranking = every candidate simulated, unlimited memory", test_unlimited_memory);
     test_add("pruned ranking = every candidate simulated, binding memory", test_binding_memory);
     test_add("schedule prune = without it, random chains", test_sched_prune);
+    test_add("schedules sharing an exact search where memory binds = without it, random models", test_sched_share);
 }
