@@ -419,6 +419,18 @@ static void test_framework_rules(void)
     CU_ASSERT_TRUE(found > 150 && stricter > 20 && merged > 50); /* not vacuous */
 }
 
+/* The exact search's cuts for instance I: downsets on a DAG, prefixes on
+ * a chain. */
+static void case_lattice(plan_inst *I, plan_lattice *L, int dag)
+{
+    cl_err e = {0};
+    if (dag) {
+        CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(L, I, 100000, &e), CL_OK);
+    } else {
+        plan_lattice_prefix(L, I);
+    }
+}
+
 /* Random case `it` (a chain when it is even, else a DAG; up to 10 layers
  * and 4 devices) and the exact search's cuts for it: downsets on a DAG,
  * prefixes on a chain.  memory_binds 0: every device's memory is unbounded.
@@ -429,12 +441,7 @@ static int random_case(plan_inst *I, plan_lattice *L, int it, int *dev_fixed, in
     int p_fixed = gen_instance(I, &g, dev_fixed);
     if (!memory_binds)
         for (int d = 0; d < I->n_dev; d++) I->mem_cap[d] = 1e300;
-    cl_err e = {0};
-    if (g.dag) {
-        CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(L, I, 100000, &e), CL_OK);
-    } else {
-        plan_lattice_prefix(L, I);
-    }
+    case_lattice(I, L, g.dag);
     return p_fixed;
 }
 
@@ -654,23 +661,29 @@ static void deepen(plan_inst *I, int K, int even)
     for (int d = 0; d < I->n_dev; d++) I->mem_cap[d] = cap;
 }
 
+/* A random instance and its lattice: big, a chain of up to 60 near-equal
+ * layers on up to 32 devices in nodes of 8 with caps that fit a few layers
+ * (deepen); else up to 10 layers on up to 4 devices, a DAG when dag.
+ * Returns gen_instance's fixed stage count. */
+static int gen_deep_instance(int big, int dag, plan_inst *I, plan_lattice *L, int *dev_fixed)
+{
+    gen_opts g = {.max_layers = big ? 60 : 10, .dag = !big && dag, .max_dev = big ? 32 : 4};
+    int p_fixed = gen_instance(I, &g, dev_fixed);
+    if (big) deepen(I, 8, 1);
+    case_lattice(I, L, g.dag);
+    return p_fixed;
+}
+
 static void test_c_first(void)
 {
     rng_state = 9090;
     int fired = 0, cheaper = 0, bad = 0;
     for (int it = 0; it < 400; it++) {
-        int big = it % 4 == 3, dev_fixed;
-        gen_opts g = {.max_layers = big ? 60 : 10, .dag = !big && it % 2, .max_dev = big ? 32 : 4};
+        int dev_fixed;
         plan_inst I;
         plan_lattice L;
-        int p_fixed = gen_instance(&I, &g, &dev_fixed);
-        if (big) deepen(&I, 8, 1);
+        int p_fixed = gen_deep_instance(it % 4 == 3, it % 2, &I, &L, &dev_fixed);
         cl_err e = {0};
-        if (g.dag) {
-            CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, &e), CL_OK);
-        } else {
-            plan_lattice_prefix(&L, &I);
-        }
         plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
         plan_exact_stats st, st_off;
         plan_layout y, z;
@@ -716,18 +729,11 @@ static void test_shadows_binding(void)
     rng_state = 5151;
     int n_inst = TEST_BREADTH(400, 100), fired = 0, bad = 0, differ = 0, skips = 0, sh_fails = 0;
     for (int it = 0; it < n_inst; it++) {
-        int big = it % 3 == 2, dev_fixed;
-        gen_opts g = {.max_layers = big ? 60 : 10, .dag = !big && it % 2, .max_dev = big ? 32 : 4};
+        int dev_fixed;
         plan_inst I;
         plan_lattice L;
-        int p_fixed = gen_instance(&I, &g, &dev_fixed);
-        if (big) deepen(&I, 8, 1);
+        int p_fixed = gen_deep_instance(it % 3 == 2, it % 2, &I, &L, &dev_fixed);
         cl_err e = {0};
-        if (g.dag) {
-            CU_ASSERT_EQUAL_FATAL(plan_lattice_downsets(&L, &I, 100000, &e), CL_OK);
-        } else {
-            plan_lattice_prefix(&L, &I);
-        }
         /* lead and shadows: the four kinds shuffled */
         int ord[4] = {0, 1, 2, 3};
         for (int k = 3; k > 0; k--) {

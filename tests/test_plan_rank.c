@@ -131,6 +131,22 @@ static void test_binding_memory(void)
     for (size_t i = 0; i < n; i++) check(&cases[i]);
 }
 
+/* A device whose memory binds three times in four (a tenth to seven
+ * tenths of what the whole model needs at this batch, else 1e15 bytes) and
+ * random links inside and between nodes: the draws of the prune and share
+ * tests below, in their order. */
+static void rand_binding_device(const prof *pf, int batch, cluster_devtype *t, cluster_link *in, cluster_link *out)
+{
+    double need = 0;
+    for (int i = 0; i < pf->n_layers; i++)
+        need += 3 * pf->layers[i].param_bytes + batch * (pf->layers[i].stash_bytes + 2 * pf->layers[i].act_bytes);
+    double mem = irand(0, 3) ? need * (0.1 + 0.6 * urand()) : 1e15;
+    *t = (cluster_devtype){.name = "ref", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)mem,
+                           .mem_bw_Bps = 1e12, .efficiency = 1};
+    *in = (cluster_link){1e8 * pow(100, urand()), urand() * 1e-4};
+    *out = (cluster_link){in->bw_Bps * (0.05 + 0.5 * urand()), urand() * 5e-4};
+}
+
 /* The schedule prune (count.c, schedule_loses: a schedule's exact search at
  * a count left out when no layout of it that fits in its memory has a
  * bottleneck with the boundaries left out within the best iteration) on
@@ -151,14 +167,9 @@ static void test_sched_prune(void)
         prof pf;
         rand_block_model(&m, &pf, 0, inst % 3 == 0);
         int batch = batches[irand(0, 3)], n = irand(2, 16);
-        double need = 0;
-        for (int i = 0; i < pf.n_layers; i++)
-            need += 3 * pf.layers[i].param_bytes + batch * (pf.layers[i].stash_bytes + 2 * pf.layers[i].act_bytes);
-        double mem = irand(0, 3) ? need * (0.1 + 0.6 * urand()) : 1e15;
-        cluster_devtype t = {.name = "ref", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)mem,
-                             .mem_bw_Bps = 1e12, .efficiency = 1};
-        cluster_link in = {1e8 * pow(100, urand()), urand() * 1e-4};
-        cluster_link out = {in.bw_Bps * (0.05 + 0.5 * urand()), urand() * 5e-4};
+        cluster_devtype t;
+        cluster_link in, out;
+        rand_binding_device(&pf, batch, &t, &in, &out);
         cluster c;
         cl_err ce = {0};
         CU_ASSERT_EQUAL_FATAL(cluster_uniform(&c, &t, n, per_node[irand(0, 3)], in, out, &ce), CL_OK);
@@ -212,14 +223,9 @@ static void test_sched_share(void)
         prof pf;
         rand_block_model(&m, &pf, 0, inst % 3 == 0);
         int batch = batches[irand(0, 3)], wide = inst % 4 == 3, n = wide ? irand(17, 40) : irand(2, 16);
-        double need = 0;
-        for (int i = 0; i < pf.n_layers; i++)
-            need += 3 * pf.layers[i].param_bytes + batch * (pf.layers[i].stash_bytes + 2 * pf.layers[i].act_bytes);
-        double mem = irand(0, 3) ? need * (0.1 + 0.6 * urand()) : 1e15;
-        cluster_devtype t = {.name = "ref", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)mem,
-                             .mem_bw_Bps = 1e12, .efficiency = 1};
-        cluster_link in = {1e8 * pow(100, urand()), urand() * 1e-4};
-        cluster_link out = {in.bw_Bps * (0.05 + 0.5 * urand()), urand() * 5e-4};
+        cluster_devtype t;
+        cluster_link in, out;
+        rand_binding_device(&pf, batch, &t, &in, &out);
         cluster c;
         cl_err ce = {0};
         int k = wide ? (irand(0, 1) ? 4 : 8) : per_node[irand(0, 3)];

@@ -203,6 +203,27 @@ static void test_bad_inputs(void)
     expect_bad("validate --plan " TINY " --tensor-over mpi", "add --backend mpi");
 }
 
+/* `validate --plan PLAN --backend mpi --tensor-over mpi --json` on np
+ * ranks, which must succeed: its JSON (the caller deletes it), which says
+ * it ran on MPI with the tensor ranks as processes. */
+static cJSON *tp_validate_json(int np, const char *plan_path)
+{
+    char args[1024], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "validate --plan %s --backend mpi --tensor-over mpi --iterations 3 --reps 3 --json",
+             plan_path);
+    int rc = tp_mpirun(np, args, &out, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc) fprintf(stderr, "validate: %s\n", err);
+    cJSON *root = NULL;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(jx_parse_text("stdout", out ? out : "", out ? strlen(out) : 0, &root, &e), CL_OK);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "backend")), "mpi");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "tensor_over")), "mpi");
+    free(out);
+    free(err);
+    return root;
+}
+
 /* The same plan with each tensor rank an MPI process (--backend mpi
  * --tensor-over mpi, 2 workers x 2 = 4 ranks): every quantity predicted and
  * measured, the all-reduces priced by the replay over the first worker's
@@ -210,16 +231,7 @@ static void test_bad_inputs(void)
  * anything is profiled, naming the 4 it needs.  No timing assertions. */
 static void test_tensor_over_mpi(void)
 {
-    char *out = NULL, *err = NULL;
-    int rc = tp_mpirun(4, "validate --plan " VIT_T2 " --backend mpi --tensor-over mpi --iterations 3 --reps 3 --json",
-                       &out, &err);
-    CU_ASSERT_EQUAL(rc, 0);
-    if (rc) fprintf(stderr, "validate: %s\n", err);
-    cJSON *root = NULL;
-    cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(jx_parse_text("stdout", out, strlen(out), &root, &e), CL_OK);
-    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "backend")), "mpi");
-    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "tensor_over")), "mpi");
+    cJSON *root = tp_validate_json(4, VIT_T2);
     const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "allreduce_s");
     CU_ASSERT(cJSON_IsNumber(ar) && ar->valuedouble > 0);
     check_qty(root, "iteration_s");
@@ -231,9 +243,8 @@ static void test_tensor_over_mpi(void)
         check_qty(cJSON_GetArrayItem(ws, i), "peak_mem_bytes");
     }
     cJSON_Delete(root);
-    free(out);
-    free(err);
-    rc = tp_mpirun(2, "validate --plan " VIT_T2 " --backend mpi --tensor-over mpi", &out, &err);
+    char *out = NULL, *err = NULL;
+    int rc = tp_mpirun(2, "validate --plan " VIT_T2 " --backend mpi --tensor-over mpi", &out, &err);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "x 2 tensor ranks but MPI has 2 ranks (hint: mpirun -np 4 cleave validate --plan "));
     CU_ASSERT_PTR_NOT_NULL(out && !strstr(out, "quantity"));
@@ -251,17 +262,10 @@ static void test_tensor_over_mpi(void)
  * timing assertions. */
 static void test_tensor_over_mpi_one_worker(void)
 {
-    char *out = NULL, *err = NULL;
-    int rc = tp_mpirun(2, "validate --plan " VIT1T2 " --backend mpi --tensor-over mpi --iterations 3 --reps 3 --json",
-                       &out, &err);
-    CU_ASSERT_EQUAL(rc, 0);
-    if (rc) fprintf(stderr, "validate: %s\n", err);
     plan p;
     cl_err e = {0};
-    cJSON *root = NULL;
     CU_ASSERT_EQUAL_FATAL(plan_load(&p, VIT1T2, &e), CL_OK);
-    CU_ASSERT_EQUAL_FATAL(jx_parse_text("stdout", out, strlen(out), &root, &e), CL_OK);
-    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "tensor_over")), "mpi");
+    cJSON *root = tp_validate_json(2, VIT1T2);
     const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "allreduce_s"),
                 *bw = cJSON_GetObjectItemCaseSensitive(root, "allreduce_bandwidth_Bps"),
                 *lat = cJSON_GetObjectItemCaseSensitive(root, "allreduce_latency_s");
@@ -282,8 +286,6 @@ static void test_tensor_over_mpi_one_worker(void)
     CU_ASSERT(busy >= 0.999 * 2 * split * p.n_micro * ar->valuedouble);
     cJSON_Delete(root);
     plan_free(&p);
-    free(out);
-    free(err);
 }
 
 /* profile --links writes a cluster file the loader accepts: one node, one
