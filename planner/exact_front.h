@@ -72,7 +72,7 @@ static inline size_t fidx_slot(const dp_store *S, int t, int c, int k)
 static inline void fidx_reserve(dp_store *S)
 {
     if (2 * (S->n_fr + 1) <= S->fidx_cap) return;
-    int cap = S->fidx_cap ? 2 * S->fidx_cap : 1024;
+    int cap = S->fidx_cap ? 2 * S->fidx_cap : 64;
     while (2 * (S->n_fr + 1) > cap) cap *= 2;
     free(S->fidx);
     S->fidx = cl_calloc((size_t)cap, sizeof *S->fidx);
@@ -94,24 +94,29 @@ static inline dp_front *front_of(exact_dp *X, int t, int c, int k)
         S->head[t] = cl_malloc((size_t)X->pos.C * sizeof(int));
         for (int i = 0; i < X->pos.C; i++) S->head[t][i] = -1;
     }
+    /* the first few fronts of the list are walked (short lists, the common
+     * case, need no hashing); the index answers for longer ones */
+    int f = S->head[t][c];
+    for (int i = 0; f >= 0 && i < 4; f = S->fr[f].next, i++)
+        if (S->fr[f].k == k) return &S->fr[f];
     size_t slot = 0;
     if (X->run.u_fronts || X->p_fixed) {
         fidx_reserve(S);
         slot = fidx_slot(S, t, c, k);
         if (S->fidx[slot].gen == S->fgen) return &S->fr[S->fidx[slot].f];
     } else {
-        for (int f = S->head[t][c]; f >= 0; f = S->fr[f].next)
+        for (; f >= 0; f = S->fr[f].next)
             if (S->fr[f].k == k) return &S->fr[f];
     }
     if (S->n_fr == S->cap_fr) {
         S->cap_fr = S->cap_fr ? S->cap_fr * 2 : 1024;
         S->fr = cl_realloc(S->fr, (size_t)S->cap_fr * sizeof *S->fr);
     }
-    dp_front *f = &S->fr[S->n_fr];
-    *f = (dp_front){.k = k, .next = S->head[t][c], .t = t, .c = c};
+    dp_front *nf = &S->fr[S->n_fr];
+    *nf = (dp_front){.k = k, .next = S->head[t][c], .t = t, .c = c};
     if (X->run.u_fronts || X->p_fixed) S->fidx[slot] = (struct dp_fslot){t, c, k, S->n_fr, S->fgen};
     S->head[t][c] = S->n_fr++;
-    return f;
+    return nf;
 }
 
 /* Store entry (kv but alive `alive`; t, c, k, parent, edge, from, r as in
