@@ -66,6 +66,7 @@ typedef struct dp_key {
 
 typedef struct dp_front {
     int k, next;            /* k of this front; next front of the same (t, c) */
+    int t, c;               /* its state (to rebuild dp_store.fidx)           */
     int n, cap;
     int *ids;
     dp_key *key;              /* key[i] of entry ids[i]                        */
@@ -158,6 +159,15 @@ typedef struct dp_store {
     dp_front *fr;
     int n_fr, cap_fr;
     int **head;             /* per set: C front-list heads, or NULL          */
+    /* where a front's k varies (u_fronts or p_fixed), a state (t, c) can
+     * hold hundreds of fronts (one per devices count U): an open-addressing
+     * index of (t, c, k) to the front, so that finding one does not walk
+     * the list (exact_front.h, front_of).  A slot is taken in this pass
+     * when its gen equals fgen; the lists (and so the order fronts are
+     * expanded in) stay as they are. */
+    struct dp_fslot { int t, c, k, f; unsigned gen; } *fidx;
+    int fidx_cap;           /* slots, a power of 2 (0: none yet)             */
+    unsigned fgen;          /* this pass's generation (exact_dp_run_pass)    */
 } dp_store;
 
 /* The shadow schedules (plan_exact_shadowed), during the pass at lower_s

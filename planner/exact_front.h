@@ -9,6 +9,7 @@
 #ifndef CL_PLAN_EXACT_FRONT_H
 #define CL_PLAN_EXACT_FRONT_H
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "exact_dp.h"
@@ -53,8 +54,39 @@ static inline int dominates(const exact_dp *X, const dp_key *a, const dp_key *b)
     return dominates_by(X->run.track_u, X->run.goal == GOAL_COMM, X->run.c_first, a, b, a->H, b->H);
 }
 
+/* Slot of (t, c, k) in the front index: the one holding it, else the
+ * empty slot where it belongs. */
+static inline size_t fidx_slot(const dp_store *S, int t, int c, int k)
+{
+    uint64_t h = ((uint64_t)(unsigned)t * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(unsigned)c * 0xC2B2AE3D27D4EB4Full) ^
+                 ((uint64_t)(unsigned)k * 0x165667B19E3779F9ull);
+    size_t mask = (size_t)S->fidx_cap - 1, i = (size_t)(h ^ (h >> 29)) & mask;
+    for (;; i = (i + 1) & mask) {
+        const struct dp_fslot *q = &S->fidx[i];
+        if (q->gen != S->fgen || (q->t == t && q->c == c && q->k == k)) return i;
+    }
+}
+
+/* Room for one more front in the index (kept at most half full): grown
+ * and refilled from this pass's fronts. */
+static inline void fidx_reserve(dp_store *S)
+{
+    if (2 * (S->n_fr + 1) <= S->fidx_cap) return;
+    int cap = S->fidx_cap ? 2 * S->fidx_cap : 64;
+    while (2 * (S->n_fr + 1) > cap) cap *= 2;
+    free(S->fidx);
+    S->fidx = cl_calloc((size_t)cap, sizeof *S->fidx);
+    S->fidx_cap = cap;
+    S->fgen = 1;
+    for (int f = 0; f < S->n_fr; f++) {
+        const dp_front *q = &S->fr[f];
+        S->fidx[fidx_slot(S, q->t, q->c, q->k)] = (struct dp_fslot){q->t, q->c, q->k, f, S->fgen};
+    }
+}
+
 /* The front of state (t, c) for k (with u_fronts, k also codes U; see
- * offer), created when missing. */
+ * offer), created when missing; a new front goes to the head of its
+ * state's list. */
 static inline dp_front *front_of(exact_dp *X, int t, int c, int k)
 {
     dp_store *S = &X->store;
@@ -62,16 +94,29 @@ static inline dp_front *front_of(exact_dp *X, int t, int c, int k)
         S->head[t] = cl_malloc((size_t)X->pos.C * sizeof(int));
         for (int i = 0; i < X->pos.C; i++) S->head[t][i] = -1;
     }
-    for (int f = S->head[t][c]; f >= 0; f = S->fr[f].next)
+    /* the first few fronts of the list are walked (short lists, the common
+     * case, need no hashing); the index answers for longer ones */
+    int f = S->head[t][c];
+    for (int i = 0; f >= 0 && i < 4; f = S->fr[f].next, i++)
         if (S->fr[f].k == k) return &S->fr[f];
+    size_t slot = 0;
+    if (X->run.u_fronts || X->p_fixed) {
+        fidx_reserve(S);
+        slot = fidx_slot(S, t, c, k);
+        if (S->fidx[slot].gen == S->fgen) return &S->fr[S->fidx[slot].f];
+    } else {
+        for (; f >= 0; f = S->fr[f].next)
+            if (S->fr[f].k == k) return &S->fr[f];
+    }
     if (S->n_fr == S->cap_fr) {
         S->cap_fr = S->cap_fr ? S->cap_fr * 2 : 1024;
         S->fr = cl_realloc(S->fr, (size_t)S->cap_fr * sizeof *S->fr);
     }
-    dp_front *f = &S->fr[S->n_fr];
-    *f = (dp_front){.k = k, .next = S->head[t][c]};
+    dp_front *nf = &S->fr[S->n_fr];
+    *nf = (dp_front){.k = k, .next = S->head[t][c], .t = t, .c = c};
+    if (X->run.u_fronts || X->p_fixed) S->fidx[slot] = (struct dp_fslot){t, c, k, S->n_fr, S->fgen};
     S->head[t][c] = S->n_fr++;
-    return f;
+    return nf;
 }
 
 /* Store entry (kv but alive `alive`; t, c, k, parent, edge, from, r as in

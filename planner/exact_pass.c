@@ -502,6 +502,11 @@ int exact_dp_run_pass(exact_dp *X)
     int n_sets = L->n_sets;
     S->n_ent = 0;
     S->n_fr = 0;
+    /* a new generation empties the front index (exact_front.h) */
+    if (++S->fgen == 0) {
+        if (S->fidx) memset(S->fidx, 0, (size_t)S->fidx_cap * sizeof *S->fidx);
+        S->fgen = 1;
+    }
     for (int t = 0; t < n_sets; t++) S->head[t] = NULL;
     dp_key s0 = {.B = 0, .C = 0, .H = HUGE_VAL, .U = 0, .d = 0};
     for (int j = 0; j < PLAN_EXACT_SHADOWS; j++) s0.Hs[j] = HUGE_VAL, X->sh.best[j] = -1;

@@ -244,6 +244,7 @@ void exact_dp_teardown(exact_dp *X, plan_exact_stats *st)
         free(S->fr[f].key);
     }
     free(S->fr);
+    free(S->fidx);
     free(S->head);
     exact_dp_subs_free(X);
     free(X->pos.nstart);
