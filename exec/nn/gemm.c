@@ -101,6 +101,11 @@ void exec_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A,
     assert(lda >= ((ta ? M : K) > 1 ? (ta ? M : K) : 1));
     assert(ldb >= ((tb ? K : N) > 1 ? (tb ? K : N) : 1));
     if (M == 0 || N == 0) return;
+    /* every product on the calling thread, whoever calls: a layer used on
+     * its own (a unit test, a probe) must not start OpenBLAS's threads,
+     * whose writes no one else waits for (ThreadSanitizer saw them) and
+     * whose split reductions would change the bits */
+    exec_blas_init();
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

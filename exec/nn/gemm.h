@@ -2,8 +2,8 @@
  * choice of OpenBLAS kernel, and a measurement of this core's SGEMM peak.
  *
  * Parallelism comes from the pipeline (one worker per core), so every
- * product runs on the calling thread only: exec_blas_init() pins OpenBLAS to
- * one thread.  That also keeps results independent of the thread count
+ * product runs on the calling thread only: exec_blas_init(), which exec_gemm
+ * calls before every product, pins OpenBLAS to one thread.  That also keeps results independent of the thread count
  * (no split reductions), which bit-for-bit reproducibility needs.
  *
  * Kernel choice (docs/executor.md, "Getting the fast kernel"): Debian's
