@@ -837,7 +837,9 @@ static void test_shadows_binding(void)
             fired, differ, skips, sh_fails);
     /* not vacuous (shadows whose layout differs from the lead's are few:
      * the sanitizer builds' fifth of the instances may have none) */
-    CU_ASSERT(fired > n_inst / 4 && (differ > 0 || n_inst < 400) && skips > 0 && sh_fails > 0);
+    /* (about one search in 17 leaves a pass out: the 20 instances of the
+     * ThreadSanitizer run have none) */
+    CU_ASSERT(fired > n_inst / 4 && (differ > 0 || n_inst < 400) && (skips > 0 || n_inst < 100) && sh_fails > 0);
 }
 
 /* The guard matters, and the comparison with brute force sees it: forced
