@@ -148,6 +148,13 @@ void plan_free(plan *p)
     memset(p, 0, sizeof *p);
 }
 
+int plan_uneven_stage(const plan *p)
+{
+    for (int s = 1; s < p->n_stages; s++)
+        if (p->stages[s].n_replicas != p->stages[0].n_replicas) return s;
+    return 0;
+}
+
 int plan_device_count(const plan *p)
 {
     int n = p->cluster.n_devices, count = 0;

@@ -272,6 +272,10 @@ void plan_layout_str(const plan *p, char *buf, size_t cap);
 
 /* Number of distinct devices the plan uses (p x replicas, chunks shared). */
 int plan_device_count(const plan *p);
+/* The first stage whose replica count is not stages[0]'s; 0 when every
+ * stage has the same (one data-parallel degree, whole pipelines replicated,
+ * as the frameworks run them). */
+int plan_uneven_stage(const plan *p);
 
 /* The shape of stage st's gradient all-reduce (sim/ring.c, docs/simulator.md):
  * hierarchical, *k replicas on each of *n nodes, when its replicas sit

@@ -49,8 +49,7 @@ void plan_cp_str(const plan *p, double throughput, char *buf, size_t cap)
 
 void plan_layout_str(const plan *p, char *buf, size_t cap)
 {
-    int pp = p->n_stages / (p->chunks > 0 ? p->chunks : 1), same = 1;
-    for (int s = 1; s < p->n_stages; s++) same &= p->stages[s].n_replicas == p->stages[0].n_replicas;
+    int pp = p->n_stages / (p->chunks > 0 ? p->chunks : 1), same = !plan_uneven_stage(p);
     char d[32];
     int c = plan_context(p);
     if (same) snprintf(d, sizeof d, "%d", p->stages[0].n_replicas / c);

@@ -492,10 +492,8 @@ static int check_plan(const plan *pl, sched_kind kind, int m, int n_iter, int *P
  * (and the rendezvous could deadlock): cleave's order then. */
 int sched_deepspeed(const plan *pl, sched_kind kind)
 {
-    if (kind != SCHED_1F1B || pl->framework != PLAN_FOR_DEEPSPEED || pl->n_stages < 1 || !pl->stages) return 0;
-    for (int s = 1; s < pl->n_stages; s++)
-        if (pl->stages[s].n_replicas != pl->stages[0].n_replicas) return 0;
-    return 1;
+    return kind == SCHED_1F1B && pl->framework == PLAN_FOR_DEEPSPEED && pl->n_stages >= 1 && pl->stages &&
+           !plan_uneven_stage(pl);
 }
 
 /* The command's wall-clock budget ran out (budget.h). */
@@ -526,8 +524,7 @@ int sched_build(const plan *pl, sched_kind kind, int m, int n_iter, sched *s, cl
     s->n_iter = n_iter;
     s->split_bw = split;
     s->stash_weights = kind == SCHED_PIPEDREAM;
-    int same_r = 1;
-    for (int j = 1; j < P; j++) same_r &= pl->stages[j].n_replicas == pl->stages[0].n_replicas;
+    int same_r = !plan_uneven_stage(pl); /* chunk stages share their position's replicas */
     int ds = sched_deepspeed(pl, kind);
     b.listed = ds;
     s->blocking_p2p = ds;

@@ -144,13 +144,12 @@ static int plan_run(const plan *p, plan_target t, const char *file, run *out, cl
                        file, p->chunks);
     int rc = check_contiguous(p, t, file, e);
     if (rc) return rc;
-    int r = p->stages[0].n_replicas;
-    for (int s = 1; s < p->n_stages; s++)
-        if (p->stages[s].n_replicas != r)
-            return cl_fail(e, CL_EINPUT,
-                           "%s: stages[0] has %d replicas but stages[%d] has %d; %s replicates whole pipelines (one data-parallel degree) (hint: plan with --for %s, which plans only what it runs)",
-                           file, r, s, p->stages[s].n_replicas, target_names[t],
-                           t == PLAN_TO_DEEPSPEED_MODULE ? "deepspeed" : target_names[t]);
+    int r = p->stages[0].n_replicas, s = plan_uneven_stage(p);
+    if (s)
+        return cl_fail(e, CL_EINPUT,
+                       "%s: stages[0] has %d replicas but stages[%d] has %d; %s replicates whole pipelines (one data-parallel degree) (hint: plan with --for %s, which plans only what it runs)",
+                       file, r, s, p->stages[s].n_replicas, target_names[t],
+                       t == PLAN_TO_DEEPSPEED_MODULE ? "deepspeed" : target_names[t]);
     if (p->n_micro % r)
         return cl_fail(e, CL_EINPUT,
                        "%s: %d microbatches over %d replicas leave them unequal; %s gives every data-parallel replica the same number (hint: plan with --microbatches a multiple of %d)",
