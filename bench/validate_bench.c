@@ -58,7 +58,6 @@
 #include "base/escape.h"
 #include "base/fileio.h"
 #include "base/jsonx.h"
-#include "base/spawn.h"
 #include "exec/nn/gemm.h"
 #include "exec/probe/linkprof.h"
 #include "exec/probe/profile_layers.h"
@@ -289,28 +288,20 @@ static double vnum(const cJSON *obj, const char *key)
  * layer sums and the message probe are left empty (NAN). */
 static int run_case_mpi(const vcase *c, const plan *p, int iters, int reps, vres *v, cl_err *e)
 {
-    char dir[] = "/tmp/cleave-bench-XXXXXX", path[64], out[64], nps[16], its[16], rps[16], self[64];
+    char dir[] = "/tmp/cleave-bench-XXXXXX", path[64], out[64], its[16], rps[16];
     if (!mkdtemp(dir)) return cl_fail(e, CL_ERUN, "cannot make a temporary directory in /tmp");
     snprintf(path, sizeof path, "%s/plan.json", dir);
     snprintf(out, sizeof out, "%s/out.json", dir);
     const int np = plan_device_count(p) * plan_tensor(p);
-    snprintf(nps, sizeof nps, "%d", np);
     snprintf(its, sizeof its, "%d", iters);
     snprintf(rps, sizeof rps, "%d", reps);
-    snprintf(self, sizeof self, "/proc/%d/exe", (int)getpid());
     int rc = plan_save(p, path, e);
-    char *av[24];
-    int n = 0;
-    av[n++] = "mpirun", av[n++] = "-np", av[n++] = nps, av[n++] = "--oversubscribe";
-    if (getuid() == 0) av[n++] = "--allow-run-as-root";
-    av[n++] = self, av[n++] = "validate", av[n++] = "--plan", av[n++] = path;
-    av[n++] = "--backend", av[n++] = "mpi", av[n++] = "--tensor-over", av[n++] = "mpi";
-    av[n++] = "--iterations", av[n++] = its, av[n++] = "--reps", av[n++] = rps, av[n++] = "--json";
-    av[n] = NULL;
+    /* argv[0] is the subcommand's own, skipped (exec_link_mpirun) */
+    char *av[] = {"validate", "--plan", path, "--backend", "mpi", "--tensor-over", "mpi",
+                  "--iterations", its, "--reps", rps, "--json", NULL};
     exec_steady st[2];
     if (!rc && exec_steady_measure(STEADY_PROBE_S, np, &st[0])) memset(&st[0], 0, sizeof st[0]);
-    fflush(stdout);
-    int ws = rc ? 0 : cl_spawn_wait(av, out);
+    int ws = rc ? 0 : exec_link_mpirun_wait(np, "validate", (int)(sizeof av / sizeof *av) - 1, av, out);
     if (!rc && exec_steady_measure(STEADY_PROBE_S, np, &st[1])) memset(&st[1], 0, sizeof st[1]);
     char *text = NULL;
     if (!rc && (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0))

@@ -533,7 +533,7 @@ void exec_link_mpi_finalize(void)
     mpi_inited_here = 0;
 }
 
-int exec_link_mpirun(int np, const char *sub, int argc, char **argv)
+int exec_link_mpirun_wait(int np, const char *sub, int argc, char **argv, const char *out_path)
 {
     /* an argv array, no shell: the arguments (paths, names) pass as they are */
     char nps[16], self[64];
@@ -553,8 +553,14 @@ int exec_link_mpirun(int np, const char *sub, int argc, char **argv)
     av[n] = NULL;
     fflush(stdout);
     fflush(stderr);
-    int st = cl_spawn_wait(av, NULL);
+    int st = cl_spawn_wait(av, out_path);
     free(av);
+    return st;
+}
+
+int exec_link_mpirun(int np, const char *sub, int argc, char **argv)
+{
+    int st = exec_link_mpirun_wait(np, sub, argc, argv, NULL);
     if (st == -1 || !WIFEXITED(st)) {
         fprintf(stderr, "cleave: cannot run mpirun (hint: install openmpi-bin, or start the job with mpirun -np %d)\n", np);
         return 1;
