@@ -9,6 +9,7 @@
  * over device counts and schedules, and its time and cost per epoch across
  * four cluster presets.  Every file it lists exists when it is listed.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -180,9 +181,10 @@ static int demo_torch_plan(demo *d, const study *st, const cluster *c, const int
         printf("  torch: %s\n", me.msg);
         return CL_OK;
     }
-    int tk[SCHED_COUNT], n_tk = 0;
-    for (int i = 0; i < n_kinds; i++)
-        if (plan_for_runs(PLAN_FOR_TORCH, (sched_kind)kinds[i])) tk[n_tk++] = kinds[i];
+    int tk[SCHED_COUNT], refused;
+    assert(n_kinds <= SCHED_COUNT); /* demo_schedules names each kind once */
+    memcpy(tk, kinds, (size_t)n_kinds * sizeof *tk);
+    int n_tk = study_kinds_for(PLAN_FOR_TORCH, tk, n_kinds, &refused);
     if (!n_tk) return CL_OK;
     study ft = *st; /* shallow: the model and profile stay st's */
     ft.framework = PLAN_FOR_TORCH;

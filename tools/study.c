@@ -483,23 +483,30 @@ int study_args_schedules(const study_args *a, const char *cmd, int **kinds, int 
     int rc = study_schedules(cmd, a->schedules, kinds, n);
     if (rc || !a->framework) return rc;
     plan_for f = (plan_for)plan_for_from_name(a->framework);
-    int k = 0;
-    for (int i = 0; i < *n; i++) {
-        if (plan_for_runs(f, (sched_kind)(*kinds)[i])) {
-            (*kinds)[k++] = (*kinds)[i];
-        } else if (a->schedules_given) {
-            char hint[128];
-            snprintf(hint, sizeof hint, "%s runs %s", plan_for_name(f), plan_for_schedules(f));
-            rc = cli_usage_hint(cmd, hint, "--schedules: %s does not run %s", plan_for_name(f),
-                                sched_kind_name((sched_kind)(*kinds)[i]));
-            free(*kinds);
-            *kinds = NULL;
-            *n = 0;
-            return rc;
-        }
+    int refused, k = study_kinds_for(f, *kinds, *n, &refused);
+    if (refused >= 0 && a->schedules_given) {
+        char hint[128];
+        snprintf(hint, sizeof hint, "%s runs %s", plan_for_name(f), plan_for_schedules(f));
+        rc = cli_usage_hint(cmd, hint, "--schedules: %s does not run %s", plan_for_name(f),
+                            sched_kind_name((sched_kind)refused));
+        free(*kinds);
+        *kinds = NULL;
+        *n = 0;
+        return rc;
     }
     *n = k;
     return CL_OK;
+}
+
+int study_kinds_for(plan_for f, int *kinds, int n, int *refused)
+{
+    int k = 0;
+    *refused = -1;
+    for (int i = 0; i < n; i++) {
+        if (plan_for_runs(f, (sched_kind)kinds[i])) kinds[k++] = kinds[i];
+        else if (*refused < 0) *refused = kinds[i];
+    }
+    return k;
 }
 
 int study_args_load(const study_args *a, study *s, cl_err *e)

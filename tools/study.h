@@ -229,6 +229,9 @@ int study_args_load(const study_args *a, study *s, cl_err *e);
  * schedule given that the framework does not run is a usage error (status
  * 2, with a hint); the command's default list keeps those it runs. */
 int study_args_schedules(const study_args *a, const char *cmd, int **kinds, int *n);
+/* Keep, in order, the kinds[0..n-1] framework f runs (plan_for_runs);
+ * returns how many; *refused: the first kind left out, -1 when none. */
+int study_kinds_for(plan_for f, int *kinds, int n, int *refused);
 /* The output paths (empty when not wanted): <out_dir>/<stem>.{csv,png,svg}
  * (the folder is created) or --csv/--png/--svg; and --save-plans created. */
 int study_args_outputs(const study_args *a, const char *stem, char *csv, char *png, char *svg,
