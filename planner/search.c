@@ -571,14 +571,12 @@ int search_result(const plan_request *rq, search_best *B, plan_result *res, cl_e
     return rc;
 }
 
-/* plan_search, or with no_prune every candidate searched on its own, or
- * with no_sched_prune without count.c's schedule_loses, or with
- * no_sched_share without count.c's shadows whose memory can bind
- * (search_test.h); *sched_pruned, *sched_shared (when not NULL): the
- * schedule searches schedule_loses left out, the ones such shadows served. */
-static int search_run(const plan_request *rq, plan_result *res, int no_prune, int no_sched_prune,
-                      int no_sched_share, int *sched_pruned, int *sched_shared, int *skipped,
-                      cl_err *e)
+/* plan_search, with the test knobs of k (search_test.h): no_prune every
+ * candidate searched on its own, no_sched_prune without count.c's
+ * schedule_loses, no_sched_share without count.c's shadows whose memory can
+ * bind; k's counters (sched_pruned, sched_shared, passes_skipped) are set
+ * from the search. */
+static int search_run(const plan_request *rq, plan_result *res, search_ctx *k, cl_err *e)
 {
     memset(res, 0, sizeof *res);
     res->exact_s = res->merge_s = NAN;
@@ -596,8 +594,8 @@ static int search_run(const plan_request *rq, plan_result *res, int no_prune, in
         search_note(res, "the exact search was skipped: %d layers, more than the %d --algo auto searches exactly (hint: --algo exact runs it, within --max-seconds)",
                     rq->model->n_layers, PLAN_EXACT_AUTO_MAX_LAYERS);
     }
-    search_ctx c = {.rq = rq, .res = res, .n_dev = rq->cluster->n_devices, .no_prune = no_prune,
-                    .no_sched_prune = no_sched_prune, .no_sched_share = no_sched_share,
+    search_ctx c = {.rq = rq, .res = res, .n_dev = rq->cluster->n_devices, .no_prune = k->no_prune,
+                    .no_sched_prune = k->no_sched_prune, .no_sched_share = k->no_sched_share,
                     .cut_max = rq->model->n_layers};
     if (rq->framework != PLAN_FOR_ANY) {
         /* Megatron: no stage starts inside the head layers (checked above) */
@@ -625,9 +623,9 @@ static int search_run(const plan_request *rq, plan_result *res, int no_prune, in
     /* All N devices first, then fewer (docs/planner.md, "Fewer devices"). */
     search_best B = {0};
     rc = search_counts(&c, &B, micro, n_micro, kinds, n_kinds, e);
-    if (sched_pruned) *sched_pruned = c.sched_pruned;
-    if (sched_shared) *sched_shared = c.sched_shared;
-    if (skipped) *skipped = c.passes_skipped;
+    k->sched_pruned = c.sched_pruned;
+    k->sched_shared = c.sched_shared;
+    k->passes_skipped = c.passes_skipped;
     free(c.speed);
     /* a budget spent during the last candidate (its simulation left it out)
      * must not pass for a complete search */
@@ -643,21 +641,30 @@ static int search_run(const plan_request *rq, plan_result *res, int no_prune, in
 
 int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
 {
-    return search_run(rq, res, 0, 0, 0, NULL, NULL, NULL, e);
+    search_ctx k = {0};
+    return search_run(rq, res, &k, e);
 }
 
 int plan_search_unpruned(const plan_request *rq, plan_result *res, cl_err *e)
 {
-    return search_run(rq, res, 1, 0, 0, NULL, NULL, NULL, e);
+    search_ctx k = {.no_prune = 1};
+    return search_run(rq, res, &k, e);
 }
 
 int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan_result *res, cl_err *e)
 {
-    return search_run(rq, res, 0, !prune, 0, pruned, NULL, NULL, e);
+    search_ctx k = {.no_sched_prune = !prune};
+    int rc = search_run(rq, res, &k, e);
+    if (pruned) *pruned = k.sched_pruned;
+    return rc;
 }
 
 int plan_search_sched_share(const plan_request *rq, int share, int *shared, int *skipped, plan_result *res,
                             cl_err *e)
 {
-    return search_run(rq, res, 0, 0, !share, NULL, shared, skipped, e);
+    search_ctx k = {.no_sched_share = !share};
+    int rc = search_run(rq, res, &k, e);
+    if (shared) *shared = k.sched_shared;
+    if (skipped) *skipped = k.passes_skipped;
+    return rc;
 }
