@@ -10,8 +10,9 @@
  * the same shapes) and the classifier.  As for the other kernel rows:
  * 10 untimed calls, then `reps` timed; GFLOP/s of the fastest and of the
  * median call, where calls under 5 us (the classifier's) are timed in
- * groups of back-to-back calls (time_pass says why).  The patch embedding's input gradient is not run in
- * training (it is the first layer) and not timed.
+ * groups of back-to-back calls (time_pass says why).  The patch
+ * embedding's input gradient is not run in training (it is the first
+ * layer) and not timed.
  */
 #include <stdio.h>
 #include <stdlib.h>
