@@ -179,7 +179,7 @@ static const struct conv_spec {
     {"conv2d 7x7 s1 p3, direct, 9 outputs", 2, 2, 7, 7, 9, 7, 1, 3, 0},
     {"conv2d 2x2 s1 p1, direct, even kernel", 2, 3, 4, 5, 5, 2, 1, 1, 1},
     /* the direct kernels' row-shift copies through the stack buffer
-     * (kern_avx512.c, W <= 32): conv1 itself; 70 rows, no padding (two
+     * (conv_shift_avx512.c, W <= 32): conv1 itself; 70 rows, no padding (two
      * chunks of 64 buffered rows; a plane's last row, which holds data, is
      * stored masked, not spilt into the next plane); 31 wide
      * with no padding over 2 channels */

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "conv_tile.h"
+#include "avx512.h"
 #include "kern.h"
 #include "tensor.h"
 
@@ -104,11 +105,7 @@ static int tile_len(int n, int i0)
     return i0 < extra * (base + 1) ? base + 1 : base;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#include <immintrin.h>
-
-#define KERN __attribute__((target("avx512f,avx512dq,fma")))
-#define KERN_INLINE static inline __attribute__((always_inline, target("avx512f,avx512dq,fma")))
+#if KERN_X86
 
 #include "kern_tile.h"
 

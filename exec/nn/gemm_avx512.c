@@ -35,14 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "avx512.h"
 #include "kern.h"
 #include "tensor.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#include <immintrin.h>
-
-#define KERN __attribute__((target("avx512f,avx512dq,fma")))
-#define KERN_INLINE static inline __attribute__((always_inline, target("avx512f,avx512dq,fma")))
+#if KERN_X86
 
 #define MR 14            /* tile rows: 28 accumulators + 2 panel vectors + a broadcast */
 #define KC 128           /* K block of the normal orientation: a panel (16 KB) and a tile of a (8 KB) stay in L1 */

@@ -38,6 +38,11 @@
  * saves the registers, and exec_kern_disable() has not turned them off. */
 int exec_kern_avx512(void);
 
+/* Builds linear_avx512.c's tables of where the forward's results go; the
+ * detection behind exec_kern_avx512() calls it once, when the kernels can
+ * run. */
+void exec_kern_linear_tables(void);
+
 /* Tests only: off != 0 sends every layer down the portable path (OpenBLAS),
  * so both paths can be checked on an AVX-512 machine.  Returns the previous
  * setting.  Not for use while other threads run layers. */

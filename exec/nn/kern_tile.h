@@ -1,16 +1,11 @@
 /* kern_tile.h - pieces shared by the own SGEMM (gemm_avx512.c) and the
- * direct conv2d kernels (conv_avx512.c): lane masks, panel packing, the
- * 16 x 16 in-register transpose and tile stores.  Included only inside
- * their AVX-512 sections, after <immintrin.h> and the KERN macros. */
+ * direct conv2d kernels (conv_avx512.c): panel packing, the 16 x 16
+ * in-register transpose and tile stores.  Included only inside their
+ * AVX-512 sections, after avx512.h. */
 #ifndef CL_EXEC_KERN_TILE_H
 #define CL_EXEC_KERN_TILE_H
 
 #define NR 32 /* panel width: two zmm */
-
-KERN_INLINE __mmask16 lanes(int n)
-{
-    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n > 0 ? n : 0)) - 1u);
-}
 
 /* ------------------------------------------------------------------------ */
 /* packing b: panels of NR columns, dst[p][k][j] for k < kc, zero beyond nj */
