@@ -35,6 +35,10 @@
  *         (fbw: the sum of every layer's fwd + bwd_in + bwd_w medians; update:
  *         the sum of the layers' update_s; step: both) and its relative error
  *         against each;
+ *   share the vision transformer's training step split into its attention
+ *         layers, mlp layers and the rest, and the attention layers' linear
+ *         products on their own (bench_exec_vit.c says how); beside a step
+ *         row (forward+backward) whose predicted_s the shares divide;
  *   torch the same model trained by PyTorch at batch 64 on one core
  *         (tools/torch_ref.py: synthetic data, SGD with momentum): median
  *         samples/s, the torch version in `layer`; no row (the reason

@@ -24,6 +24,7 @@
 #include "exec/nn/layers.h"
 #include "exec/nn/layers_tfm.h"
 #include "exec/nn/tensor.h"
+#include "exec/probe/profile_layers.h"
 #include "models/model.h"
 
 #define VIT_MAX 8
@@ -31,10 +32,11 @@
 typedef struct vit_lin {
     char name[MODEL_NAME_MAX + 8];
     int tokens, IC, OC, first; /* rows per sample; first: no input gradient */
+    int in_attn;               /* a product of the attention blocks        */
 } vit_lin;
 
 static int add_lin(vit_lin *v, int n, const char *layer, const char *part, int T, int IC, int OC,
-                   int first)
+                   int first, int in_attn)
 {
     if (n >= VIT_MAX) return n;
     snprintf(v[n].name, sizeof v[n].name, "%s%s%s", layer, *part ? "." : "", part);
@@ -42,6 +44,7 @@ static int add_lin(vit_lin *v, int n, const char *layer, const char *part, int T
     v[n].IC = IC;
     v[n].OC = OC;
     v[n].first = first;
+    v[n].in_attn = in_attn;
     return n + 1;
 }
 
@@ -53,16 +56,16 @@ static int vit_linears(const model *m, vit_lin *v)
         const model_layer *ml = &m->layers[l];
         exec_tfm g;
         if (ml->kind == MODEL_LINEAR)
-            n = add_lin(v, n, ml->name, "", 1, (int)ml->in_features, (int)ml->out_features, l == 0);
+            n = add_lin(v, n, ml->name, "", 1, (int)ml->in_features, (int)ml->out_features, l == 0, 0);
         else if (!exec_tfm_from_layer(&g, ml)) continue;
         else if (g.kind == EXEC_TFM_PATCH)
-            n = add_lin(v, n, ml->name, "", g.T, g.C * g.p * g.p, g.D, l == 0);
+            n = add_lin(v, n, ml->name, "", g.T, g.C * g.p * g.p, g.D, l == 0, 0);
         else if (g.kind == EXEC_TFM_ATTN && !attn++) {
-            n = add_lin(v, n, ml->name, "qkv", g.T, g.D, 3 * g.D, 0);
-            n = add_lin(v, n, ml->name, "out", g.T, g.D, g.D, 0);
+            n = add_lin(v, n, ml->name, "qkv", g.T, g.D, 3 * g.D, 0, 1);
+            n = add_lin(v, n, ml->name, "out", g.T, g.D, g.D, 0, 1);
         } else if (g.kind == EXEC_TFM_MLP && !mlp++) {
-            n = add_lin(v, n, ml->name, "fc1", g.T, g.D, g.F, 0);
-            n = add_lin(v, n, ml->name, "fc2", g.T, g.F, g.D, 0);
+            n = add_lin(v, n, ml->name, "fc1", g.T, g.D, g.F, 0, 0);
+            n = add_lin(v, n, ml->name, "fc2", g.T, g.F, g.D, 0, 0);
         }
     }
     return n;
@@ -111,6 +114,56 @@ static void time_pass(int pass, int rows, int IC, int OC, float *x, float *w, fl
     free(t);
 }
 
+/* A training step of the model at batch B, timed by the profile (its
+ * per-layer clocks, as `cleave profile`), split by block: the attention
+ * layers (each with its layer norm, projections, attention core and
+ * residual add), the mlp layers, and the rest (patch and position
+ * embedding, final norm, pooling, classifier, loss), each the sum of its
+ * layers' forward, input- and weight-gradient medians; then how much of
+ * the attention layers' time their linear products take on their own
+ * (attn_lin_s: the first block's, from the kernel rows, times the block
+ * count), the rest being the attention core, softmax, layer norm and
+ * adds.  CSV: a `step` row as the other models' (the step measured without
+ * clocks, the profile's sum as its prediction) and one `share` row per
+ * part, its seconds per step (the share is seconds over the step row's
+ * predicted_s). */
+static int vit_step_shares(FILE *csv, const model *m, const char *path, int B, int reps,
+                           double attn_lin_s, cl_err *e)
+{
+    exec_layer_time *t = cl_calloc((size_t)m->n_layers, sizeof *t);
+    exec_step_time st;
+    int rc = exec_profile_batch(m, path, B, 3, reps, 1, t, &st, e);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    double attn = 0, mlp = 0, rest = 0;
+    int n_attn = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        const double s = t[l].fwd_s + t[l].bwd_in_s + t[l].bwd_w_s;
+        if (m->layers[l].kind == MODEL_ATTENTION) attn += s, n_attn++;
+        else if (m->layers[l].kind == MODEL_MLP) mlp += s;
+        else rest += s;
+    }
+    free(t);
+    const double sum = attn + mlp + rest, lin = attn_lin_s * n_attn;
+    printf("  %s batch %d, a training step (the profile's per-layer clocks): forward+backward %.3f ms\n"
+           "      (measured without the clocks %.3f ms, the profile's error %+.1f%%): attention %.3f ms (%.0f%%), mlp %.3f ms (%.0f%%),\n"
+           "      the rest %.3f ms (%.0f%%); the attention layers' linear products on their own %.3f ms\n"
+           "      of their %.3f ms, the attention core, softmax, layer norms and adds the other %.3f ms\n",
+           m->name, B, sum * 1e3, st.fbw_s * 1e3, 100 * (sum - st.fbw_s) / st.fbw_s, attn * 1e3, 100 * attn / sum, mlp * 1e3,
+           100 * mlp / sum, rest * 1e3, 100 * rest / sum, lin * 1e3, attn * 1e3, (attn - lin) * 1e3);
+    char *mn = esc_csv(m->name);
+    fprintf(csv, "step,%s,,forward+backward,%d,fbw,%.9f,,,,%.9f,%.5f,,,,,,,,\n", mn, B, st.fbw_s, sum,
+            (sum - st.fbw_s) / st.fbw_s);
+    const char *part[4] = {"attention", "mlp", "rest", "attention linear products"};
+    const double sec[4] = {attn, mlp, rest, lin};
+    for (int i = 0; i < 4; i++)
+        fprintf(csv, "share,%s,%s,step share,%d,fbw,%.9f,,,,,,,,,,,,,\n", mn, part[i], B, sec[i]);
+    free(mn);
+    return 0;
+}
+
 int exec_bench_vit(FILE *csv, const char *path, double peak, double sgemm, const int *batches,
                    int nb, int reps, int *below, int *judged, cl_err *e)
 {
@@ -123,6 +176,7 @@ int exec_bench_vit(FILE *csv, const char *path, double peak, double sgemm, const
     for (int k = 0; k < nb; k++) {
         const int B = batches[k];
         printf("  %s batch %d, its linear products on their own (rows = batch x tokens):\n", m.name, B);
+        double attn_lin_s = 0; /* the first attention block's products, all passes */
         for (int i = 0; i < n; i++) {
             const int rows = B * v[i].tokens, IC = v[i].IC, OC = v[i].OC;
             float *x = exec_falloc((int64_t)rows * IC), *y = exec_falloc((int64_t)rows * OC),
@@ -143,6 +197,7 @@ int exec_bench_vit(FILE *csv, const char *path, double peak, double sgemm, const
                              gf_med = flops / med / 1e9, pct = 100 * gf * 1e9 / peak,
                              pct_blas = 100 * gf * 1e9 / sgemm;
                 const int met = pct >= 70.0;
+                if (v[i].in_attn) attn_lin_s += med;
                 *below += !met;
                 (*judged)++;
                 printf("  %-6s %5.1f %5.1f %3.0f%%%s %3.0f%%", names[p], gf, gf_med, pct,
@@ -160,7 +215,8 @@ int exec_bench_vit(FILE *csv, const char *path, double peak, double sgemm, const
             free(dw);
             free(b);
         }
+        if ((rc = vit_step_shares(csv, &m, path, B, reps, attn_lin_s, e))) break;
     }
     model_free(&m);
-    return 0;
+    return rc;
 }

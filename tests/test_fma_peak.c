@@ -232,6 +232,23 @@ static void test_bench_exec_csv(void)
      * their own: patch (forward and weight gradient: the first layer),
      * qkv, out, mlp fc1, fc2 and the head (three passes each), 17 */
     CU_ASSERT_EQUAL(n_pass, 2 * (8 + 11) + 17);
+    /* the ViT's step shares: attention, mlp and the rest partition the
+     * profile's forward+backward (its step row's predicted_s); the
+     * attention layers' products are a fourth row beside them */
+    double vit_step = NAN, parts = 0;
+    int n_share = 0;
+    for (int r = 0; r < c.n_rows; r++) {
+        const char *row = test_csv_get(&c, r, "row");
+        if (strcmp(test_csv_get(&c, r, "model"), "fmnist-vit")) continue;
+        if (!strcmp(row, "step")) vit_step = test_csv_num(&c, r, "predicted_s");
+        if (strcmp(row, "share")) continue;
+        n_share++;
+        CU_ASSERT(test_csv_num(&c, r, "seconds") > 0);
+        if (strcmp(test_csv_get(&c, r, "layer"), "attention linear products"))
+            parts += test_csv_num(&c, r, "seconds");
+    }
+    CU_ASSERT_EQUAL(n_share, 4);
+    CU_ASSERT(vit_step > 0 && fabs(parts - vit_step) < 1e-8 + 1e-6 * vit_step);
     char *const probe[] = {"/usr/bin/python3", "-c", "import torch", NULL};
     int st = cl_spawn_wait(probe, "/dev/null");
     int have = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
