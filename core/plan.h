@@ -247,9 +247,11 @@ int plan_validate(const plan *p, const char *file, cl_err *e);
 struct jx;
 int plan_tp_read(struct jx *j, const struct cJSON *root, plan *p);
 void plan_tp_write(struct cJSON *root, const plan *p);
-/* CL_EINPUT naming file when p has tensor > 1 or recomputation, which
- * `what` ("cleave train", ...) does not carry out; CL_OK otherwise. */
-int plan_tp_refuse(const plan *p, const char *file, const char *what, cl_err *e);
+/* CL_EINPUT naming file and the key when p asks for what the executor
+ * (`what`: "cleave train --plan", ...) does not carry out: context or
+ * sequence parallelism; CL_OK otherwise.  Without the check a run would
+ * silently train something else than the plan describes. */
+int plan_exec_refuse(const plan *p, const char *file, const char *what, cl_err *e);
 /* The tensor-parallel degree (1 when none). */
 static inline int plan_tensor(const plan *p) { return p->tensor > 1 ? p->tensor : 1; }
 /* The context-parallel degree (1 when none). */

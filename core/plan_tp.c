@@ -62,17 +62,18 @@ void plan_layout_str(const plan *p, char *buf, size_t cap)
                  (long long)plan_tensor(p) * plan_device_count(p));
 }
 
-int plan_tp_refuse(const plan *p, const char *file, const char *what, cl_err *e)
+int plan_exec_refuse(const plan *p, const char *file, const char *what, cl_err *e)
 {
-    if (!plan_per_rank(p)) return CL_OK;
     if (plan_context(p) > 1)
         return cl_fail(e, CL_EINPUT,
-                       "%s: a plan with context parallelism %d is a per-rank prediction; %s does not "
+                       "%s: context: a plan with context parallelism %d is a per-rank prediction; %s does not "
                        "run context parallelism (hint: `cleave sim` replays it)",
                        file, plan_context(p), what);
-    return cl_fail(e, CL_EINPUT,
-                   "%s: a plan with tensor %d and recompute %s is a per-rank prediction; %s does "
-                   "not run tensor parallelism or recomputation yet (hint: `cleave sim` replays "
-                   "it; plan without --tensor and --recompute for %s)",
-                   file, plan_tensor(p), recomp_words[p->recompute], what, what);
+    if (p->seq_par)
+        return cl_fail(e, CL_EINPUT,
+                       "%s: sequence_parallel: %s does not run sequence parallelism (its tensor ranks "
+                       "keep the whole sequence) (hint: `cleave sim` replays the plan; re-plan without "
+                       "--sequence-parallel to train or validate it)",
+                       file, what);
+    return CL_OK;
 }

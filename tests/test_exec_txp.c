@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/fileio.h"
 #include "bench/validate.h"
@@ -387,7 +388,50 @@ static void test_txp_refusals(void)
     e = (cl_err){0};
     CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_OK);
     CU_ASSERT_EQUAL(exec_pipe_ckpt_check(&p, "x.json", &e), CL_OK);
+    /* what the executor does not run is refused, naming the key, where
+     * it would otherwise train the plan without it */
+    p.seq_par = 1;
+    e = (cl_err){0};
+    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: sequence_parallel: cleave train --plan does not run sequence parallelism"));
+    p.seq_par = 0;
+    p.context = 2;
+    e = (cl_err){0};
+    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: context: "));
+    p.context = 0;
+    e = (cl_err){0};
+    CU_ASSERT_EQUAL(plan_exec_refuse(&p, "x.json", "cleave validate", &e), CL_OK);
     plan_free(&p);
+}
+
+/* A plan file with "sequence_parallel": true: `train --plan` and
+ * `validate` exit 2 with the one-line refusal and write nothing. */
+static void test_txp_seq_par_cli(void)
+{
+    char pl[512], sp[512], w[512], args[2048];
+    char *dir = test_scratch(sizeof pl, "t2.json", pl, "t2-sp.json", sp, "w.bin", w, NULL);
+    tv_write_plan(pl, NULL, 2, NULL, 1);
+    char *text = test_slurp(pl);
+    CU_ASSERT_FATAL(text && text[0] == '{');
+    FILE *f = fopen(sp, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fprintf(f, "{\"sequence_parallel\": true, %s", text + 1);
+    fclose(f);
+    free(text);
+    const char *cmds[2] = {"train --plan %s --synthetic 256 --iterations 2 --save-weights %s",
+                           "validate --plan %s --iterations 2 --json"};
+    for (int i = 0; i < 2; i++) {
+        char *out = NULL, *err = NULL;
+        snprintf(args, sizeof args, cmds[i], sp, w);
+        CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
+        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "sequence_parallel: "));
+        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "does not run sequence parallelism"));
+        CU_ASSERT(access(w, F_OK) != 0);
+        free(out);
+        free(err);
+    }
+    test_rmtree(dir);
 }
 
 static void test_txp_cli(void)
@@ -441,6 +485,8 @@ TEST_SUITE(exec_txp)
              test_txp_validate_procs);
     test_add("indivisible t refused; recomputation and checkpoints allowed",
              test_txp_refusals);
+    test_add("sequence parallelism refused by train --plan and validate: exit 2, nothing written",
+             test_txp_seq_par_cli);
     test_add("cleave train --plan with tensor 2: the run, the weights, MPI equal to threads, kill and resume, recomputing",
              test_txp_cli);
 }

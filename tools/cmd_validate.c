@@ -383,8 +383,9 @@ int cmd_validate(int argc, char **argv)
     plan p;
     if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
     /* tensor parallelism runs (exec_pipe_check refuses what of it does
-     * not); context parallelism does not */
-    if (plan_context(&p) > 1 && (rc = plan_tp_refuse(&p, a.plan, "cleave validate", &e))) {
+     * not); context and sequence parallelism do not: refused before any
+     * profiling, with validate's name */
+    if ((rc = plan_exec_refuse(&p, a.plan, "cleave validate", &e))) {
         plan_free(&p);
         return cli_report(&e);
     }

@@ -65,10 +65,11 @@ void exec_pipe_result_free(exec_pipe_result *r)
 /* What the runner takes of a plan's per-rank settings (pipe_tp.h): tensor
  * parallelism, replicated stages too; recomputation (exec_pipe_net_flags;
  * full only with a fused backward on the forward's weights:
- * exec_pipe_check); not context parallelism. */
+ * exec_pipe_check); not context or sequence parallelism. */
 static int tensor_check(const plan *p, const char *file, cl_err *e)
 {
-    if (plan_context(p) > 1) return plan_tp_refuse(p, file, "cleave train --plan", e);
+    int rc = plan_exec_refuse(p, file, "cleave train --plan", e);
+    if (rc) return rc;
     const int T = plan_tensor(p);
     if (T == 1) return CL_OK;
     return exec_net_tp_check(&p->model, 0, p->model.n_layers, T, file, e);
