@@ -12,7 +12,9 @@
  * median call, where calls under 5 us (the classifier's) are timed in
  * groups of back-to-back calls (time_pass says why).  The patch
  * embedding's input gradient is not run in training (it is the first
- * layer) and not timed.
+ * layer) and not timed.  Then, per batch size, the step's split into
+ * attention, mlp and the rest (vit_step_shares): what the attention
+ * layers cost besides their products.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +58,8 @@ static int vit_linears(const model *m, vit_lin *v)
         const model_layer *ml = &m->layers[l];
         exec_tfm g;
         if (ml->kind == MODEL_LINEAR)
-            n = add_lin(v, n, ml->name, "", 1, (int)ml->in_features, (int)ml->out_features, l == 0, 0);
+            n = add_lin(v, n, ml->name, "", 1, (int)ml->in_features, (int)ml->out_features,
+                        l == 0, 0);
         else if (!exec_tfm_from_layer(&g, ml)) continue;
         else if (g.kind == EXEC_TFM_PATCH)
             n = add_lin(v, n, ml->name, "", g.T, g.C * g.p * g.p, g.D, l == 0, 0);
@@ -147,15 +150,17 @@ static int vit_step_shares(FILE *csv, const model *m, const char *path, int B, i
     }
     free(t);
     const double sum = attn + mlp + rest, lin = attn_lin_s * n_attn;
-    printf("  %s batch %d, a training step (the profile's per-layer clocks): forward+backward %.3f ms\n"
-           "      (measured without the clocks %.3f ms, the profile's error %+.1f%%): attention %.3f ms (%.0f%%), mlp %.3f ms (%.0f%%),\n"
-           "      the rest %.3f ms (%.0f%%); the attention layers' linear products on their own %.3f ms\n"
-           "      of their %.3f ms, the attention core, softmax, layer norms and adds the other %.3f ms\n",
-           m->name, B, sum * 1e3, st.fbw_s * 1e3, 100 * (sum - st.fbw_s) / st.fbw_s, attn * 1e3, 100 * attn / sum, mlp * 1e3,
-           100 * mlp / sum, rest * 1e3, 100 * rest / sum, lin * 1e3, attn * 1e3, (attn - lin) * 1e3);
+    printf("  %s batch %d, a training step (the profile's per-layer clocks): forward+backward"
+           " %.3f ms\n      (measured without the clocks %.3f ms, the profile's error %+.1f%%):"
+           " attention %.3f ms (%.0f%%),\n      mlp %.3f ms (%.0f%%), the rest %.3f ms (%.0f%%);"
+           " the attention layers' linear products\n      on their own %.3f ms of their %.3f ms,"
+           " the attention core, softmax, layer norms and adds the other %.3f ms\n",
+           m->name, B, sum * 1e3, st.fbw_s * 1e3, 100 * (sum - st.fbw_s) / st.fbw_s, attn * 1e3,
+           100 * attn / sum, mlp * 1e3, 100 * mlp / sum, rest * 1e3, 100 * rest / sum, lin * 1e3,
+           attn * 1e3, (attn - lin) * 1e3);
     char *mn = esc_csv(m->name);
-    fprintf(csv, "step,%s,,forward+backward,%d,fbw,%.9f,,,,%.9f,%.5f,,,,,,,,\n", mn, B, st.fbw_s, sum,
-            (sum - st.fbw_s) / st.fbw_s);
+    fprintf(csv, "step,%s,,forward+backward,%d,fbw,%.9f,,,,%.9f,%.5f,,,,,,,,\n", mn, B, st.fbw_s,
+            sum, (sum - st.fbw_s) / st.fbw_s);
     const char *part[4] = {"attention", "mlp", "rest", "attention linear products"};
     const double sec[4] = {attn, mlp, rest, lin};
     for (int i = 0; i < 4; i++)
