@@ -230,6 +230,47 @@ static void test_large_mixed(void) { check_kind(4, 60, 1234, 0.03, 30, "mixed de
 
 /* ---------------------------------- the shortcuts against the long way -- */
 
+/* The memory rules' memo (cost.c): under 4,000 keys asked in random
+ * order, several landing in one slot, each answer is the schedule's rule
+ * (cost.h: gpipe and sequential flat, fbp and pipedream by depth, 1f1b by
+ * depth and zb-h1 by total from 2 microbatches on) and the same when asked
+ * again; the monotony's the same as its first answer. */
+static void test_mem_memo(void)
+{
+    enum { K = 4000 };
+    static const sched_kind kinds[] = {SCHED_SEQUENTIAL, SCHED_GPIPE, SCHED_1F1B, SCHED_ZBH1, SCHED_PIPEDREAM, SCHED_FBP};
+    static int dep[K], mono[K], ks[K], ms[K], ns[K];
+    rng_state = 1979;
+    plan_inst I;
+    plan_inst_alloc(&I, 1, 1, 1);
+    for (int round = 0; round < 3; round++)
+        for (int q = 0; q < K; q++) {
+            int k = round == 0 ? q : irand(0, K - 1);
+            if (round == 0) {
+                ks[k] = irand(0, 5);
+                ms[k] = irand(1, 300);
+                ns[k] = irand(1, 64);
+            }
+            I.sched = kinds[ks[k]];
+            I.m = ms[k];
+            I.n_dev = ns[k];
+            int d = plan_mem_dependence(&I), mo = plan_mem_depth_monotone(&I);
+            if (round == 0) {
+                dep[k] = d;
+                mono[k] = mo;
+            }
+            CU_ASSERT_EQUAL(d, dep[k]);
+            CU_ASSERT_EQUAL(mo, mono[k]);
+            sched_kind s = I.sched;
+            if (s == SCHED_SEQUENTIAL || s == SCHED_GPIPE) CU_ASSERT_EQUAL(d, PLAN_MEM_FLAT);
+            if (s == SCHED_FBP || s == SCHED_PIPEDREAM || (s == SCHED_1F1B && I.m >= 2))
+                CU_ASSERT_EQUAL(d, PLAN_MEM_BY_DEPTH);
+            if (s == SCHED_ZBH1 && I.m >= 2) CU_ASSERT_EQUAL(d, PLAN_MEM_BY_TOTAL);
+        }
+    I.n_dev = 1;
+    plan_inst_free(&I);
+}
+
 /* A random chain (gen kind 0) whose memory can bind: a cap of 0.3 to
  * `most` times the whole model's least memory spread over the devices (0:
  * up to the whole of it on each device), and
@@ -402,6 +443,7 @@ TEST_SUITE(plan_merge)
     test_add("300 random chains: within 3% of exact", test_random_chains);
     test_add("200 random DAGs: within 3% of exact over the same cuts", test_random_dags);
     test_add("60 random chains on 72 to 128 mixed devices: within 3% of exact", test_large_mixed);
+    test_add("the memory rules' memo: 12,000 questions, the rules' answers", test_mem_memo);
     test_add("150 chains, binding memory: plan_merge_multi gives each schedule's plan_merge", test_multi_is_singles);
     test_add("150 chains, binding memory: a shared packing that agreed is each schedule's own", test_group_pack);
     test_add("200 packings: the failures the bisection skips fail when run", test_known_failures);
