@@ -63,34 +63,45 @@ void plan_inst_free(plan_inst *I)
 /* The probes below call the simulator's rules some 10^4 to 10^5 times and
  * the searches ask the same questions again and again (every exact search,
  * every pair of schedules, every microbatch count), so answers are kept in
- * a small per-thread memo keyed by everything they depend on. */
+ * a small per-thread memo keyed by everything they depend on, one per
+ * question, with a slot per hash of the key (a new answer replaces the one
+ * in its slot).  It was one list of 128 scanned in full, where the
+ * monotony's answers, one per device count too, pushed out the dearer
+ * dependence's: the search fuzz target probed that 15 times per input, a
+ * tenth of its time. */
 typedef struct mem_memo {
     int used, what;         /* what: 0 dependence, 1 monotone               */
     int sched, m, chunks, n_dev;
     int answer;
 } mem_memo;
-#define MEMO_SLOTS 128
-static _Thread_local mem_memo memo[MEMO_SLOTS];
-static _Thread_local int memo_next;
+#define MEMO_SLOTS 1024     /* a power of 2 */
+static _Thread_local mem_memo memo[2][MEMO_SLOTS];
+
+static mem_memo *memo_slot(int what, const plan_inst *I, int n_dev)
+{
+    uint64_t h = (uint64_t)what * 0x9E3779B97F4A7C15u;
+    h = (h ^ (uint64_t)(unsigned)I->sched) * 0x9E3779B97F4A7C15u;
+    h = (h ^ (uint64_t)(unsigned)I->m) * 0x9E3779B97F4A7C15u;
+    h = (h ^ (uint64_t)(unsigned)I->chunks) * 0x9E3779B97F4A7C15u;
+    h = (h ^ (uint64_t)(unsigned)n_dev) * 0x9E3779B97F4A7C15u;
+    return &memo[what][(h >> 32) & (MEMO_SLOTS - 1)];
+}
 
 static int memo_get(int what, const plan_inst *I, int n_dev, int *answer)
 {
-    for (int k = 0; k < MEMO_SLOTS; k++) {
-        const mem_memo *q = &memo[k];
-        if (q->used && q->what == what && q->sched == (int)I->sched && q->m == I->m &&
-            q->chunks == I->chunks && q->n_dev == n_dev) {
-            *answer = q->answer;
-            return 1;
-        }
+    const mem_memo *q = memo_slot(what, I, n_dev);
+    if (q->used && q->what == what && q->sched == (int)I->sched && q->m == I->m && q->chunks == I->chunks &&
+        q->n_dev == n_dev) {
+        *answer = q->answer;
+        return 1;
     }
     return 0;
 }
 
 static int memo_put(int what, const plan_inst *I, int n_dev, int answer)
 {
-    memo[memo_next] = (mem_memo){.used = 1, .what = what, .sched = (int)I->sched, .m = I->m,
-                                 .chunks = I->chunks, .n_dev = n_dev, .answer = answer};
-    memo_next = (memo_next + 1) % MEMO_SLOTS;
+    *memo_slot(what, I, n_dev) = (mem_memo){.used = 1, .what = what, .sched = (int)I->sched, .m = I->m,
+                                            .chunks = I->chunks, .n_dev = n_dev, .answer = answer};
     return answer;
 }
 

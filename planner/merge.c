@@ -334,11 +334,13 @@ double merge_sel_offer(merge_sel *S, plan_layout *y)
     return bottleneck;
 }
 
-/* plan_merge into S (one schedule, or several whose layouts are the same:
- * plan_merge_multi); returns the stage counts tried. */
-static int merge_run(const plan_inst *I, const plan_lattice *L, int p_fixed, merge_sel *S)
+/* Step 1 into S (its layouts depend on no schedule's memory: one run for
+ * schedules that price all-reduces alike, plan_merge_multi); returns the
+ * stage counts tried and sets *p_fixed to the count step 2 asks for. */
+static int merge_step1(const plan_inst *I, const plan_lattice *L, int *p_fixed_io, merge_sel *S)
 {
     assert(L->chain);
+    int p_fixed = *p_fixed_io;
     int n = L->n_layers, N = I->n_dev;
     int *removed = cl_calloc((size_t)n + 1, sizeof(int));
     merge_sequence(I, L, removed);
@@ -347,6 +349,7 @@ static int merge_run(const plan_inst *I, const plan_lattice *L, int p_fixed, mer
     for (int b = 1; b < n; b++) by_step[removed[b]] = b;
     int pmax = n < N ? n : N;
     if (p_fixed > 0 && p_fixed > pmax) p_fixed = pmax;
+    *p_fixed_io = p_fixed;
 
     /* node sizes: whole-node replica groups only when nodes are equal */
     int K = 0;
@@ -413,6 +416,21 @@ static int merge_run(const plan_inst *I, const plan_lattice *L, int p_fixed, mer
     free(cut);
     free(by_step);
     free(removed);
+    return tried;
+}
+
+/* The bottleneck that brackets step 2 for schedule j of S: its best
+ * layout's when that fits, else none (HUGE_VAL). */
+static double merge_hi(const merge_sel *S, int j)
+{
+    return S->have[j] && S->best_ev[j].feasible ? S->best_ev[j].bottleneck_s : HUGE_VAL;
+}
+
+/* plan_merge into S (one schedule, or several whose layouts are the same:
+ * plan_merge_multi); returns the stage counts tried. */
+static int merge_run(const plan_inst *I, const plan_lattice *L, int p_fixed, merge_sel *S)
+{
+    int tried = merge_step1(I, L, &p_fixed, S);
     /* the merge sequence's best bottleneck brackets the bisection (pk_init
      * declines when the states would be too many: a fixed stage count on a
      * long model); every schedule of S must have the same (plan_merge_multi:
@@ -423,7 +441,7 @@ static int merge_run(const plan_inst *I, const plan_lattice *L, int p_fixed, mer
             (S->have[0] && (!S->best_ev[j].feasible || !S->best_ev[0].feasible ||
                             S->best_ev[j].bottleneck_s != S->best_ev[0].bottleneck_s)))
             return -1;
-    plan_merge_pack(I, L, p_fixed, S->have[0] && S->best_ev[0].feasible ? S->best_ev[0].bottleneck_s : HUGE_VAL, S);
+    plan_merge_pack(I, L, p_fixed, merge_hi(S, 0), S);
     return tried;
 }
 
@@ -440,6 +458,134 @@ int plan_merge(const plan_inst *I, const plan_lattice *L, int p_fixed, plan_layo
         st->best_p = have ? out->p : 0;
     }
     return have && ev.feasible;
+}
+
+/* Equal to the bit (NaN included): the same bits make the same arithmetic. */
+static int same_bits(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* The factor a schedule's all-reduces are priced with (cost.c,
+ * plan_allreduce_factors): with ZeRO it depends on the schedule. */
+static double ar_scale_of(const plan_inst *I)
+{
+    return I->ar_scale[plan_zero_splits(I->zero, I->sched)];
+}
+
+/* plan_merge for each of n schedules (out, ev, have zeroed; the answers of
+ * n plan_merge calls) where memory may bind under some.  Step 1 reads no
+ * schedule but through the all-reduce's price, so it runs once for the
+ * schedules that price all-reduces alike and offers its layouts to each.
+ * Step 2 runs once for the schedules that also bring the same bracket and
+ * whose memory is of the same kind (none zb-h1): where no memory binds
+ * under any of them, plan_merge_pack as for one; else
+ * plan_merge_pack_group, and each schedule again on its own, from its
+ * state before, where their memory checks differ. */
+static void merge_apart(const plan_inst *I, const plan_lattice *L, int p_fixed, int n, const sched_kind *sched,
+                        plan_layout *out, plan_eval *ev, int *have)
+{
+    size_t nn = (size_t)n;
+    plan_inst *Ij = cl_malloc(nn * sizeof *Ij);
+    double *scale = cl_malloc(nn * sizeof *scale), *hi = cl_malloc(nn * sizeof *hi);
+    int *idx = cl_malloc(nn * sizeof *idx), *mfree = cl_malloc(nn * sizeof *mfree);
+    int *solo = cl_malloc(nn * sizeof *solo), *gh = cl_malloc(nn * sizeof *gh);
+    int *khave = cl_malloc(nn * sizeof *khave);
+    char *done = cl_calloc(nn, 1);
+    sched_kind *gs = cl_malloc(nn * sizeof *gs);
+    plan_layout *gb = cl_malloc(nn * sizeof *gb), *keep = cl_malloc(nn * sizeof *keep);
+    plan_eval *ge = cl_malloc(nn * sizeof *ge), *kev = cl_malloc(nn * sizeof *kev);
+    for (int j = 0; j < n; j++) {
+        Ij[j] = *I;
+        Ij[j].sched = sched[j];
+        scale[j] = ar_scale_of(&Ij[j]);
+    }
+    int pf = p_fixed;
+    for (int j0 = 0; j0 < n; j0++) {
+        if (done[j0]) continue;
+        int cnt = 0;
+        for (int j = j0; j < n; j++)
+            if (!done[j] && same_bits(scale[j], scale[j0])) {
+                done[j] = 1;
+                idx[cnt] = j;
+                gs[cnt++] = sched[j];
+            }
+        memset(gb, 0, (size_t)cnt * sizeof *gb);
+        memset(gh, 0, (size_t)cnt * sizeof *gh);
+        merge_sel S = {.I = &Ij[j0], .L = L, .n = cnt, .sched = gs, .best = gb, .best_ev = ge, .have = gh};
+        pf = p_fixed;
+        merge_step1(&Ij[j0], L, &pf, &S); /* (pf: the same clamp for all) */
+        for (int k = 0; k < cnt; k++) {
+            out[idx[k]] = gb[k];
+            ev[idx[k]] = ge[k];
+            have[idx[k]] = gh[k];
+        }
+    }
+    for (int j = 0; j < n; j++) {
+        hi[j] = have[j] && ev[j].feasible ? ev[j].bottleneck_s : HUGE_VAL;
+        mfree[j] = plan_exact_mem_free(&Ij[j], L);
+        solo[j] = plan_mem_dependence(&Ij[j]) == PLAN_MEM_BY_TOTAL;
+    }
+    memset(done, 0, nn);
+    for (int j0 = 0; j0 < n; j0++) {
+        if (done[j0]) continue;
+        int cnt = 0;
+        for (int j = j0; j < n; j++)
+            if (!done[j] && (j == j0 || (!solo[j0] && !solo[j] && mfree[j] == mfree[j0] &&
+                                         same_bits(scale[j], scale[j0]) && same_bits(hi[j], hi[j0])))) {
+                done[j] = 1;
+                idx[cnt] = j;
+                gs[cnt] = sched[j];
+                gb[cnt] = out[j];
+                ge[cnt] = ev[j];
+                gh[cnt++] = have[j];
+            }
+        merge_sel S = {.I = &Ij[j0], .L = L, .n = cnt, .sched = gs, .best = gb, .best_ev = ge, .have = gh};
+        if (cnt == 1 || mfree[j0]) {
+            /* one schedule, or no memory check: what one run does */
+            plan_merge_pack(&Ij[j0], L, pf, hi[j0], &S);
+        } else {
+            for (int k = 0; k < cnt; k++) {
+                memset(&keep[k], 0, sizeof keep[k]);
+                if (gh[k]) plan_layout_copy(&keep[k], &gb[k]);
+                kev[k] = ge[k];
+                khave[k] = gh[k];
+            }
+            int same = plan_merge_pack_group(&Ij[j0], L, pf, hi[j0], &S);
+            for (int k = 0; k < cnt; k++) {
+                if (same) {
+                    if (khave[k]) plan_layout_free(&keep[k]);
+                    continue;
+                }
+                /* back to before step 2, then on its own */
+                if (gh[k]) plan_layout_free(&gb[k]);
+                gb[k] = keep[k];
+                ge[k] = kev[k];
+                gh[k] = khave[k];
+                merge_sel Sk = {.I = &Ij[idx[k]], .L = L, .n = 1, .best = &gb[k], .best_ev = &ge[k], .have = &gh[k]};
+                plan_merge_pack(&Ij[idx[k]], L, pf, hi[idx[k]], &Sk);
+            }
+        }
+        for (int k = 0; k < cnt; k++) {
+            out[idx[k]] = gb[k];
+            ev[idx[k]] = ge[k];
+            have[idx[k]] = gh[k];
+        }
+    }
+    free(Ij);
+    free(scale);
+    free(hi);
+    free(idx);
+    free(mfree);
+    free(solo);
+    free(gh);
+    free(khave);
+    free(done);
+    free(gs);
+    free(gb);
+    free(keep);
+    free(ge);
+    free(kev);
 }
 
 void plan_merge_multi(const plan_inst *I, const plan_lattice *L, int p_fixed, int n, const sched_kind *sched,
@@ -462,17 +608,17 @@ void plan_merge_multi(const plan_inst *I, const plan_lattice *L, int p_fixed, in
         merge_sel S = {.I = &I0, .L = L, .n = n, .sched = sched, .best = out, .best_ev = ev, .have = have};
         if (merge_run(&I0, L, p_fixed, &S) < 0) {
             shared = 0; /* (not seen) */
-            for (int j = 0; j < n; j++)
+            for (int j = 0; j < n; j++) {
                 if (have[j]) plan_layout_free(&out[j]);
+                memset(&out[j], 0, sizeof out[j]);
+                have[j] = 0;
+            }
         }
         for (int j = 0; j < n && shared; j++) ok[j] = have[j] && ev[j].feasible;
     }
     if (!shared) {
-        for (int j = 0; j < n; j++) {
-            plan_inst Ij = *I;
-            Ij.sched = sched[j];
-            ok[j] = plan_merge(&Ij, L, p_fixed, &out[j], NULL);
-        }
+        merge_apart(I, L, p_fixed, n, sched, out, ev, have);
+        for (int j = 0; j < n; j++) ok[j] = have[j] && ev[j].feasible;
     }
     free(ev);
     free(have);

@@ -57,6 +57,11 @@ typedef struct merge_sel {
     plan_layout *best;      /* n each */
     plan_eval *best_ev;
     int *have;
+    /* tests (test_plan_merge.c): 1 runs the packings the bisection skips as
+     * failures it already knows (merge_pack.c, pk_try), counting them in
+     * rechecked and those that did not fail in recheck_wrong */
+    int recheck;
+    long rechecked, recheck_wrong;
 } merge_sel;
 
 /* Offer layout y (owned; freed here) to every schedule of S; returns y's
@@ -68,5 +73,16 @@ double merge_sel_offer(merge_sel *S, plan_layout *y);
  * that many stages.  Offers every packing's layout to S; does nothing when
  * the packing would need too many states. */
 void plan_merge_pack(const plan_inst *I, const plan_lattice *L, int kmax, double hi, merge_sel *S);
+
+/* plan_merge_pack for the n schedules of S at once (I has S->sched[0];
+ * each schedule's memory can bind, none is zb-h1, and they price
+ * all-reduces alike and bring the same hi): one bisection whose packings
+ * check memory under each schedule.  While every such check comes out the
+ * same under all of them, so does every packing, and the offers to S are
+ * the ones n calls of plan_merge_pack would make.  Returns 1 when that held
+ * to the end; 0 when the schedules' checks differed somewhere (S has then
+ * had some of the offers: the caller starts those schedules again from
+ * before the call, one plan_merge_pack each). */
+int plan_merge_pack_group(const plan_inst *I, const plan_lattice *L, int kmax, double hi, merge_sel *S);
 
 #endif

@@ -27,6 +27,9 @@
  * worth trying.  Per bound that is O(L x R x C) checks (and a binary
  * search per check at worst), R the replica counts that lower ceil(m / r)
  * (about 2 sqrt(m)), C the classes.  Every price goes through cost.h. */
+#define PK_FAILS 160       /* failed packings a bisection remembers (it runs
+                               at most 64 + 80)                              */
+
 typedef struct packer {
     const plan_inst *I;
     const plan_lattice *L;
@@ -34,6 +37,12 @@ typedef struct packer {
     int *rs, nr;            /* replica counts tried, ascending               */
     int C;                  /* classes: 1, or positions 0..N (pos_mode)      */
     int mem_free;           /* no stage can overflow: skip memory checks     */
+    /* memory is checked under G schedules at once, Ig[g] (I with each; Ig[0]
+     * is I): a packing shared by schedules whose memory can bind, valid
+     * while every memory check comes out the same under all of them
+     * (diverged: one did not; plan_merge_pack_group) */
+    int G, diverged;
+    plan_inst *Ig;
     int devices_arg;        /* BY_TOTAL memory: price at N devices (the most) */
     int uni;                /* identical devices: speed and memory are spd0, cap0 */
     double spd0, cap0, spd_top, cap_top;
@@ -53,8 +62,8 @@ typedef struct packer {
     int *prev_inter;        /* per cut j: the largest j' <= j within B on the
                                inter-node link (-1: none)                   */
     /* the simulator's in-flight microbatches and weight versions of a stage
-     * at depth D on rs[a] replicas, at [D x nr + a], filled on first use
-     * (-1: not yet) */
+     * at depth D on rs[a] replicas under Ig[g], at [(g x (N + 1) + D) x nr +
+     * a], filled on first use (-1: not yet) */
     int *tab_in, *tab_ver;
     int *jt;                /* per (replica count, class): the loose reach */
     /* per (replica count a, class c), at a x C + c: where states of class
@@ -63,13 +72,24 @@ typedef struct packer {
      * that differ: the fastest and the largest, the block being unknown) */
     int *b_pos, *b_r, *b_lv;
     int *b_in, *b_ver;      /* the fewest in-flight microbatches and weight
-                               versions at any depth (memory not free)     */
+                               versions at any depth (memory not free), at
+                               g x nr x C + ac under Ig[g]                  */
     double *b_spd, *b_cap;
     /* plan_allreduce_factors per link level and replica count 2..rmax
      * (pk_allreduce): a check prices one all-reduce, and the factors' search
      * of the ring's shape was a tenth of a long chain's whole question */
     int ar_rmax;
     double *ar_pb[CLUSTER_LEVELS], *ar_lat[CLUSTER_LEVELS];
+    /* A packing reads its bound B only through comparisons "x <= B" (the
+     * boundaries, the checks' times), so any bound B' with pass_max <= B'
+     * < fail_min (the largest x that came out within B, the smallest that
+     * did not) makes every comparison, hence the whole packing, the same.
+     * pk_run keeps the two; the bisection keeps them for each packing that
+     * failed (fail_lo, fail_hi) and does not repeat a failure it already
+     * knows (pk_try). */
+    double pass_max, fail_min;
+    double fail_lo[PK_FAILS], fail_hi[PK_FAILS];
+    int n_fails;
 } packer;
 
 /* plan_allreduce_s(P->I, bytes, r, level), the same operations, from the
@@ -79,6 +99,18 @@ static inline double pk_allreduce(const packer *P, double bytes, int r, int leve
     if (r <= 1 || !P->I->comm) return 0;
     if (r > P->ar_rmax) return plan_allreduce_s(P->I, bytes, r, level);
     return P->ar_pb[level][r] * bytes + P->ar_lat[level][r];
+}
+
+/* The outcome of "x <= B" (1: within), kept in P's pass_max and fail_min
+ * (NaN, false under any B, is neither). */
+static inline int pk_within(packer *P, double x, double B)
+{
+    if (x <= B) {
+        if (x > P->pass_max) P->pass_max = x;
+        return 1;
+    }
+    if (x < P->fail_min) P->fail_min = x;
+    return 0;
 }
 
 #define PK_POS_MAX 512      /* devices at most for a state per position      */
@@ -125,7 +157,7 @@ static int pk_place(const packer *P, int e, int r, int *rr)
 /* Can layers i..j-1 on about rs[a] replicas precede the placed state sj
  * (layers j..) within B?  Sets *at to the block's first position and
  * *r_out to its replicas (pk_place). */
-static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, int *at, int *r_out)
+static int pk_check(packer *P, double B, int i, int j, size_t sj, int a, int *at, int *r_out)
 {
     const plan_inst *I = P->I;
     const plan_lattice *L = P->L;
@@ -144,25 +176,35 @@ static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, i
     int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
     double Pb = L->params[j] - L->params[i];
     double t = plan_stage_time(I, L->work[j] - L->work[i], r, spd, pk_allreduce(P, Pb, r, level));
-    if (t > B) return 0;
+    if (!pk_within(P, t, B)) return 0;
     if (!P->mem_free) {
         int depth = P->used[sj] + r;
         if (depth > P->N) return 0;
-        size_t ti = (size_t)depth * P->nr + a;
-        if (r != P->rs[a]) {
-            /* grown to whole nodes: not tabulated */
-            double mem = plan_stage_mem(I, Pb, L->stash[j] - L->stash[i], L->cut[i],
-                                        L->cut[j], depth, r, P->devices_arg ? P->N : depth);
-            if (mem > cap) return 0;
-        } else if (P->tab_in[ti] < 0) {
-            P->tab_in[ti] = sched_inflight_rep(I->sched, P->devices_arg ? P->N : depth, depth, r,
-                                               I->m, I->chunks);
-            P->tab_ver[ti] = sched_versions_rep(I->sched, depth, r);
+        int fits0 = 1;
+        for (int g = 0; g < P->G; g++) {
+            const plan_inst *Ig = &P->Ig[g];
+            size_t ti = ((size_t)g * (P->N + 1) + depth) * P->nr + a, t0 = (size_t)depth * P->nr + a;
+            int fits;
+            if (r != P->rs[a]) {
+                /* grown to whole nodes: not tabulated */
+                double mem = plan_stage_mem(Ig, Pb, L->stash[j] - L->stash[i], L->cut[i], L->cut[j], depth, r,
+                                            P->devices_arg ? P->N : depth);
+                fits = !(mem > cap);
+            } else {
+                if (P->tab_in[ti] < 0) {
+                    P->tab_in[ti] = sched_inflight_rep(Ig->sched, P->devices_arg ? P->N : depth, depth, r,
+                                                       I->m, I->chunks);
+                    P->tab_ver[ti] = sched_versions_rep(Ig->sched, depth, r);
+                }
+                /* the same counts as the first schedule's: the same sum */
+                if (g > 0 && P->tab_in[ti] == P->tab_in[t0] && P->tab_ver[ti] == P->tab_ver[t0]) continue;
+                fits = !(plan_stage_mem_counts(I, Pb, L->stash[j] - L->stash[i], L->cut[i], L->cut[j],
+                                               P->tab_in[ti], P->tab_ver[ti], r) > cap);
+            }
+            if (g == 0) fits0 = fits;
+            else if (fits != fits0) P->diverged = 1;
         }
-        if (r == P->rs[a] && plan_stage_mem_counts(I, Pb, L->stash[j] - L->stash[i], L->cut[i],
-                                                   L->cut[j], P->tab_in[ti],
-                                                   P->tab_ver[ti], r) > cap)
-            return 0;
+        if (!fits0) return 0;
     }
     *at = pos;
     *r_out = r;
@@ -173,19 +215,28 @@ static int pk_check(const packer *P, double B, int i, int j, size_t sj, int a, i
  * time, and the memory with the fewest in-flight microbatches and weight
  * versions the block's replica count has at any depth, without the
  * outgoing buffer (a bound never stricter than pk_check's). */
-static int pk_check_loose(const packer *P, double B, int i, int j, size_t ac)
+static int pk_check_loose(packer *P, double B, int i, int j, size_t ac)
 {
     const plan_inst *I = P->I;
     const plan_lattice *L = P->L;
     int r = P->b_r[ac];
     double Pb = L->params[j] - L->params[i];
-    if (plan_stage_time(I, L->work[j] - L->work[i], r, P->b_spd[ac],
-                        pk_allreduce(P, Pb, r, P->b_lv[ac])) > B)
+    if (!pk_within(P, plan_stage_time(I, L->work[j] - L->work[i], r, P->b_spd[ac],
+                                      pk_allreduce(P, Pb, r, P->b_lv[ac])), B))
         return 0;
-    if (!P->mem_free && plan_stage_mem_counts(I, Pb, L->stash[j] - L->stash[i], L->cut[i], 0,
-                                              P->b_in[ac], P->b_ver[ac], r) > P->b_cap[ac])
-        return 0;
-    return 1;
+    if (P->mem_free) return 1;
+    size_t nb = (size_t)P->nr * P->C;
+    int fits0 = 1;
+    for (int g = 0; g < P->G; g++) {
+        size_t gi = g * nb + ac;
+        /* the same counts as the first schedule's: the same sum */
+        if (g > 0 && P->b_in[gi] == P->b_in[ac] && P->b_ver[gi] == P->b_ver[ac]) continue;
+        int fits = !(plan_stage_mem_counts(I, Pb, L->stash[j] - L->stash[i], L->cut[i], 0, P->b_in[gi],
+                                           P->b_ver[gi], r) > P->b_cap[ac]);
+        if (g == 0) fits0 = fits;
+        else if (fits != fits0) P->diverged = 1;
+    }
+    return fits0;
 }
 
 /* Set state si (class c, layers i.., k stages) when better: the rightmost
@@ -214,10 +265,12 @@ static int pk_run(packer *P, double B)
     const plan_inst *I = P->I;
     const plan_lattice *L = P->L;
     int n = P->n, K = P->kmax, C = P->C, N = P->N;
+    P->pass_max = -HUGE_VAL;
+    P->fail_min = HUGE_VAL;
     /* cuts whose boundary can be within B on some link */
     for (int j = 0; j <= n; j++) {
         for (int lv = 0; lv < CLUSTER_LEVELS; lv++)
-            P->bok_lv[lv][j] = j == n || plan_boundary_s(I, L->cut[j], lv) <= B;
+            P->bok_lv[lv][j] = j == n || pk_within(P, plan_boundary_s(I, L->cut[j], lv), B);
         P->bok[j] = P->bok_lv[CLUSTER_INTRA][j] || P->bok_lv[CLUSTER_INTER][j];
         P->prev_inter[j] = P->bok_lv[CLUSTER_INTER][j] ? j : j > 0 ? P->prev_inter[j - 1] : -1;
     }
@@ -367,7 +420,7 @@ static void pk_layout(const packer *P, plan_layout *y)
 }
 
 /* Returns 0 (nothing allocated) when the states would be too many. */
-static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kmax)
+static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kmax, int G, const sched_kind *kinds)
 {
     memset(P, 0, sizeof *P);
     int n = L->n_layers, N = I->n_dev;
@@ -431,6 +484,12 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
         return 0;
     }
     P->devices_arg = plan_mem_dependence(I) == PLAN_MEM_BY_TOTAL;
+    P->G = G;
+    P->Ig = cl_malloc((size_t)G * sizeof *P->Ig);
+    for (int g = 0; g < G; g++) {
+        P->Ig[g] = *I;
+        if (kinds) P->Ig[g].sched = kinds[g];
+    }
     P->ar_rmax = rmax;
     for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
         P->ar_pb[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
@@ -448,7 +507,7 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
     P->bok = cl_malloc((size_t)n + 1);
     P->prev_inter = cl_malloc(((size_t)n + 1) * sizeof(int));
     for (int lv = 0; lv < CLUSTER_LEVELS; lv++) P->bok_lv[lv] = cl_malloc((size_t)n + 1);
-    size_t nt = ((size_t)N + 1) * (size_t)P->nr;
+    size_t nt = (size_t)G * ((size_t)N + 1) * (size_t)P->nr;
     P->tab_in = cl_malloc(nt * sizeof(int));
     P->tab_ver = cl_malloc(nt * sizeof(int));
     size_t nb = (size_t)P->nr * (size_t)P->C;
@@ -456,10 +515,13 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
     P->b_pos = cl_malloc(nb * sizeof(int));
     P->b_r = cl_malloc(nb * sizeof(int));
     P->b_lv = cl_malloc(nb * sizeof(int));
-    P->b_in = cl_calloc(nb, sizeof(int));
-    P->b_ver = cl_calloc(nb, sizeof(int));
+    P->b_in = cl_calloc((size_t)G * nb, sizeof(int));
+    P->b_ver = cl_calloc((size_t)G * nb, sizeof(int));
     P->b_spd = cl_malloc(nb * sizeof(double));
     P->b_cap = cl_malloc(nb * sizeof(double));
+    /* the fewest counts at any depth depend on the replica count alone:
+     * found once per count and schedule (-1: not yet) */
+    int *in_of = cl_malloc(((size_t)N + 1) * sizeof(int)), *ver_of = cl_malloc(((size_t)N + 1) * sizeof(int));
     for (int a = 0; a < P->nr; a++)
         for (int c = 0; c < P->C; c++) {
             size_t ac = (size_t)a * P->C + c;
@@ -479,21 +541,35 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
             P->b_spd[ac] = spd;
             P->b_cap[ac] = cap;
             P->b_lv[ac] = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
-            if (P->mem_free) continue;
-            int in_min = INT32_MAX, ver_min = INT32_MAX;
-            for (int D = r; D <= N; D++) {
-                in_min = imin(in_min, sched_inflight_rep(I->sched, P->devices_arg ? N : D, D, r, I->m, I->chunks));
-                ver_min = imin(ver_min, sched_versions_rep(I->sched, D, r));
-            }
-            P->b_in[ac] = in_min;
-            P->b_ver[ac] = ver_min;
         }
+    for (int g = 0; g < G && !P->mem_free; g++) {
+        sched_kind kind = P->Ig[g].sched;
+        for (int r = 0; r <= N; r++) in_of[r] = -1;
+        for (size_t ac = 0; ac < nb; ac++) {
+            int r = P->b_r[ac];
+            if (P->b_pos[ac] < 0) continue;
+            if (in_of[r] < 0) {
+                int in_min = INT32_MAX, ver_min = INT32_MAX;
+                for (int D = r; D <= N; D++) {
+                    in_min = imin(in_min, sched_inflight_rep(kind, P->devices_arg ? N : D, D, r, I->m, I->chunks));
+                    ver_min = imin(ver_min, sched_versions_rep(kind, D, r));
+                }
+                in_of[r] = in_min;
+                ver_of[r] = ver_min;
+            }
+            P->b_in[g * nb + ac] = in_of[r];
+            P->b_ver[g * nb + ac] = ver_of[r];
+        }
+    }
+    free(in_of);
+    free(ver_of);
     for (size_t t = 0; t < nt; t++) P->tab_in[t] = -1;
     return 1;
 }
 
 static void pk_free(packer *P)
 {
+    free(P->Ig);
     free(P->nstart);
     free(P->rs);
     free(P->e);
@@ -523,20 +599,45 @@ static void pk_free(packer *P)
     free(P->b_cap);
 }
 
+/* pk_run(P, B), unless a packing that failed made the same comparisons
+ * under B (packer: pass_max, fail_min), which it then does not repeat:
+ * the result is the same 0, and a failed packing leaves nothing the next
+ * one reads (pk_run starts every state afresh). */
+static int pk_try(packer *P, double B, merge_sel *S)
+{
+    for (int f = 0; f < P->n_fails; f++)
+        if (P->fail_lo[f] <= B && B < P->fail_hi[f]) {
+            if (S->recheck) {
+                S->rechecked++;
+                if (pk_run(P, B)) S->recheck_wrong++;
+            }
+            return 0;
+        }
+    if (pk_run(P, B)) return 1;
+    if (!P->diverged && P->n_fails < PK_FAILS) {
+        P->fail_lo[P->n_fails] = P->pass_max;
+        P->fail_hi[P->n_fails++] = P->fail_min;
+    }
+    return 0;
+}
+
 /* Bisection on the bound with packer P: the smallest B under which it
  * places every layer, from lo (below, as far as known) and hi (a bottleneck
  * reached, HUGE_VAL when none).  To a relative 2e-4, then down from there:
  * packing just below the best bottleneck so far until that fails (each
  * success lowers it to another layout's), so the result is the packing's
  * own optimum, not within a tolerance of it.  At most `runs` packings.
- * The best layout found replaces *best when better; returns the final hi. */
+ * Offers each layout found to S; returns the final hi.  Stops where the
+ * packing's schedules diverged (packer: G). */
 static double pk_bisect(packer *P, double lo, double hi, int runs, merge_sel *S)
 {
     if (!(hi < HUGE_VAL)) {
         /* nothing reached yet: grow from lo until packing succeeds */
         double g = lo;
-        for (int k = 0; k < 64 && !(hi < HUGE_VAL) && !cl_budget_over(); k++, g *= 4)
-            if (pk_run(P, g)) {
+        for (int k = 0; k < 64 && !(hi < HUGE_VAL) && !cl_budget_over(); k++, g *= 4) {
+            int ok = pk_try(P, g, S);
+            if (P->diverged) return hi;
+            if (ok) {
                 plan_layout y;
                 pk_layout(P, &y);
                 merge_sel_offer(S, &y);
@@ -544,6 +645,7 @@ static double pk_bisect(packer *P, double lo, double hi, int runs, merge_sel *S)
             } else {
                 lo = g;
             }
+        }
     }
     int descend = 0;
     /* each run polls the --max-seconds budget (a clock read against a
@@ -553,7 +655,9 @@ static double pk_bisect(packer *P, double lo, double hi, int runs, merge_sel *S)
         if (!(hi > lo * (1 + 2e-4))) descend = 1;
         double mid = descend ? nextafter(hi, 0) : sqrt(lo * hi);
         if (!(mid > lo && mid < hi)) break;
-        if (pk_run(P, mid)) {
+        int ok = pk_try(P, mid, S);
+        if (P->diverged) return hi;
+        if (ok) {
             plan_layout y;
             pk_layout(P, &y);
             hi = fmin(mid, merge_sel_offer(S, &y));
@@ -570,16 +674,32 @@ static double pk_bisect(packer *P, double lo, double hi, int runs, merge_sel *S)
  * (every layer 0 s), a picosecond, below any time a real layer takes. */
 #define PACK_FLOOR_S 1e-12
 
-/* See merge.h.  The bisection starts from a bound no layout beats (the
- * work spread perfectly over every device at the fastest speed). */
+/* The bisection with packer P from a bound no layout beats (the work
+ * spread perfectly over every device at the fastest speed). */
+static void pk_pack(packer *P, const plan_inst *I, const plan_lattice *L, double hi, merge_sel *S)
+{
+    double lo = I->m * L->work[L->n_sets - 1] / (I->n_dev * P->spd_top);
+    if (!(lo > 0)) lo = PACK_FLOOR_S;
+    lo = nextafter(lo, 0);
+    pk_bisect(P, lo, hi, 80, S);
+}
+
+/* See merge.h. */
 void plan_merge_pack(const plan_inst *I, const plan_lattice *L, int kmax, double hi, merge_sel *S)
 {
     packer P;
-    if (!pk_init(&P, I, L, kmax)) return;
-    double lo = I->m * L->work[L->n_sets - 1] / (I->n_dev * P.spd_top);
-    if (!(lo > 0)) lo = PACK_FLOOR_S;
-    lo = nextafter(lo, 0);
-    pk_bisect(&P, lo, hi, 80, S);
+    if (!pk_init(&P, I, L, kmax, 1, NULL)) return;
+    pk_pack(&P, I, L, hi, S);
     pk_free(&P);
 }
 
+/* See merge.h. */
+int plan_merge_pack_group(const plan_inst *I, const plan_lattice *L, int kmax, double hi, merge_sel *S)
+{
+    packer P;
+    if (!pk_init(&P, I, L, kmax, S->n, S->sched)) return 1;
+    pk_pack(&P, I, L, hi, S);
+    int diverged = P.diverged;
+    pk_free(&P);
+    return !diverged;
+}

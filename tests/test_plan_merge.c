@@ -228,6 +228,213 @@ static void test_issue_example(void)
 
 static void test_large_mixed(void) { check_kind(4, 60, 1234, 0.03, 30, "mixed devices, 72 to 128"); }
 
+/* ---------------------------------- the shortcuts against the long way -- */
+
+/* The memory rules' memo (cost.c): under 4,000 keys asked in random
+ * order, several landing in one slot, each answer is the schedule's rule
+ * (cost.h: gpipe and sequential flat, fbp and pipedream by depth, 1f1b by
+ * depth and zb-h1 by total from 2 microbatches on) and the same when asked
+ * again; the monotony's the same as its first answer. */
+static void test_mem_memo(void)
+{
+    enum { K = 4000 };
+    static const sched_kind kinds[] = {SCHED_SEQUENTIAL, SCHED_GPIPE, SCHED_1F1B, SCHED_ZBH1, SCHED_PIPEDREAM, SCHED_FBP};
+    static int dep[K], mono[K], ks[K], ms[K], ns[K];
+    rng_state = 1979;
+    plan_inst I;
+    plan_inst_alloc(&I, 1, 1, 1);
+    for (int round = 0; round < 3; round++)
+        for (int q = 0; q < K; q++) {
+            int k = round == 0 ? q : irand(0, K - 1);
+            if (round == 0) {
+                ks[k] = irand(0, 5);
+                ms[k] = irand(1, 300);
+                ns[k] = irand(1, 64);
+            }
+            I.sched = kinds[ks[k]];
+            I.m = ms[k];
+            I.n_dev = ns[k];
+            int d = plan_mem_dependence(&I), mo = plan_mem_depth_monotone(&I);
+            if (round == 0) {
+                dep[k] = d;
+                mono[k] = mo;
+            }
+            CU_ASSERT_EQUAL(d, dep[k]);
+            CU_ASSERT_EQUAL(mo, mono[k]);
+            sched_kind s = I.sched;
+            if (s == SCHED_SEQUENTIAL || s == SCHED_GPIPE) CU_ASSERT_EQUAL(d, PLAN_MEM_FLAT);
+            if (s == SCHED_FBP || s == SCHED_PIPEDREAM || (s == SCHED_1F1B && I.m >= 2))
+                CU_ASSERT_EQUAL(d, PLAN_MEM_BY_DEPTH);
+            if (s == SCHED_ZBH1 && I.m >= 2) CU_ASSERT_EQUAL(d, PLAN_MEM_BY_TOTAL);
+        }
+    I.n_dev = 1;
+    plan_inst_free(&I);
+}
+
+/* A random chain (gen kind 0) whose memory can bind: a cap of 0.3 to
+ * `most` times the whole model's least memory spread over the devices (0:
+ * up to the whole of it on each device), and
+ * now and then all-reduces that cost more under the schedules ZeRO splits
+ * them for. */
+static void gen_binding(plan_inst *I, double most)
+{
+    gen(I, 0);
+    double need = 0;
+    for (int i = 0; i < I->n; i++)
+        need += I->param_bytes[i] * 4 + I->stash_bytes[i] * I->m + 4 * I->out_bytes[i];
+    if (most <= 0) most = I->n_dev > 1 ? I->n_dev : 1.5;
+    double cap = need / I->n_dev * (0.3 + urand() * (most - 0.3));
+    for (int d = 0; d < I->n_dev; d++) I->mem_cap[d] = cap;
+    if (irand(0, 3) == 0) I->ar_scale[1] = 1.5;
+}
+
+static int same_layout(const plan_layout *a, const plan_layout *b)
+{
+    if (a->p != b->p) return 0;
+    if (a->p == 0) return 1;
+    return !memcmp(a->cut, b->cut, (size_t)(a->p + 1) * sizeof(int)) &&
+           !memcmp(a->pos, b->pos, (size_t)a->p * sizeof(int)) && !memcmp(a->r, b->r, (size_t)a->p * sizeof(int));
+}
+
+static const sched_kind all_kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_ZBH1, SCHED_PIPEDREAM, SCHED_FBP};
+#define N_KINDS 5
+
+/* plan_merge_multi (step 1 once for schedules that price all-reduces alike,
+ * step 2 shared where their memory checks agree) against one plan_merge per
+ * schedule: the same layouts, bit for bit, and the same answers. */
+static void test_multi_is_singles(void)
+{
+    rng_state = 5150;
+    int differ = 0, fits = 0;
+    for (int it = 0; it < 150; it++) {
+        plan_inst I;
+        gen_binding(&I, 3);
+        plan_lattice L;
+        plan_lattice_prefix(&L, &I);
+        int p_fixed = irand(0, 4) == 0 ? irand(1, 6) : 0;
+        plan_layout out[N_KINDS];
+        int ok[N_KINDS];
+        plan_merge_multi(&I, &L, p_fixed, N_KINDS, all_kinds, out, ok);
+        int first = -1;
+        for (int j = 0; j < N_KINDS; j++) {
+            plan_inst Ij = I;
+            Ij.sched = all_kinds[j];
+            plan_layout y;
+            int okj = plan_merge(&Ij, &L, p_fixed, &y, NULL);
+            CU_ASSERT_EQUAL(ok[j], okj);
+            CU_ASSERT_TRUE(same_layout(&out[j], &y));
+            fits += okj;
+            if (okj && first < 0) first = j;
+            else if (okj && !same_layout(&out[first], &y)) differ++;
+            if (y.p) plan_layout_free(&y);
+            if (out[j].p) plan_layout_free(&out[j]);
+        }
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    /* not vacuous: layouts that fit, and schedules whose memory made
+     * different ones */
+    CU_ASSERT_TRUE(fits > 200);
+    CU_ASSERT_TRUE(differ > 20);
+}
+
+/* plan_merge_pack_group against plan_merge_pack per schedule, from nothing
+ * (no bracket): where it reports that the schedules' memory checks agreed
+ * throughout, each schedule's best layout is its own packing's; and both
+ * outcomes occur. */
+static void test_group_pack(void)
+{
+    static const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_PIPEDREAM, SCHED_FBP};
+    enum { G = 4 };
+    rng_state = 8086;
+    int agreed = 0, split = 0;
+    for (int it = 0; it < 150; it++) {
+        plan_inst I;
+        /* up to the whole model on each device: memory binds in some
+         * (the schedules' checks then differ), in others only in
+         * layouts the bisection does not reach */
+        gen_binding(&I, 0);
+        I.ar_scale[1] = 1; /* alike under every schedule */
+        plan_lattice L;
+        plan_lattice_prefix(&L, &I);
+        int any_free = 0;
+        for (int g = 0; g < G; g++) {
+            plan_inst Ig = I;
+            Ig.sched = kinds[g];
+            any_free |= plan_exact_mem_free(&Ig, &L);
+        }
+        if (any_free) {
+            plan_lattice_free(&L);
+            plan_inst_free(&I);
+            continue;
+        }
+        plan_inst I0 = I;
+        I0.sched = kinds[0];
+        plan_layout best[G];
+        plan_eval ev[G];
+        int have[G] = {0};
+        merge_sel S = {.I = &I0, .L = &L, .n = G, .sched = kinds, .best = best, .best_ev = ev, .have = have};
+        int same = plan_merge_pack_group(&I0, &L, 0, HUGE_VAL, &S);
+        agreed += same;
+        split += !same;
+        for (int g = 0; g < G; g++) {
+            plan_inst Ig = I;
+            Ig.sched = kinds[g];
+            plan_layout b1;
+            plan_eval e1;
+            int h1 = 0;
+            merge_sel S1 = {.I = &Ig, .L = &L, .n = 1, .best = &b1, .best_ev = &e1, .have = &h1};
+            plan_merge_pack(&Ig, &L, 0, HUGE_VAL, &S1);
+            if (same) {
+                CU_ASSERT_EQUAL(have[g], h1);
+                if (have[g] && h1) CU_ASSERT_TRUE(same_layout(&best[g], &b1));
+            }
+            if (h1) plan_layout_free(&b1);
+            if (have[g]) plan_layout_free(&best[g]);
+        }
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    printf("\n    shared packings: %d agreed throughout, %d split\n", agreed, split);
+    CU_ASSERT_TRUE(agreed > 10);
+    CU_ASSERT_TRUE(split > 10);
+}
+
+/* The bisection skips a packing whose bound makes every comparison a
+ * failed packing made (pk_try): run anyway (recheck), each such packing
+ * fails, and the best layout is the same as without the rechecks. */
+static void test_known_failures(void)
+{
+    rng_state = 6502;
+    long rechecked = 0;
+    for (int it = 0; it < 200; it++) {
+        plan_inst I;
+        if (irand(0, 1)) gen_binding(&I, 3);
+        else gen(&I, irand(0, 1) ? 0 : 4);
+        plan_lattice L;
+        plan_lattice_prefix(&L, &I);
+        int kmax = irand(0, 3) == 0 ? irand(1, 6) : 0;
+        plan_layout b[2];
+        plan_eval e[2];
+        int h[2] = {0, 0};
+        for (int w = 0; w < 2; w++) {
+            merge_sel S = {.I = &I, .L = &L, .n = 1, .best = &b[w], .best_ev = &e[w], .have = &h[w], .recheck = w};
+            plan_merge_pack(&I, &L, kmax, HUGE_VAL, &S);
+            if (w) {
+                CU_ASSERT_EQUAL(S.recheck_wrong, 0);
+                rechecked += S.rechecked;
+            }
+        }
+        CU_ASSERT_EQUAL(h[0], h[1]);
+        if (h[0] && h[1]) CU_ASSERT_TRUE(same_layout(&b[0], &b[1]));
+        for (int w = 0; w < 2; w++)
+            if (h[w]) plan_layout_free(&b[w]);
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_TRUE(rechecked > 100);
+}
+
 TEST_SUITE(plan_merge)
 {
     test_add_suite("plan_merge");
@@ -236,4 +443,8 @@ TEST_SUITE(plan_merge)
     test_add("300 random chains: within 3% of exact", test_random_chains);
     test_add("200 random DAGs: within 3% of exact over the same cuts", test_random_dags);
     test_add("60 random chains on 72 to 128 mixed devices: within 3% of exact", test_large_mixed);
+    test_add("the memory rules' memo: 12,000 questions, the rules' answers", test_mem_memo);
+    test_add("150 chains, binding memory: plan_merge_multi gives each schedule's plan_merge", test_multi_is_singles);
+    test_add("150 chains, binding memory: a shared packing that agreed is each schedule's own", test_group_pack);
+    test_add("200 packings: the failures the bisection skips fail when run", test_known_failures);
 }
