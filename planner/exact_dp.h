@@ -94,6 +94,8 @@ typedef struct dp_places {
     int K;                  /* MODE_PERIODIC: devices per node               */
     int C;                  /* position classes per set                      */
     int *nstart, *nend;     /* per position: first and one-past-last of its node */
+    double *node_spd, *node_cap; /* per position: the slowest speed and the
+                               smallest memory in its node (whole-node blocks) */
     int *pcls;              /* per end position 0..N: class_of without the bit */
     double spd_top;         /* the fastest device's speed                    */
 } dp_places;
