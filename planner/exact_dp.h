@@ -70,9 +70,9 @@ typedef struct dp_front {
     int n, cap;
     int *ids;
     dp_key *key;              /* key[i] of entry ids[i]                        */
-    int dom;                /* where the scan that refused the last offer
-                               found what refused it: the next scan starts
-                               there (offer; only where to look first)     */
+    int dom;                /* with shadows: where the scan that refused
+                               the last offer ended, where the next starts
+                               (exact_dp_offer_sh; only where to look first) */
 } dp_front;
 
 /* What a pass optimises (dp_pass_state.goal).  Every goal but GOAL_COMM is a pass 1

@@ -38,16 +38,13 @@ static inline int new_entry(exact_dp *X)
 static inline int dominates_by(int track_u, int pass2, int c_first, const dp_key *a, const dp_key *b,
                                double ha, double hb)
 {
-    /* In order: not when a spans more; when c_first, strictly less
-     * communication; not when tracked U is larger; pass 1: bottleneck no
-     * larger; pass 2: less communication, else more headroom, else no more
-     * devices.  Written with & and | over the comparisons rather than as
-     * early returns: the scans of a front run it on every entry, and its
-     * outcomes, data-dependent, made branches that mispredict (the values
-     * are never NaN, so each comparison is exact as written). */
-    int c_lt = a->C < b->C;
-    int tail = pass2 ? c_lt | ((a->C == b->C) & ((ha > hb) | ((ha == hb) & (a->U <= b->U)))) : a->B <= b->B;
-    return (a->d <= b->d) & ((c_first & c_lt) | ((!track_u | (a->U <= b->U)) & tail));
+    if (a->d > b->d) return 0;
+    if (c_first && a->C < b->C) return 1;
+    if (track_u && a->U > b->U) return 0;
+    if (!pass2) return a->B <= b->B;
+    if (a->C != b->C) return a->C < b->C;
+    if (ha != hb) return ha > hb;
+    return a->U <= b->U;
 }
 
 static inline int dominates(const exact_dp *X, const dp_key *a, const dp_key *b)
@@ -178,13 +175,8 @@ static inline __attribute__((always_inline)) void offer(exact_dp *X, const dp_ke
     }
     dp_key *fkey = f->key;
     int n = f->n;
-    /* refused when any entry dominates it, whichever: the scan starts at the
-     * one that refused the last offer (as exact_dp_offer_sh's) */
-    for (int left = n, s = f->dom < n ? f->dom : 0; left > 0; left--, s = s + 1 < n ? s + 1 : 0)
-        if (dominates(X, &fkey[s], kv)) {
-            f->dom = s;
-            return;
-        }
+    for (int i = 0; i < n; i++)
+        if (dominates(X, &fkey[i], kv)) return;
     int w = 0, reuse = -1;
     for (int i = 0; i < n; i++) {
         if (!dominates(X, kv, &fkey[i])) {

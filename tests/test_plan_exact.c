@@ -15,7 +15,6 @@
 
 #include "planner/cost.h"
 #include "planner/exact.h"
-#include "planner/exact_front.h"
 #include "planner/merge.h"
 #include "test.h"
 #include "test_rand.h"
@@ -882,43 +881,6 @@ static void test_c_first_guard(void)
     CU_ASSERT(wrong > 0);
 }
 
-/* The front's dominance rule as it read before its comparisons were
- * combined with & and | (exact_front.h, dominates_by): one test after the
- * other, returning at the first that decides. */
-static int dominates_ref(int track_u, int pass2, int c_first, const dp_key *a, const dp_key *b)
-{
-    if (a->d > b->d) return 0;
-    if (c_first && a->C < b->C) return 1;
-    if (track_u && a->U > b->U) return 0;
-    if (!pass2) return a->B <= b->B;
-    if (a->C != b->C) return a->C < b->C;
-    if (a->H != b->H) return a->H > b->H;
-    return a->U <= b->U;
-}
-
-/* dominates_by against the rule step by step, on keys drawn from a few
- * values each (so that every tie occurs), under every combination of the
- * pass's flags. */
-static void test_dominance_rule(void)
-{
-    static const double vals[] = {0.0, 1.0, 1.5, 2.0, HUGE_VAL, -3.0};
-    rng_state = 4242;
-    int wrong = 0, both = 0;
-    for (int it = 0; it < 200000; it++) {
-        dp_key a = {.B = vals[irand(0, 4)], .C = vals[irand(0, 3)], .H = vals[irand(0, 5)], .U = irand(0, 2),
-                    .d = irand(0, 2)};
-        dp_key b = {.B = vals[irand(0, 4)], .C = vals[irand(0, 3)], .H = vals[irand(0, 5)], .U = irand(0, 2),
-                    .d = irand(0, 2)};
-        int track_u = irand(0, 1), pass2 = irand(0, 1), c_first = irand(0, 1);
-        int got = dominates_by(track_u, pass2, c_first, &a, &b, a.H, b.H);
-        int want = dominates_ref(track_u, pass2, c_first, &a, &b);
-        wrong += got != want;
-        both += got && want;
-    }
-    CU_ASSERT_EQUAL(wrong, 0);
-    CU_ASSERT(both > 10000); /* (the rule is exercised both ways) */
-}
-
 TEST_SUITE(plan_exact)
 {
     test_add_suite("plan_exact");
@@ -933,5 +895,4 @@ TEST_SUITE(plan_exact)
              test_framework_rules);
     test_add("pass 2's communication first: the layout of the full fronts", test_c_first);
     test_add("communication first forced where memory binds: brute force sees it", test_c_first_guard);
-    test_add("the fronts' dominance rule equals its step-by-step form, ties included", test_dominance_rule);
 }
