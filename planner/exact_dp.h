@@ -70,6 +70,9 @@ typedef struct dp_front {
     int n, cap;
     int *ids;
     dp_key *key;              /* key[i] of entry ids[i]                        */
+    int dom;                /* with shadows: where the scan that refused
+                               the last offer ended, where the next starts
+                               (exact_dp_offer_sh; only where to look first) */
 } dp_front;
 
 /* What a pass optimises (dp_pass_state.goal).  Every goal but GOAL_COMM is a pass 1
@@ -91,6 +94,8 @@ typedef struct dp_places {
     int K;                  /* MODE_PERIODIC: devices per node               */
     int C;                  /* position classes per set                      */
     int *nstart, *nend;     /* per position: first and one-past-last of its node */
+    double *node_spd, *node_cap; /* per position: the slowest speed and the
+                               smallest memory in its node (whole-node blocks) */
     int *pcls;              /* per end position 0..N: class_of without the bit */
     double spd_top;         /* the fastest device's speed                    */
 } dp_places;
@@ -181,6 +186,8 @@ typedef struct dp_shadows {
     int best[PLAN_EXACT_SHADOWS];  /* its best final entry, or -1           */
     dp_mem_most most[PLAN_EXACT_SHADOWS]; /* as dp_tables.most                */
     int most_ok[PLAN_EXACT_SHADOWS], mem_free[PLAN_EXACT_SHADOWS];
+    int track_mask;         /* the schedules whose dominance compares the
+                               devices below (their track_u), set per pass  */
     int cf_mask;            /* the schedules (LEAD_BIT, shadow bits) whose run
                                of this pass lets strictly less communication
                                dominate (dp_pass_state.c_first)            */

@@ -68,6 +68,22 @@ static inline int live_within(int live, const double *need_b, int e, int r)
     return live;
 }
 
+/* The most replicas r for which live_within(live, need_b, e, r) keeps
+ * every schedule of `live`: a schedule is dropped when need > e - r, and
+ * for the integer e - r that is e - r < ceil(need), so it stays up to
+ * r = e - ceil(need).  Between two changes place() skips the per-schedule
+ * tests. */
+static inline int live_upto(int live, const double *need_b, int e)
+{
+    int most = e;
+    for (int m = live; m; m &= m - 1) {
+        int b = m & -m;
+        int r = e - (int)ceil(need_b[b == LEAD_BIT ? PLAN_EXACT_SHADOWS : __builtin_ctz((unsigned)b)]);
+        most = r < most ? r : most;
+    }
+    return most;
+}
+
 /* Count one step without per-schedule prunes (no shadows, or only shadows
  * whose memory never binds with the lead's: every schedule's prunes are
  * then the lead's, and all their steps count in budget.steps). */
@@ -233,6 +249,7 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
     double B0 = maxd(x->B, bnd);
     double spd = HUGE_VAL, cap = HUGE_VAL, wspd = 0;
     int prev_q = -1;
+    int live_r = split ? live_upto(live, need_b, e) : 0; /* live stays as is up to it */
     /* blocks inside the node of position e - 1 */
     for (int r = 1; r <= room && r <= rmax; r++) {
         double s2 = mind(spd, I->speed[e - r]);
@@ -240,7 +257,10 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
         spd = s2;
         cap = mind(cap, I->mem_cap[e - r]);
         if (split) {
-            if (!(live = live_within(live, need_b, e, r))) break;
+            if (r > live_r) {
+                if (!(live = live_within(live, need_b, e, r))) break;
+                live_r = live_upto(live, need_b, e);
+            }
         } else if (need_lo > e - r) {
             break; /* more replicas leave even less */
         }
@@ -275,27 +295,22 @@ static int place(exact_dp *X, int xi, const dp_entry *restrict xp, const xrow *r
     }
     /* blocks of whole nodes ending at e (a node's end) */
     if (e == n1e && X->pos.mode != MODE_FLAT) {
-        double nspd = spd, ncap = cap; /* over node n1, complete if room == size */
-        if (room > rmax) {
-            nspd = HUGE_VAL;
-            ncap = HUGE_VAL;
-            for (int i = n1s; i < e; i++) {
-                nspd = mind(nspd, I->speed[i]);
-                ncap = mind(ncap, I->mem_cap[i]);
-            }
-        }
+        /* over node n1, complete if room == size (the minima of a node are
+         * tabulated: the same values, taken in another order) */
+        double nspd = room > rmax ? X->pos.node_spd[n1s] : spd, ncap = room > rmax ? X->pos.node_cap[n1s] : cap;
         int a = n1s;
         while (a > 0) {
             int b = X->pos.nstart[a - 1];
-            for (int i = b; i < a; i++) {
-                nspd = mind(nspd, I->speed[i]);
-                ncap = mind(ncap, I->mem_cap[i]);
-            }
+            nspd = mind(nspd, X->pos.node_spd[b]);
+            ncap = mind(ncap, X->pos.node_cap[b]);
             a = b;
             int r = e - a;
             if (r > rmax) break;
             if (split) {
-                if (!(live = live_within(live, need_b, e, r))) break;
+                if (r > live_r) {
+                    if (!(live = live_within(live, need_b, e, r))) break;
+                    live_r = live_upto(live, need_b, e);
+                }
             } else if (need_lo > e - r) {
                 break;
             }

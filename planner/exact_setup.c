@@ -30,12 +30,20 @@ static void classify_positions(exact_dp *X)
     int N = I->n_dev, same = 1;
     P->nstart = cl_malloc((size_t)N * sizeof(int));
     P->nend = cl_malloc((size_t)N * sizeof(int));
+    P->node_spd = cl_malloc((size_t)N * sizeof(double));
+    P->node_cap = cl_malloc((size_t)N * sizeof(double));
     for (int a = 0; a < N;) {
         int b = a;
-        while (b < N && I->node[b] == I->node[a]) b++;
+        double spd = HUGE_VAL, cap = HUGE_VAL;
+        for (; b < N && I->node[b] == I->node[a]; b++) {
+            spd = fmin(spd, I->speed[b]);
+            cap = fmin(cap, I->mem_cap[b]);
+        }
         for (int i = a; i < b; i++) {
             P->nstart[i] = a;
             P->nend[i] = b;
+            P->node_spd[i] = spd;
+            P->node_cap[i] = cap;
         }
         a = b;
     }
@@ -217,6 +225,8 @@ int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const
                 X->pos.N, MAX_POSITION_DEVICES);
         free(X->pos.nstart);
         free(X->pos.nend);
+        free(X->pos.node_spd);
+        free(X->pos.node_cap);
         free(X->pos.pcls);
         return -1;
     }
@@ -250,6 +260,8 @@ void exact_dp_teardown(exact_dp *X, plan_exact_stats *st)
     free(X->pos.nstart);
     free(X->pos.pcls);
     free(X->pos.nend);
+    free(X->pos.node_spd);
+    free(X->pos.node_cap);
     dp_tables *T = &X->tab;
     free(T->pm);
     free(T->infl);
