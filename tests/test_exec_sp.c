@@ -12,15 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/plan.h"
 #include "exec/nn/data.h"
 #include "exec/nn/net.h"
 #include "exec/nn/tensor.h"
+#include "exec/run/pipeline.h"
 #include "exec/run/tp_group.h"
 #include "exec/run/train.h"
 #include "models/model.h"
 
 #include "test_proc.h"
 #include "test.h"
+#include "test_vit.h"
 
 #define U 0x1p-24 /* float's unit roundoff */
 
@@ -349,6 +352,90 @@ static void test_sp_memory(void)
     model_free(&m);
 }
 
+/* ------------------------------------------------------- in a pipeline */
+
+/* One microbatch of 16 per iteration, 3 iterations: the two-stage plan of
+ * bench/results/pipe/ with "tensor" 2 and "sequence_parallel" equals the
+ * sequential trainer with --tensor 2 --sequence-parallel bit for bit for
+ * every synchronous schedule, zb-h1's separate weight pass (which gathers
+ * again) included: the cut makes the blocks at the stage boundaries take
+ * and give the whole sequence, which changes no bit of an activation, and
+ * each layer norm's gradient is summed per worker then over them as in the
+ * trainer. */
+static void test_sp_pipeline(void)
+{
+    enum { MB = 16, IT = 3 };
+    exec_data d = {0};
+    exec_data_synthetic(&d, IT * MB, 1, 28, 28, 10, 5, 0);
+    plan p;
+    if (tv_plan(&p, SCHED_GPIPE, 1, MB, 2, 0)) return;
+    p.seq_par = 1;
+    exec_pipe_opts o;
+    tv_opts(&o, &d, IT);
+    exec_train_opts to;
+    exec_train_defaults(&to);
+    to.epochs = 1;
+    to.batch = MB;
+    to.lr = o.lr;
+    to.momentum = o.momentum;
+    to.weight_decay = o.weight_decay;
+    to.schedule = o.lr_schedule;
+    to.seed = o.seed;
+    to.tensor = 2;
+    to.seq_par = 1;
+    exec_trainer *tr;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_trainer_create(&tr, &p.model, TV_PLAN, &to, &e), CL_OK);
+    exec_epoch ep;
+    exec_trainer_epoch(tr, &d, NULL, NULL, NULL, &ep);
+    exec_net *ref = exec_trainer_gather(tr);
+    exec_trainer_destroy(tr);
+    const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_ZBH1, SCHED_SEQUENTIAL};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        p.schedule = kinds[k];
+        exec_pipe_result r;
+        if (!tv_run(&p, &o, &r)) {
+            int same = tv_same_as(&r, ref);
+            printf("\n    %s: %s ", sched_kind_name(kinds[k]), same ? "bit for bit" : "DIFFERS");
+            CU_ASSERT(same);
+        }
+        exec_pipe_result_free(&r);
+    }
+    /* and not the split's without sequence parallelism (the layer norms'
+     * gradients are summed in another order): the comparison can fail */
+    p.seq_par = 0;
+    p.schedule = SCHED_1F1B;
+    exec_pipe_result r;
+    if (!tv_run(&p, &o, &r)) CU_ASSERT(!tv_same_as(&r, ref));
+    exec_pipe_result_free(&r);
+    exec_net_destroy(ref);
+    plan_free(&p);
+    exec_data_free(&d);
+}
+
+/* A sequence the tensor ranks do not divide is refused, naming the layer
+ * (the ViT's 16 tokens divide every degree its 4 heads allow, so one
+ * layer's tokens are changed here). */
+static void test_sp_refusal(void)
+{
+    model m;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(model_load(&m, "models/fmnist-vit.json", &e), CL_OK);
+    CU_ASSERT_EQUAL(exec_net_sp_check(&m, 0, m.n_layers, 4, "v.json", &e), CL_OK);
+    int at = -1;
+    for (int i = 0; i < m.n_layers && at < 0; i++)
+        if (m.layers[i].kind == MODEL_MLP) at = i;
+    CU_ASSERT_FATAL(at > 0);
+    m.layers[at].in_shape.d[1] = 18;
+    CU_ASSERT_EQUAL(exec_net_sp_check(&m, 0, m.n_layers, 2, "v.json", &e), CL_OK);
+    CU_ASSERT_EQUAL(exec_net_sp_check(&m, 0, m.n_layers, 4, "v.json", &e), CL_EINPUT);
+    char want[200];
+    snprintf(want, sizeof want, "v.json: layers[%d] (%s): sequence parallelism over 4 tensor ranks does not divide its 18 tokens (hint: ",
+             at, m.layers[at].name);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, want));
+    model_free(&m);
+}
+
 /* ------------------------------------------------------------ the command */
 
 static void test_sp_cli(void)
@@ -397,6 +484,9 @@ TEST_SUITE(exec_sp)
              test_sp_train);
     test_add("memory per worker: the layer norms' and residuals' activations sharded by token",
              test_sp_memory);
+    test_add("t = 2 x p = 2, one microbatch: the sequential trainer with it bit for bit",
+             test_sp_pipeline);
+    test_add("tokens the tensor ranks do not divide: refused, naming the layer", test_sp_refusal);
     test_add("cleave train --tensor 2 --sequence-parallel: refusals, the run, the memory table",
              test_sp_cli);
 }
