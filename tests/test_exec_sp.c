@@ -413,6 +413,55 @@ static void test_sp_pipeline(void)
     exec_data_free(&d);
 }
 
+/* Replicated stages: the two-stage plan with its first stage on 2
+ * replicas x t = 2, four microbatches of 4, 3 iterations of 1f1b, with and
+ * without sequence parallelism: within the bound of exec_tp (K = 128: the
+ * layer-norm gradients now sum B T = 64 rows in another order, fewer than
+ * the hidden width's 128) and not the same bits; each replica's tensor
+ * rank rings its shard, its layer-norm gradients summed over the tensor
+ * ranks already.  Then the committed plan of `exec_txr` (the whole ViT on
+ * 2 replicas x t = 2) with "sequence_parallel": the MPI backend, a crew
+ * per rank and tensor ranks as processes, writes the threads backend's
+ * weights file byte for byte. */
+static void test_sp_replicated(void)
+{
+    enum { M = 4, MB = 4, IT = 3 };
+    char path[512], sp[512];
+    char *dir = test_scratch(sizeof path, "rep.json", path, "dp2-sp.json", sp, NULL);
+    exec_data d = {0};
+    exec_data_synthetic(&d, IT * M * MB, 1, 28, 28, 10, 5, 0);
+    tv_write_plan(path, NULL, 2, NULL, 2);
+    plan p;
+    if (tv_load_plan(&p, path, SCHED_1F1B, M, MB, 2, 0)) return;
+    CU_ASSERT_EQUAL(p.stages[0].n_replicas, 2);
+    exec_pipe_opts o;
+    tv_opts(&o, &d, IT);
+    exec_pipe_result rt, rs;
+    if (!tv_run(&p, &o, &rt)) {
+        p.seq_par = 1;
+        if (!tv_run(&p, &o, &rs)) {
+            double w = tv_vs_bound(&rs, &rt, IT);
+            printf("\n    2 replicas x t = 2, 1f1b: %.4f of the bound ", w);
+            CU_ASSERT(w <= 1);
+            CU_ASSERT(rs.n_params == rt.n_params &&
+                      memcmp(rs.params, rt.params, (size_t)rs.n_params * sizeof(float)) != 0);
+        }
+        exec_pipe_result_free(&rs);
+    }
+    exec_pipe_result_free(&rt);
+    plan_free(&p);
+    exec_data_free(&d);
+    char *text = test_slurp("bench/results/pipe/fmnist-vit-dp2-gpipe-t2.json");
+    CU_ASSERT_FATAL(text && text[0] == '{');
+    FILE *f = fopen(sp, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fprintf(f, "{\"sequence_parallel\": true, %s", text + 1);
+    fclose(f);
+    free(text);
+    tv_mpi_same(sp, 2, 2, 1, dir);
+    test_rmtree(dir);
+}
+
 /* A sequence the tensor ranks do not divide is refused, naming the layer
  * (the ViT's 16 tokens divide every degree its 4 heads allow, so one
  * layer's tokens are changed here). */
@@ -486,6 +535,8 @@ TEST_SUITE(exec_sp)
              test_sp_memory);
     test_add("t = 2 x p = 2, one microbatch: the sequential trainer with it bit for bit",
              test_sp_pipeline);
+    test_add("replicated stages x t = 2: the split's weights within the bound; MPI the threads' bytes",
+             test_sp_replicated);
     test_add("tokens the tensor ranks do not divide: refused, naming the layer", test_sp_refusal);
     test_add("cleave train --tensor 2 --sequence-parallel: refusals, the run, the memory table",
              test_sp_cli);

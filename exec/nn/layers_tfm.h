@@ -88,7 +88,8 @@ typedef enum exec_tfm_kind {
  * every worker; each split layer calls it once in its forward (after the
  * row-parallel product) and once in its input-gradient pass (dLN(x), before
  * the layer norm's backward), every worker the same calls in the same
- * order. */
+ * order (with sequence parallelism it sums the layer norm's gradient in the
+ * weight-gradient pass instead, and the collectives below do the rest). */
 typedef struct exec_tp_comm {
     int rank, size;
     void (*allreduce)(void *ctx, int rank, float *buf, int64_t n);

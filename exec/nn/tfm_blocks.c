@@ -348,9 +348,8 @@ void exec_tfm_forward(const exec_tfm *g, float *out, const float *in, const floa
     case EXEC_TFM_MLP: { /* then out = in + W a + b: Wo ctx + bo, or W2 GELU(h1) + b2 */
         const int attn = g->kind == EXEC_TFM_ATTN, K = (attn ? D : g->F) / tp_n(g);
         const float *W = w + exec_tfm_params(g) - D - (int64_t)D * K;
-        if (full(g)) { /* all the backward keeps: its tokens of the input */
-            tokens(g, aux, in, in_whole(g), B, 0);
-        }
+        if (full(g)) tokens(g, aux, in, in_whole(g), B, 0); /* all the backward keeps:
+                                                               * its tokens of the input */
         block_inner(g, in, in_whole(g), w, aux, B);
         const float *a = region(g, aux, B, attn ? 4 : 3);
         if (!g->seq) {
@@ -514,7 +513,8 @@ void exec_tfm_backward_weight(const exec_tfm *g, float *dw, const float *dout,
         norm_weight(g, dw, region(g, aux, B, 6), region(g, aux, B, 0), B);
         break;
     }
-    case EXEC_TFM_MLP: { /* as ATTN: b2 and the layer norm need no reduction */
+    case EXEC_TFM_MLP: { /* as ATTN: b2 needs no reduction, nor the layer norm without
+                          * sequence parallelism */
         const int F = g->F / tp_n(g);
         float *dw1 = dw + 2 * D, *db1 = dw1 + (int64_t)F * D;
         float *dw2 = db1 + F, *db2 = dw2 + (int64_t)D * F;
