@@ -409,8 +409,9 @@ static void test_txp_refusals(void)
 
 /* A plan file with "sequence_parallel": true: `train --plan` trains it,
  * saying so, and writes the weights file, the MPI backend (tensor ranks as
- * threads or as processes) the same bytes as threads; `validate` exits 2
- * with the one-line refusal and writes nothing. */
+ * threads or as processes) the same bytes as threads, killed and resumed
+ * the uninterrupted run's; `validate` exits 2 with the one-line refusal
+ * and writes nothing. */
 static void test_txp_seq_par_cli(void)
 {
     char pl[512], sp[512], w[512], args[2048];
@@ -450,6 +451,9 @@ static void test_txp_seq_par_cli(void)
     fclose(f);
     free(text);
     tv_mpi_same(sp4, 2, 4, 0, dir);
+    /* killed and resumed: the checkpoint holds the shards gathered, as
+     * without sequence parallelism, which changes no parameter layout */
+    tv_kill_resume(sp, dir);
     test_rmtree(dir);
 }
 
