@@ -41,7 +41,7 @@ static const cli_opt train_opts[] = {
              "(default {}); given, memory per worker is reported at the end"},
     {"sequence-parallel", 0, CLI_FLAG, CLI_FIELD(train_cmd, a.opt.seq_par),
      .help = "with --tensor T > 1: sequence parallelism (Korthikanti et al. 2022):\n"
-             "layer norms and residuals keep T-th of the tokens each, reduce-scatters\n"
+             "layer norms and residuals keep 1/T of the tokens each, reduce-scatters\n"
              "and all-gathers replace the all-reduces"},
     {"recompute", 0, CLI_ENUM, CLI_FIELD(train_cmd, a.opt.recompute),
      .words = "none|selective|full", .given = CLI_AT(train_cmd, recompute_set), .arg = "R",
