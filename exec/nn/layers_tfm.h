@@ -122,7 +122,12 @@ typedef struct exec_tfm {
                           * a sequence-parallel block too), else all T */
     float *seqbuf; /* with seq: the net's scratch for the gathered and the
                     * partial activations, exec_tfm_seq_floats, shared by
-                    * its layers and dead between calls */
+                    * its layers and dead between calls (but below) */
+    int fused;     /* with seq: set by the net when the weight-gradient pass
+                    * follows this layer's input-gradient pass at once
+                    * (exec_net_backward): the gathered output gradient is
+                    * then kept in seqbuf from one to the other rather
+                    * than gathered twice */
     int recompute; /* EXEC_TFM_SELECTIVE or EXEC_TFM_FULL (below), or 0 */
     float *scratch; /* FULL: the intermediates, for B samples
                      * (exec_tfm_scratch_floats each), shared by the layers
@@ -146,8 +151,8 @@ enum { EXEC_TFM_SELECTIVE = 1, EXEC_TFM_FULL = 2 };
  * column-parallel product, and a reduce-scatter of the row-parallel
  * product's partial sums replaces its all-reduce (backward: an all-gather of
  * the output gradient, a reduce-scatter of dLN(x)).  The weight-gradient
- * pass gathers LN(x) and the output gradient again rather than keeping them
- * whole, and all-reduces the layer norm's gradient, which each worker
+ * pass gathers LN(x) again rather than keeping it whole (and the output
+ * gradient, unless fused), and all-reduces the layer norm's gradient, which each worker
  * computes from its own tokens.  A block whose neighbour is not sequence
  * parallel takes its tokens from the whole input (seq_in 0) or gathers its
  * whole output (seq_out 0), so the layers around the blocks see the whole

@@ -767,6 +767,9 @@ static void backward(exec_net *n, exec_acts *a, const float *dout, float *din, f
     for (int k = L - 1; k >= 0; k--) {
         input_grads = input_grads && n->ly[k].need_din;
         if (!input_grads && !weights) break;
+        /* sequence parallelism: one gather of the output gradient for both
+         * passes, when both run here */
+        n->ly[k].tg.fused = weights && input_grads;
         if (input_grads) {
             bwd_in_layer(n, a, k, dout_of(n, a, k, dout), din_of(n, a, k, din), loss_scale);
             if (n->clock) t = charge(&n->clock[k].bwd_in_s, t);
@@ -795,6 +798,7 @@ void exec_net_backward_weight(exec_net *n, exec_acts *a)
     assert(a->net == n && a->batch >= 1 && a->train && !(n->flags & EXEC_NET_RECOMPUTE_FULL));
     for (int k = n->L - 1; k >= 0; k--) {
         if (!n->ly[k].has_w) continue;
+        n->ly[k].tg.fused = 0;
         double t0 = n->clock ? exec_now() : 0;
         bwd_w_layer(n, a, k);
         if (n->clock) charge(&n->clock[k].bwd_w_s, t0);
@@ -805,6 +809,7 @@ void exec_net_run_pass(exec_net *n, exec_acts *a, int layer, int pass)
 {
     const int k = layer - n->first;
     assert(k >= 0 && k < n->L && a->net == n && a->batch >= 1 && a->train);
+    n->ly[k].tg.fused = 0; /* each pass on its own */
     switch (pass) {
     case 0:
         assert(in_of(n, a, k, NULL));

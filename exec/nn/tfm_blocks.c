@@ -18,7 +18,10 @@
  * The net's seqbuf holds G, a whole (B, T, D) activation (the gathered
  * LN(x) or output gradient, or a row-parallel product's partial sums), then
  * Y, a (B, Tl, D) one (a block's own tokens when its neighbour needs all
- * of them), then P, the layer norm's 2 D gradient floats being summed.
+ * of them), then P, the layer norm's 2 D gradient floats being summed, then
+ * O, a whole (B, T, D) output gradient gathered by the input-gradient pass
+ * and read again by the weight-gradient pass when it follows at once
+ * (exec_tfm.fused), as Megatron computes both from one gather.
  *
  * Recomputation (layers_tfm.h, EXEC_TFM_SELECTIVE / FULL) moves regions:
  * selective holds the probabilities once (one sample), full puts every
@@ -82,6 +85,7 @@ static float *seq_P(const exec_tfm *g, int B)
 {
     return seq_Y(g, B) + (int64_t)B * tl(g) * g->D;
 }
+static float *seq_O(const exec_tfm *g, int B) { return seq_P(g, B) + 2 * g->D; }
 
 static void all_gather(const exec_tfm *g, float *dst, const float *src, int B)
 {
@@ -190,7 +194,7 @@ int64_t exec_tfm_aux_floats(const exec_tfm *g)
 
 int64_t exec_tfm_seq_floats(const exec_tfm *g, int B)
 {
-    return g->seq ? (int64_t)B * (g->T + tl(g)) * g->D + 2 * g->D : 0;
+    return g->seq ? (int64_t)B * (2 * g->T + tl(g)) * g->D + 2 * g->D : 0;
 }
 
 int64_t exec_tfm_aux_fixed(const exec_tfm *g)
@@ -372,13 +376,15 @@ void exec_tfm_forward(const exec_tfm *g, float *out, const float *in, const floa
 }
 
 /* The output gradient of all T tokens for the row-parallel product's
- * input gradient (and weight gradient): dout, or with sequence parallelism
- * and this worker's tokens only, all of them gathered into G. */
-static const float *dout_whole(const exec_tfm *g, const float *dout, int B)
+ * input gradient (wpass 0) or weight gradient (1): dout, or with sequence
+ * parallelism and this worker's tokens only, all of them gathered, into
+ * G, or into O when the weight pass follows at once and reads them there. */
+static const float *dout_whole(const exec_tfm *g, const float *dout, int B, int wpass)
 {
     if (out_whole(g)) return dout;
-    all_gather(g, seq_G(g), dout, B);
-    return seq_G(g);
+    float *buf = g->fused ? seq_O(g, B) : seq_G(g);
+    if (!(wpass && g->fused)) all_gather(g, buf, dout, B);
+    return buf;
 }
 
 /* ATTN and MLP from dLN(x) on: dpart (B, T, D) holds this worker's partial
@@ -429,7 +435,7 @@ void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
         const float *wqkv = w + 2 * D, *wo = wqkv + 3 * Dl * D + 3 * Dl;
         /* din holds dctx for now (T D / size floats a sample: as many as
          * the worker's tokens with sequence parallelism) */
-        exec_linear_backward_input(din, dout_whole(g, dout, B), wo, BT, Dl, D);
+        exec_linear_backward_input(din, dout_whole(g, dout, B, 0), wo, BT, Dl, D);
         if (g->recompute == EXEC_TFM_SELECTIVE) { /* each sample's probabilities again (and
                                                      * its ctx: the same bits) */
             for (int b = 0; b < B; b++) {
@@ -453,7 +459,7 @@ void exec_tfm_backward_input(const exec_tfm *g, float *din, const float *dout,
         float *dh1 = region(g, aux, B, 4), *dln = region(g, aux, B, 5);
         float *rstd = region(g, aux, B, 6);
         const float *w1 = w + 2 * D, *w2 = w1 + (int64_t)F * D + F;
-        exec_linear_backward_input(dh1, dout_whole(g, dout, B), w2, BT, F, D);
+        exec_linear_backward_input(dh1, dout_whole(g, dout, B, 0), w2, BT, F, D);
         exec_gelu_backward_input(dh1, dh1, h1, (int64_t)BT * F);
         float *dpart = g->seq ? seq_G(g) : dln;
         exec_linear_backward_input(dpart, dh1, w1, BT, D, F);
@@ -506,7 +512,7 @@ void exec_tfm_backward_weight(const exec_tfm *g, float *dw, const float *dout,
         const int Dl = D / tp_n(g);
         float *dwqkv = dw + 2 * D, *dbqkv = dwqkv + 3 * Dl * D;
         float *dwo = dbqkv + 3 * Dl, *dbo = dwo + D * Dl;
-        exec_linear_backward_weight(dwo, dbo, dout_whole(g, dout, B), region(g, aux, B, 4), BT,
+        exec_linear_backward_weight(dwo, dbo, dout_whole(g, dout, B, 1), region(g, aux, B, 4), BT,
                                     Dl, D);
         exec_linear_backward_weight(dwqkv, dbqkv, region(g, aux, B, 5), norm_whole(g, aux, B),
                                     BT, D, 3 * Dl);
@@ -518,7 +524,7 @@ void exec_tfm_backward_weight(const exec_tfm *g, float *dw, const float *dout,
         const int F = g->F / tp_n(g);
         float *dw1 = dw + 2 * D, *db1 = dw1 + (int64_t)F * D;
         float *dw2 = db1 + F, *db2 = dw2 + (int64_t)D * F;
-        exec_linear_backward_weight(dw2, db2, dout_whole(g, dout, B), region(g, aux, B, 3), BT,
+        exec_linear_backward_weight(dw2, db2, dout_whole(g, dout, B, 1), region(g, aux, B, 3), BT,
                                     F, D);
         exec_linear_backward_weight(dw1, db1, region(g, aux, B, 4), norm_whole(g, aux, B), BT,
                                     D, F);
