@@ -388,12 +388,14 @@ static void test_txp_refusals(void)
     e = (cl_err){0};
     CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_OK);
     CU_ASSERT_EQUAL(exec_pipe_ckpt_check(&p, "x.json", &e), CL_OK);
-    /* what the executor does not run is refused, naming the key, where
-     * it would otherwise train the plan without it */
+    /* sequence parallelism trains (suite exec_sp) but validate does not
+     * predict it; what the executor does not run is refused, naming the
+     * key, where it would otherwise train the plan without it */
     p.seq_par = 1;
     e = (cl_err){0};
-    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: sequence_parallel: cleave train --plan does not run sequence parallelism"));
+    CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_OK);
+    CU_ASSERT_EQUAL(plan_exec_refuse(&p, "x.json", "cleave validate", 0, &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: sequence_parallel: cleave validate does not predict sequence parallelism"));
     p.seq_par = 0;
     p.context = 2;
     e = (cl_err){0};
@@ -401,12 +403,15 @@ static void test_txp_refusals(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: context: "));
     p.context = 0;
     e = (cl_err){0};
-    CU_ASSERT_EQUAL(plan_exec_refuse(&p, "x.json", "cleave validate", &e), CL_OK);
+    CU_ASSERT_EQUAL(plan_exec_refuse(&p, "x.json", "cleave validate", 0, &e), CL_OK);
     plan_free(&p);
 }
 
-/* A plan file with "sequence_parallel": true: `train --plan` and
- * `validate` exit 2 with the one-line refusal and write nothing. */
+/* A plan file with "sequence_parallel": true: `train --plan` trains it,
+ * saying so, and writes the weights file, the MPI backend (tensor ranks as
+ * threads or as processes) the same bytes as threads, killed and resumed
+ * the uninterrupted run's; `validate` exits 2 with the one-line refusal
+ * and writes nothing. */
 static void test_txp_seq_par_cli(void)
 {
     char pl[512], sp[512], w[512], args[2048];
@@ -419,18 +424,36 @@ static void test_txp_seq_par_cli(void)
     fprintf(f, "{\"sequence_parallel\": true, %s", text + 1);
     fclose(f);
     free(text);
-    const char *cmds[2] = {"train --plan %s --synthetic 256 --iterations 2 --save-weights %s",
-                           "validate --plan %s --iterations 2 --json"};
-    for (int i = 0; i < 2; i++) {
-        char *out = NULL, *err = NULL;
-        snprintf(args, sizeof args, cmds[i], sp, w);
-        CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
-        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "sequence_parallel: "));
-        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "does not run sequence parallelism"));
-        CU_ASSERT(access(w, F_OK) != 0);
-        free(out);
-        free(err);
-    }
+    char *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "validate --plan %s --iterations 2 --json", sp);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "sequence_parallel: cleave validate does not predict sequence parallelism"));
+    CU_ASSERT(out && out[0] == 0 && strchr(err, '\n') == err + strlen(err) - 1);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --save-weights %s", sp, w);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "x 2 tensor-parallel threads (threads), schedule 1f1b, batch 64 = 4 x 16, sequence parallel\n"));
+    CU_ASSERT(access(w, F_OK) == 0);
+    free(out);
+    free(err);
+    tv_mpi_same(sp, 2, 2, 1, dir);
+    /* t = 4, a process per tensor rank: the reduce-scatter's sums of four
+     * in rank order are the crew's */
+    char sp4[600];
+    snprintf(sp4, sizeof sp4, "%s/t4-sp.json", dir);
+    tv_write_plan(sp4, NULL, 4, NULL, 1);
+    text = test_slurp(sp4);
+    CU_ASSERT_FATAL(text && text[0] == '{');
+    f = fopen(sp4, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fprintf(f, "{\"sequence_parallel\": true, %s", text + 1);
+    fclose(f);
+    free(text);
+    tv_mpi_same(sp4, 2, 4, 0, dir);
+    /* killed and resumed: the checkpoint holds the shards gathered, as
+     * without sequence parallelism, which changes no parameter layout */
+    tv_kill_resume(sp, dir);
     test_rmtree(dir);
 }
 
@@ -485,7 +508,7 @@ TEST_SUITE(exec_txp)
              test_txp_validate_procs);
     test_add("indivisible t refused; recomputation and checkpoints allowed",
              test_txp_refusals);
-    test_add("sequence parallelism refused by train --plan and validate: exit 2, nothing written",
+    test_add("sequence parallelism: train --plan runs it (MPI the threads' bytes), validate refuses it",
              test_txp_seq_par_cli);
     test_add("cleave train --plan with tensor 2: the run, the weights, MPI equal to threads, kill and resume, recomputing",
              test_txp_cli);

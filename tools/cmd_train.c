@@ -39,6 +39,10 @@ static const cli_opt train_opts[] = {
      .given = CLI_AT(train_cmd, tensor_set), .arg = "T",
      .help = "tensor parallelism: split attention and mlp layers over T threads\n"
              "(default {}); given, memory per worker is reported at the end"},
+    {"sequence-parallel", 0, CLI_FLAG, CLI_FIELD(train_cmd, a.opt.seq_par),
+     .help = "with --tensor T > 1: sequence parallelism (Korthikanti et al. 2022):\n"
+             "layer norms and residuals keep 1/T of the tokens each, reduce-scatters\n"
+             "and all-gathers replace the all-reduces"},
     {"recompute", 0, CLI_ENUM, CLI_FIELD(train_cmd, a.opt.recompute),
      .words = "none|selective|full", .given = CLI_AT(train_cmd, recompute_set), .arg = "R",
      .help = "selective: attention recomputes its softmax probabilities in the\n"
@@ -164,7 +168,7 @@ static int load_hist(const exec_ckpt *c, exec_epoch *hist, int epochs, int *n, c
 /* Memory per worker (exec_trainer_mem: allocated at creation, so also the
  * peak of what it counts) and the process's peak RSS, which adds the data
  * set, the nets' scratch and the runtime, shared by the threads. */
-static void print_mem(exec_trainer *t, int workers)
+static void print_mem(exec_trainer *t, int workers, int seq_par)
 {
     const double mb = 1e-6;
     printf("memory per worker, MB (held from start to end, so also the peak):\n");
@@ -182,7 +186,8 @@ static void print_mem(exec_trainer *t, int workers)
            (double)ru.ru_maxrss * 1024.0 * mb);
     const exec_tp_team *team = exec_trainer_team(t);
     if (!team) return;
-    printf("waited in all-reduces for the other workers, s:");
+    printf("waited in %s for the other workers, s:",
+           seq_par ? "all-reduces, reduce-scatters and all-gathers" : "all-reduces");
     for (int r = 0; r < workers; r++)
         printf("%s worker %d %.1f", r ? "," : "", r, exec_tp_team_wait_s(team, r));
     printf("\n");
@@ -201,6 +206,9 @@ int cmd_train(int argc, char **argv)
     train_args a = t0.a;
     const char *model_path = t0.model;
     if (!model_path) return cli_usage_error(cmd, "--model is required");
+    if (t0.a.opt.seq_par && t0.a.opt.tensor < 2)
+        return cli_usage_error(cmd, "--sequence-parallel needs --tensor T > 1 (it splits the "
+                                    "sequence over the tensor-parallel threads)");
     if ((rc = train_args_check(&a, cmd))) return rc;
     const exec_train_opts o = a.opt;
 
@@ -216,6 +224,7 @@ int cmd_train(int argc, char **argv)
     double mean, sd;
     if ((rc = exec_net_check(&m, 0, m.n_layers, model_path, &e)) ||
         (o.tensor > 1 && (rc = exec_net_tp_check(&m, 0, m.n_layers, o.tensor, model_path, &e))) ||
+        (o.seq_par && (rc = exec_net_sp_check(&m, 0, m.n_layers, o.tensor, model_path, &e))) ||
         (rc = train_args_data(&a, &m, model_path, &train, &test, &source, &mean, &sd, &e)) ||
         (rc = train_args_probe(&a, &e)))
         goto done;
@@ -245,9 +254,10 @@ int cmd_train(int argc, char **argv)
 
     printf("train %s: %lld %s training samples, %lld test, standardised (mean %.4f, sd %.4f)\n",
            m.name, (long long)train.n, source, (long long)test.n, mean, sd);
-    char threads[64] = "1 thread";
+    char threads[128] = "1 thread";
     if (o.tensor > 1)
         snprintf(threads, sizeof threads, "tensor parallel over %d threads", o.tensor);
+    if (o.tensor > 1 && o.seq_par) strcat(threads, ", sequence parallel");
     if (o.recompute)
         strcat(threads, o.recompute == 1 ? ", selective recomputation" : ", full recomputation");
     printf("batch %d, lr %g (%s), momentum %g, weight decay %g, seed %llu, OpenBLAS %s, %s\n",
@@ -302,7 +312,7 @@ int cmd_train(int argc, char **argv)
         rc = 128 + k.sig;
         goto done;
     }
-    if (!rc && (t0.tensor_set || t0.recompute_set)) print_mem(t, o.tensor);
+    if (!rc && (t0.tensor_set || t0.recompute_set)) print_mem(t, o.tensor, o.seq_par);
     if (!rc && a.weights && o.tensor > 1) { /* the shards gathered into the whole model */
         exec_net *net = exec_trainer_gather(t);
         rc = exec_ckpt_save_weights(&net, 1, a.weights, &e);

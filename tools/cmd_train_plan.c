@@ -268,9 +268,10 @@ int cmd_train_plan(int argc, char **argv)
         if (tensor > 1)
             snprintf(tp, sizeof tp, " x %d tensor-parallel %s", tensor,
                      ranks != workers ? "ranks" : "threads");
-        printf("train %s with %s: %d stages on %d workers%s (%s), schedule %s, batch %d = %d x %d%s\n",
+        printf("train %s with %s: %d stages on %d workers%s (%s), schedule %s, batch %d = %d x %d%s%s\n",
                m->name, plan_path, p.n_stages, workers, tp, exec_pipe_backend_name(o.backend),
                sched_kind_name(p.schedule), p.batch, p.n_micro, p.microbatch,
+               tensor > 1 && p.seq_par ? ", sequence parallel" : "",
                p.recompute == TFM_RECOMP_FULL ? ", full recomputation"
                : p.recompute == TFM_RECOMP_SELECTIVE ? ", selective recomputation" : "");
         printf("%lld %s training samples, %lld test, standardised (mean %.4f, sd %.4f)\n",

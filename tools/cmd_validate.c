@@ -383,9 +383,10 @@ int cmd_validate(int argc, char **argv)
     plan p;
     if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
     /* tensor parallelism runs (exec_pipe_check refuses what of it does
-     * not); context and sequence parallelism do not: refused before any
-     * profiling, with validate's name */
-    if ((rc = plan_exec_refuse(&p, a.plan, "cleave validate", &e))) {
+     * not); context parallelism does not, and sequence parallelism trains
+     * but is not predicted (its reduce-scatters and all-gathers): refused
+     * before any profiling, with validate's name */
+    if ((rc = plan_exec_refuse(&p, a.plan, "cleave validate", 0, &e))) {
         plan_free(&p);
         return cli_report(&e);
     }

@@ -88,10 +88,24 @@ typedef enum exec_tfm_kind {
  * every worker; each split layer calls it once in its forward (after the
  * row-parallel product) and once in its input-gradient pass (dLN(x), before
  * the layer norm's backward), every worker the same calls in the same
- * order. */
+ * order (with sequence parallelism it sums the layer norm's gradient in the
+ * weight-gradient pass instead, and the collectives below do the rest). */
 typedef struct exec_tp_comm {
     int rank, size;
     void (*allreduce)(void *ctx, int rank, float *buf, int64_t n);
+    /* Sequence parallelism (Korthikanti et al. 2022; exec_tfm.seq): a
+     * buffer is `blocks` samples; the sequence of each is cut into size
+     * chunks of `chunk` floats, chunk q belonging to rank q.
+     * reduce_scatter: src (blocks, size chunk), every rank its own; dst
+     * (blocks, chunk) = the sum over the ranks of their src's chunk `rank`,
+     * in rank order, the additions allreduce makes on those elements.
+     * all_gather: src (blocks, chunk), dst (blocks, size chunk) with chunk q
+     * of each block rank q's src.  NULL where a comm has no sequence
+     * parallelism (only a net built with EXEC_NET_SEQ_PAR calls them). */
+    void (*reduce_scatter)(void *ctx, int rank, float *dst, const float *src, int64_t blocks,
+                           int64_t chunk);
+    void (*all_gather)(void *ctx, int rank, float *dst, const float *src, int64_t blocks,
+                       int64_t chunk);
     void *ctx;
 } exec_tp_comm;
 
@@ -102,6 +116,18 @@ typedef struct exec_tfm {
     int F;        /* MLP: hidden width (likewise) */
     int C, Hh, Ww, p; /* PATCH: input channels and size, patch side */
     const exec_tp_comm *tp; /* ATTN, MLP: NULL, or this worker's split */
+    int seq;      /* split ATTN, MLP: sequence parallel (below) */
+    int seq_in, seq_out; /* with seq: the input / output holds this worker's
+                          * T / size tokens of each sample (the neighbour is
+                          * a sequence-parallel block too), else all T */
+    float *seqbuf; /* with seq: the net's scratch for the gathered and the
+                    * partial activations, exec_tfm_seq_floats, shared by
+                    * its layers and dead between calls (but below) */
+    int fused;     /* with seq: set by the net when the weight-gradient pass
+                    * follows this layer's input-gradient pass at once
+                    * (exec_net_backward): the gathered output gradient is
+                    * then kept in seqbuf from one to the other rather
+                    * than gathered twice */
     int recompute; /* EXEC_TFM_SELECTIVE or EXEC_TFM_FULL (below), or 0 */
     float *scratch; /* FULL: the intermediates, for B samples
                      * (exec_tfm_scratch_floats each), shared by the layers
@@ -117,6 +143,22 @@ typedef struct exec_tfm {
  * intermediates, up to the input of its last product, in the input-gradient
  * pass, into the scratch it shares with the net's other layers. */
 enum { EXEC_TFM_SELECTIVE = 1, EXEC_TFM_FULL = 2 };
+
+/* Sequence parallelism (Korthikanti et al. 2022, section 4.2.2), for a
+ * split ATTN or MLP with seq set: the layer norm and the residual add run
+ * on this worker's tokens r T/size .. (r+1) T/size - 1 of each sample only,
+ * and keep only those; an all-gather of LN(x) along the sequence feeds the
+ * column-parallel product, and a reduce-scatter of the row-parallel
+ * product's partial sums replaces its all-reduce (backward: an all-gather of
+ * the output gradient, a reduce-scatter of dLN(x)).  The weight-gradient
+ * pass gathers LN(x) again rather than keeping it whole (and the output
+ * gradient, unless fused), and all-reduces the layer norm's gradient, which each worker
+ * computes from its own tokens.  A block whose neighbour is not sequence
+ * parallel takes its tokens from the whole input (seq_in 0) or gathers its
+ * whole output (seq_out 0), so the layers around the blocks see the whole
+ * sequence.  The activations equal those of the split without it bit for
+ * bit (the same sums in the same order); the layer norm's gradient is
+ * summed in another order. */
 
 /* Fill g from a model layer of a vision transformer kind (models/model.h)
  * whose shapes are derived; returns 0 for any other kind. */
@@ -149,6 +191,8 @@ int64_t exec_tfm_aux_floats(const exec_tfm *g);
 int64_t exec_tfm_aux_fixed(const exec_tfm *g);
 /* Floats per sample of g->scratch (FULL; else 0). */
 int64_t exec_tfm_scratch_floats(const exec_tfm *g);
+/* Floats of g->seqbuf for B samples (seq; else 0). */
+int64_t exec_tfm_seq_floats(const exec_tfm *g, int B);
 /* Initialise w: linear weights Glorot uniform, biases and beta 0, gamma 1,
  * position embedding uniform +-0.02 sqrt(3) (sd 0.02, as ViT's).  A split
  * layer gets its shard of the whole layer's initial weights (the same

@@ -63,6 +63,8 @@ struct exec_net {
     float *col;     /* conv lowering scratch, for one call at a time */
     float *tfm_scratch; /* full recomputation's, likewise (max_batch samples) */
     int64_t n_tfm_scratch;
+    float *seqbuf;      /* sequence parallelism's, likewise (exec_tfm.seqbuf) */
+    int64_t n_seqbuf;
     const exec_tp_comm *tp; /* tensor parallelism: this worker's split, or NULL */
     exec_layer_clock *clock; /* per-layer timing, or NULL */
 };
@@ -170,7 +172,7 @@ static void layer_setup(xlayer *x, const model *m, int i, const exec_tp_comm *tp
         break;
     default:
         if ((x->is_tfm = exec_tfm_from_layer(&x->tg, l))) {
-            exec_tfm_split(&x->tg, tp);
+            x->tg.seq = exec_tfm_split(&x->tg, tp) && (flags & EXEC_NET_SEQ_PAR);
             int blk = x->tg.kind == EXEC_TFM_ATTN || x->tg.kind == EXEC_TFM_MLP;
             x->tg.recompute = blk && (flags & EXEC_NET_RECOMPUTE_FULL) ? EXEC_TFM_FULL
                               : (flags & EXEC_NET_RECOMPUTE) && x->tg.kind == EXEC_TFM_ATTN
@@ -180,6 +182,23 @@ static void layer_setup(xlayer *x, const model *m, int i, const exec_tp_comm *tp
             x->aux_sample = exec_tfm_aux_floats(&x->tg) * (int64_t)sizeof(float);
         }
         break;
+    }
+}
+
+/* Sequence parallelism: consecutive sequence-parallel blocks pass each
+ * other their workers' tokens only (T / size of each sample); the first of
+ * a run takes its tokens from the whole input and the last gathers its
+ * whole output (layers_tfm.h), so every other layer, and the stage's input
+ * and output, keep the whole sequence. */
+static void seq_regions(exec_net *n)
+{
+    for (int k = 0; k < n->L; k++) {
+        exec_tfm *g = &n->ly[k].tg;
+        if (!n->ly[k].is_tfm || !g->seq) continue;
+        g->seq_in = k > 0 && n->ly[k - 1].is_tfm && n->ly[k - 1].tg.seq;
+        g->seq_out = k + 1 < n->L && n->ly[k + 1].is_tfm && n->ly[k + 1].tg.seq;
+        if (g->seq_in) n->ly[k].in_elems /= g->tp->size;
+        if (g->seq_out) n->ly[k].out_elems /= g->tp->size;
     }
 }
 
@@ -329,7 +348,14 @@ static void alloc_scratch(exec_net *n)
             n->n_tfm_scratch = exec_tfm_scratch_floats(&n->ly[k].tg);
     n->n_tfm_scratch *= n->max_batch;
     n->tfm_scratch = exec_falloc(n->n_tfm_scratch);
-    for (int k = 0; k < n->L; k++) n->ly[k].tg.scratch = n->tfm_scratch;
+    for (int k = 0; k < n->L; k++)
+        if (n->ly[k].is_tfm && exec_tfm_seq_floats(&n->ly[k].tg, n->max_batch) > n->n_seqbuf)
+            n->n_seqbuf = exec_tfm_seq_floats(&n->ly[k].tg, n->max_batch);
+    n->seqbuf = exec_falloc(n->n_seqbuf);
+    for (int k = 0; k < n->L; k++) {
+        n->ly[k].tg.scratch = n->tfm_scratch;
+        n->ly[k].tg.seqbuf = n->seqbuf;
+    }
 }
 
 int exec_net_create(exec_net **out, const model *m, int first, int last, int max_batch,
@@ -345,6 +371,8 @@ int exec_net_create_tp(exec_net **out, const model *m, int first, int last, int 
     *out = NULL;
     int rc = exec_net_check(m, first, last, file, e);
     if (!rc && tp && tp->size > 1) rc = exec_net_tp_check(m, first, last, tp->size, file, e);
+    if (!rc && tp && tp->size > 1 && (flags & EXEC_NET_SEQ_PAR))
+        rc = exec_net_sp_check(m, first, last, tp->size, file, e);
     if (rc) return rc;
     if (max_batch < 1 || max_batch > (1 << 20))
         return cl_fail(e, CL_EINPUT, "%s: batch %d is out of range (hint: 1 to %d)", file,
@@ -378,6 +406,7 @@ int exec_net_create_tp(exec_net **out, const model *m, int first, int last, int 
             x->rng = layer_rng(seed, x->index, 1);
         }
     }
+    seq_regions(n);
     setup_params(n, seed);
     plan_memory(n);
     alloc_scratch(n);
@@ -398,6 +427,7 @@ void exec_net_destroy(exec_net *n)
     for (int s = 0; s < 2; s++) free(n->slot[s]);
     free(n->col);
     free(n->tfm_scratch);
+    free(n->seqbuf);
     free(n);
 }
 
@@ -427,6 +457,7 @@ float *exec_net_grads(exec_net *n, int64_t *n_floats)
 
 int exec_net_n_tensors(const exec_net *n) { return n->n_tensors; }
 uint64_t exec_net_recompute_bytes(const exec_net *n) { return (uint64_t)n->n_tfm_scratch * 4; }
+uint64_t exec_net_seq_bytes(const exec_net *n) { return (uint64_t)n->n_seqbuf * 4; }
 
 const exec_tensor *exec_net_tensor(const exec_net *n, int k)
 {
@@ -736,6 +767,9 @@ static void backward(exec_net *n, exec_acts *a, const float *dout, float *din, f
     for (int k = L - 1; k >= 0; k--) {
         input_grads = input_grads && n->ly[k].need_din;
         if (!input_grads && !weights) break;
+        /* sequence parallelism: one gather of the output gradient for both
+         * passes, when both run here */
+        n->ly[k].tg.fused = weights && input_grads;
         if (input_grads) {
             bwd_in_layer(n, a, k, dout_of(n, a, k, dout), din_of(n, a, k, din), loss_scale);
             if (n->clock) t = charge(&n->clock[k].bwd_in_s, t);
@@ -764,6 +798,7 @@ void exec_net_backward_weight(exec_net *n, exec_acts *a)
     assert(a->net == n && a->batch >= 1 && a->train && !(n->flags & EXEC_NET_RECOMPUTE_FULL));
     for (int k = n->L - 1; k >= 0; k--) {
         if (!n->ly[k].has_w) continue;
+        n->ly[k].tg.fused = 0;
         double t0 = n->clock ? exec_now() : 0;
         bwd_w_layer(n, a, k);
         if (n->clock) charge(&n->clock[k].bwd_w_s, t0);
@@ -774,6 +809,7 @@ void exec_net_run_pass(exec_net *n, exec_acts *a, int layer, int pass)
 {
     const int k = layer - n->first;
     assert(k >= 0 && k < n->L && a->net == n && a->batch >= 1 && a->train);
+    n->ly[k].tg.fused = 0; /* each pass on its own */
     switch (pass) {
     case 0:
         assert(in_of(n, a, k, NULL));

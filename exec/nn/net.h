@@ -49,6 +49,11 @@ int exec_net_check(const model *m, int first, int last, const char *file, cl_err
  * split).  CL_EINPUT naming the layer and the degrees that would do. */
 int exec_net_tp_check(const model *m, int first, int last, int size, const char *file,
                       cl_err *e);
+/* Can the split layers of [first, last) of m run sequence parallel over
+ * `size` workers?  Every attention and mlp layer's tokens must be
+ * divisible by size.  CL_EINPUT naming the layer. */
+int exec_net_sp_check(const model *m, int first, int last, int size, const char *file,
+                      cl_err *e);
 /* Whether layers [first, last) of m hold a layer tensor parallelism splits
  * (attention, mlp). */
 int exec_net_has_split(const model *m, int first, int last);
@@ -60,12 +65,18 @@ enum {
                             * one sample's softmax probabilities and recompute
                             * them in the input-gradient pass (layers_tfm.h,
                             * exec_tfm.recompute); the same results, bit for bit */
-    EXEC_NET_RECOMPUTE_FULL = 4 /* full recomputation: attention and mlp layers
+    EXEC_NET_RECOMPUTE_FULL = 4, /* full recomputation: attention and mlp layers
                             * keep their input only and recompute the rest in
                             * their input-gradient pass, into one scratch of
                             * the net's; the same bits again, but the weight
                             * gradient must follow each layer's input gradient:
                             * exec_net_backward only (asserted) */
+    EXEC_NET_SEQ_PAR = 8    /* sequence parallelism in the layers a tensor-
+                            * parallel net splits (layers_tfm.h, exec_tfm.seq):
+                            * they keep their layer norms' activations and
+                            * pass each other T / size tokens a sample, the
+                            * stage's input and output stay whole; ignored
+                            * without a split.  exec_net_sp_check first */
 };
 
 /* Build the stage [first, last) of m for microbatches of up to max_batch
@@ -136,6 +147,9 @@ void exec_net_layer_bytes(const exec_net *n, int layer, uint64_t *stash, uint64_
 
 /* Bytes of the scratch full recomputation works in (0 without). */
 uint64_t exec_net_recompute_bytes(const exec_net *n);
+/* Bytes of the scratch sequence parallelism gathers into (0 without):
+ * one whole (B, T, D) activation and one worker's share of it. */
+uint64_t exec_net_seq_bytes(const exec_net *n);
 
 /* Per-microbatch state for up to max_batch samples (<= the net's); the
  * caller destroys it.  exec_acts_bytes: its whole allocation. */

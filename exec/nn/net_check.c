@@ -78,6 +78,21 @@ int exec_net_tp_check(const model *m, int first, int last, int size, const char 
                    attn ? "heads" : "hidden units", hint);
 }
 
+int exec_net_sp_check(const model *m, int first, int last, int size, const char *file,
+                      cl_err *e)
+{
+    for (int i = first; i < last; i++) {
+        const model_layer *l = &m->layers[i];
+        if (l->kind != MODEL_ATTENTION && l->kind != MODEL_MLP) continue;
+        const model_shape *s = &l->in_shape;
+        int64_t T = s->ndim == 3 ? s->d[1] : 1;
+        if (T % size)
+            return cl_fail(e, CL_EINPUT, "%s: layers[%d] (%s): sequence parallelism over %d tensor ranks does not divide its %lld tokens (hint: a tensor degree that divides the sequence, or no sequence parallelism)",
+                           file, i, l->name, size, (long long)T);
+    }
+    return CL_OK;
+}
+
 int exec_net_has_split(const model *m, int first, int last)
 {
     for (int i = first; i < last; i++)

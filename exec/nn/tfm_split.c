@@ -4,6 +4,7 @@
  * gathered into a whole net with it (net.h, exec_net_tp_gather).
  */
 #include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,7 +101,31 @@ static void solo_allreduce(void *ctx, int rank, float *buf, int64_t n)
     (void)ctx, (void)rank, (void)buf, (void)n; /* one rank alone: nothing to sum */
 }
 
-#define SOLO(k) {.rank = 0, .size = (k), .allreduce = solo_allreduce, .ctx = NULL}
+/* Alone, rank 0's share of the sums is its own chunk; the gathered
+ * sequence repeats its own tokens in every rank's place (defined values of
+ * the right size: a solo net's values are not a rank's anyway). */
+static void solo_reduce_scatter(void *ctx, int rank, float *dst, const float *src, int64_t blocks,
+                                int64_t chunk)
+{
+    (void)rank;
+    const int64_t size = (int64_t)(uintptr_t)ctx;
+    for (int64_t b = 0; b < blocks; b++)
+        memcpy(dst + b * chunk, src + b * size * chunk, (size_t)chunk * sizeof *dst);
+}
+
+static void solo_all_gather(void *ctx, int rank, float *dst, const float *src, int64_t blocks,
+                            int64_t chunk)
+{
+    (void)rank;
+    const int64_t size = (int64_t)(uintptr_t)ctx;
+    for (int64_t b = 0; b < blocks; b++)
+        for (int64_t q = 0; q < size; q++)
+            memcpy(dst + (b * size + q) * chunk, src + b * chunk, (size_t)chunk * sizeof *dst);
+}
+
+#define SOLO(k) {.rank = 0, .size = (k), .allreduce = solo_allreduce, \
+                 .reduce_scatter = solo_reduce_scatter, .all_gather = solo_all_gather, \
+                 .ctx = (void *)(uintptr_t)(k)} /* ctx: the size */
 #define SOLO8(k) SOLO(k), SOLO(k + 1), SOLO(k + 2), SOLO(k + 3), SOLO(k + 4), SOLO(k + 5), \
                  SOLO(k + 6), SOLO(k + 7)
 static const exec_tp_comm solo[] = {SOLO8(0), SOLO8(8), SOLO8(16), SOLO8(24), SOLO8(32),

@@ -63,16 +63,18 @@ void exec_pipe_result_free(exec_pipe_result *r)
 /* -------------------------------------------------------------- checks -- */
 
 /* What the runner takes of a plan's per-rank settings (pipe_tp.h): tensor
- * parallelism, replicated stages too; recomputation (exec_pipe_net_flags;
- * full only with a fused backward on the forward's weights:
- * exec_pipe_check); not context or sequence parallelism. */
+ * parallelism, replicated stages too, with sequence parallelism
+ * (exec_pipe_net_flags); recomputation (full only with a fused backward on
+ * the forward's weights: exec_pipe_check); not context parallelism. */
 static int tensor_check(const plan *p, const char *file, cl_err *e)
 {
-    int rc = plan_exec_refuse(p, file, "cleave train --plan", e);
+    int rc = plan_exec_refuse(p, file, "cleave train --plan", 1, e);
     if (rc) return rc;
     const int T = plan_tensor(p);
     if (T == 1) return CL_OK;
-    return exec_net_tp_check(&p->model, 0, p->model.n_layers, T, file, e);
+    rc = exec_net_tp_check(&p->model, 0, p->model.n_layers, T, file, e);
+    if (!rc && p->seq_par) rc = exec_net_sp_check(&p->model, 0, p->model.n_layers, T, file, e);
+    return rc;
 }
 
 int exec_pipe_check(const plan *p, const char *file, cl_err *e)
@@ -125,8 +127,9 @@ int exec_pipe_check(const plan *p, const char *file, cl_err *e)
 
 int exec_pipe_net_flags(const plan *p)
 {
-    return p->recompute == TFM_RECOMP_FULL ? EXEC_NET_RECOMPUTE_FULL
-           : p->recompute == TFM_RECOMP_SELECTIVE ? EXEC_NET_RECOMPUTE : 0;
+    return (p->recompute == TFM_RECOMP_FULL ? EXEC_NET_RECOMPUTE_FULL
+            : p->recompute == TFM_RECOMP_SELECTIVE ? EXEC_NET_RECOMPUTE : 0) |
+           (p->seq_par && plan_tensor(p) > 1 ? EXEC_NET_SEQ_PAR : 0);
 }
 
 int exec_pipe_workers(const plan *p, const char *file, cl_err *e)

@@ -36,6 +36,18 @@ void exec_tp_group_barrier(exec_tp_group *g);
  * buffer, then every worker copies the whole sum back. */
 void exec_tp_group_allreduce(exec_tp_group *g, int rank, float *buf, int64_t n);
 
+/* The collectives of sequence parallelism (exec_tp_comm: blocks of size
+ * chunks, chunk q rank q's), two barriers each like the all-reduce, no
+ * group buffer: between them each worker reads every worker's src.
+ * reduce_scatter: dst (blocks, chunk) = sum over q in rank order of src_q's
+ * chunk `rank` of each block, so reduce-scatter then all-gather gives the
+ * all-reduce's bits; all_gather: dst (blocks, size chunk) from every
+ * worker's src (blocks, chunk).  src and dst must not overlap. */
+void exec_tp_group_reduce_scatter(exec_tp_group *g, int rank, float *dst, const float *src,
+                                  int64_t blocks, int64_t chunk);
+void exec_tp_group_all_gather(exec_tp_group *g, int rank, float *dst, const float *src,
+                              int64_t blocks, int64_t chunk);
+
 /* Seconds worker rank has waited at its all-reduces' barriers for the
  * others (its own thread's count: read it from that thread, or after the
  * workers have met at a barrier since). */

@@ -13,9 +13,20 @@ struct exec_tp_mpi {
     MPI_Comm comm;
     int rank, size;
     exec_tp_comm view;
-    float *all;       /* [size x cap]: the gathered buffers */
+    float *all;       /* [cap]: the gathered buffers (room) */
     int64_t cap;
 };
+
+/* g->all holding at least n floats. */
+static float *room(exec_tp_mpi *g, int64_t n)
+{
+    if (n > g->cap) {
+        free(g->all);
+        g->cap = n;
+        g->all = exec_falloc(g->cap);
+    }
+    return g->all;
+}
 
 /* The split layers' all-reduce (exec_tp_comm.allreduce). */
 static void mpi_allreduce(void *ctx, int rank, float *buf, int64_t n)
@@ -24,18 +35,53 @@ static void mpi_allreduce(void *ctx, int rank, float *buf, int64_t n)
     assert(rank == g->rank && n >= 0 && n <= INT_MAX);
     (void)rank;
     if (g->size == 1 || n == 0) return;
-    if (n > g->cap) {
-        free(g->all);
-        g->cap = n;
-        g->all = exec_falloc(g->cap * g->size);
-    }
-    MPI_Allgather(buf, (int)n, MPI_FLOAT, g->all, (int)n, MPI_FLOAT, g->comm);
+    float *all = room(g, n * g->size);
+    MPI_Allgather(buf, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, g->comm);
     /* in rank order, as tp_group.c: the same additions, the same bits */
-    memcpy(buf, g->all, (size_t)n * sizeof *buf);
+    memcpy(buf, all, (size_t)n * sizeof *buf);
     for (int q = 1; q < g->size; q++) {
-        const float *b = g->all + (int64_t)q * n;
+        const float *b = all + (int64_t)q * n;
         for (int64_t i = 0; i < n; i++) buf[i] += b[i];
     }
+}
+
+/* Sequence parallelism's reduce-scatter (exec_tp_comm.reduce_scatter): an
+ * all-to-all sends chunk q of every block to rank q, which sums what it
+ * receives in rank order: tp_group.c's additions, the same bits, and the
+ * same volume as MPI_Reduce_scatter, whose order MPI leaves open. */
+static void mpi_reduce_scatter(void *ctx, int rank, float *dst, const float *src, int64_t blocks,
+                               int64_t chunk)
+{
+    exec_tp_mpi *g = ctx;
+    const int64_t n = blocks * chunk, S = g->size; /* floats to and from each rank */
+    assert(rank == g->rank && n >= 0 && n <= INT_MAX);
+    (void)rank;
+    float *send = room(g, 2 * S * n), *recv = send + S * n;
+    for (int64_t q = 0; q < S; q++) /* rank order: what goes to rank q, block by block */
+        for (int64_t b = 0; b < blocks; b++)
+            memcpy(send + q * n + b * chunk, src + (b * S + q) * chunk, (size_t)chunk * sizeof *src);
+    MPI_Alltoall(send, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, g->comm);
+    memcpy(dst, recv, (size_t)n * sizeof *dst);
+    for (int64_t q = 1; q < S; q++) {
+        const float *b = recv + q * n;
+        for (int64_t i = 0; i < n; i++) dst[i] += b[i];
+    }
+}
+
+/* Sequence parallelism's all-gather (exec_tp_comm.all_gather): every
+ * rank's blocks gathered, then each block's chunks put in rank order. */
+static void mpi_all_gather(void *ctx, int rank, float *dst, const float *src, int64_t blocks,
+                           int64_t chunk)
+{
+    exec_tp_mpi *g = ctx;
+    const int64_t n = blocks * chunk, S = g->size;
+    assert(rank == g->rank && n >= 0 && n <= INT_MAX);
+    (void)rank;
+    float *all = room(g, S * n);
+    MPI_Allgather(src, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, g->comm);
+    for (int64_t q = 0; q < S; q++)
+        for (int64_t b = 0; b < blocks; b++)
+            memcpy(dst + (b * S + q) * chunk, all + q * n + b * chunk, (size_t)chunk * sizeof *dst);
 }
 
 exec_tp_mpi *exec_tp_mpi_create(int T)
@@ -48,7 +94,9 @@ exec_tp_mpi *exec_tp_mpi_create(int T)
     MPI_Comm_rank(g->comm, &g->rank);
     MPI_Comm_size(g->comm, &g->size);
     assert(g->size == T && g->rank == world % T);
-    g->view = (exec_tp_comm){.rank = g->rank, .size = g->size, .allreduce = mpi_allreduce, .ctx = g};
+    g->view = (exec_tp_comm){.rank = g->rank, .size = g->size, .allreduce = mpi_allreduce,
+                             .reduce_scatter = mpi_reduce_scatter, .all_gather = mpi_all_gather,
+                             .ctx = g};
     return g;
 }
 

@@ -6,7 +6,9 @@
  *
  * The all-reduce gathers every rank's buffer (MPI_Allgather) and sums them
  * in rank order, ((buf_0[i] + buf_1[i]) + buf_2[i]) + ..., the additions
- * tp_group.c makes, so a run gives the threads crew's bits.  It blocks:
+ * tp_group.c makes, so a run gives the threads crew's bits; so do the
+ * reduce-scatter (an all-to-all, then the same sums in rank order) and the
+ * all-gather of sequence parallelism (exec_tp_comm).  It blocks:
  * every rank of the group must make the same calls (each walks the same op
  * list with the same data, pipe_tp.h). */
 #ifndef CL_EXEC_TP_MPI_H

@@ -43,6 +43,7 @@ int exec_tp_team_create(exec_tp_team **out, const model *m, int size, int max_ba
     *out = NULL;
     assert(size >= 2 && max_batch >= 1);
     int rc = exec_net_tp_check(m, 0, m->n_layers, size, file, e);
+    if (!rc && (flags & EXEC_NET_SEQ_PAR)) rc = exec_net_sp_check(m, 0, m->n_layers, size, file, e);
     if (rc) return rc;
     /* the largest all-reduce: a split layer's (B, T, D) output */
     int64_t most = 0;
@@ -117,5 +118,5 @@ void exec_tp_team_mem(const exec_tp_team *t, int rank, sim_mem *m)
     const double block = (double)n * sizeof(float);
     *m = (sim_mem){.weights = block, .grads = block, .optim = t->momentum != 0 ? block : 0,
                    .stash = (double)(exec_acts_bytes(w->acts) + exec_net_recompute_bytes(w->net)),
-                   .buffers = (double)exec_tp_group_bytes(t->group)};
+                   .buffers = (double)(exec_tp_group_bytes(t->group) + exec_net_seq_bytes(w->net))};
 }

@@ -25,8 +25,9 @@ typedef struct exec_tp_team exec_tp_team;
 
 /* The whole model m (outliving the team) split over size >= 2 workers, for
  * minibatches of up to max_batch; weights from seed (the shards of a whole
- * net's), the nets' flags (net.h), SGD with momentum and weight decay as
- * exec_sgd.  CL_EINPUT as exec_net_tp_check, naming file. */
+ * net's), the nets' flags (net.h; EXEC_NET_SEQ_PAR for sequence
+ * parallelism), SGD with momentum and weight decay as exec_sgd.  CL_EINPUT
+ * as exec_net_tp_check (and exec_net_sp_check), naming file. */
 int exec_tp_team_create(exec_tp_team **out, const model *m, int size, int max_batch,
                         uint64_t seed, int flags, double momentum, double weight_decay,
                         const char *file, cl_err *e);
@@ -52,7 +53,8 @@ double exec_tp_team_wait_s(const exec_tp_team *t, int rank);
 /* Worker rank's memory, with the simulator's components (sim_mem) as the
  * pipelined runner counts them: weights, gradients and momentum (its net's
  * blocks; momentum only when nonzero), activations (exec_acts_bytes of its
- * acts, and exec_net_recompute_bytes) and buffers (the group's all-reduce buffer).  Nothing is allocated
+ * acts, and exec_net_recompute_bytes) and buffers (the group's all-reduce buffer,
+ * and with sequence parallelism the net's gather scratch, exec_net_seq_bytes).  Nothing is allocated
  * or freed while the team trains, so this is also its peak. */
 void exec_tp_team_mem(const exec_tp_team *t, int rank, sim_mem *m);
 

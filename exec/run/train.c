@@ -74,8 +74,9 @@ int exec_trainer_create(exec_trainer **out, const model *m, const char *file,
                        file);
     exec_net *net;
     exec_tp_team *team = NULL;
-    const int flags = o->recompute == 2 ? EXEC_NET_RECOMPUTE_FULL
-                      : o->recompute == 1 ? EXEC_NET_RECOMPUTE : 0;
+    const int flags = (o->recompute == 2 ? EXEC_NET_RECOMPUTE_FULL
+                       : o->recompute == 1 ? EXEC_NET_RECOMPUTE : 0) |
+                      (o->seq_par ? EXEC_NET_SEQ_PAR : 0);
     int rc = o->tensor > 1 ? exec_tp_team_create(&team, m, o->tensor, o->batch, o->seed, flags,
                                                  o->momentum, o->weight_decay, file, e)
                            : exec_net_create(&net, m, 0, m->n_layers, o->batch, o->seed, flags,

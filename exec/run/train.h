@@ -34,6 +34,8 @@ typedef struct exec_train_opts {
                               sequential trainer unchanged)                 */
     int recompute;         /* 0 none, 1 selective (EXEC_NET_RECOMPUTE), 2 full
                               (EXEC_NET_RECOMPUTE_FULL)                      */
+    int seq_par;           /* with tensor > 1: sequence parallelism
+                              (EXEC_NET_SEQ_PAR)                             */
 } exec_train_opts;
 
 /* Defaults (docs/executor.md, "Training defaults"): the values that reach the
