@@ -269,6 +269,27 @@ static void fit_of(const exec_link_sample *s, int n, exec_link_fit *f)
     CU_ASSERT_EQUAL_FATAL(exec_link_fit_ls(b, t, NULL, n, f, &e), CL_OK);
 }
 
+/* Times that fall with the size (the first, small messages slowed by a
+ * neighbour): the fit's slope is negative, its bandwidth infinite; the
+ * fallback prices bytes at the largest message's end-to-end rate, and a
+ * fit with a slope is left alone. */
+static void test_fit_slopeless(void)
+{
+    const double b[4] = {8, 4096, 65536, 1048576}, t[4] = {40e-6, 30e-6, 25e-6, 20e-6};
+    exec_link_fit f;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(exec_link_fit_ls(b, t, NULL, 4, &f, &e), CL_OK);
+    CU_ASSERT(!isfinite(f.bw_Bps));
+    CU_ASSERT_EQUAL(exec_link_fit_slopeless(b, t, 4, &f), 1);
+    CU_ASSERT_DOUBLE_EQUAL(f.bw_Bps, 1048576 / 20e-6, 1e-6 * f.bw_Bps);
+    const double t2[4] = {1e-6, 2e-6, 10e-6, 100e-6};
+    CU_ASSERT_EQUAL_FATAL(exec_link_fit_ls(b, t2, NULL, 4, &f, &e), CL_OK);
+    const double fitted = f.bw_Bps;
+    CU_ASSERT(isfinite(fitted) && fitted > 0);
+    CU_ASSERT_EQUAL(exec_link_fit_slopeless(b, t2, 4, &f), 0);
+    CU_ASSERT_EQUAL(f.bw_Bps, fitted);
+}
+
 static void test_explain(void)
 {
     exec_link_sample s[20];
@@ -356,6 +377,7 @@ TEST_SUITE(linkprof)
 {
     test_add_suite("linkprof");
     test_add("fit recovers exact latency and bandwidth", test_fit_exact);
+    test_add("a fit without a slope gets the largest message's rate", test_fit_slopeless);
     test_add("a poor fit is explained: woken receivers, two regimes", test_explain);
     test_add("notify counts the waits that slept", test_notify_sleeps);
     test_add("fit on noisy data equals the normal equations", test_fit_noise);

@@ -269,8 +269,14 @@ static void test_tensor_over_mpi_one_worker(void)
     const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "allreduce_s"),
                 *bw = cJSON_GetObjectItemCaseSensitive(root, "allreduce_bandwidth_Bps"),
                 *lat = cJSON_GetObjectItemCaseSensitive(root, "allreduce_latency_s");
-    CU_ASSERT_FATAL(cJSON_IsNumber(ar) && ar->valuedouble > 0 && cJSON_IsNumber(bw) &&
-                    bw->valuedouble > 0 && cJSON_IsNumber(lat));
+    const int priced = cJSON_IsNumber(ar) && ar->valuedouble > 0 && cJSON_IsNumber(bw) &&
+                       bw->valuedouble > 0 && cJSON_IsNumber(lat);
+    if (!priced) { /* say what validate printed instead */
+        char *txt = cJSON_Print(root);
+        fprintf(stderr, "\nvalidate --json gave: %s\n", txt ? txt : "(nothing)");
+        free(txt);
+    }
+    CU_ASSERT_FATAL(priced);
     const double msg = (double)p.microbatch * 16 * 64 * 4;
     const double want = fmax(0, (ar->valuedouble - msg / bw->valuedouble) / 2);
     CU_ASSERT_DOUBLE_EQUAL(lat->valuedouble, want, 1e-12 * fmax(1e-6, want));

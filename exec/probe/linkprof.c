@@ -95,6 +95,16 @@ int exec_link_fit_ls(const double *bytes, const double *t, const double *w, int 
     return CL_OK;
 }
 
+int exec_link_fit_slopeless(const double *bytes, const double *t, int n, exec_link_fit *out)
+{
+    if (isfinite(out->bw_Bps) && out->bw_Bps > 0) return 0;
+    int big = 0;
+    for (int i = 1; i < n; i++)
+        if (bytes[i] > bytes[big]) big = i;
+    out->bw_Bps = bytes[big] / t[big];
+    return 1;
+}
+
 /* ------------------------------------------------------------ explain -- */
 
 /* Weighted (1 / t^2) residual sum of points [lo, hi) against the line fitted

@@ -97,6 +97,13 @@ typedef struct exec_link_fit {
 int exec_link_fit_ls(const double *bytes, const double *t, const double *w, int n,
                      exec_link_fit *out, cl_err *e);
 
+/* When the fit has no positive slope (times that do not grow with the
+ * size: a loaded machine), out->bw_Bps is infinite, which would price
+ * every byte at nothing.  This sets it to the rate the largest message
+ * reached end to end, latency included (no faster link undercuts it), and
+ * returns 1; 0, changing nothing, when the fit has a bandwidth. */
+int exec_link_fit_slopeless(const double *bytes, const double *t, int n, exec_link_fit *out);
+
 typedef struct exec_link_opts {
     exec_link_backend backend;
     uint64_t min_bytes, max_bytes; /* powers of two between them, both included */
