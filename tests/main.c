@@ -132,6 +132,17 @@ int test_run_cli(const char *args, char **out, char **err)
     return test_run_cli_with(args, NULL, NULL, out, err);
 }
 
+void test_cli_refused(const char *args, const char *msg)
+{
+    char *out = NULL, *err = NULL;
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, msg));
+    CU_ASSERT(err && *err && strchr(err, '\n') == err + strlen(err) - 1);
+    CU_ASSERT(out && out[0] == 0);
+    free(out);
+    free(err);
+}
+
 /* Runs the binary itself with args split into argv (split_words): no shell
  * between the test and cleave, as between cleave and what it starts. */
 int test_run_cli_with(const char *args, void (*setup)(void *), void *ctx, char **out, char **err)

@@ -26,6 +26,10 @@ void test_add(const char *name, void (*fn)(void));
  * /dev/null, stdout and stderr captured (caller frees); returns the exit
  * status (128+signal if killed, -1 if it could not run). */
 int test_run_cli(const char *args, char **out, char **err);
+/* A command the tool must refuse as bad input: exit status 2, `msg` in a
+ * one-line stderr, nothing on stdout (CUnit asserts, at the caller's
+ * test). */
+void test_cli_refused(const char *args, const char *msg);
 /* test_run_cli with setup(ctx) called in the child just before it starts
  * the binary (limits, signal dispositions, environment). */
 int test_run_cli_with(const char *args, void (*setup)(void *), void *ctx, char **out, char **err);

@@ -489,13 +489,7 @@ static void test_sp_replicated(void)
     exec_pipe_result_free(&rt);
     plan_free(&p);
     exec_data_free(&d);
-    char *text = test_slurp("bench/results/pipe/fmnist-vit-dp2-gpipe-t2.json");
-    CU_ASSERT_FATAL(text && text[0] == '{');
-    FILE *f = fopen(sp, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fprintf(f, "{\"sequence_parallel\": true, %s", text + 1);
-    fclose(f);
-    free(text);
+    tv_write_seq_par("bench/results/pipe/fmnist-vit-dp2-gpipe-t2.json", sp);
     tv_mpi_same(sp, 2, 2, 1, dir);
     test_rmtree(dir);
 }
@@ -535,11 +529,7 @@ static void test_sp_cli(void)
     };
     for (int i = 0; i < 2; i++) {
         snprintf(args, sizeof args, "%s %s", vit, bad[i][0]);
-        CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
-        CU_ASSERT(strchr(err, '\n') == err + strlen(err) - 1 && out[0] == 0);
-        free(out);
-        free(err);
+        test_cli_refused(args, bad[i][1]);
     }
     /* the run: named in the header, the same epoch as without to the
      * printed digits, smaller activations in the memory table */

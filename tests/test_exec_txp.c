@@ -417,20 +417,10 @@ static void test_txp_seq_par_cli(void)
     char pl[512], sp[512], w[512], args[2048];
     char *dir = test_scratch(sizeof pl, "t2.json", pl, "t2-sp.json", sp, "w.bin", w, NULL);
     tv_write_plan(pl, NULL, 2, NULL, 1);
-    char *text = test_slurp(pl);
-    CU_ASSERT_FATAL(text && text[0] == '{');
-    FILE *f = fopen(sp, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fprintf(f, "{\"sequence_parallel\": true, %s", text + 1);
-    fclose(f);
-    free(text);
+    tv_write_seq_par(pl, sp);
     char *out = NULL, *err = NULL;
     snprintf(args, sizeof args, "validate --plan %s --iterations 2 --json", sp);
-    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 2);
-    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "sequence_parallel: cleave validate does not predict sequence parallelism"));
-    CU_ASSERT(out && out[0] == 0 && strchr(err, '\n') == err + strlen(err) - 1);
-    free(out);
-    free(err);
+    test_cli_refused(args, "sequence_parallel: cleave validate does not predict sequence parallelism");
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --save-weights %s", sp, w);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "x 2 tensor-parallel threads (threads), schedule 1f1b, batch 64 = 4 x 16, sequence parallel\n"));
@@ -443,13 +433,7 @@ static void test_txp_seq_par_cli(void)
     char sp4[600];
     snprintf(sp4, sizeof sp4, "%s/t4-sp.json", dir);
     tv_write_plan(sp4, NULL, 4, NULL, 1);
-    text = test_slurp(sp4);
-    CU_ASSERT_FATAL(text && text[0] == '{');
-    f = fopen(sp4, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fprintf(f, "{\"sequence_parallel\": true, %s", text + 1);
-    fclose(f);
-    free(text);
+    tv_write_seq_par(sp4, sp4); /* read whole before it is rewritten */
     tv_mpi_same(sp4, 2, 4, 0, dir);
     /* killed and resumed: the checkpoint holds the shards gathered, as
      * without sequence parallelism, which changes no parameter layout */

@@ -89,6 +89,17 @@ void tv_validate(const plan *p, const exec_val_extra *x, sim_result *pred,
     if (tv_val_run(p, x, TV_PLAN, pred, meas, rep)) CU_FAIL_FATAL("the validate steps failed");
 }
 
+void tv_write_seq_par(const char *src, const char *dst)
+{
+    char *text = test_slurp(src);
+    CU_ASSERT_FATAL(text && text[0] == '{');
+    FILE *f = fopen(dst, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fprintf(f, "{\"sequence_parallel\": true, %s", text + 1);
+    fclose(f);
+    free(text);
+}
+
 void tv_write_plan(const char *path, const char *kind, int t, const char *recompute, int replicas)
 {
     char *text = test_slurp(TV_PLAN);

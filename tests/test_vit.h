@@ -70,6 +70,9 @@ void tv_validate(const plan *p, const exec_val_extra *x, sim_result *pred,
  * > 1: its first stage replicated on that many cores, the second on one
  * more (the cluster grown to replicas + 1 cores). */
 void tv_write_plan(const char *path, const char *kind, int t, const char *r, int replicas);
+/* Copy the plan file src to dst (may be src) with "sequence_parallel": true
+ * added. */
+void tv_write_seq_par(const char *src, const char *dst);
 
 /* `cleave train --plan pl --backend mpi` writes the weights the threads
  * backend writes, byte for byte, after 4 iterations on 256 synthetic
