@@ -196,8 +196,9 @@ int cmd_train_plan(int argc, char **argv)
     plan p;
     int mpi = o.backend == EXEC_PIPE_MPI;
     if (plan_load(&p, plan_path, &e)) {
+        const int status = report(&c, &e); /* before finalising, as below */
         if (mpi) exec_pipe_mpi_finalize();
-        return report(&c, &e);
+        return status;
     }
     exec_data train = {0}, test = {0};
     exec_pipe_result res = {0};

@@ -508,8 +508,11 @@ int cmd_validate(int argc, char **argv)
     free(extra);
     if (have_prof) prof_free(&pf);
     plan_free(&p);
-    if (a.backend == EXEC_PIPE_MPI) exec_pipe_mpi_finalize();
     free(shown);
-    if (rc && rank == 0) return cli_report(&e);
-    return rc;
+    /* report before finalising: the ranks leave MPI_Finalize together, and
+     * once one has exited with an error mpirun may end rank 0 before its
+     * message is out (seen in CI: the world-size refusal's line lost) */
+    const int status = rc && rank == 0 ? cli_report(&e) : rc;
+    if (a.backend == EXEC_PIPE_MPI) exec_pipe_mpi_finalize();
+    return status;
 }
