@@ -224,7 +224,8 @@ int cmd_profile_links(int argc, char **argv)
         }
         cluster_free(&c);
     }
+    /* rank 0's error before finalising, as validate's (cmd_validate.c) */
+    const int status = rc && rank == 0 ? cli_report(&e) : rc;
     if (a.o.backend == EXEC_LINK_MPI) exec_link_mpi_finalize();
-    if (rc && rank == 0) return cli_report(&e);
-    return rc;
+    return status;
 }
