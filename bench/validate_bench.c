@@ -599,9 +599,7 @@ static int val_bench(const char *outdir, int quick, const int *sub, int n_sub, c
         for (int i = 0; i < ns; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
         if (!rc) rc = exec_link_fit_ls(b, t, NULL, ns, &fit, &e);
         if (!rc) exec_link_explain(s, ns, &fit, why, sizeof why);
-        if (!rc && exec_link_fit_slopeless(b, t, ns, &fit))
-            snprintf(why, sizeof why, "without a slope (the time did not grow with the size): bytes "
-                     "priced at the largest message's end-to-end rate, %.3g GB/s", fit.bw_Bps * 1e-9);
+        if (!rc) exec_link_fit_slopeless(b, t, ns, &fit, why, sizeof why);
         if (!rc) rc = exec_val_post_s(EXEC_PIPE_THREADS, &post_s, NULL, &e);
         if (!rc) {
             cluster_link prof_link = {fit.bw_Bps, fit.latency_s};

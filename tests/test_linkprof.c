@@ -280,13 +280,17 @@ static void test_fit_slopeless(void)
     cl_err e = {0};
     CU_ASSERT_EQUAL_FATAL(exec_link_fit_ls(b, t, NULL, 4, &f, &e), CL_OK);
     CU_ASSERT(!isfinite(f.bw_Bps));
-    CU_ASSERT_EQUAL(exec_link_fit_slopeless(b, t, 4, &f), 1);
+    char why[256] = "";
+    CU_ASSERT_EQUAL(exec_link_fit_slopeless(b, t, 4, &f, why, sizeof why), 1);
     CU_ASSERT_DOUBLE_EQUAL(f.bw_Bps, 1048576 / 20e-6, 1e-6 * f.bw_Bps);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "without a slope"));
     const double t2[4] = {1e-6, 2e-6, 10e-6, 100e-6};
     CU_ASSERT_EQUAL_FATAL(exec_link_fit_ls(b, t2, NULL, 4, &f, &e), CL_OK);
     const double fitted = f.bw_Bps;
     CU_ASSERT(isfinite(fitted) && fitted > 0);
-    CU_ASSERT_EQUAL(exec_link_fit_slopeless(b, t2, 4, &f), 0);
+    why[0] = 0;
+    CU_ASSERT_EQUAL(exec_link_fit_slopeless(b, t2, 4, &f, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(why[0], 0);
     CU_ASSERT_EQUAL(f.bw_Bps, fitted);
 }
 

@@ -338,11 +338,7 @@ static int get_link(val_ctx *c, plan *p, cl_err *e)
         for (int i = 0; i < n; i++) b[i] = s[i].bytes, t[i] = s[i].time_s;
         if ((rc = exec_link_fit_ls(b, t, NULL, n, &c->fit, e))) return rc;
         exec_link_explain(s, n, &c->fit, c->why, sizeof c->why);
-        if (exec_link_fit_slopeless(b, t, n, &c->fit))
-            snprintf(c->why, sizeof c->why,
-                     "without a slope (the time did not grow with the size): bytes priced at the "
-                     "largest message's end-to-end rate, %.3g GB/s",
-                     c->fit.bw_Bps * 1e-9);
+        exec_link_fit_slopeless(b, t, n, &c->fit, c->why, sizeof c->why);
         c->link_measured = 1;
         c->fit_max_bytes = (double)mx;
         c->link = (cluster_link){c->fit.bw_Bps, c->fit.latency_s};

@@ -95,13 +95,16 @@ int exec_link_fit_ls(const double *bytes, const double *t, const double *w, int 
     return CL_OK;
 }
 
-int exec_link_fit_slopeless(const double *bytes, const double *t, int n, exec_link_fit *out)
+int exec_link_fit_slopeless(const double *bytes, const double *t, int n, exec_link_fit *out,
+                            char *why, size_t cap)
 {
     if (isfinite(out->bw_Bps) && out->bw_Bps > 0) return 0;
     int big = 0;
     for (int i = 1; i < n; i++)
         if (bytes[i] > bytes[big]) big = i;
     out->bw_Bps = bytes[big] / t[big];
+    snprintf(why, cap, "without a slope (the time did not grow with the size): bytes priced at the "
+             "largest message's end-to-end rate, %.3g GB/s", out->bw_Bps * 1e-9);
     return 1;
 }
 

@@ -100,9 +100,11 @@ int exec_link_fit_ls(const double *bytes, const double *t, const double *w, int 
 /* When the fit has no positive slope (times that do not grow with the
  * size: a loaded machine), out->bw_Bps is infinite, which would price
  * every byte at nothing.  This sets it to the rate the largest message
- * reached end to end, latency included (no faster link undercuts it), and
+ * reached end to end, latency included (no faster link undercuts it),
+ * writes why into why (cap bytes, the text after "the fit is") and
  * returns 1; 0, changing nothing, when the fit has a bandwidth. */
-int exec_link_fit_slopeless(const double *bytes, const double *t, int n, exec_link_fit *out);
+int exec_link_fit_slopeless(const double *bytes, const double *t, int n, exec_link_fit *out,
+                            char *why, size_t cap);
 
 typedef struct exec_link_opts {
     exec_link_backend backend;
