@@ -11,11 +11,18 @@ extern char **environ;
 
 int cl_spawn_wait(char *const argv[], const char *out_path)
 {
+    return cl_spawn_wait_err(argv, out_path, NULL);
+}
+
+int cl_spawn_wait_err(char *const argv[], const char *out_path, const char *err_path)
+{
+    const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     if (out_path) {
-        posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        posix_spawn_file_actions_addopen(&fa, 1, out_path, flags, 0600);
+        if (err_path) posix_spawn_file_actions_addopen(&fa, 2, err_path, flags, 0600);
+        else posix_spawn_file_actions_adddup2(&fa, 1, 2);
     }
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);

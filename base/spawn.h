@@ -13,5 +13,9 @@
  * (WIFEXITED...), or -1 when it could not start (errno set; ENOENT: not
  * found). */
 int cl_spawn_wait(char *const argv[], const char *out_path);
+/* The same with stderr into err_path of its own (NULL: with stdout, as
+ * cl_spawn_wait), so a document the child prints on stdout cannot be cut
+ * by a warning written at the same time. */
+int cl_spawn_wait_err(char *const argv[], const char *out_path, const char *err_path);
 
 #endif

@@ -16,7 +16,6 @@
 #include "exec/nn/optim.h"
 #include "exec/probe/profile_layers.h"
 #include "exec/run/tp_crew.h"
-#include "models/tfm_rank.h"
 #include "validate.h"
 
 /* --------------------------------------------------------- arithmetic -- */
@@ -58,6 +57,62 @@ int exec_val_check(const plan *p, const char *file, cl_err *e)
 
 /* -------------------------------------------------------------- costs -- */
 
+double exec_val_colls_s(const exec_val_colls *c, int t, double bw, double lat)
+{
+    if (t <= 1) return 0;
+    return (t - 1) * (c->steps * lat + 4 * c->floats / (t * bw));
+}
+
+/* A rank-0 share's collectives, counted: the solo group's (no partners, no
+ * sums: exec_tp_comm_solo) with every call added to `into` (NULL: not
+ * counted). */
+typedef struct counted_comm {
+    exec_tp_comm c;
+    const exec_tp_comm *solo;
+    exec_val_colls *into;
+} counted_comm;
+
+static void count(counted_comm *k, int steps, double floats)
+{
+    if (!k->into) return;
+    k->into->calls++;
+    k->into->steps += steps;
+    k->into->floats += steps * floats;
+}
+
+static void counted_allreduce(void *ctx, int rank, float *buf, int64_t n)
+{
+    counted_comm *k = ctx;
+    count(k, 2, (double)n);
+    k->solo->allreduce(k->solo->ctx, rank, buf, n);
+}
+
+static void counted_reduce_scatter(void *ctx, int rank, float *dst, const float *src,
+                                   int64_t blocks, int64_t chunk)
+{
+    counted_comm *k = ctx;
+    count(k, 1, (double)blocks * (double)chunk * k->c.size);
+    k->solo->reduce_scatter(k->solo->ctx, rank, dst, src, blocks, chunk);
+}
+
+static void counted_all_gather(void *ctx, int rank, float *dst, const float *src, int64_t blocks,
+                               int64_t chunk)
+{
+    counted_comm *k = ctx;
+    count(k, 1, (double)blocks * (double)chunk * k->c.size);
+    k->solo->all_gather(k->solo->ctx, rank, dst, src, blocks, chunk);
+}
+
+static void counted_init(counted_comm *k, int size)
+{
+    k->solo = exec_tp_comm_solo(size);
+    k->c = (exec_tp_comm){.rank = 0, .size = size, .allreduce = counted_allreduce,
+                          .reduce_scatter = counted_reduce_scatter,
+                          .all_gather = counted_all_gather, .ctx = k};
+    k->into = NULL;
+}
+
+
 /* Exchange the parameter block with a stashed copy, as the runtime's
  * PipeDream backward does before and after running with an old version. */
 static void swap_block(float *p, float *q, int64_t n)
@@ -87,16 +142,22 @@ static void swap_block(float *p, float *q, int64_t n)
 static int stage_extras(const plan *p, const plan_stage *st, int send, int gather, int versions,
                         int reps, exec_val_extra *v, const char *file, cl_err *e)
 {
-    const int mb = p->microbatch > 0 ? p->microbatch : 1;
-    exec_net *n; /* with tensor parallelism, rank 0's share (exec_val_tp_comm) */
-    int rc = exec_net_create_solo(&n, &p->model, st->first, st->last + 1, mb, 1,
-                                  exec_pipe_net_flags(p), plan_tensor(p), file, e);
+    const int mb = p->microbatch > 0 ? p->microbatch : 1, t = plan_tensor(p);
+    /* with tensor parallelism, rank 0's share, its collectives counted
+     * (exec_val_tp_comm prices them); as exec_net_create_solo builds it */
+    counted_comm cc;
+    counted_init(&cc, t);
+    const int split = t > 1 && exec_net_has_split(&p->model, st->first, st->last + 1);
+    exec_net *n;
+    int rc = exec_net_create_tp(&n, &p->model, st->first, st->last + 1, mb, 1,
+                                exec_pipe_net_flags(p), split ? &cc.c : NULL, file, e);
     if (rc) return rc;
     exec_acts *a = exec_acts_create(n, mb);
     int64_t n_par;
     float *params = exec_net_params(n, &n_par);
     v->acts_bytes = (double)exec_acts_bytes(a);
     v->recompute_bytes = (double)exec_net_recompute_bytes(n); /* the run's nets: a microbatch */
+    v->seq_bytes = (double)exec_net_seq_bytes(n);
     v->param_bytes = (double)n_par * 4;
     int64_t in_n = exec_net_in_elems(n) * mb, out_n = exec_net_out_elems(n) * mb;
     float *x = exec_falloc(in_n), *dout = NULL, *din = NULL;
@@ -110,6 +171,20 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
         for (int64_t i = 0; i < out_n; i++) dout[i] = (float)((i * 104729) % 1000) * 1e-6f - 5e-4f;
     }
     if (exec_net_needs_din(n)) din = exec_falloc(in_n);
+    if (split) { /* one microbatch's passes as the schedule runs them, counted */
+        cc.into = &v->coll[EXEC_VAL_F];
+        exec_net_forward(n, a, x, y, mb, 1);
+        cc.into = &v->coll[EXEC_VAL_B];
+        if (p->schedule == SCHED_ZBH1) {
+            exec_net_backward_input(n, a, dout, din, 1.0f / (float)p->batch);
+            cc.into = &v->coll[EXEC_VAL_W];
+            exec_net_backward_weight(n, a);
+        } else { /* W inside B (the simulator's B is both) */
+            exec_net_backward(n, a, dout, din, 1.0f / (float)p->batch);
+        }
+        cc.into = NULL;
+        exec_net_zero_grads(n);
+    }
     exec_pipe_opts d;
     exec_pipe_defaults(&d);
     exec_sgd sgd;
@@ -307,41 +382,16 @@ int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x
     return CL_OK;
 }
 
-void exec_val_tp_comm(plan *p, const cluster_link *link)
+void exec_val_tp_comm(plan *p, const exec_val_extra *x, const cluster_link *link)
 {
     const int t = plan_tensor(p);
-    const double b = p->microbatch > 0 ? p->microbatch : 1;
     for (int s = 0; s < p->n_stages && t > 1; s++) {
         plan_stage *st = &p->stages[s];
-        for (int i = st->first; i <= st->last; i++) {
-            const model_layer *l = &p->model.layers[i];
-            if (l->kind != MODEL_ATTENTION && l->kind != MODEL_MLP) continue;
-            /* one all-reduce of the layer's output in the forward, one of
-             * its input gradient (the same shape) in the backward */
-            tfm_rank_coll c = {.ar = 1, .msg = (double)l->out_elems * 4};
-            double ar = tfm_rank_coll_s(&c, t, b, link->bw_Bps, link->latency_s);
-            st->fwd_s += ar;
-            st->bwd_in_s += ar;
-        }
+        const exec_val_colls *c = x[s].coll;
+        st->fwd_s += exec_val_colls_s(&c[EXEC_VAL_F], t, link->bw_Bps, link->latency_s);
+        st->bwd_in_s += exec_val_colls_s(&c[EXEC_VAL_B], t, link->bw_Bps, link->latency_s);
+        st->bwd_w_s += exec_val_colls_s(&c[EXEC_VAL_W], t, link->bw_Bps, link->latency_s);
     }
-}
-
-/* The all-reduces of one microbatch of stage s, and the bytes terms of
- * their ring price on bandwidth bw (tfm_rank_coll_s at latency 0). */
-static int stage_ars(const plan *p, int s, double bw, double *bytes_s)
-{
-    const int t = plan_tensor(p);
-    const double b = p->microbatch > 0 ? p->microbatch : 1;
-    int n = 0;
-    *bytes_s = 0;
-    for (int i = p->stages[s].first; i <= p->stages[s].last && t > 1; i++) {
-        const model_layer *l = &p->model.layers[i];
-        if (l->kind != MODEL_ATTENTION && l->kind != MODEL_MLP) continue;
-        tfm_rank_coll c = {.ar = 1, .msg = (double)l->out_elems * 4};
-        *bytes_s += 2 * tfm_rank_coll_s(&c, t, b, bw, 0); /* forward and backward */
-        n += 2;
-    }
-    return n;
 }
 
 int exec_val_tp_link(const plan *p, const exec_val_extra *x, cluster_link *link)
@@ -349,12 +399,13 @@ int exec_val_tp_link(const plan *p, const exec_val_extra *x, cluster_link *link)
     const int t = plan_tensor(p);
     double meas = 0, bytes = 0, steps = 0;
     for (int s = 0; s < p->n_stages && t > 1; s++) {
-        double bs;
-        int n = stage_ars(p, s, link->bw_Bps, &bs);
-        if (!n || !(x[s].ar_ctx_s > 0)) continue;
-        meas += n * x[s].ar_ctx_s;
-        bytes += bs;
-        steps += n * 2.0 * (t - 1);
+        if (!(x[s].ar_ctx_s > 0)) continue;
+        for (int k = 0; k < EXEC_VAL_PASSES; k++) {
+            const exec_val_colls *c = &x[s].coll[k];
+            meas += c->calls * x[s].ar_ctx_s;
+            bytes += exec_val_colls_s(c, t, link->bw_Bps, 0);
+            steps += (double)c->steps * (t - 1);
+        }
     }
     if (!(steps > 0)) return 0;
     link->latency_s = fmax(0, (meas - bytes) / steps);
@@ -549,7 +600,7 @@ double exec_val_held(const plan *p, const exec_val_extra *x, int device)
         const plan_stage *st = &p->stages[s];
         int mine = p->schedule == SCHED_SEQUENTIAL; /* one worker holds every stage */
         for (int k = 0; k < st->n_replicas; k++) mine |= st->devices[k] == device;
-        if (mine) held += x[s].recompute_bytes;
+        if (mine) held += x[s].recompute_bytes + x[s].seq_bytes;
     }
     return held;
 }

@@ -50,6 +50,25 @@ void exec_val_abs_stats(const double *err, int n, double *mean, double *max);
  * implements, a schedule that builds).  CL_EINPUT naming `file`. */
 int exec_val_check(const plan *p, const char *file, cl_err *e);
 
+/* The collectives one pass of a split stage makes on rank 0 (tensor t > 1,
+ * layers_tfm.h exec_tp_comm), counted on the stage's own net as it runs
+ * (exec_val_costs), with the ring's terms of their price:
+ * exec_val_colls_s.  An all-reduce of n floats is 2 (t - 1) steps of n / t
+ * floats; an all-gather or a reduce-scatter of a whole buffer of n floats
+ * (every rank's chunk) t - 1 steps of n / t. */
+typedef struct exec_val_colls {
+    int calls;              /* all-reduces, all-gathers, reduce-scatters     */
+    int steps;              /* ring steps per (t - 1): 2 an all-reduce, 1 the others */
+    double floats;          /* sum over the calls of steps x whole buffer    */
+} exec_val_colls;
+
+/* Seconds of c on t ranks, ring algorithms on a link of bw bytes/s and
+ * latency lat a step: (t - 1) (steps lat + 4 floats / (t bw)). */
+double exec_val_colls_s(const exec_val_colls *c, int t, double bw, double lat);
+
+/* The passes whose collectives exec_val_extra.coll counts. */
+enum { EXEC_VAL_F, EXEC_VAL_B, EXEC_VAL_W, EXEC_VAL_PASSES };
+
 /* What a stage costs beyond its layers' profiled times, measured on this
  * machine in context (training steps on the stage's own net). */
 typedef struct exec_val_extra {
@@ -84,9 +103,18 @@ typedef struct exec_val_extra {
      * ctx): forward, input gradient, weight gradient; 0 without ctx */
     double fwd_ctx_s, bwd_in_ctx_s, bwd_w_ctx_s;
     /* a split stage (tensor t > 1) replayed with ctx: rank 0's mean seconds
-     * per all-reduce, in the replay on the crew (left out of the passes
-     * above; exec_val_tp_link); 0 otherwise */
+     * per collective (all-reduce, all-gather or reduce-scatter), in the
+     * replay on the crew (left out of the passes above; exec_val_tp_link);
+     * 0 otherwise */
     double ar_ctx_s;
+    /* a split stage: the collectives of one microbatch's forward, input
+     * gradient and weight gradient on rank 0 (the weight gradient's as the
+     * schedule runs it: right after the input gradient, or on its own in
+     * zb-h1); all 0 otherwise */
+    exec_val_colls coll[EXEC_VAL_PASSES];
+    double seq_bytes;       /* sequence parallelism's gather scratch
+                               (exec_net_seq_bytes): held from the start, as
+                               recompute_bytes; 0 without */
     /* the profile's sums over the stage's layers, before the extras */
     double fwd_layers_s, bwd_in_layers_s, bwd_w_layers_s;
     double stash_layers_bytes;
@@ -131,23 +159,26 @@ enum {
 };
 int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x,
                    const char *file, cl_err *e);
-/* Tensor parallelism (plan tensor t > 1, pipe_tp.h), the planner's way
- * (planner/tensor.c, tp_add_comm): exec_val_costs has costed one rank's
- * share of every stage (exec_net_create_solo, a profile from
- * exec_profile_tp) with its collectives left out, and the crew's start and
- * wait on every compute op (crew_s); this adds each split layer's two
- * all-reduces of its (microbatch, T, D) output, one to the forward and one
- * to the input gradient, priced as a ring over t ranks on `link`
- * (tfm_rank_coll_s: 2 (t - 1) steps of latency + bytes / (t bandwidth)).
+/* Tensor parallelism (plan tensor t > 1, pipe_tp.h): exec_val_costs has
+ * costed one rank's share of every stage (exec_net_create_solo, a profile
+ * from exec_profile_tp) with its collectives left out, and the crew's start
+ * and wait on every compute op (crew_s); this adds the collectives x
+ * counted on each stage's net (exec_val_extra.coll: with tensor
+ * parallelism alone a split layer's two all-reduces of its (microbatch, T,
+ * D) output, in the forward and the input gradient, as the planner's
+ * planner/tensor.c; with sequence parallelism the all-gathers and
+ * reduce-scatters along the sequence, the weight gradient's gathers and
+ * the layer norm's summed gradient among them) to the pass that makes
+ * them, priced as rings over t ranks on `link` (exec_val_colls_s).
  * Nothing when t is 1. */
-void exec_val_tp_comm(plan *p, const cluster_link *link);
+void exec_val_tp_comm(plan *p, const exec_val_extra *x, const cluster_link *link);
 /* The ring's link for exec_val_tp_comm as the replay measured the
- * all-reduces (exec_val_costs with ctx; x[s].ar_ctx_s): link->bw_Bps kept,
- * link->latency_s set so that the ring prices the split stages' all-reduces
+ * collectives (exec_val_costs with ctx; x[s].ar_ctx_s): link->bw_Bps kept,
+ * link->latency_s set so that the rings price the split stages' collectives
  * of one microbatch at what they took rank 0 in the replay, in total:
- * (sum of the measured all-reduces - their bytes terms) / their steps, at
- * least 0.  The executor's all-reduce (tp_group.h) is two rendezvous on a
- * condition variable around its copies, and a rank that waits there
+ * (sum of the measured collectives - their bytes terms) / their steps, at
+ * least 0.  The executor's collectives (tp_group.h) are rendezvous on a
+ * condition variable around their copies, and a rank that waits there
  * sleeps: in the run each costs a partner's wake-up and whatever the
  * partner's compute came out longer, which a message probe between
  * spinning threads does not see (docs/validation-tp.md).  Returns 1 when x
@@ -294,7 +325,7 @@ typedef struct exec_val_report {
 double exec_val_off_clock(const plan *p, const exec_val_extra *x, int device);
 
 /* Bytes `device` holds all run long that the simulator's memory has no
- * place for: the recompute_bytes of x over the stages it holds.  0 when x
+ * place for: the recompute_bytes and seq_bytes of x over the stages it holds.  0 when x
  * is NULL. */
 double exec_val_held(const plan *p, const exec_val_extra *x, int device);
 

@@ -9,7 +9,9 @@
  * stages recomputing (full and selective; appended, so the earlier cases
  * keep their numbers), then the vision transformer at t = 2 with its
  * tensor ranks as MPI processes (one worker, and two stages: 4 processes
- * on the 2 cores, time-shared, so outside the targets; run_case_mpi).
+ * on the 2 cores, time-shared, so outside the targets; run_case_mpi),
+ * then the vision transformer at t = 2 with sequence parallelism (one
+ * stage on the crew).
  * Each plan is built here, not by the planner (the
  * planner makes no interleaved plans): the model's layers are cut into
  * stages x chunks contiguous stages that balance the work of a profile
@@ -79,6 +81,7 @@ typedef struct vcase {
     int recompute;       /* a tfm_recomp (0: none) */
     int tpm;             /* tensor ranks as MPI processes (cleave validate
                             --backend mpi --tensor-over mpi under mpirun) */
+    int seq_par;         /* sequence parallelism (with tensor > 1) */
 } vcase;
 
 static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cnn.json",
@@ -90,47 +93,52 @@ static const char *const models[] = {"models/fmnist-mlp.json", "models/fmnist-cn
 static const int model_mb[N_MODELS] = {32, 16, 16};
 
 static const vcase suite[] = {
-    {0, SCHED_GPIPE, 1, 1, 4, 1, 0, 0},       {0, SCHED_FBP, 1, 1, 4, 1, 0, 0},
-    {0, SCHED_GPIPE, 2, 1, 4, 1, 0, 0},       {0, SCHED_1F1B, 2, 1, 4, 1, 0, 0},
-    {0, SCHED_1F1B, 2, 1, 8, 1, 0, 0},        {0, SCHED_ZBH1, 2, 1, 4, 1, 0, 0},
-    {0, SCHED_INTERLEAVED, 2, 2, 4, 1, 0, 0}, {0, SCHED_PIPEDREAM, 2, 1, 4, 1, 0, 0},
-    {0, SCHED_FBP, 2, 1, 4, 1, 0, 0},         {0, SCHED_FBP, 2, 1, 8, 1, 0, 0},
-    {1, SCHED_GPIPE, 1, 1, 4, 1, 0, 0},       {1, SCHED_FBP, 1, 1, 4, 1, 0, 0},
-    {1, SCHED_GPIPE, 2, 1, 4, 1, 0, 0},       {1, SCHED_1F1B, 2, 1, 4, 1, 0, 0},
-    {1, SCHED_1F1B, 2, 1, 8, 1, 0, 0},        {1, SCHED_ZBH1, 2, 1, 4, 1, 0, 0},
-    {1, SCHED_INTERLEAVED, 2, 2, 4, 1, 0, 0}, {1, SCHED_PIPEDREAM, 2, 1, 4, 1, 0, 0},
-    {1, SCHED_FBP, 2, 1, 4, 1, 0, 0},         {1, SCHED_FBP, 2, 1, 8, 1, 0, 0},
-    {2, SCHED_GPIPE, 1, 1, 4, 1, 0, 0},       {2, SCHED_FBP, 1, 1, 4, 1, 0, 0},
-    {2, SCHED_GPIPE, 2, 1, 4, 1, 0, 0},       {2, SCHED_GPIPE, 2, 1, 8, 1, 0, 0},
-    {2, SCHED_1F1B, 2, 1, 2, 1, 0, 0},        {2, SCHED_1F1B, 2, 1, 4, 1, 0, 0},
-    {2, SCHED_1F1B, 2, 1, 8, 1, 0, 0},        {2, SCHED_ZBH1, 2, 1, 4, 1, 0, 0},
-    {2, SCHED_INTERLEAVED, 2, 2, 4, 1, 0, 0}, {2, SCHED_PIPEDREAM, 2, 1, 4, 1, 0, 0},
-    {2, SCHED_FBP, 2, 1, 4, 1, 0, 0},         {2, SCHED_FBP, 2, 1, 8, 1, 0, 0},
+    {0, SCHED_GPIPE, 1, 1, 4, 1, 0, 0, 0},       {0, SCHED_FBP, 1, 1, 4, 1, 0, 0, 0},
+    {0, SCHED_GPIPE, 2, 1, 4, 1, 0, 0, 0},       {0, SCHED_1F1B, 2, 1, 4, 1, 0, 0, 0},
+    {0, SCHED_1F1B, 2, 1, 8, 1, 0, 0, 0},        {0, SCHED_ZBH1, 2, 1, 4, 1, 0, 0, 0},
+    {0, SCHED_INTERLEAVED, 2, 2, 4, 1, 0, 0, 0}, {0, SCHED_PIPEDREAM, 2, 1, 4, 1, 0, 0, 0},
+    {0, SCHED_FBP, 2, 1, 4, 1, 0, 0, 0},         {0, SCHED_FBP, 2, 1, 8, 1, 0, 0, 0},
+    {1, SCHED_GPIPE, 1, 1, 4, 1, 0, 0, 0},       {1, SCHED_FBP, 1, 1, 4, 1, 0, 0, 0},
+    {1, SCHED_GPIPE, 2, 1, 4, 1, 0, 0, 0},       {1, SCHED_1F1B, 2, 1, 4, 1, 0, 0, 0},
+    {1, SCHED_1F1B, 2, 1, 8, 1, 0, 0, 0},        {1, SCHED_ZBH1, 2, 1, 4, 1, 0, 0, 0},
+    {1, SCHED_INTERLEAVED, 2, 2, 4, 1, 0, 0, 0}, {1, SCHED_PIPEDREAM, 2, 1, 4, 1, 0, 0, 0},
+    {1, SCHED_FBP, 2, 1, 4, 1, 0, 0, 0},         {1, SCHED_FBP, 2, 1, 8, 1, 0, 0, 0},
+    {2, SCHED_GPIPE, 1, 1, 4, 1, 0, 0, 0},       {2, SCHED_FBP, 1, 1, 4, 1, 0, 0, 0},
+    {2, SCHED_GPIPE, 2, 1, 4, 1, 0, 0, 0},       {2, SCHED_GPIPE, 2, 1, 8, 1, 0, 0, 0},
+    {2, SCHED_1F1B, 2, 1, 2, 1, 0, 0, 0},        {2, SCHED_1F1B, 2, 1, 4, 1, 0, 0, 0},
+    {2, SCHED_1F1B, 2, 1, 8, 1, 0, 0, 0},        {2, SCHED_ZBH1, 2, 1, 4, 1, 0, 0, 0},
+    {2, SCHED_INTERLEAVED, 2, 2, 4, 1, 0, 0, 0}, {2, SCHED_PIPEDREAM, 2, 1, 4, 1, 0, 0, 0},
+    {2, SCHED_FBP, 2, 1, 4, 1, 0, 0, 0},         {2, SCHED_FBP, 2, 1, 8, 1, 0, 0, 0},
     /* tensor parallelism, t x p <= 2 threads on the 2 cores (docs/validation.md) */
-    {2, SCHED_GPIPE, 1, 1, 4, 2, 0, 0}, {2, SCHED_GPIPE, 1, 1, 8, 2, 0, 0},
-    {2, SCHED_FBP, 1, 1, 4, 2, 0, 0},
+    {2, SCHED_GPIPE, 1, 1, 4, 2, 0, 0, 0}, {2, SCHED_GPIPE, 1, 1, 8, 2, 0, 0, 0},
+    {2, SCHED_FBP, 1, 1, 4, 2, 0, 0, 0},
     /* recomputation (the run's nets, the profile and the replay recompute
      * alike: docs/validation.md) */
-    {2, SCHED_1F1B, 2, 1, 4, 1, TFM_RECOMP_FULL, 0}, {2, SCHED_GPIPE, 2, 1, 8, 1, TFM_RECOMP_FULL, 0},
-    {2, SCHED_1F1B, 2, 1, 4, 1, TFM_RECOMP_SELECTIVE, 0},
+    {2, SCHED_1F1B, 2, 1, 4, 1, TFM_RECOMP_FULL, 0, 0}, {2, SCHED_GPIPE, 2, 1, 8, 1, TFM_RECOMP_FULL, 0, 0},
+    {2, SCHED_1F1B, 2, 1, 4, 1, TFM_RECOMP_SELECTIVE, 0, 0},
     /* tensor ranks as MPI processes (appended): the ViT whole on one
      * worker at t = 2, 2 processes for the 2 cores; and on 2 stages at
      * t = 2, 4 processes that take turns on the 2 cores, so outside the
      * targets (time-shared: run for its memory and the path, labelled) */
-    {2, SCHED_GPIPE, 1, 1, 4, 2, 0, 1}, {2, SCHED_1F1B, 2, 1, 4, 2, 0, 1},
+    {2, SCHED_GPIPE, 1, 1, 4, 2, 0, 1, 0}, {2, SCHED_1F1B, 2, 1, 4, 2, 0, 1, 0},
+    /* sequence parallelism at t = 2 on the crew (appended): the split
+     * layers' all-reduces become all-gathers and reduce-scatters along the
+     * sequence, and the weight gradient gathers again */
+    {2, SCHED_GPIPE, 1, 1, 4, 2, 0, 0, 1}, {2, SCHED_GPIPE, 1, 1, 8, 2, 0, 0, 1},
+    {2, SCHED_FBP, 1, 1, 4, 2, 0, 0, 1},
 };
 /* `cleave bench validate-tp`: the cases with tensor parallelism, after the
  * same plans with t = 1 (ViT, one stage: gpipe m4 and fbp m4) measured in
  * the same minutes, so the two degrees' errors compare; the crew's, then
  * the processes' */
-static const int tp_cases[] = {20, 21, 32, 33, 34, 38, 39};
+static const int tp_cases[] = {20, 21, 32, 33, 34, 38, 39, 40, 41, 42};
 /* `cleave bench validate-recompute`: the recomputing cases, after the same
  * plans without recomputation (ViT, 2 stages: 1f1b m4 and gpipe m8) */
 static const int rc_cases[] = {25, 23, 35, 36, 37};
 static const vcase quick_suite[] = {
-    {0, SCHED_1F1B, 2, 1, 4, 1, 0, 0},
-    {0, SCHED_FBP, 2, 1, 4, 1, 0, 0},
-    {2, SCHED_1F1B, 2, 1, 4, 1, 0, 0},
+    {0, SCHED_1F1B, 2, 1, 4, 1, 0, 0, 0},
+    {0, SCHED_FBP, 2, 1, 4, 1, 0, 0, 0},
+    {2, SCHED_1F1B, 2, 1, 4, 1, 0, 0, 0},
 };
 
 /* ------------------------------------------------------------- plans -- */
@@ -192,6 +200,7 @@ static int build_plan(plan *p, const vcase *c, int mb, const model *m, const clu
     p->chunks = c->chunks;
     p->tensor = c->tensor > 1 ? c->tensor : 1;
     p->recompute = c->recompute;
+    p->seq_par = c->seq_par;
     p->optimizer = OPTIM_MOMENTUM;
     p->microbatch = mb;
     p->n_micro = c->micro;
@@ -288,10 +297,11 @@ static double vnum(const cJSON *obj, const char *key)
  * layer sums and the message probe are left empty (NAN). */
 static int run_case_mpi(const vcase *c, const plan *p, int iters, int reps, vres *v, cl_err *e)
 {
-    char dir[] = "/tmp/cleave-bench-XXXXXX", path[64], out[64], its[16], rps[16];
+    char dir[] = "/tmp/cleave-bench-XXXXXX", path[64], out[64], err[64], its[16], rps[16];
     if (!mkdtemp(dir)) return cl_fail(e, CL_ERUN, "cannot make a temporary directory in /tmp");
     snprintf(path, sizeof path, "%s/plan.json", dir);
     snprintf(out, sizeof out, "%s/out.json", dir);
+    snprintf(err, sizeof err, "%s/err.txt", dir);
     const int np = plan_device_count(p) * plan_tensor(p);
     snprintf(its, sizeof its, "%d", iters);
     snprintf(rps, sizeof rps, "%d", reps);
@@ -301,15 +311,15 @@ static int run_case_mpi(const vcase *c, const plan *p, int iters, int reps, vres
                   "--iterations", its, "--reps", rps, "--json", NULL};
     exec_steady st[2];
     if (!rc && exec_steady_measure(STEADY_PROBE_S, np, &st[0])) memset(&st[0], 0, sizeof st[0]);
-    int ws = rc ? 0 : exec_link_mpirun_wait(np, "validate", (int)(sizeof av / sizeof *av) - 1, av, out);
+    int ws = rc ? 0 : exec_link_mpirun_wait(np, "validate", (int)(sizeof av / sizeof *av) - 1, av, out, err);
     if (!rc && exec_steady_measure(STEADY_PROBE_S, np, &st[1])) memset(&st[1], 0, sizeof st[1]);
     char *text = NULL;
     if (!rc && (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0))
-        rc = cl_fail(e, CL_ERUN, "case %s: mpirun -np %d cleave validate --backend mpi --tensor-over mpi failed (hint: install openmpi-bin; its output: %s)",
-                     sched_kind_name(c->kind), np, out);
+        rc = cl_fail(e, CL_ERUN, "case %s: mpirun -np %d cleave validate --backend mpi --tensor-over mpi failed (hint: install openmpi-bin; its output: %s, %s)",
+                     sched_kind_name(c->kind), np, out, err);
     if (!rc) rc = cl_read_file(out, 1 << 22, &text, NULL, e);
-    /* the output file holds the command's stderr too (warnings before the
-     * document): the JSON starts at the first line that opens an object */
+    /* stdout only (its warnings go to err): the JSON starts at the first
+     * line that opens an object */
     const char *j = NULL;
     for (const char *q = text; !rc && q && *q; q = strchr(q, '\n') ? strchr(q, '\n') + 1 : NULL)
         if (*q == '{') {
@@ -347,7 +357,9 @@ static int run_case_mpi(const vcase *c, const plan *p, int iters, int reps, vres
     }
     cJSON_Delete(root);
     free(text);
+    if (rc) return rc; /* the files named in the message stay */
     remove(out);
+    remove(err);
     remove(path);
     rmdir(dir);
     return rc;
@@ -412,7 +424,7 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
         for (int s = 0; s < p.n_stages && !(v->ar_s > 0); s++) v->ar_s = ex[s].ar_ctx_s;
         exec_val_tp_link(&p, ex, &tl);
         v->ar_lat_s = tl.latency_s;
-        exec_val_tp_comm(&p, &tl);
+        exec_val_tp_comm(&p, ex, &tl);
     }
     sim_result pred;
     memset(&pred, 0, sizeof pred);
@@ -479,11 +491,13 @@ static int run_case(const vcase *c, const model *m, const prof *pf, const cluste
             v->mem_meas = rep.w[wm].peak_mem.measured;
             v->mem_err = rep.w[wm].peak_mem.error;
             explain(&p, &rep, &meas[pick], v);
-            if (p.recompute) { /* the mode, as the columns have no place for it */
-                char why[sizeof v->notes];
+            if (p.recompute || p.seq_par) { /* the modes, as the columns have no place for them */
+                char why[sizeof v->notes], mode[64];
                 snprintf(why, sizeof why, "%s", v->notes);
-                snprintf(v->notes, sizeof v->notes, "recompute %s%s%.360s",
-                         tfm_recomp_name((tfm_recomp)p.recompute), why[0] ? "; " : "", why);
+                snprintf(mode, sizeof mode, "%s%s%s", p.recompute ? "recompute " : "",
+                         p.recompute ? tfm_recomp_name((tfm_recomp)p.recompute) : "",
+                         p.seq_par ? (p.recompute ? ", sequence parallel" : "sequence parallel") : "");
+                snprintf(v->notes, sizeof v->notes, "%s%s%.300s", mode, why[0] ? "; " : "", why);
             }
             exec_val_report_free(&rep);
         }
@@ -676,13 +690,14 @@ static int val_bench(const char *outdir, int quick, const int *sub, int n_sub, c
                lay, 100 * v[i].busy_err, 100 * v[i].mem_err, v[i].load, ph, 100 * v[i].host_slow90,
                v[i].shared ? "  (time-shared)" : fabs(v[i].err) > 0.05 ? "  (over 5%)" : "");
         if (c->recompute) printf("       recompute %s\n", tfm_recomp_name((tfm_recomp)c->recompute));
+        if (c->seq_par) printf("       sequence parallel\n");
         if (c->tpm) printf("       %s\n", v[i].notes);
         if (v[i].ar_s > 0 && c->tpm)
             printf("       all-reduce: %.1f us each in the replay over the tensor processes; ring latency %.2f us a step\n",
                    v[i].ar_s * 1e6, v[i].ar_lat_s * 1e6);
         else if (v[i].ar_s > 0)
-            printf("       all-reduce: %.1f us each in the replay on the crew; ring latency %.2f us a step (the message probe's: %.2f us)\n",
-                   v[i].ar_s * 1e6, v[i].ar_lat_s * 1e6, (v[i].post_s + v[i].handoff_s) * 1e6);
+            printf("       %s: %.1f us each in the replay on the crew; ring latency %.2f us a step (the message probe's: %.2f us)\n",
+                   c->seq_par ? "collective" : "all-reduce", v[i].ar_s * 1e6, v[i].ar_lat_s * 1e6, (v[i].post_s + v[i].handoff_s) * 1e6);
         fflush(stdout);
         /* numbers a case has no measurement of (NAN) are empty cells */
         fprintf(out.f, "%d,%s,%s,%d,%d,%d,%d,%d,%d,", num[i], md[c->model].name,

@@ -5,10 +5,12 @@
  * stage split over t ranks (plan tensor t > 1) replays on a crew of t
  * threads as the run does (pipe_tp.h), or, when the run's tensor ranks are
  * MPI processes, over those processes (exec_val_replay_procs): every rank
- * its share, at once, with the run's all-reduces, whose time rank 0 spent
- * in them is taken out of the passes and reported apart
+ * its share, at once, with the run's collectives (all-reduces, and with
+ * sequence parallelism all-gathers and reduce-scatters), whose time rank 0
+ * spent in them is taken out of the passes and reported apart
  * (exec_val_extra.ar_ctx_s). */
 #include <assert.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -41,29 +43,54 @@ typedef struct rstage {
     int nf, ni, nw, cap_t;
     exec_layer_clock *clk;   /* per layer, to split a fused backward         */
     int n_layers;
-    double ar_s;             /* seconds in all-reduces (rank of a split stage) */
+    double ar_s;             /* seconds in collectives (rank of a split stage) */
+    double pass_ar_s[3];     /* the same by the pass that made them (exec_net_pass) */
     int64_t n_ar;            /* and how many                                */
     double ar_sum_s;         /* rank 0: over the timed ops                   */
     int64_t ar_sum_n;
 } rstage;
 
-/* A rank's all-reduce, timed: the group's on this rank (the crew's,
- * tp_group.h, or the processes', tp_mpi.h: the run's own all-reduce either
- * way), the seconds it took added to the rank's stage (the one running the
- * op). */
+/* A rank's collectives, timed: the group's on this rank (the crew's,
+ * tp_group.h, or the processes', tp_mpi.h: the run's own either way), the
+ * seconds each took added to the rank's stage (the one running the op). */
 typedef struct tcomm {
     exec_tp_comm c;
     const exec_tp_comm *inner;
     rstage *cur;
 } tcomm;
 
+static void tcomm_took(tcomm *t, double t0)
+{
+    const double s = exec_now() - t0;
+    t->cur->ar_s += s;
+    t->cur->pass_ar_s[exec_net_pass(t->cur->net)] += s;
+    t->cur->n_ar++;
+}
+
 static void tcomm_allreduce(void *ctx, int rank, float *buf, int64_t n)
 {
     tcomm *t = ctx;
     double t0 = exec_now();
     t->inner->allreduce(t->inner->ctx, rank, buf, n);
-    t->cur->ar_s += exec_now() - t0;
-    t->cur->n_ar++;
+    tcomm_took(t, t0);
+}
+
+static void tcomm_reduce_scatter(void *ctx, int rank, float *dst, const float *src,
+                                 int64_t blocks, int64_t chunk)
+{
+    tcomm *t = ctx;
+    double t0 = exec_now();
+    t->inner->reduce_scatter(t->inner->ctx, rank, dst, src, blocks, chunk);
+    tcomm_took(t, t0);
+}
+
+static void tcomm_all_gather(void *ctx, int rank, float *dst, const float *src, int64_t blocks,
+                             int64_t chunk)
+{
+    tcomm *t = ctx;
+    double t0 = exec_now();
+    t->inner->all_gather(t->inner->ctx, rank, dst, src, blocks, chunk);
+    tcomm_took(t, t0);
 }
 
 static exec_acts *rs_take(rstage *r, int64_t seq, int mb, int remove)
@@ -152,7 +179,7 @@ static float *rand_buf(int64_t n, int64_t salt)
 }
 
 /* Stage `stage` of p for rank tp->rank of its split (tp NULL: rank 0's
- * share on exec_tp_comm_solo, whose all-reduces do nothing, or the whole
+ * share on exec_tp_comm_solo, whose collectives sum nothing, or the whole
  * stage when it holds nothing to split): its net, optimiser and buffers. */
 static int rs_init(rstage *r, const plan *p, int stage, int iters, const exec_tp_comm *tp,
                    const char *file, cl_err *e)
@@ -216,7 +243,7 @@ static void rs_free(rstage *r)
 }
 
 /* Op `op` on r (one rank's share); `timed`: record its passes, less the
- * seconds the rank spent in all-reduces during them (priced apart:
+ * seconds the rank spent in collectives during them (priced apart:
  * exec_val_tp_comm), and those seconds. */
 static void rs_op(rstage *r, const plan *p, const sched_op *op, int timed)
 {
@@ -234,17 +261,20 @@ static void rs_op(rstage *r, const plan *p, const sched_op *op, int timed)
         exec_acts *a = rs_take(r, seq, mb, 0);
         if (op->flags & SCHED_FUSED_W) {
             /* as the run does it, layer by layer (exec_net_backward);
-             * the whole call is timed and the per-layer clock
-             * splits it into its two halves (the all-reduces are in
-             * the input gradient's) */
+             * the whole call is timed, less its collectives, and the
+             * per-layer clock, less each half's collectives (the weight
+             * gradient makes some with sequence parallelism), splits it
+             * into its two halves */
+            const double in0 = r->pass_ar_s[1], w0 = r->pass_ar_s[2];
             memset(r->clk, 0, (size_t)r->n_layers * sizeof *r->clk);
             exec_net_set_clock(r->net, r->clk);
             exec_net_backward(r->net, a, r->dout, r->din, 1.0f / (float)p->batch);
             t1 = exec_now();
             exec_net_set_clock(r->net, NULL);
-            double bi = -(r->ar_s - ar0), bw = 0;
+            double bi = -(r->pass_ar_s[1] - in0), bw = -(r->pass_ar_s[2] - w0);
             for (int l = 0; l < r->n_layers; l++)
                 bi += r->clk[l].bwd_in_s, bw += r->clk[l].bwd_w_s;
+            bi = fmax(0, bi), bw = fmax(0, bw);
             double in_share = bi + bw > 0 ? bi / (bi + bw) : 1, c = t1 - t0 - (r->ar_s - ar0);
             if (timed && r->ni < r->cap_t) r->ti[r->ni++] = c * in_share;
             if (timed && r->nw < r->cap_t) r->tw[r->nw++] = c * (1 - in_share);
@@ -291,10 +321,10 @@ static void rjob_run(void *ctx, int rank)
  * the run keeps them, so each pass finds the caches as the run leaves them
  * (a stash deeper than the cache, an optimiser step between iterations).
  * A split stage (tensor T > 1) runs each op on every rank of its group,
- * as the run does, each rank on its share with the run's all-reduces, so
+ * as the run does, each rank on its share with the run's collectives, so
  * its passes are timed with the other ranks computing at the same time;
- * rank 0's seconds in all-reduces (its partners' lateness included) are
- * left out of them and their mean per all-reduce goes to ar_ctx_s.  The
+ * rank 0's seconds in collectives (its partners' lateness included) are
+ * left out of them and their mean per collective goes to ar_ctx_s.  The
  * group is either a crew of T threads started here (procs NULL; cpu: where
  * rank k's thread goes, NULL: anywhere), or, when the run's tensor ranks
  * are processes, this process as rank procs->rank of procs' group, whose
@@ -317,7 +347,7 @@ static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, 
     tcomm *tc = cl_calloc((size_t)S * (size_t)T, sizeof *tc);
     int *split = cl_calloc((size_t)S, sizeof *split);
     exec_tp_crew *crew = NULL;
-    int64_t most = 0; /* the largest all-reduce: a split layer's output */
+    int64_t most = 0; /* the largest collective: a split layer's output */
     for (int s = 0; s < S && T > 1; s++) {
         const plan_stage *st = &p->stages[s];
         split[s] = exec_net_has_split(&p->model, st->first, st->last + 1);
@@ -342,7 +372,9 @@ static int replay_body(const plan *p, int reps, exec_val_extra *x, xwriter *xw, 
             if (!r[q0].net) { /* first op of this stage on this worker */
                 for (int q = q0; q < q1 && !rc; q++) {
                     tcomm *c = &tc[(size_t)op->stage * (size_t)T + (size_t)q];
-                    *c = (tcomm){{.rank = q, .size = T, .allreduce = tcomm_allreduce, .ctx = c},
+                    *c = (tcomm){{.rank = q, .size = T, .allreduce = tcomm_allreduce,
+                                  .reduce_scatter = tcomm_reduce_scatter,
+                                  .all_gather = tcomm_all_gather, .ctx = c},
                                  procs ? procs : crew ? exec_tp_group_comm(exec_tp_crew_group(crew), q) : NULL,
                                  &r[q]};
                     /* without a split, rank 0's share alone (solo) */

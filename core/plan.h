@@ -249,11 +249,9 @@ int plan_tp_read(struct jx *j, const struct cJSON *root, plan *p);
 void plan_tp_write(struct cJSON *root, const plan *p);
 /* CL_EINPUT naming file and the key when p asks for what the executor
  * (`what`: "cleave train --plan", ...) does not carry out: context
- * parallelism, and sequence parallelism unless runs_seq (train --plan runs
- * it; validate's prediction does not price its collectives); CL_OK
- * otherwise.  Without the check a run would silently train, or a
- * prediction price, something else than the plan describes. */
-int plan_exec_refuse(const plan *p, const char *file, const char *what, int runs_seq, cl_err *e);
+ * parallelism; CL_OK otherwise.  Without the check a run would silently
+ * train, or a prediction price, something else than the plan describes. */
+int plan_exec_refuse(const plan *p, const char *file, const char *what, cl_err *e);
 /* The tensor-parallel degree (1 when none). */
 static inline int plan_tensor(const plan *p) { return p->tensor > 1 ? p->tensor : 1; }
 /* The context-parallel degree (1 when none). */

@@ -62,19 +62,12 @@ void plan_layout_str(const plan *p, char *buf, size_t cap)
                  (long long)plan_tensor(p) * plan_device_count(p));
 }
 
-int plan_exec_refuse(const plan *p, const char *file, const char *what, int runs_seq, cl_err *e)
+int plan_exec_refuse(const plan *p, const char *file, const char *what, cl_err *e)
 {
     if (plan_context(p) > 1)
         return cl_fail(e, CL_EINPUT,
                        "%s: context: a plan with context parallelism %d is a per-rank prediction; %s does not "
                        "run context parallelism (hint: `cleave sim` replays it)",
                        file, plan_context(p), what);
-    if (p->seq_par && !runs_seq)
-        return cl_fail(e, CL_EINPUT,
-                       "%s: sequence_parallel: %s does not predict sequence parallelism (it would "
-                       "price all-reduces where the run reduce-scatters and all-gathers) (hint: "
-                       "`cleave train --plan` trains the plan, `cleave sim` replays it; re-plan "
-                       "without --sequence-parallel to validate it)",
-                       file, what);
     return CL_OK;
 }

@@ -171,7 +171,7 @@ static void test_txp_validate(void)
         CU_ASSERT(x[s].crew_s > 0);
     }
     const cluster_link link = {2e9, 15e-6};
-    exec_val_tp_comm(&p, &link);
+    exec_val_tp_comm(&p, x, &link);
     for (int s = 0; s < 2; s++) {
         double ar = 0;
         for (int l = p.stages[s].first; l <= p.stages[s].last; l++) {
@@ -240,7 +240,7 @@ static void test_txp_validate_ar(void)
     CU_ASSERT_DOUBLE_EQUAL(link.bw_Bps, bw, 0);
     double before = 0, after = 0;
     for (int s = 0; s < 2; s++) before += p.stages[s].fwd_s + p.stages[s].bwd_in_s;
-    exec_val_tp_comm(&p, &link);
+    exec_val_tp_comm(&p, x, &link);
     for (int s = 0; s < 2; s++) after += p.stages[s].fwd_s + p.stages[s].bwd_in_s;
     CU_ASSERT_DOUBLE_EQUAL(after - before, n[0] * 40e-6 + n[1] * 70e-6, 1e-12);
     /* all-reduces faster than their bytes: latency 0, not negative */
@@ -388,30 +388,31 @@ static void test_txp_refusals(void)
     e = (cl_err){0};
     CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_OK);
     CU_ASSERT_EQUAL(exec_pipe_ckpt_check(&p, "x.json", &e), CL_OK);
-    /* sequence parallelism trains (suite exec_sp) but validate does not
-     * predict it; what the executor does not run is refused, naming the
-     * key, where it would otherwise train the plan without it */
+    /* sequence parallelism runs (suites exec_sp, validate_sp); context
+     * parallelism does not, and is refused naming the key, where it would
+     * otherwise train the plan without it */
     p.seq_par = 1;
     e = (cl_err){0};
     CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_OK);
-    CU_ASSERT_EQUAL(plan_exec_refuse(&p, "x.json", "cleave validate", 0, &e), CL_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: sequence_parallel: cleave validate does not predict sequence parallelism"));
+    CU_ASSERT_EQUAL(plan_exec_refuse(&p, "x.json", "cleave validate", &e), CL_OK);
     p.seq_par = 0;
     p.context = 2;
     e = (cl_err){0};
     CU_ASSERT_EQUAL(exec_pipe_check(&p, "x.json", &e), CL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: context: "));
+    e = (cl_err){0};
+    CU_ASSERT_EQUAL(plan_exec_refuse(&p, "x.json", "cleave validate", &e), CL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "x.json: context: "));
     p.context = 0;
     e = (cl_err){0};
-    CU_ASSERT_EQUAL(plan_exec_refuse(&p, "x.json", "cleave validate", 0, &e), CL_OK);
+    CU_ASSERT_EQUAL(plan_exec_refuse(&p, "x.json", "cleave validate", &e), CL_OK);
     plan_free(&p);
 }
 
 /* A plan file with "sequence_parallel": true: `train --plan` trains it,
  * saying so, and writes the weights file, the MPI backend (tensor ranks as
  * threads or as processes) the same bytes as threads, killed and resumed
- * the uninterrupted run's; `validate` exits 2 with the one-line refusal
- * and writes nothing. */
+ * the uninterrupted run's (`validate` of it: suite validate_sp). */
 static void test_txp_seq_par_cli(void)
 {
     char pl[512], sp[512], w[512], args[2048];
@@ -419,8 +420,6 @@ static void test_txp_seq_par_cli(void)
     tv_write_plan(pl, NULL, 2, NULL, 1);
     tv_write_seq_par(pl, sp);
     char *out = NULL, *err = NULL;
-    snprintf(args, sizeof args, "validate --plan %s --iterations 2 --json", sp);
-    test_cli_refused(args, "sequence_parallel: cleave validate does not predict sequence parallelism");
     snprintf(args, sizeof args, "train --plan %s --synthetic 256 --iterations 2 --save-weights %s", sp, w);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "x 2 tensor-parallel threads (threads), schedule 1f1b, batch 64 = 4 x 16, sequence parallel\n"));
@@ -492,7 +491,7 @@ TEST_SUITE(exec_txp)
              test_txp_validate_procs);
     test_add("indivisible t refused; recomputation and checkpoints allowed",
              test_txp_refusals);
-    test_add("sequence parallelism: train --plan runs it (MPI the threads' bytes), validate refuses it",
+    test_add("sequence parallelism: train --plan runs it (MPI the threads' bytes), kill and resume",
              test_txp_seq_par_cli);
     test_add("cleave train --plan with tensor 2: the run, the weights, MPI equal to threads, kill and resume, recomputing",
              test_txp_cli);

@@ -207,12 +207,24 @@ static void print_table(const val_ctx *c, const exec_val_report *r)
     }
     if (plan_tensor(p) > 1) {
         double ar = c->tp_ar_s;
-        printf("tensor %d: each all-reduce priced as the planner's ring at %.3f GB/s, latency %s a step",
-               plan_tensor(p), c->tp_link.bw_Bps * 1e-9, time_str(c->tp_link.latency_s, b1, sizeof b1));
-        if (ar > 0) printf(" (set so the ring costs the %s each all-reduce cost rank 0 in the replay %s)\n",
-                           time_str(ar, b2, sizeof b2), c->tpm ? "over the tensor processes" : "on the crew");
-        else if (c->tpm) printf(" (the MPI link's; no replay measured the all-reduces)\n");
-        else printf(" (the message probe's; no replay measured the all-reduces)\n");
+        /* the collectives each stage's net made, counted
+         * (exec_val_extra.coll): all-reduces, and with sequence
+         * parallelism all-gathers and reduce-scatters */
+        const char *what = p->seq_par ? "collective (all-gathers and reduce-scatters along the sequence, all-reduces)"
+                                      : "all-reduce";
+        const char *ring = p->seq_par ? "a ring" : "the planner's ring";
+        printf("tensor %d: each %s priced as %s at %.3f GB/s, latency %s a step", plan_tensor(p), what,
+               ring, c->tp_link.bw_Bps * 1e-9, time_str(c->tp_link.latency_s, b1, sizeof b1));
+        if (ar > 0) printf(" (set so the ring costs the %s each %s cost rank 0 in the replay %s)\n",
+                           time_str(ar, b2, sizeof b2), p->seq_par ? "collective" : "all-reduce",
+                           c->tpm ? "over the tensor processes" : "on the crew");
+        else if (c->tpm) printf(" (the MPI link's; no replay measured the %ss)\n", p->seq_par ? "collective" : "all-reduce");
+        else printf(" (the message probe's; no replay measured the %ss)\n", p->seq_par ? "collective" : "all-reduce");
+        double seq = 0;
+        for (int s = 0; s < p->n_stages; s++) seq = fmax(seq, c->extra[s].seq_bytes);
+        if (seq > 0)
+            printf("sequence parallel: the gathers' scratch (up to %s a stage) is added to the predicted memory\n",
+                   cl_fmt_bytes(b1, sizeof b1, seq, val_bytes));
     }
     if (p->recompute) {
         double held = 0;
@@ -279,7 +291,11 @@ static int print_json(const val_ctx *c, const exec_val_report *r)
     cJSON_AddNumberToObject(o, "tensor", plan_tensor(c->p));
     if (plan_tensor(c->p) > 1) cJSON_AddStringToObject(o, "tensor_over", c->tpm ? "mpi" : "threads");
     if (c->p->recompute) cJSON_AddStringToObject(o, "recompute", tfm_recomp_name((tfm_recomp)c->p->recompute));
-    if (plan_tensor(c->p) > 1) { /* what each all-reduce cost rank 0 in the replay (null: not measured), its ring */
+    if (c->p->seq_par) cJSON_AddBoolToObject(o, "sequence_parallel", 1);
+    /* what a collective (all-reduce; with sequence parallelism also an
+     * all-gather or a reduce-scatter) cost rank 0 in the replay, on average
+     * (null: not measured), and its ring */
+    if (plan_tensor(c->p) > 1) {
         double ar = c->tp_ar_s;
         if (ar > 0) cJSON_AddNumberToObject(o, "allreduce_s", ar);
         else cJSON_AddNullToObject(o, "allreduce_s");
@@ -370,7 +386,7 @@ static int get_link(val_ctx *c, plan *p, cl_err *e)
         c->tp_link = tl;
         for (int s = 0; s < p->n_stages && !(c->tp_ar_s > 0); s++)
             c->tp_ar_s = c->extra[s].ar_ctx_s;
-        exec_val_tp_comm(p, &tl);
+        exec_val_tp_comm(p, c->extra, &tl);
     }
     return CL_OK;
 }
@@ -383,11 +399,10 @@ int cmd_validate(int argc, char **argv)
     cl_err e = {0};
     plan p;
     if ((rc = plan_load(&p, a.plan, &e))) return cli_report(&e);
-    /* tensor parallelism runs (exec_pipe_check refuses what of it does
-     * not); context parallelism does not, and sequence parallelism trains
-     * but is not predicted (its reduce-scatters and all-gathers): refused
-     * before any profiling, with validate's name */
-    if ((rc = plan_exec_refuse(&p, a.plan, "cleave validate", 0, &e))) {
+    /* tensor and sequence parallelism run (exec_pipe_check refuses what of
+     * them does not); context parallelism does not: refused before any
+     * profiling, with validate's name */
+    if ((rc = plan_exec_refuse(&p, a.plan, "cleave validate", &e))) {
         plan_free(&p);
         return cli_report(&e);
     }

@@ -208,6 +208,10 @@ typedef struct exec_layer_clock {
     double fwd_s, bwd_in_s, bwd_w_s;
 } exec_layer_clock;
 void exec_net_set_clock(exec_net *n, exec_layer_clock *clock);
+/* The pass the net is running or ran last: 0 forward, 1 input gradient, 2
+ * weight gradient.  A collective called from inside a pass (exec_tp_comm)
+ * asks it to charge its time to that pass: a fused backward runs both. */
+int exec_net_pass(const exec_net *n);
 
 /* Does layer have parameters / compute an input gradient? */
 int exec_net_layer_has_weights(const exec_net *n, int layer);

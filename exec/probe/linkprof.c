@@ -546,7 +546,8 @@ void exec_link_mpi_finalize(void)
     mpi_inited_here = 0;
 }
 
-int exec_link_mpirun_wait(int np, const char *sub, int argc, char **argv, const char *out_path)
+int exec_link_mpirun_wait(int np, const char *sub, int argc, char **argv, const char *out_path,
+                          const char *err_path)
 {
     /* an argv array, no shell: the arguments (paths, names) pass as they are */
     char nps[16], self[64];
@@ -566,14 +567,14 @@ int exec_link_mpirun_wait(int np, const char *sub, int argc, char **argv, const 
     av[n] = NULL;
     fflush(stdout);
     fflush(stderr);
-    int st = cl_spawn_wait(av, out_path);
+    int st = cl_spawn_wait_err(av, out_path, err_path);
     free(av);
     return st;
 }
 
 int exec_link_mpirun(int np, const char *sub, int argc, char **argv)
 {
-    int st = exec_link_mpirun_wait(np, sub, argc, argv, NULL);
+    int st = exec_link_mpirun_wait(np, sub, argc, argv, NULL, NULL);
     if (st == -1 || !WIFEXITED(st)) {
         fprintf(stderr, "cleave: cannot run mpirun (hint: install openmpi-bin, or start the job with mpirun -np %d)\n", np);
         return 1;

@@ -158,9 +158,11 @@ int exec_link_in_mpi_job(void);
  * /proc/<pid>/exe sub argv[1..argc).  For commands started without mpirun.
  * Returns mpirun's exit status (1 when it cannot be run). */
 int exec_link_mpirun(int np, const char *sub, int argc, char **argv);
-/* The same job with its stdout and stderr into out_path (NULL: shared, as
- * cl_spawn_wait): mpirun's wait status, -1 when it could not start. */
-int exec_link_mpirun_wait(int np, const char *sub, int argc, char **argv, const char *out_path);
+/* The same job with its stdout into out_path and its stderr into err_path
+ * (NULL: into out_path too; out_path NULL: both shared, as
+ * cl_spawn_wait_err): mpirun's wait status, -1 when it could not start. */
+int exec_link_mpirun_wait(int np, const char *sub, int argc, char **argv, const char *out_path,
+                          const char *err_path);
 
 /* What this machine looks like, for the cluster file. */
 typedef struct exec_machine {

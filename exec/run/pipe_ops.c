@@ -444,8 +444,10 @@ static int setup(pipe_worker *W)
         ps->out_elems = exec_net_out_elems(ps->net);
         exec_net_params(ps->net, &ps->n_floats);
         /* full recomputation's scratch (rank 0's) is held all along:
-         * counted with the stash, as the sequential trainers count it */
-        W->mem.stash += (double)exec_net_recompute_bytes(ps->net);
+         * counted with the stash, as the sequential trainers count it;
+         * sequence parallelism's gather scratch likewise (the sequential
+         * trainer counts it with its buffers) */
+        W->mem.stash += (double)(exec_net_recompute_bytes(ps->net) + exec_net_seq_bytes(ps->net));
         W->mem.weights += (double)ps->n_floats * PIPE_FLOAT_BYTES;
         W->mem.grads += (double)ps->n_floats * PIPE_FLOAT_BYTES;
         if (o->momentum != 0) W->mem.optim += (double)ps->n_floats * PIPE_FLOAT_BYTES;

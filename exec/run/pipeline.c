@@ -68,7 +68,7 @@ void exec_pipe_result_free(exec_pipe_result *r)
  * the forward's weights: exec_pipe_check); not context parallelism. */
 static int tensor_check(const plan *p, const char *file, cl_err *e)
 {
-    int rc = plan_exec_refuse(p, file, "cleave train --plan", 1, e);
+    int rc = plan_exec_refuse(p, file, "cleave train --plan", e);
     if (rc) return rc;
     const int T = plan_tensor(p);
     if (T == 1) return CL_OK;
