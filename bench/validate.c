@@ -57,62 +57,6 @@ int exec_val_check(const plan *p, const char *file, cl_err *e)
 
 /* -------------------------------------------------------------- costs -- */
 
-double exec_val_colls_s(const exec_val_colls *c, int t, double bw, double lat)
-{
-    if (t <= 1) return 0;
-    return (t - 1) * (c->steps * lat + 4 * c->floats / (t * bw));
-}
-
-/* A rank-0 share's collectives, counted: the solo group's (no partners, no
- * sums: exec_tp_comm_solo) with every call added to `into` (NULL: not
- * counted). */
-typedef struct counted_comm {
-    exec_tp_comm c;
-    const exec_tp_comm *solo;
-    exec_val_colls *into;
-} counted_comm;
-
-static void count(counted_comm *k, int steps, double floats)
-{
-    if (!k->into) return;
-    k->into->calls++;
-    k->into->steps += steps;
-    k->into->floats += steps * floats;
-}
-
-static void counted_allreduce(void *ctx, int rank, float *buf, int64_t n)
-{
-    counted_comm *k = ctx;
-    count(k, 2, (double)n);
-    k->solo->allreduce(k->solo->ctx, rank, buf, n);
-}
-
-static void counted_reduce_scatter(void *ctx, int rank, float *dst, const float *src,
-                                   int64_t blocks, int64_t chunk)
-{
-    counted_comm *k = ctx;
-    count(k, 1, (double)blocks * (double)chunk * k->c.size);
-    k->solo->reduce_scatter(k->solo->ctx, rank, dst, src, blocks, chunk);
-}
-
-static void counted_all_gather(void *ctx, int rank, float *dst, const float *src, int64_t blocks,
-                               int64_t chunk)
-{
-    counted_comm *k = ctx;
-    count(k, 1, (double)blocks * (double)chunk * k->c.size);
-    k->solo->all_gather(k->solo->ctx, rank, dst, src, blocks, chunk);
-}
-
-static void counted_init(counted_comm *k, int size)
-{
-    k->solo = exec_tp_comm_solo(size);
-    k->c = (exec_tp_comm){.rank = 0, .size = size, .allreduce = counted_allreduce,
-                          .reduce_scatter = counted_reduce_scatter,
-                          .all_gather = counted_all_gather, .ctx = k};
-    k->into = NULL;
-}
-
-
 /* Exchange the parameter block with a stashed copy, as the runtime's
  * PipeDream backward does before and after running with an old version. */
 static void swap_block(float *p, float *q, int64_t n)
@@ -144,14 +88,13 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
 {
     const int mb = p->microbatch > 0 ? p->microbatch : 1, t = plan_tensor(p);
     /* with tensor parallelism, rank 0's share, its collectives counted
-     * (exec_val_tp_comm prices them); as exec_net_create_solo builds it */
-    counted_comm cc;
-    counted_init(&cc, t);
-    const int split = t > 1 && exec_net_has_split(&p->model, st->first, st->last + 1);
+     * (exec_val_tp_comm prices them) */
+    exec_tp_counter cc;
     exec_net *n;
-    int rc = exec_net_create_tp(&n, &p->model, st->first, st->last + 1, mb, 1,
-                                exec_pipe_net_flags(p), split ? &cc.c : NULL, file, e);
+    int rc = exec_net_create_counted(&n, &cc, &p->model, st->first, st->last + 1, mb, 1,
+                                     exec_pipe_net_flags(p), t, file, e);
     if (rc) return rc;
+    const int split = cc.solo != NULL;
     exec_acts *a = exec_acts_create(n, mb);
     int64_t n_par;
     float *params = exec_net_params(n, &n_par);
@@ -172,18 +115,29 @@ static int stage_extras(const plan *p, const plan_stage *st, int send, int gathe
     }
     if (exec_net_needs_din(n)) din = exec_falloc(in_n);
     if (split) { /* one microbatch's passes as the schedule runs them, counted */
-        cc.into = &v->coll[EXEC_VAL_F];
+        const int L = st->last + 1 - st->first;
+        prof_coll *per = cl_calloc((size_t)L * PROF_PASSES, sizeof *per);
+        cc.into = per;
         exec_net_forward(n, a, x, y, mb, 1);
-        cc.into = &v->coll[EXEC_VAL_B];
         if (p->schedule == SCHED_ZBH1) {
             exec_net_backward_input(n, a, dout, din, 1.0f / (float)p->batch);
-            cc.into = &v->coll[EXEC_VAL_W];
             exec_net_backward_weight(n, a);
-        } else { /* W inside B (the simulator's B is both) */
+        } else {
             exec_net_backward(n, a, dout, din, 1.0f / (float)p->batch);
         }
         cc.into = NULL;
         exec_net_zero_grads(n);
+        /* per sample; a fused weight gradient's with the input gradient's
+         * (the simulator's B is both) */
+        for (int l = 0; l < L; l++)
+            for (int q = 0; q < PROF_PASSES; q++) {
+                const prof_coll *c = &per[l * PROF_PASSES + q];
+                prof_coll *to = &v->coll[q == PROF_W && p->schedule != SCHED_ZBH1 ? PROF_B : q];
+                to->calls += c->calls;
+                to->steps += c->steps;
+                to->floats += c->floats / mb;
+            }
+        free(per);
     }
     exec_pipe_opts d;
     exec_pipe_defaults(&d);
@@ -385,26 +339,28 @@ int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x
 void exec_val_tp_comm(plan *p, const exec_val_extra *x, const cluster_link *link)
 {
     const int t = plan_tensor(p);
+    const double b = p->microbatch > 0 ? p->microbatch : 1;
     for (int s = 0; s < p->n_stages && t > 1; s++) {
         plan_stage *st = &p->stages[s];
-        const exec_val_colls *c = x[s].coll;
-        st->fwd_s += exec_val_colls_s(&c[EXEC_VAL_F], t, link->bw_Bps, link->latency_s);
-        st->bwd_in_s += exec_val_colls_s(&c[EXEC_VAL_B], t, link->bw_Bps, link->latency_s);
-        st->bwd_w_s += exec_val_colls_s(&c[EXEC_VAL_W], t, link->bw_Bps, link->latency_s);
+        const prof_coll *c = x[s].coll;
+        st->fwd_s += prof_coll_s(&c[PROF_F], t, b, link->bw_Bps, link->latency_s);
+        st->bwd_in_s += prof_coll_s(&c[PROF_B], t, b, link->bw_Bps, link->latency_s);
+        st->bwd_w_s += prof_coll_s(&c[PROF_W], t, b, link->bw_Bps, link->latency_s);
     }
 }
 
 int exec_val_tp_link(const plan *p, const exec_val_extra *x, cluster_link *link)
 {
     const int t = plan_tensor(p);
+    const double b = p->microbatch > 0 ? p->microbatch : 1;
     double meas = 0, bytes = 0, steps = 0;
     for (int s = 0; s < p->n_stages && t > 1; s++) {
         if (!(x[s].ar_ctx_s > 0)) continue;
-        for (int k = 0; k < EXEC_VAL_PASSES; k++) {
-            const exec_val_colls *c = &x[s].coll[k];
+        for (int k = 0; k < PROF_PASSES; k++) {
+            const prof_coll *c = &x[s].coll[k];
             meas += c->calls * x[s].ar_ctx_s;
-            bytes += exec_val_colls_s(c, t, link->bw_Bps, 0);
-            steps += (double)c->steps * (t - 1);
+            bytes += prof_coll_s(c, t, b, link->bw_Bps, 0);
+            steps += c->steps * (t - 1);
         }
     }
     if (!(steps > 0)) return 0;

@@ -50,25 +50,6 @@ void exec_val_abs_stats(const double *err, int n, double *mean, double *max);
  * implements, a schedule that builds).  CL_EINPUT naming `file`. */
 int exec_val_check(const plan *p, const char *file, cl_err *e);
 
-/* The collectives one pass of a split stage makes on rank 0 (tensor t > 1,
- * layers_tfm.h exec_tp_comm), counted on the stage's own net as it runs
- * (exec_val_costs), with the ring's terms of their price:
- * exec_val_colls_s.  An all-reduce of n floats is 2 (t - 1) steps of n / t
- * floats; an all-gather or a reduce-scatter of a whole buffer of n floats
- * (every rank's chunk) t - 1 steps of n / t. */
-typedef struct exec_val_colls {
-    int calls;              /* all-reduces, all-gathers, reduce-scatters     */
-    int steps;              /* ring steps per (t - 1): 2 an all-reduce, 1 the others */
-    double floats;          /* sum over the calls of steps x whole buffer    */
-} exec_val_colls;
-
-/* Seconds of c on t ranks, ring algorithms on a link of bw bytes/s and
- * latency lat a step: (t - 1) (steps lat + 4 floats / (t bw)). */
-double exec_val_colls_s(const exec_val_colls *c, int t, double bw, double lat);
-
-/* The passes whose collectives exec_val_extra.coll counts. */
-enum { EXEC_VAL_F, EXEC_VAL_B, EXEC_VAL_W, EXEC_VAL_PASSES };
-
 /* What a stage costs beyond its layers' profiled times, measured on this
  * machine in context (training steps on the stage's own net). */
 typedef struct exec_val_extra {
@@ -108,10 +89,12 @@ typedef struct exec_val_extra {
      * 0 otherwise */
     double ar_ctx_s;
     /* a split stage: the collectives of one microbatch's forward, input
-     * gradient and weight gradient on rank 0 (the weight gradient's as the
-     * schedule runs it: right after the input gradient, or on its own in
-     * zb-h1); all 0 otherwise */
-    exec_val_colls coll[EXEC_VAL_PASSES];
+     * gradient and weight gradient on rank 0 (PROF_F, PROF_B, PROF_W;
+     * floats per sample), counted on the stage's net as the schedule runs
+     * it (exec_net_create_counted): a weight gradient right after the
+     * input gradient counted with it, zb-h1's own W pass apart; all 0
+     * otherwise */
+    prof_coll coll[PROF_PASSES];
     double seq_bytes;       /* sequence parallelism's gather scratch
                                (exec_net_seq_bytes): held from the start, as
                                recompute_bytes; 0 without */
@@ -169,7 +152,7 @@ int exec_val_costs(plan *p, const prof *pf, int reps, int ctx, exec_val_extra *x
  * planner/tensor.c; with sequence parallelism the all-gathers and
  * reduce-scatters along the sequence, the weight gradient's gathers and
  * the layer norm's summed gradient among them) to the pass that makes
- * them, priced as rings over t ranks on `link` (exec_val_colls_s).
+ * them, priced as rings over t ranks on `link` (prof_coll_s).
  * Nothing when t is 1. */
 void exec_val_tp_comm(plan *p, const exec_val_extra *x, const cluster_link *link);
 /* The ring's link for exec_val_tp_comm as the replay measured the

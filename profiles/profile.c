@@ -86,6 +86,7 @@ int prof_same_layers(const prof *a, const prof *b)
             memcmp(&x->stash_bytes, &y->stash_bytes, sizeof(double)) ||
             memcmp(&x->param_bytes, &y->param_bytes, sizeof(double)) ||
             memcmp(&x->update_s, &y->update_s, sizeof(double)) ||
+            memcmp(x->coll, y->coll, sizeof x->coll) ||
             memcmp(x->batch, y->batch, (size_t)x->n_points * 5 * sizeof(double)))
             return 0; /* the five point arrays are one block (prof_layer_points) */
     }
@@ -137,10 +138,37 @@ static int point_from_json(jx *j, const cJSON *o, const char *path, prof_layer *
     return CL_OK;
 }
 
+static const char *const coll_passes[PROF_PASSES] = {"fwd", "bwd_in", "bwd_w"};
+
+/* "collectives": {"fwd" | "bwd_in" | "bwd_w": {"calls", "steps", "floats"}} */
+static int colls_from_json(jx *j, const cJSON *o, const char *path, prof_layer *l)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "collectives");
+    if (!c) return CL_OK;
+    char cp[160];
+    jx_join(cp, sizeof cp, path, "collectives");
+    if (!cJSON_IsObject(c)) return jx_fail(j, cp, "expected an object {\"fwd\", \"bwd_in\", \"bwd_w\"}");
+    int rc = jx_only(j, c, cp, (const char *const[]){"fwd", "bwd_in", "bwd_w", NULL});
+    for (int k = 0; k < PROF_PASSES && !rc; k++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(c, coll_passes[k]);
+        if (!x) continue;
+        char xp[200];
+        jx_join(xp, sizeof xp, cp, coll_passes[k]);
+        if (!cJSON_IsObject(x)) return jx_fail(j, xp, "expected an object {\"calls\", \"steps\", \"floats\"}");
+        prof_coll *v = &l->coll[k];
+        if ((rc = jx_only(j, x, xp, (const char *const[]){"calls", "steps", "floats", NULL})) ||
+            (rc = jx_num(j, x, xp, "calls", 1, 0, 1e9, &v->calls)) ||
+            (rc = jx_num(j, x, xp, "steps", 1, 0, 2e9, &v->steps)) ||
+            (rc = jx_num(j, x, xp, "floats", 1, 0, 1e18, &v->floats)))
+            return rc;
+    }
+    return rc;
+}
+
 static int layer_from_json(jx *j, const cJSON *o, const char *path, prof_layer *l)
 {
     static const char *const keys[] = {"name", "points", "act_bytes", "stash_bytes", "param_bytes",
-                                       "update_s", NULL};
+                                       "update_s", "collectives", NULL};
     if (!cJSON_IsObject(o)) return jx_fail(j, path, "expected an object describing a layer");
     const cJSON *pts;
     int rc;
@@ -150,7 +178,8 @@ static int layer_from_json(jx *j, const cJSON *o, const char *path, prof_layer *
         (rc = jx_num(j, o, path, "act_bytes", 1, 0, HUGE_VAL, &l->act_bytes)) ||
         (rc = jx_num(j, o, path, "stash_bytes", 1, 0, HUGE_VAL, &l->stash_bytes)) ||
         (rc = jx_num(j, o, path, "param_bytes", 1, 0, HUGE_VAL, &l->param_bytes)) ||
-        (rc = seconds(j, o, path, "update_s", 0, &l->update_s)))
+        (rc = seconds(j, o, path, "update_s", 0, &l->update_s)) ||
+        (rc = colls_from_json(j, o, path, l)))
         return rc;
     char pp[128];
     jx_join(pp, sizeof pp, path, "points");
@@ -212,6 +241,16 @@ static int prof_read(jx *j, const cJSON *root, int version, void *out)
         (rc = jx_text(j, root, "", "note", 0, p->note, sizeof p->note)) ||
         (rc = jx_array(j, root, "", "layers", 1, 1, MODEL_MAX_LAYERS, &arr)))
         return rc;
+    int64_t t = 1;
+    int sp = 0, rec = 0;
+    static const char *const recomps[] = {"none", "selective", "full"};
+    if ((rc = jx_int(j, root, "", "tensor", 0, 1, 1024, &t)) ||
+        (rc = jx_bool(j, root, "", "sequence_parallel", 0, &sp)) ||
+        (rc = jx_enum(j, root, "", "recompute", 0, recomps, 3, &rec)))
+        return rc;
+    if (sp && t < 2)
+        return jx_fail(j, "sequence_parallel", "true with tensor 1 (hint: sequence parallelism splits the sequence over tensor-parallel ranks)");
+    p->tensor = (int)t, p->seq_par = sp, p->recompute = rec;
     p->source = (prof_source)src;
     /* grown as layers check out, so memory follows what the file really
      * holds: a prof_layer is 2.6 KB and a 2 MB file can list a million
@@ -237,7 +276,8 @@ static int prof_read(jx *j, const cJSON *root, int version, void *out)
 static void prof_release(void *p) { prof_free(p); }
 
 static const char *const prof_members[] = {"format", "version", "model", "device", "source",
-                                           "note", "layers", NULL};
+                                           "note", "tensor", "sequence_parallel", "recompute",
+                                           "layers", NULL};
 static const jx_format prof_format = {"cleave-profile", 1, prof_members, sizeof(prof), prof_read,
                                       prof_release};
 
@@ -260,6 +300,10 @@ cJSON *prof_to_json(const prof *p)
     cJSON_AddStringToObject(root, "device", p->device);
     cJSON_AddStringToObject(root, "source", prof_source_name(p->source));
     if (p->note[0]) cJSON_AddStringToObject(root, "note", p->note);
+    if (p->tensor > 1) cJSON_AddNumberToObject(root, "tensor", p->tensor);
+    if (p->seq_par) cJSON_AddBoolToObject(root, "sequence_parallel", 1);
+    static const char *const recomps[] = {"none", "selective", "full"};
+    if (p->recompute > 0 && p->recompute < 3) cJSON_AddStringToObject(root, "recompute", recomps[p->recompute]);
     cJSON *layers = cJSON_AddArrayToObject(root, "layers");
     for (int i = 0; i < p->n_layers; i++) {
         const prof_layer *l = &p->layers[i];
@@ -279,6 +323,15 @@ cJSON *prof_to_json(const prof *p)
         cJSON_AddNumberToObject(o, "stash_bytes", l->stash_bytes);
         cJSON_AddNumberToObject(o, "param_bytes", l->param_bytes);
         if (l->update_s > 0) cJSON_AddNumberToObject(o, "update_s", l->update_s);
+        cJSON *cs = NULL;
+        for (int k = 0; k < PROF_PASSES; k++) {
+            if (!(l->coll[k].calls > 0)) continue;
+            if (!cs) cs = cJSON_AddObjectToObject(o, "collectives");
+            cJSON *x = cJSON_AddObjectToObject(cs, coll_passes[k]);
+            cJSON_AddNumberToObject(x, "calls", l->coll[k].calls);
+            cJSON_AddNumberToObject(x, "steps", l->coll[k].steps);
+            cJSON_AddNumberToObject(x, "floats", l->coll[k].floats);
+        }
         cJSON_AddItemToArray(layers, o);
     }
     return root;
@@ -290,6 +343,12 @@ int prof_save(const prof *p, const char *path, cl_err *e)
 }
 
 /* ----------------------------------------------------------------- check -- */
+
+double prof_coll_s(const prof_coll *c, int t, double b, double bw, double lat)
+{
+    if (t <= 1) return 0;
+    return (t - 1) * (c->steps * lat + 4 * c->floats * b / (t * bw));
+}
 
 int prof_default_batch(const prof *p, const char *file, int *batch, cl_err *e)
 {

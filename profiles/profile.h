@@ -23,6 +23,20 @@ struct cluster_devtype;
 typedef enum prof_source { PROF_MEASURED, PROF_DERIVED, PROF_IMPORTED, PROF_SOURCE_COUNT } prof_source;
 const char *prof_source_name(prof_source s);
 
+/* The tensor-parallel collectives one rank's share of a layer makes in one
+ * pass (`cleave profile --tensor`: counted as the executor runs them):
+ * calls, ring steps per t - 1 ranks (2 an all-reduce, 1 an all-gather or a
+ * reduce-scatter) and floats per sample (summed over the calls: steps x
+ * the whole buffer, every rank's part).  prof_coll_s prices them. */
+typedef struct prof_coll {
+    double calls, steps, floats;
+} prof_coll;
+enum { PROF_F, PROF_B, PROF_W, PROF_PASSES };
+
+/* Seconds of c for b samples on t ranks, ring algorithms on a link of bw
+ * bytes/s and latency lat a step: (t - 1) (steps lat + 4 floats b / (t bw)). */
+double prof_coll_s(const prof_coll *c, int t, double b, double bw, double lat);
+
 typedef struct prof_layer {
     char name[PROF_NAME_MAX];
     int n_points;                  /* 1..PROF_MAX_POINTS, batch sizes strictly increasing */
@@ -39,6 +53,10 @@ typedef struct prof_layer {
     double param_bytes;            /* parameter bytes */
     double update_s;               /* one optimiser step over its parameters, any batch
                                       (0 when not measured; optional in files) */
+    prof_coll coll[PROF_PASSES];   /* a rank profile's (prof.tensor > 1): the
+                                      layer's collectives in its forward, input
+                                      gradient and weight gradient (run right after
+                                      the input gradient); the times leave them out */
 } prof_layer;
 
 typedef struct prof {
@@ -46,6 +64,10 @@ typedef struct prof {
     char device[PROF_NAME_MAX];    /* device type name it was measured on */
     prof_source source;
     char note[256];                /* where the numbers came from, free text */
+    /* a rank profile (`cleave profile --tensor t`): the layers are rank 0's
+     * share of a t-way split, run sequence parallel or recomputing as the
+     * flags say; tensor 0 or 1: the whole model */
+    int tensor, seq_par, recompute;   /* recompute: a tfm_recomp */
     int n_layers;
     prof_layer *layers;            /* owned; same order as the model's layers */
 } prof;

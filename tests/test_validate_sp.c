@@ -22,6 +22,10 @@
 
 enum { MB = 4, T = 2, TOK = 16, D = 64 };
 #define WHOLE ((double)MB * TOK * D) /* floats of a whole (mb, tokens, width) activation */
+/* the counts' floats are per sample: a whole activation's, and the layer
+ * norm's 2 D gradient floats spread over the microbatch */
+#define WHOLE_S ((double)TOK * D)
+#define NORM_S (2.0 * D / MB)
 
 static int split_at(const plan *p, int l)
 {
@@ -29,7 +33,7 @@ static int split_at(const plan *p, int l)
     return ml->kind == MODEL_ATTENTION || ml->kind == MODEL_MLP;
 }
 
-static void add(exec_val_colls *c, int n, int steps, double floats)
+static void add(prof_coll *c, int n, int steps, double floats)
 {
     c->calls += n;
     c->steps += n * steps;
@@ -51,28 +55,28 @@ static void add(exec_val_colls *c, int n, int steps, double floats)
  *    gradient floats (each rank holds some tokens' share).
  * fused: the weight gradient's counted with the input gradient's (the
  * simulator's B is both). */
-static void derive(const plan *p, int s, int fused, int full, exec_val_colls c[EXEC_VAL_PASSES])
+static void derive(const plan *p, int s, int fused, int full, prof_coll c[PROF_PASSES])
 {
-    memset(c, 0, EXEC_VAL_PASSES * sizeof *c);
+    memset(c, 0, PROF_PASSES * sizeof *c);
     const plan_stage *st = &p->stages[s];
-    exec_val_colls *w = &c[fused ? EXEC_VAL_B : EXEC_VAL_W];
+    prof_coll *w = &c[fused ? PROF_B : PROF_W];
     for (int l = st->first; l <= st->last; l++) {
         if (!split_at(p, l)) continue;
         const int i = l == st->first || !split_at(p, l - 1), o = l == st->last || !split_at(p, l + 1);
-        add(&c[EXEC_VAL_F], 2 + o, 1, WHOLE);
-        add(&c[EXEC_VAL_B], !o + 1 + i + full, 1, WHOLE);
-        add(w, 1 + (!o && !fused), 1, WHOLE);
-        add(w, 1, 2, 2 * D);
+        add(&c[PROF_F], 2 + o, 1, WHOLE_S);
+        add(&c[PROF_B], !o + 1 + i + full, 1, WHOLE_S);
+        add(w, 1 + (!o && !fused), 1, WHOLE_S);
+        add(w, 1, 2, NORM_S);
     }
 }
 
 /* Without sequence parallelism: one all-reduce of the output in the
  * forward and one of the input gradient in the backward. */
-static void derive_tp(const plan *p, int s, exec_val_colls c[EXEC_VAL_PASSES])
+static void derive_tp(const plan *p, int s, prof_coll c[PROF_PASSES])
 {
-    memset(c, 0, EXEC_VAL_PASSES * sizeof *c);
+    memset(c, 0, PROF_PASSES * sizeof *c);
     for (int l = p->stages[s].first; l <= p->stages[s].last; l++)
-        if (split_at(p, l)) add(&c[EXEC_VAL_F], 1, 2, WHOLE), add(&c[EXEC_VAL_B], 1, 2, WHOLE);
+        if (split_at(p, l)) add(&c[PROF_F], 1, 2, WHOLE_S), add(&c[PROF_B], 1, 2, WHOLE_S);
 }
 
 /* The ViT plan (kind, 2 microbatches of MB, tensor T, recompute r,
@@ -97,7 +101,7 @@ static int costs(plan *p, prof *pf, exec_val_extra *x, sched_kind kind, int r, i
     return rc != CL_OK;
 }
 
-static int same(const exec_val_colls *a, const exec_val_colls *b)
+static int same(const prof_coll *a, const prof_coll *b)
 {
     return a->calls == b->calls && a->steps == b->steps && a->floats == b->floats;
 }
@@ -122,19 +126,19 @@ static void test_vsp_counts(void)
         CU_ASSERT_EQUAL(p.model.layers[2].out_elems, TOK * D);
         double before[2][3];
         for (int s = 0; s < 2; s++) {
-            exec_val_colls want[EXEC_VAL_PASSES];
+            prof_coll want[PROF_PASSES];
             if (cases[k].sp)
                 derive(&p, s, cases[k].kind != SCHED_ZBH1, cases[k].r == TFM_RECOMP_FULL, want);
             else
                 derive_tp(&p, s, want);
-            for (int q = 0; q < EXEC_VAL_PASSES; q++) {
+            for (int q = 0; q < PROF_PASSES; q++) {
                 if (!same(&x[s].coll[q], &want[q]))
-                    printf("\n    case %zu stage %d pass %d: counted %d calls %d steps %.0f floats, "
-                           "derived %d %d %.0f ", k, s, q, x[s].coll[q].calls, x[s].coll[q].steps,
+                    printf("\n    case %zu stage %d pass %d: counted %g calls %g steps %g floats, "
+                           "derived %g %g %g ", k, s, q, x[s].coll[q].calls, x[s].coll[q].steps,
                            x[s].coll[q].floats, want[q].calls, want[q].steps, want[q].floats);
                 CU_ASSERT(same(&x[s].coll[q], &want[q]));
             }
-            CU_ASSERT(want[EXEC_VAL_F].calls > 0); /* both stages hold split layers */
+            CU_ASSERT(want[PROF_F].calls > 0); /* both stages hold split layers */
             CU_ASSERT_EQUAL(x[s].seq_bytes > 0, cases[k].sp);
             before[s][0] = p.stages[s].fwd_s;
             before[s][1] = p.stages[s].bwd_in_s;
@@ -216,11 +220,11 @@ static void test_vsp_replay(void)
         CU_ASSERT(x[s].ar_ctx_s > 0);
         CU_ASSERT(x[s].fwd_ctx_s > 0 && x[s].bwd_in_ctx_s > 0);
         x[s].ar_ctx_s = mean[s];
-        exec_val_colls want[EXEC_VAL_PASSES];
+        prof_coll want[PROF_PASSES];
         derive(&p, s, 1, 0, want);
-        for (int q = 0; q < EXEC_VAL_PASSES; q++) {
+        for (int q = 0; q < PROF_PASSES; q++) {
             meas += want[q].calls * mean[s];
-            bytes += (T - 1) * 4 * want[q].floats / (T * bw);
+            bytes += (T - 1) * 4 * want[q].floats * MB / (T * bw);
             steps += (T - 1) * want[q].steps;
         }
     }

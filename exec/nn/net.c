@@ -67,7 +67,7 @@ struct exec_net {
     int64_t n_seqbuf;
     const exec_tp_comm *tp; /* tensor parallelism: this worker's split, or NULL */
     exec_layer_clock *clock; /* per-layer timing, or NULL */
-    int pass;                /* the pass running (exec_net_pass) */
+    int pass, at;            /* the pass running and its layer (exec_net_pass) */
 };
 
 struct exec_acts {
@@ -744,6 +744,7 @@ void exec_net_forward(exec_net *n, exec_acts *a, const float *in, const int32_t 
     }
     n->pass = 0;
     for (int k = 0; k < n->L; k++) {
+        n->at = k;
         fwd_layer(n, a, k, in_of(n, a, k, in), out_of(n, a, k), train);
         if (n->clock) t0 = charge(&n->clock[k].fwd_s, t0);
     }
@@ -773,12 +774,12 @@ static void backward(exec_net *n, exec_acts *a, const float *dout, float *din, f
          * passes, when both run here */
         n->ly[k].tg.fused = weights && input_grads;
         if (input_grads) {
-            n->pass = 1;
+            n->pass = 1, n->at = k;
             bwd_in_layer(n, a, k, dout_of(n, a, k, dout), din_of(n, a, k, din), loss_scale);
             if (n->clock) t = charge(&n->clock[k].bwd_in_s, t);
         }
         if (weights && n->ly[k].has_w) {
-            n->pass = 2;
+            n->pass = 2, n->at = k;
             bwd_w_layer(n, a, k);
             if (n->clock) t = charge(&n->clock[k].bwd_w_s, t);
         }
@@ -803,7 +804,7 @@ void exec_net_backward_weight(exec_net *n, exec_acts *a)
     for (int k = n->L - 1; k >= 0; k--) {
         if (!n->ly[k].has_w) continue;
         n->ly[k].tg.fused = 0;
-        n->pass = 2;
+        n->pass = 2, n->at = k;
         double t0 = n->clock ? exec_now() : 0;
         bwd_w_layer(n, a, k);
         if (n->clock) charge(&n->clock[k].bwd_w_s, t0);
@@ -815,7 +816,7 @@ void exec_net_run_pass(exec_net *n, exec_acts *a, int layer, int pass)
     const int k = layer - n->first;
     assert(k >= 0 && k < n->L && a->net == n && a->batch >= 1 && a->train);
     n->ly[k].tg.fused = 0; /* each pass on its own */
-    n->pass = pass;
+    n->pass = pass, n->at = k;
     switch (pass) {
     case 0:
         assert(in_of(n, a, k, NULL));
@@ -835,3 +836,4 @@ void exec_net_set_clock(exec_net *n, exec_layer_clock *clock)
 }
 
 int exec_net_pass(const exec_net *n) { return n->pass; }
+int exec_net_pass_layer(const exec_net *n) { return n->first + n->at; }

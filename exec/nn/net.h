@@ -32,6 +32,7 @@
 
 #include "models/model.h"
 #include "base/status.h"
+#include "profiles/profile.h"
 #include "layers_tfm.h"
 #include "tensor.h"
 
@@ -102,6 +103,23 @@ int exec_net_create_tp(exec_net **out, const model *m, int first, int last, int 
  * or the layers hold nothing to split.  Errors as exec_net_create_tp. */
 int exec_net_create_solo(exec_net **out, const model *m, int first, int last, int max_batch,
                          uint64_t seed, int flags, int size, const char *file, cl_err *e);
+/* Rank 0's share as exec_net_create_solo builds it, on a communicator that
+ * counts (exec/nn/tp_count.c): while k->into is not NULL, every collective
+ * the net calls is added to k->into[(layer - first) * PROF_PASSES + pass]
+ * for the layer and pass running (exec_net_pass; floats of the whole call,
+ * for the batch the pass ran), then does what the solo one does.  A stage
+ * without a split layer counts nothing.  k must outlive the net.  Errors
+ * as exec_net_create_tp. */
+typedef struct exec_tp_counter {
+    exec_tp_comm c;
+    const exec_tp_comm *solo;
+    const exec_net *net;
+    int first;
+    prof_coll *into;
+} exec_tp_counter;
+int exec_net_create_counted(exec_net **out, exec_tp_counter *k, const model *m, int first, int last,
+                            int max_batch, uint64_t seed, int flags, int size, const char *file,
+                            cl_err *e);
 void exec_net_destroy(exec_net *n);
 /* Gather the parameters of shards[0..size) (the workers of one group, in
  * rank order, over the same layers as whole) into whole, an unsplit net:
@@ -209,9 +227,11 @@ typedef struct exec_layer_clock {
 } exec_layer_clock;
 void exec_net_set_clock(exec_net *n, exec_layer_clock *clock);
 /* The pass the net is running or ran last: 0 forward, 1 input gradient, 2
- * weight gradient.  A collective called from inside a pass (exec_tp_comm)
- * asks it to charge its time to that pass: a fused backward runs both. */
+ * weight gradient, and its layer (the model's index).  A collective called
+ * from inside a pass (exec_tp_comm) asks them to charge its time or count
+ * to that pass and layer: a fused backward runs both passes. */
 int exec_net_pass(const exec_net *n);
+int exec_net_pass_layer(const exec_net *n);
 
 /* Does layer have parameters / compute an input gradient? */
 int exec_net_layer_has_weights(const exec_net *n, int layer);
