@@ -57,6 +57,19 @@ void tp_add_comm(prof *pf, const model *full, const tfm_rank_opts *o, cluster_li
     }
 }
 
+void tp_add_counted(prof *pf, int t, cluster_link intra)
+{
+    for (int i = 0; i < pf->n_layers; i++) {
+        prof_layer *l = &pf->layers[i];
+        for (int k = 0; k < l->n_points; k++) {
+            const double b = l->batch[k];
+            l->fwd_s[k] += prof_coll_s(&l->coll[PROF_F], t, b, intra.bw_Bps, intra.latency_s);
+            l->bwd_in_s[k] += prof_coll_s(&l->coll[PROF_B], t, b, intra.bw_Bps, intra.latency_s);
+            l->bwd_w_s[k] += prof_coll_s(&l->coll[PROF_W], t, b, intra.bw_Bps, intra.latency_s);
+        }
+    }
+}
+
 /* The ring's exposed seconds over `steps` steps: each step's transfer of
  * `bytes` runs beside a c-th of the attention core's `core_s` (Transformer
  * Engine posts the next block's send and receive before computing on the

@@ -32,6 +32,12 @@ int tp_cluster(cluster *out, const cluster *c, int t, const char *file, cl_err *
  * full model's transformer) on the link `intra` (the node's). */
 void tp_add_comm(prof *pf, const model *full, const tfm_rank_opts *o, cluster_link intra);
 
+/* A rank profile's (prof.tensor t > 1): add to each layer's forward,
+ * input- and weight-gradient times at every profiled batch size the
+ * collectives it was counted making (prof_layer.coll), priced as rings on
+ * t ranks over `intra` (prof_coll_s). */
+void tp_add_counted(prof *pf, int t, cluster_link intra);
+
 /* Context parallelism (docs/transformer.md, "Context parallelism"): add
  * to each block's forward and input-gradient times at every profiled
  * batch size what its key/value ring (tfm_rank_kv_ring of the full model

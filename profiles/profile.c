@@ -156,10 +156,11 @@ static int colls_from_json(jx *j, const cJSON *o, const char *path, prof_layer *
         jx_join(xp, sizeof xp, cp, coll_passes[k]);
         if (!cJSON_IsObject(x)) return jx_fail(j, xp, "expected an object {\"calls\", \"steps\", \"floats\"}");
         prof_coll *v = &l->coll[k];
-        if ((rc = jx_only(j, x, xp, (const char *const[]){"calls", "steps", "floats", NULL})) ||
+        if ((rc = jx_only(j, x, xp, (const char *const[]){"calls", "steps", "floats", "fixed_floats", NULL})) ||
             (rc = jx_num(j, x, xp, "calls", 1, 0, 1e9, &v->calls)) ||
             (rc = jx_num(j, x, xp, "steps", 1, 0, 2e9, &v->steps)) ||
-            (rc = jx_num(j, x, xp, "floats", 1, 0, 1e18, &v->floats)))
+            (rc = jx_num(j, x, xp, "floats", 1, 0, 1e18, &v->floats)) ||
+            (rc = jx_num(j, x, xp, "fixed_floats", 0, 0, 1e18, &v->fixed)))
             return rc;
     }
     return rc;
@@ -331,6 +332,7 @@ cJSON *prof_to_json(const prof *p)
             cJSON_AddNumberToObject(x, "calls", l->coll[k].calls);
             cJSON_AddNumberToObject(x, "steps", l->coll[k].steps);
             cJSON_AddNumberToObject(x, "floats", l->coll[k].floats);
+            if (l->coll[k].fixed > 0) cJSON_AddNumberToObject(x, "fixed_floats", l->coll[k].fixed);
         }
         cJSON_AddItemToArray(layers, o);
     }
@@ -347,7 +349,7 @@ int prof_save(const prof *p, const char *path, cl_err *e)
 double prof_coll_s(const prof_coll *c, int t, double b, double bw, double lat)
 {
     if (t <= 1) return 0;
-    return (t - 1) * (c->steps * lat + 4 * c->floats * b / (t * bw));
+    return (t - 1) * (c->steps * lat + 4 * (c->floats * b + c->fixed) / (t * bw));
 }
 
 int prof_default_batch(const prof *p, const char *file, int *batch, cl_err *e)
@@ -373,13 +375,19 @@ int prof_check_model(const prof *p, const model *m, const char *file, cl_err *e)
             return cl_fail(e, CL_EINPUT, "%s: layers[%d].name: \"%s\", but layer %d of model \"%s\" is \"%s\" (hint: the profile was taken for another model or layer order)",
                            file, i, p->layers[i].name, i, m->name, m->layers[i].name);
     /* same names, other sizes: a profile of another model (or of this one
-     * before an edit) would price every stage wrongly */
-    for (int i = 0; i < p->n_layers; i++)
+     * before an edit) would price every stage wrongly.  A rank profile's
+     * layer holds a t-th of its split tensors and all of the rest: between
+     * a t-th of the layer and the whole of it */
+    for (int i = 0; i < p->n_layers; i++) {
+        const double whole = (double)m->layers[i].params * model_dtype_bytes(m->dtype);
+        const double got = p->layers[i].param_bytes;
+        if (p->tensor > 1 && got <= whole * (1 + 1e-9) && got >= whole / p->tensor * (1 - 1e-9)) continue;
         if (!model_param_bytes_match(m, p->layers[i].param_bytes, m->layers[i].params, 1))
             return cl_fail(e, CL_EINPUT, "%s: layers[%d].param_bytes: %.17g bytes, but layer \"%s\" of model \"%s\" has %llu parameters (%.17g bytes at %d bytes each) (hint: the profile was taken for another model, here \"%s\"; profile this one)",
                            file, i, p->layers[i].param_bytes, m->layers[i].name, m->name,
                            (unsigned long long)m->layers[i].params,
                            (double)m->layers[i].params * model_dtype_bytes(m->dtype),
                            model_dtype_bytes(m->dtype), p->model);
+    }
     return CL_OK;
 }

@@ -26,15 +26,18 @@ const char *prof_source_name(prof_source s);
 /* The tensor-parallel collectives one rank's share of a layer makes in one
  * pass (`cleave profile --tensor`: counted as the executor runs them):
  * calls, ring steps per t - 1 ranks (2 an all-reduce, 1 an all-gather or a
- * reduce-scatter) and floats per sample (summed over the calls: steps x
- * the whole buffer, every rank's part).  prof_coll_s prices them. */
+ * reduce-scatter) and floats, summed over the calls as steps x the whole
+ * buffer (every rank's part): `floats` per sample, `fixed` those that do
+ * not grow with the batch (a layer norm's gradient summed over the ranks).
+ * prof_coll_s prices them. */
 typedef struct prof_coll {
-    double calls, steps, floats;
+    double calls, steps, floats, fixed;
 } prof_coll;
 enum { PROF_F, PROF_B, PROF_W, PROF_PASSES };
 
 /* Seconds of c for b samples on t ranks, ring algorithms on a link of bw
- * bytes/s and latency lat a step: (t - 1) (steps lat + 4 floats b / (t bw)). */
+ * bytes/s and latency lat a step:
+ * (t - 1) (steps lat + 4 (floats b + fixed) / (t bw)). */
 double prof_coll_s(const prof_coll *c, int t, double b, double bw, double lat);
 
 typedef struct prof_layer {

@@ -432,9 +432,9 @@ int cmd_plan(int argc, char **argv)
     if (pa.grad_acc && prof_path)
         return cli_usage_hint("plan", "drop --profile, or --grad-accumulation",
                               "--grad-accumulation separate prices a transformer's parameter tensors, which a profile measured whole");
-    if (restate && prof_path)
-        return cli_usage_hint("plan", "drop --profile: the costs are derived from the model's \"transformer\" member",
-                              "--tensor and --recompute re-price a transformer's layers, which a profile measured whole");
+    if ((t_auto || r_auto) && prof_path)
+        return cli_usage_hint("plan", "drop --profile, or give --tensor and --recompute",
+                              "--tensor auto and --recompute auto re-price a transformer's layers, which a profile measured at one degree");
     cl_err e = {0};
     cl_budget_start(max_seconds, "--max-seconds"); /* loading, search and ranking */
     model md = {0}, mdr = {0};
@@ -459,6 +459,28 @@ int cmd_plan(int argc, char **argv)
             if ((rc = prof_check_model(&pf, &md, prof_path, &e))) goto fail;
             have_prof = 1;
         }
+    }
+    /* a rank profile (cleave profile --tensor t) is the per-rank question's
+     * costs already: its degree, sequence parallelism and recomputation are
+     * the plan's; a whole-model profile cannot answer a restated one */
+    const int rank_prof = have_prof && pf.tensor > 1;
+    if (have_prof && !rank_prof && restate) {
+        rc = cli_usage_hint("plan", "drop --profile: the costs are derived from the model's \"transformer\" member; or profile one rank's share: cleave profile --tensor T",
+                            "--tensor and --recompute re-price a transformer's layers, which %s measured whole", prof_path);
+        goto done;
+    }
+    if (rank_prof) {
+        if ((pa.tensor && tp != pf.tensor) || (pa.seq_par && !pf.seq_par) ||
+            (pa.recompute && pa.recompute != pf.recompute)) {
+            rc = cli_usage_hint("plan", "give the profile's options, or none of them",
+                                "%s is rank 0's share at --tensor %d%s, recompute %s: the plan's are the profile's",
+                                prof_path, pf.tensor, pf.seq_par ? " --sequence-parallel" : "",
+                                tfm_recomp_name((tfm_recomp)pf.recompute));
+            goto done;
+        }
+        tp = pf.tensor;
+        pa.seq_par = pf.seq_par;
+        pa.recompute = pf.recompute;
     }
     /* the device type of a quick cluster */
     if (devices) {
@@ -556,7 +578,14 @@ int cmd_plan(int argc, char **argv)
                                  .recomp = (tfm_recomp)cand_r[ri], .fused_attn = pa.attention == PROF_ATTN_FUSED,
                                  .fp8 = pa.precision == PREC_FP8, .wgrad_acc = wgrad_acc};
             int rs = tfm_rank_reprices(&tro);
-            if (rs) {
+            if (rank_prof) {
+                /* the model stays whole (the executor splits it as the
+                 * profile did); the cluster becomes groups of t, and each
+                 * layer waits for the collectives it was counted making,
+                 * priced on the node's link */
+                if ((rc = tp_cluster(&clr, &cl, tro.t, cluster_path ? cluster_path : "--devices", &e))) goto fail;
+                tp_add_counted(&pf, tro.t, cl.links[CLUSTER_INTRA]);
+            } else if (rs) {
                 cl_err ce = {0};
                 if ((rc = tfm_rank_check(&md, &tro, model_path, &ce)) ||
                     (rc = tp_cluster(&clr, &cl, tro.t, cluster_path ? cluster_path : "--devices", &ce))) {
@@ -610,7 +639,7 @@ int cmd_plan(int argc, char **argv)
             rq.prof_origin = have_prof ? prof_path : derived_from;
             rq.model_origin = model_path ? model_path : prof_path;
             rq.cluster_origin = cluster_path ? cluster_path : "the --devices cluster (--device, --bandwidth, --latency)";
-            rq.model = rs ? &mdr : &md;
+            rq.model = rs && !rank_prof ? &mdr : &md;
             rq.prof = &pf;
             rq.cluster = rs ? &clr : &cl;
             rq.ref_type = ref;

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "exec/nn/gemm.h"
+#include "exec/nn/net.h"
+#include "models/tfm_rank.h"
 #include "exec/probe/profile_layers.h"
 #include "models/model.h"
 #include "profiles/profile.h"
@@ -15,8 +17,8 @@
 
 typedef struct profile_args {
     const char *model, *out, *batch;
-    int64_t reps, warmup, seed;
-    int links;
+    int64_t reps, warmup, seed, tensor;
+    int links, seq_par, recompute;
 } profile_args;
 
 #define PA profile_args
@@ -27,22 +29,33 @@ static const cli_opt profile_opts[] = {
     {"warmup", 0, CLI_INT, CLI_FIELD(PA, warmup), 0, 100000, .arg = "N", .help = "untimed runs first (default {})"},
     {"seed", 0, CLI_INT, CLI_FIELD(PA, seed), 0, INT64_MAX, .arg = "S",
      .help = "seed of the weights and random inputs (default {})"},
+    {"tensor", 0, CLI_INT, CLI_FIELD(PA, tensor), 1, 64, .arg = "T",
+     .help = "a rank profile: rank 0's share of attention and mlp layers split\n"
+             "T ways, with the collectives each layer makes (default {})"},
+    {"sequence-parallel", 0, CLI_FLAG, CLI_FIELD(PA, seq_par),
+     .help = "with --tensor T > 1: the layers run sequence parallel"},
+    {"recompute", 0, CLI_ENUM, CLI_FIELD(PA, recompute), .words = "none|selective|full", .arg = "R",
+     .help = "the layers recompute as in cleave train (default none)"},
     {"out", 'o', CLI_STR, CLI_FIELD(PA, out), .arg = "FILE", .help = "the profile to write (- for stdout)"},
     {"links", 0, CLI_FLAG, CLI_FIELD(PA, links), .help = NULL}, /* cmd_profile_links.c */
 };
 #undef PA
 static const cli_spec profile_spec = {"profile", profile_opts, CLI_N(profile_opts), .help_col = 17};
 
-static const profile_args defaults = {.reps = DEFAULT_REPS, .warmup = DEFAULT_WARMUP, .seed = 1};
+static const profile_args defaults = {.reps = DEFAULT_REPS, .warmup = DEFAULT_WARMUP, .seed = 1,
+                                      .tensor = 1};
 
 static void help(void)
 {
     printf("usage: cleave profile --model FILE [--batch B[,B2...]] [--reps N] [--warmup N]\n"
-           "                      [--seed S] -o PROFILE.json\n\n"
+           "                      [--seed S] [--tensor T [--sequence-parallel]]\n"
+           "                      [--recompute none|selective|full] -o PROFILE.json\n\n"
            "Time every layer's forward, input-gradient and weight-gradient pass on one core\n"
            "of this machine (the executor's kernels) at each batch size: N warm-up runs,\n"
            "then N timed ones; the profile holds their median (and the forward's standard\n"
-           "deviation), with activation, stash and parameter bytes.\n\n");
+           "deviation), with activation, stash and parameter bytes.  With --tensor T, of\n"
+           "rank 0's share (a rank profile: cleave plan --profile prices its collectives\n"
+           "on the cluster's links; docs/formats.md, \"Profile\").\n\n");
     cli_help(&profile_spec, &defaults, stdout);
     printf("\ncleave profile --links ... measures the link between workers instead (--links --help).\n");
 }
@@ -65,6 +78,8 @@ int cmd_profile(int argc, char **argv)
             rc = cli_usage_error(cmd, "--batch: at most %d sizes", PROF_MAX_POINTS);
     }
     if (!rc && !model_path) rc = cli_usage_error(cmd, "--model is required");
+    if (!rc && x.seq_par && x.tensor < 2)
+        rc = cli_usage_hint(cmd, "--tensor 2 or more", "--sequence-parallel splits the sequence over tensor-parallel ranks, and --tensor is 1");
     if (!rc && !out) rc = cli_usage_error(cmd, "-o FILE is required");
     if (rc) {
         free(batches);
@@ -82,8 +97,11 @@ int cmd_profile(int argc, char **argv)
         return cli_report(&e);
     }
     prof p;
-    rc = exec_profile(&m, model_path, batches, n_batches, (int)warmup, (int)reps, (uint64_t)seed,
-                      &p, &e);
+    const int flags = (x.recompute == TFM_RECOMP_FULL ? EXEC_NET_RECOMPUTE_FULL
+                       : x.recompute == TFM_RECOMP_SELECTIVE ? EXEC_NET_RECOMPUTE : 0) |
+                      (x.seq_par ? EXEC_NET_SEQ_PAR : 0);
+    rc = exec_profile_net(&m, model_path, batches, n_batches, (int)warmup, (int)reps, (uint64_t)seed,
+                          (int)x.tensor, flags, &p, &e);
     if (!rc) {
         rc = prof_save(&p, out, &e);
         if (!rc && strcmp(out, "-") != 0) {

@@ -12,6 +12,7 @@
 #include "exec/nn/gemm.h"
 #include "exec/nn/net.h"
 #include "exec/nn/optim.h"
+#include "models/tfm_rank.h"
 #include "profile_layers.h"
 
 /* Median, standard deviation and minimum of n samples (sorted in place);
@@ -236,10 +237,47 @@ int exec_profile_net(const model *m, const char *file, const int64_t *batches, i
             return cl_fail(e, CL_EINPUT, "--batch: %lld does not exceed %lld (hint: list batch sizes in increasing order)",
                            (long long)batches[k], (long long)batches[k - 1]);
     /* stash bytes come from the executor's memory plan (what recomputation
-     * keeps, with its flags) */
+     * keeps, with its flags); a split's collectives from a step of it */
     exec_net *plan;
-    int rc = exec_net_create_solo(&plan, m, 0, m->n_layers, 1, seed, flags, tensor, file, e);
+    exec_tp_counter cc;
+    int rc = exec_net_create_counted(&plan, &cc, m, 0, m->n_layers, 2, seed, flags, tensor, file, e);
     if (rc) return rc;
+    if (tensor > 1 && !cc.solo) {
+        exec_net_destroy(plan);
+        return cl_fail(e, CL_EINPUT, "%s: layers: --tensor %d splits attention and mlp layers, and this model has none (hint: drop --tensor)",
+                       file, tensor);
+    }
+    prof_coll *per = NULL;
+    if (cc.solo) {
+        /* a step of one sample and one of two, the weight gradient right
+         * after the input gradient: what grows with the batch and what
+         * does not */
+        if (!exec_net_has_loss(plan)) {
+            exec_net_destroy(plan);
+            return cl_fail(e, CL_EINPUT, "%s: layers: profiling runs training steps, which need a model ending in softmax_xent (hint: add the loss layer)",
+                           file);
+        }
+        const size_t n = (size_t)m->n_layers * PROF_PASSES;
+        per = cl_calloc(2 * n, sizeof *per);
+        exec_acts *a = exec_acts_create(plan, 2);
+        float *x;
+        int32_t *y;
+        random_batch(m, 2, seed, &x, &y);
+        for (int b = 1; b <= 2; b++) {
+            cc.into = per + (size_t)(b - 1) * n;
+            exec_net_forward(plan, a, x, y, b, 1);
+            exec_net_backward(plan, a, NULL, NULL, 1.0f / (float)b);
+        }
+        cc.into = NULL;
+        for (size_t i = 0; i < n; i++) { /* floats(b) = fixed + b per sample */
+            const double f1 = per[i].floats, f2 = per[n + i].floats;
+            per[i].floats = f2 - f1;
+            per[i].fixed = 2 * f1 - f2;
+        }
+        free(x);
+        free(y);
+        exec_acts_destroy(a);
+    }
     exec_layer_time *t = cl_calloc((size_t)m->n_layers, sizeof *t);
     prof_alloc(p, m->n_layers, n_batches);
     p->source = PROF_MEASURED;
@@ -257,9 +295,21 @@ int exec_profile_net(const model *m, const char *file, const int64_t *batches, i
         exec_net_layer_bytes(plan, l, &stash, &wgrad);
         pl->act_bytes = (double)m->layers[l].out_elems * 4;
         pl->stash_bytes = (double)stash;
-        pl->param_bytes = (double)m->layers[l].params * 4;
+        /* the net's own tensors of the layer: a split's shard */
+        pl->param_bytes = 0;
+        for (int k = 0; k < exec_net_n_tensors(plan); k++)
+            if (exec_net_tensor(plan, k)->layer == l) pl->param_bytes += (double)exec_net_tensor(plan, k)->n * 4;
+        if (per) memcpy(pl->coll, per + (size_t)l * PROF_PASSES, sizeof pl->coll);
     }
+    free(per);
     exec_net_destroy(plan);
+    if (tensor > 1) { /* a rank profile: rank 0's share, and how it runs */
+        p->tensor = tensor;
+        p->seq_par = (flags & EXEC_NET_SEQ_PAR) != 0;
+        p->recompute = flags & EXEC_NET_RECOMPUTE_FULL ? TFM_RECOMP_FULL
+                       : flags & EXEC_NET_RECOMPUTE  ? TFM_RECOMP_SELECTIVE
+                                                     : TFM_RECOMP_NONE;
+    }
     for (int k = 0; k < n_batches && !rc; k++) {
         rc = profile_batch(m, file, (int)batches[k], warmup, reps, seed, tensor, flags, t, NULL, e);
         for (int l = 0; l < m->n_layers && !rc; l++) {
