@@ -59,13 +59,14 @@ void tp_add_comm(prof *pf, const model *full, const tfm_rank_opts *o, cluster_li
 
 void tp_add_counted(prof *pf, int t, cluster_link intra)
 {
-    for (int i = 0; i < pf->n_layers; i++) {
+    for (int i = 0; pf->coll && i < pf->n_layers; i++) {
         prof_layer *l = &pf->layers[i];
+        const prof_coll *c = pf->coll + (size_t)i * PROF_PASSES;
         for (int k = 0; k < l->n_points; k++) {
             const double b = l->batch[k];
-            l->fwd_s[k] += prof_coll_s(&l->coll[PROF_F], t, b, intra.bw_Bps, intra.latency_s);
-            l->bwd_in_s[k] += prof_coll_s(&l->coll[PROF_B], t, b, intra.bw_Bps, intra.latency_s);
-            l->bwd_w_s[k] += prof_coll_s(&l->coll[PROF_W], t, b, intra.bw_Bps, intra.latency_s);
+            l->fwd_s[k] += prof_coll_s(&c[PROF_F], t, b, intra.bw_Bps, intra.latency_s);
+            l->bwd_in_s[k] += prof_coll_s(&c[PROF_B], t, b, intra.bw_Bps, intra.latency_s);
+            l->bwd_w_s[k] += prof_coll_s(&c[PROF_W], t, b, intra.bw_Bps, intra.latency_s);
         }
     }
 }

@@ -34,7 +34,7 @@ void tp_add_comm(prof *pf, const model *full, const tfm_rank_opts *o, cluster_li
 
 /* A rank profile's (prof.tensor t > 1): add to each layer's forward,
  * input- and weight-gradient times at every profiled batch size the
- * collectives it was counted making (prof_layer.coll), priced as rings on
+ * collectives it was counted making (prof.coll), priced as rings on
  * t ranks over `intra` (prof_coll_s). */
 void tp_add_counted(prof *pf, int t, cluster_link intra);
 

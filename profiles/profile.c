@@ -86,17 +86,25 @@ int prof_same_layers(const prof *a, const prof *b)
             memcmp(&x->stash_bytes, &y->stash_bytes, sizeof(double)) ||
             memcmp(&x->param_bytes, &y->param_bytes, sizeof(double)) ||
             memcmp(&x->update_s, &y->update_s, sizeof(double)) ||
-            memcmp(x->coll, y->coll, sizeof x->coll) ||
             memcmp(x->batch, y->batch, (size_t)x->n_points * 5 * sizeof(double)))
             return 0; /* the five point arrays are one block (prof_layer_points) */
     }
+    const size_t nc = (size_t)a->n_layers * PROF_PASSES;
+    if (!a->coll != !b->coll || (a->coll && memcmp(a->coll, b->coll, nc * sizeof *a->coll))) return 0;
     return 1;
+}
+
+prof_coll *prof_coll_of(prof *p, int l)
+{
+    if (!p->coll) p->coll = cl_calloc((size_t)p->n_layers * PROF_PASSES, sizeof *p->coll);
+    return p->coll + (size_t)l * PROF_PASSES;
 }
 
 void prof_free(prof *p)
 {
     for (int i = 0; p->layers && i < p->n_layers; i++) free(p->layers[i].batch);
     free(p->layers);
+    free(p->coll);
     memset(p, 0, sizeof *p);
 }
 
@@ -140,13 +148,10 @@ static int point_from_json(jx *j, const cJSON *o, const char *path, prof_layer *
 
 static const char *const coll_passes[PROF_PASSES] = {"fwd", "bwd_in", "bwd_w"};
 
-/* "collectives": {"fwd" | "bwd_in" | "bwd_w": {"calls", "steps", "floats"}} */
-static int colls_from_json(jx *j, const cJSON *o, const char *path, prof_layer *l)
+/* "collectives": {"fwd" | "bwd_in" | "bwd_w": {"calls", "steps", "floats",
+ * "fixed_floats"}} of a layer into c (PROF_PASSES entries) */
+static int colls_from_json(jx *j, const cJSON *c, const char *cp, prof_coll *out)
 {
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "collectives");
-    if (!c) return CL_OK;
-    char cp[160];
-    jx_join(cp, sizeof cp, path, "collectives");
     if (!cJSON_IsObject(c)) return jx_fail(j, cp, "expected an object {\"fwd\", \"bwd_in\", \"bwd_w\"}");
     int rc = jx_only(j, c, cp, (const char *const[]){"fwd", "bwd_in", "bwd_w", NULL});
     for (int k = 0; k < PROF_PASSES && !rc; k++) {
@@ -155,7 +160,7 @@ static int colls_from_json(jx *j, const cJSON *o, const char *path, prof_layer *
         char xp[200];
         jx_join(xp, sizeof xp, cp, coll_passes[k]);
         if (!cJSON_IsObject(x)) return jx_fail(j, xp, "expected an object {\"calls\", \"steps\", \"floats\"}");
-        prof_coll *v = &l->coll[k];
+        prof_coll *v = &out[k];
         if ((rc = jx_only(j, x, xp, (const char *const[]){"calls", "steps", "floats", "fixed_floats", NULL})) ||
             (rc = jx_num(j, x, xp, "calls", 1, 0, 1e9, &v->calls)) ||
             (rc = jx_num(j, x, xp, "steps", 1, 0, 2e9, &v->steps)) ||
@@ -179,8 +184,7 @@ static int layer_from_json(jx *j, const cJSON *o, const char *path, prof_layer *
         (rc = jx_num(j, o, path, "act_bytes", 1, 0, HUGE_VAL, &l->act_bytes)) ||
         (rc = jx_num(j, o, path, "stash_bytes", 1, 0, HUGE_VAL, &l->stash_bytes)) ||
         (rc = jx_num(j, o, path, "param_bytes", 1, 0, HUGE_VAL, &l->param_bytes)) ||
-        (rc = seconds(j, o, path, "update_s", 0, &l->update_s)) ||
-        (rc = colls_from_json(j, o, path, l)))
+        (rc = seconds(j, o, path, "update_s", 0, &l->update_s)))
         return rc;
     char pp[128];
     jx_join(pp, sizeof pp, path, "points");
@@ -271,6 +275,15 @@ static int prof_read(jx *j, const cJSON *root, int version, void *out)
         }
     }
     if (!rc) rc = check_unique(j, p);
+    /* the collectives, once the layers are known (prof.coll) */
+    int i = 0;
+    for (const cJSON *it = arr->child; !rc && it; it = it->next, i++) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(it, "collectives");
+        if (!c) continue;
+        char path[80];
+        snprintf(path, sizeof path, "layers[%d].collectives", i);
+        rc = colls_from_json(j, c, path, prof_coll_of(p, i));
+    }
     return rc;
 }
 
@@ -325,14 +338,15 @@ cJSON *prof_to_json(const prof *p)
         cJSON_AddNumberToObject(o, "param_bytes", l->param_bytes);
         if (l->update_s > 0) cJSON_AddNumberToObject(o, "update_s", l->update_s);
         cJSON *cs = NULL;
-        for (int k = 0; k < PROF_PASSES; k++) {
-            if (!(l->coll[k].calls > 0)) continue;
+        for (int k = 0; p->coll && k < PROF_PASSES; k++) {
+            const prof_coll *c = &p->coll[(size_t)i * PROF_PASSES + (size_t)k];
+            if (!(c->calls > 0)) continue;
             if (!cs) cs = cJSON_AddObjectToObject(o, "collectives");
             cJSON *x = cJSON_AddObjectToObject(cs, coll_passes[k]);
-            cJSON_AddNumberToObject(x, "calls", l->coll[k].calls);
-            cJSON_AddNumberToObject(x, "steps", l->coll[k].steps);
-            cJSON_AddNumberToObject(x, "floats", l->coll[k].floats);
-            if (l->coll[k].fixed > 0) cJSON_AddNumberToObject(x, "fixed_floats", l->coll[k].fixed);
+            cJSON_AddNumberToObject(x, "calls", c->calls);
+            cJSON_AddNumberToObject(x, "steps", c->steps);
+            cJSON_AddNumberToObject(x, "floats", c->floats);
+            if (c->fixed > 0) cJSON_AddNumberToObject(x, "fixed_floats", c->fixed);
         }
         cJSON_AddItemToArray(layers, o);
     }

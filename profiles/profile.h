@@ -56,10 +56,6 @@ typedef struct prof_layer {
     double param_bytes;            /* parameter bytes */
     double update_s;               /* one optimiser step over its parameters, any batch
                                       (0 when not measured; optional in files) */
-    prof_coll coll[PROF_PASSES];   /* a rank profile's (prof.tensor > 1): the
-                                      layer's collectives in its forward, input
-                                      gradient and weight gradient (run right after
-                                      the input gradient); the times leave them out */
 } prof_layer;
 
 typedef struct prof {
@@ -71,9 +67,18 @@ typedef struct prof {
      * share of a t-way split, run sequence parallel or recomputing as the
      * flags say; tensor 0 or 1: the whole model */
     int tensor, seq_par, recompute;   /* recompute: a tfm_recomp */
+    /* a rank profile's collectives, n_layers x PROF_PASSES or NULL (none):
+     * layer l's in its forward, input gradient and weight gradient (run
+     * right after the input gradient) at prof_coll(p, l)[PROF_F..PROF_W];
+     * the times leave them out.  Apart from the layers so a layer stays
+     * small (test_bounds: a million-layer profile) */
+    prof_coll *coll;
     int n_layers;
     prof_layer *layers;            /* owned; same order as the model's layers */
 } prof;
+
+/* Layer l's PROF_PASSES collectives (p->coll allocated, zeroed, when NULL). */
+prof_coll *prof_coll_of(prof *p, int l);
 
 int prof_load(prof *p, const char *path, cl_err *e);
 struct cJSON;

@@ -83,7 +83,7 @@ static void test_rank_profile_counts(void)
         CU_ASSERT_EQUAL(p.recompute, TFM_RECOMP_NONE);
         int n_split = 0;
         for (int l = 0; l < m.n_layers; l++) {
-            const prof_coll *c = p.layers[l].coll;
+            const prof_coll *c = prof_coll_of(&p, l);
             const double whole = (double)m.layers[l].params * 4;
             if (!split_at(&m, l)) {
                 for (int q = 0; q < PROF_PASSES; q++) CU_ASSERT(coll_is(&c[q], 0, 0, 0, 0));
@@ -155,7 +155,7 @@ static void test_rank_profile_plan(void)
         const prof_layer *x = &p.layers[l];
         want[0] += prof_fwd_s(x, b), want[1] += prof_bwd_in_s(x, b), want[2] += prof_bwd_w_s(x, b);
         for (int q = 0; q < PROF_PASSES; q++) {
-            const prof_coll *c = &x->coll[q];
+            const prof_coll *c = &prof_coll_of(&p, l)[q];
             want[q] += (T - 1) * (c->steps * lat + 4 * (c->floats * b + c->fixed) / (T * bw));
         }
     }
@@ -220,7 +220,7 @@ static void test_rank_profile_format(void)
     prof_alloc(&a, 1, 1);
     snprintf(a.layers[0].name, sizeof a.layers[0].name, "a");
     a.layers[0].batch[0] = 2, a.layers[0].fwd_s[0] = 1e-3;
-    a.layers[0].coll[PROF_W] = (prof_coll){2, 3, 1024.5, 256};
+    prof_coll_of(&a, 0)[PROF_W] = (prof_coll){2, 3, 1024.5, 256};
     cJSON *j = prof_to_json(&a);
     prof b;
     cl_err e = {0};

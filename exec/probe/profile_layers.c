@@ -299,7 +299,7 @@ int exec_profile_net(const model *m, const char *file, const int64_t *batches, i
         pl->param_bytes = 0;
         for (int k = 0; k < exec_net_n_tensors(plan); k++)
             if (exec_net_tensor(plan, k)->layer == l) pl->param_bytes += (double)exec_net_tensor(plan, k)->n * 4;
-        if (per) memcpy(pl->coll, per + (size_t)l * PROF_PASSES, sizeof pl->coll);
+        if (per) memcpy(prof_coll_of(p, l), per + (size_t)l * PROF_PASSES, PROF_PASSES * sizeof *per);
     }
     free(per);
     exec_net_destroy(plan);
