@@ -168,6 +168,10 @@ static void test_rank_profile_plan(void)
     test_cli_refused(args, "is rank 0's share at --tensor 2 --sequence-parallel, recompute none");
     snprintf(args, sizeof args, "plan --model %s --profile %s --devices 4 --recompute full -o %s/x.json", VIT, pp, dir);
     test_cli_refused(args, "is rank 0's share at --tensor 2");
+    /* sweeps plan from whole-model profiles: a rank profile is refused, not
+     * read as one */
+    snprintf(args, sizeof args, "sweep --model %s --profile %s --device cpu-core --devices 2,4 -o %s/sw", VIT, pp, dir);
+    test_cli_refused(args, "tensor: a rank profile (rank 0's share at tensor 2)");
     /* a whole-model profile cannot answer a tensor-parallel question */
     snprintf(args, sizeof args, "profile --model %s --batch 4 --reps 1 --warmup 0 -o %s/whole.json", VIT, dir);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);

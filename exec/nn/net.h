@@ -108,7 +108,8 @@ int exec_net_create_solo(exec_net **out, const model *m, int first, int last, in
  * the net calls is added to k->into[(layer - first) * PROF_PASSES + pass]
  * for the layer and pass running (exec_net_pass; floats of the whole call,
  * for the batch the pass ran), then does what the solo one does.  A stage
- * without a split layer counts nothing.  k must outlive the net.  Errors
+ * without a split layer counts nothing (k->solo NULL: a whole net).  k
+ * must outlive the net.  Errors
  * as exec_net_create_tp. */
 typedef struct exec_tp_counter {
     exec_tp_comm c;
