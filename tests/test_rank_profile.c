@@ -4,7 +4,7 @@
  * the layer's neighbours in the whole model; the shard's parameter bytes;
  * a plan's stage times equal to the profile's layer times plus those
  * collectives priced as rings on the node's link, worked out here; the
- * refusals; and the file format's checks.
+ * refusals (sweep and compare among them); and the file format's checks.
  */
 #include <math.h>
 #include <stdio.h>
