@@ -171,7 +171,23 @@ static void test_rank_profile_plan(void)
     /* sweeps plan from whole-model profiles: a rank profile is refused, not
      * read as one */
     snprintf(args, sizeof args, "sweep --model %s --profile %s --device cpu-core --devices 2,4 -o %s/sw", VIT, pp, dir);
-    test_cli_refused(args, "tensor: a rank profile (rank 0's share at tensor 2)");
+    test_cli_refused(args, "tensor: a rank profile (rank 0's share at tensor 2, recompute none)");
+    /* recomputation alone (tensor 1): a rank profile too, whose plan
+     * recomputes */
+    snprintf(args, sizeof args, "profile --model %s --batch 4 --reps 1 --warmup 0 --recompute selective -o %s/rs.json", VIT, dir);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "plan --model %s --profile %s/rs.json --devices 2 --batch 4 -o %s/rs-plan.json", VIT, dir, dir);
+    CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+    free(out);
+    free(err);
+    char rp[600];
+    snprintf(rp, sizeof rp, "%s/rs-plan.json", dir);
+    text = test_slurp(rp);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "\"recompute\":\t\"selective\""));
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "\"tensor\":\t1,"));
+    free(text);
     /* a whole-model profile cannot answer a tensor-parallel question */
     snprintf(args, sizeof args, "profile --model %s --batch 4 --reps 1 --warmup 0 -o %s/whole.json", VIT, dir);
     CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);

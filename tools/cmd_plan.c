@@ -463,22 +463,22 @@ int cmd_plan(int argc, char **argv)
     /* a rank profile (cleave profile --tensor t) is the per-rank question's
      * costs already: its degree, sequence parallelism and recomputation are
      * the plan's; a whole-model profile cannot answer a restated one */
-    const int rank_prof = have_prof && pf.tensor > 1;
+    const int rank_prof = have_prof && (pf.tensor > 1 || pf.recompute);
     if (have_prof && !rank_prof && restate) {
         rc = cli_usage_hint("plan", "drop --profile: the costs are derived from the model's \"transformer\" member; or profile one rank's share: cleave profile --tensor T",
                             "--tensor and --recompute re-price a transformer's layers, which %s measured whole", prof_path);
         goto done;
     }
     if (rank_prof) {
-        if ((pa.tensor && tp != pf.tensor) || (pa.seq_par && !pf.seq_par) ||
+        if ((pa.tensor && tp != (pf.tensor > 1 ? pf.tensor : 1)) || (pa.seq_par && !pf.seq_par) ||
             (pa.recompute && pa.recompute != pf.recompute)) {
             rc = cli_usage_hint("plan", "give the profile's options, or none of them",
                                 "%s is rank 0's share at --tensor %d%s, recompute %s: the plan's are the profile's",
-                                prof_path, pf.tensor, pf.seq_par ? " --sequence-parallel" : "",
+                                prof_path, pf.tensor > 1 ? pf.tensor : 1, pf.seq_par ? " --sequence-parallel" : "",
                                 tfm_recomp_name((tfm_recomp)pf.recompute));
             goto done;
         }
-        tp = pf.tensor;
+        tp = pf.tensor > 1 ? pf.tensor : 1;
         pa.seq_par = pf.seq_par;
         pa.recompute = pf.recompute;
     }

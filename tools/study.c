@@ -39,11 +39,11 @@ int study_load(study *s, const char *model_path, const char *prof_path, int batc
         }
         /* a rank profile prices one rank of groups of t, which the sweeps'
          * clusters are not (read as a whole model it would be wrong) */
-        if (s->pf.tensor > 1) {
-            int t = s->pf.tensor;
+        if (s->pf.tensor > 1 || s->pf.recompute) {
+            int t = s->pf.tensor > 1 ? s->pf.tensor : 1, r = s->pf.recompute;
             study_free(s);
-            return cl_fail(e, CL_EINPUT, "%s: tensor: a rank profile (rank 0's share at tensor %d); sweep and compare plan from whole-model profiles (hint: cleave plan --profile plans from it, one device count at a time)",
-                           prof_path, t);
+            return cl_fail(e, CL_EINPUT, "%s: tensor: a rank profile (rank 0's share at tensor %d, recompute %s); sweep and compare plan from whole-model profiles (hint: cleave plan --profile plans from it, one device count at a time)",
+                           prof_path, t, tfm_recomp_name((tfm_recomp)r));
         }
     }
     if (batch <= 0 && s->have_prof && (rc = prof_default_batch(&s->pf, prof_path, &batch, e))) {

@@ -303,13 +303,12 @@ int exec_profile_net(const model *m, const char *file, const int64_t *batches, i
     }
     free(per);
     exec_net_destroy(plan);
-    if (tensor > 1) { /* a rank profile: rank 0's share, and how it runs */
-        p->tensor = tensor;
-        p->seq_par = (flags & EXEC_NET_SEQ_PAR) != 0;
-        p->recompute = flags & EXEC_NET_RECOMPUTE_FULL ? TFM_RECOMP_FULL
-                       : flags & EXEC_NET_RECOMPUTE  ? TFM_RECOMP_SELECTIVE
-                                                     : TFM_RECOMP_NONE;
-    }
+    /* a rank profile: rank 0's share, and how it runs */
+    p->tensor = tensor > 1 ? tensor : 1;
+    p->seq_par = tensor > 1 && (flags & EXEC_NET_SEQ_PAR);
+    p->recompute = flags & EXEC_NET_RECOMPUTE_FULL ? TFM_RECOMP_FULL
+                   : flags & EXEC_NET_RECOMPUTE  ? TFM_RECOMP_SELECTIVE
+                                                 : TFM_RECOMP_NONE;
     for (int k = 0; k < n_batches && !rc; k++) {
         rc = profile_batch(m, file, (int)batches[k], warmup, reps, seed, tensor, flags, t, NULL, e);
         for (int l = 0; l < m->n_layers && !rc; l++) {
