@@ -81,7 +81,7 @@ static void test_rank_profile_counts(void)
         CU_ASSERT_EQUAL(p.tensor, T);
         CU_ASSERT_EQUAL(p.seq_par, sp);
         CU_ASSERT_EQUAL(p.recompute, TFM_RECOMP_NONE);
-        int n_split = 0;
+        int n_split = 0, calls = 0;
         for (int l = 0; l < m.n_layers; l++) {
             const prof_coll *c = prof_coll_of(&p, l);
             const double whole = (double)m.layers[l].params * 4;
@@ -95,6 +95,7 @@ static void test_rank_profile_counts(void)
              * row-parallel product's bias stay whole */
             CU_ASSERT(p.layers[l].param_bytes > whole / T && p.layers[l].param_bytes < 0.6 * whole);
             const int i = !split_at(&m, l - 1), o = !split_at(&m, l + 1);
+            calls += sp ? (2 + o) + (!o + 1 + i) + 2 : 2;
             if (sp) {
                 CU_ASSERT(coll_is(&c[PROF_F], 2 + o, 2 + o, (2 + o) * W, 0));
                 CU_ASSERT(coll_is(&c[PROF_B], !o + 1 + i, !o + 1 + i, (!o + 1 + i) * W, 0));
@@ -106,6 +107,16 @@ static void test_rank_profile_counts(void)
             }
         }
         CU_ASSERT_EQUAL(n_split, 8);
+        /* inspect says what the times are of, and how many collectives
+         * they leave out */
+        char args[1024], want[256], *out = NULL, *err = NULL;
+        snprintf(args, sizeof args, "inspect %s", sp ? ps : pp);
+        CU_ASSERT_EQUAL(test_run_cli(args, &out, &err), 0);
+        snprintf(want, sizeof want, "rank profile: rank 0's share at tensor 2%s, recompute none; %d collectives a step",
+                 sp ? ", sequence parallel" : "", calls);
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, want));
+        free(out);
+        free(err);
         prof_free(&p);
         model_free(&m);
     }

@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "models/model.h"
+#include "models/tfm_rank.h"
 #include "profiles/pipedream.h"
 #include "profiles/profile.h"
 #include "cli.h"
@@ -73,6 +74,17 @@ static void print_table(const prof *p, const pipedream_info *pd, const double *c
         printf("PipeDream graph: %d nodes, %d edges, batch %g (%s)\n", pd->n_nodes, pd->n_edges,
                pd->batch, pd->batch_inferred ? "inferred from the Input node's images" : "not in the file; numbers are per minibatch");
     if (p->note[0]) printf("%s\n", p->note);
+    if (p->tensor > 1 || p->recompute) {
+        /* a rank profile: what its times are of, and the collectives they leave out */
+        double calls = 0;
+        for (int i = 0; p->coll && i < p->n_layers * PROF_PASSES; i++) calls += p->coll[i].calls;
+        printf("rank profile: rank 0's share at tensor %d%s, recompute %s", p->tensor > 1 ? p->tensor : 1,
+               p->seq_par ? ", sequence parallel" : "", tfm_recomp_name((tfm_recomp)p->recompute));
+        if (calls > 0)
+            printf("; %g collectives a step, not in the times (cleave plan prices them on the node's link)",
+                   calls);
+        printf("\n");
+    }
     printf("\ntimes in ms for the whole batch; bytes per sample\n\n");
     int wn = 4;
     for (int i = 0; i < p->n_layers; i++)
