@@ -44,7 +44,7 @@ typedef struct rstage {
     exec_layer_clock *clk;   /* per layer, to split a fused backward         */
     int n_layers;
     double ar_s;             /* seconds in collectives (rank of a split stage) */
-    double pass_ar_s[3];     /* the same by the pass that made them (exec_net_pass) */
+    double pass_ar_s[PROF_PASSES]; /* the same by the pass that made them (exec_net_pass) */
     int64_t n_ar;            /* and how many                                */
     double ar_sum_s;         /* rank 0: over the timed ops                   */
     int64_t ar_sum_n;
@@ -265,13 +265,13 @@ static void rs_op(rstage *r, const plan *p, const sched_op *op, int timed)
              * per-layer clock, less each half's collectives (the weight
              * gradient makes some with sequence parallelism), splits it
              * into its two halves */
-            const double in0 = r->pass_ar_s[1], w0 = r->pass_ar_s[2];
+            const double in0 = r->pass_ar_s[PROF_B], w0 = r->pass_ar_s[PROF_W];
             memset(r->clk, 0, (size_t)r->n_layers * sizeof *r->clk);
             exec_net_set_clock(r->net, r->clk);
             exec_net_backward(r->net, a, r->dout, r->din, 1.0f / (float)p->batch);
             t1 = exec_now();
             exec_net_set_clock(r->net, NULL);
-            double bi = -(r->pass_ar_s[1] - in0), bw = -(r->pass_ar_s[2] - w0);
+            double bi = -(r->pass_ar_s[PROF_B] - in0), bw = -(r->pass_ar_s[PROF_W] - w0);
             for (int l = 0; l < r->n_layers; l++)
                 bi += r->clk[l].bwd_in_s, bw += r->clk[l].bwd_w_s;
             bi = fmax(0, bi), bw = fmax(0, bw);
