@@ -228,7 +228,8 @@ typedef struct exec_layer_clock {
 } exec_layer_clock;
 void exec_net_set_clock(exec_net *n, exec_layer_clock *clock);
 /* The pass the net is running or ran last: 0 forward, 1 input gradient, 2
- * weight gradient, and its layer (the model's index).  A collective called
+ * weight gradient (PROF_F, PROF_B, PROF_W), and its layer (the model's
+ * index).  A collective called
  * from inside a pass (exec_tp_comm) asks them to charge its time or count
  * to that pass and layer: a fused backward runs both passes. */
 int exec_net_pass(const exec_net *n);

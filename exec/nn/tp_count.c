@@ -55,3 +55,5 @@ int exec_net_create_counted(exec_net **out, exec_tp_counter *k, const model *m, 
     k->net = rc ? NULL : *out;
     return rc;
 }
+
+_Static_assert(PROF_F == 0 && PROF_B == 1 && PROF_W == 2, "exec_net_pass indexes the passes");
