@@ -11,6 +11,7 @@
 #include "cost.h"
 #include "search.h"
 #include "predict.h"
+#include "predict_twin.h"
 
 /* On up to this many devices the searches on fewer are exact: every count
  * down to the work bound (fewer.c, search_fewer).  Beyond, they get the
@@ -55,6 +56,9 @@ typedef struct search_ctx {
                                (plan_exact_opts.lower_failed, no_skip)      */
     int no_prune;           /* plan_search_unpruned (search_test.h): no bound
                                skips a candidate, no exact search is shared */
+    pred_twins *twins;      /* replays of asynchronous plans, shared with
+                               their twins (predict_twin.h); NULL: none    */
+    int no_twins, twin_hits; /* (tests, search_test.h) off; replays shared */
 } search_ctx;
 
 /* The instance for `m` microbatches over the devices in c->order. */

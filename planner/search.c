@@ -162,10 +162,18 @@ void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const pl
     int rc = plan_predict(&pl, &po, &pr, &tm, &e);
     assert(rc == CL_OK); /* layouts are valid plans by construction */
     (void)rc;
-    if (plan_predict_sim(&pl, &pr) != CL_OK) {
-        search_note(c->res, "%s: left out layouts the simulator cannot replay", sched_kind_name(pl.schedule));
-        instance_free_stages(&pl);
-        return;
+    /* an fbp plan and the pipedream plan of the same stages replay alike
+     * (predict_twin.h): the second takes the first's replay */
+    plan_pred closed = pr;
+    if (c->twins && pred_twin_find(c->twins, &pl, &closed, &pr)) {
+        c->twin_hits++;
+    } else {
+        if (plan_predict_sim(&pl, &pr) != CL_OK) {
+            search_note(c->res, "%s: left out layouts the simulator cannot replay", sched_kind_name(pl.schedule));
+            instance_free_stages(&pl);
+            return;
+        }
+        if (c->twins && sched_is_async(pl.schedule)) pred_twin_keep(c->twins, &pl, &closed, &pr);
     }
     keep_if_better(c, B, &pl, &pr, &tm, ev, algo, exact_s, merge_s);
 }
@@ -596,7 +604,7 @@ static int search_run(const plan_request *rq, plan_result *res, search_ctx *k, c
     }
     search_ctx c = {.rq = rq, .res = res, .n_dev = rq->cluster->n_devices, .no_prune = k->no_prune,
                     .no_sched_prune = k->no_sched_prune, .no_sched_share = k->no_sched_share,
-                    .cut_max = rq->model->n_layers};
+                    .no_twins = k->no_twins, .cut_max = rq->model->n_layers};
     if (rq->framework != PLAN_FOR_ANY) {
         /* Megatron: no stage starts inside the head layers (checked above) */
         cl_err he = {0};
@@ -622,7 +630,12 @@ static int search_run(const plan_request *rq, plan_result *res, search_ctx *k, c
     }
     /* All N devices first, then fewer (docs/planner.md, "Fewer devices"). */
     search_best B = {0};
+    pred_twins twins = {0};
+    c.twins = c.no_prune || c.no_twins ? NULL : &twins; /* (unpruned: every candidate replayed) */
     rc = search_counts(&c, &B, micro, n_micro, kinds, n_kinds, e);
+    pred_twins_free(&twins);
+    c.twins = NULL;
+    k->twin_hits = c.twin_hits;
     k->sched_pruned = c.sched_pruned;
     k->sched_shared = c.sched_shared;
     k->passes_skipped = c.passes_skipped;
@@ -666,5 +679,13 @@ int plan_search_sched_share(const plan_request *rq, int share, int *shared, int 
     int rc = search_run(rq, res, &k, e);
     if (shared) *shared = k.sched_shared;
     if (skipped) *skipped = k.passes_skipped;
+    return rc;
+}
+
+int plan_search_twins(const plan_request *rq, int share, int *hits, plan_result *res, cl_err *e)
+{
+    search_ctx k = {.no_twins = !share};
+    int rc = search_run(rq, res, &k, e);
+    if (hits) *hits = k.twin_hits;
     return rc;
 }

@@ -31,4 +31,10 @@ int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan
 int plan_search_sched_share(const plan_request *rq, int share, int *shared, int *skipped, plan_result *res,
                             cl_err *e);
 
+/* plan_search with (share 1) or without (share 0) an fbp plan and the
+ * pipedream plan of the same stages sharing one replay (predict_twin.h);
+ * *hits (when not NULL): the replays shared.  Both must choose the same
+ * plan and count the same steps and candidates (tests/test_plan_twin.c). */
+int plan_search_twins(const plan_request *rq, int share, int *hits, plan_result *res, cl_err *e);
+
 #endif
