@@ -109,26 +109,38 @@ static void keep_if_better(search_ctx *c, search_best *B, plan *pl, const plan_p
         instance_free_stages(pl);
 }
 
-/* Does layout y lose to the best plan by a bound, so that it need not be
- * simulated?  Every replica of stage s runs at least floor(m / r_s)
- * microbatches of its work, at best at its stage's fastest speed, then
- * waits for its stage's all-reduce (at best on the faster link); the
- * simulated iteration, and every closed form, is at least that
- * (docs/planner.md, "Skipped candidates"). */
-static int cannot_win(const search_ctx *c, const search_best *B, const plan_inst *I, const plan_lattice *L,
-                      const plan_layout *y)
+/* A bound no replay of layout y beats (docs/planner.md, "Skipped
+ * candidates"): every replica of stage s runs at least floor(m / r_s)
+ * microbatches of its work, at best at its stage's fastest speed; under a
+ * flushing schedule it then waits for its stage's all-reduce (at best on
+ * the faster link).  Under an asynchronous one (fbp, pipedream) it
+ * all-reduces once per round of its replicas, and its update after each
+ * backward waits for that round's ring, which starts when its backward
+ * ends, on a device that runs its ops in order: every microbatch's work
+ * is followed by at least one ring (m / r_s of them: r_s divides m). */
+static double least_iteration(const plan_inst *I, const plan_lattice *L, const plan_layout *y)
 {
-    if (!B->have || c->no_prune) return 0;
+    int async = sched_is_async(I->sched);
     double lb = 0;
     for (int s = 0; s < y->p; s++) {
         int lo = y->cut[s], hi = y->cut[s + 1], r = y->r[s];
         double spd = 0;
         for (int k = 0; k < r; k++) spd = fmax(spd, I->speed[y->pos[s] + k]);
-        double t = (I->m / r) * ((L->work[hi] - L->work[lo]) / spd) +
-                   plan_allreduce_least(I, L->params[hi] - L->params[lo], r);
+        double ar = plan_allreduce_least(I, L->params[hi] - L->params[lo], r);
+        double t = async ? (I->m / r) * ((L->work[hi] - L->work[lo]) / spd + ar)
+                         : (I->m / r) * ((L->work[hi] - L->work[lo]) / spd) + ar;
         lb = fmax(lb, t);
     }
-    return lb * (1 - PLAN_BOUND_SLACK) > B->pred.iteration_s;
+    return lb * (1 - PLAN_BOUND_SLACK);
+}
+
+/* Does layout y lose to the best plan by that bound, so that it need not
+ * be simulated? */
+static int cannot_win(const search_ctx *c, const search_best *B, const plan_inst *I, const plan_lattice *L,
+                      const plan_layout *y)
+{
+    if (!B->have || c->no_prune) return 0;
+    return least_iteration(I, L, y) > B->pred.iteration_s;
 }
 
 void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
@@ -174,6 +186,10 @@ void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const pl
             return;
         }
         if (c->twins && sched_is_async(pl.schedule)) pred_twin_keep(c->twins, &pl, &closed, &pr);
+    }
+    if (c->no_prune && pr.simulated) { /* (tests: the bound against the replay) */
+        c->lb_checked++;
+        c->lb_broken += least_iteration(I, L, y) > pr.iteration_s;
     }
     keep_if_better(c, B, &pl, &pr, &tm, ev, algo, exact_s, merge_s);
 }
@@ -636,6 +652,8 @@ static int search_run(const plan_request *rq, plan_result *res, search_ctx *k, c
     pred_twins_free(&twins);
     c.twins = NULL;
     k->twin_hits = c.twin_hits;
+    k->lb_checked = c.lb_checked;
+    k->lb_broken = c.lb_broken;
     k->sched_pruned = c.sched_pruned;
     k->sched_shared = c.sched_shared;
     k->passes_skipped = c.passes_skipped;
@@ -660,8 +678,16 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
 
 int plan_search_unpruned(const plan_request *rq, plan_result *res, cl_err *e)
 {
+    return plan_search_unpruned_bound(rq, NULL, NULL, res, e);
+}
+
+int plan_search_unpruned_bound(const plan_request *rq, int *checked, int *broken, plan_result *res, cl_err *e)
+{
     search_ctx k = {.no_prune = 1};
-    return search_run(rq, res, &k, e);
+    int rc = search_run(rq, res, &k, e);
+    if (checked) *checked = k.lb_checked;
+    if (broken) *broken = k.lb_broken;
+    return rc;
 }
 
 int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan_result *res, cl_err *e)

@@ -12,6 +12,10 @@
  * no exact search shared between schedules (twins, shadows).  The chosen
  * plan must be the one plan_search chooses. */
 int plan_search_unpruned(const plan_request *rq, plan_result *res, cl_err *e);
+/* The same, and every replayed candidate checked against the bound that
+ * skips a candidate's replay in plan_search (search.c, least_iteration):
+ * *checked replays, *broken of them faster than the bound (must be 0). */
+int plan_search_unpruned_bound(const plan_request *rq, int *checked, int *broken, plan_result *res, cl_err *e);
 
 /* plan_search with (prune 1) or without (prune 0) the one prune that
  * leaves out a schedule's exact search at a microbatch count when no layout
