@@ -60,6 +60,13 @@ typedef struct plan_exact_opts {
     int no_skip;            /* tests only: run such passes (lower_failed, and
                                pass 2 at a bound where it found nothing in
                                this search) instead of counting them        */
+    int fine_climb;         /* the climb's guesses after a miss grow by 2%,
+                               then 5%, before the usual 15% (exact_climb.c):
+                               the same layout, found in fewer steps where the
+                               optimum lies just above a missed guess, more
+                               where it lies far above; for searches whose
+                               steps budget nothing (count.c: the
+                               equal-replica searches)                      */
     int c_first;            /* tests only: 0 (the search's rule), or 1 always
                                and -1 never let pass 2's strictly smaller
                                communication dominate regardless of the

@@ -103,7 +103,9 @@ int exact_dp_climb(exact_dp *X, int relaxed, double upper, double hint, double k
     }
     double g = lb;
     for (int k = 0; lb > 0 && k < 200; k++) {
-        g = k == 0 ? lb * 1.02 : g * (k < 40 ? GROW : 2);
+        /* (fine: 2% and 5% first; the optimum is often just above a miss,
+         * and a pass under a loose guess costs many times one near it) */
+        g = k == 0 ? lb * 1.02 : g * (X->fine_climb && k <= 2 ? (k == 1 ? 1.02 : 1.05) : k < 40 ? GROW : 2);
         if (!(g < U)) break;
         int b = exact_dp_pass(X, relaxed, GOAL_BOTTLENECK, g, st);
         if (X->budget.over || b >= 0) return b;

@@ -239,6 +239,7 @@ typedef struct exact_dp {
     int p_fixed;            /* exact stage count, or 0                       */
     int dev_fixed;          /* exact device count (BY_TOTAL memory), or 0    */
     int c_first_rule;       /* plan_exact_opts.c_first                       */
+    int fine_climb;         /* plan_exact_opts.fine_climb                    */
     dp_places pos;
     dp_tables tab;
     dp_pass_state run;

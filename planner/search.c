@@ -620,7 +620,7 @@ static int search_run(const plan_request *rq, plan_result *res, search_ctx *k, c
     }
     search_ctx c = {.rq = rq, .res = res, .n_dev = rq->cluster->n_devices, .no_prune = k->no_prune,
                     .no_sched_prune = k->no_sched_prune, .no_sched_share = k->no_sched_share,
-                    .no_twins = k->no_twins, .cut_max = rq->model->n_layers};
+                    .no_twins = k->no_twins, .fine = k->fine, .cut_max = rq->model->n_layers};
     if (rq->framework != PLAN_FOR_ANY) {
         /* Megatron: no stage starts inside the head layers (checked above) */
         cl_err he = {0};
@@ -714,4 +714,10 @@ int plan_search_twins(const plan_request *rq, int share, int *hits, plan_result 
     int rc = search_run(rq, res, &k, e);
     if (hits) *hits = k.twin_hits;
     return rc;
+}
+
+int plan_search_climb(const plan_request *rq, int fine, plan_result *res, cl_err *e)
+{
+    search_ctx k = {.fine = fine};
+    return search_run(rq, res, &k, e);
 }
