@@ -52,6 +52,8 @@ typedef struct search_ctx {
      * another's exact search off (tests, search_test.h), and how many
      * schedule searches such a ride replaced */
     int no_sched_share, sched_shared;
+    int passes_answered;    /* exact passes answered by a search they rode
+                               along (plan_exact_opts.memo_in)            */
     int passes_skipped;     /* exact passes known to find nothing, not run
                                (plan_exact_opts.lower_failed, no_skip)      */
     int no_prune;           /* plan_search_unpruned (search_test.h): no bound

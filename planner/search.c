@@ -657,6 +657,7 @@ static int search_run(const plan_request *rq, plan_result *res, search_ctx *k, c
     k->sched_pruned = c.sched_pruned;
     k->sched_shared = c.sched_shared;
     k->passes_skipped = c.passes_skipped;
+    k->passes_answered = c.passes_answered;
     free(c.speed);
     /* a budget spent during the last candidate (its simulation left it out)
      * must not pass for a complete search */
@@ -701,10 +702,17 @@ int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan
 int plan_search_sched_share(const plan_request *rq, int share, int *shared, int *skipped, plan_result *res,
                             cl_err *e)
 {
+    return plan_search_share_stats(rq, share, shared, skipped, NULL, res, e);
+}
+
+int plan_search_share_stats(const plan_request *rq, int share, int *shared, int *skipped, int *answered,
+                            plan_result *res, cl_err *e)
+{
     search_ctx k = {.no_sched_share = !share};
     int rc = search_run(rq, res, &k, e);
     if (shared) *shared = k.sched_shared;
     if (skipped) *skipped = k.passes_skipped;
+    if (answered) *answered = k.passes_answered;
     return rc;
 }
 

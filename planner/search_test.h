@@ -34,6 +34,11 @@ int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan
  * (tests/test_plan_rank.c). */
 int plan_search_sched_share(const plan_request *rq, int share, int *shared, int *skipped, plan_result *res,
                             cl_err *e);
+/* The same, and *answered (when not NULL): pipedream's exact passes that
+ * rode along fbp's search and were answered from it there
+ * (plan_exact_opts.memo_out, memo_in; also off without share). */
+int plan_search_share_stats(const plan_request *rq, int share, int *shared, int *skipped, int *answered,
+                            plan_result *res, cl_err *e);
 
 /* plan_search with (share 1) or without (share 0) an fbp plan and the
  * pipedream plan of the same stages sharing one replay (predict_twin.h);

@@ -204,7 +204,8 @@ static void test_sched_prune(void)
 }
 
 /* Schedules whose memory can bind riding along another schedule's exact
- * search as shadows (count.c, count_shadows; plan_exact_shadowed): plan_search
+ * search as shadows (count.c, count_shadows; plan_exact_shadowed; and
+ * pipedream's passes along fbp's climbs, memo_of): plan_search
  * with and without it chooses the same plan, to the bit, counts the same
  * exact-search steps and candidates (the work that budgets the searches on
  * fewer devices beyond 16, fewer.c, so those must not move), and fails the
@@ -216,7 +217,7 @@ static void test_sched_share(void)
     static const int scheds[] = {-1, -1, -1, SCHED_FBP, SCHED_1F1B};
     static const int batches[] = {4, 8, 16, 32};
     static const int per_node[] = {0, 2, 4, 8};
-    int n_inst = TEST_BREADTH(160, 30), fired = 0, fired_skip = 0, differ = 0;
+    int n_inst = TEST_BREADTH(160, 30), fired = 0, fired_skip = 0, fired_memo = 0, differ = 0;
     rng_state = 0x5a4e5a4eull;
     for (int inst = 0; inst < n_inst; inst++) {
         model m;
@@ -235,11 +236,12 @@ static void test_sched_share(void)
                            .replication = irand(0, 2) != 0};
         plan_result a, b;
         cl_err e1 = {0}, e2 = {0};
-        int shared = 0, skipped = 0;
-        int rc1 = plan_search_sched_share(&rq, 1, &shared, &skipped, &a, &e1);
+        int shared = 0, skipped = 0, answered = 0;
+        int rc1 = plan_search_share_stats(&rq, 1, &shared, &skipped, &answered, &a, &e1);
         int rc2 = plan_search_sched_share(&rq, 0, NULL, NULL, &b, &e2);
         fired += shared > 0;
         fired_skip += skipped > 0;
+        fired_memo += answered > 0;
         CU_ASSERT_EQUAL(rc1, rc2);
         if (rc1 == CL_OK && rc2 == CL_OK) {
             int same = same_plan(&a.plan, &b.plan) && a.exact_steps == b.exact_steps && a.candidates == b.candidates;
@@ -258,8 +260,9 @@ static void test_sched_share(void)
         model_free(&m);
         prof_free(&pf);
     }
-    printf("(sharing fired in %d of %d instances, passes left out in %d) ", fired, n_inst, fired_skip);
-    CU_ASSERT(fired > n_inst / 10 && fired_skip > 0);
+    printf("(sharing fired in %d of %d instances, passes left out in %d, answered alongside fbp in %d) ", fired,
+           n_inst, fired_skip, fired_memo);
+    CU_ASSERT(fired > n_inst / 10 && fired_skip > 0 && fired_memo > 0);
 }
 
 /* The bound that skips a candidate's replay (search.c, least_iteration;
