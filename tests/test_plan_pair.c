@@ -56,7 +56,7 @@ static void test_pair(void)
 {
     static const int devices[] = {16, 24, 32, 48, 64};
     static const int batches[] = {8, 16, 32, 256};
-    int n_inst = TEST_BREADTH(120, 12), fired = 0, answered_all = 0, differ = 0;
+    int n_inst = TEST_BREADTH(120, 30), fired = 0, answered_all = 0, differ = 0;
     rng_state = 0x9a12ull;
     for (int inst = 0; inst < n_inst; inst++) {
         model m;
