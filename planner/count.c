@@ -77,6 +77,8 @@ typedef struct count_state {
     double fail_at[SCHED_COUNT];   /* a bound where its own pass 2 finds
                                       nothing, seen as a shadow (0: none)    */
     int64_t fail_steps[SCHED_COUNT]; /* that pass's steps                     */
+    plan_exact_memo memo[SCHED_COUNT]; /* passes its own search would run, run
+                                   alongside an earlier schedule's (memo_of) */
     int u_seen;                 /* devices of the first layout ranked here:
                                    zb-h1 searches at that count             */
     int stop;                   /* the count turned out unable to win: rank
@@ -423,6 +425,24 @@ static int count_shadows(search_ctx *c, count_state *S, int ki, int p_fixed, int
     return n_sh;
 }
 
+/* The schedule whose own exact passes ride along schedule ki's search
+ * (plan_exact_opts.memo_out), or -1: pipedream along fbp, which on long
+ * chains climb the same guesses and differ only in memory (one weight
+ * version or one per microbatch in flight), when pipedream's search is
+ * still to come at this count and would run with no stage count fixed;
+ * fbp's shadows at the bound, if any, are pipedream alone. */
+static int memo_of(const search_ctx *c, const count_state *S, int ki, int p_fixed, int dev_fixed, int n_sh,
+                   const int *shk)
+{
+    if (c->no_sched_share || c->no_prune || p_fixed || dev_fixed || S->kinds[ki] != SCHED_FBP) return -1;
+    for (int kj = ki + 1; kj < S->n_kinds; kj++)
+        if (S->kinds[kj] == SCHED_PIPEDREAM) {
+            if (S->sh_have[kj] || S->pfix[kj] || !shadow_kind(S->dep_of[kj], S->mono_of[kj])) return -1;
+            return n_sh == 0 || (n_sh == 1 && shk[0] == kj) ? kj : -1;
+        }
+    return -1;
+}
+
 /* Schedule ki's own exact search, with its shadows shk[0..n_sh), into
  * *yx; returns plan_exact's answer.  A tentative lower bound is probed
  * first: when nothing lies at it, it was below this count's optimum, so the
@@ -490,6 +510,7 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
     }
     S->tentative = 0; /* found at it: it is the optimum */
     c->passes_skipped += xs->skipped;
+    c->passes_answered += xs->answered;
     *yx = outs[0];
     for (int j = 0; j < n_sh; j++)
         if (okx == PLAN_EXACT_FOUND && sh_ok[j]) {
@@ -561,8 +582,11 @@ static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int d
     /* merge's cuts are prefixes; a prefix layout is also a DAG layout only
      * when inert layers sit where the rules put them, so its bound is used
      * only on chains */
+    /* the equal-replica searches of an unrestricted request climb finely:
+     * their steps budget nothing (fewer.c leaves them out) */
     plan_exact_opts xo = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = upper_of(S, ki),
-                          .budget = rq->exact_budget, .lower_s = S->lower, .no_skip = c->no_sched_share};
+                          .budget = rq->exact_budget, .lower_s = S->lower, .no_skip = c->no_sched_share,
+                          .fine_climb = c->fine ? c->fine > 0 : c->rep > 0 && rq->framework == PLAN_FOR_ANY};
     plan_exact_stats xs = {0};
     cl_err xe = {0};
     plan_exact_result okx;
@@ -594,6 +618,14 @@ static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int d
         if (S->fail_at[ki] > 0 && S->fail_at[ki] == S->lower && !S->tentative && !c->no_sched_share) {
             xo.lower_failed = xo.lower_failed_lead = S->fail_steps[ki];
         }
+        /* a later schedule's passes ride along; this one's may have ridden
+         * along an earlier search (made with no stage count fixed either) */
+        int mk = memo_of(c, S, ki, p_fixed, dev_fixed, n_sh, shk);
+        if (mk >= 0) {
+            xo.memo_out = &S->memo[mk];
+            xo.memo_sched = S->kinds[mk];
+        }
+        if (S->memo[ki].n && !p_fixed && !dev_fixed && !c->no_sched_share) xo.memo_in = &S->memo[ki];
         okx = count_exact_run(c, S, ki, &xo, n_sh, shk, hint, B, yx, &xs, &xe);
         if (S->stop) return CL_OK;
     }
@@ -667,6 +699,7 @@ static int count_schedule(search_ctx *c, search_best *B, count_state *S, int ki,
 static void count_free(count_state *S)
 {
     for (int ki = 0; ki < S->n_kinds; ki++) {
+        plan_exact_memo_free(&S->memo[ki]);
         if (S->ym[ki].p) plan_layout_free(&S->ym[ki]);
         if (S->yk[ki].p) plan_layout_free(&S->yk[ki]);
         if (S->ysh[ki].p) plan_layout_free(&S->ysh[ki]);

@@ -46,7 +46,7 @@ static void skip_pass(exact_dp *X, int64_t steps, plan_exact_stats *st)
 
 /* The layout of final entry id: its stages, last to first along the
  * parents, stored first to last (plan_layout_free). */
-static void rebuild(const exact_dp *X, int id, plan_layout *out)
+void exact_dp_rebuild(const exact_dp *X, int id, plan_layout *out)
 {
     const dp_entry *ent = X->store.ent;
     int p = 0;
@@ -108,8 +108,11 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
     double fail_bound = NAN;
     int64_t fail_lead = 0;
     /* a known lower bound first: reaching it proves optimality */
+    int sh_set = 0; /* shadow tables made (for sh[0..n_sh)) */
+    X.memo_in = o ? o->memo_in : NULL;
     if (o && o->lower_s > 0 && o->lower_s < HUGE_VAL && o->lower_s <= upper) {
         int ok_sh = n_sh > 0 && !X.dev_fixed && exact_dp_shadows_setup(&X, n_sh, sh);
+        sh_set = ok_sh;
         int64_t s0 = X.budget.steps;
         X.sh.lead_own = 0;
         if (o->lower_failed > 0 && !o->no_skip) {
@@ -132,7 +135,7 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
         /* (a shadow over its own step budget: its own search gave up) */
         for (int j = 0; ok_sh && j < n_sh; j++)
             if (best >= 0 && !X.budget.over && X.sh.best[j] >= 0 && X.sh.steps[j] <= X.budget.limit) {
-                rebuild(&X, X.sh.best[j], &out[1 + j]);
+                exact_dp_rebuild(&X, X.sh.best[j], &out[1 + j]);
                 sh_ok[j] = 1;
                 if (st) st->sh_steps[j] = X.sh.steps[j];
             }
@@ -145,6 +148,21 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
             exact_dp_teardown(&X, st);
             return PLAN_EXACT_ABOVE_LOWER;
         }
+    }
+    /* from here, memo_sched rides along every exact pass (exact_climb.c,
+     * exact_dp_pass): its tables are shadow 0's, made above when it was the
+     * only shadow there, else now when there was none; only where its
+     * memory can bind (its steps are its own, sh.steps) */
+    if (o && o->memo_out && !X.dev_fixed && !X.p_fixed && !X.budget.over) {
+        int ok = n_sh == 1 && sh[0] == o->memo_sched ? sh_set : n_sh == 0 && exact_dp_shadows_setup(&X, 1, &o->memo_sched);
+        X.sh.n = 0;
+        if (ok && X.sh.lead_mask == LEAD_BIT) {
+            X.memo_out = o->memo_out;
+            X.memo_on = 1;
+            X.memo_split = 1; /* (lead_mask without the shadow: split) */
+            X.memo_lead_mask = LEAD_BIT;
+        }
+        X.sh.split = 0;
     }
     /* pass 1 with this schedule's least memory when its memory depends on
      * the stage's place (a relaxation), then pass 2 at that bottleneck; if
@@ -162,7 +180,8 @@ plan_exact_result plan_exact_shadowed(const plan_inst *I, const plan_lattice *L,
         else best = exact_dp_pass(&X, 0, GOAL_COMM, X.store.ent[b1].B, st);
     }
     int over = X.budget.over;
-    if (!over && best >= 0) rebuild(&X, best, out);
+    if (!over && best >= 0 && X.memo_y) plan_layout_copy(out, X.memo_y); /* (answered by memo_in) */
+    else if (!over && best >= 0) exact_dp_rebuild(&X, best, out);
     exact_dp_teardown(&X, st);
     if (over) return over_fail(&X, e);
     return best >= 0 ? PLAN_EXACT_FOUND : PLAN_EXACT_NONE_FITS;
@@ -200,4 +219,11 @@ plan_exact_result plan_exact_fits_within(const plan_inst *I, const plan_lattice 
     exact_dp_teardown(&X, st);
     if (over) return over_fail(&X, e);
     return b >= 0 ? PLAN_EXACT_FOUND : PLAN_EXACT_NONE_FITS;
+}
+
+void plan_exact_memo_free(plan_exact_memo *m)
+{
+    for (int i = 0; i < m->n; i++)
+        if (m->rec[i].y.p) plan_layout_free(&m->rec[i].y);
+    m->n = 0;
 }

@@ -33,6 +33,30 @@ typedef enum plan_exact_result {
                                the caller must say what it does instead    */
 } plan_exact_result;
 
+/* A pass a schedule's own search would run, run instead alongside another
+ * schedule's search with it riding along as a shadow (plan_exact_opts.
+ * memo_out): the pass (pass 1, least bottleneck, or pass 2, the layout, at
+ * `bound`, exact memory), what that schedule's own run of it finds, and its
+ * own steps in it.  Its own search then counts the steps and takes the
+ * answer instead of running the pass (memo_in). */
+typedef struct plan_exact_rec {
+    int comm;               /* 0: pass 1; 1: pass 2                          */
+    double bound;
+    int found;
+    double B;               /* pass 1: the least bottleneck found            */
+    plan_layout y;          /* pass 2: the layout found (owned)              */
+    int64_t steps;
+} plan_exact_rec;
+
+#define PLAN_EXACT_RECS 24
+
+typedef struct plan_exact_memo {
+    int n;
+    plan_exact_rec rec[PLAN_EXACT_RECS];
+} plan_exact_memo;
+
+void plan_exact_memo_free(plan_exact_memo *m);
+
 typedef struct plan_exact_opts {
     int p_fixed;            /* 0: any stage count; else exactly this many   */
     int devices_fixed;      /* 0: any; else exactly this many devices (needed
@@ -60,6 +84,23 @@ typedef struct plan_exact_opts {
     int no_skip;            /* tests only: run such passes (lower_failed, and
                                pass 2 at a bound where it found nothing in
                                this search) instead of counting them        */
+    int fine_climb;         /* the climb's guesses after a miss grow by 2%,
+                               then 5%, before the usual 15% (exact_climb.c):
+                               the same layout, found in fewer steps where the
+                               optimum lies just above a missed guess, more
+                               where it lies far above; for searches whose
+                               steps budget nothing (count.c: the
+                               equal-replica searches)                      */
+    /* plan_exact_shadowed only, with no device or stage count fixed:
+     * memo_out (with memo_sched): past its pass at lower_s, every exact
+     * pass of this search (its climbs with exact memory and pass 2) carries
+     * schedule memo_sched as a shadow and records what that schedule's own
+     * run of the pass finds (when memo_sched is this call's only shadow at
+     * lower_s, or it has none); memo_in: this search's own exact passes
+     * take a recorded answer and steps there instead of running */
+    plan_exact_memo *memo_out;
+    sched_kind memo_sched;
+    const plan_exact_memo *memo_in;
     int c_first;            /* tests only: 0 (the search's rule), or 1 always
                                and -1 never let pass 2's strictly smaller
                                communication dominate regardless of the
@@ -76,6 +117,7 @@ typedef struct plan_exact_stats {
                                (no stage could overflow a device)         */
     const char *mode;       /* "flat", "periodic" or "positions"            */
     int skipped;            /* passes known to find nothing, not run          */
+    int answered;           /* passes answered by plan_exact_opts.memo_in     */
     int64_t lower_fail, lower_fail_lead; /* plan_exact_shadowed: when its pass at
                                o->lower_s found nothing, that pass's steps
                                (as `steps` counts them) and the lead's alone;

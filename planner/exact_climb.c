@@ -5,9 +5,81 @@
  * that anything fits at all.  Pass 2 at the bottleneck found is the entry
  * points' step (exact.c).
  */
-#include "exact_dp.h"
+#include <string.h>
+
+#include "exact_front.h"
+
+static int exact_dp_pass_run(exact_dp *X, int relaxed, xgoal goal, double bound, plan_exact_stats *st);
+
+/* The pass as the memo answers it (plan_exact_opts.memo_in): its steps
+ * counted (and the step budget checked) as the pass would, and its answer
+ * as one entry holding the bottleneck (X->memo_y: the layout of pass 2);
+ * -2 when the memo does not hold the pass. */
+static int memo_answer(exact_dp *X, xgoal goal, double bound, plan_exact_stats *st)
+{
+    const plan_exact_memo *M = X->memo_in;
+    for (int i = 0; i < M->n; i++) {
+        const plan_exact_rec *rc = &M->rec[i];
+        if (rc->comm != (goal == GOAL_COMM) || rc->bound != bound) continue;
+        if (st) {
+            st->passes++;
+            st->answered++;
+            if (goal == GOAL_COMM && (X->c_first_rule ? X->c_first_rule > 0 : exact_dp_free_at(X, bound)))
+                st->c_first_passes++;
+        }
+        X->budget.steps += rc->steps;
+        if (X->budget.steps > X->budget.limit) {
+            X->budget.over = 1;
+            return -1;
+        }
+        if (!rc->found) return -1;
+        X->store.n_ent = 0;
+        int id = new_entry(X);
+        memset(&X->store.ent[id], 0, sizeof X->store.ent[id]);
+        X->store.ent[id].B = rc->B;
+        if (rc->comm) X->memo_y = &rc->y;
+        return id;
+    }
+    return -2;
+}
+
+/* Record what shadow 0 (memo_sched) found in the pass just run. */
+static void memo_record(exact_dp *X, xgoal goal, double bound)
+{
+    plan_exact_rec *rc = &X->memo_out->rec[X->memo_out->n++];
+    int b = X->sh.best[0];
+    *rc = (plan_exact_rec){.comm = goal == GOAL_COMM, .bound = bound, .found = b >= 0,
+                           .B = b >= 0 ? X->store.ent[b].B : 0, .steps = X->sh.steps[0]};
+    if (b >= 0 && rc->comm) exact_dp_rebuild(X, b, &rc->y);
+}
 
 int exact_dp_pass(exact_dp *X, int relaxed, xgoal goal, double bound, plan_exact_stats *st)
+{
+    X->memo_y = NULL;
+    int memo_goal = !relaxed && (goal == GOAL_BOTTLENECK || goal == GOAL_COMM);
+    if (memo_goal && X->memo_in && !X->sh.n) {
+        int b = memo_answer(X, goal, bound, st);
+        if (b != -2) return b;
+    }
+    /* memo_sched rides along (exact.c): shadow 0, its own steps apart */
+    int arm = memo_goal && X->memo_on && !X->sh.n && X->memo_out->n < PLAN_EXACT_RECS;
+    if (arm) {
+        X->sh.n = 1;
+        X->sh.split = X->memo_split;
+        X->sh.lead_mask = X->memo_lead_mask;
+        X->sh.steps[0] = 0;
+    }
+    int best = exact_dp_pass_run(X, relaxed, goal, bound, st);
+    if (arm) {
+        /* (a pass the lead's budget stopped is not the shadow's own) */
+        if (!X->budget.over) memo_record(X, goal, bound);
+        X->sh.n = 0;
+        X->sh.split = 0;
+    }
+    return best;
+}
+
+static int exact_dp_pass_run(exact_dp *X, int relaxed, xgoal goal, double bound, plan_exact_stats *st)
 {
     X->run.goal = goal;
     X->run.relaxed = relaxed;
@@ -103,7 +175,9 @@ int exact_dp_climb(exact_dp *X, int relaxed, double upper, double hint, double k
     }
     double g = lb;
     for (int k = 0; lb > 0 && k < 200; k++) {
-        g = k == 0 ? lb * 1.02 : g * (k < 40 ? GROW : 2);
+        /* (fine: 2% and 5% first; the optimum is often just above a miss,
+         * and a pass under a loose guess costs many times one near it) */
+        g = k == 0 ? lb * 1.02 : g * (X->fine_climb && k <= 2 ? (k == 1 ? 1.02 : 1.05) : k < 40 ? GROW : 2);
         if (!(g < U)) break;
         int b = exact_dp_pass(X, relaxed, GOAL_BOTTLENECK, g, st);
         if (X->budget.over || b >= 0) return b;

@@ -239,6 +239,14 @@ typedef struct exact_dp {
     int p_fixed;            /* exact stage count, or 0                       */
     int dev_fixed;          /* exact device count (BY_TOTAL memory), or 0    */
     int c_first_rule;       /* plan_exact_opts.c_first                       */
+    int fine_climb;         /* plan_exact_opts.fine_climb                    */
+    /* plan_exact_opts.memo_out, armed (memo_on) past the pass at lower_s:
+     * shadow 0 is memo_sched, with its split and lead_mask kept aside */
+    plan_exact_memo *memo_out;
+    int memo_on, memo_split, memo_lead_mask;
+    const plan_exact_memo *memo_in;
+    const plan_layout *memo_y; /* the last pass answered from memo_in: its
+                               layout (pass 2), else NULL                  */
     dp_places pos;
     dp_tables tab;
     dp_pass_state run;
@@ -326,6 +334,9 @@ int exact_dp_mem_most_fits(const plan_inst *I, const dp_mem_most *w, double P, d
  * whole model fits with them). */
 int exact_dp_free_at(const exact_dp *X, double bound);
 int exact_dp_free_with(const exact_dp *X, int most_ok, const dp_mem_most *most, int mem_free, double bound);
+
+/* exact.c: the layout of final entry id (plan_layout_free). */
+void exact_dp_rebuild(const exact_dp *X, int id, plan_layout *out);
 
 /* exact_climb.c: one pass (relaxed as in dp_pass_state.relaxed) for `goal` at
  * `bound`; returns the best final entry id, or -1 (nothing, or over the

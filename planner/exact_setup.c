@@ -213,6 +213,7 @@ int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const
     X->budget.limit = o && o->budget > 0 ? o->budget : DEFAULT_BUDGET;
     X->p_fixed = o ? o->p_fixed : 0;
     X->c_first_rule = o ? o->c_first : 0;
+    X->fine_climb = o ? o->fine_climb : 0;
     classify_positions(X);
     if (st) {
         memset(st, 0, sizeof *st);

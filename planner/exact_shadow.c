@@ -132,10 +132,21 @@ static inline int dom_mask(const exact_dp *X, int track_mask, const dp_key *a, c
  * induction: j's run offers exactly the extensions of the entries alive
  * for j, in the same order, and compares them by its own rule).  An
  * entry stays while it is alive for one of them. */
+/* dom_mask in a pass 1 (plan_exact_opts.memo_out: a schedule riding along
+ * a climb): dominates_by() without pass 2's keys, the bottleneck the same
+ * for every schedule. */
+static inline int dom_mask1(int track_mask, const dp_key *a, const dp_key *b, int mask)
+{
+    if (a->d > b->d || a->B > b->B) return 0;
+    if (a->U > b->U) mask &= ~track_mask;
+    return mask;
+}
+
 void exact_dp_offer_sh(exact_dp *X, dp_front *f, const dp_key *kvp, int t, int c, int k, int parent,
                   int edge, int from, int r)
 {
-    assert(X->run.goal == GOAL_COMM);
+    assert(X->run.goal == GOAL_COMM || X->run.goal == GOAL_BOTTLENECK);
+    int p1 = X->run.goal == GOAL_BOTTLENECK;
     const dp_key *kv = kvp; /* read field by field: it was just stored */
     int alive = kv->alive;
     dp_key *fkey = f->key;
@@ -150,7 +161,7 @@ void exact_dp_offer_sh(exact_dp *X, dp_front *f, const dp_key *kvp, int t, int c
     int rej = 0, s = f->dom < n ? f->dom : 0;
     for (int left = n; left > 0; left--, s = s + 1 < n ? s + 1 : 0) {
         int m = fkey[s].alive & alive & ~rej;
-        if (m && (rej |= dom_mask(X, track_mask, &fkey[s], kv, m)) == alive) {
+        if (m && (rej |= p1 ? dom_mask1(track_mask, &fkey[s], kv, m) : dom_mask(X, track_mask, &fkey[s], kv, m)) == alive) {
             f->dom = s;
             return;
         }
@@ -161,7 +172,7 @@ void exact_dp_offer_sh(exact_dp *X, dp_front *f, const dp_key *kvp, int t, int c
     int w = 0, reuse = -1;
     for (int i = 0; i < n; i++) {
         int a = fkey[i].alive, both = a & alive;
-        if (both) a &= ~dom_mask(X, track_mask, kv, &fkey[i], both);
+        if (both) a &= ~(p1 ? dom_mask1(track_mask, kv, &fkey[i], both) : dom_mask(X, track_mask, kv, &fkey[i], both));
         if (a != fkey[i].alive) {
             fkey[i].alive = a;
             X->store.ent[f->ids[i]].alive = a;
@@ -187,6 +198,10 @@ void exact_dp_shadow_pick(exact_dp *X, int id)
         if (!(a->alive & (1 << j))) continue;
         int q = X->sh.best[j];
         const dp_entry *b = q >= 0 ? &X->store.ent[q] : NULL;
+        if (X->run.goal == GOAL_BOTTLENECK) { /* a pass 1: the least bottleneck, the first of equals */
+            if (!b || a->B < b->B) X->sh.best[j] = id;
+            continue;
+        }
         if (!b || a->C < b->C ||
             (a->C == b->C && (a->Hs[j] != b->Hs[j] ? a->Hs[j] > b->Hs[j] : a->U < b->U)))
             X->sh.best[j] = id;

@@ -11,6 +11,7 @@
 #include "cost.h"
 #include "search.h"
 #include "predict.h"
+#include "predict_twin.h"
 
 /* On up to this many devices the searches on fewer are exact: every count
  * down to the work bound (fewer.c, search_fewer).  Beyond, they get the
@@ -51,10 +52,21 @@ typedef struct search_ctx {
      * another's exact search off (tests, search_test.h), and how many
      * schedule searches such a ride replaced */
     int no_sched_share, sched_shared;
+    int passes_answered;    /* exact passes answered by a search they rode
+                               along (plan_exact_opts.memo_in)            */
     int passes_skipped;     /* exact passes known to find nothing, not run
                                (plan_exact_opts.lower_failed, no_skip)      */
     int no_prune;           /* plan_search_unpruned (search_test.h): no bound
                                skips a candidate, no exact search is shared */
+    pred_twins *twins;      /* replays of asynchronous plans, shared with
+                               their twins (predict_twin.h); NULL: none    */
+    int no_twins, twin_hits; /* (tests, search_test.h) off; replays shared */
+    int fine;               /* (tests) 0: the equal-replica searches climb
+                               finely (plan_exact_opts.fine_climb); 1: every
+                               search; -1: none                            */
+    int lb_checked, lb_broken; /* (tests) with no_prune: replays compared with
+                               the bound that skips them (search.c), and
+                               those that beat it                          */
 } search_ctx;
 
 /* The instance for `m` microbatches over the devices in c->order. */

@@ -109,26 +109,38 @@ static void keep_if_better(search_ctx *c, search_best *B, plan *pl, const plan_p
         instance_free_stages(pl);
 }
 
-/* Does layout y lose to the best plan by a bound, so that it need not be
- * simulated?  Every replica of stage s runs at least floor(m / r_s)
- * microbatches of its work, at best at its stage's fastest speed, then
- * waits for its stage's all-reduce (at best on the faster link); the
- * simulated iteration, and every closed form, is at least that
- * (docs/planner.md, "Skipped candidates"). */
-static int cannot_win(const search_ctx *c, const search_best *B, const plan_inst *I, const plan_lattice *L,
-                      const plan_layout *y)
+/* A bound no replay of layout y beats (docs/planner.md, "Skipped
+ * candidates"): every replica of stage s runs at least floor(m / r_s)
+ * microbatches of its work, at best at its stage's fastest speed; under a
+ * flushing schedule it then waits for its stage's all-reduce (at best on
+ * the faster link).  Under an asynchronous one (fbp, pipedream) it
+ * all-reduces once per round of its replicas, and its update after each
+ * backward waits for that round's ring, which starts when its backward
+ * ends, on a device that runs its ops in order: every microbatch's work
+ * is followed by at least one ring (m / r_s of them: r_s divides m). */
+static double least_iteration(const plan_inst *I, const plan_lattice *L, const plan_layout *y)
 {
-    if (!B->have || c->no_prune) return 0;
+    int async = sched_is_async(I->sched);
     double lb = 0;
     for (int s = 0; s < y->p; s++) {
         int lo = y->cut[s], hi = y->cut[s + 1], r = y->r[s];
         double spd = 0;
         for (int k = 0; k < r; k++) spd = fmax(spd, I->speed[y->pos[s] + k]);
-        double t = (I->m / r) * ((L->work[hi] - L->work[lo]) / spd) +
-                   plan_allreduce_least(I, L->params[hi] - L->params[lo], r);
+        double ar = plan_allreduce_least(I, L->params[hi] - L->params[lo], r);
+        double t = async ? (I->m / r) * ((L->work[hi] - L->work[lo]) / spd + ar)
+                         : (I->m / r) * ((L->work[hi] - L->work[lo]) / spd) + ar;
         lb = fmax(lb, t);
     }
-    return lb * (1 - PLAN_BOUND_SLACK) > B->pred.iteration_s;
+    return lb * (1 - PLAN_BOUND_SLACK);
+}
+
+/* Does layout y lose to the best plan by that bound, so that it need not
+ * be simulated? */
+static int cannot_win(const search_ctx *c, const search_best *B, const plan_inst *I, const plan_lattice *L,
+                      const plan_layout *y)
+{
+    if (!B->have || c->no_prune) return 0;
+    return least_iteration(I, L, y) > B->pred.iteration_s;
 }
 
 void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
@@ -162,10 +174,22 @@ void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const pl
     int rc = plan_predict(&pl, &po, &pr, &tm, &e);
     assert(rc == CL_OK); /* layouts are valid plans by construction */
     (void)rc;
-    if (plan_predict_sim(&pl, &pr) != CL_OK) {
-        search_note(c->res, "%s: left out layouts the simulator cannot replay", sched_kind_name(pl.schedule));
-        instance_free_stages(&pl);
-        return;
+    /* an fbp plan and the pipedream plan of the same stages replay alike
+     * (predict_twin.h): the second takes the first's replay */
+    plan_pred closed = pr;
+    if (c->twins && pred_twin_find(c->twins, &pl, &closed, &pr)) {
+        c->twin_hits++;
+    } else {
+        if (plan_predict_sim(&pl, &pr) != CL_OK) {
+            search_note(c->res, "%s: left out layouts the simulator cannot replay", sched_kind_name(pl.schedule));
+            instance_free_stages(&pl);
+            return;
+        }
+        if (c->twins && sched_is_async(pl.schedule)) pred_twin_keep(c->twins, &pl, &closed, &pr);
+    }
+    if (c->no_prune && pr.simulated) { /* (tests: the bound against the replay) */
+        c->lb_checked++;
+        c->lb_broken += least_iteration(I, L, y) > pr.iteration_s;
     }
     keep_if_better(c, B, &pl, &pr, &tm, ev, algo, exact_s, merge_s);
 }
@@ -596,7 +620,7 @@ static int search_run(const plan_request *rq, plan_result *res, search_ctx *k, c
     }
     search_ctx c = {.rq = rq, .res = res, .n_dev = rq->cluster->n_devices, .no_prune = k->no_prune,
                     .no_sched_prune = k->no_sched_prune, .no_sched_share = k->no_sched_share,
-                    .cut_max = rq->model->n_layers};
+                    .no_twins = k->no_twins, .fine = k->fine, .cut_max = rq->model->n_layers};
     if (rq->framework != PLAN_FOR_ANY) {
         /* Megatron: no stage starts inside the head layers (checked above) */
         cl_err he = {0};
@@ -622,10 +646,18 @@ static int search_run(const plan_request *rq, plan_result *res, search_ctx *k, c
     }
     /* All N devices first, then fewer (docs/planner.md, "Fewer devices"). */
     search_best B = {0};
+    pred_twins twins = {0};
+    c.twins = c.no_prune || c.no_twins ? NULL : &twins; /* (unpruned: every candidate replayed) */
     rc = search_counts(&c, &B, micro, n_micro, kinds, n_kinds, e);
+    pred_twins_free(&twins);
+    c.twins = NULL;
+    k->twin_hits = c.twin_hits;
+    k->lb_checked = c.lb_checked;
+    k->lb_broken = c.lb_broken;
     k->sched_pruned = c.sched_pruned;
     k->sched_shared = c.sched_shared;
     k->passes_skipped = c.passes_skipped;
+    k->passes_answered = c.passes_answered;
     free(c.speed);
     /* a budget spent during the last candidate (its simulation left it out)
      * must not pass for a complete search */
@@ -647,8 +679,16 @@ int plan_search(const plan_request *rq, plan_result *res, cl_err *e)
 
 int plan_search_unpruned(const plan_request *rq, plan_result *res, cl_err *e)
 {
+    return plan_search_unpruned_bound(rq, NULL, NULL, res, e);
+}
+
+int plan_search_unpruned_bound(const plan_request *rq, int *checked, int *broken, plan_result *res, cl_err *e)
+{
     search_ctx k = {.no_prune = 1};
-    return search_run(rq, res, &k, e);
+    int rc = search_run(rq, res, &k, e);
+    if (checked) *checked = k.lb_checked;
+    if (broken) *broken = k.lb_broken;
+    return rc;
 }
 
 int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan_result *res, cl_err *e)
@@ -662,9 +702,30 @@ int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan
 int plan_search_sched_share(const plan_request *rq, int share, int *shared, int *skipped, plan_result *res,
                             cl_err *e)
 {
+    return plan_search_share_stats(rq, share, shared, skipped, NULL, res, e);
+}
+
+int plan_search_share_stats(const plan_request *rq, int share, int *shared, int *skipped, int *answered,
+                            plan_result *res, cl_err *e)
+{
     search_ctx k = {.no_sched_share = !share};
     int rc = search_run(rq, res, &k, e);
     if (shared) *shared = k.sched_shared;
     if (skipped) *skipped = k.passes_skipped;
+    if (answered) *answered = k.passes_answered;
     return rc;
+}
+
+int plan_search_twins(const plan_request *rq, int share, int *hits, plan_result *res, cl_err *e)
+{
+    search_ctx k = {.no_twins = !share};
+    int rc = search_run(rq, res, &k, e);
+    if (hits) *hits = k.twin_hits;
+    return rc;
+}
+
+int plan_search_climb(const plan_request *rq, int fine, plan_result *res, cl_err *e)
+{
+    search_ctx k = {.fine = fine};
+    return search_run(rq, res, &k, e);
 }

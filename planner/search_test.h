@@ -12,6 +12,10 @@
  * no exact search shared between schedules (twins, shadows).  The chosen
  * plan must be the one plan_search chooses. */
 int plan_search_unpruned(const plan_request *rq, plan_result *res, cl_err *e);
+/* The same, and every replayed candidate checked against the bound that
+ * skips a candidate's replay in plan_search (search.c, least_iteration):
+ * *checked replays, *broken of them faster than the bound (must be 0). */
+int plan_search_unpruned_bound(const plan_request *rq, int *checked, int *broken, plan_result *res, cl_err *e);
 
 /* plan_search with (prune 1) or without (prune 0) the one prune that
  * leaves out a schedule's exact search at a microbatch count when no layout
@@ -30,5 +34,24 @@ int plan_search_sched_prune(const plan_request *rq, int prune, int *pruned, plan
  * (tests/test_plan_rank.c). */
 int plan_search_sched_share(const plan_request *rq, int share, int *shared, int *skipped, plan_result *res,
                             cl_err *e);
+/* The same, and *answered (when not NULL): pipedream's exact passes that
+ * rode along fbp's search and were answered from it there
+ * (plan_exact_opts.memo_out, memo_in; also off without share). */
+int plan_search_share_stats(const plan_request *rq, int share, int *shared, int *skipped, int *answered,
+                            plan_result *res, cl_err *e);
+
+/* plan_search with (share 1) or without (share 0) an fbp plan and the
+ * pipedream plan of the same stages sharing one replay (predict_twin.h);
+ * *hits (when not NULL): the replays shared.  Both must choose the same
+ * plan and count the same steps and candidates (tests/test_plan_twin.c). */
+int plan_search_twins(const plan_request *rq, int share, int *hits, plan_result *res, cl_err *e);
+
+/* plan_search with the exact searches' fine climb (plan_exact_opts.
+ * fine_climb) where plan_search has it (fine 0: the equal-replica
+ * searches), in every search (1) or in none (-1).  The climb decides only
+ * how the optimal bottleneck is found, so all three choose the same plan
+ * (on up to 16 devices, where no step count budgets a search;
+ * tests/test_plan_climb.c). */
+int plan_search_climb(const plan_request *rq, int fine, plan_result *res, cl_err *e);
 
 #endif
