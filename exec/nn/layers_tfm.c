@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "kern.h"
 #include "layers_tfm.h"
 
 /* ------------------------------------------------------------ layer norm */
@@ -90,8 +91,30 @@ void exec_gelu_backward_input(float *din, const float *dout, const float *in, in
 
 /* ------------------------------------------------------- attention core */
 
+/* One head's product, C = alpha op(A) op(B): a matrix multiply (the loops
+ * ran at a few GFLOP/s), on an AVX-512 CPU the own SGEMM (kern.h).
+ * OpenBLAS takes every call's buffers from one pool that the process's
+ * threads share: with a second thread of the process multiplying at the
+ * same time, a 16 x 16 x 16 product took 0.38 us a call instead of 0.14,
+ * and the attention makes B H of them a pass for each of its products, so
+ * a pipeline's workers (threads of one process) slowed each other down,
+ * which the replay on one core never saw (docs/validation.md).  The own
+ * SGEMM packs into buffers of its calling thread: 0.14 us either way. */
+static void head_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const float *B, int ldb, float *C, int ldc)
+{
+    if (!exec_kern_avx512()) {
+        exec_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0f, C, ldc);
+        return;
+    }
+    exec_kern_gemm(ta, tb, M, N, K, A, lda, B, ldb, NULL, 0, C, ldc);
+    if (alpha != 1.0f)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(int64_t)i * ldc + j] *= alpha;
+}
+
 /* Per sample and head, q, k, v are (T, D/H) views with leading dimension
- * 3D; the products go through exec_gemm (the loops ran at a few GFLOP/s). */
+ * 3D, multiplied by head_gemm. */
 void exec_mhsa_forward(float *ctx, float *att, const float *qkv, int B, int T, int D, int H)
 {
     const int hd = D / H, D3 = 3 * D;
@@ -101,15 +124,14 @@ void exec_mhsa_forward(float *ctx, float *att, const float *qkv, int B, int T, i
         for (int h = 0; h < H; h++) {
             float *A = att + ((int64_t)b * H + h) * T * T;
             const float *q = base + h * hd, *k = q + D, *v = q + 2 * D;
-            exec_gemm(0, 1, T, T, hd, scale, q, D3, k, D3, 0.0f, A, T);
+            head_gemm(0, 1, T, T, hd, scale, q, D3, k, D3, A, T);
             for (int t = 0; t < T; t++) {
                 float *a = A + (int64_t)t * T, mx = -INFINITY, sum = 0;
                 for (int s = 0; s < T; s++) mx = a[s] > mx ? a[s] : mx;
                 for (int s = 0; s < T; s++) sum += (a[s] = expf(a[s] - mx));
                 for (int s = 0; s < T; s++) a[s] /= sum;
             }
-            exec_gemm(0, 0, T, hd, T, 1.0f, A, T, v, D3, 0.0f, ctx + (int64_t)b * T * D + h * hd,
-                      D);
+            head_gemm(0, 0, T, hd, T, 1.0f, A, T, v, D3, ctx + (int64_t)b * T * D + h * hd, D);
         }
     }
 }
@@ -127,16 +149,16 @@ void exec_mhsa_backward(float *dqkv, const float *dctx, const float *att, const 
             const float *q = base + h * hd, *k = q + D, *v = q + 2 * D;
             const float *dc = dctx + (int64_t)b * T * D + h * hd;
             float *dq = dbase + h * hd, *dk = dq + D, *dv = dq + 2 * D;
-            exec_gemm(0, 1, T, T, hd, 1.0f, dc, D, v, D3, 0.0f, tmp, T);  /* datt = dc v^T */
-            exec_gemm(1, 0, T, hd, T, 1.0f, A, T, dc, D, 0.0f, dv, D3);   /* dv = att^T dc */
+            head_gemm(0, 1, T, T, hd, 1.0f, dc, D, v, D3, tmp, T);  /* datt = dc v^T */
+            head_gemm(1, 0, T, hd, T, 1.0f, A, T, dc, D, dv, D3);   /* dv = att^T dc */
             for (int t = 0; t < T; t++) { /* softmax backward, times the scale */
                 const float *a = A + (int64_t)t * T;
                 float *d = tmp + (int64_t)t * T, dot = 0;
                 for (int s = 0; s < T; s++) dot += a[s] * d[s];
                 for (int s = 0; s < T; s++) d[s] = a[s] * (d[s] - dot) * scale;
             }
-            exec_gemm(0, 0, T, hd, T, 1.0f, tmp, T, k, D3, 0.0f, dq, D3); /* dq = ds k */
-            exec_gemm(1, 0, T, hd, T, 1.0f, tmp, T, q, D3, 0.0f, dk, D3); /* dk = ds^T q */
+            head_gemm(0, 0, T, hd, T, 1.0f, tmp, T, k, D3, dq, D3); /* dq = ds k */
+            head_gemm(1, 0, T, hd, T, 1.0f, tmp, T, q, D3, dk, D3); /* dk = ds^T q */
         }
     }
 }
