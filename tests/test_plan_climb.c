@@ -21,24 +21,9 @@
 #include "planner/search.h"
 #include "planner/search_test.h"
 #include "test.h"
+#include "test_plan_same.h"
 #include "test_rand.h"
 #include "test_rand_model.h"
-
-static int same_plan(const plan_result *a, const plan_result *b)
-{
-    const plan *x = &a->plan, *y = &b->plan;
-    if (x->schedule != y->schedule || x->n_micro != y->n_micro || x->n_stages != y->n_stages ||
-        memcmp(&x->pred.iteration_s, &y->pred.iteration_s, sizeof(double)) || a->candidates != b->candidates)
-        return 0;
-    for (int s = 0; s < x->n_stages; s++) {
-        const plan_stage *p = &x->stages[s], *q = &y->stages[s];
-        if (p->n_layers != q->n_layers || p->n_replicas != q->n_replicas ||
-            memcmp(p->layers, q->layers, (size_t)p->n_layers * sizeof(int)) ||
-            memcmp(p->devices, q->devices, (size_t)p->n_replicas * sizeof(int)))
-            return 0;
-    }
-    return 1;
-}
 
 static void test_climb(void)
 {
@@ -72,19 +57,11 @@ static void test_climb(void)
         int rc[3], n_run = wide ? 2 : 3;
         for (int f = 0; f < n_run; f++) rc[f] = plan_search_climb(&rq, f - 1, &r[f], &e[f]);
         for (int f = 1; f < n_run; f++) {
-            CU_ASSERT_EQUAL(rc[f], rc[0]);
-            if (rc[f] == CL_OK && rc[0] == CL_OK) {
-                int same = same_plan(&r[f], &r[0]);
-                if (!same && differ++ < 5)
-                    fprintf(stderr, "\n  instance %d (%d devices), fine %d: %s m=%d %.17g s (%d candidates), usual %s m=%d %.17g s (%d)",
-                            inst, n, f - 1, sched_kind_name(r[f].plan.schedule), r[f].plan.n_micro,
-                            r[f].plan.pred.iteration_s, r[f].candidates, sched_kind_name(r[0].plan.schedule),
-                            r[0].plan.n_micro, r[0].plan.pred.iteration_s, r[0].candidates);
-                CU_ASSERT(same);
-                moved += r[f].exact_steps != r[0].exact_steps;
-            } else if (rc[f] != CL_OK && rc[0] != CL_OK) {
-                CU_ASSERT_STRING_EQUAL(e[f].msg, e[0].msg);
-            }
+            char where[96];
+            snprintf(where, sizeof where, "instance %d (%d devices), fine %d", inst, n, f - 1);
+            test_same_answer(where, "fine", "usual", TEST_SAME_CANDIDATES, rc[f], &r[f], &e[f], rc[0], &r[0],
+                             &e[0], &differ);
+            if (rc[f] == CL_OK && rc[0] == CL_OK) moved += r[f].exact_steps != r[0].exact_steps;
         }
         for (int f = 0; f < n_run; f++)
             if (rc[f] == CL_OK) plan_result_free(&r[f]);

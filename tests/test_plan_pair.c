@@ -19,6 +19,7 @@
 #include "planner/search.h"
 #include "planner/search_test.h"
 #include "test.h"
+#include "test_plan_same.h"
 #include "test_rand.h"
 
 /* A chain of n block layers with costs varied as `cleave bench plan`'s
@@ -85,27 +86,9 @@ static void test_pair(void)
         int rc2 = plan_search_share_stats(&rq, 0, NULL, NULL, NULL, &b, &e2);
         fired += answered > 0;
         answered_all += answered;
-        CU_ASSERT_EQUAL(rc1, rc2);
-        if (rc1 == CL_OK && rc2 == CL_OK) {
-            int same = a.plan.schedule == b.plan.schedule && a.plan.n_micro == b.plan.n_micro &&
-                       a.plan.n_stages == b.plan.n_stages &&
-                       !memcmp(&a.plan.pred.iteration_s, &b.plan.pred.iteration_s, sizeof(double)) &&
-                       a.exact_steps == b.exact_steps && a.candidates == b.candidates;
-            for (int s = 0; same && s < a.plan.n_stages; s++) {
-                const plan_stage *x = &a.plan.stages[s], *y = &b.plan.stages[s];
-                same = x->n_layers == y->n_layers && x->n_replicas == y->n_replicas &&
-                       !memcmp(x->layers, y->layers, (size_t)x->n_layers * sizeof(int)) &&
-                       !memcmp(x->devices, y->devices, (size_t)x->n_replicas * sizeof(int));
-            }
-            if (!same && differ++ < 5)
-                fprintf(stderr, "\n  instance %d (%d layers, %d devices): shared %s m=%d %.17g s (%lld steps, %d candidates), alone %s m=%d %.17g s (%lld, %d)",
-                        inst, n, N, sched_kind_name(a.plan.schedule), a.plan.n_micro, a.plan.pred.iteration_s,
-                        (long long)a.exact_steps, a.candidates, sched_kind_name(b.plan.schedule), b.plan.n_micro,
-                        b.plan.pred.iteration_s, (long long)b.exact_steps, b.candidates);
-            CU_ASSERT(same);
-        } else {
-            CU_ASSERT_STRING_EQUAL(e1.msg, e2.msg);
-        }
+        char where[96];
+        snprintf(where, sizeof where, "instance %d (%d layers, %d devices)", inst, n, N);
+        test_same_answer(where, "shared", "alone", TEST_SAME_STEPS | TEST_SAME_CANDIDATES, rc1, &a, &e1, rc2, &b, &e2, &differ);
         if (rc1 == CL_OK) plan_result_free(&a);
         if (rc2 == CL_OK) plan_result_free(&b);
         cluster_free(&c);

@@ -22,6 +22,7 @@
 #include "planner/search_test.h"
 #include "profiles/pipedream.h"
 #include "test.h"
+#include "test_plan_same.h"
 #include "test_rand.h"
 #include "test_rand_model.h"
 
@@ -34,21 +35,6 @@ static void cluster_of(cluster *c, int n, int k, double mem_bytes)
     cl_err e = {0};
     int rc = cluster_uniform(c, &t, n, k, (cluster_link){10e9, 10e-6}, (cluster_link){1.25e9, 50e-6}, &e);
     CU_ASSERT_EQUAL_FATAL(rc, CL_OK);
-}
-
-static int same_plan(const plan *a, const plan *b)
-{
-    if (a->schedule != b->schedule || a->n_micro != b->n_micro || a->n_stages != b->n_stages ||
-        a->pred.iteration_s != b->pred.iteration_s)
-        return 0;
-    for (int s = 0; s < a->n_stages; s++) {
-        const plan_stage *x = &a->stages[s], *y = &b->stages[s];
-        if (x->n_layers != y->n_layers || x->n_replicas != y->n_replicas) return 0;
-        if (memcmp(x->layers, y->layers, (size_t)x->n_layers * sizeof(int)) ||
-            memcmp(x->devices, y->devices, (size_t)x->n_replicas * sizeof(int)))
-            return 0;
-    }
-    return 1;
 }
 
 typedef struct rcase {
@@ -76,24 +62,14 @@ static void check(const rcase *k)
     cl_err e1 = {0}, e2 = {0};
     int rc1 = plan_search(&rq, &fast, &e1);
     int rc2 = plan_search_unpruned(&rq, &full, &e2);
-    CU_ASSERT_EQUAL(rc1, rc2);
-    if (rc1 == CL_OK && rc2 == CL_OK) {
-        int same = same_plan(&fast.plan, &full.plan);
-        if (!same)
-            fprintf(stderr, "\n  %s on %d: pruned %s m=%d %.9g s, exhaustive %s m=%d %.9g s\n", k->model,
-                    k->devices, sched_kind_name(fast.plan.schedule), fast.plan.n_micro,
-                    fast.plan.pred.iteration_s, sched_kind_name(full.plan.schedule), full.plan.n_micro,
-                    full.plan.pred.iteration_s);
-        CU_ASSERT(same);
-        /* the exhaustive run ranks at least as many candidates */
-        CU_ASSERT(full.candidates >= fast.candidates);
-        plan_result_free(&fast);
-        plan_result_free(&full);
-    } else {
-        CU_ASSERT_STRING_EQUAL(e1.msg, e2.msg);
-        if (rc1 == CL_OK) plan_result_free(&fast);
-        if (rc2 == CL_OK) plan_result_free(&full);
-    }
+    char where[96];
+    snprintf(where, sizeof where, "%s on %d", k->model, k->devices);
+    int differ = 0;
+    test_same_answer(where, "pruned", "exhaustive", 0, rc1, &fast, &e1, rc2, &full, &e2, &differ);
+    /* the exhaustive run ranks at least as many candidates */
+    if (rc1 == CL_OK && rc2 == CL_OK) CU_ASSERT(full.candidates >= fast.candidates);
+    if (rc1 == CL_OK) plan_result_free(&fast);
+    if (rc2 == CL_OK) plan_result_free(&full);
     cluster_free(&c);
     model_free(&m);
     prof_free(&pf);
@@ -182,17 +158,9 @@ static void test_sched_prune(void)
         int rc1 = plan_search_sched_prune(&rq, 1, &pruned, &a, &e1);
         int rc2 = plan_search_sched_prune(&rq, 0, NULL, &b, &e2);
         fired += pruned > 0;
-        CU_ASSERT_EQUAL(rc1, rc2);
-        if (rc1 == CL_OK && rc2 == CL_OK) {
-            int same = same_plan(&a.plan, &b.plan);
-            if (!same && differ++ < 5)
-                fprintf(stderr, "\n  instance %d (%d layers, %d devices): pruned %s m=%d %.12g s, without %s m=%d %.12g s",
-                        inst, m.n_layers, n, sched_kind_name(a.plan.schedule), a.plan.n_micro, a.plan.pred.iteration_s,
-                        sched_kind_name(b.plan.schedule), b.plan.n_micro, b.plan.pred.iteration_s);
-            CU_ASSERT(same);
-        } else {
-            CU_ASSERT_STRING_EQUAL(e1.msg, e2.msg);
-        }
+        char where[96];
+        snprintf(where, sizeof where, "instance %d (%d layers, %d devices)", inst, m.n_layers, n);
+        test_same_answer(where, "pruned", "without", 0, rc1, &a, &e1, rc2, &b, &e2, &differ);
         if (rc1 == CL_OK) plan_result_free(&a);
         if (rc2 == CL_OK) plan_result_free(&b);
         cluster_free(&c);
@@ -242,18 +210,9 @@ static void test_sched_share(void)
         fired += shared > 0;
         fired_skip += skipped > 0;
         fired_memo += answered > 0;
-        CU_ASSERT_EQUAL(rc1, rc2);
-        if (rc1 == CL_OK && rc2 == CL_OK) {
-            int same = same_plan(&a.plan, &b.plan) && a.exact_steps == b.exact_steps && a.candidates == b.candidates;
-            if (!same && differ++ < 5)
-                fprintf(stderr, "\n  instance %d (%d layers, %d devices): shared %s m=%d %.12g s (%lld steps, %d candidates), without %s m=%d %.12g s (%lld, %d)",
-                        inst, m.n_layers, n, sched_kind_name(a.plan.schedule), a.plan.n_micro, a.plan.pred.iteration_s,
-                        (long long)a.exact_steps, a.candidates, sched_kind_name(b.plan.schedule), b.plan.n_micro,
-                        b.plan.pred.iteration_s, (long long)b.exact_steps, b.candidates);
-            CU_ASSERT(same);
-        } else {
-            CU_ASSERT_STRING_EQUAL(e1.msg, e2.msg);
-        }
+        char where[96];
+        snprintf(where, sizeof where, "instance %d (%d layers, %d devices)", inst, m.n_layers, n);
+        test_same_answer(where, "shared", "without", TEST_SAME_STEPS | TEST_SAME_CANDIDATES, rc1, &a, &e1, rc2, &b, &e2, &differ);
         if (rc1 == CL_OK) plan_result_free(&a);
         if (rc2 == CL_OK) plan_result_free(&b);
         cluster_free(&c);
@@ -301,17 +260,9 @@ static void test_replay_bound(void)
         int rc2 = plan_search_unpruned_bound(&rq, &ck, &br, &b, &e2);
         checked += ck;
         broken += br;
-        CU_ASSERT_EQUAL(rc1, rc2);
-        if (rc1 == CL_OK && rc2 == CL_OK) {
-            int same = same_plan(&a.plan, &b.plan);
-            if (!same && differ++ < 5)
-                fprintf(stderr, "\n  instance %d: pruned %s m=%d %.12g s, unpruned %s m=%d %.12g s", inst,
-                        sched_kind_name(a.plan.schedule), a.plan.n_micro, a.plan.pred.iteration_s,
-                        sched_kind_name(b.plan.schedule), b.plan.n_micro, b.plan.pred.iteration_s);
-            CU_ASSERT(same);
-        } else {
-            CU_ASSERT_STRING_EQUAL(e1.msg, e2.msg);
-        }
+        char where[96];
+        snprintf(where, sizeof where, "instance %d", inst);
+        test_same_answer(where, "pruned", "unpruned", 0, rc1, &a, &e1, rc2, &b, &e2, &differ);
         if (rc1 == CL_OK) plan_result_free(&a);
         if (rc2 == CL_OK) plan_result_free(&b);
         cluster_free(&c);
