@@ -6,7 +6,6 @@
 
 #include "exec/nn/gemm.h"
 #include "exec/nn/net.h"
-#include "models/tfm_rank.h"
 #include "exec/probe/profile_layers.h"
 #include "models/model.h"
 #include "profiles/profile.h"
@@ -97,11 +96,8 @@ int cmd_profile(int argc, char **argv)
         return cli_report(&e);
     }
     prof p;
-    const int flags = (x.recompute == TFM_RECOMP_FULL ? EXEC_NET_RECOMPUTE_FULL
-                       : x.recompute == TFM_RECOMP_SELECTIVE ? EXEC_NET_RECOMPUTE : 0) |
-                      (x.seq_par ? EXEC_NET_SEQ_PAR : 0);
     rc = exec_profile_net(&m, model_path, batches, n_batches, (int)warmup, (int)reps, (uint64_t)seed,
-                          (int)x.tensor, flags, &p, &e);
+                          (int)x.tensor, exec_net_flags_of(x.recompute, x.seq_par), &p, &e);
     if (!rc) {
         rc = prof_save(&p, out, &e);
         if (!rc && strcmp(out, "-") != 0) {

@@ -79,6 +79,9 @@ enum {
                             * stage's input and output stay whole; ignored
                             * without a split.  exec_net_sp_check first */
 };
+/* The flags of a recomputation mode (a tfm_recomp) and sequence
+ * parallelism: what a plan or a command asks the nets to do. */
+int exec_net_flags_of(int recompute, int seq_par);
 
 /* Build the stage [first, last) of m for microbatches of up to max_batch
  * samples, weights initialised from `seed` (He for layers feeding a relu,

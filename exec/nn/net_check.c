@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "models/tfm_rank.h"
 #include "net.h"
 
 static int fits_int(int64_t v)
@@ -106,4 +107,11 @@ int exec_net_create_solo(exec_net **out, const model *m, int first, int last, in
     const int split = size > 1 && exec_net_has_split(m, first, last);
     return exec_net_create_tp(out, m, first, last, max_batch, seed, flags,
                               split ? exec_tp_comm_solo(size) : NULL, file, e);
+}
+
+int exec_net_flags_of(int recompute, int seq_par)
+{
+    return (recompute == TFM_RECOMP_FULL ? EXEC_NET_RECOMPUTE_FULL
+            : recompute == TFM_RECOMP_SELECTIVE ? EXEC_NET_RECOMPUTE : 0) |
+           (seq_par ? EXEC_NET_SEQ_PAR : 0);
 }

@@ -127,9 +127,7 @@ int exec_pipe_check(const plan *p, const char *file, cl_err *e)
 
 int exec_pipe_net_flags(const plan *p)
 {
-    return (p->recompute == TFM_RECOMP_FULL ? EXEC_NET_RECOMPUTE_FULL
-            : p->recompute == TFM_RECOMP_SELECTIVE ? EXEC_NET_RECOMPUTE : 0) |
-           (p->seq_par && plan_tensor(p) > 1 ? EXEC_NET_SEQ_PAR : 0);
+    return exec_net_flags_of(p->recompute, p->seq_par && plan_tensor(p) > 1);
 }
 
 int exec_pipe_workers(const plan *p, const char *file, cl_err *e)
