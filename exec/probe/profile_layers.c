@@ -39,6 +39,13 @@ static void random_batch(const model *m, int B, uint64_t seed, float **x, int32_
     gsl_rng_free(r);
 }
 
+/* The refusal of a model without a loss to train against. */
+static int no_loss(const char *file, cl_err *e)
+{
+    return cl_fail(e, CL_EINPUT, "%s: layers: profiling runs training steps, which need a model ending in softmax_xent (hint: add the loss layer)",
+                   file);
+}
+
 /* What the measurements run on: the whole model as one stage, an acts for
  * `batch` samples and a random batch.  CL_EINPUT (nothing to free) when the
  * executor cannot run m or m has no loss to train against. */
@@ -56,8 +63,7 @@ static int timed_net_create(timed_net *b, const model *m, const char *file, int 
     if (rc) return rc;
     if (!exec_net_has_loss(b->n)) {
         exec_net_destroy(b->n);
-        return cl_fail(e, CL_EINPUT, "%s: layers: profiling runs training steps, which need a model ending in softmax_xent (hint: add the loss layer)",
-                       file);
+        return no_loss(file, e);
     }
     b->a = exec_acts_create(b->n, batch);
     random_batch(m, batch, seed, &b->x, &b->y);
@@ -254,8 +260,7 @@ int exec_profile_net(const model *m, const char *file, const int64_t *batches, i
          * does not */
         if (!exec_net_has_loss(plan)) {
             exec_net_destroy(plan);
-            return cl_fail(e, CL_EINPUT, "%s: layers: profiling runs training steps, which need a model ending in softmax_xent (hint: add the loss layer)",
-                           file);
+            return no_loss(file, e);
         }
         const size_t n = (size_t)m->n_layers * PROF_PASSES;
         per = cl_calloc(2 * n, sizeof *per);
