@@ -186,20 +186,18 @@ static long long row_vocab(const char *s)
     return !*end || !strncmp(end, " (", 2) ? v : 0;
 }
 
-/* Bytes per parameter and microbatch of the separate weight-gradient
- * accumulation the row's framework runs (tfm_rank_opts.wgrad_acc).  The
- * runs on Megatron-LM's own kernels (2021-2022 Megatron-LM and
+/* Whether the row's framework runs a separate weight-gradient
+ * accumulation kernel (tfm_rank_opts.wgrad_acc, priced by
+ * plan_grad_acc_bytes in the gradient element size that framework keeps).
+ * The runs on Megatron-LM's own kernels (2021-2022 Megatron-LM and
  * Megatron-DeepSpeed) add each 16-bit weight gradient into an accumulator
- * after every microbatch's backward: Megatron-LM's hook adds param.grad into
- * param.main_grad, kept in fp32 for bf16 (2 + 4 + 4 bytes) and in 16 bits
- * otherwise (2 + 2 + 2); DeepSpeed's bf16 optimizer adds into fp32 copies
- * likewise.  Transformer Engine's runs (fused attention: NeMo,
- * Megatron-Bridge) accumulate inside the weight-gradient GEMM: none. */
-static double row_wgrad_acc(char **f, const plan_fixed *fx)
+ * after every microbatch's backward (Megatron-LM's hook adds param.grad into
+ * param.main_grad; DeepSpeed's bf16 optimizer into its fp32 copies).
+ * Transformer Engine's runs (fused attention: NeMo, Megatron-Bridge)
+ * accumulate inside the weight-gradient GEMM: none. */
+static int row_wgrad_acc(const plan_fixed *fx)
 {
-    if (fx->attn == PROF_ATTN_FUSED) return 0;
-    int fp32 = !strncmp(f[C_PREC], "bf16", 4) || !strncmp(f[C_PREC], "BF16", 4);
-    return fp32 ? 2 + 4 + 4 : 2 + 2 + 2;
+    return fx->attn != PROF_ATTN_FUSED;
 }
 
 /* The element type of a row's model: bfloat16 where the row says bf16,
@@ -277,7 +275,7 @@ static void row_eval(char **f, const char *where, double *pred, int *fits, char 
         plan_request rq = {.model = &md, .cluster = &cl, .ref_type = &dt, .batch = (int)B,
                            .optimizer = OPTIM_ADAM, .precision = prec, .comm = 1, .replication = 1,
                            .framework = row_framework(f), .grad_reduce = row_grad_reduce(f),
-                           .wgrad_acc = row_wgrad_acc(f, &fx), .model_origin = where, .cluster_origin = where};
+                           .wgrad_acc = row_wgrad_acc(&fx) ? plan_grad_acc_bytes(row_dtype(f), prec, row_framework(f), row_grad_reduce(f)) : 0, .model_origin = where, .cluster_origin = where};
         if (plan_fixed_eval(&rq, &fx, where, &res, nofit, sizeof nofit, &e)) {
             snprintf(why, cap, "%s", e.msg);
         } else {

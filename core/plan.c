@@ -79,29 +79,26 @@ plan_prec plan_prec_resolve(plan_prec p, int elem_bytes)
     return elem_bytes == 2 ? PREC_MIXED : PREC_FP32;
 }
 
-double plan_prec_grad_acc_bytes(plan_prec p)
-{
-    assert(p != PREC_AUTO && (unsigned)p < PREC_COUNT);
-    return p == PREC_FP32 ? 4 + 4 + 4 : 2 + 4 + 4;
-}
-
-plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, int zero)
+plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, int zero, int keep_bytes)
 {
     assert(elem_bytes > 0 && prec != PREC_AUTO && (unsigned)prec < PREC_COUNT);
     assert(zero >= 0 && zero <= PLAN_ZERO_MAX);
+    assert(keep_bytes == 4 || (keep_bytes == 2 && prec != PREC_FP32));
     double e = elem_bytes;
+    int mixed = prec == PREC_MIXED || prec == PREC_FP8;
     plan_state_f f = {0};
     /* bytes per parameter over bytes per parameter in the model's element
      * size: small integers over 2 or 4, so every factor is exact */
     f.weights = (prec == PREC_FP32 ? 4.0 : 2.0) / e;
-    f.grads = 4.0 / e;                           /* fp32 gradients either way */
-    f.master = (prec == PREC_MIXED || prec == PREC_FP8 ? 4.0 : 0.0) / e;
+    f.grads = keep_bytes / e;
+    f.master = (mixed ? 4.0 : 0.0) / e;
+    f.master_grads = (mixed && keep_bytes < 4 ? 4.0 : 0.0) / e;
     f.moments = 4.0 * plan_optim_state_mult(o) / e;
+    f.optim = f.master + f.master_grads + f.moments;
     f.grads_sharded = zero >= 2;
     f.opt_sharded = zero >= 1;
-    double opt = f.master + f.moments;
-    f.rep = f.weights + (f.grads_sharded ? 0 : f.grads) + (f.opt_sharded ? 0 : opt);
-    f.shard = (f.grads_sharded ? f.grads : 0) + (f.opt_sharded ? opt : 0);
+    f.rep = f.weights + (f.grads_sharded ? 0 : f.grads) + (f.opt_sharded ? 0 : f.optim);
+    f.shard = (f.grads_sharded ? f.grads : 0) + (f.opt_sharded ? f.optim : 0);
     f.version = f.weights;
     return f;
 }
@@ -109,7 +106,7 @@ plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, in
 double plan_update_traffic(const plan_state_f *f)
 {
     double w = f->master > 0 ? f->weights : 2 * f->weights;
-    return f->grads + 2 * (f->master + f->moments) + w;
+    return f->grads + 2 * f->optim + w;
 }
 
 int plan_state_describe(const plan *p, char *buf, size_t cap)
@@ -118,7 +115,7 @@ int plan_state_describe(const plan *p, char *buf, size_t cap)
     plan_prec prec = plan_prec_resolve(p->precision, elem);
     buf[0] = '\0';
     if (prec == PREC_FP32 && elem == 4 && !p->zero) return 0;
-    plan_state_f s = plan_state_factors(elem, prec, p->optimizer, p->zero);
+    plan_state_f s = plan_state_factors(elem, prec, p->optimizer, p->zero, plan_grad_keep(p));
     char per[96];
     if (s.shard > 0)
         snprintf(per, sizeof per, "%g + %g/r bytes per parameter on a stage of r replicas (ZeRO %d)",
@@ -126,10 +123,11 @@ int plan_state_describe(const plan *p, char *buf, size_t cap)
     else
         snprintf(per, sizeof per, "%g bytes per parameter%s", s.rep * elem,
                  p->zero ? " (ZeRO has nothing to shard)" : "");
-    snprintf(buf, cap, "%s, %s: %s",
-             prec == PREC_MIXED ? "mixed precision (16-bit weights; fp32 gradients, master weights, moments)"
-             : prec == PREC_FP8 ? "FP8 GEMMs in the blocks, otherwise mixed precision (16-bit weights; fp32 gradients, master weights, moments)"
-                                : "fp32 (weights, gradients, moments)",
+    const char *what = prec == PREC_FP32 ? "fp32 (weights, gradients, moments)"
+                       : s.master_grads > 0 ? "16-bit weights and gradients; fp32 master weights, their gradients, moments"
+                                            : "16-bit weights; fp32 gradients, master weights, moments";
+    snprintf(buf, cap, "%s%s%s%s, %s: %s", prec == PREC_FP8 ? "FP8 GEMMs in the blocks, otherwise " : "",
+             prec == PREC_FP32 ? "" : "mixed precision (", what, prec == PREC_FP32 ? "" : ")",
              plan_optim_name(p->optimizer), per);
     return 1;
 }

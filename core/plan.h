@@ -60,43 +60,47 @@ int plan_prec_from_name(const char *name); /* -1 if unknown */
 /* p itself, or for PREC_AUTO the model's default: PREC_MIXED when an element
  * is elem_bytes = 2, else PREC_FP32. */
 plan_prec plan_prec_resolve(plan_prec p, int elem_bytes);
-/* Bytes per parameter a separate weight-gradient accumulation kernel moves
- * (docs/compute.md, "Gradient accumulation") under resolved precision p:
- * the microbatch's gradient read and the accumulator read and written, in
- * fp32 for fp32 training (12) and for mixed precision and FP8, whose model
- * state keeps fp32 gradients (2 + 4 + 4 = 10). */
-double plan_prec_grad_acc_bytes(plan_prec p);
 
 /* ZeRO stages modelled: 0 replicated, 1 optimiser state (fp32 master weights
  * and moments) sharded over a stage's replicas, 2 the gradients too. */
 #define PLAN_ZERO_MAX 2
 
 /* Model state of a stage in bytes per byte of its param_bytes (parameters
- * counted in the model's element size elem_bytes), as frameworks keep it:
+ * counted in the model's element size elem_bytes), as the frameworks keep
+ * it, with keep_bytes the element size (2 or 4) of the gradients kept
+ * between microbatches (plan_grad_keep_bytes):
  *   fp32:   weights 4, gradients 4, moments 4 per moment (momentum 1, Adam 2)
- *   mixed:  16-bit weights 2, fp32 gradients 4, fp32 master weights 4,
- *           moments as above: Adam 18 bytes per parameter (Megatron-LM's
- *           "float16 param, fp32 grads" row; the ZeRO paper's 16 counts
- *           16-bit gradients)
- * ZeRO 1 divides master weights and moments by the stage's replicas r,
- * ZeRO 2 the gradients too.  rep is the part every replica keeps whole,
- * shard the part divided by r; version the bytes of one stashed weight
- * version (PipeDream), the weights.  For an fp32 model in fp32 without ZeRO
- * rep = 2 + plan_optim_state_mult exactly and shard = 0: the memory of
- * plans made before precision and ZeRO existed. */
+ *   mixed:  16-bit weights 2, gradients keep_bytes, fp32 master weights 4,
+ *           and where the kept gradients are 16-bit the optimiser's own fp32
+ *           copy of them 4, moments as above.
+ * With Adam that is Megatron-LM's table of bytes per parameter (README,
+ * "Distributed Optimizer"): 18 for bf16 parameters with fp32 gradients,
+ * 20 for fp16 parameters with fp16 gradients, 16 for fp32; with its
+ * distributed optimizer (ZeRO 1 here) 6 + 12/d, 4 + 16/d and 8 + 8/d.
+ * DeepSpeed's estimate for ZeRO 1 and 2 with fp16 (stage_1_and_2.py,
+ * estimate_zero2_model_states_mem_needs) is the same 4 + 16/d.  (The ZeRO
+ * paper's 16 = 2 + 2 + 12 leaves the fp32 gradient copy out.)
+ * ZeRO 1 divides the master weights, their gradient copy and the moments
+ * by the stage's replicas r, ZeRO 2 the kept gradients too.  rep is the part
+ * every replica keeps whole, shard the part divided by r; version the bytes
+ * of one stashed weight version (PipeDream), the weights.  For an fp32
+ * model in fp32 without ZeRO rep = 2 + plan_optim_state_mult exactly and
+ * shard = 0: the memory of plans made before precision and ZeRO existed. */
 typedef struct plan_state_f {
-    double weights, grads, master, moments; /* per param byte, unsharded */
+    double weights, grads, master, master_grads, moments; /* per param byte, unsharded */
+    double optim;                           /* master + master_grads + moments */
     double rep, shard, version;
     int grads_sharded, opt_sharded;         /* divided by r               */
 } plan_state_f;
-plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, int zero);
+plan_state_f plan_state_factors(int elem_bytes, plan_prec prec, plan_optim o, int zero, int keep_bytes);
 /* Bytes one optimiser step moves through device memory per byte of
- * param_bytes (unsharded): it reads the gradients, reads and writes the
- * moments and the master weights, and writes the weights; without master
- * weights (fp32) it reads the weights too.  Mixed precision with Adam: 15
- * (30 bytes per 2-byte parameter); fp32 SGD: 3.  Clearing the gradient
- * buffer, the gradient norm for clipping and loss-scale checks are left
- * out (docs/planner.md, "The optimiser step"). */
+ * param_bytes (unsharded): it reads the gradients (and writes and reads
+ * their fp32 copy where they are 16-bit), reads and writes the moments and
+ * the master weights, and writes the weights; without master weights
+ * (fp32) it reads the weights too.  Mixed precision with Adam and fp32
+ * gradients: 15 (30 bytes per 2-byte parameter); fp32 SGD: 3.  Clearing
+ * the gradient buffer, the gradient norm for clipping and loss-scale checks
+ * are left out (docs/planner.md, "The optimiser step"). */
 double plan_update_traffic(const plan_state_f *f);
 /* Model state of one device of a stage of param_bytes on r replicas:
  * param_bytes x (rep + shard / r), the shard term left out when it is 0
@@ -291,6 +295,26 @@ void plan_ring_shape(const plan *p, int st, int *k, int *n);
  * dt) and fw.  plan_grad_reduce_bytes: plan p's. */
 int plan_grad_reduce_resolve(int set, model_dtype dt, plan_prec prec, plan_for fw);
 int plan_grad_reduce_bytes(const plan *p);
+/* The element size (2 or 4) of the gradients a training keeps and
+ * accumulates between microbatches, for a model of element type dt under
+ * precision prec (PREC_AUTO resolved from dt), framework fw and a gradient
+ * reduction of reduce_bytes (resolved): 4 in fp32; under Megatron-LM the
+ * reduction's (its gradient buffer is what it reduces: fp32 for bf16 by
+ * validate_args, the parameters' 16 bits for fp16 unless
+ * --accumulate-allreduce-grads-in-fp32); under DeepSpeed 4 for bf16 (its
+ * BF16 optimizer's fp32 gradient buffers) and 2 for fp16 (its fp16 and ZeRO
+ * optimizers keep the fp16 gradients); otherwise 4 (fp32 gradients beside
+ * 16-bit weights, the most any of these keeps).  plan_grad_keep: plan p's. */
+int plan_grad_keep_bytes(model_dtype dt, plan_prec prec, plan_for fw, int reduce_bytes);
+int plan_grad_keep(const plan *p);
+/* Bytes per parameter a separate weight-gradient accumulation kernel moves
+ * (docs/compute.md, "Gradient accumulation") in a training of a model of
+ * element type dt under precision prec and framework fw, reducing its
+ * gradients in reduce_set bytes (0: the default): the microbatch's gradient
+ * read in the weights' element size (4 in fp32, else 2) and the
+ * accumulator, of plan_grad_keep_bytes, read and written: 12 in fp32, 10 or
+ * 6 for 16-bit weights with fp32 or 16-bit accumulators. */
+double plan_grad_acc_bytes(model_dtype dt, plan_prec prec, plan_for fw, int reduce_set);
 /* Bytes the reduce-scatter and all-gather halves of stage st's all-reduce
  * move under schedule kind `kind` (a sched_kind, -1 for an explicit
  * schedule): param_bytes times plan_ar_factors. */

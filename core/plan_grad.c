@@ -63,6 +63,30 @@ void plan_ar_bytes(const plan *p, int st, int kind, double *reduce, double *gath
     *gather = P * f.gather;
 }
 
+int plan_grad_keep_bytes(model_dtype dt, plan_prec prec, plan_for fw, int reduce_bytes)
+{
+    prec = plan_prec_resolve(prec, model_dtype_bytes(dt));
+    if (prec == PREC_FP32) return 4;
+    /* Megatron-LM accumulates into the buffer it reduces (its DDP's
+     * grad_dtype); DeepSpeed's fp16 engine keeps the 16-bit .grad and its
+     * BF16 optimizer fp32 buffers, whatever its communication type */
+    if (fw == PLAN_FOR_MEGATRON) return reduce_bytes;
+    if (fw == PLAN_FOR_DEEPSPEED) return dt == MODEL_BF16 ? 4 : 2;
+    return 4;
+}
+
+int plan_grad_keep(const plan *p)
+{
+    return plan_grad_keep_bytes(p->model.dtype, p->precision, p->framework, plan_grad_reduce_bytes(p));
+}
+
+double plan_grad_acc_bytes(model_dtype dt, plan_prec prec, plan_for fw, int reduce_set)
+{
+    prec = plan_prec_resolve(prec, model_dtype_bytes(dt));
+    if (prec == PREC_FP32) return 4 + 4 + 4;
+    return 2 + 2.0 * plan_grad_keep_bytes(dt, prec, fw, plan_grad_reduce_resolve(reduce_set, dt, prec, fw));
+}
+
 int plan_grad_reduce_describe(const plan *p, char *buf, size_t cap)
 {
     int elem = model_dtype_bytes(p->model.dtype), g = plan_grad_reduce_bytes(p);

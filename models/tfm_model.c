@@ -10,9 +10,8 @@
  * per-sample costs describe (the planner multiplies by the batch). */
 static tfm_layout one_device(model_dtype dt)
 {
-    tfm_layout l = {.t = 1, .sp = 0, .p = 1, .d = 1, .b = 1, .recomp = TFM_RECOMP_NONE,
-                    .prec = dt == MODEL_F32 ? TFM_FP32 : dt == MODEL_F16 ? TFM_FP16 : TFM_BF16,
-                    .opt = TFM_OPT_SGD, .zero = 0};
+    tfm_layout l = {.t = 1, .sp = 0, .b = 1, .recomp = TFM_RECOMP_NONE,
+                    .prec = dt == MODEL_F32 ? TFM_FP32 : dt == MODEL_F16 ? TFM_FP16 : TFM_BF16};
     return l;
 }
 

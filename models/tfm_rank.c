@@ -22,9 +22,9 @@ int tfm_recomp_from_name(const char *s)
 
 static tfm_layout layout_of(const tfm_rank_opts *o, model_dtype dt)
 {
-    tfm_layout l = {.t = o->t, .sp = o->sp, .p = 1, .d = 1, .b = 1, .recomp = o->recomp,
+    tfm_layout l = {.t = o->t, .sp = o->sp, .b = 1, .recomp = o->recomp,
                     .prec = dt == MODEL_F32 ? TFM_FP32 : dt == MODEL_F16 ? TFM_FP16 : TFM_BF16,
-                    .opt = TFM_OPT_SGD, .zero = 0, .fused_attn = o->fused_attn, .fp8 = o->fp8};
+                    .fused_attn = o->fused_attn, .fp8 = o->fp8};
     return l;
 }
 

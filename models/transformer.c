@@ -49,10 +49,9 @@ int tfm_check(const tfm_desc *d, const tfm_layout *l, cl_err *e)
     if ((unsigned)d->pos > TFM_POS_ROTARY || (unsigned)d->norm > TFM_NORM_RMS)
         return cl_fail(e, CL_EINPUT, "transformer: unknown position or norm kind %s", hint);
     if (!l) return CL_OK;
-    if (l->t < 1 || l->p < 1 || l->d < 1 || l->b < 1)
-        return cl_fail(e, CL_EINPUT,
-                       "transformer: t %d, p %d, d %d and microbatch %lld must be at least 1 %s",
-                       l->t, l->p, l->d, (long long)l->b, hint);
+    if (l->t < 1 || l->b < 1)
+        return cl_fail(e, CL_EINPUT, "transformer: t %d and microbatch %lld must be at least 1 %s", l->t,
+                       (long long)l->b, hint);
     if (d->heads % l->t || d->groups % l->t || d->ffn % l->t)
         return cl_fail(e, CL_EINPUT,
                        "transformer: heads %lld, groups %lld and ffn %lld must be multiples of "
@@ -63,13 +62,8 @@ int tfm_check(const tfm_desc *d, const tfm_layout *l, cl_err *e)
                        "transformer: seq %lld is not a multiple of t %d with sequence "
                        "parallelism %s",
                        (long long)d->seq, l->t, hint);
-    if ((unsigned)l->recomp > TFM_RECOMP_FULL || (unsigned)l->prec > TFM_BF16 ||
-        (unsigned)l->opt > TFM_OPT_ADAM)
-        return cl_fail(e, CL_EINPUT, "transformer: unknown recomputation, precision or "
-                                     "optimizer %s", hint);
-    if (l->zero < 0 || l->zero > 2)
-        return cl_fail(e, CL_EINPUT,
-                       "transformer: ZeRO stage %d is not modelled (hint: 0, 1 or 2)", l->zero);
+    if ((unsigned)l->recomp > TFM_RECOMP_FULL || (unsigned)l->prec > TFM_BF16)
+        return cl_fail(e, CL_EINPUT, "transformer: unknown recomputation or precision %s", hint);
     return CL_OK;
 }
 
@@ -227,23 +221,3 @@ tfm_tp_comm tfm_block_tp_comm(const tfm_desc *d, const tfm_layout *l)
     return c;
 }
 
-/* ----------------------------------------------------------- model state */
-
-tfm_state tfm_state_bytes(double params, const tfm_layout *l)
-{
-    double wb = l->prec == TFM_FP32 ? 4 : 2;
-    double mom = l->opt == TFM_OPT_ADAM ? 8 : l->opt == TFM_OPT_MOMENTUM ? 4 : 0;
-    double opt_div = l->zero >= 1 ? l->d : 1, grad_div = l->zero >= 2 ? l->d : 1;
-    tfm_state s;
-    s.weights = params * wb;
-    s.grads = params * wb / grad_div;
-    s.master = l->prec == TFM_FP32 ? 0 : params * 4 / opt_div;
-    s.moments = params * mom / opt_div;
-    s.total = s.weights + s.grads + s.master + s.moments;
-    return s;
-}
-
-tfm_state tfm_model_state(const tfm_desc *d, const tfm_layout *l)
-{
-    return tfm_state_bytes(tfm_params(d) / ((double)l->t * l->p), l);
-}

@@ -66,22 +66,16 @@ tfm_desc tfm_llama(int64_t layers, int64_t hidden, int64_t heads, int64_t groups
 
 typedef enum { TFM_RECOMP_NONE, TFM_RECOMP_SELECTIVE, TFM_RECOMP_FULL } tfm_recomp;
 typedef enum { TFM_FP32, TFM_FP16, TFM_BF16 } tfm_prec;
-typedef enum { TFM_OPT_SGD, TFM_OPT_MOMENTUM, TFM_OPT_ADAM } tfm_opt;
 
-/* How the model is laid out on t x p x d devices. */
+/* How a block is laid out on its t tensor-parallel ranks (pipeline and
+ * data parallelism are the plan's: they do not change a block's formulas). */
 typedef struct tfm_layout {
     int t;             /* tensor-parallel degree (Megatron column/row split) */
     int sp;            /* 1: sequence parallelism in the non-tensor-parallel
                         * regions (Korthikanti et al. 2022), needs t > 1 to matter */
-    int p;             /* pipeline stages                                     */
-    int d;             /* data-parallel replicas                              */
     int64_t b;         /* microbatch size (sequences)                         */
     tfm_recomp recomp; /* activation recomputation                            */
     tfm_prec prec;     /* fp32, or 16-bit weights/activations with fp32 master */
-    tfm_opt opt;
-    int zero;          /* 0: replicated optimizer, 1: optimizer state sharded
-                        * over d (ZeRO-1, Megatron's distributed optimizer),
-                        * 2: gradients too (ZeRO-2)                          */
     int fused_attn;    /* 1: one fused (flash) attention kernel: the a s^2 b
                         * score tensors are never stored, only the softmax
                         * statistics (Dao 2022, 2023); 0: unfused             */
@@ -93,7 +87,7 @@ typedef struct tfm_layout {
 
 /* Check that d (and l, when not NULL) describe something these formulas
  * cover: positive sizes, a divisible by g, h by a, a, g and f by t, s by t
- * with sequence parallelism, zero in 0..2, known enums.  CL_OK, or CL_EINPUT
+ * with sequence parallelism, known enums.  CL_OK, or CL_EINPUT
  * with one line in e naming the field ("transformer: heads 96 is not a
  * multiple of t 5 (hint: ...)").  The other functions assume this passed. */
 int tfm_check(const tfm_desc *d, const tfm_layout *l, cl_err *e);
@@ -193,24 +187,8 @@ tfm_tp_comm tfm_block_tp_comm(const tfm_desc *d, const tfm_layout *l);
 
 /* ----------------------------------------------------------- model state */
 
-/* Bytes of model state for `params` parameters on one device, as frameworks
- * keep them (Rajbhandari et al. 2020, Sec. 3.1):
- *   fp32:        weights 4, gradients 4, moments 4 (momentum) or 8 (Adam)
- *   fp16/bf16:   weights 2, gradients 2, fp32 master weights 4, moments as
- *                above; Adam: 2 + 2 + 4 + 4 + 4 = 16 bytes per parameter
- * ZeRO-1 divides master weights and moments by l->d, ZeRO-2 the gradients
- * too (the 16-bit weights stay whole). */
-typedef struct tfm_state {
-    double weights, grads, master, moments;
-    double total;
-} tfm_state;
-tfm_state tfm_state_bytes(double params, const tfm_layout *l);
-
-/* The model state of an average device: tfm_state_bytes of tfm_params / (t p)
- * (the stages' exact shares, with replicated norms and the embedding on the
- * first/last stage, are the planner's business; tfm_block_params_rank gives
- * one block's exact share). */
-tfm_state tfm_model_state(const tfm_desc *d, const tfm_layout *l);
+/* Model state (weights, gradients, master weights, moments) is the plan's
+ * business, as each framework keeps it: core/plan.h, plan_state_factors. */
 
 /* Bytes of one activation element: 4 for fp32, 2 otherwise. */
 int tfm_act_elem(tfm_prec p);

@@ -33,7 +33,7 @@ void plan_inst_alloc(plan_inst *I, int n, int n_in, int n_dev)
     I->chunks = 1;
     I->comm = 1;
     I->max_replicas = n_dev;
-    I->state = plan_state_factors(4, PREC_FP32, OPTIM_SGD, 0);
+    I->state = plan_state_factors(4, PREC_FP32, OPTIM_SGD, 0, 4);
     I->ar_scale[0] = I->ar_scale[1] = 1;
     I->zero = 0;
     I->rep_fixed = 0;

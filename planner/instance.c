@@ -94,14 +94,13 @@ void instance_build(const search_ctx *c, int m, plan_inst *I)
     I->link[CLUSTER_INTER] = cl->links[CLUSTER_INTER].bw_Bps > 0 ? cl->links[CLUSTER_INTER]
                                                                  : cl->links[CLUSTER_INTRA];
     I->m = m;
+    int reduce = plan_grad_reduce_resolve(c->rq->grad_reduce, md->dtype, c->rq->precision, c->rq->framework);
     I->state = plan_state_factors(model_dtype_bytes(md->dtype),
                                   plan_prec_resolve(c->rq->precision, model_dtype_bytes(md->dtype)),
-                                  c->rq->optimizer, c->rq->zero);
+                                  c->rq->optimizer, c->rq->zero,
+                                  plan_grad_keep_bytes(md->dtype, c->rq->precision, c->rq->framework, reduce));
     for (int z = 0; z < 2; z++) {
-        plan_ar_f f = plan_ar_factors(md->dtype,
-                                     plan_grad_reduce_resolve(c->rq->grad_reduce, c->rq->model->dtype,
-                                                              c->rq->precision, c->rq->framework),
-                                     z, c->rq->framework);
+        plan_ar_f f = plan_ar_factors(md->dtype, reduce, z, c->rq->framework);
         I->ar_scale[z] = (f.reduce + f.gather) / 2;
     }
     I->zero = c->rq->zero;

@@ -5,10 +5,13 @@
  * precision keeps them (core/plan.h, plan_state_factors; fp32 below):
  *   weights    sum of param_bytes of the stages on the device, from t = 0
  *              (mixed precision: 16-bit weights);
- *   grads      the same again (one gradient buffer; fp32 in mixed
- *              precision), divided by the stage's replicas under ZeRO 2;
+ *   grads      one gradient buffer in the element size the framework
+ *              keeps (plan_grad_keep: fp32, or 16-bit under DeepSpeed's
+ *              fp16 engine and Megatron-LM's fp16), divided by the stage's
+ *              replicas under ZeRO 2;
  *   optim      optimiser state: 0 (SGD), 1 (momentum), 2 (Adam) x weights,
- *              plus fp32 master weights in mixed precision; divided by the
+ *              plus fp32 master weights in mixed precision and their fp32
+ *              gradients where the kept ones are 16-bit; divided by the
  *              stage's replicas under ZeRO 1 and 2;
  *   versions   PipeDream's stashed weight versions beyond the current one: a
  *              version stays alive while an in-flight microbatch's F used it
@@ -56,9 +59,10 @@ void sim_mem_init(sim *s)
     plan_optim o = (unsigned)p->optimizer < OPTIM_COUNT ? p->optimizer : OPTIM_SGD;
     int zero = p->zero >= 0 && p->zero <= PLAN_ZERO_MAX ? p->zero : 0;
     plan_prec prec = (unsigned)p->precision < PREC_COUNT ? p->precision : PREC_AUTO;
-    s->state = plan_state_factors(elem, plan_prec_resolve(prec, elem), o, zero);
+    s->state = plan_state_factors(elem, plan_prec_resolve(prec, elem), o, zero,
+                                  plan_grad_keep_bytes(p->model.dtype, prec, p->framework, plan_grad_reduce_bytes(p)));
     const plan_state_f *f = &s->state;
-    double opt = f->master + f->moments;
+    double opt = f->optim;
     for (int w = 0; w < s->n_w; w++) {
         sim_worker *W = &s->w[w];
         /* the whole sums first, so that unsharded state keeps the bits

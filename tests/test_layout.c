@@ -67,15 +67,19 @@ static void test_search_reproduced(void)
     int d = s.stages[0].n_replicas;
     snprintf(lay, sizeof lay, "t=2,p=2,d=%d,mb=%d,m=%d,sched=1f1b,recompute=full,split=%d/%d", d, s.microbatch,
              s.n_micro / d, s.stages[0].n_layers, s.stages[1].n_layers);
-    snprintf(args, sizeof args, "plan " Q " --layout %s -o %s", lay, lp);
+    snprintf(args, sizeof args, "plan " Q " --layout %s --for megatron -o %s", lay, lp);
     plan_run(&l, args, lp);
     CU_ASSERT_EQUAL(l.n_micro, s.n_micro);
     CU_ASSERT_EQUAL(l.pred.iteration_s, s.pred.iteration_s); /* to the bit */
     CU_ASSERT_EQUAL(l.stages[0].mem_bytes, s.stages[0].mem_bytes);
     CU_ASSERT_EQUAL(l.tensor, 2);
     /* cleave sim --layout replays the same plan: the same iteration */
-    snprintf(args, sizeof args, "sim " Q " --layout %s --json", lay);
+    snprintf(args, sizeof args, "sim " Q " --layout %s --for megatron --json", lay);
     CU_ASSERT_EQUAL(sim_iteration(args), l.pred.iteration_s);
+    /* the framework is part of the run: without it the fp16 model keeps
+     * fp32 gradients (18 bytes a parameter, not Megatron-LM's 20) */
+    snprintf(args, sizeof args, "sim " Q " --layout %s --json", lay);
+    CU_ASSERT_NOT_EQUAL(sim_iteration(args), l.pred.iteration_s);
     plan_free(&s);
     plan_free(&l);
 }
@@ -401,16 +405,18 @@ static void test_grad_acc(void)
     double params = L * tfm_block_params_rank(d, 1) + V * h + P * h + V * h + 2 * h;
     double kernels = 12 * L + 2 + 3;
     const char *q = "sim --layout t=1,p=1,d=1,mb=1,m=4,sched=1f1b --model models/gpt2-1.5b.json --device A100-80GB --devices 1 --optimizer adam --batch 4 --json";
-    const char *prec[2] = {"", " --precision fp32"};
-    const double bytes[2] = {10, 12};
-    for (int k = 0; k < 2; k++) {
+    /* mixed precision with fp32 accumulators: 2 + 4 + 4; fp32: 4 + 4 + 4;
+     * Megatron-LM keeps an fp16 model's gradients in 16 bits: 2 + 2 + 2 */
+    const char *prec[3] = {"", " --precision fp32", " --for megatron"};
+    const double bytes[3] = {10, 12, 6};
+    for (int k = 0; k < 3; k++) {
         char args[600];
         snprintf(args, sizeof args, "%s%s", q, prec[k]);
         double fused = sim_iteration(args);
         snprintf(args, sizeof args, "%s%s --grad-accumulation separate", q, prec[k]);
         double separate = sim_iteration(args);
         double want = 4 * (params * bytes[k] / a100.mem_bw_Bps + kernels * a100.kernels.launch_s);
-        printf("\n    %s: %.6f s -> %.6f s, +%.6f s (closed form %.6f s) ", k ? "fp32" : "mixed", fused,
+        printf("\n    %s: %.6f s -> %.6f s, +%.6f s (closed form %.6f s) ", k == 2 ? "megatron fp16" : k ? "fp32" : "mixed", fused,
                separate, separate - fused, want);
         CU_ASSERT(fabs((separate - fused) - want) <= 1e-9 * separate);
     }

@@ -4,11 +4,14 @@
  * against.
  *
  * References are independent of the code: bytes per parameter from the
- * Megatron-LM distributed-optimizer table ("float16 param, fp32 grads":
- * 18 replicated, 6 + 12/d sharded; "fp32 param, fp32 grads": 16, 8 + 8/d),
- * the ZeRO paper's accounting (Rajbhandari et al. 2020, Sec. 3.1: 2 + 2 + K
- * with K = 12 for Adam, here with 4-byte gradients: 2 + 4 + K), and totals
- * of small configurations worked by hand in the comments.
+ * Megatron-LM distributed-optimizer table (README, "Distributed
+ * Optimizer": "bf16 param, fp32 grads" 18 replicated, 6 + 12/d sharded;
+ * "fp16 param, fp16 grads" 20, 4 + 16/d; "fp32 param, fp32 grads" 16,
+ * 8 + 8/d), DeepSpeed's own estimate for ZeRO 1 and 2 (4 + 16/d), the ZeRO
+ * paper's accounting (Rajbhandari et al. 2020, Sec. 3.1: 2 + 2 + K with
+ * K = 12 for Adam, to which the implementations add an fp32 copy of 16-bit
+ * gradients, or keep fp32 ones: 2 + 4 + K), and totals of small
+ * configurations worked by hand in the comments.
  */
 #include <math.h>
 #include <stdio.h>
@@ -44,52 +47,75 @@ static void test_update_traffic(void)
             int elem = mixed ? 2 : 4;
             double bytes = 4 + (mixed ? 4 + 4 + 2 : 4 + 4) + 8.0 * plan_optim_state_mult((plan_optim)o);
             for (int z = 0; z <= PLAN_ZERO_MAX; z++) {
-                plan_state_f f = plan_state_factors(elem, mixed ? PREC_MIXED : PREC_FP32, (plan_optim)o, z);
+                plan_state_f f = plan_state_factors(elem, mixed ? PREC_MIXED : PREC_FP32, (plan_optim)o, z, 4);
                 CU_ASSERT_EQUAL(plan_update_traffic(&f) * elem, bytes);
+            }
+            /* 16-bit gradients (mixed only): read (2), their fp32 copy
+             * written and read (4 + 4), then as above */
+            if (mixed) {
+                plan_state_f f = plan_state_factors(2, PREC_MIXED, (plan_optim)o, 1, 2);
+                CU_ASSERT_EQUAL(plan_update_traffic(&f) * 2,
+                                2 + 4 + 4 + 4 + 4 + 2 + 8.0 * plan_optim_state_mult((plan_optim)o));
             }
         }
     /* mixed-precision Adam: 30 bytes per parameter; FP8 keeps the same state */
-    plan_state_f f = plan_state_factors(2, PREC_FP8, OPTIM_ADAM, 1);
+    plan_state_f f = plan_state_factors(2, PREC_FP8, OPTIM_ADAM, 1, 4);
     CU_ASSERT_EQUAL(plan_update_traffic(&f) * 2, 30);
 }
 
 static void test_published_per_param(void)
 {
     /* Megatron-LM, distributed optimizer, Adam: float16 param + fp32 grads */
-    plan_state_f f = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 0);
+    plan_state_f f = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 0, 4);
     CU_ASSERT_EQUAL(per_param(&f, 2, 1), 18);
     CU_ASSERT_EQUAL(per_param(&f, 2, 64), 18); /* ZeRO 0: d changes nothing */
-    f = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 1);
+    f = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 1, 4);
     for (int d = 1; d <= 64; d *= 2) CU_ASSERT_EQUAL(per_param(&f, 2, d), 6 + 12.0 / d);
     CU_ASSERT_EQUAL(f.rep * 2, 6);
     CU_ASSERT_EQUAL(f.shard * 2, 12);
     /* fp32 param + fp32 grads: 16 and 8 + 8/d */
-    f = plan_state_factors(4, PREC_FP32, OPTIM_ADAM, 0);
+    f = plan_state_factors(4, PREC_FP32, OPTIM_ADAM, 0, 4);
     CU_ASSERT_EQUAL(per_param(&f, 4, 8), 16);
-    f = plan_state_factors(4, PREC_FP32, OPTIM_ADAM, 1);
+    f = plan_state_factors(4, PREC_FP32, OPTIM_ADAM, 1, 4);
     for (int d = 1; d <= 64; d *= 2) CU_ASSERT_EQUAL(per_param(&f, 4, d), 8 + 8.0 / d);
     /* ZeRO 2 (the ZeRO paper's P_os+g, with 4-byte gradients): only the
      * 16-bit weights stay whole, 2 + (4 + 12)/d */
-    f = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 2);
+    f = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 2, 4);
     for (int d = 1; d <= 64; d *= 2) CU_ASSERT_EQUAL(per_param(&f, 2, d), 2 + 16.0 / d);
     /* the ZeRO paper's 7.5B model on 64 GPUs, Adam, but with 4-byte
      * gradients: 18 x 7.5e9 = 135 GB replicated, (6 + 12/64) x 7.5e9 =
      * 46.4 GB under ZeRO 1, (2 + 16/64) x 7.5e9 = 16.9 GB under ZeRO 2 */
-    plan_state_f z0 = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 0);
-    plan_state_f z1 = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 1);
-    plan_state_f z2 = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 2);
+    plan_state_f z0 = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 0, 4);
+    plan_state_f z1 = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 1, 4);
+    plan_state_f z2 = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 2, 4);
     double pb = 7.5e9 * 2; /* parameter bytes in the model's 2-byte elements */
     CU_ASSERT_DOUBLE_EQUAL(plan_state_bytes(&z0, pb, 64), 135e9, 1);
     CU_ASSERT_DOUBLE_EQUAL(plan_state_bytes(&z1, pb, 64), 46.40625e9, 1);
     CU_ASSERT_DOUBLE_EQUAL(plan_state_bytes(&z2, pb, 64), 16.875e9, 1);
+    /* 16-bit gradients: Megatron-LM's "fp16 param, fp16 grads" row, 20
+     * and 4 + 16/d (the optimiser's fp32 copy of the gradients sharded with
+     * the master weights), which is also DeepSpeed's own estimate for its
+     * ZeRO 1 and 2 with fp16 (estimate_zero2_model_states_mem_needs in
+     * deepspeed/runtime/zero/stage_1_and_2.py: 4 x params + 16 x params /
+     * GPUs); ZeRO 2 shards the 16-bit gradients too: 2 + 18/d */
+    f = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 0, 2);
+    CU_ASSERT_EQUAL(per_param(&f, 2, 1), 20);
+    CU_ASSERT_EQUAL(per_param(&f, 2, 64), 20);
+    f = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 1, 2);
+    for (int d = 1; d <= 64; d *= 2) CU_ASSERT_EQUAL(per_param(&f, 2, d), 4 + 16.0 / d);
+    CU_ASSERT_EQUAL(f.master_grads * 2, 4);
+    f = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 2, 2);
+    for (int d = 1; d <= 64; d *= 2) CU_ASSERT_EQUAL(per_param(&f, 2, d), 2 + 18.0 / d);
+    /* fp32 gradients need no copy */
+    CU_ASSERT_EQUAL(plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 1, 4).master_grads, 0);
     /* mixed precision keeps the fp32 master weights for SGD too: 2 + 4 + 4 */
-    f = plan_state_factors(2, PREC_MIXED, OPTIM_SGD, 0);
+    f = plan_state_factors(2, PREC_MIXED, OPTIM_SGD, 0, 4);
     CU_ASSERT_EQUAL(per_param(&f, 2, 1), 10);
-    f = plan_state_factors(2, PREC_MIXED, OPTIM_MOMENTUM, 0);
+    f = plan_state_factors(2, PREC_MIXED, OPTIM_MOMENTUM, 0, 4);
     CU_ASSERT_EQUAL(per_param(&f, 2, 1), 14);
     /* fp32 without ZeRO: the old params x (2 + optimiser), to the bit */
     for (int o = 0; o < OPTIM_COUNT; o++) {
-        f = plan_state_factors(4, PREC_FP32, (plan_optim)o, 0);
+        f = plan_state_factors(4, PREC_FP32, (plan_optim)o, 0, 4);
         CU_ASSERT_EQUAL(f.shard, 0);
         CU_ASSERT_EQUAL(f.version, 1);
         double pbytes = 123456789.0 * 4 + 0.25;
@@ -165,7 +191,7 @@ static void check_layout(model_dtype dtype, plan_prec prec, plan_optim o, int ze
     /* the simulator: the same components, per device, at its peak */
     sim_result r;
     CU_ASSERT_EQUAL_FATAL(sim_predict(p, &r, &e), CL_OK);
-    plan_state_f f = plan_state_factors(elem, plan_prec_resolve(prec, elem), o, zero);
+    plan_state_f f = plan_state_factors(elem, plan_prec_resolve(prec, elem), o, zero, 4);
     for (int i = 0; i < r.n_dev; i++) {
         const sim_mem *x = &r.dev[i].at_peak;
         double st = x->weights + x->grads + x->optim;
@@ -173,7 +199,7 @@ static void check_layout(model_dtype dtype, plan_prec prec, plan_optim o, int ze
         /* weights stay whole; under ZeRO 2 the gradients are halved */
         CU_ASSERT_DOUBLE_EQUAL(x->weights, params * (prec == PREC_FP32 || (prec == PREC_AUTO && elem == 4) ? 4 : 2), 1e-9);
         CU_ASSERT_DOUBLE_EQUAL(x->grads, params * 4 / (zero >= 2 ? 2 : 1), 1e-9);
-        CU_ASSERT_DOUBLE_EQUAL(x->optim, (f.master + f.moments) * PB * NL / 2 / (zero >= 1 ? 2 : 1), 1e-9);
+        CU_ASSERT_DOUBLE_EQUAL(x->optim, f.optim * PB * NL / 2 / (zero >= 1 ? 2 : 1), 1e-9);
         /* and the planner's figure for the stage on that device: the same
          * model state, and a peak it covers (its 2 x (in + out) buffers
          * are a bound; the simulator holds fewer at its peak) */
@@ -184,6 +210,87 @@ static void check_layout(model_dtype dtype, plan_prec prec, plan_optim o, int ze
     }
     sim_result_free(&r);
     plan_result_free(&res);
+    cluster_free(&c);
+    model_free(&m);
+    prof_free(&pf);
+}
+
+/* The gradients each framework keeps between microbatches, from the
+ * frameworks' code (core/plan.h, plan_grad_keep_bytes), and the separate
+ * accumulation kernel's bytes that follow: a 16-bit gradient read and the
+ * accumulator read and written. */
+static void test_grad_keep(void)
+{
+    const struct { model_dtype dt; plan_prec prec; plan_for fw; int reduce, keep; } rows[] = {
+        {MODEL_F32, PREC_AUTO, PLAN_FOR_ANY, 0, 4},       {MODEL_F32, PREC_AUTO, PLAN_FOR_DEEPSPEED, 0, 4},
+        {MODEL_F16, PREC_FP32, PLAN_FOR_MEGATRON, 0, 4},  {MODEL_F16, PREC_AUTO, PLAN_FOR_ANY, 0, 4},
+        {MODEL_BF16, PREC_AUTO, PLAN_FOR_TORCH, 0, 4},    {MODEL_F16, PREC_AUTO, PLAN_FOR_TORCH, 0, 4},
+        /* Megatron-LM: the buffer it reduces */
+        {MODEL_BF16, PREC_MIXED, PLAN_FOR_MEGATRON, 0, 4}, {MODEL_F16, PREC_MIXED, PLAN_FOR_MEGATRON, 0, 2},
+        {MODEL_BF16, PREC_MIXED, PLAN_FOR_MEGATRON, 2, 2}, {MODEL_F16, PREC_FP8, PLAN_FOR_MEGATRON, 4, 4},
+        {MODEL_BF16, PREC_FP8, PLAN_FOR_MEGATRON, 0, 4},
+        /* DeepSpeed: fp16 engine 16-bit, BF16 optimizer fp32 whatever it
+         * communicates in */
+        {MODEL_F16, PREC_MIXED, PLAN_FOR_DEEPSPEED, 0, 2}, {MODEL_F16, PREC_MIXED, PLAN_FOR_DEEPSPEED, 4, 2},
+        {MODEL_BF16, PREC_MIXED, PLAN_FOR_DEEPSPEED, 0, 4}, {MODEL_BF16, PREC_MIXED, PLAN_FOR_DEEPSPEED, 2, 4},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        int reduce = plan_grad_reduce_resolve(rows[i].reduce, rows[i].dt, rows[i].prec, rows[i].fw);
+        int keep = plan_grad_keep_bytes(rows[i].dt, rows[i].prec, rows[i].fw, reduce);
+        if (keep != rows[i].keep) fprintf(stderr, "\n  row %zu: keep %d, want %d\n", i, keep, rows[i].keep);
+        CU_ASSERT_EQUAL(keep, rows[i].keep);
+        int fp32 = plan_prec_resolve(rows[i].prec, model_dtype_bytes(rows[i].dt)) == PREC_FP32;
+        CU_ASSERT_EQUAL(plan_grad_acc_bytes(rows[i].dt, rows[i].prec, rows[i].fw, rows[i].reduce),
+                        fp32 ? 12 : 2 + 2 * rows[i].keep);
+    }
+}
+
+/* The same chain planned on 2 stages x 2 replicas, 1F1B, 4 microbatches,
+ * with and without --for deepspeed (Megatron-LM plans only transformers;
+ * its choice is checked above): same layout, and every device's model
+ * state in the plan and at the simulator's peak differs by the bytes per
+ * parameter worked by hand (fp16, Adam): DeepSpeed keeps 16-bit gradients,
+ * 20 / 4 + 16/2 = 12 / 2 + 18/2 = 11 for ZeRO 0, 1, 2, against
+ * 18 / 12 / 10 with fp32 gradients. */
+static void test_framework_state(void)
+{
+    model m;
+    prof pf;
+    cluster c;
+    chain(&m, &pf, &c, MODEL_F16);
+    const double any[3] = {18, 12, 10}, fw16[3] = {20, 12, 11};
+    double params = PB * NL / 2 / 2; /* per stage */
+    for (int z = 0; z <= PLAN_ZERO_MAX; z++)
+        for (int k = 0; k < 2; k++) {
+            plan_for fw = k ? PLAN_FOR_DEEPSPEED : PLAN_FOR_ANY;
+            plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &c.types[0], .batch = 4,
+                               .schedule = SCHED_1F1B, .microbatches = 4, .stages = 2, .algo = PLAN_ALGO_EXACT,
+                               .optimizer = OPTIM_ADAM, .zero = z, .comm = 0, .replication = 1, .framework = fw};
+            plan_result a, b;
+            cl_err e = {0};
+            CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &b, &e), CL_OK);
+            rq.framework = PLAN_FOR_ANY;
+            CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &a, &e), CL_OK);
+            CU_ASSERT_EQUAL_FATAL(a.plan.n_stages, 2);
+            CU_ASSERT_EQUAL_FATAL(b.plan.n_stages, 2);
+            double want = fw == PLAN_FOR_ANY ? any[z] : fw16[z];
+            for (int s = 0; s < 2; s++) {
+                CU_ASSERT_EQUAL_FATAL(b.plan.stages[s].n_replicas, 2);
+                CU_ASSERT_EQUAL_FATAL(a.plan.stages[s].n_layers, b.plan.stages[s].n_layers);
+                CU_ASSERT_DOUBLE_EQUAL(b.plan.stages[s].mem_bytes - a.plan.stages[s].mem_bytes,
+                                       params * (want - any[z]), 1e-6);
+            }
+            sim_result r;
+            CU_ASSERT_EQUAL_FATAL(sim_predict(&b.plan, &r, &e), CL_OK);
+            for (int i = 0; i < r.n_dev; i++) {
+                const sim_mem *x = &r.dev[i].at_peak;
+                CU_ASSERT_DOUBLE_EQUAL(x->weights + x->grads + x->optim, params * want, 1e-6);
+                CU_ASSERT_DOUBLE_EQUAL(x->grads, params * (fw == PLAN_FOR_ANY ? 4 : 2) / (z >= 2 ? 2 : 1), 1e-9);
+            }
+            sim_result_free(&r);
+            plan_result_free(&a);
+            plan_result_free(&b);
+        }
     cluster_free(&c);
     model_free(&m);
     prof_free(&pf);
@@ -286,7 +393,7 @@ static void test_plan_json(void)
     cJSON_AddStringToObject(j, "precision", "fp8");
     CU_ASSERT_EQUAL_FATAL(plan_from_json(&q, j, "fp8.json", &e), CL_OK);
     CU_ASSERT_EQUAL(q.precision, PREC_FP8);
-    plan_state_f f8 = plan_state_factors(2, PREC_FP8, OPTIM_ADAM, 1), f16 = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 1);
+    plan_state_f f8 = plan_state_factors(2, PREC_FP8, OPTIM_ADAM, 1, 4), f16 = plan_state_factors(2, PREC_MIXED, OPTIM_ADAM, 1, 4);
     CU_ASSERT(f8.rep == f16.rep && f8.shard == f16.shard && f8.master == f16.master);
     plan_free(&q);
     cJSON_DeleteItemFromObject(j, "precision");
@@ -490,8 +597,10 @@ static void test_zero_collectives(void)
 TEST_SUITE(model_state)
 {
     test_add_suite("model_state");
-    test_add("bytes per parameter: Megatron-LM's table and the ZeRO paper", test_published_per_param);
+    test_add("bytes per parameter: Megatron-LM's table and DeepSpeed's estimate", test_published_per_param);
     test_add("optimiser step traffic, tensor by tensor", test_update_traffic);
+    test_add("gradients kept by each framework, and their accumulation's bytes", test_grad_keep);
+    test_add("2 x 2 under DeepSpeed: 16-bit gradients by hand", test_framework_state);
     test_add("2 stages x 2 replicas: plan and simulator against hand totals", test_layouts_by_hand);
     test_add("ZeRO 2 makes a layout fit; the reserve takes it away", test_zero_makes_it_fit);
     test_add("plan JSON: precision and zero written, old plans load", test_plan_json);

@@ -91,7 +91,7 @@ static inline int gen_instance(plan_inst *I, const gen_opts *g, int *dev_fixed)
                                        SCHED_ZBH1};
     I->sched = kinds[irand(0, 4)];
     int k = irand(0, 2);
-    I->state = plan_state_factors(4, PREC_FP32, (plan_optim)k, 0);
+    I->state = plan_state_factors(4, PREC_FP32, (plan_optim)k, 0, 4);
     I->comm = irand(0, 3) != 0;
     I->max_replicas = irand(0, 2) == 0 ? 1 : nd;
     /* memory: a cap around what the model needs spread over the devices,
@@ -116,7 +116,8 @@ static inline int gen_instance(plan_inst *I, const gen_opts *g, int *dev_fixed)
     uint64_t h = state_hash();
     if (h % 3 == 0)
         I->state = plan_state_factors((h >> 8) & 1 ? 2 : 4, (h >> 9) & 1 ? PREC_MIXED : PREC_FP32,
-                                      (plan_optim)k, (int)((h >> 10) % (PLAN_ZERO_MAX + 1)));
+                                      (plan_optim)k, (int)((h >> 10) % (PLAN_ZERO_MAX + 1)),
+                                      (h >> 9) & 1 && (h >> 40) & 1 ? 2 : 4);
     return p_fixed;
 }
 

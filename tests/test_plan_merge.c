@@ -92,7 +92,7 @@ static void gen(plan_inst *I, int kind)
     static const sched_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_FBP, SCHED_PIPEDREAM};
     I->sched = kinds[irand(0, 3)];
     int k = irand(0, 2);
-    I->state = plan_state_factors(4, PREC_FP32, (plan_optim)k, 0);
+    I->state = plan_state_factors(4, PREC_FP32, (plan_optim)k, 0, 4);
     I->comm = uni ? irand(0, 1) : irand(0, 3) != 0;
     I->max_replicas = irand(0, 2) == 0 ? 1 : nd;
     if (!uni && irand(0, 2) == 0) {
@@ -109,7 +109,8 @@ static void gen(plan_inst *I, int kind)
     uint64_t h = state_hash();
     if (h % 3 == 0)
         I->state = plan_state_factors((h >> 8) & 1 ? 2 : 4, (h >> 9) & 1 ? PREC_MIXED : PREC_FP32,
-                                      (plan_optim)k, (int)((h >> 10) % (PLAN_ZERO_MAX + 1)));
+                                      (plan_optim)k, (int)((h >> 10) % (PLAN_ZERO_MAX + 1)),
+                                      (h >> 9) & 1 && (h >> 40) & 1 ? 2 : 4);
 }
 
 /* Runs count instances of a kind; returns the worst gap (merge over exact

@@ -554,7 +554,10 @@ int cmd_plan(int argc, char **argv)
         goto done;
     }
     const double wgrad_acc =
-        pa.grad_acc ? plan_prec_grad_acc_bytes(plan_prec_resolve((plan_prec)pa.precision, (int)model_elem_bytes(&md))) : 0;
+        pa.grad_acc ? plan_grad_acc_bytes(md.dtype, (plan_prec)pa.precision,
+                                          pa.framework ? (plan_for)plan_for_from_name(pa.framework) : PLAN_FOR_ANY,
+                                          pa.grad_reduce)
+                    : 0;
     if (t_auto) {
         tfm_rank_opts o1 = {.t = 1, .sp = 0, .recomp = TFM_RECOMP_NONE};
         if ((rc = tfm_rank_check(&md, &o1, model_path, &e))) goto fail;

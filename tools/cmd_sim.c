@@ -11,6 +11,7 @@
 #include "core/schedule.h"
 #include "sim/sim.h"
 #include "base/budget.h"
+#include "base/escape.h"
 #include "cli.h"
 #include "layout_cli.h"
 #include "base/jsonx.h"
@@ -28,6 +29,7 @@ typedef struct sim_args {
     const char *layout, *model, *cluster, *device, *bandwidth, *latency;
     int64_t devices, per_node, batch;
     int optimizer, attention, grad_acc; /* grad_acc: --grad-accumulation, 1 separate */
+    const char *framework;  /* --for with --layout, as given */
 } sim_args;
 
 #define SA sim_args
@@ -70,6 +72,7 @@ static const cli_opt sim_table[] = {
     {"optimizer", 0, CLI_ENUM, CLI_FIELD(SA, optimizer), .words = "sgd|momentum|adam", .help = NULL},
     {"attention", 0, CLI_ENUM, CLI_FIELD(SA, attention), .words = "unfused|fused", .help = NULL},
     {"grad-accumulation", 0, CLI_ENUM, CLI_FIELD(SA, grad_acc), .words = "fused|separate", .help = NULL},
+    {"for", 0, CLI_STR, CLI_FIELD(SA, framework), .help = NULL},
     {"trace", 0, CLI_STR, CLI_FIELD(SA, trace), .arg = "FILE",
      .help = "write a Chrome trace (open in Perfetto or chrome://tracing)"},
     {"dump-schedule", 0, CLI_STR, CLI_FIELD(SA, dump), .arg = "FILE",
@@ -91,7 +94,7 @@ static int help(void)
            "       cleave sim --layout t=T,p=P,d=D,... --model M.json (--cluster C.json |\n"
            "                  --devices N --device TYPE [--per-node K] [--bandwidth B[,B2]])\n"
            "                  [--batch B] [--optimizer sgd|momentum|adam] [--attention unfused|fused]\n"
-           "                  [--grad-accumulation fused|separate]\n"
+           "                  [--grad-accumulation fused|separate] [--for torch|deepspeed|megatron]\n"
            "                  [options]\n\n"
            "Simulates the plan's pipeline schedule event by event (compute streams, links with\n"
            "bandwidth sharing, ring all-reduce of replicated stages, memory over time) and\n"
@@ -113,13 +116,20 @@ static int parse(int argc, char **argv, sim_args *a)
     if (a->args.n > 1)
         return cli_usage_error("sim", "one plan at a time (got %s and %s)", a->args.v[0], a->args.v[1]);
     int from_layout = a->layout || a->model || a->cluster || a->devices || a->per_node || a->bandwidth ||
-                      a->latency || a->device || a->batch || a->optimizer || a->attention || a->grad_acc;
+                      a->latency || a->device || a->batch || a->optimizer || a->attention || a->grad_acc ||
+                      a->framework;
     if (from_layout && (!a->layout || a->args.n))
         return cli_usage_hint("sim", "either PLAN.json, or --layout SPEC with --model and the cluster",
                               "--model, --cluster, --devices, --batch and the other inputs of a layout go with --layout, not a plan file");
     if (a->layout && (a->zero >= 0 || a->micro))
         return cli_usage_hint("sim", "zero= and m= in the layout", "--zero and --microbatches come from the layout");
     if (a->grad_reduce == 3) return cli_usage_error("sim", "--grad-reduce-bytes 3: expected 2 or 4");
+    if (a->framework && plan_for_from_name(a->framework) < 0) {
+        char *shown = esc_term(a->framework); /* argv: no control byte to the terminal */
+        rc = cli_usage_error("sim", "--for: unknown framework \"%s\" (torch, deepspeed, megatron)", shown);
+        free(shown);
+        return rc;
+    }
     if (!a->args.n && !a->layout) return cli_usage_error("sim", "missing PLAN.json");
     a->plan = a->layout ? "--layout" : a->args.v[0];
     /* stdout carries one machine-readable output at most; the table then
@@ -359,7 +369,8 @@ int cmd_sim(int argc, char **argv)
                             .devices = a.devices, .per_node = a.per_node, .batch = a.batch,
                             .optimizer = a.optimizer, .precision = a.precision > 0 ? a.precision : 0,
                             .zero = -1, .comm = a.comm_off != 1, .attention = a.attention,
-                            .grad_acc = a.grad_acc, .grad_reduce = a.grad_reduce};
+                            .grad_acc = a.grad_acc, .grad_reduce = a.grad_reduce,
+                            .framework = a.framework ? plan_for_from_name(a.framework) : PLAN_FOR_ANY};
         plan_result res;
         char links[256];
         if ((rc = layout_cli_eval(&in, &res, links, sizeof links, nofit, sizeof nofit, &e)))

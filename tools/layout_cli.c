@@ -59,8 +59,8 @@ int layout_cli_eval(const layout_inputs *in, plan_result *res, char *links, size
                            .optimizer = (plan_optim)in->optimizer, .precision = (plan_prec)in->precision,
                            .zero = in->zero > 0 ? in->zero : 0, .comm = in->comm, .replication = 1,
                            .grad_reduce = in->grad_reduce, .framework = (plan_for)in->framework,
-                           .wgrad_acc = in->grad_acc ? plan_prec_grad_acc_bytes(plan_prec_resolve(
-                                                           (plan_prec)in->precision, (int)model_elem_bytes(&md)))
+                           .wgrad_acc = in->grad_acc ? plan_grad_acc_bytes(md.dtype, (plan_prec)in->precision,
+                                                                           (plan_for)in->framework, in->grad_reduce)
                                                      : 0,
                            .model_origin = in->model, .cluster_origin = in->cluster ? in->cluster : "--devices",
                            .prof_origin = "the costs derived for the device type"};

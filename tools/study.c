@@ -548,7 +548,9 @@ int study_args_load(const study_args *a, study *s, cl_err *e)
             study_free(s);
             return cl_fail(e, CL_EINPUT, "%s: %s", a->model, PLAN_GRAD_ACC_NEEDS);
         }
-        s->tro.wgrad_acc = plan_prec_grad_acc_bytes(plan_prec_resolve((plan_prec)a->precision, (int)model_elem_bytes(&s->md)));
+        /* sweep and compare reduce in the framework's default element size */
+        s->tro.wgrad_acc = plan_grad_acc_bytes(s->md.dtype, (plan_prec)a->precision,
+                                               a->framework ? (plan_for)plan_for_from_name(a->framework) : PLAN_FOR_ANY, 0);
     }
     s->per_rank = !s->t_auto && !s->r_auto && tfm_rank_reprices(&s->tro);
     if (s->per_rank) {
