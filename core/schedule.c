@@ -246,27 +246,84 @@ static int order_deepspeed(item *it, int p, int s, int g0, int n, int st)
     return k;
 }
 
+/* Item x of Megatron-LM's interleaved order on a device of p positions
+ * with v chunks: forwards run chunk 0 of p microbatches, then chunk 1 of
+ * the same p, ... (groups of p v items), backwards the chunks in reverse.
+ * The chunk index and the microbatch's rank among the device's own. */
+static void interleaved_item(int x, int fwd, int p, int v, int *chunk, int *micro)
+{
+    int pv = p * v;
+    *chunk = fwd ? (x % pv) / p : v - 1 - (x % pv) / p;
+    *micro = (x / pv) * p + (x % pv) % p;
+}
+
 /* Megatron-LM interleaved order on device j of p with v chunks; stage of
  * chunk c on device j is c p + j; the n microbatches are g0, g0 + st, ...
  * Requires n % p == 0. */
 static int order_interleaved(item *it, int p, int v, int j, int g0, int n, int st)
 {
-    int total = n * v, pv = p * v, k = 0;
+    int total = n * v, k = 0, c, i;
     int warm = imin(2 * (p - j - 1) + (v - 1) * p, total);
-#define VCHUNK(x, fwd) ((fwd) ? ((x) % pv) / p : v - 1 - ((x) % pv) / p)
-#define VMICRO(x) ((((x) / pv) * p + ((x) % pv) % p) * st)
-    for (int x = 0; x < warm; x++)
-        k = put(it, k, SCHED_F, VCHUNK(x, 1) * p + j, g0 + VMICRO(x));
-    for (int x = 0; x < total - warm; x++) {
-        int xf = x + warm;
-        k = put(it, k, SCHED_F, VCHUNK(xf, 1) * p + j, g0 + VMICRO(xf));
-        k = put(it, k, SCHED_B, VCHUNK(x, 0) * p + j, g0 + VMICRO(x));
+    for (int x = 0; x < warm; x++) {
+        interleaved_item(x, 1, p, v, &c, &i);
+        k = put(it, k, SCHED_F, c * p + j, g0 + i * st);
     }
-    for (int x = total - warm; x < total; x++)
-        k = put(it, k, SCHED_B, VCHUNK(x, 0) * p + j, g0 + VMICRO(x));
-#undef VCHUNK
-#undef VMICRO
+    for (int x = 0; x < total - warm; x++) {
+        interleaved_item(x + warm, 1, p, v, &c, &i);
+        k = put(it, k, SCHED_F, c * p + j, g0 + i * st);
+        interleaved_item(x, 0, p, v, &c, &i);
+        k = put(it, k, SCHED_B, c * p + j, g0 + i * st);
+    }
+    for (int x = total - warm; x < total; x++) {
+        interleaved_item(x, 0, p, v, &c, &i);
+        k = put(it, k, SCHED_B, c * p + j, g0 + i * st);
+    }
     return k;
+}
+
+/* The most stash alive at once on device j walking order_interleaved over
+ * n microbatches (g0 0, stride 1), counting only those with i % r == q when
+ * r > 1 (a replica filtering the device order over all microbatches).  A
+ * stash lives from its F's start to its B's end.  Unfiltered, the steady
+ * part is periodic in x with period p v (both orders repeat every p v items
+ * with p more of each chunk), so one period after the warm-up holds its
+ * peak; the cool-down only frees. */
+static double interleaved_walk(int p, int v, int j, int n, int r, int q, const double *stash)
+{
+    int total = n * v, c, i;
+    int warm = imin(2 * (p - j - 1) + (v - 1) * p, total);
+    double cur = 0, peak = 0;
+    for (int x = 0; x < warm; x++) {
+        interleaved_item(x, 1, p, v, &c, &i);
+        if (r == 1 || i % r == q) cur += stash[c];
+    }
+    peak = cur;
+    int steady = total - warm;
+    if (r == 1 && steady > p * v) steady = p * v;
+    for (int x = 0; x < steady; x++) {
+        interleaved_item(x + warm, 1, p, v, &c, &i);
+        if (r == 1 || i % r == q) cur += stash[c];
+        if (cur > peak) peak = cur;
+        interleaved_item(x, 0, p, v, &c, &i);
+        if (r == 1 || i % r == q) cur -= stash[c];
+    }
+    return peak;
+}
+
+double sched_interleaved_stash_peak(int p, int v, int j, int m, int r, const double *stash)
+{
+    assert(p >= 1 && v >= 1 && j >= 0 && j < p && m >= 1 && r >= 1);
+    if (v == 1) /* the order is 1F1B's */
+        return stash[0] * sched_inflight_rep(SCHED_1F1B, p * r, (p - j) * r, r, m, 1);
+    double peak = 0;
+    for (int q = 0; q < r && q < m; q++) {
+        /* as sched_build orders a replica: its own nq microbatches when
+         * they are a multiple of p, else the device order over all m */
+        int nq = (m - q + r - 1) / r;
+        double x = nq % p ? interleaved_walk(p, v, j, m, r, q, stash) : interleaved_walk(p, v, j, nq, 1, 0, stash);
+        if (x > peak) peak = x;
+    }
+    return peak;
 }
 
 static int order_sequential(item *it, int S, int g0, int n)

@@ -171,6 +171,15 @@ int sched_versions(sched_kind kind, int p, int s, int m);
  * functions above. */
 int sched_inflight_rep(sched_kind kind, int devices, int depth, int r, int m, int v);
 int sched_versions_rep(sched_kind kind, int depth, int r);
+/* Interleaved 1F1B (v chunks per device; v = 1 is 1F1B): the most stash bytes alive
+ * at once on one replica of pipeline position j of p, each position r
+ * replicas and the m microbatches shared among them as the simulator's
+ * order shares them (each replica its own m / r when that is a multiple of
+ * p), walking Megatron-LM's order with stash[c] bytes per microbatch of the
+ * device's chunk c (c = 0 .. v - 1).  Exact: equal to the simulator's peak
+ * stash on that device, where sched_inflight_rep times the largest chunk's
+ * stash is a bound (r = 1) or an estimate (r > 1). */
+double sched_interleaved_stash_peak(int p, int v, int j, int m, int r, const double *stash);
 
 /* Short label of an op, shared by the simulator's and the executor's traces:
  * F3 / F3.1 (microbatch 3, chunk 1, shown when chunks > 1), B3, W3, U (an

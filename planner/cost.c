@@ -342,9 +342,9 @@ double plan_stage_mem_least(const plan_inst *I, double params, double stash, dou
     return plan_stage_mem_counts(I, params, stash, in_bytes, out_bytes, 1, 1, plan_inst_rmax(I));
 }
 
-double plan_chunks_mem(const plan_inst *I, double fixed, double stash_max, int q, int p, int r)
+double plan_chunks_mem(const plan_inst *I, double fixed, const double *stash, int q, int p, int r)
 {
-    return fixed + stash_max * sched_inflight_rep(SCHED_INTERLEAVED, p * r, (p - q) * r, r, I->m, I->chunks);
+    return fixed + sched_interleaved_stash_peak(p, I->chunks, q, I->m, r, stash);
 }
 
 int plan_block_ok(const plan_inst *I, int pos, int r)

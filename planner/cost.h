@@ -319,10 +319,13 @@ double plan_stage_mem_least(const plan_inst *I, double params, double stash, dou
                             double out_bytes);
 /* Interleaved plans: bytes a device of pipeline position q of p (each
  * position a block of r replicas) needs for all its chunks: `fixed` is the
- * sum over them of plan_mem_weights + plan_mem_io, stash_max the largest
- * chunk's stash, held for each of the chunk-microbatches in flight there
- * (sched_inflight_rep, I->chunks chunks per device, I->m microbatches). */
-double plan_chunks_mem(const plan_inst *I, double fixed, double stash_max, int q, int p, int r);
+ * sum over them of plan_mem_weights + plan_mem_io, stash[c] the stash per
+ * microbatch of its chunk c (I->chunks of them), held as Megatron-LM's
+ * order holds them over I->m microbatches (sched_interleaved_stash_peak:
+ * the simulator's peak, not the largest chunk's stash times the count in
+ * flight, which charged a last device's head chunk, the largest, for each
+ * of (v - 1) p + 1 chunk-microbatches where one is ever alive). */
+double plan_chunks_mem(const plan_inst *I, double fixed, const double *stash, int q, int p, int r);
 /* Block rules: is [pos, pos + r) inside one node or a run of whole nodes? */
 int plan_block_ok(const plan_inst *I, int pos, int r);
 /* Link level between two consecutive blocks: intra-node when both lie in

@@ -213,8 +213,8 @@ void search_consider_bad(search_ctx *c, search_best *B, const plan_inst *I, cons
  * I->chunks chunks each: chunk k (layers cut[k] .. cut[k + 1] - 1 of the
  * chain view L) on the block of r replicas at positions (k mod p) x r.
  * Fills pl (stages owned, model and cluster shallow) and ev; a device's
- * memory adds up its chunks' weights and buffers, with its largest chunk's
- * stash times the chunk-microbatches in flight (plan_chunks_mem).  The
+ * memory adds up its chunks' weights and buffers, and their stashes as
+ * Megatron-LM's order holds them (plan_chunks_mem).  The
  * search calls it with r = 1; planner/layout.c with a layout's d. */
 void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_lattice *L, int p, int r,
                              const int *cut, plan *pl, plan_eval *ev)
@@ -239,7 +239,8 @@ void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
     pl->cluster = *rq->cluster;
     *ev = (plan_eval){.valid = 1, .feasible = 1, .headroom_bytes = HUGE_VAL, .devices = p * r};
     double *busy = cl_calloc((size_t)p, sizeof(double)), *fixed = cl_calloc((size_t)p, sizeof(double));
-    double *stash_max = cl_calloc((size_t)p, sizeof(double)), *cap = cl_malloc((size_t)p * sizeof(double));
+    /* stash[q v + c]: chunk c of position q */
+    double *stash = cl_calloc((size_t)n, sizeof(double)), *cap = cl_malloc((size_t)p * sizeof(double));
     for (int k = 0; k < n; k++) {
         plan_stage *st = &pl->stages[k];
         int a = cut[k], b = cut[k + 1], q = k % p, at = q * r;
@@ -278,11 +279,11 @@ void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
         }
         busy[q] += st->compute_s;
         fixed[q] += plan_mem_weights(I, st->param_bytes, r) + plan_mem_io(L->cut[a], L->cut[b]);
-        stash_max[q] = fmax(stash_max[q], st->stash_bytes);
+        stash[q * I->chunks + k / p] = st->stash_bytes;
     }
     for (int q = 0; q < p; q++) {
         ev->bottleneck_s = fmax(ev->bottleneck_s, busy[q]);
-        double mem = plan_chunks_mem(I, fixed[q], stash_max[q], q, p, r);
+        double mem = plan_chunks_mem(I, fixed[q], stash + q * I->chunks, q, p, r);
         for (int k = q; k < n; k += p) pl->stages[k].mem_bytes = mem;
         double h = cap[q] - mem;
         if (h < ev->headroom_bytes) {
@@ -295,7 +296,7 @@ void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
     }
     free(busy);
     free(fixed);
-    free(stash_max);
+    free(stash);
     free(cap);
 }
 
