@@ -319,13 +319,33 @@ static void interleaved_rank(search_ctx *c, search_best *B, plan *pl, const plan
     }
 }
 
-/* Interleaved 1F1B: for each device count p (microbatches a multiple of p,
- * as the schedule needs) split the chain view into p x v chunks with
- * plan_chunks_minmax and rank the plan they make. */
+/* A bound no replay of an interleaved plan beats: each replica of
+ * position q runs m / r microbatches of its chunks' work at its block's
+ * slowest speed (the chunks' pipeline, transfers and all-reduces only add). */
+static double interleaved_least(const plan_inst *I, const plan_lattice *L, int p, int r, const double *speed,
+                                const int *cut)
+{
+    double lb = 0;
+    for (int q = 0; q < p; q++) {
+        double w = 0;
+        for (int k = q; k < p * I->chunks; k += p) w += L->work[cut[k + 1]] - L->work[cut[k]];
+        lb = fmax(lb, (double)(I->m / r) * w / speed[q]);
+    }
+    return lb * (1 - PLAN_BOUND_SLACK);
+}
+
+/* Interleaved 1F1B: for each replica count r (one data-parallel degree, as
+ * Megatron-LM and torch replicate whole pipelines; r dividing m) and each
+ * count p of positions (blocks of r devices inside a node or of whole
+ * nodes; each replica's m / r microbatches a multiple of p, as the
+ * schedule needs) split the chain view into p x v chunks with
+ * plan_chunks_minmax over the blocks' speeds and rank the plan they make,
+ * unless its least iteration loses to the best plan already. */
 static void search_interleaved(search_ctx *c, search_best *B, const int *micro, int n_micro)
 {
     const plan_request *rq = c->rq;
     int v = rq->chunks > 0 ? rq->chunks : 2, N = c->n_dev;
+    double *speed = cl_malloc((size_t)N * sizeof(double));
     for (int mi = n_micro - 1; mi >= 0; mi--) {
         int m = micro[mi];
         plan_inst I;
@@ -334,24 +354,41 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
         I.chunks = v;
         plan_lattice L;
         plan_lattice_prefix(&L, &I);
-        for (int p = 1; p <= N && p * v <= I.n && !cl_budget_over(); p++) {
-            if (m % p != 0 || (rq->stages > 0 && p != rq->stages)) continue;
-            int n = p * v;
-            int *cut = cl_malloc((size_t)(n + 1) * sizeof(int));
-            int ok = plan_chunks_minmax(&I, &L, p, n, cut);
-            for (int k = 1; k < n && ok; k++) ok = cut[k] <= c->cut_max;
-            if (ok) {
-                plan pl;
-                plan_eval ev;
-                search_interleaved_plan(c, &I, &L, p, 1, cut, &pl, &ev);
-                interleaved_rank(c, B, &pl, &ev);
+        int rmax = rq->replication ? (m < N ? m : N) : 1;
+        for (int r = rmax; r >= 1; r--) {
+            if (m % r) continue;
+            for (int p = 1; p * r <= N && p * v <= I.n && !cl_budget_over(); p++) {
+                if ((m / r) % p != 0 || (rq->stages > 0 && p != rq->stages)) continue;
+                int ok = 1;
+                for (int q = 0; q < p && ok; q++) {
+                    ok = plan_block_ok(&I, q * r, r);
+                    speed[q] = HUGE_VAL;
+                    for (int j = 0; j < r; j++) speed[q] = fmin(speed[q], I.speed[q * r + j]);
+                }
+                if (!ok) continue;
+                plan_inst J = I; /* the split sees a position's slowest device */
+                J.speed = speed;
+                int n = p * v;
+                int *cut = cl_malloc((size_t)(n + 1) * sizeof(int));
+                ok = plan_chunks_minmax(&J, &L, p, n, cut);
+                for (int k = 1; k < n && ok; k++) ok = cut[k] <= c->cut_max;
+                if (ok && B->have && !c->no_prune && interleaved_least(&I, &L, p, r, speed, cut) > B->pred.iteration_s)
+                    ok = 0;
+                if (ok) {
+                    plan pl;
+                    plan_eval ev;
+                    search_interleaved_plan(c, &I, &L, p, r, cut, &pl, &ev);
+                    interleaved_rank(c, B, &pl, &ev);
+                }
+                free(cut);
             }
-            free(cut);
         }
         plan_lattice_free(&L);
         plan_inst_free(&I);
     }
-    search_note(c->res, "interleaved plans balance the slowest chunk by a greedy split, without replication (not the exact search)");
+    free(speed);
+    search_note(c->res, "interleaved plans balance the slowest chunk by a greedy split over each replica count and "
+                        "pipeline depth (not the exact search)");
 }
 
 /* ------------------------------------------------------------- search -- */

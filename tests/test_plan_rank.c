@@ -107,6 +107,21 @@ static void test_binding_memory(void)
     for (size_t i = 0; i < n; i++) check(&cases[i]);
 }
 
+/* Interleaved plans over replica counts and pipeline depths
+ * (search_interleaved): the least-iteration bound skips replays, so the
+ * pruned search must pick what every candidate replayed picks. */
+static void test_interleaved(void)
+{
+    static const rcase cases[] = {
+        {"vgg16", 16, 4, UNLIMITED, 1, 1, 0, SCHED_INTERLEAVED, 0},
+        {"alexnet", 8, 8, 1.0e9, 1, 1, 0, SCHED_INTERLEAVED, 0},
+        {"resnet18", 32, 8, 1.5e9, 1, 1, 0, SCHED_INTERLEAVED, 32},
+        {"vgg16", 8, 8, UNLIMITED, 0, 1, 0, SCHED_INTERLEAVED, 0}, /* communication off: ties */
+    };
+    size_t n = TEST_BREADTH(sizeof cases / sizeof cases[0], 2);
+    for (size_t i = 0; i < n; i++) check(&cases[i]);
+}
+
 /* A device whose memory binds three times in four (a tenth to seven
  * tenths of what the whole model needs at this batch, else 1e15 bytes) and
  * random links inside and between nodes: the draws of the prune and share
@@ -279,6 +294,7 @@ TEST_SUITE(plan_rank)
     test_add_suite("plan_rank");
     test_add("pruned ranking = every candidate simulated, unlimited memory", test_unlimited_memory);
     test_add("pruned ranking = every candidate simulated, binding memory", test_binding_memory);
+    test_add("pruned ranking = every candidate simulated, interleaved over replicas", test_interleaved);
     test_add("schedule prune = without it, random chains", test_sched_prune);
     test_add("schedules sharing an exact search where memory binds = without it, random models", test_sched_share);
     test_add("the bound that skips a replay never beats one; pruned = unpruned, random models", test_replay_bound);

@@ -268,9 +268,10 @@ static void test_memory_cap(void)
     prof_free(&pf);
 }
 
-/* Interleaved: p x v chunks, chunk k on the device of chunk k mod p, the
- * microbatches a multiple of p, every layer once, and the reported slowest
- * device's load equal to the largest sum of its chunks' compute. */
+/* Interleaved without replication: p x v chunks, chunk k on the device of
+ * chunk k mod p, the microbatches a multiple of p, every layer once, and the
+ * reported slowest device's load equal to the largest sum of its chunks'
+ * compute. */
 static void test_interleaved(void)
 {
     model m;
@@ -284,7 +285,7 @@ static void test_interleaved(void)
                                           (cluster_link){1e10, 0}, &e), CL_OK);
     plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &t, .batch = 8,
                        .schedule = SCHED_INTERLEAVED, .chunks = 3, .algo = PLAN_ALGO_AUTO,
-                       .comm = 0, .replication = 1};
+                       .comm = 0, .replication = 0};
     plan_result res;
     CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
     const plan *p = &res.plan;
@@ -312,6 +313,46 @@ static void test_interleaved(void)
     prof_free(&pf);
 }
 
+/* Interleaved with replication: the same 24 equal layers (3 ms each per
+ * microbatch) on 4 devices, 8 microbatches, free communication.  No plan
+ * beats the work spread over every device, 8 x 24 x 3 ms / 4 = 144 ms, and
+ * one data-parallel degree reaches it (4 replicas of one position run 2
+ * microbatches each without a bubble); without replication the pipeline's
+ * bubble costs more (the search before replicas were tried: 4 positions). */
+static void test_interleaved_replicated(void)
+{
+    model m;
+    prof pf;
+    uniform_chain(&m, &pf, 24, 1000);
+    cluster_devtype t = {.name = "slow", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)1 << 40,
+                         .mem_bw_Bps = 1e12, .efficiency = 1};
+    cluster c;
+    cl_err e = {0};
+    CU_ASSERT_EQUAL_FATAL(cluster_uniform(&c, &t, 4, 0, (cluster_link){1e10, 0},
+                                          (cluster_link){1e10, 0}, &e), CL_OK);
+    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &t, .batch = 8,
+                       .schedule = SCHED_INTERLEAVED, .chunks = 3, .algo = PLAN_ALGO_AUTO,
+                       .comm = 0, .replication = 1};
+    plan_result res, one;
+    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    const plan *p = &res.plan;
+    CU_ASSERT_TRUE(fabs(p->pred.iteration_s - 8 * 24 * 3e-3 / 4) <= 1e-9);
+    int r = p->stages[0].n_replicas;
+    CU_ASSERT_TRUE(r > 1);
+    for (int s = 0; s < p->n_stages; s++) CU_ASSERT_EQUAL(p->stages[s].n_replicas, r);
+    CU_ASSERT_EQUAL(p->n_micro % r, 0);
+    CU_ASSERT_EQUAL((p->n_micro / r) % (p->n_stages / p->chunks), 0);
+    CU_ASSERT_EQUAL(plan_validate(p, "plan", &e), CL_OK);
+    rq.replication = 0;
+    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &one, &e), CL_OK);
+    CU_ASSERT_TRUE(one.plan.pred.iteration_s > p->pred.iteration_s);
+    plan_result_free(&one);
+    plan_result_free(&res);
+    cluster_free(&c);
+    model_free(&m);
+    prof_free(&pf);
+}
+
 TEST_SUITE(plan_search)
 {
     test_add_suite("plan_search");
@@ -321,4 +362,5 @@ TEST_SUITE(plan_search)
     test_add("a memory cap moves layers off the full stage", test_memory_cap);
     test_add("per-layer update times reach the plan and the simulator", test_update_time);
     test_add("interleaved: chunks cycle over the devices, balanced", test_interleaved);
+    test_add("interleaved with replicas: the work over every device, 144 ms", test_interleaved_replicated);
 }
