@@ -319,6 +319,12 @@ static void interleaved_rank(search_ctx *c, search_best *B, plan *pl, const plan
     }
 }
 
+static void search_interleaved_note(plan_result *res)
+{
+    search_note(res, "interleaved plans balance the slowest chunk by a greedy split over each replica count and "
+                     "pipeline depth (not the exact search)");
+}
+
 /* A bound no replay of an interleaved plan beats: each replica of
  * position q runs m / r microbatches of its chunks' work at its block's
  * slowest speed (the chunks' pipeline, transfers and all-reduces only add). */
@@ -340,8 +346,10 @@ static double interleaved_least(const plan_inst *I, const plan_lattice *L, int p
  * nodes; each replica's m / r microbatches a multiple of p, as the
  * schedule needs) split the chain view into p x v chunks with
  * plan_chunks_minmax over the blocks' speeds and rank the plan they make,
- * unless its least iteration loses to the best plan already. */
-static void search_interleaved(search_ctx *c, search_best *B, const int *micro, int n_micro)
+ * unless its least iteration loses to the best plan already.  asked: the
+ * request named the schedule (else auto, pipelines of two or more
+ * positions only). */
+static void search_interleaved(search_ctx *c, search_best *B, const int *micro, int n_micro, int asked)
 {
     const plan_request *rq = c->rq;
     int v = rq->chunks > 0 ? rq->chunks : 2, N = c->n_dev;
@@ -357,7 +365,11 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
         int rmax = rq->replication ? (m < N ? m : N) : 1;
         for (int r = rmax; r >= 1; r--) {
             if (m % r) continue;
-            for (int p = 1; p * r <= N && p * v <= I.n && !cl_budget_over(); p++) {
+            /* asked for, one position too; in auto, pipelines only: one
+             * position of v chunks is data parallelism whose chunks'
+             * all-reduces overlap the backward (gradient buckets), which
+             * the other kinds' replicas would do too if it were modelled */
+            for (int p = asked ? 1 : 2; p * r <= N && p * v <= I.n && !cl_budget_over(); p++) {
                 if ((m / r) % p != 0 || (rq->stages > 0 && p != rq->stages)) continue;
                 int ok = 1;
                 for (int q = 0; q < p && ok; q++) {
@@ -387,8 +399,7 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
         plan_inst_free(&I);
     }
     free(speed);
-    search_note(c->res, "interleaved plans balance the slowest chunk by a greedy split over each replica count and "
-                        "pipeline depth (not the exact search)");
+    if (asked) search_interleaved_note(c->res);
 }
 
 /* ------------------------------------------------------------- search -- */
@@ -445,7 +456,7 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
     if (rq->schedule == SCHED_INTERLEAVED) {
         for (int oi = 0; oi < n_orders; oi++) {
             c->order = orders[oi];
-            search_interleaved(c, B, micro, n_micro);
+            search_interleaved(c, B, micro, n_micro, 1);
         }
         rc = search_budget_out(e);
     }
@@ -476,6 +487,19 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
         }
         c->equal_steps += c->res->exact_steps - steps0;
         c->equal_cands += c->res->candidates - cands0;
+    }
+    /* auto tries interleaved too where the framework runs it (Megatron-LM's
+     * virtual stages, torch's ScheduleInterleaved1F1B; any without --for),
+     * after the others so that their best plan bounds its replays; not with
+     * --algo exact (a chunk split is not the exact search) and, as the
+     * equal-replica searches, not in the budgeted searches on fewer devices */
+    if (!rc && rq->schedule < 0 && rq->algo != PLAN_ALGO_EXACT && equal_here &&
+        (rq->framework == PLAN_FOR_ANY || plan_for_runs(rq->framework, SCHED_INTERLEAVED))) {
+        for (int oi = 0; oi < n_orders && !rc; oi++) {
+            c->order = orders[oi];
+            search_interleaved(c, B, micro, n_micro, 0);
+            rc = search_budget_out(e);
+        }
     }
     for (int k = 0; k < n_orders; k++) free(orders[k]);
     return rc;
@@ -706,6 +730,8 @@ static int search_run(const plan_request *rq, plan_result *res, search_ctx *k, c
         if (B.have) instance_free_stages(&B.pl);
         return rc;
     }
+    /* an interleaved plan a framework's auto chose is a chunk split: say so */
+    if (rq->schedule < 0 && B.pl.schedule == SCHED_INTERLEAVED) search_interleaved_note(res);
     return search_result(rq, &B, res, e);
 }
 
