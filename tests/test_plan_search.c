@@ -268,36 +268,57 @@ static void test_memory_cap(void)
     prof_free(&pf);
 }
 
-/* Interleaved without replication: p x v chunks, chunk k on the device of
- * chunk k mod p, the microbatches a multiple of p, every layer once, and the
+/* Interleaved without replication (the question's default): p x v chunks,
+ * chunk k on the device of chunk k mod p, the microbatches a multiple of p, every layer once, and the
  * reported slowest device's load equal to the largest sum of its chunks'
  * compute. */
-static void test_interleaved(void)
-{
+/* The interleaved question of both tests below: 24 equal layers (3 ms
+ * each per microbatch) on 4 devices, batch 8, 3 chunks, free
+ * communication, no replication. */
+typedef struct iq {
     model m;
     prof pf;
-    uniform_chain(&m, &pf, 24, 1000);
-    cluster_devtype t = {.name = "slow", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)1 << 40,
-                         .mem_bw_Bps = 1e12, .efficiency = 1};
+    cluster_devtype t;
     cluster c;
+    plan_request rq;
+} iq;
+
+static void iq_init(iq *q)
+{
+    uniform_chain(&q->m, &q->pf, 24, 1000);
+    q->t = (cluster_devtype){.name = "slow", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)1 << 40,
+                             .mem_bw_Bps = 1e12, .efficiency = 1};
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(cluster_uniform(&c, &t, 4, 0, (cluster_link){1e10, 0},
-                                          (cluster_link){1e10, 0}, &e), CL_OK);
-    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &t, .batch = 8,
-                       .schedule = SCHED_INTERLEAVED, .chunks = 3, .algo = PLAN_ALGO_AUTO,
-                       .comm = 0, .replication = 0};
+    CU_ASSERT_EQUAL_FATAL(cluster_uniform(&q->c, &q->t, 4, 0, (cluster_link){1e10, 0}, (cluster_link){1e10, 0}, &e),
+                          CL_OK);
+    q->rq = (plan_request){.model = &q->m, .prof = &q->pf, .cluster = &q->c, .ref_type = &q->t, .batch = 8,
+                           .schedule = SCHED_INTERLEAVED, .chunks = 3, .algo = PLAN_ALGO_AUTO, .comm = 0};
+}
+
+static void iq_free(iq *q)
+{
+    cluster_free(&q->c);
+    model_free(&q->m);
+    prof_free(&q->pf);
+}
+
+static void test_interleaved(void)
+{
+    iq q;
+    iq_init(&q);
+    cl_err e = {0};
     plan_result res;
-    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(plan_search(&q.rq, &res, &e), CL_OK);
     const plan *p = &res.plan;
     CU_ASSERT_EQUAL(p->chunks, 3);
     int pp = p->n_stages / 3;
     CU_ASSERT_EQUAL(p->n_stages % 3, 0);
     CU_ASSERT_EQUAL(p->n_micro % pp, 0);
     double worst = 0;
-    for (int q = 0; q < pp; q++) {
+    for (int j = 0; j < pp; j++) {
         double sum = 0;
-        for (int k = q; k < p->n_stages; k += pp) {
-            CU_ASSERT_EQUAL(p->stages[k].devices[0], p->stages[q].devices[0]);
+        for (int k = j; k < p->n_stages; k += pp) {
+            CU_ASSERT_EQUAL(p->stages[k].devices[0], p->stages[j].devices[0]);
             sum += p->stages[k].compute_s;
         }
         worst = fmax(worst, sum);
@@ -308,9 +329,7 @@ static void test_interleaved(void)
     CU_ASSERT_TRUE(fabs(worst - 8 * 6 * 3e-3) < 1e-9);
     CU_ASSERT_EQUAL(plan_validate(p, "plan", &e), CL_OK);
     plan_result_free(&res);
-    cluster_free(&c);
-    model_free(&m);
-    prof_free(&pf);
+    iq_free(&q);
 }
 
 /* Interleaved with replication: the same 24 equal layers (3 ms each per
@@ -321,20 +340,12 @@ static void test_interleaved(void)
  * bubble costs more (the search before replicas were tried: 4 positions). */
 static void test_interleaved_replicated(void)
 {
-    model m;
-    prof pf;
-    uniform_chain(&m, &pf, 24, 1000);
-    cluster_devtype t = {.name = "slow", .peak_fp32_flops = 1e12, .mem_bytes = (uint64_t)1 << 40,
-                         .mem_bw_Bps = 1e12, .efficiency = 1};
-    cluster c;
+    iq q;
+    iq_init(&q);
+    q.rq.replication = 1;
     cl_err e = {0};
-    CU_ASSERT_EQUAL_FATAL(cluster_uniform(&c, &t, 4, 0, (cluster_link){1e10, 0},
-                                          (cluster_link){1e10, 0}, &e), CL_OK);
-    plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .ref_type = &t, .batch = 8,
-                       .schedule = SCHED_INTERLEAVED, .chunks = 3, .algo = PLAN_ALGO_AUTO,
-                       .comm = 0, .replication = 1};
     plan_result res, one;
-    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &res, &e), CL_OK);
+    CU_ASSERT_EQUAL_FATAL(plan_search(&q.rq, &res, &e), CL_OK);
     const plan *p = &res.plan;
     CU_ASSERT_TRUE(fabs(p->pred.iteration_s - 8 * 24 * 3e-3 / 4) <= 1e-9);
     int r = p->stages[0].n_replicas;
@@ -343,14 +354,12 @@ static void test_interleaved_replicated(void)
     CU_ASSERT_EQUAL(p->n_micro % r, 0);
     CU_ASSERT_EQUAL((p->n_micro / r) % (p->n_stages / p->chunks), 0);
     CU_ASSERT_EQUAL(plan_validate(p, "plan", &e), CL_OK);
-    rq.replication = 0;
-    CU_ASSERT_EQUAL_FATAL(plan_search(&rq, &one, &e), CL_OK);
+    q.rq.replication = 0;
+    CU_ASSERT_EQUAL_FATAL(plan_search(&q.rq, &one, &e), CL_OK);
     CU_ASSERT_TRUE(one.plan.pred.iteration_s > p->pred.iteration_s);
     plan_result_free(&one);
     plan_result_free(&res);
-    cluster_free(&c);
-    model_free(&m);
-    prof_free(&pf);
+    iq_free(&q);
 }
 
 TEST_SUITE(plan_search)
