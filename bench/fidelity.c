@@ -275,7 +275,10 @@ static void row_eval(char **f, const char *where, double *pred, int *fits, char 
         plan_request rq = {.model = &md, .cluster = &cl, .ref_type = &dt, .batch = (int)B,
                            .optimizer = OPTIM_ADAM, .precision = prec, .comm = 1, .replication = 1,
                            .framework = row_framework(f), .grad_reduce = row_grad_reduce(f),
-                           .wgrad_acc = row_wgrad_acc(&fx) ? plan_grad_acc_bytes(row_dtype(f), prec, row_framework(f), row_grad_reduce(f)) : 0, .model_origin = where, .cluster_origin = where};
+                           .wgrad_acc = row_wgrad_acc(&fx) ? plan_grad_acc_bytes(row_dtype(f), prec, row_framework(f),
+                                                                                  row_grad_reduce(f))
+                                                           : 0,
+                           .model_origin = where, .cluster_origin = where};
         if (plan_fixed_eval(&rq, &fx, where, &res, nofit, sizeof nofit, &e)) {
             snprintf(why, cap, "%s", e.msg);
         } else {

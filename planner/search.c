@@ -214,8 +214,8 @@ void search_consider_bad(search_ctx *c, search_best *B, const plan_inst *I, cons
  * chain view L) on the block of r replicas at positions (k mod p) x r.
  * Fills pl (stages owned, model and cluster shallow) and ev; a device's
  * memory adds up its chunks' weights and buffers, and their stashes as
- * Megatron-LM's order holds them (plan_chunks_mem).  The
- * search calls it with r = 1; planner/layout.c with a layout's d. */
+ * Megatron-LM's order holds them (plan_chunks_mem).  The search calls it
+ * with each replica count it tries, planner/layout.c with a layout's d. */
 void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_lattice *L, int p, int r,
                              const int *cut, plan *pl, plan_eval *ev)
 {
@@ -730,7 +730,7 @@ static int search_run(const plan_request *rq, plan_result *res, search_ctx *k, c
         if (B.have) instance_free_stages(&B.pl);
         return rc;
     }
-    /* an interleaved plan a framework's auto chose is a chunk split: say so */
+    /* an interleaved plan auto chose is a chunk split: say so */
     if (rq->schedule < 0 && B.pl.schedule == SCHED_INTERLEAVED) search_interleaved_note(res);
     return search_result(rq, &B, res, e);
 }
