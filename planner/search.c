@@ -453,13 +453,6 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
     /* not in the budgeted searches on fewer devices (fewer.c): an
      * approximation already, they would only take longer */
     int N = rq->cluster->n_devices, equal_here = c->n_dev == N || N <= FEWER_EXACT_DEVICES;
-    if (rq->schedule == SCHED_INTERLEAVED) {
-        for (int oi = 0; oi < n_orders; oi++) {
-            c->order = orders[oi];
-            search_interleaved(c, B, micro, n_micro, 1);
-        }
-        rc = search_budget_out(e);
-    }
     for (int oi = 0; oi < n_orders && !rc && rq->schedule != SCHED_INTERLEAVED; oi++) {
         c->order = orders[oi];
         if (rq->framework != PLAN_FOR_ANY) {
@@ -488,16 +481,18 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
         c->equal_steps += c->res->exact_steps - steps0;
         c->equal_cands += c->res->candidates - cands0;
     }
-    /* auto tries interleaved too where the framework runs it (Megatron-LM's
+    /* Interleaved chunk splits: when asked for (the loop above then ran
+     * nothing), and in auto where the framework runs them (Megatron-LM's
      * virtual stages, torch's ScheduleInterleaved1F1B; any without --for),
      * after the others so that their best plan bounds its replays; not with
      * --algo exact (a chunk split is not the exact search) and, as the
      * equal-replica searches, not in the budgeted searches on fewer devices */
-    if (!rc && rq->schedule < 0 && rq->algo != PLAN_ALGO_EXACT && equal_here &&
-        (rq->framework == PLAN_FOR_ANY || plan_for_runs(rq->framework, SCHED_INTERLEAVED))) {
+    int asked = rq->schedule == SCHED_INTERLEAVED;
+    if (!rc && (asked || (rq->schedule < 0 && rq->algo != PLAN_ALGO_EXACT && equal_here &&
+                          (rq->framework == PLAN_FOR_ANY || plan_for_runs(rq->framework, SCHED_INTERLEAVED))))) {
         for (int oi = 0; oi < n_orders && !rc; oi++) {
             c->order = orders[oi];
-            search_interleaved(c, B, micro, n_micro, 0);
+            search_interleaved(c, B, micro, n_micro, asked);
             rc = search_budget_out(e);
         }
     }

@@ -59,8 +59,7 @@ void sim_mem_init(sim *s)
     plan_optim o = (unsigned)p->optimizer < OPTIM_COUNT ? p->optimizer : OPTIM_SGD;
     int zero = p->zero >= 0 && p->zero <= PLAN_ZERO_MAX ? p->zero : 0;
     plan_prec prec = (unsigned)p->precision < PREC_COUNT ? p->precision : PREC_AUTO;
-    s->state = plan_state_factors(elem, plan_prec_resolve(prec, elem), o, zero,
-                                  plan_grad_keep_bytes(p->model.dtype, prec, p->framework, plan_grad_reduce_bytes(p)));
+    s->state = plan_state_factors(elem, plan_prec_resolve(prec, elem), o, zero, plan_grad_keep(p));
     const plan_state_f *f = &s->state;
     double opt = f->optim;
     for (int w = 0; w < s->n_w; w++) {
