@@ -219,6 +219,23 @@ static void test_bad_layouts(void)
     CU_ASSERT(access(lp, F_OK) != 0);
     free(so);
     free(se);
+    /* sim --layout --for: an unknown framework (its name escaped for the
+     * terminal), one a plan file cannot take, one whose schedule the
+     * framework does not run: exit 2, one line each */
+    static const struct { const char *args, *want; } sim_bad[] = {
+        {"sim " Q " --batch 16 --layout t=2,p=2,d=2 --for \"me\x1bgatron\"", "unknown framework \"me\\x1bgatron\""},
+        {"sim tests/data/plans/none.json --for megatron", "go with --layout"},
+        {"sim " Q " --batch 16 --layout t=2,p=2,d=2,sched=interleaved,v=2 --for deepspeed", "deepspeed does not run it"},
+    };
+    for (size_t i = 0; i < sizeof sim_bad / sizeof sim_bad[0]; i++) {
+        CU_ASSERT_EQUAL(test_run_cli(sim_bad[i].args, &so, &se), 2);
+        if (!strstr(se, sim_bad[i].want)) fprintf(stderr, "[%s] %s", sim_bad[i].args, se);
+        CU_ASSERT_PTR_NOT_NULL(strstr(se, sim_bad[i].want));
+        CU_ASSERT(strchr(se, '\x1b') == NULL);
+        CU_ASSERT_EQUAL(strchr(se, '\n') - se + 1, (long)strlen(se));
+        free(so);
+        free(se);
+    }
 }
 
 /* ------------------------------------------------------------- fidelity -- */
