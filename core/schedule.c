@@ -315,12 +315,19 @@ double sched_interleaved_stash_peak(int p, int v, int j, int m, int r, const dou
     assert(p >= 1 && v >= 1 && j >= 0 && j < p && m >= 1 && r >= 1);
     if (v == 1) /* the order is 1F1B's */
         return stash[0] * sched_inflight_rep(SCHED_1F1B, p * r, (p - j) * r, r, m, 1);
-    double peak = 0;
+    double peak = 0, own[2] = {-1, -1}; /* own order of the nq = ceil and floor of m / r */
     for (int q = 0; q < r && q < m; q++) {
         /* as sched_build orders a replica: its own nq microbatches when
-         * they are a multiple of p, else the device order over all m */
-        int nq = (m - q + r - 1) / r;
-        double x = nq % p ? interleaved_walk(p, v, j, m, r, q, stash) : interleaved_walk(p, v, j, nq, 1, 0, stash);
+         * they are a multiple of p (the same walk for every replica with
+         * as many), else the device order over all m */
+        int nq = (m - q + r - 1) / r, at = nq != (m + r - 1) / r;
+        double x;
+        if (nq % p) {
+            x = interleaved_walk(p, v, j, m, r, q, stash);
+        } else {
+            if (own[at] < 0) own[at] = interleaved_walk(p, v, j, nq, 1, 0, stash);
+            x = own[at];
+        }
         if (x > peak) peak = x;
     }
     return peak;

@@ -153,6 +153,22 @@ static int sim_budget_hit(const cl_err *e)
 {
     return strstr(e->msg, "event budget exhausted") != NULL;
 }
+/* The ops (and ring transfers) a replay of n_stages stages, m
+ * microbatches and the given sum of squared replica counts runs. */
+static double replay_ops(sched_kind kind, int n_stages, int P, int m, double sum_r2)
+{
+    double iters = sched_default_iters(kind, P, m);
+    /* a ring all-reduce over r replicas is 2 (r - 1) steps of r transfers,
+     * each an op and a few events: it dominates for wide replica groups */
+    return 4.0 * n_stages * m * iters + 2.0 * sum_r2 * iters;
+}
+
+int plan_predict_replays(sched_kind kind, int n_stages, int chunks, int m, int r)
+{
+    int P = n_stages / (chunks > 1 ? chunks : 1) * r;
+    return replay_ops(kind, n_stages, P, m, (double)n_stages * r * r) <= PLAN_SIM_MAX_OPS;
+}
+
 int plan_predict_sim(const plan *pl, plan_pred *pr)
 {
     const plan_sim_budget b = {PLAN_SIM_MAX_OPS, PLAN_SIM_MAX_EVENTS};
@@ -162,15 +178,9 @@ int plan_predict_sim(const plan *pl, plan_pred *pr)
 int plan_predict_sim_in(const plan *pl, plan_pred *pr, const plan_sim_budget *b)
 {
     int P = sched_fill_depth(pl);
-    double ops = 4.0 * pl->n_stages * pl->n_micro *
-                 sched_default_iters(pl->schedule, P, pl->n_micro);
-    /* a ring all-reduce over r replicas is 2 (r - 1) steps of r transfers,
-     * each an op and a few events: it dominates for wide replica groups */
-    for (int s = 0; s < pl->n_stages; s++) {
-        double r = pl->stages[s].n_replicas;
-        ops += 2.0 * r * r * sched_default_iters(pl->schedule, P, pl->n_micro);
-    }
-    if (ops > b->max_ops) return CL_OK;
+    double r2 = 0;
+    for (int s = 0; s < pl->n_stages; s++) r2 += (double)pl->stages[s].n_replicas * pl->stages[s].n_replicas;
+    if (replay_ops(pl->schedule, pl->n_stages, P, pl->n_micro, r2) > b->max_ops) return CL_OK;
     /* Each replay also runs under an event budget, so planning time stays
      * bounded whatever the simulator meets (a replay that runs out of it
      * keeps the closed form, like a candidate too large to try). */

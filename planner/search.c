@@ -9,6 +9,7 @@
  * ranked here (search_consider); the best becomes the result
  * (search_result). */
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -325,43 +326,140 @@ static void search_interleaved_note(plan_result *res)
                      "pipeline depth (not the exact search)");
 }
 
-/* A bound no replay of an interleaved plan beats: each replica of
- * position q runs m / r microbatches of its chunks' work at its block's
- * slowest speed (the chunks' pipeline, transfers and all-reduces only add). */
+/* A bound no replay of an interleaved plan beats (the search replays
+ * every candidate that it does not rule out: the closed form a plan too
+ * large to replay keeps is priced by its busiest device, the first term
+ * alone).  Each replica of position q runs m / r microbatches of its
+ * chunks' work at its block's slowest speed.  Every op of its chunks
+ * (k >= q) follows the forwards of chunks 0 .. q - 1 of its microbatch and
+ * precedes their input gradients, one after the other on positions
+ * 0 .. q - 1: q runs nothing before the first forward has passed them and
+ * has that chain left after its last op (the pipeline's fill and drain).
+ * And the transfers between two devices go one at a time in order
+ * (sim/link.c), at most at their link's bandwidth: each replica pair of
+ * positions a, b carries m / r activations and gradients of every chunk
+ * boundary between them (the latencies, the weight gradients and updates
+ * after a device's last op and the all-reduces only add). */
 static double interleaved_least(const plan_inst *I, const plan_lattice *L, int p, int r, const double *speed,
-                                const int *cut)
+                                const int *cut, int replayed)
 {
-    double lb = 0;
+    int n = p * I->chunks;
+    double lb = 0, chain = 0;
     for (int q = 0; q < p; q++) {
         double w = 0;
-        for (int k = q; k < p * I->chunks; k += p) w += L->work[cut[k + 1]] - L->work[cut[k]];
-        lb = fmax(lb, (double)(I->m / r) * w / speed[q]);
+        for (int k = q; k < n; k += p) w += L->work[cut[k + 1]] - L->work[cut[k]];
+        lb = fmax(lb, (replayed ? chain : 0) + (double)(I->m / r) * w / speed[q]);
+        chain += (L->fwd[cut[q + 1]] - L->fwd[cut[q]] + L->bwd_in[cut[q + 1]] - L->bwd_in[cut[q]]) / speed[q];
     }
+    if (!replayed || !I->comm || p < 2) return lb * (1 - PLAN_BOUND_SLACK);
+    /* bytes[2 a]: position a to a + 1, bytes[2 a + 1]: a to a - 1 (mod p;
+     * the same pair of devices when p = 2) */
+    double *bytes = cl_calloc((size_t)2 * p, sizeof(double));
+    for (int k = 0; k + 1 < n; k++) {
+        int a = k % p, b = (k + 1) % p;
+        double x = L->cut[cut[k + 1]];
+        bytes[2 * a] += x;                    /* the activation */
+        bytes[2 * b + (p == 2 ? 0 : 1)] += x; /* its gradient */
+    }
+    for (int a = 0; a < p; a++)
+        for (int dir = 0; dir < 2; dir++) {
+            int b = dir ? (a + p - 1) % p : (a + 1) % p;
+            double bw = HUGE_VAL; /* the slowest pair's link is the longest busy */
+            for (int j = 0; j < r; j++)
+                bw = fmin(bw, I->link[I->node[a * r + j] == I->node[b * r + j] ? CLUSTER_INTRA : CLUSTER_INTER].bw_Bps);
+            if (bw > 0) lb = fmax(lb, (double)(I->m / r) * bytes[2 * a + dir] / bw);
+        }
+    free(bytes);
     return lb * (1 - PLAN_BOUND_SLACK);
+}
+
+/* The chunk splits of one microbatch count.  plan_chunks_minmax depends
+ * on the positions' speeds, p and v alone, not on the replica count: where
+ * every position has one speed (as on equal devices) the split of (p, v)
+ * is made once and read again for every r with that speed. */
+typedef struct splits {
+    int p_max;
+    int ***cut;     /* [p][v]: the split (NULL: not made; cut[0] = -1:
+                       there is none) */
+    int *n_v;       /* [p]: entries of cut[p] */
+    double **spd;   /* [p][v]: the speed of every position it was made for */
+    int *tmp;       /* a split of positions with unequal speeds */
+} splits;
+
+static void splits_free(splits *sp)
+{
+    for (int p = 0; sp->cut && p <= sp->p_max; p++) {
+        for (int v = 0; v < sp->n_v[p]; v++) free(sp->cut[p][v]);
+        free(sp->cut[p]);
+        free(sp->spd[p]);
+    }
+    free(sp->cut);
+    free(sp->spd);
+    free(sp->n_v);
+    free(sp->tmp);
+}
+
+/* The split of the chain view into p x v chunks over the positions'
+ * speeds, or NULL when there is none; owned by sp. */
+static int *split_of(splits *sp, const plan_inst *I, const plan_lattice *L, int p, int v, const double *speed)
+{
+    int n = p * v, one = 1;
+    for (int q = 1; q < p; q++) one &= speed[q] == speed[0];
+    plan_inst J = *I; /* the split sees a position's slowest device */
+    J.speed = (double *)speed;
+    if (!one) {
+        free(sp->tmp);
+        sp->tmp = cl_malloc((size_t)(n + 1) * sizeof(int));
+        return plan_chunks_minmax(&J, L, p, n, sp->tmp) ? sp->tmp : NULL;
+    }
+    if (!sp->cut) {
+        sp->cut = cl_calloc((size_t)sp->p_max + 1, sizeof *sp->cut);
+        sp->spd = cl_calloc((size_t)sp->p_max + 1, sizeof *sp->spd);
+        sp->n_v = cl_calloc((size_t)sp->p_max + 1, sizeof *sp->n_v);
+    }
+    if (v >= sp->n_v[p]) {
+        int nv = v + 1 > 2 * sp->n_v[p] ? v + 1 : 2 * sp->n_v[p];
+        sp->cut[p] = cl_realloc(sp->cut[p], (size_t)nv * sizeof **sp->cut);
+        sp->spd[p] = cl_realloc(sp->spd[p], (size_t)nv * sizeof **sp->spd);
+        for (int k = sp->n_v[p]; k < nv; k++) sp->cut[p][k] = NULL;
+        sp->n_v[p] = nv;
+    }
+    int **at = &sp->cut[p][v];
+    if (*at && sp->spd[p][v] != speed[0]) {
+        free(*at);
+        *at = NULL;
+    }
+    if (!*at) {
+        *at = cl_malloc((size_t)(n + 1) * sizeof(int));
+        if (!plan_chunks_minmax(&J, L, p, n, *at)) (*at)[0] = -1;
+        sp->spd[p][v] = speed[0];
+    }
+    return (*at)[0] < 0 ? NULL : *at;
 }
 
 /* Interleaved 1F1B: for each replica count r (one data-parallel degree, as
  * Megatron-LM and torch replicate whole pipelines; r dividing m) and each
  * count p of positions (blocks of r devices inside a node or of whole
  * nodes; each replica's m / r microbatches a multiple of p, as the
- * schedule needs) split the chain view into p x v chunks with
- * plan_chunks_minmax over the blocks' speeds and rank the plan they make,
- * unless its least iteration loses to the best plan already.  asked: the
+ * schedule needs) and each chunk count v (rq->chunks, or every count from
+ * 2) split the chain view into p x v chunks with plan_chunks_minmax over
+ * the blocks' speeds and rank the plan they make, unless its least
+ * iteration loses to the best plan already.  asked: the
  * request named the schedule (else auto, pipelines of two or more
  * positions only). */
 static void search_interleaved(search_ctx *c, search_best *B, const int *micro, int n_micro, int asked)
 {
     const plan_request *rq = c->rq;
-    int v = rq->chunks > 0 ? rq->chunks : 2, N = c->n_dev;
+    int v_lo = rq->chunks > 0 ? rq->chunks : 2, v_hi = rq->chunks > 0 ? rq->chunks : INT_MAX, N = c->n_dev;
     double *speed = cl_malloc((size_t)N * sizeof(double));
     for (int mi = n_micro - 1; mi >= 0; mi--) {
         int m = micro[mi];
         plan_inst I;
         instance_build(c, m, &I);
         I.sched = SCHED_INTERLEAVED;
-        I.chunks = v;
         plan_lattice L;
         plan_lattice_prefix(&L, &I);
+        splits sp = {.p_max = N};
         int rmax = rq->replication ? (m < N ? m : N) : 1;
         for (int r = rmax; r >= 1; r--) {
             if (m % r) continue;
@@ -369,7 +467,7 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
              * position of v chunks is data parallelism whose chunks'
              * all-reduces overlap the backward (gradient buckets), which
              * the other kinds' replicas would do too if it were modelled */
-            for (int p = asked ? 1 : 2; p * r <= N && p * v <= I.n && !cl_budget_over(); p++) {
+            for (int p = asked ? 1 : 2; p * r <= N && p * v_lo <= I.n && !cl_budget_over(); p++) {
                 if ((m / r) % p != 0 || (rq->stages > 0 && p != rq->stages)) continue;
                 int ok = 1;
                 for (int q = 0; q < p && ok; q++) {
@@ -378,23 +476,35 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
                     for (int j = 0; j < r; j++) speed[q] = fmin(speed[q], I.speed[q * r + j]);
                 }
                 if (!ok) continue;
-                plan_inst J = I; /* the split sees a position's slowest device */
-                J.speed = speed;
-                int n = p * v;
-                int *cut = cl_malloc((size_t)(n + 1) * sizeof(int));
-                ok = plan_chunks_minmax(&J, &L, p, n, cut);
-                for (int k = 1; k < n && ok; k++) ok = cut[k] <= c->cut_max;
-                if (ok && B->have && !c->no_prune && interleaved_least(&I, &L, p, r, speed, cut) > B->pred.iteration_s)
-                    ok = 0;
-                if (ok) {
+                /* no split onto these positions beats the work spread
+                 * over their speeds (interleaved_least, any chunk count) */
+                double spd = 0;
+                for (int q = 0; q < p; q++) spd += speed[q];
+                if (B->have && !c->no_prune &&
+                    (double)(m / r) * L.work[L.n_layers] / spd * (1 - PLAN_BOUND_SLACK) > B->pred.iteration_s)
+                    continue;
+                /* every chunk count the request allows: more chunks
+                 * shorten the pipeline's fill and drain but add transfers,
+                 * and a count that splits the layers unevenly can lose to
+                 * both its neighbours, so none is left out but by the bound */
+                for (int v = v_lo; v <= v_hi && p * v <= I.n && !cl_budget_over(); v++) {
+                    I.chunks = v;
+                    int n = p * v, *cut = split_of(&sp, &I, &L, p, v, speed);
+                    ok = cut != NULL;
+                    for (int k = 1; k < n && ok; k++) ok = cut[k] <= c->cut_max;
+                    if (!ok || (B->have && !c->no_prune &&
+                                interleaved_least(&I, &L, p, r, speed, cut,
+                                                  plan_predict_replays(SCHED_INTERLEAVED, n, v, m, r)) >
+                                    B->pred.iteration_s))
+                        continue;
                     plan pl;
                     plan_eval ev;
                     search_interleaved_plan(c, &I, &L, p, r, cut, &pl, &ev);
                     interleaved_rank(c, B, &pl, &ev);
                 }
-                free(cut);
             }
         }
+        splits_free(&sp);
         plan_lattice_free(&L);
         plan_inst_free(&I);
     }

@@ -362,6 +362,73 @@ static void test_interleaved_replicated(void)
     iq_free(&q);
 }
 
+/* The chunk count when the request names none: 24 equal layers of 3 ms
+ * on 4 devices, 8 microbatches, free communication.  Megatron-LM's order
+ * costs each device its m x W / p of work plus a bubble of (p - 1) chunk
+ * forwards and backwards, (p - 1) W / (p v) (W = 72 ms a microbatch), so
+ * the time falls with every chunk: --chunks v gives 144 + 54 / v ms, and
+ * the search without --chunks takes the most chunks one layer each allows,
+ * v = 6 on 4 positions: 153 ms (v = 4 and 5 split 6 layers unevenly and
+ * lose to 3 as well: the times are not unimodal in v).  With links on, the
+ * search takes the count that replays fastest of every --chunks v. */
+static void test_interleaved_chunk_count(void)
+{
+    iq q;
+    iq_init(&q);
+    cl_err e = {0};
+    plan_result res;
+    for (int v = 2; v <= 6; v++) {
+        q.rq.chunks = v;
+        CU_ASSERT_EQUAL_FATAL(plan_search(&q.rq, &res, &e), CL_OK);
+        CU_ASSERT_EQUAL(res.plan.chunks, v);
+        CU_ASSERT_EQUAL(res.plan.n_stages, 4 * v);
+        /* 6 layers a device split evenly into v chunks for v = 2, 3, 6;
+         * for 4 and 5 some chunks hold two layers and the chain is longer */
+        if (6 % v == 0) {
+            CU_ASSERT_TRUE(fabs(res.plan.pred.iteration_s - (0.144 + 0.054 / v)) < 1e-9);
+        } else {
+            CU_ASSERT_TRUE(res.plan.pred.iteration_s > 0.144 + 0.054 / v + 1e-6);
+        }
+        plan_result_free(&res);
+    }
+    q.rq.chunks = 0;
+    CU_ASSERT_EQUAL_FATAL(plan_search(&q.rq, &res, &e), CL_OK);
+    CU_ASSERT_EQUAL(res.plan.chunks, 6);
+    CU_ASSERT_EQUAL(res.plan.n_stages, 24);
+    CU_ASSERT_TRUE(fabs(res.plan.pred.iteration_s - 0.153) < 1e-9);
+    plan_result_free(&res);
+    /* communication on: every count tried one by one */
+    q.rq.comm = 1;
+    int chosen[3] = {0};
+    for (size_t k = 0; k < 3; k++) {
+        static const double bw[] = {5e5, 2e6, 2e9};
+        cluster_free(&q.c);
+        CU_ASSERT_EQUAL_FATAL(cluster_uniform(&q.c, &q.t, 4, 0, (cluster_link){bw[k], 1e-5},
+                                              (cluster_link){bw[k], 1e-5}, &e), CL_OK);
+        double best = HUGE_VAL;
+        int best_v = 0;
+        for (int v = 2; v <= 12; v++) {
+            q.rq.chunks = v;
+            if (plan_search(&q.rq, &res, &e) != CL_OK) continue;
+            if (res.plan.pred.iteration_s < best) {
+                best = res.plan.pred.iteration_s;
+                best_v = res.plan.chunks;
+            }
+            plan_result_free(&res);
+        }
+        q.rq.chunks = 0;
+        CU_ASSERT_EQUAL_FATAL(plan_search(&q.rq, &res, &e), CL_OK);
+        fprintf(stderr, "\n    links %.0e B/s: chunks %d, %.6f s (every count: %d, %.6f s)", bw[k], res.plan.chunks,
+                res.plan.pred.iteration_s, best_v, best);
+        CU_ASSERT_EQUAL(res.plan.pred.iteration_s, best);
+        chosen[k] = res.plan.chunks;
+        plan_result_free(&res);
+    }
+    /* the links move the best count: from the fewest to the most */
+    CU_ASSERT_TRUE(chosen[0] < chosen[1] && chosen[1] < chosen[2]);
+    iq_free(&q);
+}
+
 TEST_SUITE(plan_search)
 {
     test_add_suite("plan_search");
@@ -372,4 +439,5 @@ TEST_SUITE(plan_search)
     test_add("per-layer update times reach the plan and the simulator", test_update_time);
     test_add("interleaved: chunks cycle over the devices, balanced", test_interleaved);
     test_add("interleaved with replicas: the work over every device, 144 ms", test_interleaved_replicated);
+    test_add("interleaved chunk count: 144 + 54 / v ms, the most chunks; with links the fastest count", test_interleaved_chunk_count);
 }
