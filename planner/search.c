@@ -9,7 +9,6 @@
  * ranked here (search_consider); the best becomes the result
  * (search_result). */
 #include <assert.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -303,8 +302,9 @@ void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
 
 /* Rank an interleaved plan (stages owned) by the simulator, as every
  * other candidate (the closed form stays for plans too large to replay);
- * one that does not fit may become the least bad, for the message. */
-static void interleaved_rank(search_ctx *c, search_best *B, plan *pl, const plan_eval *ev)
+ * one that does not fit may become the least bad, for the message.
+ * Returns its predicted iteration, NAN when it has none. */
+static double interleaved_rank(search_ctx *c, search_best *B, plan *pl, const plan_eval *ev)
 {
     plan_pred pr;
     plan_timing tm;
@@ -312,12 +312,14 @@ static void interleaved_rank(search_ctx *c, search_best *B, plan *pl, const plan
     plan_predict_opts po = {.comm = c->rq->comm};
     if (ev->feasible && plan_predict(pl, &po, &pr, &tm, &pe) == CL_OK && plan_predict_sim(pl, &pr) == CL_OK) {
         keep_if_better(c, B, pl, &pr, &tm, ev, "chunk split", NAN, NAN);
+        return pr.iteration_s;
     } else if (!ev->feasible && (!B->have_bad || ev->worst_need_bytes - ev->worst_cap_bytes <
                                                     B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes)) {
         search_take_bad(B, pl, ev);
     } else {
         instance_free_stages(pl);
     }
+    return NAN;
 }
 
 static void search_interleaved_note(plan_result *res)
@@ -441,8 +443,8 @@ static int *split_of(splits *sp, const plan_inst *I, const plan_lattice *L, int 
  * Megatron-LM and torch replicate whole pipelines; r dividing m) and each
  * count p of positions (blocks of r devices inside a node or of whole
  * nodes; each replica's m / r microbatches a multiple of p, as the
- * schedule needs) and each chunk count v (rq->chunks, or every count from
- * 2) split the chain view into p x v chunks with plan_chunks_minmax over
+ * schedule needs) and each chunk count v (rq->chunks, or the counts of
+ * whole layers a chunk, below) split the chain view into p x v chunks with plan_chunks_minmax over
  * the blocks' speeds and rank the plan they make, unless its least
  * iteration loses to the best plan already.  asked: the
  * request named the schedule (else auto, pipelines of two or more
@@ -450,7 +452,7 @@ static int *split_of(splits *sp, const plan_inst *I, const plan_lattice *L, int 
 static void search_interleaved(search_ctx *c, search_best *B, const int *micro, int n_micro, int asked)
 {
     const plan_request *rq = c->rq;
-    int v_lo = rq->chunks > 0 ? rq->chunks : 2, v_hi = rq->chunks > 0 ? rq->chunks : INT_MAX, N = c->n_dev;
+    int v_ask = rq->chunks, v_min = v_ask > 0 ? v_ask : 2, N = c->n_dev;
     double *speed = cl_malloc((size_t)N * sizeof(double));
     for (int mi = n_micro - 1; mi >= 0; mi--) {
         int m = micro[mi];
@@ -467,7 +469,7 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
              * position of v chunks is data parallelism whose chunks'
              * all-reduces overlap the backward (gradient buckets), which
              * the other kinds' replicas would do too if it were modelled */
-            for (int p = asked ? 1 : 2; p * r <= N && p * v_lo <= I.n && !cl_budget_over(); p++) {
+            for (int p = asked ? 1 : 2; p * r <= N && p * v_min <= I.n && !cl_budget_over(); p++) {
                 if ((m / r) % p != 0 || (rq->stages > 0 && p != rq->stages)) continue;
                 int ok = 1;
                 for (int q = 0; q < p && ok; q++) {
@@ -483,24 +485,43 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
                 if (B->have && !c->no_prune &&
                     (double)(m / r) * L.work[L.n_layers] / spd * (1 - PLAN_BOUND_SLACK) > B->pred.iteration_s)
                     continue;
-                /* every chunk count the request allows: more chunks
-                 * shorten the pipeline's fill and drain but add transfers,
-                 * and a count that splits the layers unevenly can lose to
-                 * both its neighbours, so none is left out but by the bound */
-                for (int v = v_lo; v <= v_hi && p * v <= I.n && !cl_budget_over(); v++) {
+                /* the chunk counts: the one asked for, else those of k
+                 * layers a chunk, k = I.n / 2p .. 1 (v = I.n / (p k),
+                 * Megatron-LM's --num-layers-per-virtual-pipeline-stage;
+                 * the counts between split the layers unevenly), fewest
+                 * chunks first, while the replayed iteration falls: more
+                 * chunks shorten the pipeline's fill and drain but add
+                 * transfers (a heuristic stop, as the split is one).  The
+                 * stop reads only replays the bound does not rule out, so
+                 * the search stops where the unpruned one (c->no_prune,
+                 * tests) does and picks its plan. */
+                double last = HUGE_VAL;
+                for (int k = I.n / (2 * p), v = 0; !cl_budget_over();) {
+                    if (v_ask) {
+                        if (v == v_ask) break;
+                        v = v_ask;
+                    } else {
+                        while (k >= 1 && I.n / (p * k) <= v) k--;
+                        if (k < 1) break;
+                        v = I.n / (p * k);
+                    }
+                    if (p * v > I.n) break;
                     I.chunks = v;
                     int n = p * v, *cut = split_of(&sp, &I, &L, p, v, speed);
                     ok = cut != NULL;
-                    for (int k = 1; k < n && ok; k++) ok = cut[k] <= c->cut_max;
-                    if (!ok || (B->have && !c->no_prune &&
-                                interleaved_least(&I, &L, p, r, speed, cut,
-                                                  plan_predict_replays(SCHED_INTERLEAVED, n, v, m, r)) >
-                                    B->pred.iteration_s))
-                        continue;
+                    for (int j = 1; j < n && ok; j++) ok = cut[j] <= c->cut_max;
+                    if (!ok) continue;
+                    int out = B->have && interleaved_least(&I, &L, p, r, speed, cut,
+                                                           plan_predict_replays(SCHED_INTERLEAVED, n, v, m, r)) >
+                                             B->pred.iteration_s;
+                    if (out && !c->no_prune) continue;
                     plan pl;
                     plan_eval ev;
                     search_interleaved_plan(c, &I, &L, p, r, cut, &pl, &ev);
-                    interleaved_rank(c, B, &pl, &ev);
+                    double t = interleaved_rank(c, B, &pl, &ev);
+                    if (out || t != t) continue;
+                    if (t > last) break;
+                    last = t;
                 }
             }
         }
@@ -632,6 +653,9 @@ int search_check(const plan_request *rq, cl_err *e)
         return cl_fail(e, CL_EINPUT, "--stages %d: the cluster has only %d devices", rq->stages, N);
     if (rq->stages > 0 && rq->stages > md->n_layers)
         return cl_fail(e, CL_EINPUT, "--stages %d: the model has only %d layers", rq->stages, md->n_layers);
+    if (rq->chunks > md->n_layers)
+        return cl_fail(e, CL_EINPUT, "--chunks %d: the model has only %d layers, one a chunk at most (hint: --chunks %d or fewer, or leave it out)",
+                       rq->chunks, md->n_layers, md->n_layers);
     if (rq->schedule == SCHED_INTERLEAVED && rq->algo == PLAN_ALGO_EXACT)
         return cl_fail(e, CL_EINPUT,
                        "interleaved plans come from a balanced chunk split, not the exact search (hint: --algo auto or merge)");

@@ -215,6 +215,9 @@ static void test_bad_input(void)
     expect_refusal("plan --profile {P} --devices 4 --microbatches 7 -o {O}", "does not divide");
     expect_refusal("plan --profile {P} --devices 4 --schedule nonsense -o {O}", "unknown schedule");
     expect_refusal("plan --profile {P} --devices 4 --stages 9 -o {O}", "--stages 9");
+    /* vgg16's 41 layers: 41 chunks of one layer at most */
+    expect_refusal("plan --profile {P} --devices 4 --schedule interleaved --chunks 42 -o {O}",
+                   "--chunks 42: the model has only 41 layers");
     /* nothing fits: 1.5B parameters on one small device */
     expect_refusal("plan --model models/gpt2-1.5b.json --devices 1 --device cpu-core --batch 8 -o {O}",
                    "over by");

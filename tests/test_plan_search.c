@@ -367,10 +367,10 @@ static void test_interleaved_replicated(void)
  * costs each device its m x W / p of work plus a bubble of (p - 1) chunk
  * forwards and backwards, (p - 1) W / (p v) (W = 72 ms a microbatch), so
  * the time falls with every chunk: --chunks v gives 144 + 54 / v ms, and
- * the search without --chunks takes the most chunks one layer each allows,
- * v = 6 on 4 positions: 153 ms (v = 4 and 5 split 6 layers unevenly and
- * lose to 3 as well: the times are not unimodal in v).  With links on, the
- * search takes the count that replays fastest of every --chunks v. */
+ * the search without --chunks (the counts of whole layers a chunk: 2, 3, 6)
+ * takes the most chunks one layer each allows, v = 6 on 4 positions:
+ * 153 ms (v = 4 and 5 split 6 layers unevenly and lose to 3 as well).  With
+ * links on, it takes the count that replays fastest of every --chunks v. */
 static void test_interleaved_chunk_count(void)
 {
     iq q;

@@ -91,10 +91,10 @@ static const cli_opt plan_opts[] = {
     {"algo", 0, CLI_ENUM, CLI_FIELD(PA, algo), .words = "auto|exact|merge",
      .help = "exact: optimal partition; merge: the method's partition-and-merge;\n"
              "auto (default): both, report the gap, keep the faster"},
-    {"chunks", 0, CLI_INT, CLI_FIELD(PA, chunks), 1, 64, .arg = "v",
-     .help = "model chunks per device for interleaved plans (default: every\n"
-             "count from 2, the fastest; a balanced chunk split, not the\n"
-             "exact search)"},
+    {"chunks", 0, CLI_INT, CLI_FIELD(PA, chunks), 1, 1 << 20, .arg = "v",
+     .help = "model chunks per device for interleaved plans (default: the\n"
+             "counts of whole layers a chunk, fewest first while the time\n"
+             "falls; a balanced chunk split, not the exact search)"},
     {"optimizer", 0, CLI_ENUM, CLI_FIELD(PA, optimizer), .words = "sgd|momentum|adam", .help = NULL},
     {"precision", 0, CLI_ENUM, CLI_FIELD(PA, precision), .words = "auto|fp32|mixed|fp8",
      .help = "model state: fp32, or mixed (16-bit weights, fp32 gradients,\n"
