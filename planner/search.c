@@ -444,9 +444,9 @@ static int *split_of(splits *sp, const plan_inst *I, const plan_lattice *L, int 
  * count p of positions (blocks of r devices inside a node or of whole
  * nodes; each replica's m / r microbatches a multiple of p, as the
  * schedule needs) and each chunk count v (rq->chunks, or the counts of
- * whole layers a chunk, below) split the chain view into p x v chunks with plan_chunks_minmax over
- * the blocks' speeds and rank the plan they make, unless its least
- * iteration loses to the best plan already.  asked: the
+ * whole layers a chunk, below) split the chain view into p x v chunks
+ * with plan_chunks_minmax over the blocks' speeds and rank the plan they
+ * make, unless its least iteration loses to the best plan already.  asked: the
  * request named the schedule (else auto, pipelines of two or more
  * positions only). */
 static void search_interleaved(search_ctx *c, search_best *B, const int *micro, int n_micro, int asked)
