@@ -740,9 +740,17 @@ static int search_none_fits(const plan_request *rq, const search_best *B, cl_err
     gib(need, sizeof need, B->bad_ev.worst_need_bytes);
     gib(cap, sizeof cap, B->bad_ev.worst_cap_bytes);
     gib(over, sizeof over, B->bad_ev.worst_need_bytes - B->bad_ev.worst_cap_bytes);
+    /* an interleaved position holds v chunks: name them all */
+    char what[160] = "";
+    int v = B->bad_pl.chunks;
+    if (v > 1) {
+        const plan_stage *end = &B->bad_pl.stages[B->bad_ev.worst_stage + (B->bad_pl.n_stages / v) * (v - 1)];
+        snprintf(what, sizeof what, " and %d more chunk%s, the last ending at %s", v - 1, v > 2 ? "s" : "",
+                 rq->model->layers[end->last].name);
+    }
     return cl_fail(e, CL_EINPUT,
-                   "no plan fits in memory: at best, stage %d (layers %s .. %s, %s) needs %s per device but device %s has %s, over by %s (hint: more devices, a smaller batch, fewer microbatches in flight (1f1b, fbp), or replication%s)",
-                   B->bad_ev.worst_stage, rq->model->layers[st->first].name, rq->model->layers[st->last].name,
+                   "no plan fits in memory: at best, stage %d (layers %s .. %s%s, %s) needs %s per device but device %s has %s, over by %s (hint: more devices, a smaller batch, fewer microbatches in flight (1f1b, fbp), or replication%s)",
+                   B->bad_ev.worst_stage, rq->model->layers[st->first].name, rq->model->layers[st->last].name, what,
                    sched_kind_name(B->bad_pl.schedule), need, rq->cluster->devices[st->devices[0]].id, cap, over,
                    rq->replication && rq->zero < PLAN_ZERO_MAX ? "; with replicas, --zero 1 or 2 shards the optimiser state over them" : "");
 }

@@ -221,6 +221,10 @@ static void test_bad_input(void)
     /* nothing fits: 1.5B parameters on one small device */
     expect_refusal("plan --model models/gpt2-1.5b.json --devices 1 --device cpu-core --batch 8 -o {O}",
                    "over by");
+    /* an interleaved position's chunks are named, not only its first */
+    expect_refusal("plan --model models/gpt2-1.5b.json --cluster profiles/clusters/cpu-2cores.json "
+                   "--schedule interleaved --chunks 3 -o {O}",
+                   "and 2 more chunks, the last ending at layer.");
     expect_refusal("export {O} --to torch -o {O}", "cleave: ");
     expect_refusal("export {P} --to tensorflow -o {O}", "--to");
 }
