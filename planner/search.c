@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/budget.h"
+#include "base/measure.h"
 #include "core/schedule.h"
 #include "cost.h"
 #include "export.h"
@@ -623,7 +624,9 @@ int search_view(search_ctx *c, search_best *B, dag_state *lt, const int *micro, 
                           (rq->framework == PLAN_FOR_ANY || plan_for_runs(rq->framework, SCHED_INTERLEAVED))))) {
         for (int oi = 0; oi < n_orders && !rc; oi++) {
             c->order = orders[oi];
+            double ti = cl_now_s();
             search_interleaved(c, B, micro, n_micro, asked);
+            c->res->time_chunks_s += cl_now_s() - ti;
             rc = search_budget_out(e);
         }
     }

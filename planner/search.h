@@ -103,14 +103,15 @@ typedef struct plan_result {
     int cuts_dag;           /* 1: exact search saw every cut of the DAG       */
     int lattice_sets;       /* cuts (downsets or prefixes) searched           */
     int64_t exact_steps;    /* transitions priced by the exact search, in all */
-    /* where the planning time went, wall-clock seconds (search_interleaved's
-     * chunk splits are in none of them) */
+    /* where the planning time went, wall-clock seconds */
     double time_prep_s;     /* instances and cut lattices, per m              */
     double time_merge_s;    /* partition-and-merge                            */
     double time_lower_s;    /* least-memory bottleneck bounds (plan_exact_lower) */
     double time_exact_s;    /* exact searches (plan_exact)                    */
     double time_rank_s;     /* plans from layouts, predictions (closed form,
                                simulator), ranking                            */
+    double time_chunks_s;   /* interleaved plans: chunk splits and their
+                               replays (search_interleaved)                   */
     int n_notes;            /* things the user must be told, one line each    */
     char notes[PLAN_NOTES][320];
 } plan_result;

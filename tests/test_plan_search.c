@@ -18,6 +18,7 @@
 #include "planner/search.h"
 #include "profiles/pipedream.h"
 #include "sim/sim.h"
+#include "base/measure.h"
 #include "test.h"
 #include "test_chain.h"
 
@@ -392,7 +393,14 @@ static void test_interleaved_chunk_count(void)
         plan_result_free(&res);
     }
     q.rq.chunks = 0;
+    double t0 = cl_now_s();
     CU_ASSERT_EQUAL_FATAL(plan_search(&q.rq, &res, &e), CL_OK);
+    double wall = cl_now_s() - t0;
+    /* the "planned in" line's parts: the chunk splits are one of them,
+     * and all lie inside the search's own time */
+    CU_ASSERT_TRUE(res.time_chunks_s > 0);
+    CU_ASSERT_TRUE(res.time_prep_s + res.time_merge_s + res.time_lower_s + res.time_exact_s + res.time_rank_s +
+                       res.time_chunks_s <= wall);
     CU_ASSERT_EQUAL(res.plan.chunks, 6);
     CU_ASSERT_EQUAL(res.plan.n_stages, 24);
     CU_ASSERT_TRUE(fabs(res.plan.pred.iteration_s - 0.153) < 1e-9);

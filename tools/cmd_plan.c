@@ -685,6 +685,7 @@ int cmd_plan(int argc, char **argv)
             sum.time_lower_s += r1.time_lower_s;
             sum.time_merge_s += r1.time_merge_s;
             sum.time_rank_s += r1.time_rank_s;
+            sum.time_chunks_s += r1.time_chunks_s;
             if (n_t * n_r > 1 && tried_at + 32 < sizeof tried)
                 tried_at += (size_t)snprintf(tried + tried_at, sizeof tried - tried_at, "%.4g s",
                                              r1.plan.pred.iteration_s);
@@ -722,10 +723,11 @@ int cmd_plan(int argc, char **argv)
            "bounds %.3f s, merge %.3f s, ranking %.3f s",
            wall, over, shown->candidates, (long long)shown->exact_steps, shown->time_prep_s, shown->time_exact_s,
            shown->time_lower_s, shown->time_merge_s, shown->time_rank_s);
+    if (shown->time_chunks_s > 0) fprintf(msg, ", chunk splits %.3f s", shown->time_chunks_s);
     if (n_t * n_r > 1)
         fprintf(msg, ", the rest %.3f s",
                 fmax(0, wall - shown->time_prep_s - shown->time_exact_s - shown->time_lower_s -
-                            shown->time_merge_s - shown->time_rank_s));
+                            shown->time_merge_s - shown->time_rank_s - shown->time_chunks_s));
     fprintf(msg, ")\n");
     fflush(msg);
     if (out) {
