@@ -122,6 +122,14 @@ static void test_interleaved(void)
     for (size_t i = 0; i < n; i++) check(&cases[i]);
 }
 
+/* Interleaved plans on random chains of 6 to 30 layers (many chunk
+ * counts), 2 to 16 devices in nodes of 2 to 8 or one node, links from
+ * 1e8 to 1e10 B/s (the transfers bound the chunk count) and memory that
+ * binds in most (rand_binding_device), replicas on or off, the schedule
+ * asked for or torch's auto: the least-iteration bound and the stop over
+ * chunk counts choose what replaying every candidate chooses. */
+static void test_interleaved_random(void);
+
 /* A device whose memory binds three times in four (a tenth to seven
  * tenths of what the whole model needs at this batch, else 1e15 bytes) and
  * random links inside and between nodes: the draws of the prune and share
@@ -136,6 +144,47 @@ static void rand_binding_device(const prof *pf, int batch, cluster_devtype *t, c
                            .mem_bw_Bps = 1e12, .efficiency = 1};
     *in = (cluster_link){1e8 * pow(100, urand()), urand() * 1e-4};
     *out = (cluster_link){in->bw_Bps * (0.05 + 0.5 * urand()), urand() * 5e-4};
+}
+
+static void test_interleaved_random(void)
+{
+    static const int batches[] = {4, 8, 16, 32};
+    static const int per_node[] = {0, 2, 4, 8};
+    int n_inst = TEST_BREADTH(60, 12), differ = 0, interleaved = 0;
+    rng_state = 0x17e41ea5ull;
+    for (int inst = 0; inst < n_inst; inst++) {
+        model m;
+        prof pf;
+        rand_block_model_n(&m, &pf, 0, inst % 3 == 0, irand(6, 30));
+        int batch = batches[irand(0, 3)], n = irand(2, 16);
+        cluster_devtype t;
+        cluster_link in, out;
+        rand_binding_device(&pf, batch, &t, &in, &out);
+        cluster c;
+        cl_err ce = {0};
+        CU_ASSERT_EQUAL_FATAL(cluster_uniform(&c, &t, n, per_node[irand(0, 3)], in, out, &ce), CL_OK);
+        /* auto for torch: after 1f1b, gpipe and zb-h1 (not fbp and
+         * pipedream, whose equal replays tie without an interleaved plan) */
+        int ask = irand(0, 1);
+        plan_request rq = {.model = &m, .prof = &pf, .cluster = &c, .batch = batch, .algo = PLAN_ALGO_AUTO,
+                           .schedule = ask ? SCHED_INTERLEAVED : -1, .framework = ask ? PLAN_FOR_ANY : PLAN_FOR_TORCH,
+                           .comm = irand(0, 4) != 0, .replication = irand(0, 2) != 0};
+        plan_result a, b;
+        cl_err e1 = {0}, e2 = {0};
+        int rc1 = plan_search(&rq, &a, &e1);
+        int rc2 = plan_search_unpruned(&rq, &b, &e2);
+        interleaved += rc1 == CL_OK && a.plan.schedule == SCHED_INTERLEAVED;
+        char where[96];
+        snprintf(where, sizeof where, "instance %d (%d layers, %d devices)", inst, m.n_layers, n);
+        test_same_answer(where, "pruned", "exhaustive", 0, rc1, &a, &e1, rc2, &b, &e2, &differ);
+        if (rc1 == CL_OK) plan_result_free(&a);
+        if (rc2 == CL_OK) plan_result_free(&b);
+        cluster_free(&c);
+        model_free(&m);
+        prof_free(&pf);
+    }
+    printf("(%d of %d plans interleaved) ", interleaved, n_inst);
+    CU_ASSERT(interleaved > n_inst / 4);
 }
 
 /* The schedule prune (count.c, schedule_loses: a schedule's exact search at
@@ -295,6 +344,7 @@ TEST_SUITE(plan_rank)
     test_add("pruned ranking = every candidate simulated, unlimited memory", test_unlimited_memory);
     test_add("pruned ranking = every candidate simulated, binding memory", test_binding_memory);
     test_add("pruned ranking = every candidate simulated, interleaved over replicas", test_interleaved);
+    test_add("pruned ranking = every candidate simulated, interleaved on random chains and links", test_interleaved_random);
     test_add("schedule prune = without it, random chains", test_sched_prune);
     test_add("schedules sharing an exact search where memory binds = without it, random models", test_sched_share);
     test_add("the bound that skips a replay never beats one; pruned = unpruned, random models", test_replay_bound);

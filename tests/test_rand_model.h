@@ -14,13 +14,12 @@
 #include "profiles/profile.h"
 #include "test.h"
 
-/* A random model of 2 to 9 block layers (a chain, or, with dag, a DAG with
+/* A random model of n block layers (a chain, or, with dag, a DAG with
  * skips and joins) and its profile at batch sizes 1, 2, 4, ..., 16: time =
  * a + c x batch, so a small microbatch pays the fixed part a more often;
  * with update, a third of the layers also take an optimiser step. */
-static void rand_block_model(model *m, prof *pf, int dag, int update)
+static void rand_block_model_n(model *m, prof *pf, int dag, int update, int n)
 {
-    int n = irand(2, 9);
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "rand%d", n);
     m->input = (model_shape){1, {64, 0, 0}};
@@ -64,6 +63,12 @@ static void rand_block_model(model *m, prof *pf, int dag, int update)
         l->param_bytes = irand(0, 3) ? urand() * 4e6 : 0;
         if (update) l->update_s = irand(0, 2) == 0 ? urand() * 1e-3 : 0;
     }
+}
+
+/* The same with 2 to 9 layers. */
+static void rand_block_model(model *m, prof *pf, int dag, int update)
+{
+    rand_block_model_n(m, pf, dag, update, irand(2, 9));
 }
 
 #endif
