@@ -122,6 +122,22 @@ static void test_interleaved(void)
     for (size_t i = 0; i < n; i++) check(&cases[i]);
 }
 
+/* One random instance's two answers compared (test_same_answer, `also`
+ * as there), then both answers and the instance freed. */
+static void same_then_free(int inst, int n, const char *name_a, const char *name_b, int also, int rc1,
+                           plan_result *a, const cl_err *e1, int rc2, plan_result *b, const cl_err *e2,
+                           int *differ, cluster *c, model *m, prof *pf)
+{
+    char where[96];
+    snprintf(where, sizeof where, "instance %d (%d layers, %d devices)", inst, m->n_layers, n);
+    test_same_answer(where, name_a, name_b, also, rc1, a, e1, rc2, b, e2, differ);
+    if (rc1 == CL_OK) plan_result_free(a);
+    if (rc2 == CL_OK) plan_result_free(b);
+    cluster_free(c);
+    model_free(m);
+    prof_free(pf);
+}
+
 /* Interleaved plans on random chains of 6 to 30 layers (many chunk
  * counts), 2 to 16 devices in nodes of 2 to 8 or one node, links from
  * 1e8 to 1e10 B/s (the transfers bound the chunk count) and memory that
@@ -174,14 +190,7 @@ static void test_interleaved_random(void)
         int rc1 = plan_search(&rq, &a, &e1);
         int rc2 = plan_search_unpruned(&rq, &b, &e2);
         interleaved += rc1 == CL_OK && a.plan.schedule == SCHED_INTERLEAVED;
-        char where[96];
-        snprintf(where, sizeof where, "instance %d (%d layers, %d devices)", inst, m.n_layers, n);
-        test_same_answer(where, "pruned", "exhaustive", 0, rc1, &a, &e1, rc2, &b, &e2, &differ);
-        if (rc1 == CL_OK) plan_result_free(&a);
-        if (rc2 == CL_OK) plan_result_free(&b);
-        cluster_free(&c);
-        model_free(&m);
-        prof_free(&pf);
+        same_then_free(inst, n, "pruned", "exhaustive", 0, rc1, &a, &e1, rc2, &b, &e2, &differ, &c, &m, &pf);
     }
     printf("(%d of %d plans interleaved) ", interleaved, n_inst);
     CU_ASSERT(interleaved > n_inst / 4);
@@ -222,14 +231,7 @@ static void test_sched_prune(void)
         int rc1 = plan_search_sched_prune(&rq, 1, &pruned, &a, &e1);
         int rc2 = plan_search_sched_prune(&rq, 0, NULL, &b, &e2);
         fired += pruned > 0;
-        char where[96];
-        snprintf(where, sizeof where, "instance %d (%d layers, %d devices)", inst, m.n_layers, n);
-        test_same_answer(where, "pruned", "without", 0, rc1, &a, &e1, rc2, &b, &e2, &differ);
-        if (rc1 == CL_OK) plan_result_free(&a);
-        if (rc2 == CL_OK) plan_result_free(&b);
-        cluster_free(&c);
-        model_free(&m);
-        prof_free(&pf);
+        same_then_free(inst, n, "pruned", "without", 0, rc1, &a, &e1, rc2, &b, &e2, &differ, &c, &m, &pf);
     }
     printf("(prune fired in %d of %d instances) ", fired, n_inst);
     CU_ASSERT(fired > n_inst / 20);
@@ -274,14 +276,7 @@ static void test_sched_share(void)
         fired += shared > 0;
         fired_skip += skipped > 0;
         fired_memo += answered > 0;
-        char where[96];
-        snprintf(where, sizeof where, "instance %d (%d layers, %d devices)", inst, m.n_layers, n);
-        test_same_answer(where, "shared", "without", TEST_SAME_STEPS | TEST_SAME_CANDIDATES, rc1, &a, &e1, rc2, &b, &e2, &differ);
-        if (rc1 == CL_OK) plan_result_free(&a);
-        if (rc2 == CL_OK) plan_result_free(&b);
-        cluster_free(&c);
-        model_free(&m);
-        prof_free(&pf);
+        same_then_free(inst, n, "shared", "without", TEST_SAME_STEPS | TEST_SAME_CANDIDATES, rc1, &a, &e1, rc2, &b, &e2, &differ, &c, &m, &pf);
     }
     printf("(sharing fired in %d of %d instances, passes left out in %d, answered alongside fbp in %d) ", fired,
            n_inst, fired_skip, fired_memo);
@@ -324,14 +319,7 @@ static void test_replay_bound(void)
         int rc2 = plan_search_unpruned_bound(&rq, &ck, &br, &b, &e2);
         checked += ck;
         broken += br;
-        char where[96];
-        snprintf(where, sizeof where, "instance %d", inst);
-        test_same_answer(where, "pruned", "unpruned", 0, rc1, &a, &e1, rc2, &b, &e2, &differ);
-        if (rc1 == CL_OK) plan_result_free(&a);
-        if (rc2 == CL_OK) plan_result_free(&b);
-        cluster_free(&c);
-        model_free(&m);
-        prof_free(&pf);
+        same_then_free(inst, n, "pruned", "unpruned", 0, rc1, &a, &e1, rc2, &b, &e2, &differ, &c, &m, &pf);
     }
     printf("(%d replays checked, %d beat the bound) ", checked, broken);
     CU_ASSERT_EQUAL(broken, 0);
