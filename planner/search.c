@@ -323,10 +323,11 @@ static double interleaved_rank(search_ctx *c, search_best *B, plan *pl, const pl
     return NAN;
 }
 
-static void search_interleaved_note(plan_result *res)
+static void search_interleaved_note(const plan_request *rq, plan_result *res)
 {
-    search_note(res, "interleaved plans balance the slowest chunk by a greedy split over each replica count and "
-                     "pipeline depth (not the exact search)");
+    search_note(res, "interleaved plans balance the slowest chunk by a greedy split over each replica count%s: not the exact search",
+                rq->chunks > 0 ? " and pipeline depth"
+                               : ", pipeline depth and chunk count (whole layers a chunk, while the time falls)");
 }
 
 /* A bound no replay of an interleaved plan beats (the search replays
@@ -531,7 +532,7 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
         plan_inst_free(&I);
     }
     free(speed);
-    if (asked) search_interleaved_note(c->res);
+    if (asked) search_interleaved_note(rq, c->res);
 }
 
 /* ------------------------------------------------------------- search -- */
@@ -871,7 +872,7 @@ static int search_run(const plan_request *rq, plan_result *res, search_ctx *k, c
         return rc;
     }
     /* an interleaved plan auto chose is a chunk split: say so */
-    if (rq->schedule < 0 && B.pl.schedule == SCHED_INTERLEAVED) search_interleaved_note(res);
+    if (rq->schedule < 0 && B.pl.schedule == SCHED_INTERLEAVED) search_interleaved_note(rq, res);
     return search_result(rq, &B, res, e);
 }
 

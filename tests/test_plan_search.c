@@ -383,6 +383,7 @@ static void test_interleaved_chunk_count(void)
         CU_ASSERT_EQUAL_FATAL(plan_search(&q.rq, &res, &e), CL_OK);
         CU_ASSERT_EQUAL(res.plan.chunks, v);
         CU_ASSERT_EQUAL(res.plan.n_stages, 4 * v);
+        CU_ASSERT_TRUE(res.n_notes > 0 && strstr(res.notes[res.n_notes - 1], "pipeline depth:") != NULL);
         /* 6 layers a device split evenly into v chunks for v = 2, 3, 6;
          * for 4 and 5 some chunks hold two layers and the chain is longer */
         if (6 % v == 0) {
@@ -399,6 +400,10 @@ static void test_interleaved_chunk_count(void)
     /* the "planned in" line's parts: the chunk splits are one of them,
      * and all lie inside the search's own time */
     CU_ASSERT_TRUE(res.time_chunks_s > 0);
+    /* the note says how the count was chosen */
+    int said = 0;
+    for (int i = 0; i < res.n_notes; i++) said |= strstr(res.notes[i], "chunk count (whole layers a chunk") != NULL;
+    CU_ASSERT_TRUE(said);
     CU_ASSERT_TRUE(res.time_prep_s + res.time_merge_s + res.time_lower_s + res.time_exact_s + res.time_rank_s +
                        res.time_chunks_s <= wall);
     CU_ASSERT_EQUAL(res.plan.chunks, 6);
