@@ -44,8 +44,9 @@ int plan_predict(const plan *p, const plan_predict_opts *o, plan_pred *out, plan
 int plan_predict_sim(const plan *p, plan_pred *pr);
 /* Whether plan_predict_sim replays a plan of n_stages stages (chunks per
  * device), m microbatches and r replicas for every stage, rather than
- * keeping the closed form (a replay that runs out of its event budget
- * keeps it too: events are a few per op, so not below the op limit). */
+ * keeping the closed form.  (A replay that exhausts its event budget keeps
+ * the closed form too; at a few events an op, the op limit makes that
+ * rare.) */
 int plan_predict_replays(sched_kind kind, int n_stages, int chunks, int m, int r);
 
 /* The same under a budget of its own: at most max_ops ops (estimated before
