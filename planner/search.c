@@ -377,6 +377,64 @@ static double interleaved_least(const plan_inst *I, const plan_lattice *L, int p
     return lb * (1 - PLAN_BOUND_SLACK);
 }
 
+/* The least time stage s's all-reduce takes once all its replicas have
+ * posted (sim/ring.c): each member sends its steps in order, each after
+ * the one before it has arrived, so it takes at least every step's bytes
+ * over its link's bandwidth and latency: inside a node and between them
+ * for a hierarchical ring, the faster link for a flat ring across nodes.
+ * share: the rings on the same device pairs, which split their bandwidth
+ * evenly for the whole replay (sim/link.c; shared cards and the update
+ * under ZeRO only add).  With share 1 this is at most what the closed form
+ * charges (planner/predict.c). */
+static double ring_least(const plan *pl, int s, int share)
+{
+    const plan_stage *st = &pl->stages[s];
+    int r = st->n_replicas, k, n;
+    if (r < 2 || pl->comm_off) return 0;
+    double red, gat;
+    plan_ar_bytes(pl, s, pl->schedule, &red, &gat);
+    plan_ring_shape(pl, s, &k, &n);
+    const cluster_link *in = &pl->cluster.links[CLUSTER_INTRA], *x = &pl->cluster.links[CLUSTER_INTER];
+    double P = (red + gat) * share;
+    if (n > 1)
+        return in->bw_Bps > 0 && x->bw_Bps > 0 ? (k - 1.0) / k * P / in->bw_Bps + 2.0 * (k - 1) * in->latency_s +
+                                                     (n - 1.0) / ((double)n * k) * P / x->bw_Bps +
+                                                     2.0 * (n - 1) * x->latency_s
+                                               : 0;
+    int one = 1;
+    for (int j = 1; j < r; j++)
+        one &= pl->cluster.devices[st->devices[j]].node == pl->cluster.devices[st->devices[0]].node;
+    double bw = one ? in->bw_Bps : fmax(in->bw_Bps, x->bw_Bps);
+    double lat = one ? in->latency_s : fmin(in->latency_s, x->latency_s);
+    return bw > 0 ? (r - 1.0) / r * P / bw + 2.0 * (r - 1) * lat : 0;
+}
+
+/* interleaved_least on the plan built from a split, with the all-reduces:
+ * once position q's last op has ended, the all-reduce of the chunk it
+ * belonged to is still to run (the least of its chunks' rings, each on a
+ * v-th of the links its v chunks' rings share), beside the input gradients
+ * still to pass positions 0 .. q - 1.  The closed form of a plan too large
+ * to replay charges its busiest device and its slowest ring, each ring on
+ * whole links: there the work and the ring alone. */
+static double interleaved_plan_least(const plan *pl, int p, int r, int replayed)
+{
+    int n = pl->n_stages;
+    double lb = 0, fill = 0, drain = 0;
+    for (int q = 0; q < p; q++) {
+        double w = 0, ar = HUGE_VAL;
+        for (int k = q; k < n; k += p) {
+            const plan_stage *st = &pl->stages[k];
+            w += st->fwd_s + st->bwd_in_s + st->bwd_w_s;
+            ar = fmin(ar, ring_least(pl, k, replayed ? pl->chunks : 1));
+        }
+        double busy = (double)(pl->n_micro / r) * w;
+        lb = fmax(lb, replayed ? fill + busy + fmax(drain, ar) : busy + ar);
+        fill += pl->stages[q].fwd_s;
+        drain += pl->stages[q].bwd_in_s;
+    }
+    return lb * (1 - PLAN_BOUND_SLACK);
+}
+
 /* The chunk splits of one microbatch count.  plan_chunks_minmax depends
  * on the positions' speeds, p and v alone, not on the replica count: where
  * every position has one speed (as on equal devices) the split of (p, v)
@@ -513,13 +571,19 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
                     ok = cut != NULL;
                     for (int j = 1; j < n && ok; j++) ok = cut[j] <= c->cut_max;
                     if (!ok) continue;
-                    int out = B->have && interleaved_least(&I, &L, p, r, speed, cut,
-                                                           plan_predict_replays(SCHED_INTERLEAVED, n, v, m, r)) >
-                                             B->pred.iteration_s;
+                    /* the bound from the split first, then from the plan
+                     * it makes, all-reduces included */
+                    int replayed = plan_predict_replays(SCHED_INTERLEAVED, n, v, m, r);
+                    int out = B->have && interleaved_least(&I, &L, p, r, speed, cut, replayed) > B->pred.iteration_s;
                     if (out && !c->no_prune) continue;
                     plan pl;
                     plan_eval ev;
                     search_interleaved_plan(c, &I, &L, p, r, cut, &pl, &ev);
+                    out |= B->have && interleaved_plan_least(&pl, p, r, replayed) > B->pred.iteration_s;
+                    if (out && !c->no_prune) {
+                        instance_free_stages(&pl);
+                        continue;
+                    }
                     double t = interleaved_rank(c, B, &pl, &ev);
                     if (out || t != t) continue;
                     if (t > last) break;
