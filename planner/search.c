@@ -332,28 +332,36 @@ static void search_interleaved_note(const plan_request *rq, plan_result *res)
 
 /* A bound no replay of an interleaved plan beats (the search replays
  * every candidate that it does not rule out: the closed form a plan too
- * large to replay keeps is priced by its busiest device, the first term
- * alone).  Each replica of position q runs m / r microbatches of its
- * chunks' work at its block's slowest speed.  Every op of its chunks
- * (k >= q) follows the forwards of chunks 0 .. q - 1 of its microbatch and
- * precedes their input gradients, one after the other on positions
- * 0 .. q - 1: q runs nothing before the first forward has passed them and
- * has that chain left after its last op (the pipeline's fill and drain).
- * And the transfers between two devices go one at a time in order
- * (sim/link.c), at most at their link's bandwidth: each replica pair of
- * positions a, b carries m / r activations and gradients of every chunk
- * boundary between them (the latencies, the weight gradients and updates
- * after a device's last op and the all-reduces only add). */
+ * large to replay keeps is priced by its busiest device and its slowest
+ * ring, so there the work and the ring alone).  Each replica of position q
+ * runs m / r microbatches of its chunks' work at its block's slowest
+ * speed.  Every op of its chunks (k >= q) follows the forwards of chunks
+ * 0 .. q - 1 of its microbatch and precedes their input gradients, one
+ * after the other on positions 0 .. q - 1: q runs nothing before the first
+ * forward has passed them (the pipeline's fill), and after its last op the
+ * input gradients still have them to pass (its drain), beside the
+ * all-reduce of the chunk that op belonged to (the least of its chunks';
+ * in a replay the v chunks' rings on the same device pairs split their
+ * bandwidth evenly, sim/link.c).  And the transfers between two devices go
+ * one at a time in order (sim/link.c), at most at their link's bandwidth:
+ * each replica pair of positions a, b carries m / r activations and
+ * gradients of every chunk boundary between them (the latencies, the
+ * weight gradients and updates after a device's last op only add). */
 static double interleaved_least(const plan_inst *I, const plan_lattice *L, int p, int r, const double *speed,
                                 const int *cut, int replayed)
 {
-    int n = p * I->chunks;
-    double lb = 0, chain = 0;
+    int n = p * I->chunks, share = replayed ? I->chunks : 1;
+    double lb = 0, fill = 0, drain = 0;
     for (int q = 0; q < p; q++) {
-        double w = 0;
-        for (int k = q; k < n; k += p) w += L->work[cut[k + 1]] - L->work[cut[k]];
-        lb = fmax(lb, (replayed ? chain : 0) + (double)(I->m / r) * w / speed[q]);
-        chain += (L->fwd[cut[q + 1]] - L->fwd[cut[q]] + L->bwd_in[cut[q + 1]] - L->bwd_in[cut[q]]) / speed[q];
+        double w = 0, ar = HUGE_VAL;
+        for (int k = q; k < n; k += p) {
+            w += L->work[cut[k + 1]] - L->work[cut[k]];
+            ar = fmin(ar, plan_allreduce_least(I, share * (L->params[cut[k + 1]] - L->params[cut[k]]), r));
+        }
+        double busy = (double)(I->m / r) * w / speed[q];
+        lb = fmax(lb, replayed ? fill + busy + fmax(drain, ar) : busy + ar);
+        fill += (L->fwd[cut[q + 1]] - L->fwd[cut[q]]) / speed[q];
+        drain += (L->bwd_in[cut[q + 1]] - L->bwd_in[cut[q]]) / speed[q];
     }
     if (!replayed || !I->comm || p < 2) return lb * (1 - PLAN_BOUND_SLACK);
     /* bytes[2 a]: position a to a + 1, bytes[2 a + 1]: a to a - 1 (mod p;
@@ -374,64 +382,6 @@ static double interleaved_least(const plan_inst *I, const plan_lattice *L, int p
             if (bw > 0) lb = fmax(lb, (double)(I->m / r) * bytes[2 * a + dir] / bw);
         }
     free(bytes);
-    return lb * (1 - PLAN_BOUND_SLACK);
-}
-
-/* The least time stage s's all-reduce takes once all its replicas have
- * posted (sim/ring.c): each member sends its steps in order, each after
- * the one before it has arrived, so it takes at least every step's bytes
- * over its link's bandwidth and latency: inside a node and between them
- * for a hierarchical ring, the faster link for a flat ring across nodes.
- * share: the rings on the same device pairs, which split their bandwidth
- * evenly for the whole replay (sim/link.c; shared cards and the update
- * under ZeRO only add).  With share 1 this is at most what the closed form
- * charges (planner/predict.c). */
-static double ring_least(const plan *pl, int s, int share)
-{
-    const plan_stage *st = &pl->stages[s];
-    int r = st->n_replicas, k, n;
-    if (r < 2 || pl->comm_off) return 0;
-    double red, gat;
-    plan_ar_bytes(pl, s, pl->schedule, &red, &gat);
-    plan_ring_shape(pl, s, &k, &n);
-    const cluster_link *in = &pl->cluster.links[CLUSTER_INTRA], *x = &pl->cluster.links[CLUSTER_INTER];
-    double P = (red + gat) * share;
-    if (n > 1)
-        return in->bw_Bps > 0 && x->bw_Bps > 0 ? (k - 1.0) / k * P / in->bw_Bps + 2.0 * (k - 1) * in->latency_s +
-                                                     (n - 1.0) / ((double)n * k) * P / x->bw_Bps +
-                                                     2.0 * (n - 1) * x->latency_s
-                                               : 0;
-    int one = 1;
-    for (int j = 1; j < r; j++)
-        one &= pl->cluster.devices[st->devices[j]].node == pl->cluster.devices[st->devices[0]].node;
-    double bw = one ? in->bw_Bps : fmax(in->bw_Bps, x->bw_Bps);
-    double lat = one ? in->latency_s : fmin(in->latency_s, x->latency_s);
-    return bw > 0 ? (r - 1.0) / r * P / bw + 2.0 * (r - 1) * lat : 0;
-}
-
-/* interleaved_least on the plan built from a split, with the all-reduces:
- * once position q's last op has ended, the all-reduce of the chunk it
- * belonged to is still to run (the least of its chunks' rings, each on a
- * v-th of the links its v chunks' rings share), beside the input gradients
- * still to pass positions 0 .. q - 1.  The closed form of a plan too large
- * to replay charges its busiest device and its slowest ring, each ring on
- * whole links: there the work and the ring alone. */
-static double interleaved_plan_least(const plan *pl, int p, int r, int replayed)
-{
-    int n = pl->n_stages;
-    double lb = 0, fill = 0, drain = 0;
-    for (int q = 0; q < p; q++) {
-        double w = 0, ar = HUGE_VAL;
-        for (int k = q; k < n; k += p) {
-            const plan_stage *st = &pl->stages[k];
-            w += st->fwd_s + st->bwd_in_s + st->bwd_w_s;
-            ar = fmin(ar, ring_least(pl, k, replayed ? pl->chunks : 1));
-        }
-        double busy = (double)(pl->n_micro / r) * w;
-        lb = fmax(lb, replayed ? fill + busy + fmax(drain, ar) : busy + ar);
-        fill += pl->stages[q].fwd_s;
-        drain += pl->stages[q].bwd_in_s;
-    }
     return lb * (1 - PLAN_BOUND_SLACK);
 }
 
@@ -571,19 +521,13 @@ static void search_interleaved(search_ctx *c, search_best *B, const int *micro, 
                     ok = cut != NULL;
                     for (int j = 1; j < n && ok; j++) ok = cut[j] <= c->cut_max;
                     if (!ok) continue;
-                    /* the bound from the split first, then from the plan
-                     * it makes, all-reduces included */
-                    int replayed = plan_predict_replays(SCHED_INTERLEAVED, n, v, m, r);
-                    int out = B->have && interleaved_least(&I, &L, p, r, speed, cut, replayed) > B->pred.iteration_s;
+                    int out = B->have && interleaved_least(&I, &L, p, r, speed, cut,
+                                                           plan_predict_replays(SCHED_INTERLEAVED, n, v, m, r)) >
+                                             B->pred.iteration_s;
                     if (out && !c->no_prune) continue;
                     plan pl;
                     plan_eval ev;
                     search_interleaved_plan(c, &I, &L, p, r, cut, &pl, &ev);
-                    out |= B->have && interleaved_plan_least(&pl, p, r, replayed) > B->pred.iteration_s;
-                    if (out && !c->no_prune) {
-                        instance_free_stages(&pl);
-                        continue;
-                    }
                     double t = interleaved_rank(c, B, &pl, &ev);
                     if (out || t != t) continue;
                     if (t > last) break;
