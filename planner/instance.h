@@ -3,8 +3,8 @@
  * instance.c (prefix instance_): what plan_search iterates over and what
  * it returns: one plan_inst per microbatch count and device order, built
  * from the request, and a found layout turned into plan stages.
- * search.c (search_), count.c (count_) and fewer.c hold the search
- * itself. */
+ * search.c (search_), count.c (count_), fewer.c and search_interleaved.c
+ * hold the search itself. */
 #ifndef CL_PLANNER_INSTANCE_H
 #define CL_PLANNER_INSTANCE_H
 
@@ -165,7 +165,16 @@ int search_speeds(search_ctx *c, cl_err *e);
 /* search.c: B's plan as the result (the plan owns copies of the model and
  * the cluster, B's stages move into it), with its notes. */
 int search_result(const plan_request *rq, search_best *B, plan_result *res, cl_err *e);
-/* search.c: the interleaved plan of the chunk cut (n + 1 layer indices of
+/* search.c: a predicted candidate pl (stages owned) into *B when it beats
+ * B's plan (counted as ranked), else freed. */
+void search_keep(search_ctx *c, search_best *B, plan *pl, const plan_pred *pr, const plan_timing *tm,
+                 const plan_eval *ev, const char *algo, double exact_s, double merge_s);
+/* search_interleaved.c: the interleaved plans of c->view over c->order at
+ * the microbatch counts micro[], ranked into *B (asked: the request named
+ * the schedule, else auto); and the note that says how they were made. */
+void search_interleaved(search_ctx *c, search_best *B, const int *micro, int n_micro, int asked);
+void search_interleaved_note(const plan_request *rq, plan_result *res);
+/* search_interleaved.c: the interleaved plan of the chunk cut (n + 1 layer indices of
  * the chain view L, n = p x I->chunks) on p blocks of r replicas, the
  * block of position q at positions q x r ..; pl's stages owned, ev its
  * evaluation (memory, feasibility, bottleneck). */
