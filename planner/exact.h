@@ -101,6 +101,9 @@ typedef struct plan_exact_opts {
     plan_exact_memo *memo_out;
     sched_kind memo_sched;
     const plan_exact_memo *memo_in;
+    int positions;          /* tests only: price every position on its own
+                               (the classes of mixed devices and uneven
+                               nodes) where equal nodes would take K      */
     int c_first;            /* tests only: 0 (the search's rule), or 1 always
                                and -1 never let pass 2's strictly smaller
                                communication dominate regardless of the

@@ -91,7 +91,8 @@ typedef enum xgoal {
 typedef struct dp_places {
     int N;                  /* devices (positions 0..N-1)                    */
     int mode;               /* MODE_*                                        */
-    int K;                  /* MODE_PERIODIC: devices per node               */
+    int K;                  /* MODE_PERIODIC: devices per node (the last
+                               node may hold fewer)                        */
     int C;                  /* position classes per set                      */
     int *nstart, *nend;     /* per position: first and one-past-last of its node */
     double *node_spd, *node_cap; /* per position: the slowest speed and the
@@ -240,6 +241,7 @@ typedef struct exact_dp {
     int dev_fixed;          /* exact device count (BY_TOTAL memory), or 0    */
     int c_first_rule;       /* plan_exact_opts.c_first                       */
     int fine_climb;         /* plan_exact_opts.fine_climb                    */
+    int positions;          /* plan_exact_opts.positions                     */
     /* plan_exact_opts.memo_out, armed (memo_on) past the pass at lower_s:
      * shadow 0 is memo_sched, with its split and lead_mask kept aside */
     plan_exact_memo *memo_out;

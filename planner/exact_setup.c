@@ -10,6 +10,16 @@
  * class because shifting a layout by whole nodes changes nothing); otherwise
  * each position is its own class (times 2: does the next stage share the
  * node of the stage after it).
+ *
+ * The last node may hold fewer than K (the first k devices of a cluster of
+ * equal nodes, as the searches on fewer devices see them: 47 = 5 x 8 + 7).
+ * Offsets still decide: stages are placed from the right end, so of two
+ * entries of one class the one further right (e) has, to its left, every
+ * position the other (e - jK) has, shifted by j whole nodes: the other's
+ * blocks inside a node land inside one node (the short node's first
+ * positions are those of a whole node's), its whole-node blocks on whole
+ * nodes, and its boundaries on the same side of a node's edge.  So the
+ * smaller span still wins, and node starts are still the offsets 0.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -53,8 +63,9 @@ static void classify_positions(exact_dp *X)
         if (I->speed[i] != I->speed[0] || I->mem_cap[i] != I->mem_cap[0]) same = 0;
     }
     int K = P->nend[0] - P->nstart[0];
-    int uniform = N % K == 0;
-    for (int i = 0; i < N && uniform; i++) uniform = P->nend[i] - P->nstart[i] == K;
+    int uniform = !X->positions;
+    /* (the last node may be shorter: see the top) */
+    for (int i = 0; i < N && uniform; i++) uniform = P->nend[i] - P->nstart[i] == K || (P->nend[i] == N && P->nend[i] - P->nstart[i] < K);
     if (same && K == N) {
         P->mode = MODE_FLAT;
         P->C = 1;
@@ -214,6 +225,7 @@ int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const
     X->p_fixed = o ? o->p_fixed : 0;
     X->c_first_rule = o ? o->c_first : 0;
     X->fine_climb = o ? o->fine_climb : 0;
+    X->positions = o ? o->positions : 0;
     classify_positions(X);
     if (st) {
         memset(st, 0, sizeof *st);

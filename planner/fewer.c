@@ -73,10 +73,11 @@ int search_fewer(search_ctx *c, search_best *B, dag_state *lt, const int *micro,
         spd -= c->speed[k];
         if (B->have && !c->no_prune && wmin / spd * (1 - PLAN_BOUND_SLACK) >= B->pred.iteration_s) break;
         if (!exact) {
-            /* whole nodes only (a count ending inside a node makes the
-             * nodes unequal, where the exact search prices every position
-             * on its own: far dearer), and no search the last one says
-             * would pass the budget */
+            /* whole nodes only (a budget of about one more search
+             * reaches further down a node at a time, and a count ending
+             * inside a node still costs partition and merge a state per
+             * position), and no search the last one says would pass the
+             * budget */
             if (cl->n_nodes > 1 && cl->devices[k - 1].node == cl->devices[k].node) {
                 left_out = 1;
                 continue;

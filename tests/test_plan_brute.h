@@ -12,6 +12,7 @@
 
 typedef struct gen_opts {
     int max_layers, dag, max_dev;
+    int min_dev;            /* 0: 1 */
 } gen_opts;
 
 /* Fill a random instance from the including suite's own generator
@@ -22,7 +23,7 @@ typedef struct gen_opts {
 static inline int gen_instance(plan_inst *I, const gen_opts *g, int *dev_fixed)
 {
     int n = irand(1, g->max_layers);
-    int nd = irand(1, g->max_dev);
+    int nd = irand(g->min_dev > 0 ? g->min_dev : 1, g->max_dev);
     /* inputs */
     int *cnt = cl_calloc((size_t)n, sizeof *cnt);
     int *ins = cl_malloc((size_t)n * 3 * sizeof *ins);

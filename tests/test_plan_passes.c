@@ -478,6 +478,75 @@ static void test_c_first_guard(void)
     CU_ASSERT(wrong > 0);
 }
 
+/* A shorter last node (47 = 5 x 8 + 7: the first devices of equal nodes,
+ * as the searches on fewer devices see them) keeps the classes of equal
+ * nodes, offsets in a node (exact_setup.c).  Against the same search with
+ * every position its own class: the same objective to the last bit (the
+ * layout may differ among equals), on random chains of up to 30 layers
+ * and DAGs of up to 8 on 3 to 31 identical devices in nodes of 2, 3, 4 or
+ * 8, the last one short, every schedule's memory rule, caps that bind,
+ * fixed stage and device counts.  Not vacuous: the classes must be the
+ * offsets' (the search reports "periodic"), and must save steps. */
+static void test_short_last_node(void)
+{
+    static const int Ks[] = {2, 3, 4, 8};
+    rng_state = 4747;
+    int n_inst = TEST_BREADTH(400, 100), bad = 0, periodic = 0, cheaper = 0, found = 0;
+    for (int it = 0; it < n_inst; it++) {
+        int dag = it % 5 == 4;
+        /* N devices in whole nodes of K and a shorter last one */
+        int K = Ks[irand(0, 3)], N = K * irand(1, 24 / K) + irand(1, K - 1);
+        gen_opts g = {.max_layers = dag ? 8 : 30, .dag = dag, .min_dev = N, .max_dev = N};
+        plan_inst I;
+        int dev_fixed, p_fixed = gen_instance(&I, &g, &dev_fixed);
+        /* (the generator's caps are about the model over N devices: loose
+         * on half the instances, so that most have a layout) */
+        double cap = it % 2 ? 1e300 : I.mem_cap[0];
+        for (int d = 0; d < N; d++) {
+            I.node[d] = d / K;
+            I.speed[d] = 1.0;
+            I.mem_cap[d] = cap;
+        }
+        plan_lattice L;
+        case_lattice(&I, &L, dag);
+        cl_err e = {0};
+        plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
+        plan_exact_stats st, st_pos;
+        plan_layout y, z;
+        plan_exact_result got = plan_exact(&I, &L, &o, &y, &st, &e);
+        o.positions = 1;
+        plan_exact_result want = plan_exact(&I, &L, &o, &z, &st_pos, &e);
+        periodic += strcmp(st.mode, "periodic") == 0 && strcmp(st_pos.mode, "positions") == 0;
+        cheaper += st.steps < st_pos.steps;
+        if (got != want) {
+            bad++;
+            fprintf(stderr, "\n  instance %d: %s with offsets, %s with positions [n %d dev %d K %d]\n", it,
+                    got == PLAN_EXACT_FOUND ? "found" : "none", want == PLAN_EXACT_FOUND ? "found" : "none", I.n, N, K);
+        } else if (got == PLAN_EXACT_FOUND) {
+            found++;
+            plan_eval a, b;
+            plan_layout_eval(&I, &L, &y, &a);
+            plan_layout_eval(&I, &L, &z, &b);
+            if (!a.feasible || a.bottleneck_s != b.bottleneck_s || a.comm_s != b.comm_s ||
+                a.headroom_bytes != b.headroom_bytes || a.devices != b.devices) {
+                bad++;
+                fprintf(stderr,
+                        "\n  instance %d: offsets (B %.17g C %.17g H %.17g U %d) != positions (B %.17g C %.17g H %.17g U %d) "
+                        "[n %d dev %d K %d m %d sched %s p %d]\n",
+                        it, a.bottleneck_s, a.comm_s, a.headroom_bytes, a.devices, b.bottleneck_s, b.comm_s,
+                        b.headroom_bytes, b.devices, I.n, N, K, I.m, sched_kind_name(I.sched), p_fixed);
+            }
+        }
+        if (got == PLAN_EXACT_FOUND) plan_layout_free(&y);
+        if (want == PLAN_EXACT_FOUND) plan_layout_free(&z);
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(periodic == n_inst && found > n_inst / 2 && cheaper > n_inst / 2);
+    fprintf(stderr, "\n    short last node: %d of %d periodic, %d found, %d in fewer steps ", periodic, n_inst, found, cheaper);
+}
+
 TEST_SUITE(plan_passes)
 {
     test_add_suite("plan_passes");
@@ -487,4 +556,5 @@ TEST_SUITE(plan_passes)
     test_add("DAG lattice: set 0 empty, last full, every set a downset", test_lattice_downsets);
     test_add("pass 2's communication first: the layout of the full fronts", test_c_first);
     test_add("communication first forced where memory binds: brute force sees it", test_c_first_guard);
+    test_add("a shorter last node: offsets in a node give every position's optimum", test_short_last_node);
 }
