@@ -4,19 +4,31 @@
  * With p devices and v chunks each, the pipeline has n = p x v stages and
  * stage k runs on device k mod p.  The split below minimises the slowest
  * chunk (per iteration, on its device) over contiguous runs of the chain
- * view: a bisection on the bound with a greedy cover, then an even split
- * under that bound when it spreads the devices' sums better.  It does not
+ * view: a bisection on the bound with a cover (greedy with one speed,
+ * cover_mixed with several), then an even split under that bound when it
+ * spreads the devices' sums better.  It does not
  * minimise those sums exactly and does not replicate: a heuristic, said so
  * wherever its plans are shown.
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cost.h"
 
+/* The time of the chunk of layers at..end-1 on a device of speed spd. */
+static inline double chunk_s(const plan_inst *I, const plan_lattice *L, int at, int end, double spd)
+{
+    return (double)I->m * ((L->work[end] - L->work[at]) / spd);
+}
+
 /* Greedy cover under bound T: chunk k takes layers while its time stays
  * within T, leaving at least one layer per chunk still to come.  Returns
- * 1 when all layers fit in n chunks (cut filled), else 0. */
+ * 1 when all layers fit in n chunks (cut filled), else 0.  A chunk's time
+ * only grows with its end (prefix sums of work that is never negative,
+ * and rounding keeps order), so its last end within T is found by
+ * galloping from its first layer: the end a scan layer by layer would stop
+ * at, in O(log length) (a bisection calls this some 40 times per split). */
 static int cover(const plan_inst *I, const plan_lattice *L, int p, int n, double T, int *cut)
 {
     int nl = L->n_layers, at = 0;
@@ -25,13 +37,62 @@ static int cover(const plan_inst *I, const plan_lattice *L, int p, int n, double
         int end = at + 1; /* at least one layer */
         double spd = I->speed[k % p];
         int limit = nl - (n - k - 1);
-        if ((double)I->m * ((L->work[end] - L->work[at]) / spd) > T) return 0;
-        while (end < limit && (double)I->m * ((L->work[end + 1] - L->work[at]) / spd) <= T) end++;
+        if (chunk_s(I, L, at, end, spd) > T) return 0;
+        /* end is within T; grow the step while end + step is, then halve */
+        int step = 1;
+        while (end + step <= limit && chunk_s(I, L, at, end + step, spd) <= T) {
+            end += step;
+            step *= 2;
+        }
+        for (step /= 2; step > 0; step /= 2)
+            if (end + step <= limit && chunk_s(I, L, at, end + step, spd) <= T) end += step;
         if (k == n - 1 && end < nl) return 0;
         cut[k + 1] = end;
         at = end;
     }
     return at == nl;
+}
+
+/* The same question where the p devices differ in speed, answered exactly:
+ * there the greedy cover can run ahead and hand a heavy layer to a chunk
+ * on a slow device, and fail under a bound some split meets.  reach (n + 1
+ * rows of nl + 1) marks where chunk k may start, row k (0 only, for k =
+ * 0): chunk k may end at b when it may start at some a < b whose chunk
+ * a..b-1 is within T, and those a form a range lo(b)..b-1 (a chunk's time
+ * only falls as it starts later) whose lo grows with b, so a count of
+ * marks by prefix answers each b in O(1): O(n x nl) a bound.  Fills cut
+ * when the split exists. */
+static int cover_mixed(const plan_inst *I, const plan_lattice *L, int p, int n, double T, int *cut,
+                       unsigned char *reach, int *count)
+{
+    int nl = L->n_layers, W = nl + 1;
+    memset(reach, 0, (size_t)W);
+    reach[0] = 1;
+    for (int k = 0; k < n; k++) {
+        const unsigned char *from = reach + (size_t)k * W;
+        unsigned char *to = reach + (size_t)(k + 1) * W;
+        memset(to, 0, (size_t)W);
+        double spd = I->speed[k % p];
+        /* count[a] = marks of row k at starts 0..a-1 */
+        count[0] = 0;
+        for (int a = 0; a < nl; a++) count[a + 1] = count[a] + from[a];
+        int lim = nl - (n - k - 1), any = 0;
+        for (int b = k + 1, lo = 0; b <= lim; b++) {
+            while (lo < b - 1 && chunk_s(I, L, lo, b, spd) > T) lo++;
+            if (chunk_s(I, L, lo, b, spd) <= T && count[b] - count[lo] > 0) to[b] = any = 1;
+        }
+        if (!any) return 0;
+    }
+    if (!reach[(size_t)n * W + nl]) return 0;
+    /* back from the end: chunk k starts at the latest start it may have */
+    cut[n] = nl;
+    for (int k = n - 1; k >= 0; k--) {
+        const unsigned char *from = reach + (size_t)k * W;
+        int b = cut[k + 1], a = b - 1;
+        while (!from[a]) a--; /* (a mark within T exists: the row's test) */
+        cut[k] = a;
+    }
+    return cut[0] == 0;
 }
 
 /* Even split under bound T: chunk k aims at the time still to place over
@@ -41,9 +102,24 @@ static int even(const plan_inst *I, const plan_lattice *L, int p, int n, double 
 {
     int nl = L->n_layers, at = 0;
     cut[0] = 0;
+    /* left, the sum of 1 / speed over chunks k..n-1 in that order, is n - k
+     * additions for each k: O(n^2) for the split (n is p x v, thousands).
+     * Where the p devices have one speed the sum depends only on how many
+     * terms it adds, so the running sums of 1..n terms give each one, by
+     * the same additions in the same order */
+    int one_speed = 1;
+    for (int q = 1; q < p; q++) one_speed &= I->speed[q] == I->speed[0];
+    double *run = NULL;
+    if (one_speed) {
+        run = cl_malloc((size_t)(n + 1) * sizeof *run);
+        run[0] = 0;
+        for (int i = 1; i <= n; i++) run[i] = run[i - 1] + 1.0 / I->speed[0];
+    }
     for (int k = 0; k < n; k++) {
         double spd = I->speed[k % p], left = 0;
-        for (int j = k; j < n; j++) left += 1.0 / I->speed[j % p];
+        if (run) left = run[n - k];
+        else
+            for (int j = k; j < n; j++) left += 1.0 / I->speed[j % p];
         /* time still to place, in this chunk's seconds, shared by weight */
         double target = (double)I->m * (L->work[nl] - L->work[at]) / spd * ((1.0 / spd) / left) * spd;
         int end = at + 1, limit = nl - (n - k - 1);
@@ -53,11 +129,14 @@ static int even(const plan_inst *I, const plan_lattice *L, int p, int n, double 
             if (next > T || next - target > target - now) break;
             end++;
         }
-        if ((double)I->m * ((L->work[end] - L->work[at]) / spd) > T) return 0;
-        if (k == n - 1 && end < nl) return 0;
+        if ((double)I->m * ((L->work[end] - L->work[at]) / spd) > T || (k == n - 1 && end < nl)) {
+            free(run);
+            return 0;
+        }
         cut[k + 1] = end;
         at = end;
     }
+    free(run);
     return at == nl;
 }
 
@@ -83,13 +162,30 @@ int plan_chunks_minmax(const plan_inst *I, const plan_lattice *L, int p, int n, 
      * 1e-300 keeps the bound above 0 for a model that costs nothing (the
      * doubling below then ends) */
     double lo = 0, hi = (double)I->m * (L->work[L->n_layers] / spd_min) * (1 + PLAN_TIGHT_SLACK) + 1e-300;
-    while (!cover(I, L, p, n, hi, cut)) hi *= 2;
+    /* one speed: the greedy cover is exact (a chunk that ends later never
+     * leaves the next one less room); several: cover_mixed */
+    int one_speed = 1;
+    for (int q = 1; q < p; q++) one_speed &= I->speed[q] == I->speed[0];
+    unsigned char *reach = NULL;
+    int *count = NULL;
+    if (!one_speed) {
+        reach = cl_malloc((size_t)(n + 1) * (size_t)(L->n_layers + 1));
+        count = cl_malloc((size_t)(L->n_layers + 1) * sizeof *count);
+    }
+#define FITS(T) (one_speed ? cover(I, L, p, n, (T), cut) : cover_mixed(I, L, p, n, (T), cut, reach, count))
+    /* (bounded: a cover that fails at every bound, which the chain on the
+     * slowest device rules out, must not loop once hi is infinite) */
+    for (int d = 0; d < 64 && !FITS(hi); d++) hi *= 2;
     for (int it = 0; it < 100 && hi - lo > hi * PLAN_TIGHT_SLACK; it++) {
         double mid = 0.5 * (lo + hi);
-        if (cover(I, L, p, n, mid, cut)) hi = mid;
+        if (FITS(mid)) hi = mid;
         else lo = mid;
     }
-    if (!cover(I, L, p, n, hi, cut)) return 0;
+    int ok = FITS(hi);
+#undef FITS
+    free(reach);
+    free(count);
+    if (!ok) return 0;
     /* the greedy cover fills early chunks to the bound; an even split under
      * the same bound usually spreads devices' sums better: keep the better */
     int *alt = cl_malloc((size_t)(n + 1) * sizeof(int));

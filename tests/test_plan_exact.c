@@ -233,11 +233,79 @@ static void test_framework_rules(void)
     CU_ASSERT_TRUE(found > 150 && stricter > 20 && merged > 50); /* not vacuous */
 }
 
+/* The least slowest chunk over every split of layers lo.. into chunks
+ * k..n-1 (chunk k on device k mod p, at least one layer each), by brute
+ * force over where chunk k ends. */
+static double chunks_brute(const plan_inst *I, const plan_lattice *L, int p, int n, int k, int lo)
+{
+    int nl = L->n_layers;
+    double spd = I->speed[k % p], best = HUGE_VAL;
+    if (k == n - 1) return (double)I->m * ((L->work[nl] - L->work[lo]) / spd);
+    for (int end = lo + 1; end <= nl - (n - k - 1); end++) {
+        double here = (double)I->m * ((L->work[end] - L->work[lo]) / spd);
+        double rest = chunks_brute(I, L, p, n, k + 1, end);
+        best = fmin(best, fmax(here, rest));
+    }
+    return best;
+}
+
+/* Interleaved chunk splits (plan_chunks_minmax: a bisection on the bound
+ * with a greedy cover that gallops to each chunk's end): the slowest chunk
+ * is the least over every contiguous split, to the bisection's relative
+ * 1e-12, on random chains of up to 12 layers (some of no work) split into
+ * 1 to 8 chunks over 1 to 4 devices of one speed or mixed speeds. */
+static void test_chunks_minmax(void)
+{
+    rng_state = 2929;
+    int bad = 0, tried = 0, mixed_n = 0;
+    for (int it = 0; it < 400; it++) {
+        gen_opts g = {.max_layers = 12, .dag = 0, .max_dev = 4};
+        plan_inst I;
+        int dev_fixed;
+        gen_instance(&I, &g, &dev_fixed);
+        int mixed = it % 2;
+        for (int d = 0; d < I.n_dev; d++) I.speed[d] = mixed ? 0.5 + urand() : 1.0;
+        mixed_n += mixed;
+        for (int i = 0; i < I.n; i++)
+            if (irand(0, 4) == 0) I.fwd_s[i] = I.bwd_in_s[i] = I.bwd_w_s[i] = 0;
+        plan_lattice L;
+        plan_lattice_prefix(&L, &I);
+        int p = I.n_dev, n = irand(1, 8);
+        int *cut = cl_malloc((size_t)(n + 1) * sizeof(int));
+        int ok = plan_chunks_minmax(&I, &L, p, n, cut);
+        if (n > L.n_layers) {
+            CU_ASSERT_EQUAL(ok, 0);
+        } else if (!ok) {
+            bad++;
+        } else {
+            tried++;
+            double got = 0;
+            int valid = cut[0] == 0 && cut[n] == L.n_layers;
+            for (int k = 0; k < n; k++) {
+                valid &= cut[k + 1] > cut[k];
+                got = fmax(got, (double)I.m * ((L.work[cut[k + 1]] - L.work[cut[k]]) / I.speed[k % p]));
+            }
+            double want = chunks_brute(&I, &L, p, n, 0, 0);
+            if (!valid || got < want || got > want * (1 + 1e-9)) {
+                bad++;
+                fprintf(stderr, "\n  instance %d: slowest chunk %.17g, brute force %.17g [layers %d chunks %d devices %d mixed %d]\n",
+                        it, got, want, L.n_layers, n, p, mixed);
+            }
+        }
+        free(cut);
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(tried > 200 && mixed_n > 100); /* not vacuous */
+}
+
 TEST_SUITE(plan_exact)
 {
     test_add_suite("plan_exact");
     test_add("exact equals brute force on 400 random chains", test_chain_vs_brute);
     test_add("exact equals brute force on 200 random DAGs", test_dag_vs_brute);
+    test_add("interleaved chunk splits: the least slowest chunk (brute force)", test_chunks_minmax);
     test_add("merge never beats exact; lower bounds keep the optimum", test_merge_and_lower_bound);
     test_add("one replica count, a last stage start: exact equals brute force, never beats unrestricted",
              test_framework_rules);
