@@ -193,6 +193,16 @@ static void build_tables(exact_dp *X)
             }
         }
     }
+    /* plan_stage_mem_counts's parts that no count changes, once per
+     * replica count (the same sum, so the same bits): this loop runs
+     * N x rmax cells in every search's setup, 1,800 setups on GPT-3's
+     * tensor and recomputation question (a third of its time before) */
+    double *w1 = cl_malloc((size_t)(rmax + 1) * sizeof *w1), *w0 = cl_malloc((size_t)(rmax + 1) * sizeof *w0);
+    double vb1 = plan_mem_version(I, 1), vb0 = plan_mem_version(I, 0), io = plan_mem_io(0, 0);
+    for (int r = 1; r <= rmax; r++) {
+        w1[r] = plan_mem_weights(I, 1, r);
+        w0[r] = plan_mem_weights(I, 0, r);
+    }
     for (int U = 0; U <= N; U++) {
         double pm = HUGE_VAL, infl = HUGE_VAL;
         for (int r = 1; r <= rmax && U + r <= N; r++) {
@@ -206,12 +216,14 @@ static void build_tables(exact_dp *X)
                 ci = sched_inflight_rep(I->sched, devs, D, r, I->m, I->chunks);
                 cv = sched_versions_rep(I->sched, D, r);
             }
-            pm = fmin(pm, plan_stage_mem_counts(I, 1, 0, 0, 0, ci, cv, r));
-            infl = fmin(infl, plan_stage_mem_counts(I, 0, 1, 0, 0, ci, cv, r));
+            pm = mind(pm, plan_stage_mem_parts(w1[r], vb1, 0, io, ci, cv));
+            infl = mind(infl, plan_stage_mem_parts(w0[r], vb0, 1, io, ci, cv));
         }
         T->pm[U] = pm < HUGE_VAL ? pm : T->pm_least;
         T->infl[U] = infl < HUGE_VAL ? infl : T->infl_least;
     }
+    free(w1);
+    free(w0);
 }
 
 int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
