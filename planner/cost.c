@@ -36,6 +36,7 @@ void plan_inst_alloc(plan_inst *I, int n, int n_in, int n_dev)
     I->state = plan_state_factors(4, PREC_FP32, OPTIM_SGD, 0, 4);
     I->ar_scale[0] = I->ar_scale[1] = 1;
     I->zero = 0;
+    I->tabs = plan_mem_tabs_new();
     I->rep_fixed = 0;
     I->cut_max = n;
 }
@@ -54,6 +55,7 @@ void plan_inst_free(plan_inst *I)
     free(I->mem_cap);
     free(I->node);
     free(I->dev);
+    plan_mem_tabs_free(I->tabs);
     memset(I, 0, sizeof *I);
 }
 

@@ -109,7 +109,14 @@ typedef struct plan_inst {
     int cut_max;            /* chain views: a stage may start at layer j only
                                when j <= cut_max (Megatron keeps its head
                                layers on the last stage); n: anywhere       */
+    /* the exact search's memory-count tables built on this instance, kept
+     * for its later searches (exact_setup.c; copies of the struct share
+     * them, plan_inst_free releases them); NULL: none kept */
+    struct plan_mem_tabs *tabs;
 } plan_inst;
+typedef struct plan_mem_tabs plan_mem_tabs;
+plan_mem_tabs *plan_mem_tabs_new(void);
+void plan_mem_tabs_free(plan_mem_tabs *c);
 
 /* Allocate every array for n layers with n_in inputs in all and n_dev
  * devices (zeroed; in_off has n + 1 entries).  Settings default to m = 1,

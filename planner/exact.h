@@ -121,6 +121,8 @@ typedef struct plan_exact_stats {
     const char *mode;       /* "flat", "periodic" or "positions"            */
     int skipped;            /* passes known to find nothing, not run          */
     int answered;           /* passes answered by plan_exact_opts.memo_in     */
+    int tabs_kept;          /* the lead's memory-count tables were the
+                               instance's, kept from an earlier search      */
     int64_t lower_fail, lower_fail_lead; /* plan_exact_shadowed: when its pass at
                                o->lower_s found nothing, that pass's steps
                                (as `steps` counts them) and the lead's alone;

@@ -120,7 +120,7 @@ typedef struct dp_tables {
     double cap_top;         /* the largest device memory                     */
     double inv_cap;         /* (1 - PLAN_BOUND_SLACK) / cap_top                         */
     int *qtab;              /* ceil(m / r) for r = 0..rtab (qtab[0] unused)  */
-    double *pm, *infl;      /* per devices U already below (0..N): the least,
+    const double *pm, *infl; /* per devices U already below (0..N): the least,
                                over replica counts r, of bytes per parameter
                                byte and in-flight microbatches of a stage at
                                depth U + r (memory grows with the depth, so
@@ -131,7 +131,7 @@ typedef struct dp_tables {
      * at depth D, at [D x (rtab + 1) + r] (exact memory: pipeline devices
      * dev_fixed or D), and at [r] for depth = devices = r (relaxed 1) */
     int rtab;
-    int *in, *ver, *in1, *ver1;
+    const int *in, *ver, *in1, *ver1;
     /* plan_allreduce_s's factors per link level and r <= rtab: per byte
      * and the latency term, the same operations in the same order */
     double *ar_pb[CLUSTER_LEVELS], *ar_lat[CLUSTER_LEVELS];
@@ -180,8 +180,8 @@ typedef struct dp_store {
  * (exact_shadow.c); n = 0 otherwise. */
 typedef struct dp_shadows {
     int n;
-    int *in[PLAN_EXACT_SHADOWS], *ver[PLAN_EXACT_SHADOWS]; /* as dp_tables.in */
-    double *pm[PLAN_EXACT_SHADOWS], *infl[PLAN_EXACT_SHADOWS]; /* as dp_tables.pm,
+    const int *in[PLAN_EXACT_SHADOWS], *ver[PLAN_EXACT_SHADOWS]; /* as dp_tables.in */
+    const double *pm[PLAN_EXACT_SHADOWS], *infl[PLAN_EXACT_SHADOWS]; /* as dp_tables.pm,
                                infl: its own prunes (need, place)           */
     int track[PLAN_EXACT_SHADOWS]; /* its track_u                           */
     int best[PLAN_EXACT_SHADOWS];  /* its best final entry, or -1           */
@@ -233,6 +233,17 @@ typedef struct dp_subs {
     unsigned mark;
 } dp_subs;
 
+/* A schedule's memory-count tables (dp_tables.in, ver, in1, ver1, pm,
+ * infl), keyed by everything they read (exact_setup.c, mem_tab_get): an
+ * instance keeps them for its later searches (plan_inst.tabs). */
+typedef struct mem_tab {
+    sched_kind sched;       /* the key */
+    int dev_fixed, N, rmax, m, chunks;
+    plan_state_f state;
+    int *in, *ver, *in1, *ver1; /* as dp_tables (NULL when too large) */
+    double *pm, *infl;
+} mem_tab;
+
 typedef struct exact_dp {
     /* the question, fixed for the whole search */
     const plan_inst *I;
@@ -256,6 +267,10 @@ typedef struct exact_dp {
     dp_shadows sh;
     dp_budget budget;
     dp_subs subs;
+    /* tables the instance could not keep, the lead's and each shadow's:
+     * this search's own, freed with it */
+    mem_tab own_tab[1 + PLAN_EXACT_SHADOWS];
+    int tabs_kept;          /* the lead's came from the instance's */
 } exact_dp;
 
 static inline double mind(double a, double b) { return a < b ? a : b; }
@@ -335,6 +350,10 @@ int exact_dp_mem_most_fits(const plan_inst *I, const dp_mem_most *w, double P, d
  * schedule whose memory counts are `most` (most_ok: found; mem_free: the
  * whole model fits with them). */
 int exact_dp_free_at(const exact_dp *X, double bound);
+/* exact_setup.c: shadow j's memory-count tables for schedule sk (as its
+ * own search's, no device count fixed). */
+void exact_dp_shadow_tables(exact_dp *X, int j, sched_kind sk, const int **in, const int **ver,
+                            const double **pm, const double **infl);
 int exact_dp_free_with(const exact_dp *X, int most_ok, const dp_mem_most *most, int mem_free, double bound);
 
 /* exact.c: the layout of final entry id (plan_layout_free). */

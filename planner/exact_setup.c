@@ -147,6 +147,142 @@ int exact_dp_free_with(const exact_dp *X, int most_ok, const dp_mem_most *most, 
     return 1;
 }
 
+/* ------------------------------------------- memory-count tables -- */
+
+/* A schedule's memory counts over the device line (dp_tables.in, ver, in1,
+ * ver1, pm, infl) read the instance's microbatches, chunks, replica limit,
+ * device count and model state, the schedule and the fixed device count,
+ * nothing else; every schedule and device count of one microbatch count
+ * asks for them again (1,800 searches set up on GPT-3's tensor and
+ * recomputation question, a quarter of its time when each built its own).
+ * So an instance keeps the ones built (plan_inst.tabs), keyed by all of
+ * those, up to MEM_TABS of them and MEM_TAB_CELLS cells in all; past that
+ * a search builds its own and frees them. */
+#define MEM_TABS 16
+#define MEM_TAB_CELLS 4e6
+
+struct plan_mem_tabs {
+    int n;
+    double cells;
+    mem_tab tab[MEM_TABS];
+};
+
+plan_mem_tabs *plan_mem_tabs_new(void) { return cl_calloc(1, sizeof(plan_mem_tabs)); }
+
+static void mem_tab_free(mem_tab *t)
+{
+    free(t->in);
+    free(t->ver);
+    free(t->in1);
+    free(t->ver1);
+    free(t->pm);
+    free(t->infl);
+}
+
+void plan_mem_tabs_free(plan_mem_tabs *c)
+{
+    for (int i = 0; c && i < c->n; i++) mem_tab_free(&c->tab[i]);
+    free(c);
+}
+
+static int state_eq(const plan_state_f *a, const plan_state_f *b)
+{
+    return a->weights == b->weights && a->grads == b->grads && a->master == b->master &&
+           a->master_grads == b->master_grads && a->moments == b->moments && a->optim == b->optim &&
+           a->rep == b->rep && a->shard == b->shard && a->version == b->version &&
+           a->grads_sharded == b->grads_sharded && a->opt_sharded == b->opt_sharded;
+}
+
+/* Build the tables of key t (its key fields set); pm_least and infl_least
+ * stand in for depths no replica count reaches. */
+static void mem_tab_build(const plan_inst *I, mem_tab *t, double pm_least, double infl_least)
+{
+    int N = t->N, rmax = t->rmax, dev_fixed = t->dev_fixed;
+    sched_kind sk = t->sched;
+    if ((double)(N + 1) * (rmax + 1) <= TAB_MAX) {
+        size_t n = (size_t)(N + 1) * (size_t)(rmax + 1);
+        t->in = cl_calloc(n, sizeof(int));
+        t->ver = cl_calloc(n, sizeof(int));
+        t->in1 = cl_calloc((size_t)rmax + 1, sizeof(int));
+        t->ver1 = cl_calloc((size_t)rmax + 1, sizeof(int));
+        for (int r = 1; r <= rmax; r++) {
+            t->in1[r] = sched_inflight_rep(sk, r, r, r, t->m, t->chunks);
+            t->ver1[r] = sched_versions_rep(sk, r, r);
+        }
+        for (int D = 1; D <= N; D++) {
+            int devs = dev_fixed ? dev_fixed : D;
+            if (D > devs) continue; /* mem_of refuses these */
+            for (int r = 1; r <= rmax && r <= D; r++) {
+                size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
+                t->in[k] = sched_inflight_rep(sk, devs, D, r, t->m, t->chunks);
+                t->ver[k] = sched_versions_rep(sk, D, r);
+            }
+        }
+    }
+    /* memory multipliers per depth, least over the replica counts allowed;
+     * plan_stage_mem_counts's parts that no count changes once per replica
+     * count (the same sum, so the same bits) */
+    t->pm = cl_calloc((size_t)N + 1, sizeof(double));
+    t->infl = cl_calloc((size_t)N + 1, sizeof(double));
+    double *w1 = cl_malloc((size_t)(rmax + 1) * sizeof *w1), *w0 = cl_malloc((size_t)(rmax + 1) * sizeof *w0);
+    double vb1 = plan_mem_version(I, 1), vb0 = plan_mem_version(I, 0), io = plan_mem_io(0, 0);
+    for (int r = 1; r <= rmax; r++) {
+        w1[r] = plan_mem_weights(I, 1, r);
+        w0[r] = plan_mem_weights(I, 0, r);
+    }
+    for (int U = 0; U <= N; U++) {
+        double pm = HUGE_VAL, infl = HUGE_VAL;
+        for (int r = 1; r <= rmax && U + r <= N; r++) {
+            int D = U + r, devs = dev_fixed > D ? dev_fixed : D;
+            int ci, cv;
+            if (t->in && devs == (dev_fixed ? dev_fixed : D)) {
+                size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
+                ci = t->in[k];
+                cv = t->ver[k];
+            } else {
+                ci = sched_inflight_rep(sk, devs, D, r, t->m, t->chunks);
+                cv = sched_versions_rep(sk, D, r);
+            }
+            pm = mind(pm, plan_stage_mem_parts(w1[r], vb1, 0, io, ci, cv));
+            infl = mind(infl, plan_stage_mem_parts(w0[r], vb0, 1, io, ci, cv));
+        }
+        t->pm[U] = pm < HUGE_VAL ? pm : pm_least;
+        t->infl[U] = infl < HUGE_VAL ? infl : infl_least;
+    }
+    free(w1);
+    free(w0);
+}
+
+/* The tables of schedule sk with dev_fixed devices on I's instance: kept
+ * ones, or built and kept, or (the instance keeping no more) built into
+ * *own, which the caller frees (mem_tab_free). */
+static const mem_tab *mem_tab_get(const plan_inst *I, sched_kind sk, int dev_fixed, int rmax, mem_tab *own,
+                                  int *kept)
+{
+    *kept = 0;
+    mem_tab key = {.sched = sk, .dev_fixed = dev_fixed, .N = I->n_dev, .rmax = rmax, .m = I->m,
+                   .chunks = I->chunks, .state = I->state};
+    plan_mem_tabs *c = I->tabs;
+    for (int i = 0; c && i < c->n; i++) {
+        const mem_tab *t = &c->tab[i];
+        if (t->sched == sk && t->dev_fixed == dev_fixed && t->N == key.N && t->rmax == rmax && t->m == key.m &&
+            t->chunks == key.chunks && state_eq(&t->state, &key.state)) {
+            *kept = 1;
+            return t;
+        }
+    }
+    double cells = (double)(key.N + 1) * (rmax + 1);
+    mem_tab *t = c && c->n < MEM_TABS && c->cells + cells <= MEM_TAB_CELLS ? &c->tab[c->n] : own;
+    if (t == own) mem_tab_free(own); /* (empty unless asked twice) */
+    *t = key;
+    mem_tab_build(I, t, plan_stage_mem_least(I, 1, 0, 0, 0), plan_stage_mem_least(I, 0, 1, 0, 0));
+    if (t != own) {
+        c->n++;
+        c->cells += cells;
+    }
+    return t;
+}
+
 /* The tables of dp_tables (the question's fields of X set). */
 static void build_tables(exact_dp *X)
 {
@@ -158,11 +294,8 @@ static void build_tables(exact_dp *X)
     T->cap_top = 0;
     for (int d = 0; d < N; d++) T->cap_top = fmax(T->cap_top, I->mem_cap[d]);
     T->inv_cap = (1 - PLAN_BOUND_SLACK) / T->cap_top;
-    /* memory multipliers per depth, least over the replica counts allowed */
     T->pm_least = plan_stage_mem_least(I, 1, 0, 0, 0);
     T->infl_least = plan_stage_mem_least(I, 0, 1, 0, 0);
-    T->pm = cl_calloc((size_t)N + 1, sizeof(double));
-    T->infl = cl_calloc((size_t)N + 1, sizeof(double));
     int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
     if (rmax > N) rmax = N;
     T->rtab = rmax;
@@ -173,57 +306,26 @@ static void build_tables(exact_dp *X)
         T->ar_lat[lv] = cl_calloc((size_t)rmax + 1, sizeof(double));
         for (int r = 2; r <= rmax; r++) plan_allreduce_factors(I, r, lv, &T->ar_pb[lv][r], &T->ar_lat[lv][r]);
     }
-    if ((double)(N + 1) * (rmax + 1) <= TAB_MAX) {
-        size_t n = (size_t)(N + 1) * (size_t)(rmax + 1);
-        T->in = cl_calloc(n, sizeof(int));
-        T->ver = cl_calloc(n, sizeof(int));
-        T->in1 = cl_calloc((size_t)rmax + 1, sizeof(int));
-        T->ver1 = cl_calloc((size_t)rmax + 1, sizeof(int));
-        for (int r = 1; r <= rmax; r++) {
-            T->in1[r] = sched_inflight_rep(I->sched, r, r, r, I->m, I->chunks);
-            T->ver1[r] = sched_versions_rep(I->sched, r, r);
-        }
-        for (int D = 1; D <= N; D++) {
-            int devs = X->dev_fixed ? X->dev_fixed : D;
-            if (D > devs) continue; /* mem_of refuses these */
-            for (int r = 1; r <= rmax && r <= D; r++) {
-                size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
-                T->in[k] = sched_inflight_rep(I->sched, devs, D, r, I->m, I->chunks);
-                T->ver[k] = sched_versions_rep(I->sched, D, r);
-            }
-        }
-    }
-    /* plan_stage_mem_counts's parts that no count changes, once per
-     * replica count (the same sum, so the same bits): this loop runs
-     * N x rmax cells in every search's setup, 1,800 setups on GPT-3's
-     * tensor and recomputation question (a third of its time before) */
-    double *w1 = cl_malloc((size_t)(rmax + 1) * sizeof *w1), *w0 = cl_malloc((size_t)(rmax + 1) * sizeof *w0);
-    double vb1 = plan_mem_version(I, 1), vb0 = plan_mem_version(I, 0), io = plan_mem_io(0, 0);
-    for (int r = 1; r <= rmax; r++) {
-        w1[r] = plan_mem_weights(I, 1, r);
-        w0[r] = plan_mem_weights(I, 0, r);
-    }
-    for (int U = 0; U <= N; U++) {
-        double pm = HUGE_VAL, infl = HUGE_VAL;
-        for (int r = 1; r <= rmax && U + r <= N; r++) {
-            int D = U + r, devs = X->dev_fixed > D ? X->dev_fixed : D;
-            int ci, cv;
-            if (T->in && devs == (X->dev_fixed ? X->dev_fixed : D)) {
-                size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
-                ci = T->in[k];
-                cv = T->ver[k];
-            } else {
-                ci = sched_inflight_rep(I->sched, devs, D, r, I->m, I->chunks);
-                cv = sched_versions_rep(I->sched, D, r);
-            }
-            pm = mind(pm, plan_stage_mem_parts(w1[r], vb1, 0, io, ci, cv));
-            infl = mind(infl, plan_stage_mem_parts(w0[r], vb0, 1, io, ci, cv));
-        }
-        T->pm[U] = pm < HUGE_VAL ? pm : T->pm_least;
-        T->infl[U] = infl < HUGE_VAL ? infl : T->infl_least;
-    }
-    free(w1);
-    free(w0);
+    const mem_tab *t = mem_tab_get(I, I->sched, X->dev_fixed, rmax, &X->own_tab[0], &X->tabs_kept);
+    T->in = t->in;
+    T->ver = t->ver;
+    T->in1 = t->in1;
+    T->ver1 = t->ver1;
+    T->pm = t->pm;
+    T->infl = t->infl;
+}
+
+/* A shadow schedule's tables (exact_shadow.c): as its own search's, with
+ * no device count fixed. */
+void exact_dp_shadow_tables(exact_dp *X, int j, sched_kind sk, const int **in, const int **ver,
+                            const double **pm, const double **infl)
+{
+    int kept;
+    const mem_tab *t = mem_tab_get(X->I, sk, 0, X->tab.rtab, &X->own_tab[1 + j], &kept);
+    *in = t->in;
+    *ver = t->ver;
+    *pm = t->pm;
+    *infl = t->infl;
 }
 
 int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const plan_exact_opts *o,
@@ -259,6 +361,7 @@ int exact_dp_setup(exact_dp *X, const plan_inst *I, const plan_lattice *L, const
     X->subs.t = -1;
     X->dev_fixed = o ? o->devices_fixed : 0;
     build_tables(X);
+    if (st) st->tabs_kept = X->tabs_kept;
     X->tab.most_ok = exact_dp_mem_most(I, L, &X->tab.most);
     int all = L->n_sets - 1;
     X->tab.mem_free = X->tab.most_ok && exact_dp_mem_most_fits(I, &X->tab.most, L->params[all], L->stash[all]);
@@ -288,19 +391,8 @@ void exact_dp_teardown(exact_dp *X, plan_exact_stats *st)
     free(X->pos.node_spd);
     free(X->pos.node_cap);
     dp_tables *T = &X->tab;
-    free(T->pm);
-    free(T->infl);
     free(T->qtab);
-    free(T->in);
-    free(T->ver);
-    free(T->in1);
-    free(T->ver1);
-    for (int j = 0; j < PLAN_EXACT_SHADOWS; j++) {
-        free(X->sh.in[j]);
-        free(X->sh.ver[j]);
-        free(X->sh.pm[j]);
-        free(X->sh.infl[j]);
-    }
+    for (int j = 0; j <= PLAN_EXACT_SHADOWS; j++) mem_tab_free(&X->own_tab[j]);
     for (int lv = 0; lv < CLUSTER_LEVELS; lv++) {
         free(T->ar_pb[lv]);
         free(T->ar_lat[lv]);

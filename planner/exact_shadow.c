@@ -29,16 +29,9 @@ int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh)
 {
     const plan_inst *I = X->I;
     if (!X->tab.in) return 0;
-    size_t n = (size_t)(X->pos.N + 1) * (size_t)(X->tab.rtab + 1);
     for (int j = 0; j < n_sh; j++) {
-        X->sh.in[j] = cl_calloc(n, sizeof(int));
-        X->sh.ver[j] = cl_calloc(n, sizeof(int));
-        for (int D = 1; D <= X->pos.N; D++)
-            for (int r = 1; r <= X->tab.rtab && r <= D; r++) {
-                size_t k = (size_t)D * (size_t)(X->tab.rtab + 1) + (size_t)r;
-                X->sh.in[j][k] = sched_inflight_rep(sh[j], D, D, r, I->m, I->chunks);
-                X->sh.ver[j][k] = sched_versions_rep(sh[j], D, r);
-            }
+        const double *pm, *infl;
+        exact_dp_shadow_tables(X, j, sh[j], &X->sh.in[j], &X->sh.ver[j], &pm, &infl);
         plan_inst y = *I;
         y.sched = sh[j];
         int dep = plan_mem_dependence(&y);
@@ -55,20 +48,8 @@ int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh)
         X->sh.mem_free[j] = X->sh.most_ok[j] &&
                             exact_dp_mem_most_fits(I, &X->sh.most[j], X->L->params[all], X->L->stash[all]);
         if (X->tab.mem_free && X->sh.mem_free[j]) continue;
-        int N = X->pos.N, rmax = X->tab.rtab;
-        X->sh.pm[j] = cl_calloc((size_t)N + 1, sizeof(double));
-        X->sh.infl[j] = cl_calloc((size_t)N + 1, sizeof(double));
-        double pm_least = plan_stage_mem_least(&y, 1, 0, 0, 0), infl_least = plan_stage_mem_least(&y, 0, 1, 0, 0);
-        for (int U = 0; U <= N; U++) {
-            double pm = HUGE_VAL, infl = HUGE_VAL;
-            for (int r = 1; r <= rmax && U + r <= N; r++) {
-                size_t k = (size_t)(U + r) * (size_t)(rmax + 1) + (size_t)r;
-                pm = fmin(pm, plan_stage_mem_counts(I, 1, 0, 0, 0, X->sh.in[j][k], X->sh.ver[j][k], r));
-                infl = fmin(infl, plan_stage_mem_counts(I, 0, 1, 0, 0, X->sh.in[j][k], X->sh.ver[j][k], r));
-            }
-            X->sh.pm[j][U] = pm < HUGE_VAL ? pm : pm_least;
-            X->sh.infl[j][U] = infl < HUGE_VAL ? infl : infl_least;
-        }
+        X->sh.pm[j] = pm;
+        X->sh.infl[j] = infl;
     }
     if (X->tab.dep != PLAN_MEM_FLAT && !X->tab.monotone) return 0; /* u_fronts */
     X->sh.lead_mask = LEAD_BIT;

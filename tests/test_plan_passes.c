@@ -547,6 +547,85 @@ static void test_short_last_node(void)
     fprintf(stderr, "\n    short last node: %d of %d periodic, %d found, %d in fewer steps ", periodic, n_inst, found, cheaper);
 }
 
+/* The memory-count tables an instance keeps for its later searches
+ * (plan_inst.tabs, exact_setup.c): each search on an instance that keeps
+ * them, with the schedule, microbatches, replica limit, chunks and model
+ * state changed between searches as the planner changes them, returns the
+ * layout and the steps of the same search building its own, with shadow
+ * schedules too; on random chains and DAGs whose memory binds (up to 40
+ * layers on up to 16 devices in nodes of 4), ten searches an instance.
+ * Not vacuous: later searches find tables kept by earlier ones, and the
+ * shadows find layouts. */
+static void test_kept_tables(void)
+{
+    static const sched_kind kinds[] = {SCHED_FBP, SCHED_1F1B, SCHED_GPIPE, SCHED_PIPEDREAM, SCHED_ZBH1,
+                                       SCHED_INTERLEAVED};
+    rng_state = 6161;
+    int bad = 0, searches = 0, found = 0, kept = 0, shadowed = 0;
+    for (int it = 0; it < TEST_BREADTH(150, 40); it++) {
+        int dag = it % 3 == 2;
+        gen_opts g = {.max_layers = dag ? 8 : 40, .dag = dag, .max_dev = 16};
+        plan_inst I;
+        int dev_fixed;
+        gen_instance(&I, &g, &dev_fixed);
+        for (int d = 0; d < I.n_dev; d++) I.node[d] = d / 4;
+        plan_lattice L;
+        case_lattice(&I, &L, dag);
+        /* the planner's changes between searches on one instance, drawn
+         * from a few values so that later searches meet earlier keys */
+        int ms[2] = {irand(1, 12), irand(1, 12)}, rs[2] = {I.n_dev, irand(1, I.n_dev)};
+        plan_state_f states[2] = {plan_state_factors(4, PREC_FP32, (plan_optim)irand(0, 2), 0, 4),
+                                  plan_state_factors(2, PREC_MIXED, (plan_optim)irand(0, 2), irand(0, 2), 4)};
+        for (int q = 0; q < 10; q++) {
+            I.sched = kinds[irand(0, 5)];
+            I.chunks = I.sched == SCHED_INTERLEAVED ? irand(1, 2) : 1;
+            I.m = ms[irand(0, 1)];
+            I.max_replicas = rs[irand(0, 1)];
+            I.state = states[irand(0, 1)];
+            int fixed = plan_mem_dependence(&I) == PLAN_MEM_BY_TOTAL ? irand(1, I.n_dev) : 0;
+            plan_inst J = I;
+            J.tabs = NULL; /* builds its own */
+            /* shadows ride along the pass at the least-memory bound */
+            plan_exact_opts lo = {.devices_fixed = fixed, .upper_s = HUGE_VAL};
+            double lower = 0;
+            cl_err e = {0};
+            plan_exact_lower(&J, &L, &lo, &lower, NULL, &e);
+            plan_exact_opts o = {.devices_fixed = fixed, .upper_s = HUGE_VAL, .lower_s = lower < HUGE_VAL ? lower : 0};
+            sched_kind sh[2] = {SCHED_1F1B, SCHED_GPIPE};
+            int n_sh = fixed || I.sched == SCHED_1F1B || I.sched == SCHED_GPIPE ? 0 : 2;
+            plan_layout y[3], z[3];
+            int oky[2] = {0, 0}, okz[2] = {0, 0};
+            plan_exact_stats sy, sz;
+            plan_exact_result a = plan_exact_shadowed(&I, &L, &o, n_sh, sh, y, oky, &sy, &e);
+            plan_exact_result b = plan_exact_shadowed(&J, &L, &o, n_sh, sh, z, okz, &sz, &e);
+            searches++;
+            kept += sy.tabs_kept;
+            shadowed += oky[0] + oky[1];
+            int same = a == b && sy.steps == sz.steps && !sz.tabs_kept;
+            if (same && a == PLAN_EXACT_FOUND) {
+                found++;
+                same = same_layout(&y[0], &z[0]);
+                for (int j = 0; j < n_sh && same; j++)
+                    same = oky[j] == okz[j] && (!oky[j] || same_layout(&y[1 + j], &z[1 + j]));
+            }
+            if (!same) {
+                bad++;
+                fprintf(stderr, "\n  instance %d search %d: kept tables differ [sched %s m %d dev %d fixed %d]\n", it,
+                        q, sched_kind_name(I.sched), I.m, I.n_dev, fixed);
+            }
+            for (int j = 0; j <= n_sh; j++) {
+                if (a == PLAN_EXACT_FOUND && (j == 0 || oky[j - 1])) plan_layout_free(&y[j]);
+                if (b == PLAN_EXACT_FOUND && (j == 0 || okz[j - 1])) plan_layout_free(&z[j]);
+            }
+        }
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(found > searches / 3 && kept > searches / 10 && shadowed > 20);
+    fprintf(stderr, "\n    %d searches, %d found, %d on kept tables, %d shadows found ", searches, found, kept, shadowed);
+}
+
 TEST_SUITE(plan_passes)
 {
     test_add_suite("plan_passes");
@@ -557,4 +636,5 @@ TEST_SUITE(plan_passes)
     test_add("pass 2's communication first: the layout of the full fronts", test_c_first);
     test_add("communication first forced where memory binds: brute force sees it", test_c_first_guard);
     test_add("a shorter last node: offsets in a node give every position's optimum", test_short_last_node);
+    test_add("memory-count tables kept by the instance: each search's own layout and steps", test_kept_tables);
 }
