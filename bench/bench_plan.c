@@ -27,9 +27,13 @@
  * (--algo auto, 64 devices) on chains of 30,000 and 100,000 layers, past
  * the 10,000 the exact search takes (it is quadratic there: 30,000 cheap
  * layers took 100 s).
+ * Rows `gpt3_tensor_auto` and `gpt3_tensor_auto_megatron` time the
+ * tensor and recomputation question on GPT-3 175B over 1,024 A100s
+ * (docs/transformer.md), every schedule and `--for megatron` (spawned,
+ * median of 3; in question_auto_ms).
  * Targets (issue 3): 1,000 layers x 1,024 devices under 1 s; every
  * PipeDream profile on 32 devices (8 per node x 4 nodes) with replication
- * under 0.1 s.
+ * under 0.1 s.  Issue 15: the GPT-3 question under 1 s.
  */
 #include <fcntl.h>
 #include <math.h>
@@ -266,6 +270,22 @@ int plan_bench(const char *outdir, int quick)
         fprintf(o.f, "one_per_node,resnet50,,%s,1,,,,,,,,%.3f,\n", one_per_node[k], ms);
         printf("%-12s %-10s %7s devices, one per node: `cleave plan` %.1f ms\n", "one_per_node", "resnet50",
                one_per_node[k], ms);
+        fflush(stdout);
+    }
+    /* GPT-3 175B on 1,024 A100s, the tensor and recomputation question
+     * (issue 15's planning-time target: the whole question under 1 s), over
+     * every schedule and for Megatron-LM's; the whole command, medians */
+    for (int k = 0; k < 2 && !rc; k++) {
+        const char *args[] = {"--model", "models/gpt3-175b.json", "--device", "A100-80GB", "--devices", "1024",
+                              "--per-node", "8", "--bandwidth", "300e9,25e9", "--batch", "1536", "--optimizer",
+                              "adam", "--tensor", "auto", "--recompute", "auto", k ? "--for" : NULL, "megatron", NULL};
+        double t[3];
+        int reps_q = quick ? 1 : 3;
+        for (int r = 0; r < reps_q; r++) t[r] = question_ms(args);
+        double ms = cl_median(t, reps_q);
+        fprintf(o.f, "gpt3_tensor_auto%s,gpt3-175b,98,1024,1,,,,,,,,%.3f,\n", k ? "_megatron" : "", ms);
+        printf("%-12s %-10s 1024 A100s, --tensor auto --recompute auto%s: `cleave plan` %.1f ms\n", "gpt3",
+               "gpt3-175b", k ? " --for megatron" : "", ms);
         fflush(stdout);
     }
     /* long chains: the whole search, once each */
