@@ -4,9 +4,9 @@
  * With p devices and v chunks each, the pipeline has n = p x v stages and
  * stage k runs on device k mod p.  The split below minimises the slowest
  * chunk (per iteration, on its device) over contiguous runs of the chain
- * view: a bisection on the bound with a cover (greedy with one speed,
- * cover_mixed with several), then an even split under that bound when it
- * spreads the devices' sums better.  It does not
+ * view: a bisection on the bound with a cover (greedy, exact where every
+ * layer alone fits every position; else cover_mixed), then an even split
+ * under that bound when it spreads the devices' sums better.  It does not
  * minimise those sums exactly and does not replicate: a heuristic, said so
  * wherever its plans are shown.
  */
@@ -55,41 +55,45 @@ static int cover(const plan_inst *I, const plan_lattice *L, int p, int n, double
 
 /* The same question where the p devices differ in speed, answered exactly:
  * there the greedy cover can run ahead and hand a heavy layer to a chunk
- * on a slow device, and fail under a bound some split meets.  reach (n + 1
- * rows of nl + 1) marks where chunk k may start, row k (0 only, for k =
- * 0): chunk k may end at b when it may start at some a < b whose chunk
- * a..b-1 is within T, and those a form a range lo(b)..b-1 (a chunk's time
- * only falls as it starts later) whose lo grows with b, so a count of
- * marks by prefix answers each b in O(1): O(n x nl) a bound.  Fills cut
- * when the split exists. */
+ * on a slow device, and fail under a bound some split meets.  Row k of
+ * reach marks where chunk k may start (row 0: layer 0 only): chunk k may
+ * end at b when it may start at some a < b whose chunk a..b-1 is within T,
+ * and those a form a range lo(b)..b-1 (a chunk's time only falls as it
+ * starts later) whose lo grows with b, so a count of marks by prefix
+ * answers each b in O(1).  Chunk k starts at k at the earliest and leaves a
+ * layer to each chunk after it, so a row holds the W = nl - n + 1 places
+ * k..k + W - 1 (reach: n + 1 rows of W + 1, count: W + 1):
+ * O(n x (nl - n + 1)) a bound.  Fills cut when the split exists. */
 static int cover_mixed(const plan_inst *I, const plan_lattice *L, int p, int n, double T, int *cut,
                        unsigned char *reach, int *count)
 {
-    int nl = L->n_layers, W = nl + 1;
+    int nl = L->n_layers, W = nl - n + 1;
+    size_t row = (size_t)W + 1;
     memset(reach, 0, (size_t)W);
     reach[0] = 1;
     for (int k = 0; k < n; k++) {
-        const unsigned char *from = reach + (size_t)k * W;
-        unsigned char *to = reach + (size_t)(k + 1) * W;
-        memset(to, 0, (size_t)W);
+        const unsigned char *from = reach + (size_t)k * row;  /* place a at [a - k]     */
+        unsigned char *to = reach + (size_t)(k + 1) * row;    /* place b at [b - k - 1] */
         double spd = I->speed[k % p];
-        /* count[a] = marks of row k at starts 0..a-1 */
+        /* count[i] = marks of row k at places k..k + i - 1 */
         count[0] = 0;
-        for (int a = 0; a < nl; a++) count[a + 1] = count[a] + from[a];
-        int lim = nl - (n - k - 1), any = 0;
-        for (int b = k + 1, lo = 0; b <= lim; b++) {
+        for (int i = 0; i < W; i++) count[i + 1] = count[i] + from[i];
+        int any = 0;
+        for (int b = k + 1, lo = k; b <= k + W; b++) {
             while (lo < b - 1 && chunk_s(I, L, lo, b, spd) > T) lo++;
-            if (chunk_s(I, L, lo, b, spd) <= T && count[b] - count[lo] > 0) to[b] = any = 1;
+            int ok = chunk_s(I, L, lo, b, spd) <= T && count[b - k] - count[lo - k] > 0;
+            to[b - k - 1] = (unsigned char)ok;
+            any |= ok;
         }
         if (!any) return 0;
     }
-    if (!reach[(size_t)n * W + nl]) return 0;
+    if (!reach[(size_t)n * row + (nl - n)]) return 0;
     /* back from the end: chunk k starts at the latest start it may have */
     cut[n] = nl;
     for (int k = n - 1; k >= 0; k--) {
-        const unsigned char *from = reach + (size_t)k * W;
-        int b = cut[k + 1], a = b - 1;
-        while (!from[a]) a--; /* (a mark within T exists: the row's test) */
+        const unsigned char *from = reach + (size_t)k * row;
+        int a = cut[k + 1] - 1;
+        while (!from[a - k]) a--; /* (a mark within T exists: the row's test) */
         cut[k] = a;
     }
     return cut[0] == 0;
@@ -162,17 +166,29 @@ int plan_chunks_minmax(const plan_inst *I, const plan_lattice *L, int p, int n, 
      * 1e-300 keeps the bound above 0 for a model that costs nothing (the
      * doubling below then ends) */
     double lo = 0, hi = (double)I->m * (L->work[L->n_layers] / spd_min) * (1 + PLAN_TIGHT_SLACK) + 1e-300;
-    /* one speed: the greedy cover is exact (a chunk that ends later never
-     * leaves the next one less room); several: cover_mixed */
-    int one_speed = 1;
-    for (int q = 1; q < p; q++) one_speed &= I->speed[q] == I->speed[0];
+    /* Under a bound where every layer alone fits every position (heavy:
+     * the largest layer on the slowest position), the places each chunk may
+     * end at are a run from its least, and the greedy cover reaches the top
+     * of each: it is exact (a chunk that ends later never leaves the next
+     * one less room).  Under one where some layer fits no position (light:
+     * the largest on the fastest) nothing covers.  Between, which only
+     * positions of several speeds have, cover_mixed decides: a layer too
+     * heavy for a slow position breaks the runs. */
+    double spd_max = 0, heavy = 0, light = 0;
+    for (int k = 0; k < p; k++) spd_max = fmax(spd_max, I->speed[k]);
+    for (int i = 0; i < L->n_layers; i++) {
+        heavy = fmax(heavy, chunk_s(I, L, i, i + 1, spd_min));
+        light = fmax(light, chunk_s(I, L, i, i + 1, spd_max));
+    }
     unsigned char *reach = NULL;
     int *count = NULL;
-    if (!one_speed) {
-        reach = cl_malloc((size_t)(n + 1) * (size_t)(L->n_layers + 1));
-        count = cl_malloc((size_t)(L->n_layers + 1) * sizeof *count);
+    if (light < heavy) {
+        size_t W = (size_t)(L->n_layers - n + 1);
+        reach = cl_malloc((size_t)(n + 1) * (W + 1));
+        count = cl_malloc((W + 1) * sizeof *count);
     }
-#define FITS(T) (one_speed ? cover(I, L, p, n, (T), cut) : cover_mixed(I, L, p, n, (T), cut, reach, count))
+#define FITS(T)                                                                                            \
+    ((T) >= heavy ? cover(I, L, p, n, (T), cut) : (T) < light ? 0 : cover_mixed(I, L, p, n, (T), cut, reach, count))
     /* (bounded: a cover that fails at every bound, which the chain on the
      * slowest device rules out, must not loop once hi is infinite) */
     for (int d = 0; d < 64 && !FITS(hi); d++) hi *= 2;
