@@ -65,7 +65,10 @@ static void classify_positions(exact_dp *X)
     int K = P->nend[0] - P->nstart[0];
     int uniform = !X->positions;
     /* (the last node may be shorter: see the top) */
-    for (int i = 0; i < N && uniform; i++) uniform = P->nend[i] - P->nstart[i] == K || (P->nend[i] == N && P->nend[i] - P->nstart[i] < K);
+    for (int i = 0; i < N && uniform; i++) {
+        int size = P->nend[i] - P->nstart[i];
+        uniform = size == K || (P->nend[i] == N && size < K);
+    }
     if (same && K == N) {
         P->mode = MODE_FLAT;
         P->C = 1;
