@@ -17,13 +17,12 @@
  * same pass on their own.)
  */
 #include <assert.h>
-#include <math.h>
 
-#include "core/schedule.h"
 #include "exact_front.h"
 
-/* Tabulate the shadow schedules' memory counts (like dp_tables.in, exact
- * memory, devices = depth) and turn them on; 0 when the tables are too
+/* Take the shadow schedules' memory-count tables (like dp_tables.in, exact
+ * memory, devices = depth; kept by the instance or built,
+ * exact_dp_shadow_tables) and turn them on; 0 when the tables are too
  * large or a schedule's memory rules it out. */
 int exact_dp_shadows_setup(exact_dp *X, int n_sh, const sched_kind *sh)
 {
