@@ -432,11 +432,8 @@ void plan_layout_eval(const plan_inst *I, const plan_lattice *L, const plan_layo
     /* suffix order, as the exact search accumulates */
     for (int s = p - 1; s >= 0; s--) {
         int lo = y->cut[s], hi = y->cut[s + 1], pos = y->pos[s], r = y->r[s];
-        double spd = HUGE_VAL, cap = HUGE_VAL;
-        for (int d = pos; d < pos + r; d++) {
-            spd = fmin(spd, I->speed[d]);
-            cap = fmin(cap, I->mem_cap[d]);
-        }
+        double spd, cap;
+        plan_block_least(I, pos, r, &spd, &cap);
         int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
         double P = L->params[hi] - L->params[lo];
         double ar = plan_allreduce_s(I, P, r, level);

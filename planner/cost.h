@@ -35,6 +35,7 @@
 #ifndef CL_PLAN_COST_H
 #define CL_PLAN_COST_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "profiles/cluster.h"
@@ -335,6 +336,20 @@ double plan_stage_mem_least(const plan_inst *I, double params, double stash, dou
 double plan_chunks_mem(const plan_inst *I, double fixed, const double *stash, int q, int p, int r);
 /* Block rules: is [pos, pos + r) inside one node or a run of whole nodes? */
 int plan_block_ok(const plan_inst *I, int pos, int r);
+/* The slowest speed and the smallest memory of positions pos..pos + r - 1:
+ * a block's replicas run at its slowest and hold what its smallest holds
+ * (speeds and capacities are positive: no libm fmin per device, which was
+ * a tenth of a packing on mixed devices). */
+static inline void plan_block_least(const plan_inst *I, int pos, int r, double *spd, double *cap)
+{
+    double s = HUGE_VAL, c = HUGE_VAL;
+    for (int d = pos; d < pos + r; d++) {
+        s = I->speed[d] < s ? I->speed[d] : s;
+        c = I->mem_cap[d] < c ? I->mem_cap[d] : c;
+    }
+    *spd = s;
+    *cap = c;
+}
 /* Link level between two consecutive blocks: intra-node when both lie in
  * the same single node. */
 int plan_link_level(const plan_inst *I, int pos_a, int r_a, int pos_b, int r_b);

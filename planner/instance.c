@@ -149,13 +149,9 @@ void instance_layout_plan(const search_ctx *c, const plan_inst *I, const plan_la
         st->last = st->layers[cnt - 1];
         st->n_replicas = r;
         st->devices = cl_malloc((size_t)r * sizeof(int));
-        double spd = HUGE_VAL, cap = HUGE_VAL;
-        for (int k = 0; k < r; k++) {
-            st->devices[k] = I->dev[pos + k];
-            spd = fmin(spd, I->speed[pos + k]);
-            cap = fmin(cap, I->mem_cap[pos + k]);
-        }
-        (void)cap;
+        double spd, cap;
+        for (int k = 0; k < r; k++) st->devices[k] = I->dev[pos + k];
+        plan_block_least(I, pos, r, &spd, &cap);
         st->fwd_s = (L->fwd[hi] - L->fwd[lo]) / spd;
         st->bwd_in_s = (L->bwd_in[hi] - L->bwd_in[lo]) / spd;
         st->bwd_w_s = (L->bwd_w[hi] - L->bwd_w[lo]) / spd;

@@ -128,12 +128,11 @@ static int even(const plan_inst *I, const plan_lattice *L, int p, int n, double 
         double target = (double)I->m * (L->work[nl] - L->work[at]) / spd * ((1.0 / spd) / left) * spd;
         int end = at + 1, limit = nl - (n - k - 1);
         while (end < limit) {
-            double now = (double)I->m * ((L->work[end] - L->work[at]) / spd);
-            double next = (double)I->m * ((L->work[end + 1] - L->work[at]) / spd);
+            double now = chunk_s(I, L, at, end, spd), next = chunk_s(I, L, at, end + 1, spd);
             if (next > T || next - target > target - now) break;
             end++;
         }
-        if ((double)I->m * ((L->work[end] - L->work[at]) / spd) > T || (k == n - 1 && end < nl)) {
+        if (chunk_s(I, L, at, end, spd) > T || (k == n - 1 && end < nl)) {
             free(run);
             return 0;
         }
@@ -150,7 +149,7 @@ static double device_max(const plan_inst *I, const plan_lattice *L, int p, int n
     double worst = 0;
     for (int q = 0; q < p; q++) {
         double t = 0;
-        for (int k = q; k < n; k += p) t += (double)I->m * ((L->work[cut[k + 1]] - L->work[cut[k]]) / I->speed[q]);
+        for (int k = q; k < n; k += p) t += chunk_s(I, L, cut[k], cut[k + 1], I->speed[q]);
         worst = fmax(worst, t);
     }
     return worst;

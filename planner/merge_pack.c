@@ -167,14 +167,8 @@ static int pk_check(packer *P, double B, int i, int j, size_t sj, int a, int *at
     if (pos < 0) return 0;
     if (j < P->n && !P->bok_lv[plan_link_level(I, pos, r, P->fpos[sj], P->r[sj])][j])
         return 0; /* the boundary (plan_boundary_s on that link) is over B */
-    double spd = P->uni ? P->spd0 : HUGE_VAL, cap = P->uni ? P->cap0 : HUGE_VAL;
-    if (!P->uni)
-        for (int d = pos; d < pos + r; d++) {
-            /* (not fmin: a libm call per device was a tenth of a packing
-             * on mixed devices; speeds and capacities are positive) */
-            spd = I->speed[d] < spd ? I->speed[d] : spd;
-            cap = I->mem_cap[d] < cap ? I->mem_cap[d] : cap;
-        }
+    double spd = P->spd0, cap = P->cap0;
+    if (!P->uni) plan_block_least(I, pos, r, &spd, &cap);
     int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
     double Pb = L->params[j] - L->params[i];
     double t = plan_stage_time(I, L->work[j] - L->work[i], r, spd, pk_allreduce(P, Pb, r, level));
@@ -535,11 +529,9 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
             if (!P->uni && !P->pos_mode) {
                 spd = P->spd_top;
                 cap = P->cap_top;
-            } else if (!P->uni)
-                for (int d = pos; d < pos + r; d++) {
-                    spd = I->speed[d] < spd ? I->speed[d] : spd;
-                    cap = I->mem_cap[d] < cap ? I->mem_cap[d] : cap;
-                }
+            } else if (!P->uni) {
+                plan_block_least(I, pos, r, &spd, &cap);
+            }
             P->b_spd[ac] = spd;
             P->b_cap[ac] = cap;
             P->b_lv[ac] = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;

@@ -48,8 +48,7 @@ void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
     for (int k = 0; k < n; k++) {
         plan_stage *st = &pl->stages[k];
         int a = cut[k], b = cut[k + 1], q = k % p, at = q * r;
-        double spd = HUGE_VAL;
-        cap[q] = HUGE_VAL;
+        double spd;
         st->first = a;
         st->last = b - 1;
         st->n_layers = b - a;
@@ -57,11 +56,8 @@ void search_interleaved_plan(search_ctx *c, const plan_inst *I, const plan_latti
         for (int i = a; i < b; i++) st->layers[i - a] = i;
         st->n_replicas = r;
         st->devices = cl_malloc((size_t)r * sizeof(int));
-        for (int j = 0; j < r; j++) {
-            st->devices[j] = I->dev[at + j];
-            spd = fmin(spd, I->speed[at + j]);
-            cap[q] = fmin(cap[q], I->mem_cap[at + j]);
-        }
+        for (int j = 0; j < r; j++) st->devices[j] = I->dev[at + j];
+        plan_block_least(I, at, r, &spd, &cap[q]);
         st->fwd_s = (L->fwd[b] - L->fwd[a]) / spd;
         st->bwd_in_s = (L->bwd_in[b] - L->bwd_in[a]) / spd;
         st->bwd_w_s = (L->bwd_w[b] - L->bwd_w[a]) / spd;
