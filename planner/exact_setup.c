@@ -44,11 +44,9 @@ static void classify_positions(exact_dp *X)
     P->node_cap = cl_malloc((size_t)N * sizeof(double));
     for (int a = 0; a < N;) {
         int b = a;
-        double spd = HUGE_VAL, cap = HUGE_VAL;
-        for (; b < N && I->node[b] == I->node[a]; b++) {
-            spd = fmin(spd, I->speed[b]);
-            cap = fmin(cap, I->mem_cap[b]);
-        }
+        while (b < N && I->node[b] == I->node[a]) b++;
+        double spd, cap;
+        plan_block_least(I, a, b - a, &spd, &cap);
         for (int i = a; i < b; i++) {
             P->nstart[i] = a;
             P->nend[i] = b;
