@@ -124,7 +124,8 @@ static double interleaved_rank(search_ctx *c, search_best *B, plan *pl, const pl
 
 void search_interleaved_note(const plan_request *rq, plan_result *res)
 {
-    search_note(res, "interleaved plans balance the slowest chunk by a greedy split over each replica count%s: not the exact search",
+    search_note(res, "interleaved plans split the layers so that the slowest chunk is as short as it can be, over each replica count%s; "
+                     "a heuristic, not the exact search (communication, memory and the devices' sums are not optimised)",
                 rq->chunks > 0 ? " and pipeline depth"
                                : ", pipeline depth and chunk count (whole layers a chunk, while the time falls)");
 }
