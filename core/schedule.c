@@ -100,6 +100,44 @@ int sched_inflight_rep(sched_kind kind, int devices, int depth, int r, int m, in
     return 0;
 }
 
+void sched_inflight_depths(sched_kind kind, int devices, int r, int m, int v, int dmax, int *in, int *ver)
+{
+    assert(r >= 1 && m >= 1 && v >= 1 && devices >= 0);
+    int mq = ceil_div(m, r);
+    if (kind == SCHED_INTERLEAVED && v > 1) {
+        for (int depth = r; depth <= dmax; depth++) {
+            in[depth] = sched_inflight_rep(kind, devices > depth ? devices : depth, depth, r, m, v);
+            ver[depth] = 1;
+        }
+        return;
+    }
+    /* Stepped, with no division per depth: ld = ceil(depth / r) grows by
+     * one after each depth that is a multiple of r (kd counts up to it);
+     * below a fixed pipeline (zb-h1), lf = ceil((devices - depth) / r)
+     * falls by one after each depth where devices - depth is one more
+     * than a multiple of r (kf counts down to it), and is 0 from depth =
+     * devices on. */
+    int ld = 1, kd = r - 1;
+    int lf = devices > r ? ceil_div(devices - r, r) : 0, kf = devices > r ? (devices - r - 1) % r : 0;
+    for (int depth = r; depth <= dmax; depth++) {
+        int n;
+        switch (kind) {
+        case SCHED_SEQUENTIAL: n = 1; break;
+        case SCHED_GPIPE: n = mq; break;
+        case SCHED_PIPEDREAM:
+        case SCHED_FBP: n = ld; break;
+        case SCHED_ZBH1: n = imin(ld + lf, mq); break;
+        case SCHED_1F1B:
+        case SCHED_INTERLEAVED: n = imin(ld, mq); break; /* (one chunk here) */
+        default: assert(0); n = 0; break;
+        }
+        in[depth] = n;
+        ver[depth] = kind == SCHED_PIPEDREAM ? ld : 1;
+        if (++kd == r) ld++, kd = 0;
+        if (lf > 0 && kf-- == 0) lf--, kf = r - 1;
+    }
+}
+
 int sched_inflight(sched_kind kind, int p, int s, int m, int v)
 {
     assert(p >= 1 && s >= 0 && s < p);

@@ -171,6 +171,13 @@ int sched_versions(sched_kind kind, int p, int s, int m);
  * functions above. */
 int sched_inflight_rep(sched_kind kind, int devices, int depth, int r, int m, int v);
 int sched_versions_rep(sched_kind kind, int depth, int r);
+/* Both for every depth of one replica count r at once: in[depth] =
+ * sched_inflight_rep(kind, max(devices, depth), depth, r, m, v) and
+ * ver[depth] = sched_versions_rep(kind, depth, r) for depth = r .. dmax
+ * (devices 0: the pipeline is as deep as the stage).  The same values
+ * without a division per depth: the planner tabulates them for every depth
+ * and replica count of every exact search. */
+void sched_inflight_depths(sched_kind kind, int devices, int r, int m, int v, int dmax, int *in, int *ver);
 /* Interleaved 1F1B (v chunks per device; v = 1 is 1F1B): the most stash bytes alive
  * at once on one replica of pipeline position j of p, each position r
  * replicas and the m microbatches shared among them as the simulator's

@@ -140,13 +140,14 @@ int plan_mem_depth_monotone(const plan_inst *I)
 {
     int N = I->n_dev, known;
     if (memo_get(1, I, N, &known)) return known;
-    for (int r = 1; r <= N && r <= PROBE_D; r++)
-        for (int depth = r + 1; depth <= N; depth++)
-            if (sched_inflight_rep(I->sched, N, depth, r, I->m, I->chunks) <
-                    sched_inflight_rep(I->sched, N, depth - 1, r, I->m, I->chunks) ||
-                sched_versions_rep(I->sched, depth, r) < sched_versions_rep(I->sched, depth - 1, r))
-                return memo_put(1, I, N, 0);
-    return memo_put(1, I, N, 1);
+    int *in = cl_malloc(2 * ((size_t)N + 1) * sizeof *in), *ver = in + N + 1, mono = 1;
+    for (int r = 1; r <= N && r <= PROBE_D && mono; r++) {
+        sched_inflight_depths(I->sched, N, r, I->m, I->chunks, N, in, ver);
+        for (int depth = r + 1; depth <= N && mono; depth++)
+            mono = in[depth] >= in[depth - 1] && ver[depth] >= ver[depth - 1];
+    }
+    free(in);
+    return memo_put(1, I, N, mono);
 }
 
 /* -------------------------------------------------------------- lattice -- */

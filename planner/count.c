@@ -15,6 +15,7 @@
  * search.c calls count_search for every device order and microbatch count.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/measure.h"
@@ -97,14 +98,16 @@ static int same_memory(const plan_inst *I, sched_kind a, sched_kind b)
     y.sched = b;
     if (plan_mem_dependence(&x) == PLAN_MEM_BY_TOTAL || plan_mem_dependence(&y) == PLAN_MEM_BY_TOTAL)
         return 0;
-    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
-    for (int depth = 1; depth <= I->n_dev; depth++)
-        for (int r = 1; r <= depth && r <= rmax; r++)
-            if (sched_inflight_rep(a, depth, depth, r, I->m, I->chunks) !=
-                    sched_inflight_rep(b, depth, depth, r, I->m, I->chunks) ||
-                sched_versions_rep(a, depth, r) != sched_versions_rep(b, depth, r))
-                return 0;
-    return 1;
+    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas, N = I->n_dev, same = 1;
+    size_t n = (size_t)N + 1;
+    int *ia = cl_malloc(4 * n * sizeof *ia), *va = ia + n, *ib = va + n, *vb = ib + n;
+    for (int r = 1; r <= N && r <= rmax && same; r++) {
+        sched_inflight_depths(a, 0, r, I->m, I->chunks, N, ia, va);
+        sched_inflight_depths(b, 0, r, I->m, I->chunks, N, ib, vb);
+        for (int depth = r; depth <= N && same; depth++) same = ia[depth] == ib[depth] && va[depth] == vb[depth];
+    }
+    free(ia);
+    return same;
 }
 
 /* The bottleneck bound the exact search of schedule ki gets: merge's, on

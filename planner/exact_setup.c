@@ -195,7 +195,12 @@ static int state_eq(const plan_state_f *a, const plan_state_f *b)
 }
 
 /* Build the tables of key t (its key fields set); pm_least and infl_least
- * stand in for depths no replica count reaches. */
+ * stand in for depths no replica count reaches.  One replica count at a
+ * time: its in-flight microbatches and weight versions at every depth
+ * (sched_inflight_depths, pipelines of max(dev_fixed, depth) devices) fill
+ * its column of the tables, and each depth U below a stage takes the
+ * least multipliers over the replica counts r that fit (the same set of
+ * values as a loop over U first, so the same least). */
 static void mem_tab_build(const plan_inst *I, mem_tab *t, double pm_least, double infl_least)
 {
     int N = t->N, rmax = t->rmax, dev_fixed = t->dev_fixed;
@@ -210,48 +215,38 @@ static void mem_tab_build(const plan_inst *I, mem_tab *t, double pm_least, doubl
             t->in1[r] = sched_inflight_rep(sk, r, r, r, t->m, t->chunks);
             t->ver1[r] = sched_versions_rep(sk, r, r);
         }
-        for (int D = 1; D <= N; D++) {
-            int devs = dev_fixed ? dev_fixed : D;
-            if (D > devs) continue; /* mem_of refuses these */
-            for (int r = 1; r <= rmax && r <= D; r++) {
-                size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
-                t->in[k] = sched_inflight_rep(sk, devs, D, r, t->m, t->chunks);
-                t->ver[k] = sched_versions_rep(sk, D, r);
-            }
-        }
     }
     /* memory multipliers per depth, least over the replica counts allowed;
      * plan_stage_mem_counts's parts that no count changes once per replica
      * count (the same sum, so the same bits) */
-    t->pm = cl_calloc((size_t)N + 1, sizeof(double));
-    t->infl = cl_calloc((size_t)N + 1, sizeof(double));
-    double *w1 = cl_malloc((size_t)(rmax + 1) * sizeof *w1), *w0 = cl_malloc((size_t)(rmax + 1) * sizeof *w0);
+    t->pm = cl_malloc(((size_t)N + 1) * sizeof(double));
+    t->infl = cl_malloc(((size_t)N + 1) * sizeof(double));
+    for (int U = 0; U <= N; U++) t->pm[U] = t->infl[U] = HUGE_VAL;
+    int *ci = cl_malloc(((size_t)N + 1) * sizeof *ci), *cv = cl_malloc(((size_t)N + 1) * sizeof *cv);
     double vb1 = plan_mem_version(I, 1), vb0 = plan_mem_version(I, 0), io = plan_mem_io(0, 0);
-    for (int r = 1; r <= rmax; r++) {
-        w1[r] = plan_mem_weights(I, 1, r);
-        w0[r] = plan_mem_weights(I, 0, r);
+    for (int r = 1; r <= rmax && r <= N; r++) {
+        sched_inflight_depths(sk, dev_fixed, r, t->m, t->chunks, N, ci, cv);
+        /* the tables hold depths within a fixed pipeline (mem_of refuses
+         * deeper ones) */
+        int dtab = dev_fixed && dev_fixed < N ? dev_fixed : N;
+        for (int D = r; t->in && D <= dtab; D++) {
+            size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
+            t->in[k] = ci[D];
+            t->ver[k] = cv[D];
+        }
+        double w1 = plan_mem_weights(I, 1, r), w0 = plan_mem_weights(I, 0, r);
+        for (int U = 0; U + r <= N; U++) {
+            int D = U + r;
+            t->pm[U] = mind(t->pm[U], plan_stage_mem_parts(w1, vb1, 0, io, ci[D], cv[D]));
+            t->infl[U] = mind(t->infl[U], plan_stage_mem_parts(w0, vb0, 1, io, ci[D], cv[D]));
+        }
     }
     for (int U = 0; U <= N; U++) {
-        double pm = HUGE_VAL, infl = HUGE_VAL;
-        for (int r = 1; r <= rmax && U + r <= N; r++) {
-            int D = U + r, devs = dev_fixed > D ? dev_fixed : D;
-            int ci, cv;
-            if (t->in && devs == (dev_fixed ? dev_fixed : D)) {
-                size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
-                ci = t->in[k];
-                cv = t->ver[k];
-            } else {
-                ci = sched_inflight_rep(sk, devs, D, r, t->m, t->chunks);
-                cv = sched_versions_rep(sk, D, r);
-            }
-            pm = mind(pm, plan_stage_mem_parts(w1[r], vb1, 0, io, ci, cv));
-            infl = mind(infl, plan_stage_mem_parts(w0[r], vb0, 1, io, ci, cv));
-        }
-        t->pm[U] = pm < HUGE_VAL ? pm : pm_least;
-        t->infl[U] = infl < HUGE_VAL ? infl : infl_least;
+        if (!(t->pm[U] < HUGE_VAL)) t->pm[U] = pm_least;
+        if (!(t->infl[U] < HUGE_VAL)) t->infl[U] = infl_least;
     }
-    free(w1);
-    free(w0);
+    free(ci);
+    free(cv);
 }
 
 /* The tables of schedule sk with dev_fixed devices on I's instance: kept

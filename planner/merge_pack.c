@@ -518,6 +518,7 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
     /* the fewest counts at any depth depend on the replica count alone:
      * found once per count and schedule (-1: not yet) */
     int *in_of = cl_malloc(((size_t)N + 1) * sizeof(int)), *ver_of = cl_malloc(((size_t)N + 1) * sizeof(int));
+    int *col_in = cl_malloc(((size_t)N + 1) * sizeof(int)), *col_ver = cl_malloc(((size_t)N + 1) * sizeof(int));
     for (int a = 0; a < P->nr; a++)
         for (int c = 0; c < P->C; c++) {
             size_t ac = (size_t)a * P->C + c;
@@ -544,9 +545,10 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
             if (P->b_pos[ac] < 0) continue;
             if (in_of[r] < 0) {
                 int in_min = INT32_MAX, ver_min = INT32_MAX;
+                sched_inflight_depths(kind, P->devices_arg ? N : 0, r, I->m, I->chunks, N, col_in, col_ver);
                 for (int D = r; D <= N; D++) {
-                    in_min = imin(in_min, sched_inflight_rep(kind, P->devices_arg ? N : D, D, r, I->m, I->chunks));
-                    ver_min = imin(ver_min, sched_versions_rep(kind, D, r));
+                    in_min = imin(in_min, col_in[D]);
+                    ver_min = imin(ver_min, col_ver[D]);
                 }
                 in_of[r] = in_min;
                 ver_of[r] = ver_min;
@@ -557,6 +559,8 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
     }
     free(in_of);
     free(ver_of);
+    free(col_in);
+    free(col_ver);
     for (size_t t = 0; t < nt; t++) P->tab_in[t] = -1;
     return 1;
 }

@@ -434,6 +434,31 @@ static void test_counts_fall_with_replicas(void)
     CU_ASSERT_EQUAL(rises, 0);
 }
 
+/* sched_inflight_depths (the planner's tables, one replica count at a
+ * time) steps its counts without dividing: every value equals
+ * sched_inflight_rep / sched_versions_rep's, for every kind, pipeline
+ * size (fixed or as deep as the stage), replica count, microbatch and
+ * chunk count (by enumeration). */
+static void test_inflight_depths(void)
+{
+    enum { DMAX = 40 };
+    int in[DMAX + 1], ver[DMAX + 1], wrong = 0, checked = 0;
+    for (int k = 0; k < SCHED_COUNT; k++)
+        for (int F = 0; F <= DMAX + 3; F += (F < 12 ? 1 : 7))
+            for (int r = 1; r <= DMAX; r++)
+                for (int m = 1; m <= 50; m += (m < 10 ? 1 : 9))
+                    for (int v = 1; v <= (k == SCHED_INTERLEAVED ? 3 : 1); v++) {
+                        for (int d = 0; d <= DMAX; d++) in[d] = ver[d] = -1;
+                        sched_inflight_depths((sched_kind)k, F, r, m, v, DMAX, in, ver);
+                        for (int d = 0; d < r; d++) wrong += in[d] != -1 || ver[d] != -1; /* untouched */
+                        for (int d = r; d <= DMAX; d++, checked++)
+                            wrong += in[d] != sched_inflight_rep((sched_kind)k, F > d ? F : d, d, r, m, v) ||
+                                     ver[d] != sched_versions_rep((sched_kind)k, d, r);
+                    }
+    CU_ASSERT(checked > 100000);
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
 TEST_SUITE(sim_closed)
 {
     test_add_suite("sim_closed");
@@ -444,6 +469,7 @@ TEST_SUITE(sim_closed)
     test_add("live stashes and weight versions equal sched_inflight/sched_versions", test_inflight_matches_formula);
     test_add("replicated stages: per-replica peaks equal sched_inflight_rep", test_replicated_inflight);
     test_add("in-flight and version counts never rise with the replicas", test_counts_fall_with_replicas);
+    test_add("in-flight and version counts of every depth at once equal the formula's", test_inflight_depths);
     test_add("interleaved: per-chunk stashes walked in Megatron-LM's order = simulated peak", test_interleaved_stash_peak);
     test_add("1F1B p, GPipe m, PipeDream p versions, FBP one", test_named_memory_claims);
     test_add("async kinds reach m (F + B) per iteration", test_async_steady_state);
