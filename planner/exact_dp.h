@@ -105,6 +105,8 @@ typedef struct dp_places {
  * most in-flight microbatches and versions, the largest cut both sides)
  * and the smallest device (exact_dp_mem_most). */
 typedef struct dp_mem_most {
+    sched_kind sched;       /* the schedule counted (exact_dp_free_with counts
+                               its stages replica count by replica count) */
     int in_max, ver_max;
     double cut_max, cap_min;
 } dp_mem_most;

@@ -93,6 +93,7 @@ int exact_dp_mem_most(const plan_inst *I, const plan_lattice *L, dp_mem_most *w)
      * schedule.c).  So one replica gives the most, and only the depths need
      * trying: N calls, not N x rmax (65,536 per call on 256 devices, a sixth
      * of GPT-3's whole tensor-parallel question). */
+    w->sched = I->sched;
     w->in_max = w->ver_max = 0;
     for (int D = 1; D <= N; D++) {
         int a = sched_inflight_rep(I->sched, D, D, 1, I->m, I->chunks);
@@ -115,13 +116,21 @@ int exact_dp_mem_most_fits(const plan_inst *I, const dp_mem_most *w, double P, d
 
 /* Can no stage a pass under `bound` places overflow a device, at any depth
  * (dp_pass_state.c_first)?  Always so when the whole model fits
- * (plan_exact_mem_free).  On a chain, a stage the pass places runs
- * ceil(m / r) >= ceil(m / rmax) microbatches of its work w on a device no
+ * (plan_exact_mem_free).  On a chain, a stage the pass places on r
+ * replicas runs q = ceil(m / r) microbatches of its work w on a device no
  * faster than the fastest, within the bound: w <= bound x fastest speed /
- * ceil(m / rmax); its parameters and stash only grow with its layers, so
- * the longest such run of layers from each start is the one to check (two
- * pointers over the prefix sums).  With the device count fixed (zb-h1) the
- * memory counts are not the ones tabulated here: never. */
+ * q; its parameters and stash only grow with its layers, so the longest
+ * such run of layers from each start is the one to check (two pointers
+ * over the prefix sums).  Fewer replicas mean shorter runs but more
+ * microbatches in flight, so each q is checked with the counts of the
+ * fewest replicas that give it (the most in flight and weight versions at
+ * any depth, and the least sharded model state: the counts and the state
+ * never grow with r, test sim_closed), not the longest run of the most
+ * replicas with the counts of one replica, which proved nothing where
+ * many replicas allow long runs (fbp at 256 microbatches on 256 devices:
+ * the whole model on 256 replicas, held as 256 in flight).  With the
+ * device count fixed (zb-h1) the memory counts are not the ones tabulated
+ * here: never. */
 int exact_dp_free_at(const exact_dp *X, double bound)
 {
     return exact_dp_free_with(X, X->tab.most_ok, &X->tab.most, X->tab.mem_free, bound);
@@ -134,18 +143,30 @@ int exact_dp_free_with(const exact_dp *X, int most_ok, const dp_mem_most *most, 
     if (X->dev_fixed || !most_ok) return 0;
     if (mem_free) return 1;
     if (!L->chain || !(bound < HUGE_VAL)) return 0;
-    int rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
-    if (rmax > X->pos.N) rmax = X->pos.N;
-    double wmax = bound * X->pos.spd_top / ((I->m + rmax - 1) / rmax) * (1 + PLAN_BOUND_SLACK);
-    int n = L->n_sets - 1;
-    for (int lo = 0, hi = 0; lo < n; lo++) {
-        if (hi < lo) hi = lo;
-        while (hi < n && L->work[hi + 1] - L->work[lo] <= wmax) hi++;
-        if (hi > lo && !exact_dp_mem_most_fits(I, most, L->params[hi] - L->params[lo],
-                                               L->stash[hi] - L->stash[lo]))
-            return 0;
+    int N = X->pos.N, m = I->m, rmax = m < I->max_replicas ? m : I->max_replicas;
+    if (rmax > N) rmax = N;
+    int n = L->n_sets - 1, ok = 1;
+    int *in = cl_malloc(2 * ((size_t)N + 1) * sizeof *in), *ver = in + N + 1;
+    for (int r = 1, r_next; r <= rmax && ok; r = r_next) {
+        int q = (m + r - 1) / r;
+        /* the replica counts with this q: r .. the last r with m / r <= q */
+        r_next = q == 1 ? rmax + 1 : (m - 1) / (q - 1) + 1;
+        int in_r = 0, ver_r = 0;
+        sched_inflight_depths(most->sched, 0, r, m, I->chunks, N, in, ver);
+        for (int D = r; D <= N; D++) {
+            if (in[D] > in_r) in_r = in[D];
+            if (ver[D] > ver_r) ver_r = ver[D];
+        }
+        double wmax = bound * X->pos.spd_top / q * (1 + PLAN_BOUND_SLACK);
+        for (int lo = 0, hi = 0; lo < n && ok; lo++) {
+            if (hi < lo) hi = lo;
+            while (hi < n && L->work[hi + 1] - L->work[lo] <= wmax) hi++;
+            ok = hi == lo || plan_stage_mem_counts(I, L->params[hi] - L->params[lo], L->stash[hi] - L->stash[lo],
+                                                   most->cut_max, most->cut_max, in_r, ver_r, r) <= most->cap_min;
+        }
     }
-    return 1;
+    free(in);
+    return ok;
 }
 
 /* ------------------------------------------- memory-count tables -- */

@@ -280,6 +280,12 @@ static void test_c_first(void)
         plan_inst I;
         plan_lattice L;
         int p_fixed = gen_deep_instance(it % 4 == 3, it % 2, &I, &L, &dev_fixed);
+        /* the big chains under every schedule whose memory grows with the
+         * depth alone: the rule checks each replica count's runs with that
+         * count's in-flight microbatches and versions, which these count
+         * differently (fbp and pipedream keep the pipeline full) */
+        static const sched_kind deep_kinds[] = {SCHED_1F1B, SCHED_FBP, SCHED_PIPEDREAM, SCHED_GPIPE};
+        if (it % 4 == 3) I.sched = deep_kinds[(it / 4) % 4];
         cl_err e = {0};
         plan_exact_opts o = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = HUGE_VAL};
         plan_exact_stats st, st_off;
@@ -478,6 +484,66 @@ static void test_c_first_guard(void)
     CU_ASSERT(wrong > 0);
 }
 
+/* What the rule rests on, checked directly: where pass 2 ran with it
+ * (plan_exact_stats.c_first_passes, pass 2 at the optimum B*), no stage the
+ * pass may place overflows a device at any depth.  Brute force over every
+ * run of layers of the chain, every replica count r and every depth D:
+ * a run whose ceil(m / r) microbatches of work on the fastest device fit
+ * B* (what the pass allows with no all-reduce) must fit the smallest
+ * device by the cost model's own plan_stage_mem at depth D, r replicas.
+ * Every schedule whose memory grows with the depth alone, chains of up to
+ * 40 layers on up to 24 devices with caps that fit a few layers and many
+ * replicas allowed: the rule checks each replica count with its own
+ * counts, where one replica's counts with the most replicas' runs proved
+ * nothing. */
+static void test_c_first_sound(void)
+{
+    rng_state = 4242;
+    static const sched_kind kinds[] = {SCHED_1F1B, SCHED_FBP, SCHED_PIPEDREAM, SCHED_GPIPE};
+    int fired = 0, overflow = 0, checked = 0;
+    for (int it = 0; it < 300; it++) {
+        gen_opts g = {.max_layers = 40, .dag = 0, .max_dev = 24};
+        plan_inst I;
+        plan_lattice L;
+        int dev_fixed;
+        gen_instance(&I, &g, &dev_fixed);
+        deepen(&I, 4, 1);
+        I.sched = kinds[it % 4];
+        I.m = irand(2, 24);
+        plan_lattice_prefix(&L, &I);
+        plan_exact_opts o = {.upper_s = HUGE_VAL};
+        plan_exact_stats st;
+        plan_layout y;
+        cl_err e = {0};
+        if (plan_exact(&I, &L, &o, &y, &st, &e) == PLAN_EXACT_FOUND) {
+            plan_eval ev;
+            plan_layout_eval(&I, &L, &y, &ev);
+            plan_layout_free(&y);
+            if (st.c_first_passes > 0) {
+                fired++;
+                double spd = 0, cap = HUGE_VAL, B = ev.bottleneck_s * (1 + 1e-9);
+                for (int d = 0; d < I.n_dev; d++) spd = fmax(spd, I.speed[d]), cap = fmin(cap, I.mem_cap[d]);
+                int rmax = I.m < I.max_replicas ? I.m : I.max_replicas;
+                if (rmax > I.n_dev) rmax = I.n_dev;
+                for (int lo = 0; lo < I.n; lo++)
+                    for (int hi = lo + 1; hi <= I.n; hi++)
+                        for (int r = 1; r <= rmax; r++) {
+                            double w = L.work[hi] - L.work[lo];
+                            if ((I.m + r - 1) / r * (w / spd) > B) continue;
+                            for (int D = r; D <= I.n_dev; D++, checked++)
+                                overflow += plan_stage_mem(&I, L.params[hi] - L.params[lo], L.stash[hi] - L.stash[lo],
+                                                           L.cut[lo], L.cut[hi], D, r, D) > cap;
+                        }
+            }
+        }
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    fprintf(stderr, "\n    the rule in %d of 300, %d stages checked ", fired, checked);
+    CU_ASSERT_EQUAL(overflow, 0);
+    CU_ASSERT(fired > 30 && checked > 10000); /* not vacuous */
+}
+
 /* A shorter last node (47 = 5 x 8 + 7: the first devices of equal nodes,
  * as the searches on fewer devices see them) keeps the classes of equal
  * nodes, offsets in a node (exact_setup.c).  Against the same search with
@@ -635,6 +701,7 @@ TEST_SUITE(plan_passes)
     test_add("any_below agrees with the least-memory optimum", test_any_below);
     test_add("DAG lattice: set 0 empty, last full, every set a downset", test_lattice_downsets);
     test_add("pass 2's communication first: the layout of the full fronts", test_c_first);
+    test_add("pass 2's communication first: no stage within the bound overflows (brute force)", test_c_first_sound);
     test_add("communication first forced where memory binds: brute force sees it", test_c_first_guard);
     test_add("a shorter last node: offsets in a node give every position's optimum", test_short_last_node);
     test_add("memory-count tables kept by the instance: each search's own layout and steps", test_kept_tables);
