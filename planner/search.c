@@ -107,38 +107,45 @@ void search_keep(search_ctx *c, search_best *B, plan *pl, const plan_pred *pr, c
         instance_free_stages(pl);
 }
 
-/* A bound no replay of layout y beats (docs/planner.md, "Skipped
- * candidates"): every replica of stage s runs at least floor(m / r_s)
- * microbatches of its work, at best at its stage's fastest speed; under a
- * flushing schedule it then waits for its stage's all-reduce (at best on
- * the faster link).  Under an asynchronous one (fbp, pipedream) it
- * all-reduces once per round of its replicas, and its update after each
- * backward waits for that round's ring, which starts when its backward
- * ends, on a device that runs its ops in order: every microbatch's work
- * is followed by at least one ring (m / r_s of them: r_s divides m). */
-static double least_iteration(const plan_inst *I, const plan_lattice *L, const plan_layout *y)
+/* A bound no replay of plan pl (layout y) beats (docs/planner.md,
+ * "Skipped candidates"): every replica of stage s runs at least floor(m /
+ * r_s) microbatches of its work at the plan's times (the simulator's); under
+ * a flushing schedule it then waits for its stage's all-reduce (at best on
+ * the faster link) and runs its update.  Under an asynchronous one (fbp,
+ * pipedream) it all-reduces once per round of its replicas, and its update
+ * after each backward waits for that round's ring, which starts when its
+ * backward ends, on a device that runs its ops in order: every
+ * microbatch's work is followed by at least one ring (m / r_s of them: r_s
+ * divides m).  A flushing stage's first op is a forward, of a microbatch
+ * that went forward through every stage before it first (head); where the
+ * backward is fused (GPipe, 1F1B) its last op is a backward whose gradient
+ * then goes back through every stage before it (tail), beside its own
+ * all-reduce and update.  Transfers take no time in the bound. */
+static double least_iteration(const plan_inst *I, const plan *pl)
 {
-    int async = sched_is_async(I->sched);
-    double lb = 0;
-    for (int s = 0; s < y->p; s++) {
-        int lo = y->cut[s], hi = y->cut[s + 1], r = y->r[s];
-        double spd = 0;
-        for (int k = 0; k < r; k++) spd = fmax(spd, I->speed[y->pos[s] + k]);
-        double ar = plan_allreduce_least(I, L->params[hi] - L->params[lo], r);
-        double t = async ? (I->m / r) * ((L->work[hi] - L->work[lo]) / spd + ar)
-                         : (I->m / r) * ((L->work[hi] - L->work[lo]) / spd) + ar;
+    int async = sched_is_async(I->sched), chain = pl->chunks <= 1 && !async;
+    int fused = chain && (I->sched == SCHED_GPIPE || I->sched == SCHED_1F1B);
+    double lb = 0, head = 0, tail = 0;
+    for (int s = 0; s < pl->n_stages; s++) {
+        const plan_stage *st = &pl->stages[s];
+        int r = st->n_replicas;
+        double w = st->fwd_s + st->bwd_in_s + st->bwd_w_s;
+        double ar = plan_allreduce_least(I, st->param_bytes, r);
+        double t = async ? (I->m / r) * (w + ar)
+                         : (chain ? head : 0) + (I->m / r) * w + fmax(ar + st->update_s / r, fused ? tail : 0);
         lb = fmax(lb, t);
+        head += st->fwd_s;
+        tail += st->bwd_in_s + st->bwd_w_s;
     }
     return lb * (1 - PLAN_BOUND_SLACK);
 }
 
-/* Does layout y lose to the best plan by that bound, so that it need not
- * be simulated? */
-static int cannot_win(const search_ctx *c, const search_best *B, const plan_inst *I, const plan_lattice *L,
-                      const plan_layout *y)
+/* Does plan pl lose to the best plan by that bound, so that it need not be
+ * simulated? */
+static int cannot_win(const search_ctx *c, const search_best *B, const plan_inst *I, const plan *pl)
 {
     if (!B->have || c->no_prune) return 0;
-    return least_iteration(I, L, y) > B->pred.iteration_s;
+    return least_iteration(I, pl) > B->pred.iteration_s;
 }
 
 void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const plan_lattice *L,
@@ -160,7 +167,7 @@ void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const pl
                 instance_free_stages(&pl);
                 return;
             }
-    if (cannot_win(c, B, I, L, y)) {
+    if (cannot_win(c, B, I, &pl)) {
         c->res->candidates++; /* counted as ranked: the budget of fewer.c stays as it was */
         instance_free_stages(&pl);
         return;
@@ -187,7 +194,7 @@ void search_consider(search_ctx *c, search_best *B, const plan_inst *I, const pl
     }
     if (c->no_prune && pr.simulated) { /* (tests: the bound against the replay) */
         c->lb_checked++;
-        c->lb_broken += least_iteration(I, L, y) > pr.iteration_s;
+        c->lb_broken += least_iteration(I, &pl) > pr.iteration_s;
     }
     search_keep(c, B, &pl, &pr, &tm, ev, algo, exact_s, merge_s);
 }
