@@ -116,25 +116,41 @@ void sched_inflight_depths(sched_kind kind, int devices, int r, int m, int v, in
      * below a fixed pipeline (zb-h1), lf = ceil((devices - depth) / r)
      * falls by one after each depth where devices - depth is one more
      * than a multiple of r (kf counts down to it), and is 0 from depth =
-     * devices on. */
+     * devices on.  One loop per kind (the kind does not change along it). */
     int ld = 1, kd = r - 1;
     int lf = devices > r ? ceil_div(devices - r, r) : 0, kf = devices > r ? (devices - r - 1) % r : 0;
-    for (int depth = r; depth <= dmax; depth++) {
-        int n;
-        switch (kind) {
-        case SCHED_SEQUENTIAL: n = 1; break;
-        case SCHED_GPIPE: n = mq; break;
-        case SCHED_PIPEDREAM:
-        case SCHED_FBP: n = ld; break;
-        case SCHED_ZBH1: n = imin(ld + lf, mq); break;
-        case SCHED_1F1B:
-        case SCHED_INTERLEAVED: n = imin(ld, mq); break; /* (one chunk here) */
-        default: assert(0); n = 0; break;
+    switch (kind) {
+    case SCHED_SEQUENTIAL:
+    case SCHED_GPIPE:
+        for (int depth = r; depth <= dmax; depth++) in[depth] = kind == SCHED_GPIPE ? mq : 1, ver[depth] = 1;
+        return;
+    case SCHED_ZBH1:
+        for (int depth = r; depth <= dmax; depth++) {
+            in[depth] = imin(ld + lf, mq);
+            ver[depth] = 1;
+            if (++kd == r) ld++, kd = 0;
+            if (lf > 0 && kf-- == 0) lf--, kf = r - 1;
         }
-        in[depth] = n;
-        ver[depth] = kind == SCHED_PIPEDREAM ? ld : 1;
-        if (++kd == r) ld++, kd = 0;
-        if (lf > 0 && kf-- == 0) lf--, kf = r - 1;
+        return;
+    case SCHED_PIPEDREAM:
+    case SCHED_FBP: {
+        int vers = kind == SCHED_PIPEDREAM;
+        for (int depth = r; depth <= dmax; depth++) {
+            in[depth] = ld;
+            ver[depth] = vers ? ld : 1;
+            if (++kd == r) ld++, kd = 0;
+        }
+        return;
+    }
+    case SCHED_1F1B:
+    case SCHED_INTERLEAVED: /* (one chunk here) */
+        for (int depth = r; depth <= dmax; depth++) {
+            in[depth] = imin(ld, mq);
+            ver[depth] = 1;
+            if (++kd == r) ld++, kd = 0;
+        }
+        return;
+    default: assert(0); return;
     }
 }
 

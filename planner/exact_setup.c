@@ -243,23 +243,36 @@ static void mem_tab_build(const plan_inst *I, mem_tab *t, double pm_least, doubl
     t->pm = cl_malloc(((size_t)N + 1) * sizeof(double));
     t->infl = cl_malloc(((size_t)N + 1) * sizeof(double));
     for (int U = 0; U <= N; U++) t->pm[U] = t->infl[U] = HUGE_VAL;
-    int *ci = cl_malloc(((size_t)N + 1) * sizeof *ci), *cv = cl_malloc(((size_t)N + 1) * sizeof *cv);
+    /* RB replica counts' columns at a time, so that the tables (a row per
+     * depth) are written RB cells at a time: a column written straight
+     * into them strides a row per cell, and those writes were most of the
+     * tables' time (GPT-3's tensor question: 1,024 depths x 1,024 counts) */
+    enum { RB = 16 };
+    size_t col = (size_t)N + 1;
+    int *ci = cl_malloc(RB * col * sizeof *ci), *cv = cl_malloc(RB * col * sizeof *cv);
     double vb1 = plan_mem_version(I, 1), vb0 = plan_mem_version(I, 0), io = plan_mem_io(0, 0);
-    for (int r = 1; r <= rmax && r <= N; r++) {
-        sched_inflight_depths(sk, dev_fixed, r, t->m, t->chunks, N, ci, cv);
-        /* the tables hold depths within a fixed pipeline (mem_of refuses
-         * deeper ones) */
-        int dtab = dev_fixed && dev_fixed < N ? dev_fixed : N;
-        for (int D = r; t->in && D <= dtab; D++) {
-            size_t k = (size_t)D * (size_t)(rmax + 1) + (size_t)r;
-            t->in[k] = ci[D];
-            t->ver[k] = cv[D];
+    int rtop = rmax < N ? rmax : N;
+    /* the tables hold depths within a fixed pipeline (mem_of refuses
+     * deeper ones) */
+    int dtab = dev_fixed && dev_fixed < N ? dev_fixed : N;
+    for (int r0 = 1; r0 <= rtop; r0 += RB) {
+        int nb = rtop - r0 + 1 < RB ? rtop - r0 + 1 : RB;
+        for (int j = 0; j < nb; j++) {
+            int r = r0 + j, *cij = ci + (size_t)j * col, *cvj = cv + (size_t)j * col;
+            sched_inflight_depths(sk, dev_fixed, r, t->m, t->chunks, N, cij, cvj);
+            double w1 = plan_mem_weights(I, 1, r), w0 = plan_mem_weights(I, 0, r);
+            for (int U = 0; U + r <= N; U++) {
+                int D = U + r;
+                t->pm[U] = mind(t->pm[U], plan_stage_mem_parts(w1, vb1, 0, io, cij[D], cvj[D]));
+                t->infl[U] = mind(t->infl[U], plan_stage_mem_parts(w0, vb0, 1, io, cij[D], cvj[D]));
+            }
         }
-        double w1 = plan_mem_weights(I, 1, r), w0 = plan_mem_weights(I, 0, r);
-        for (int U = 0; U + r <= N; U++) {
-            int D = U + r;
-            t->pm[U] = mind(t->pm[U], plan_stage_mem_parts(w1, vb1, 0, io, ci[D], cv[D]));
-            t->infl[U] = mind(t->infl[U], plan_stage_mem_parts(w0, vb0, 1, io, ci[D], cv[D]));
+        for (int D = r0; t->in && D <= dtab; D++) {
+            size_t row = (size_t)D * (size_t)(rmax + 1);
+            for (int j = 0; j < nb && r0 + j <= D; j++) {
+                t->in[row + (size_t)(r0 + j)] = ci[(size_t)j * col + (size_t)D];
+                t->ver[row + (size_t)(r0 + j)] = cv[(size_t)j * col + (size_t)D];
+            }
         }
     }
     for (int U = 0; U <= N; U++) {
