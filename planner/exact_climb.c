@@ -96,6 +96,36 @@ static int exact_dp_pass_run(exact_dp *X, int relaxed, xgoal goal, double bound,
     return exact_dp_run_pass(X);
 }
 
+/* Can any layout of zb-h1 on exactly F = X->dev_fixed devices fit?  On
+ * every stage of r replicas, at any depth D, zb-h1 keeps min(ceil(D / r) +
+ * ceil((F - D) / r), ceil(m / r)) >= ceil(min(F, m) / r) microbatches in
+ * flight (a sum of ceilings is at least the ceiling of the sum; test
+ * sim_closed), which is GPipe's count with min(F, m) microbatches and no
+ * depth changes; its versions are GPipe's (one).  So where no layout fits
+ * under that GPipe's memory (one feasibility pass whose fronts hold spans
+ * only, with no fixed device count: a superset of zb-h1's layouts on F),
+ * none of zb-h1's does: a pass far cheaper than zb-h1's own, whose fronts
+ * keep the devices below as well as the span, one front per device count
+ * (GPT-3's tensor and recomputation question: 105 zb-h1 searches where
+ * nothing fits, their feasibility passes 5 of its 42 million steps).
+ * 0: none fits; the pass's steps are the search's. */
+static int zbh1_may_fit(exact_dp *X)
+{
+    plan_inst g = *X->I;
+    g.sched = SCHED_GPIPE;
+    if (X->dev_fixed < g.m) g.m = X->dev_fixed;
+    plan_exact_opts go = {.p_fixed = X->p_fixed, .budget = X->budget.limit};
+    plan_exact_stats gs = {0};
+    cl_err ge = {0};
+    exact_dp Y;
+    if (exact_dp_setup(&Y, &g, X->L, &go, &gs, &ge)) return 1; /* (cannot tell) */
+    int fits = exact_dp_pass(&Y, 0, GOAL_FITS, HUGE_VAL, &gs) >= 0 || Y.budget.over;
+    exact_dp_teardown(&Y, &gs);
+    X->budget.steps += gs.steps;
+    if (X->budget.steps > X->budget.limit) X->budget.over = 1;
+    return fits;
+}
+
 /* Does any layout fit in memory (with this relaxation)?  Cheap: with no
  * times to compare, fronts keep only span and devices.  A witness first:
  * the whole model as one stage on one device is a layout whenever the
@@ -115,6 +145,7 @@ static int feasible(exact_dp *X, int relaxed, plan_exact_stats *st)
         X->run.relaxed = keep;
         if (mem <= X->tab.cap_top) return 1;
     }
+    if (!relaxed && X->I->sched == SCHED_ZBH1 && X->dev_fixed > 0 && !zbh1_may_fit(X)) return 0;
     return exact_dp_pass(X, relaxed, GOAL_FITS, HUGE_VAL, st) >= 0;
 }
 

@@ -459,6 +459,31 @@ static void test_inflight_depths(void)
     CU_ASSERT_EQUAL(wrong, 0);
 }
 
+/* The planner proves that no zb-h1 layout on exactly F devices fits when
+ * none fits under GPipe's memory with min(F, m) microbatches (exact.c,
+ * zbh1_may_fit): zb-h1 keeps at least GPipe's count there on every stage,
+ * at every depth and replica count (by enumeration), and at some depth
+ * exactly that many (the first stage's: the bound is the tightest
+ * depth-free one). */
+static void test_zbh1_holds_gpipe(void)
+{
+    int below = 0, tight = 0, cases = 0;
+    for (int F = 1; F <= 40; F++)
+        for (int m = 1; m <= 60; m += (m < 12 ? 1 : 7))
+            for (int r = 1; r <= F; r++) {
+                int g = sched_inflight_rep(SCHED_GPIPE, F, F, r, F < m ? F : m, 1), least = INT32_MAX;
+                for (int D = r; D <= F; D++) {
+                    int z = sched_inflight_rep(SCHED_ZBH1, F, D, r, m, 1);
+                    below += z < g;
+                    least = z < least ? z : least;
+                }
+                tight += least == g;
+                cases++;
+            }
+    CU_ASSERT_EQUAL(below, 0);
+    CU_ASSERT_EQUAL(tight, cases);
+}
+
 TEST_SUITE(sim_closed)
 {
     test_add_suite("sim_closed");
@@ -470,6 +495,7 @@ TEST_SUITE(sim_closed)
     test_add("replicated stages: per-replica peaks equal sched_inflight_rep", test_replicated_inflight);
     test_add("in-flight and version counts never rise with the replicas", test_counts_fall_with_replicas);
     test_add("in-flight and version counts of every depth at once equal the formula's", test_inflight_depths);
+    test_add("zb-h1 on F devices keeps at least GPipe's count with min(F, m) microbatches", test_zbh1_holds_gpipe);
     test_add("interleaved: per-chunk stashes walked in Megatron-LM's order = simulated peak", test_interleaved_stash_peak);
     test_add("1F1B p, GPipe m, PipeDream p versions, FBP one", test_named_memory_claims);
     test_add("async kinds reach m (F + B) per iteration", test_async_steady_state);
