@@ -80,10 +80,15 @@ typedef struct count_state {
     int64_t fail_steps[SCHED_COUNT]; /* that pass's steps                     */
     plan_exact_memo memo[SCHED_COUNT]; /* passes its own search would run, run
                                    alongside an earlier schedule's (memo_of) */
-    int u_seen;                 /* devices of the first layout ranked here:
-                                   zb-h1 searches at that count             */
+    int u_seen;                 /* devices of the first layout of a flushing
+                                   schedule ranked here (1f1b, gpipe): zb-h1
+                                   searches at that count, as under --for
+                                   torch (fbp's and pipedream's layouts, of
+                                   another memory, do not set it)          */
     int stop;                   /* the count turned out unable to win: rank
                                    no more schedules                         */
+    int lost_1f1b;              /* schedule_loses proved no 1f1b layout can
+                                   win here: nor can zb-h1's (zb_h1_loses)   */
 } count_state;
 
 /* ------------------------------------------------------------- helpers -- */
@@ -543,8 +548,9 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
  * the best iteration decides it.  Only where what would be ranked lies in
  * the pass's layouts: a chain's prefix cuts (partition-and-merge's layout,
  * ranked when the exact search finds none, is one of them), memory counted
- * per depth (not zb-h1's total device count), and not while a later zb-h1
- * still waits for the device count of the first layout ranked here. */
+ * per depth (not zb-h1's total device count), and, for a flushing
+ * schedule, not while a later zb-h1 still waits for the device count of
+ * its layout (u_seen), unless that zb-h1 loses with it (zb_h1_loses). */
 static int schedule_loses(search_ctx *c, count_state *S, int ki, int p_fixed, int dev_fixed, const search_best *B)
 {
     if (!B->have || c->no_prune || c->no_sched_prune || !S->alike || dev_fixed || S->XL != &S->pre ||
@@ -554,8 +560,9 @@ static int schedule_loses(search_ctx *c, count_state *S, int ki, int p_fixed, in
      * climbs above the best iteration (the count's least-memory optimum is
      * above it) or has no partition-and-merge layout within it to stop at */
     if (!(S->lower > B->pred.iteration_s) && upper_of(S, ki) <= B->pred.iteration_s) return 0;
-    for (int kl = ki + 1; kl < S->n_kinds && !S->u_seen; kl++)
-        if (S->dep_of[kl] == PLAN_MEM_BY_TOTAL && !(!sched_is_async(S->kinds[kl]) && S->crit > B->pred.iteration_s))
+    for (int kl = ki + 1; kl < S->n_kinds && !S->u_seen && !sched_is_async(S->kinds[ki]); kl++)
+        if (S->dep_of[kl] == PLAN_MEM_BY_TOTAL && !(!sched_is_async(S->kinds[kl]) && S->crit > B->pred.iteration_s) &&
+            !(S->kinds[ki] == SCHED_1F1B && S->kinds[kl] == SCHED_ZBH1 && S->pfix[kl] == S->pfix[ki]))
             return 0;
     plan_inst Ic = S->I;
     Ic.sched = S->kinds[ki];
@@ -569,6 +576,25 @@ static int schedule_loses(search_ctx *c, count_state *S, int ki, int p_fixed, in
     c->res->exact_steps += ls.steps;
     if (!(c->rep > 0 && c->rq->framework == PLAN_FOR_ANY)) c->sched_prune_steps += ls.steps; /* (fewer.c) */
     return r == PLAN_EXACT_NONE_FITS;
+}
+
+/* Can no zb-h1 layout win at this count because no 1f1b layout can
+ * (schedule_loses)?  zb-h1 keeps min(ceil(D / r) + ceil((F - D) / r),
+ * ceil(m / r)) >= 1f1b's min(ceil(D / r), ceil(m / r)) microbatches in
+ * flight at every depth D, on any F devices, with the same weights and
+ * one version, so every zb-h1 layout that fits is a 1f1b layout that
+ * fits; and schedule_loses's bound (each stage's work and all-reduce,
+ * boundaries left out) holds for every flushing schedule's iteration.
+ * So where 1f1b lost, zb-h1's search would rank nothing that wins: it is
+ * left out, and 1f1b's device count, which zb-h1 would have waited for,
+ * is not needed (GPT-3's tensor question: 1f1b at 256 microbatches
+ * climbed to 116 s where 18.6 s is the best, for zb-h1's count). */
+static int zb_h1_loses(const count_state *S, int ki)
+{
+    if (S->kinds[ki] != SCHED_ZBH1 || !S->lost_1f1b) return 0;
+    for (int k = 0; k < S->n_kinds; k++)
+        if (S->kinds[k] == SCHED_1F1B) return S->pfix[k] == S->pfix[ki];
+    return 0;
 }
 
 /* Schedule ki's exact layout into *yx and *evx: from a twin's search, from
@@ -603,6 +629,7 @@ static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int d
         plan_layout_copy(yx, &S->ysh[ki]);
     } else if (schedule_loses(c, S, ki, p_fixed, dev_fixed, B)) {
         c->sched_pruned++;
+        if (S->kinds[ki] == SCHED_1F1B) S->lost_1f1b = 1;
         *okx_out = PLAN_EXACT_GAVE_UP; /* nothing to rank */
         return CL_OK;
     } else if (S->sh_have[ki]) {
@@ -659,12 +686,13 @@ static void count_rank(search_ctx *c, search_best *B, count_state *S, int ki, co
     double xs_b = okx == PLAN_EXACT_FOUND ? evx->bottleneck_s : NAN;
     double ms_b = S->okm[ki] ? S->evm[ki].bottleneck_s : NAN;
     double tr = cl_now_s();
+    int flush = !sched_is_async(S->kinds[ki]);
     if (okx == PLAN_EXACT_FOUND) {
         search_consider(c, B, &S->I, S->XL, yx, evx, "exact", xs_b, ms_b);
-        if (!S->u_seen) S->u_seen = evx->devices;
+        if (!S->u_seen && flush) S->u_seen = evx->devices;
     } else if (S->okm[ki]) {
         search_consider(c, B, &S->I, &S->pre, &S->ym[ki], &S->evm[ki], "merge", xs_b, ms_b);
-        if (!S->u_seen) S->u_seen = S->evm[ki].devices;
+        if (!S->u_seen && flush) S->u_seen = S->evm[ki].devices;
     } else if (S->ym[ki].p) {
         search_consider_bad(c, B, &S->I, &S->pre, &S->ym[ki]);
     }
@@ -681,6 +709,10 @@ static int count_schedule(search_ctx *c, search_best *B, count_state *S, int ki,
     S->I.sched = S->kinds[ki];
     if (B->have && !sched_is_async(S->kinds[ki]) && S->crit > B->pred.iteration_s && !c->no_prune)
         return CL_OK;
+    if (zb_h1_loses(S, ki)) {
+        c->sched_pruned++;
+        return CL_OK;
+    }
     int p_fixed = S->pfix[ki], dev_fixed = 0;
     if (S->dep_of[ki] == PLAN_MEM_BY_TOTAL) {
         /* zb-h1's memory depends on the pipeline's device count: search at

@@ -460,14 +460,16 @@ static void test_inflight_depths(void)
 }
 
 /* The planner proves that no zb-h1 layout on exactly F devices fits when
- * none fits under GPipe's memory with min(F, m) microbatches (exact.c,
+ * none fits under GPipe's memory with min(F, m) microbatches (exact_climb.c,
  * zbh1_may_fit): zb-h1 keeps at least GPipe's count there on every stage,
  * at every depth and replica count (by enumeration), and at some depth
  * exactly that many (the first stage's: the bound is the tightest
- * depth-free one). */
+ * depth-free one).  And that zb-h1 loses where 1f1b does (count.c,
+ * zb_h1_loses): zb-h1 keeps at least 1f1b's count at every depth (1f1b's
+ * pipeline as deep as the stage), on any F. */
 static void test_zbh1_holds_gpipe(void)
 {
-    int below = 0, tight = 0, cases = 0;
+    int below = 0, tight = 0, cases = 0, below_1f1b = 0;
     for (int F = 1; F <= 40; F++)
         for (int m = 1; m <= 60; m += (m < 12 ? 1 : 7))
             for (int r = 1; r <= F; r++) {
@@ -475,6 +477,8 @@ static void test_zbh1_holds_gpipe(void)
                 for (int D = r; D <= F; D++) {
                     int z = sched_inflight_rep(SCHED_ZBH1, F, D, r, m, 1);
                     below += z < g;
+                    below_1f1b += z < sched_inflight_rep(SCHED_1F1B, D, D, r, m, 1) ||
+                                  sched_versions_rep(SCHED_ZBH1, D, r) < sched_versions_rep(SCHED_1F1B, D, r);
                     least = z < least ? z : least;
                 }
                 tight += least == g;
@@ -482,6 +486,7 @@ static void test_zbh1_holds_gpipe(void)
             }
     CU_ASSERT_EQUAL(below, 0);
     CU_ASSERT_EQUAL(tight, cases);
+    CU_ASSERT_EQUAL(below_1f1b, 0);
 }
 
 TEST_SUITE(sim_closed)
@@ -495,7 +500,7 @@ TEST_SUITE(sim_closed)
     test_add("replicated stages: per-replica peaks equal sched_inflight_rep", test_replicated_inflight);
     test_add("in-flight and version counts never rise with the replicas", test_counts_fall_with_replicas);
     test_add("in-flight and version counts of every depth at once equal the formula's", test_inflight_depths);
-    test_add("zb-h1 on F devices keeps at least GPipe's count with min(F, m) microbatches", test_zbh1_holds_gpipe);
+    test_add("zb-h1 on F devices keeps at least GPipe's count with min(F, m) microbatches, and 1f1b's", test_zbh1_holds_gpipe);
     test_add("interleaved: per-chunk stashes walked in Megatron-LM's order = simulated peak", test_interleaved_stash_peak);
     test_add("1F1B p, GPipe m, PipeDream p versions, FBP one", test_named_memory_claims);
     test_add("async kinds reach m (F + B) per iteration", test_async_steady_state);
