@@ -106,9 +106,9 @@ static int exact_dp_pass_run(exact_dp *X, int relaxed, xgoal goal, double bound,
  * only, with no fixed device count: a superset of zb-h1's layouts on F),
  * none of zb-h1's does: a pass far cheaper than zb-h1's own, whose fronts
  * keep the devices below as well as the span, one front per device count
- * (GPT-3's tensor and recomputation question: 105 zb-h1 searches where
- * nothing fits, their feasibility passes 5 of its 42 million steps).
- * 0: none fits; the pass's steps are the search's. */
+ * (GPT-3's tensor and recomputation question: its 105 zb-h1 searches where
+ * nothing fits took 11.0 of its 42.3 million steps, 1.3 million with this
+ * check).  0: none fits; the pass's steps are the search's. */
 static int zbh1_may_fit(exact_dp *X)
 {
     plan_inst g = *X->I;

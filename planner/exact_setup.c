@@ -124,8 +124,9 @@ int exact_dp_mem_most_fits(const plan_inst *I, const dp_mem_most *w, double P, d
  * over the prefix sums).  Fewer replicas mean shorter runs but more
  * microbatches in flight, so each q is checked with the counts of the
  * fewest replicas that give it (the most in flight and weight versions at
- * any depth, and the least sharded model state: the counts and the state
- * never grow with r, test sim_closed), not the longest run of the most
+ * any depth, and the least sharded model state: the counts never grow
+ * with r, test sim_closed, and ZeRO only shards further), not the longest
+ * run of the most
  * replicas with the counts of one replica, which proved nothing where
  * many replicas allow long runs (fbp at 256 microbatches on 256 devices:
  * the whole model on 256 replicas, held as 256 in flight).  With the
