@@ -107,7 +107,7 @@ void search_keep(search_ctx *c, search_best *B, plan *pl, const plan_pred *pr, c
         instance_free_stages(pl);
 }
 
-/* A bound no replay of plan pl (layout y) beats (docs/planner.md,
+/* A bound no replay of plan pl beats (docs/planner.md,
  * "Skipped candidates"): every replica of stage s runs at least floor(m /
  * r_s) microbatches of its work at the plan's times (the simulator's); under
  * a flushing schedule it then waits for its stage's all-reduce (at best on
@@ -123,8 +123,8 @@ void search_keep(search_ctx *c, search_best *B, plan *pl, const plan_pred *pr, c
  * all-reduce and update.  Transfers take no time in the bound. */
 static double least_iteration(const plan_inst *I, const plan *pl)
 {
-    int async = sched_is_async(I->sched), chain = pl->chunks <= 1 && !async;
-    int fused = chain && (I->sched == SCHED_GPIPE || I->sched == SCHED_1F1B);
+    int async = sched_is_async(I->sched), flushing = pl->chunks <= 1 && !async; /* (one chunk a device) */
+    int fused = flushing && (I->sched == SCHED_GPIPE || I->sched == SCHED_1F1B);
     double lb = 0, head = 0, tail = 0;
     for (int s = 0; s < pl->n_stages; s++) {
         const plan_stage *st = &pl->stages[s];
@@ -132,7 +132,7 @@ static double least_iteration(const plan_inst *I, const plan *pl)
         double w = st->fwd_s + st->bwd_in_s + st->bwd_w_s;
         double ar = plan_allreduce_least(I, st->param_bytes, r);
         double t = async ? (I->m / r) * (w + ar)
-                         : (chain ? head : 0) + (I->m / r) * w + fmax(ar + st->update_s / r, fused ? tail : 0);
+                         : (flushing ? head : 0) + (I->m / r) * w + fmax(ar + st->update_s / r, fused ? tail : 0);
         lb = fmax(lb, t);
         head += st->fwd_s;
         tail += st->bwd_in_s + st->bwd_w_s;
