@@ -521,51 +521,6 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
     return okx;
 }
 
-/* Can no layout of schedule ki beat the best plan so far, so that its exact
- * search (and the ranking of what it returns) can be left out?  The bound
- * skip_count rests on, per layout: with all devices alike, every schedule's
- * simulated iteration holds each stage's ceil(m / r) microbatches of work
- * and then its all-reduce, i.e. the layout's bottleneck with the boundaries
- * left out (bnd_off).  skip_count takes the least of it under each stage's
- * least memory, for every schedule at once; here it is taken under ki's own
- * memory, where a schedule whose memory binds (fbp or pipedream at one
- * microbatch: every microbatch of the pipeline in flight) has its optimum
- * far above the least-memory one and its exact search climbs to it in
- * dozens of passes (1,000 layers on 256 devices: 35 million steps each)
- * although nothing it can return would win.  One feasibility pass under
- * the best iteration decides it.  Only where what would be ranked lies in
- * the pass's layouts: a chain's prefix cuts (partition-and-merge's layout,
- * ranked when the exact search finds none, is one of them), memory counted
- * per depth (not zb-h1's total device count), and, for a flushing
- * schedule, not while a later zb-h1 still waits for the device count of
- * its layout (u_seen), unless that zb-h1 loses with it (zb_h1_loses). */
-static int schedule_loses(search_ctx *c, count_state *S, int ki, int p_fixed, int dev_fixed, const search_best *B)
-{
-    if (!B->have || c->no_prune || c->no_sched_prune || !S->alike || dev_fixed || S->XL != &S->pre ||
-        S->dep_of[ki] == PLAN_MEM_BY_TOTAL)
-        return 0;
-    /* the pass costs about one of the search's: asked only where the search
-     * climbs above the best iteration (the count's least-memory optimum is
-     * above it) or has no partition-and-merge layout within it to stop at */
-    if (!(S->lower > B->pred.iteration_s) && upper_of(S, ki) <= B->pred.iteration_s) return 0;
-    for (int kl = ki + 1; kl < S->n_kinds && !S->u_seen && !sched_is_async(S->kinds[ki]); kl++)
-        if (S->dep_of[kl] == PLAN_MEM_BY_TOTAL && !(!sched_is_async(S->kinds[kl]) && S->crit > B->pred.iteration_s) &&
-            !(S->kinds[ki] == SCHED_1F1B && S->kinds[kl] == SCHED_ZBH1 && S->pfix[kl] == S->pfix[ki]))
-            return 0;
-    plan_inst Ic = S->I;
-    Ic.sched = S->kinds[ki];
-    Ic.bnd_off = 1;
-    plan_exact_opts lo = {.p_fixed = p_fixed, .budget = c->rq->exact_budget};
-    plan_exact_stats ls = {0};
-    cl_err le = {0};
-    /* above g, a layout's bound times (1 - slack) is above the best */
-    double g = B->pred.iteration_s * (1 + 4 * PLAN_BOUND_SLACK);
-    plan_exact_result r = plan_exact_fits_within(&Ic, S->XL, &lo, g, &ls, &le);
-    c->res->exact_steps += ls.steps;
-    if (!(c->rep > 0 && c->rq->framework == PLAN_FOR_ANY)) c->sched_prune_steps += ls.steps; /* (fewer.c) */
-    return r == PLAN_EXACT_NONE_FITS;
-}
-
 /* Can no zb-h1 layout win at this count because no 1f1b layout can
  * (schedule_loses)?  zb-h1 keeps min(ceil(D / r) + ceil((F - D) / r),
  * ceil(m / r)) >= 1f1b's min(ceil(D / r), ceil(m / r)) microbatches in
@@ -583,6 +538,53 @@ static int zb_h1_loses(const count_state *S, int ki)
     for (int k = 0; k < S->n_kinds; k++)
         if (S->kinds[k] == SCHED_1F1B) return S->pfix[k] == S->pfix[ki];
     return 0;
+}
+
+/* Can no layout of schedule ki beat the best plan so far, so that its exact
+ * search (and the ranking of what it returns) can be left out?  The bound
+ * skip_count rests on, per layout: with all devices alike, every schedule's
+ * simulated iteration holds each stage's ceil(m / r) microbatches of work
+ * and then its all-reduce, i.e. the layout's bottleneck with the boundaries
+ * left out (bnd_off).  skip_count takes the least of it under each stage's
+ * least memory, for every schedule at once; here it is taken under ki's own
+ * memory, where a schedule whose memory binds (fbp or pipedream at one
+ * microbatch: every microbatch of the pipeline in flight) has its optimum
+ * far above the least-memory one and its exact search climbs to it in
+ * dozens of passes (1,000 layers on 256 devices: 35 million steps each)
+ * although nothing it can return would win.  One feasibility pass under
+ * the best iteration decides it.  Only where what would be ranked lies in
+ * the pass's layouts: a chain's prefix cuts (partition-and-merge's layout,
+ * ranked when the exact search finds none, is one of them), memory counted
+ * per depth (not zb-h1's total device count), and, for a flushing
+ * schedule, not while a later zb-h1 still waits for the device count of
+ * its layout (u_seen), unless that zb-h1 loses with this 1f1b or lost
+ * with an earlier one (zb_h1_loses). */
+static int schedule_loses(search_ctx *c, count_state *S, int ki, int p_fixed, int dev_fixed, const search_best *B)
+{
+    if (!B->have || c->no_prune || c->no_sched_prune || !S->alike || dev_fixed || S->XL != &S->pre ||
+        S->dep_of[ki] == PLAN_MEM_BY_TOTAL)
+        return 0;
+    /* the pass costs about one of the search's: asked only where the search
+     * climbs above the best iteration (the count's least-memory optimum is
+     * above it) or has no partition-and-merge layout within it to stop at */
+    if (!(S->lower > B->pred.iteration_s) && upper_of(S, ki) <= B->pred.iteration_s) return 0;
+    for (int kl = ki + 1; kl < S->n_kinds && !S->u_seen && !sched_is_async(S->kinds[ki]); kl++)
+        if (S->dep_of[kl] == PLAN_MEM_BY_TOTAL && !(!sched_is_async(S->kinds[kl]) && S->crit > B->pred.iteration_s) &&
+            !(S->kinds[ki] == SCHED_1F1B && S->kinds[kl] == SCHED_ZBH1 && S->pfix[kl] == S->pfix[ki]) &&
+            !zb_h1_loses(S, kl))
+            return 0;
+    plan_inst Ic = S->I;
+    Ic.sched = S->kinds[ki];
+    Ic.bnd_off = 1;
+    plan_exact_opts lo = {.p_fixed = p_fixed, .budget = c->rq->exact_budget};
+    plan_exact_stats ls = {0};
+    cl_err le = {0};
+    /* above g, a layout's bound times (1 - slack) is above the best */
+    double g = B->pred.iteration_s * (1 + 4 * PLAN_BOUND_SLACK);
+    plan_exact_result r = plan_exact_fits_within(&Ic, S->XL, &lo, g, &ls, &le);
+    c->res->exact_steps += ls.steps;
+    if (!(c->rep > 0 && c->rq->framework == PLAN_FOR_ANY)) c->sched_prune_steps += ls.steps; /* (fewer.c) */
+    return r == PLAN_EXACT_NONE_FITS;
 }
 
 /* Schedule ki's exact layout into *yx and *evx: from a twin's search, from
