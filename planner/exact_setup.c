@@ -83,6 +83,20 @@ static void classify_positions(exact_dp *X)
         P->pcls[e] = P->mode == MODE_FLAT ? 0 : P->mode == MODE_PERIODIC ? e % P->K : 2 * e;
 }
 
+/* The most in-flight microbatches and weight versions a stage of r
+ * replicas holds at any depth of a pipeline as deep as itself (buf: 2 (N +
+ * 1) ints of scratch). */
+static void counts_most(sched_kind sk, int r, int m, int chunks, int N, int *buf, int *in_max, int *ver_max)
+{
+    int *in = buf, *ver = buf + N + 1;
+    sched_inflight_depths(sk, 0, r, m, chunks, N, in, ver);
+    *in_max = *ver_max = 0;
+    for (int D = r; D <= N; D++) {
+        if (in[D] > *in_max) *in_max = in[D];
+        if (ver[D] > *ver_max) *ver_max = ver[D];
+    }
+}
+
 int exact_dp_mem_most(const plan_inst *I, const plan_lattice *L, dp_mem_most *w)
 {
     int N = I->n_dev, rmax = I->m < I->max_replicas ? I->m : I->max_replicas;
@@ -90,17 +104,13 @@ int exact_dp_mem_most(const plan_inst *I, const plan_lattice *L, dp_mem_most *w)
     if ((double)N * rmax > TAB_MAX) return 0; /* not worth proving */
     /* Every schedule's in-flight and version counts fall (or stay) as the
      * replicas r grow: each is a ceiling of something over r (core/
-     * schedule.c).  So one replica gives the most, and only the depths need
-     * trying: N calls, not N x rmax (65,536 per call on 256 devices, a sixth
-     * of GPT-3's whole tensor-parallel question). */
+     * sched_memory.c).  So one replica gives the most, and only the depths
+     * need trying: N of them, not N x rmax (65,536 per call on 256 devices,
+     * a sixth of GPT-3's whole tensor-parallel question). */
     w->sched = I->sched;
-    w->in_max = w->ver_max = 0;
-    for (int D = 1; D <= N; D++) {
-        int a = sched_inflight_rep(I->sched, D, D, 1, I->m, I->chunks);
-        int b = sched_versions_rep(I->sched, D, 1);
-        if (a > w->in_max) w->in_max = a;
-        if (b > w->ver_max) w->ver_max = b;
-    }
+    int *buf = cl_malloc(2 * ((size_t)N + 1) * sizeof *buf);
+    counts_most(I->sched, 1, I->m, I->chunks, N, buf, &w->in_max, &w->ver_max);
+    free(buf);
     w->cut_max = 0;
     w->cap_min = HUGE_VAL;
     for (int t = 0; t < L->n_sets; t++) w->cut_max = fmax(w->cut_max, L->cut[t]);
@@ -147,17 +157,13 @@ int exact_dp_free_with(const exact_dp *X, int most_ok, const dp_mem_most *most, 
     int N = X->pos.N, m = I->m, rmax = m < I->max_replicas ? m : I->max_replicas;
     if (rmax > N) rmax = N;
     int n = L->n_sets - 1, ok = 1;
-    int *in = cl_malloc(2 * ((size_t)N + 1) * sizeof *in), *ver = in + N + 1;
+    int *buf = cl_malloc(2 * ((size_t)N + 1) * sizeof *buf);
     for (int r = 1, r_next; r <= rmax && ok; r = r_next) {
         int q = (m + r - 1) / r;
         /* the replica counts with this q: r .. the last r with m / r <= q */
         r_next = q == 1 ? rmax + 1 : (m - 1) / (q - 1) + 1;
-        int in_r = 0, ver_r = 0;
-        sched_inflight_depths(most->sched, 0, r, m, I->chunks, N, in, ver);
-        for (int D = r; D <= N; D++) {
-            if (in[D] > in_r) in_r = in[D];
-            if (ver[D] > ver_r) ver_r = ver[D];
-        }
+        int in_r, ver_r;
+        counts_most(most->sched, r, m, I->chunks, N, buf, &in_r, &ver_r);
         double wmax = bound * X->pos.spd_top / q * (1 + PLAN_BOUND_SLACK);
         for (int lo = 0, hi = 0; lo < n && ok; lo++) {
             if (hi < lo) hi = lo;
@@ -166,7 +172,7 @@ int exact_dp_free_with(const exact_dp *X, int most_ok, const dp_mem_most *most, 
                                                    most->cut_max, most->cut_max, in_r, ver_r, r) <= most->cap_min;
         }
     }
-    free(in);
+    free(buf);
     return ok;
 }
 
