@@ -300,6 +300,62 @@ static void test_chunks_minmax(void)
     CU_ASSERT_TRUE(tried > 200 && mixed_n > 100); /* not vacuous */
 }
 
+/* zb-h1 on exactly F >= m devices keeps every microbatch in flight on
+ * every stage (gpipe's memory), and on fewer devices no more, so the
+ * planner ranks gpipe's optimum, searched with no device count fixed, as
+ * zb-h1's (count.c, count_twin).  Against brute force: wherever some zb-h1
+ * layout on exactly F >= m devices fits, gpipe's optimum fits under zb-h1's
+ * own memory (at its own device count) with a bottleneck no larger than
+ * the best of those, and when gpipe finds nothing, neither does zb-h1 on
+ * F; over random chains of up to 12 layers on up to 4 devices. */
+static void test_zbh1_on_m_devices_is_gpipe(void)
+{
+    gen_opts g = {.max_layers = 12, .dag = 0, .max_dev = 4};
+    rng_state = 5151;
+    int bad = 0, compared = 0, none = 0, strictly = 0;
+    for (int it = 0; it < 400; it++) {
+        plan_inst I;
+        int dev_fixed;
+        int p_fixed = gen_instance(&I, &g, &dev_fixed);
+        if (I.m > I.n_dev) I.m = irand(1, I.n_dev);
+        plan_lattice L;
+        plan_lattice_prefix(&L, &I);
+        plan_inst G = I;
+        G.sched = SCHED_GPIPE;
+        plan_exact_opts o = {.p_fixed = p_fixed, .upper_s = HUGE_VAL};
+        plan_layout y;
+        cl_err e = {0};
+        plan_exact_result got = plan_exact(&G, &L, &o, &y, NULL, &e);
+        CU_ASSERT_TRUE(got == PLAN_EXACT_FOUND || got == PLAN_EXACT_NONE_FITS);
+        plan_eval ev = {0};
+        I.sched = SCHED_ZBH1;
+        if (got == PLAN_EXACT_FOUND) plan_layout_eval(&I, &L, &y, &ev);
+        for (int F = I.m; F <= I.n_dev; F++) {
+            plan_eval want;
+            long evals;
+            if (!brute_force(&I, &L, p_fixed, F, &want, &evals)) continue;
+            compared++;
+            if (got != PLAN_EXACT_FOUND) {
+                none++;
+                fprintf(stderr, "\n  instance %d: zb-h1 fits on exactly %d devices, gpipe's search finds nothing\n", it, F);
+            } else if (!ev.feasible || ev.bottleneck_s > want.bottleneck_s) {
+                bad++;
+                fprintf(stderr, "\n  instance %d: gpipe's layout (fits as zb-h1 %d, B %.17g) against zb-h1 on exactly %d (B %.17g)\n",
+                        it, ev.feasible, ev.bottleneck_s, F, want.bottleneck_s);
+            } else {
+                strictly += ev.bottleneck_s < want.bottleneck_s;
+            }
+        }
+        if (got == PLAN_EXACT_FOUND) plan_layout_free(&y);
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(none, 0);
+    CU_ASSERT_TRUE(compared > 300 && strictly > 0); /* not vacuous */
+    if (!(compared > 300 && strictly > 0)) fprintf(stderr, "\n  compared %d, strictly better %d\n", compared, strictly);
+}
+
 TEST_SUITE(plan_exact)
 {
     test_add_suite("plan_exact");
@@ -307,6 +363,7 @@ TEST_SUITE(plan_exact)
     test_add("exact equals brute force on 200 random DAGs", test_dag_vs_brute);
     test_add("interleaved chunk splits: the least slowest chunk (brute force)", test_chunks_minmax);
     test_add("merge never beats exact; lower bounds keep the optimum", test_merge_and_lower_bound);
+    test_add("zb-h1 on F >= m devices: gpipe's optimum fits and is no worse (brute force)", test_zbh1_on_m_devices_is_gpipe);
     test_add("one replica count, a last stage start: exact equals brute force, never beats unrestricted",
              test_framework_rules);
 }

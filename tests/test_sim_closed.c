@@ -466,17 +466,24 @@ static void test_inflight_depths(void)
  * exactly that many (the first stage's: the bound is the tightest
  * depth-free one).  And that zb-h1 loses where 1f1b does (count.c,
  * zb_h1_loses): zb-h1 keeps at least 1f1b's count at every depth (1f1b's
- * pipeline as deep as the stage), on any F. */
+ * pipeline as deep as the stage), on any F.  And that zb-h1 on F >= m
+ * devices has gpipe's memory (count.c, count_twin): never more than
+ * gpipe's count with all m microbatches, and exactly that at every depth
+ * once F >= m. */
 static void test_zbh1_holds_gpipe(void)
 {
-    int below = 0, tight = 0, cases = 0, below_1f1b = 0;
+    int below = 0, tight = 0, cases = 0, below_1f1b = 0, above_gpipe = 0, not_gpipe = 0, at_m = 0;
     for (int F = 1; F <= 40; F++)
         for (int m = 1; m <= 60; m += (m < 12 ? 1 : 7))
             for (int r = 1; r <= F; r++) {
                 int g = sched_inflight_rep(SCHED_GPIPE, F, F, r, F < m ? F : m, 1), least = INT32_MAX;
                 for (int D = r; D <= F; D++) {
                     int z = sched_inflight_rep(SCHED_ZBH1, F, D, r, m, 1);
+                    int gm = sched_inflight_rep(SCHED_GPIPE, F, D, r, m, 1);
                     below += z < g;
+                    above_gpipe += z > gm;
+                    not_gpipe += F >= m && (z != gm || sched_versions_rep(SCHED_ZBH1, D, r) != sched_versions_rep(SCHED_GPIPE, D, r));
+                    at_m += F >= m;
                     below_1f1b += z < sched_inflight_rep(SCHED_1F1B, D, D, r, m, 1) ||
                                   sched_versions_rep(SCHED_ZBH1, D, r) < sched_versions_rep(SCHED_1F1B, D, r);
                     least = z < least ? z : least;
@@ -487,6 +494,9 @@ static void test_zbh1_holds_gpipe(void)
     CU_ASSERT_EQUAL(below, 0);
     CU_ASSERT_EQUAL(tight, cases);
     CU_ASSERT_EQUAL(below_1f1b, 0);
+    CU_ASSERT_EQUAL(above_gpipe, 0);
+    CU_ASSERT_EQUAL(not_gpipe, 0);
+    CU_ASSERT_TRUE(at_m > 1000);
 }
 
 TEST_SUITE(sim_closed)
@@ -500,7 +510,7 @@ TEST_SUITE(sim_closed)
     test_add("replicated stages: per-replica peaks equal sched_inflight_rep", test_replicated_inflight);
     test_add("in-flight and version counts never rise with the replicas", test_counts_fall_with_replicas);
     test_add("in-flight and version counts of every depth at once equal the formula's", test_inflight_depths);
-    test_add("zb-h1 on F devices keeps at least GPipe's count with min(F, m) microbatches, and 1f1b's", test_zbh1_holds_gpipe);
+    test_add("zb-h1 on F devices keeps at least GPipe's count with min(F, m) microbatches, and 1f1b's; at most GPipe's, all of it from F = m", test_zbh1_holds_gpipe);
     test_add("interleaved: per-chunk stashes walked in Megatron-LM's order = simulated peak", test_interleaved_stash_peak);
     test_add("1F1B p, GPipe m, PipeDream p versions, FBP one", test_named_memory_claims);
     test_add("async kinds reach m (F + B) per iteration", test_async_steady_state);
