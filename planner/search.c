@@ -450,7 +450,10 @@ int search_result(const plan_request *rq, search_best *B, plan_result *res, cl_e
     cluster_copy(&pl->cluster, rq->cluster);
     pl->pred = B->pred;
     pl->framework = rq->framework;
-    if (pl->schedule == SCHED_ZBH1)
+    /* (count.c, count_schedule and count_twin) */
+    if (pl->schedule == SCHED_ZBH1 && rq->schedule == SCHED_ZBH1)
+        search_note(res, "zb-h1 was searched on as many devices as its partition-and-merge layout uses, else on all (its memory depends on the device count)");
+    else if (pl->schedule == SCHED_ZBH1)
         search_note(res, "zb-h1 was searched on as many devices as 1f1b (or gpipe) chose before it (its memory depends on the device count), or, where those are at least the microbatches, as gpipe (then every stage keeps all its microbatches in flight)");
     /* Below its smallest measured batch a profile's times are scaled in
      * proportion to the batch, which a GPU does not do (small GEMMs leave
