@@ -86,8 +86,9 @@ typedef struct count_state {
                                    another memory, do not set it)          */
     int stop;                   /* the count turned out unable to win: rank
                                    no more schedules                         */
-    int lost_1f1b;              /* schedule_loses proved no 1f1b layout can
-                                   win here: nor can zb-h1's (zb_h1_loses)   */
+    int lost[SCHED_COUNT];      /* 1: schedule_loses proved that no layout of
+                                   this schedule can win here (for 1f1b, and
+                                   for gpipe, nor can zb-h1's: zb_h1_loses)  */
 } count_state;
 
 /* ------------------------------------------------------------- helpers -- */
@@ -382,11 +383,13 @@ static void count_lower(search_ctx *c, count_state *S, double *hint)
 static int count_twin(search_ctx *c, count_state *S, int ki, int p_fixed, int dev_fixed)
 {
     sched_kind kind = S->kinds[ki];
-    if (kind == SCHED_ZBH1 && dev_fixed >= S->I.m) {
+    /* (not a prune: the search zb-h1 gets, also when nothing is pruned) */
+    int as_gpipe = kind == SCHED_ZBH1 && dev_fixed >= S->I.m;
+    if (as_gpipe) {
         kind = SCHED_GPIPE;
         dev_fixed = 0;
     }
-    for (int kj = 0; kj < ki && !c->no_prune; kj++)
+    for (int kj = 0; kj < ki && (!c->no_prune || as_gpipe); kj++)
         if ((S->okk[kj] == PLAN_EXACT_FOUND || S->okk[kj] == PLAN_EXACT_NONE_FITS) && S->pfix[kj] == p_fixed && !dev_fixed &&
             same_memory(&S->I, S->kinds[kj], kind))
             return kj;
@@ -537,7 +540,8 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
 }
 
 /* Can no zb-h1 layout win at this count because no 1f1b layout can
- * (schedule_loses)?  zb-h1 keeps min(ceil(D / r) + ceil((F - D) / r),
+ * (schedule_loses), or, searched on F >= m devices (dev_fixed), because no
+ * gpipe layout can (then it has gpipe's memory: count_twin)?  zb-h1 keeps min(ceil(D / r) + ceil((F - D) / r),
  * ceil(m / r)) >= 1f1b's min(ceil(D / r), ceil(m / r)) microbatches in
  * flight at every depth D, on any F devices, with the same weights and
  * one version, so every zb-h1 layout that fits is a 1f1b layout that
@@ -547,11 +551,13 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
  * left out, and 1f1b's device count, which zb-h1 would have waited for,
  * is not needed (GPT-3's tensor question: 1f1b at 256 microbatches
  * climbed to 116 s where 18.6 s is the best, for zb-h1's count). */
-static int zb_h1_loses(const count_state *S, int ki)
+static int zb_h1_loses(const count_state *S, int ki, int dev_fixed)
 {
-    if (S->kinds[ki] != SCHED_ZBH1 || !S->lost_1f1b) return 0;
+    if (S->kinds[ki] != SCHED_ZBH1) return 0;
     for (int k = 0; k < S->n_kinds; k++)
-        if (S->kinds[k] == SCHED_1F1B) return S->pfix[k] == S->pfix[ki];
+        if (S->lost[k] && S->pfix[k] == S->pfix[ki] &&
+            (S->kinds[k] == SCHED_1F1B || (S->kinds[k] == SCHED_GPIPE && dev_fixed >= S->I.m)))
+            return 1;
     return 0;
 }
 
@@ -586,7 +592,7 @@ static int schedule_loses(search_ctx *c, count_state *S, int ki, int p_fixed, in
     for (int kl = ki + 1; kl < S->n_kinds && !S->u_seen && !sched_is_async(S->kinds[ki]); kl++)
         if (S->dep_of[kl] == PLAN_MEM_BY_TOTAL && !(!sched_is_async(S->kinds[kl]) && S->crit > B->pred.iteration_s) &&
             !(S->kinds[ki] == SCHED_1F1B && S->kinds[kl] == SCHED_ZBH1 && S->pfix[kl] == S->pfix[ki]) &&
-            !zb_h1_loses(S, kl))
+            !zb_h1_loses(S, kl, 0))
             return 0;
     plan_inst Ic = S->I;
     Ic.sched = S->kinds[ki];
@@ -634,7 +640,7 @@ static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int d
         plan_layout_copy(yx, &S->ysh[ki]);
     } else if (schedule_loses(c, S, ki, p_fixed, dev_fixed, B)) {
         c->sched_pruned++;
-        if (S->kinds[ki] == SCHED_1F1B) S->lost_1f1b = 1;
+        S->lost[ki] = 1;
         *okx_out = PLAN_EXACT_GAVE_UP; /* nothing to rank */
         return CL_OK;
     } else if (S->sh_have[ki]) {
@@ -714,15 +720,15 @@ static int count_schedule(search_ctx *c, search_best *B, count_state *S, int ki,
     S->I.sched = S->kinds[ki];
     if (B->have && !sched_is_async(S->kinds[ki]) && S->crit > B->pred.iteration_s && !c->no_prune)
         return CL_OK;
-    if (zb_h1_loses(S, ki)) {
-        c->sched_pruned++;
-        return CL_OK;
-    }
     int p_fixed = S->pfix[ki], dev_fixed = 0;
     if (S->dep_of[ki] == PLAN_MEM_BY_TOTAL) {
         /* zb-h1's memory depends on the pipeline's device count: search at
          * the count the schedules before it chose */
         dev_fixed = S->u_seen ? S->u_seen : S->okm[ki] ? S->evm[ki].devices : c->n_dev;
+    }
+    if (zb_h1_loses(S, ki, dev_fixed)) {
+        c->sched_pruned++;
+        return CL_OK;
     }
     plan_layout yx = {0};
     plan_eval evx = {0};
