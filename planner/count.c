@@ -541,16 +541,17 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
 
 /* Can no zb-h1 layout win at this count because no 1f1b layout can
  * (schedule_loses), or, searched on F >= m devices (dev_fixed), because no
- * gpipe layout can (then it has gpipe's memory: count_twin)?  zb-h1 keeps min(ceil(D / r) + ceil((F - D) / r),
- * ceil(m / r)) >= 1f1b's min(ceil(D / r), ceil(m / r)) microbatches in
- * flight at every depth D, on any F devices, with the same weights and
- * one version, so every zb-h1 layout that fits is a 1f1b layout that
- * fits; and schedule_loses's bound (each stage's work and all-reduce,
- * boundaries left out) holds for every flushing schedule's iteration.
- * So where 1f1b lost, zb-h1's search would rank nothing that wins: it is
- * left out, and 1f1b's device count, which zb-h1 would have waited for,
- * is not needed (GPT-3's tensor question: 1f1b at 256 microbatches
- * climbed to 116 s where 18.6 s is the best, for zb-h1's count). */
+ * gpipe layout can (then it has gpipe's memory: count_twin)?  zb-h1 keeps
+ * min(ceil(D / r) + ceil((F - D) / r), ceil(m / r)) >= 1f1b's
+ * min(ceil(D / r), ceil(m / r)) microbatches in flight at every depth D,
+ * on any F devices, with the same weights and one version, so every
+ * zb-h1 layout that fits is a 1f1b layout that fits; and schedule_loses's
+ * bound (each stage's work and all-reduce, boundaries left out) holds for
+ * every flushing schedule's iteration.  So where 1f1b lost, zb-h1's
+ * search would rank nothing that wins: it is left out, and 1f1b's device
+ * count, which zb-h1 would have waited for, is not needed (GPT-3's tensor
+ * question: 1f1b at 256 microbatches climbed to 116 s where 18.6 s is the
+ * best, for zb-h1's count). */
 static int zb_h1_loses(const count_state *S, int ki, int dev_fixed)
 {
     if (S->kinds[ki] != SCHED_ZBH1) return 0;
