@@ -368,23 +368,31 @@ static void count_lower(search_ctx *c, count_state *S, double *hint)
     }
 }
 
-/* An earlier schedule with the same memory whose exact search serves ki
- * too, or -1.  zb-h1 searched on exactly F >= m devices has gpipe's
- * memory: each stage of r replicas at depth D keeps min(ceil(D / r) +
- * ceil((F - D) / r), ceil(m / r)) microbatches in flight, and the sum is at
- * least ceil(F / r) >= ceil(m / r), so every stage keeps all ceil(m / r),
+/* Does schedule ki, searched on exactly F = dev_fixed devices, keep
+ * gpipe's memory there?  zb-h1 on F >= m devices does: each stage of r
+ * replicas at depth D keeps min(ceil(D / r) + ceil((F - D) / r),
+ * ceil(m / r)) microbatches in flight, and the sum is at least
+ * ceil(F / r) >= ceil(m / r), so every stage keeps all ceil(m / r),
  * as under gpipe, with one weight version (test sim_closed); on fewer
  * devices it keeps no more than that.  So gpipe's optimum, searched with
  * no device count fixed, is a zb-h1 layout that fits, and no worse than
- * zb-h1's on exactly F (test plan_exact, brute force): its layout serves.
- * That search keeps a front per device count and, with positions to spare,
- * every gap (1,000 layers on 1,016 devices: 877 million steps at 256
- * microbatches, 85 s). */
+ * zb-h1's on exactly F (test plan_exact, brute force): its layout serves
+ * (count_twin), and where no gpipe layout can win, none of these can
+ * (zb_h1_loses).  The search on exactly F keeps a front per device count
+ * and, with positions to spare, every gap (1,000 layers on 1,016 devices:
+ * 877 million steps at 256 microbatches, 85 s). */
+static int keeps_gpipe_memory(const count_state *S, int ki, int dev_fixed)
+{
+    return S->kinds[ki] == SCHED_ZBH1 && dev_fixed >= S->I.m;
+}
+
+/* An earlier schedule with the same memory whose exact search serves ki
+ * too, or -1 (for zb-h1 where keeps_gpipe_memory: gpipe's). */
 static int count_twin(search_ctx *c, count_state *S, int ki, int p_fixed, int dev_fixed)
 {
     sched_kind kind = S->kinds[ki];
     /* (not a prune: the search zb-h1 gets, also when nothing is pruned) */
-    int as_gpipe = kind == SCHED_ZBH1 && dev_fixed >= S->I.m;
+    int as_gpipe = keeps_gpipe_memory(S, ki, dev_fixed);
     if (as_gpipe) {
         kind = SCHED_GPIPE;
         dev_fixed = 0;
@@ -540,9 +548,9 @@ static plan_exact_result count_exact_run(search_ctx *c, count_state *S, int ki, 
 }
 
 /* Can no zb-h1 layout win at this count because no 1f1b layout can
- * (schedule_loses), or, searched on F >= m devices (dev_fixed), because no
- * gpipe layout can (then it has gpipe's memory: count_twin)?  zb-h1 keeps
- * min(ceil(D / r) + ceil((F - D) / r), ceil(m / r)) >= 1f1b's
+ * (schedule_loses), or, searched on F = dev_fixed devices where it keeps
+ * gpipe's memory (keeps_gpipe_memory), because no gpipe layout can?
+ * zb-h1 keeps min(ceil(D / r) + ceil((F - D) / r), ceil(m / r)) >= 1f1b's
  * min(ceil(D / r), ceil(m / r)) microbatches in flight at every depth D,
  * on any F devices, with the same weights and one version, so every
  * zb-h1 layout that fits is a 1f1b layout that fits; and schedule_loses's
@@ -557,7 +565,7 @@ static int zb_h1_loses(const count_state *S, int ki, int dev_fixed)
     if (S->kinds[ki] != SCHED_ZBH1) return 0;
     for (int k = 0; k < S->n_kinds; k++)
         if (S->lost[k] && S->pfix[k] == S->pfix[ki] &&
-            (S->kinds[k] == SCHED_1F1B || (S->kinds[k] == SCHED_GPIPE && dev_fixed >= S->I.m)))
+            (S->kinds[k] == SCHED_1F1B || (S->kinds[k] == SCHED_GPIPE && keeps_gpipe_memory(S, ki, dev_fixed))))
             return 1;
     return 0;
 }
@@ -593,7 +601,7 @@ static int schedule_loses(search_ctx *c, count_state *S, int ki, int p_fixed, in
     for (int kl = ki + 1; kl < S->n_kinds && !S->u_seen && !sched_is_async(S->kinds[ki]); kl++)
         if (S->dep_of[kl] == PLAN_MEM_BY_TOTAL && !(!sched_is_async(S->kinds[kl]) && S->crit > B->pred.iteration_s) &&
             !(S->kinds[ki] == SCHED_1F1B && S->kinds[kl] == SCHED_ZBH1 && S->pfix[kl] == S->pfix[ki]) &&
-            !zb_h1_loses(S, kl, 0))
+            !zb_h1_loses(S, kl, 0)) /* (kl's device count not chosen yet) */
             return 0;
     plan_inst Ic = S->I;
     Ic.sched = S->kinds[ki];
