@@ -631,11 +631,10 @@ static int count_exact(search_ctx *c, count_state *S, int ki, int p_fixed, int d
     /* merge's cuts are prefixes; a prefix layout is also a DAG layout only
      * when inert layers sit where the rules put them, so its bound is used
      * only on chains */
-    /* the equal-replica searches of an unrestricted request climb finely:
-     * their steps budget nothing (fewer.c leaves them out) */
+    /* every search climbs finely (exact_climb.c) unless a test says none */
     plan_exact_opts xo = {.p_fixed = p_fixed, .devices_fixed = dev_fixed, .upper_s = upper_of(S, ki),
                           .budget = rq->exact_budget, .lower_s = S->lower, .no_skip = c->no_sched_share,
-                          .fine_climb = c->fine ? c->fine > 0 : c->rep > 0 && rq->framework == PLAN_FOR_ANY};
+                          .fine_climb = c->fine >= 0};
     plan_exact_stats xs = {0};
     cl_err xe = {0};
     plan_exact_result okx;

@@ -88,9 +88,8 @@ typedef struct plan_exact_opts {
                                then 5%, before the usual 15% (exact_climb.c):
                                the same layout, found in fewer steps where the
                                optimum lies just above a missed guess, more
-                               where it lies far above; for searches whose
-                               steps budget nothing (count.c: the
-                               equal-replica searches)                      */
+                               where it lies far above (count.c: every
+                               search of plan_search)                       */
     /* plan_exact_shadowed only, with no device or stage count fixed:
      * memo_out (with memo_sched): past its pass at lower_s, every exact
      * pass of this search (its climbs with exact memory and pass 2) carries

@@ -193,7 +193,15 @@ static double global_upper(const exact_dp *X)
  * guesses grow by 1.3 and after 8 they double: on GPT-3 over every
  * schedule (`--tensor auto --recompute auto`) 70.7 -> 56.0 million steps,
  * the same plan; the PipeDream and synthetic questions of `cleave bench
- * plan`, whose climbs end within 4 misses, within 1% either way. */
+ * plan`, whose climbs end within 4 misses, within 1% either way.  The fine
+ * climb (plan_exact_opts.fine_climb, every search of plan_search) first
+ * grows a miss by 2%, then 5%: an optimum often lies just above a miss
+ * (one more replica round on the slowest stage), and a pass 15% above it
+ * costs many times one near it (10,000 layers on 64 devices, fbp at 4
+ * microbatches: a miss 0.011% below the optimum, then 691 million steps at
+ * +15% against 40 million at +2%; the whole question 1.90 -> 0.60 billion
+ * steps, bench plan's other chains and PipeDream questions the same
+ * steps but 300 x 64, +11%). */
 #define GROW 1.15
 static double grow(int misses, int fine)
 {
@@ -235,8 +243,13 @@ int exact_dp_climb(exact_dp *X, int relaxed, double upper, double hint, double k
          * three (six until 2026-11-29: GPT-3's tensor and recomputation
          * question spent 14 of its 56 million steps in the misses of
          * climbs where nothing fits, 42.3 million in all after three; the
-         * PipeDream and synthetic questions of bench plan within 0.4%) */
-        if (k == 2 && !feasible(X, relaxed, st)) return -1;
+         * PipeDream and synthetic questions of bench plan within 0.4%); a
+         * fine climb's first misses sit closer together, so it checks after
+         * four (after three, 300 layers on 64 devices took 2.49 million
+         * steps instead of 2.02, checking where the climb was about to take
+         * partition-and-merge's bound; after five, GPT-3's question 12.4
+         * million instead of 11.4) */
+        if (k == (X->fine_climb ? 3 : 2) && !feasible(X, relaxed, st)) return -1;
     }
     return exact_dp_pass(X, relaxed, GOAL_BOTTLENECK, U, st);
 }

@@ -61,9 +61,8 @@ typedef struct search_ctx {
     pred_twins *twins;      /* replays of asynchronous plans, shared with
                                their twins (predict_twin.h); NULL: none    */
     int no_twins, twin_hits; /* (tests, search_test.h) off; replays shared */
-    int fine;               /* (tests) 0: the equal-replica searches climb
-                               finely (plan_exact_opts.fine_climb); 1: every
-                               search; -1: none                            */
+    int fine;               /* (tests) 0: every exact search climbs finely
+                               (plan_exact_opts.fine_climb); -1: none      */
     int lb_checked, lb_broken; /* (tests) with no_prune: replays compared with
                                the bound that skips them (search.c), and
                                those that beat it                          */

@@ -47,11 +47,10 @@ int plan_search_share_stats(const plan_request *rq, int share, int *shared, int 
 int plan_search_twins(const plan_request *rq, int share, int *hits, plan_result *res, cl_err *e);
 
 /* plan_search with the exact searches' fine climb (plan_exact_opts.
- * fine_climb) where plan_search has it (fine 0: the equal-replica
- * searches), in every search (1) or in none (-1).  The climb decides only
- * how the optimal bottleneck is found, so all three choose the same plan
- * (on up to 16 devices, where no step count budgets a search;
- * tests/test_plan_climb.c). */
+ * fine_climb) in every search (fine 0, as plan_search) or in none (-1).
+ * The climb decides only how the optimal bottleneck is found, so both
+ * choose the same plan (on up to 16 devices, where no step count budgets
+ * a search; tests/test_plan_climb.c). */
 int plan_search_climb(const plan_request *rq, int fine, plan_result *res, cl_err *e);
 
 #endif
