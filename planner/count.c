@@ -609,9 +609,12 @@ static int schedule_loses(search_ctx *c, count_state *S, int ki, int p_fixed, in
     plan_exact_opts lo = {.p_fixed = p_fixed, .budget = c->rq->exact_budget};
     plan_exact_stats ls = {0};
     cl_err le = {0};
-    /* above g, a layout's bound times (1 - slack) is above the best */
+    /* above g, a layout's bound times (1 - slack) is above the best; the
+     * guesses start 2% above the count's least-memory bound, as a climb
+     * (plan_exact_fits_within) */
     double g = B->pred.iteration_s * (1 + 4 * PLAN_BOUND_SLACK);
-    plan_exact_result r = plan_exact_fits_within(&Ic, S->XL, &lo, g, &ls, &le);
+    double from = S->lower > 0 && S->lower < HUGE_VAL ? S->lower * 1.02 : 0;
+    plan_exact_result r = plan_exact_fits_within(&Ic, S->XL, &lo, from, g, &ls, &le);
     c->res->exact_steps += ls.steps;
     if (!(c->rep > 0 && c->rq->framework == PLAN_FOR_ANY)) c->sched_prune_steps += ls.steps; /* (fewer.c) */
     return r == PLAN_EXACT_NONE_FITS;

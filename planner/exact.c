@@ -208,13 +208,13 @@ plan_exact_result plan_exact_any_below(const plan_inst *I, const plan_lattice *L
 }
 
 plan_exact_result plan_exact_fits_within(const plan_inst *I, const plan_lattice *L,
-                                         const plan_exact_opts *o, double g, plan_exact_stats *st,
-                                         cl_err *e)
+                                         const plan_exact_opts *o, double from, double g,
+                                         plan_exact_stats *st, cl_err *e)
 {
     exact_dp X;
     if (exact_dp_setup(&X, I, L, o, st, e)) return PLAN_EXACT_GAVE_UP;
     assert(!X.dev_fixed); /* memory counted at each depth, not at a device total */
-    int b = exact_dp_pass(&X, 0, GOAL_BELOW, g, st);
+    int b = exact_dp_below(&X, from, g, st);
     int over = X.budget.over;
     exact_dp_teardown(&X, st);
     if (over) return over_fail(&X, e);

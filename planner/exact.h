@@ -157,12 +157,14 @@ plan_exact_result plan_exact_any_below(const plan_inst *I, const plan_lattice *L
  * memory, not the least) whose bottleneck is at most g?  PLAN_EXACT_FOUND:
  * there is; PLAN_EXACT_NONE_FITS: every layout plan_exact could return (o's
  * stage count, no fixed device count) has a bottleneck above g; or
- * PLAN_EXACT_GAVE_UP (e).  One feasibility pass under the bound g: cheap
- * when g is tight, where the climb of plan_exact to an optimum far above g
- * is not (count.c, schedule_loses, runs it with boundaries left out). */
+ * PLAN_EXACT_GAVE_UP (e).  Feasibility passes under guesses from `from` up
+ * to g (from <= 0 or >= g: one pass at g), the first that finds a layout
+ * ending it: cheap when g is tight, or the least bottleneck near `from`,
+ * where the climb of plan_exact to an optimum far above g is not (count.c,
+ * schedule_loses, runs it with boundaries left out). */
 plan_exact_result plan_exact_fits_within(const plan_inst *I, const plan_lattice *L,
-                                         const plan_exact_opts *o, double g, plan_exact_stats *st,
-                                         cl_err *e);
+                                         const plan_exact_opts *o, double from, double g,
+                                         plan_exact_stats *st, cl_err *e);
 
 /* plan_exact for I and, alongside, for n_sh <= PLAN_EXACT_SHADOWS "shadow"
  * schedules sh[j] (I with sched = sh[j]): out[0] is plan_exact's result;

@@ -370,6 +370,10 @@ int exact_dp_pass(exact_dp *X, int relaxed, xgoal goal, double bound, plan_exact
  * hint (> 0) is tried first.  Returns the best final entry, or -1. */
 int exact_dp_climb(exact_dp *X, int relaxed, double upper, double hint, double known_lb,
               plan_exact_stats *st);
+/* exact_climb.c: is there a layout (exact memory) within g?  Feasibility
+ * passes under guesses growing from `from` (<= 0 or >= g: one pass at g)
+ * up to g; returns a final entry of the first that finds one, or -1. */
+int exact_dp_below(exact_dp *X, double from, double g, plan_exact_stats *st);
 
 /* exact_pass.c: run the pass exact_dp_pass set up; returns the best final
  * entry id, or -1.  The entries stay until the next pass. */

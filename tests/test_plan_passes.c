@@ -148,6 +148,59 @@ static void test_any_below(void)
     CU_ASSERT_TRUE(none > 0);
 }
 
+/* plan_exact_fits_within against plan_exact's optimum B* (exact memory,
+ * no device count fixed), from every kind of first guess (none, far below,
+ * just below, between, above g): a layout within g exists exactly when
+ * B* <= g (g a millionth either side of B*, far from the bound's slack),
+ * and nothing lies within any bound when nothing fits.  (Not for zb-h1,
+ * whose memory follows the pipeline's device count: never asked.) */
+static void test_fits_within(void)
+{
+    rng_state = 7717;
+    int found = 0, none = 0;
+    for (int it = 0; it < 300; it++) {
+        plan_inst I;
+        plan_lattice L;
+        int dev_fixed, p_fixed = random_case(&I, &L, it, &dev_fixed, 1);
+        if (plan_mem_dependence(&I) == PLAN_MEM_BY_TOTAL) {
+            plan_lattice_free(&L);
+            plan_inst_free(&I);
+            continue;
+        }
+        cl_err e = {0};
+        plan_exact_opts o = {.p_fixed = p_fixed, .upper_s = HUGE_VAL};
+        plan_layout y = {0};
+        plan_exact_result r = plan_exact(&I, &L, &o, &y, NULL, &e);
+        CU_ASSERT_TRUE(r == PLAN_EXACT_FOUND || r == PLAN_EXACT_NONE_FITS);
+        if (r == PLAN_EXACT_FOUND) {
+            found++;
+            plan_eval ev;
+            plan_layout_eval(&I, &L, &y, &ev);
+            double b = ev.bottleneck_s;
+            CU_ASSERT_TRUE_FATAL(ev.feasible && b >= 0 && b < HUGE_VAL);
+            /* (a model of layers without work: every bound holds it) */
+            if (b == 0) CU_ASSERT_EQUAL(plan_exact_fits_within(&I, &L, &o, 0.5, 1, NULL, &e), PLAN_EXACT_FOUND);
+            const double from[] = {0, 0.5 * b, 0.99 * b, b, 1.5 * b};
+            for (int k = 0; k < 5 && b > 0; k++) {
+                CU_ASSERT_EQUAL(plan_exact_fits_within(&I, &L, &o, from[k], b * (1 - 1e-6), NULL, &e),
+                                PLAN_EXACT_NONE_FITS);
+                CU_ASSERT_EQUAL(plan_exact_fits_within(&I, &L, &o, from[k], b * (1 + 1e-6), NULL, &e),
+                                PLAN_EXACT_FOUND);
+                CU_ASSERT_EQUAL(plan_exact_fits_within(&I, &L, &o, from[k], 3 * b, NULL, &e), PLAN_EXACT_FOUND);
+            }
+            plan_layout_free(&y);
+        } else {
+            none++;
+            CU_ASSERT_EQUAL(plan_exact_fits_within(&I, &L, &o, 0, HUGE_VAL, NULL, &e), PLAN_EXACT_NONE_FITS);
+            CU_ASSERT_EQUAL(plan_exact_fits_within(&I, &L, &o, 1e-3, HUGE_VAL, NULL, &e), PLAN_EXACT_NONE_FITS);
+        }
+        plan_lattice_free(&L);
+        plan_inst_free(&I);
+    }
+    CU_ASSERT_TRUE(found > 150); /* the comparison is not vacuous */
+    CU_ASSERT_TRUE(none > 0);
+}
+
 /* Schedules riding along one search (plan_exact_shadowed) get exactly the
  * layout their own search returns, on random chains and DAGs whose memory
  * never binds; and the mechanism is not idle (some shadows succeed). */
@@ -699,6 +752,7 @@ TEST_SUITE(plan_passes)
     test_add("shadow schedules get their own search's layout", test_shadows);
     test_add("shadow schedules whose memory binds: their own search's layout and steps", test_shadows_binding);
     test_add("any_below agrees with the least-memory optimum", test_any_below);
+    test_add("fits_within agrees with the exact optimum, whatever its first guess", test_fits_within);
     test_add("DAG lattice: set 0 empty, last full, every set a downset", test_lattice_downsets);
     test_add("pass 2's communication first: the layout of the full fronts", test_c_first);
     test_add("pass 2's communication first: no stage within the bound overflows (brute force)", test_c_first_sound);
