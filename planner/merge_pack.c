@@ -66,6 +66,13 @@ typedef struct packer {
      * a], filled on first use (-1: not yet) */
     int *tab_in, *tab_ver;
     int *jt;                /* per (replica count, class): the loose reach */
+    /* per (replica count, class) ac: the first block ac' <= ac of the same
+     * replica count whose loose check (pk_check_loose) reads the same
+     * values (replicas, link, speed, memory, in-flight counts): the two
+     * reach as far under every bound, so they share ac''s reach (jt), and
+     * a reach found at one (layer, stages) serves both (reach_at) */
+    int *jsig;
+    int *reach, *reach_at;
     /* per (replica count a, class c), at a x C + c: where states of class
      * c put the block (first position, -1: nowhere; replicas), its slowest
      * speed, least memory and all-reduce link (with one class and devices
@@ -156,20 +163,31 @@ static int pk_place(const packer *P, int e, int r, int *rr)
 
 /* Can layers i..j-1 on about rs[a] replicas precede the placed state sj
  * (layers j..) within B?  Sets *at to the block's first position and
- * *r_out to its replicas (pk_place). */
-static int pk_check(packer *P, double B, int i, int j, size_t sj, int a, int *at, int *r_out)
+ * *r_out to its replicas (pk_place).  ac: the block of rs[a] and the
+ * state's class (b_*), which in positions mode is where the block goes:
+ * a state of class c starts at position c. */
+static int pk_check(packer *P, double B, int i, int j, size_t sj, int a, size_t ac, int *at, int *r_out)
 {
     const plan_inst *I = P->I;
     const plan_lattice *L = P->L;
-    int r;
+    int r, pos, level;
+    double spd = P->spd0, cap = P->cap0;
     if (P->e[sj] < 0) return 0;
-    int pos = pk_place(P, P->e[sj], P->rs[a], &r);
-    if (pos < 0) return 0;
+    if (P->pos_mode) {
+        pos = P->b_pos[ac];
+        r = P->b_r[ac];
+        spd = P->b_spd[ac];
+        cap = P->b_cap[ac];
+        level = P->b_lv[ac];
+        if (pos < 0) return 0;
+    } else {
+        pos = pk_place(P, P->e[sj], P->rs[a], &r);
+        if (pos < 0) return 0;
+        if (!P->uni) plan_block_least(I, pos, r, &spd, &cap);
+        level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
+    }
     if (j < P->n && !P->bok_lv[plan_link_level(I, pos, r, P->fpos[sj], P->r[sj])][j])
         return 0; /* the boundary (plan_boundary_s on that link) is over B */
-    double spd = P->spd0, cap = P->cap0;
-    if (!P->uni) plan_block_least(I, pos, r, &spd, &cap);
-    int level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
     double Pb = L->params[j] - L->params[i];
     double t = plan_stage_time(I, L->work[j] - L->work[i], r, spd, pk_allreduce(P, Pb, r, level));
     if (!pk_within(P, t, B)) return 0;
@@ -273,7 +291,7 @@ static int pk_run(packer *P, double B)
     size_t states = st_of(P, n, K, C - 1) + 1;
     for (size_t s = 0; s < states; s++) P->e[s] = -1;
     for (int l = 0; l < (K ? K + 1 : 1) * C; l++) P->lst_n[l] = 0;
-    for (int l = 0; l < P->nr * C; l++) P->jt[l] = n;
+    for (int l = 0; l < P->nr * C; l++) P->jt[l] = n, P->reach_at[l] = -1;
     pk_offer(P, n, 0, pk_cls(P, N), N, 0, -1, -1, N, 0);
     if (P->pos_mode)
         for (int c = N - 1; c >= 0; c--) pk_offer(P, n, 0, c, c, 0, -1, -1, N, 0);
@@ -297,21 +315,30 @@ static int pk_run(packer *P, double B)
                      * recedes as i does (the block's devices are fixed by
                      * the class), so one pointer per replica count and
                      * class, O(L) per run; with a fixed stage count, a
-                     * binary search */
-                    int lo = i + 1, hi = K ? n - (k - 1) : n;
-                    if (!K) {
-                        int *jt = &P->jt[(size_t)a * C + c], y = *jt;
-                        while (y > i && !pk_check_loose(P, B, i, y, ac)) y--;
-                        *jt = y;
-                        lo = y;
-                    } else if (!pk_check_loose(P, B, i, lo, ac)) {
-                        lo = i;
+                     * binary search.  Blocks alike share it (jsig). */
+                    size_t as = (size_t)P->jsig[ac];
+                    int at_ik = i * (k_hi + 1) + k, lo;
+                    if (P->reach_at[as] == at_ik) {
+                        lo = P->reach[as];
                     } else {
-                        while (lo < hi) {
-                            int mid = lo + (hi - lo + 1) / 2;
-                            if (pk_check_loose(P, B, i, mid, ac)) lo = mid;
-                            else hi = mid - 1;
+                        lo = i + 1;
+                        int hi = K ? n - (k - 1) : n;
+                        if (!K) {
+                            int *jt = &P->jt[as], y = *jt;
+                            while (y > i && !pk_check_loose(P, B, i, y, as)) y--;
+                            *jt = y;
+                            lo = y;
+                        } else if (!pk_check_loose(P, B, i, lo, as)) {
+                            lo = i;
+                        } else {
+                            while (lo < hi) {
+                                int mid = lo + (hi - lo + 1) / 2;
+                                if (pk_check_loose(P, B, i, mid, as)) lo = mid;
+                                else hi = mid - 1;
+                            }
                         }
+                        P->reach[as] = lo;
+                        P->reach_at[as] = at_ik;
                     }
                     if (lo <= i) continue;
                     if (C == 1) {
@@ -331,13 +358,13 @@ static int pk_run(packer *P, double B)
                              y > i && w < WALK && seen < 8 * WALK; y = P->prev_inter[y - 1], seen++) {
                             if (P->e[st_of(P, y, k - 1, c)] < 0) continue;
                             w++;
-                            if (pk_check(P, B, i, y, st_of(P, y, k - 1, c), a, &at, &r_at)) {
+                            if (pk_check(P, B, i, y, st_of(P, y, k - 1, c), a, ac, &at, &r_at)) {
                                 j = y;
                                 break;
                             }
                         }
                     } else if (P->e[st_of(P, lo, k - 1, c)] >= 0 && P->bok[lo] &&
-                               pk_check(P, B, i, lo, st_of(P, lo, k - 1, c), a, &at, &r_at)) {
+                               pk_check(P, B, i, lo, st_of(P, lo, k - 1, c), a, ac, &at, &r_at)) {
                         j = lo; /* the usual case: the farthest reach itself */
                     } else {
                         int x0 = 0, x1 = nl;
@@ -349,7 +376,7 @@ static int pk_run(packer *P, double B)
                         for (int x = x0, w = 0; x < nl && lj[x] > i && w < WALK; x++) {
                             if (!P->bok[lj[x]]) continue;
                             w++;
-                            if (pk_check(P, B, i, lj[x], st_of(P, lj[x], k - 1, c), a, &at, &r_at)) {
+                            if (pk_check(P, B, i, lj[x], st_of(P, lj[x], k - 1, c), a, ac, &at, &r_at)) {
                                 j = lj[x];
                                 break;
                             }
@@ -508,6 +535,9 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
     P->tab_ver = cl_malloc(nt * sizeof(int));
     size_t nb = (size_t)P->nr * (size_t)P->C;
     P->jt = cl_malloc(nb * sizeof(int));
+    P->jsig = cl_malloc(nb * sizeof(int));
+    P->reach = cl_malloc(nb * sizeof(int));
+    P->reach_at = cl_malloc(nb * sizeof(int));
     P->b_pos = cl_malloc(nb * sizeof(int));
     P->b_r = cl_malloc(nb * sizeof(int));
     P->b_lv = cl_malloc(nb * sizeof(int));
@@ -561,6 +591,26 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
     free(ver_of);
     free(col_in);
     free(col_ver);
+    /* blocks whose loose checks read the same values (jsig) */
+    for (int a = 0; a < P->nr; a++)
+        for (int c = 0; c < P->C; c++) {
+            size_t ac = (size_t)a * P->C + c;
+            P->jsig[ac] = (int)ac;
+            if (P->b_pos[ac] < 0) continue;
+            for (int c2 = 0; c2 < c; c2++) {
+                size_t a2 = (size_t)a * P->C + c2;
+                if (P->b_pos[a2] < 0 || (size_t)P->jsig[a2] != a2 || P->b_r[a2] != P->b_r[ac] ||
+                    P->b_lv[a2] != P->b_lv[ac] || P->b_spd[a2] != P->b_spd[ac] || P->b_cap[a2] != P->b_cap[ac])
+                    continue;
+                int same = 1;
+                for (int g = 0; g < G && same; g++)
+                    same = P->b_in[g * nb + a2] == P->b_in[g * nb + ac] && P->b_ver[g * nb + a2] == P->b_ver[g * nb + ac];
+                if (same) {
+                    P->jsig[ac] = (int)a2;
+                    break;
+                }
+            }
+        }
     for (size_t t = 0; t < nt; t++) P->tab_in[t] = -1;
     return 1;
 }
@@ -588,6 +638,9 @@ static void pk_free(packer *P)
     free(P->tab_in);
     free(P->tab_ver);
     free(P->jt);
+    free(P->jsig);
+    free(P->reach);
+    free(P->reach_at);
     free(P->b_pos);
     free(P->b_r);
     free(P->b_lv);
