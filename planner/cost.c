@@ -362,14 +362,6 @@ int plan_block_ok(const plan_inst *I, int pos, int r)
     return 1;
 }
 
-int plan_link_level(const plan_inst *I, int pos_a, int r_a, int pos_b, int r_b)
-{
-    int n = I->node[pos_a];
-    if (I->node[pos_a + r_a - 1] != n) return CLUSTER_INTER;
-    if (I->node[pos_b] != n || I->node[pos_b + r_b - 1] != n) return CLUSTER_INTER;
-    return CLUSTER_INTRA;
-}
-
 /* -------------------------------------------------------------- layouts -- */
 
 void plan_layout_alloc(plan_layout *y, int p)

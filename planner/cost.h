@@ -351,8 +351,15 @@ static inline void plan_block_least(const plan_inst *I, int pos, int r, double *
     *cap = c;
 }
 /* Link level between two consecutive blocks: intra-node when both lie in
- * the same single node. */
-int plan_link_level(const plan_inst *I, int pos_a, int r_a, int pos_b, int r_b);
+ * the same single node.  (Inline: partition and merge asks it for every
+ * stage it tries.) */
+static inline int plan_link_level(const plan_inst *I, int pos_a, int r_a, int pos_b, int r_b)
+{
+    int n = I->node[pos_a];
+    if (I->node[pos_a + r_a - 1] != n) return CLUSTER_INTER;
+    if (I->node[pos_b] != n || I->node[pos_b + r_b - 1] != n) return CLUSTER_INTER;
+    return CLUSTER_INTRA;
+}
 
 /* Interleaved plans (interleave.c): split the chain view (L a prefix
  * lattice) into n contiguous chunks, chunk k on position k mod p, with the

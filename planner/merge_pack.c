@@ -161,6 +161,15 @@ static int pk_place(const packer *P, int e, int r, int *rr)
     return -1;
 }
 
+/* Is the boundary at cut j, between the block at pos of r replicas and
+ * the first stage of state sj, within the bound on the link joining them
+ * (bok_lv)?  pk_check's first test; the walks of positions mode, where the
+ * block is the class's, ask it first (most of their candidates fail it). */
+static inline int pk_bnd_ok(const packer *P, int pos, int r, size_t sj, int j)
+{
+    return j >= P->n || P->bok_lv[plan_link_level(P->I, pos, r, P->fpos[sj], P->r[sj])][j];
+}
+
 /* Can layers i..j-1 on about rs[a] replicas precede the placed state sj
  * (layers j..) within B?  Sets *at to the block's first position and
  * *r_out to its replicas (pk_place).  ac: the block of rs[a] and the
@@ -186,8 +195,7 @@ static int pk_check(packer *P, double B, int i, int j, size_t sj, int a, size_t 
         if (!P->uni) plan_block_least(I, pos, r, &spd, &cap);
         level = I->node[pos] == I->node[pos + r - 1] ? CLUSTER_INTRA : CLUSTER_INTER;
     }
-    if (j < P->n && !P->bok_lv[plan_link_level(I, pos, r, P->fpos[sj], P->r[sj])][j])
-        return 0; /* the boundary (plan_boundary_s on that link) is over B */
+    if (!pk_bnd_ok(P, pos, r, sj, j)) return 0; /* the boundary (plan_boundary_s on that link) is over B */
     double Pb = L->params[j] - L->params[i];
     double t = plan_stage_time(I, L->work[j] - L->work[i], r, spd, pk_allreduce(P, Pb, r, level));
     if (!pk_within(P, t, B)) return 0;
@@ -376,6 +384,7 @@ static int pk_run(packer *P, double B)
                         for (int x = x0, w = 0; x < nl && lj[x] > i && w < WALK; x++) {
                             if (!P->bok[lj[x]]) continue;
                             w++;
+                            if (P->pos_mode && !pk_bnd_ok(P, pos, r, st_of(P, lj[x], k - 1, c), lj[x])) continue;
                             if (pk_check(P, B, i, lj[x], st_of(P, lj[x], k - 1, c), a, ac, &at, &r_at)) {
                                 j = lj[x];
                                 break;
