@@ -59,6 +59,8 @@ typedef struct count_state {
     /* count_lower: one bound for every schedule */
     double lower;               /* no layout's bottleneck is below it (0:
                                    unknown; HUGE_VAL: nothing fits)         */
+    double skip_lb, skip_at;    /* skip_count: its bound, found under a best
+                                   iteration of skip_at (NaN: not yet)      */
     int tentative;              /* lower is the last count's bound, proved
                                    no higher than this count's least-memory
                                    optimum (plan_exact_any_below) but not yet
@@ -189,14 +191,22 @@ static int skip_count(search_ctx *c, count_state *S, const search_best *B)
     int skip = 0, alike = 1;
     for (int q = 1; q < I->n_dev; q++) alike &= I->speed[q] == I->speed[0];
     if (alike) {
-        plan_inst Ic = *I;
-        Ic.bnd_off = 1;
-        plan_exact_opts lc = {.upper_s = B->pred.iteration_s, .budget = rq->exact_budget};
-        plan_exact_stats cs = {0};
-        cl_err ce = {0};
-        double lb_c = 0;
-        if (plan_exact_lower(&Ic, S->XL, &lc, &lb_c, &cs, &ce) == PLAN_EXACT_GAVE_UP) lb_c = 0;
-        c->res->exact_steps += cs.steps;
+        /* asked again after a tentative bound was probed and replaced
+         * (count_exact_run): the bound, which reads neither, is the same
+         * while the best iteration is */
+        double lb_c = S->skip_lb;
+        if (!(S->skip_at == B->pred.iteration_s)) {
+            plan_inst Ic = *I;
+            Ic.bnd_off = 1;
+            plan_exact_opts lc = {.upper_s = B->pred.iteration_s, .budget = rq->exact_budget};
+            plan_exact_stats cs = {0};
+            cl_err ce = {0};
+            lb_c = 0;
+            if (plan_exact_lower(&Ic, S->XL, &lc, &lb_c, &cs, &ce) == PLAN_EXACT_GAVE_UP) lb_c = 0;
+            c->res->exact_steps += cs.steps;
+            S->skip_lb = lb_c;
+            S->skip_at = B->pred.iteration_s;
+        }
         skip = lb_c * (1 - PLAN_BOUND_SLACK) > B->pred.iteration_s;
     }
     return skip;
@@ -773,6 +783,7 @@ int count_search(search_ctx *c, search_best *B, dag_state *lt, int m, const sche
     memset(&S, 0, sizeof S);
     S.kinds = kinds;
     S.n_kinds = n_kinds;
+    S.skip_at = NAN;
     int rc = count_prepare(c, lt, m, &S, e);
     if (rc) return rc;
     if (equal_reps_lose(c, &S, B)) {
