@@ -68,7 +68,7 @@ typedef struct dp_front {
     int k, next;            /* k of this front; next front of the same (t, c) */
     int t, c;               /* its state (to rebuild dp_store.fidx)           */
     int n, cap;
-    int *ids;
+    int *ids;               /* in key's block, after its cap keys            */
     dp_key *key;              /* key[i] of entry ids[i]                        */
     int dom;                /* with shadows: where the scan that refused
                                the last offer ended, where the next starts
@@ -176,6 +176,13 @@ typedef struct dp_store {
     struct dp_fslot { int t, c, k, f; unsigned gen; } *fidx;
     int fidx_cap;           /* slots, a power of 2 (0: none yet)             */
     unsigned fgen;          /* this pass's generation (exact_dp_run_pass)    */
+    /* storage given back by the fronts of sets already expanded, for the
+     * fronts to come (a small search makes and drops thousands a pass):
+     * blocks of a front's keys and ids by log2 of their capacity, and
+     * sets' head arrays, each list linked through its blocks' first bytes
+     * (exact_front.h, front_block) */
+    void *pool[32];
+    void *head_pool;
 } dp_store;
 
 /* The shadow schedules (plan_exact_shadowed), during the pass at lower_s

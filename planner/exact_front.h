@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "exact_dp.h"
 
@@ -54,6 +55,26 @@ static inline int dominates(const exact_dp *X, const dp_key *a, const dp_key *b)
     return dominates_by(X->run.track_u, X->run.goal == GOAL_COMM, X->run.c_first, a, b, a->H, b->H);
 }
 
+/* A block for a front of `cap` entries (a power of 2 from 2): cap keys,
+ * then cap ids; from the pool when one was given back. */
+static inline dp_key *front_block(dp_store *S, int cap)
+{
+    int b = __builtin_ctz((unsigned)cap);
+    void *p = S->pool[b];
+    if (p) {
+        S->pool[b] = *(void **)p;
+        return p;
+    }
+    return cl_malloc((size_t)cap * (sizeof(dp_key) + sizeof(int)));
+}
+
+static inline void front_block_put(dp_store *S, dp_key *block, int cap)
+{
+    int b = __builtin_ctz((unsigned)cap);
+    *(void **)block = S->pool[b];
+    S->pool[b] = block;
+}
+
 /* Slot of (t, c, k) in the front index: the one holding it, else the
  * empty slot where it belongs. */
 static inline size_t fidx_slot(const dp_store *S, int t, int c, int k)
@@ -91,7 +112,13 @@ static inline dp_front *front_of(exact_dp *X, int t, int c, int k)
 {
     dp_store *S = &X->store;
     if (!S->head[t]) {
-        S->head[t] = cl_malloc((size_t)X->pos.C * sizeof(int));
+        /* (at least two ints: a pooled array holds the list's link) */
+        if (S->head_pool) {
+            S->head[t] = S->head_pool;
+            S->head_pool = *(void **)S->head_pool;
+        } else {
+            S->head[t] = cl_malloc((size_t)(X->pos.C > 2 ? X->pos.C : 2) * sizeof(int));
+        }
         for (int i = 0; i < X->pos.C; i++) S->head[t][i] = -1;
     }
     /* the first few fronts of the list are walked (short lists, the common
@@ -126,9 +153,17 @@ static inline void keep_entry(exact_dp *X, dp_front *f, const dp_key *kv, int al
                               int c, int k, int parent, int edge, int from, int r)
 {
     if (f->n == f->cap) {
-        f->cap = f->cap ? 2 * f->cap : 2;
-        f->ids = cl_realloc(f->ids, (size_t)f->cap * sizeof(int));
-        f->key = cl_realloc(f->key, (size_t)f->cap * sizeof(dp_key));
+        int cap = f->cap ? 2 * f->cap : 2;
+        dp_key *key = front_block(&X->store, cap);
+        int *ids = (int *)(key + cap);
+        if (f->n) {
+            memcpy(key, f->key, (size_t)f->n * sizeof *key);
+            memcpy(ids, f->ids, (size_t)f->n * sizeof *ids);
+        }
+        if (f->cap) front_block_put(&X->store, f->key, f->cap);
+        f->key = key;
+        f->ids = ids;
+        f->cap = cap;
     }
     int id = reuse >= 0 ? reuse : new_entry(X);
     X->store.created++;

@@ -500,13 +500,13 @@ static void free_fronts(exact_dp *X, int t)
     if (!S->head[t]) return;
     for (int c = 0; c < X->pos.C; c++)
         for (int f = S->head[t][c]; f >= 0; f = S->fr[f].next) {
-            free(S->fr[f].ids);
-            free(S->fr[f].key);
+            if (S->fr[f].cap) front_block_put(S, S->fr[f].key, S->fr[f].cap);
             S->fr[f].ids = NULL;
             S->fr[f].key = NULL;
             S->fr[f].n = S->fr[f].cap = 0;
         }
-    free(S->head[t]);
+    *(void **)S->head[t] = S->head_pool;
+    S->head_pool = S->head[t];
     S->head[t] = NULL;
 }
 

@@ -414,9 +414,17 @@ void exact_dp_teardown(exact_dp *X, plan_exact_stats *st)
     dp_store *S = &X->store;
     free(S->ent);
     free(S->scratch);
-    for (int f = 0; f < S->n_fr; f++) {
-        free(S->fr[f].ids);
-        free(S->fr[f].key);
+    for (int f = 0; f < S->n_fr; f++) free(S->fr[f].key); /* (ids in its block) */
+    for (int b = 0; b < 32; b++)
+        while (S->pool[b]) {
+            void *p = S->pool[b];
+            S->pool[b] = *(void **)p;
+            free(p);
+        }
+    while (S->head_pool) {
+        void *p = S->head_pool;
+        S->head_pool = *(void **)p;
+        free(p);
     }
     free(S->fr);
     free(S->fidx);
