@@ -55,24 +55,43 @@ static inline int dominates(const exact_dp *X, const dp_key *a, const dp_key *b)
     return dominates_by(X->run.track_u, X->run.goal == GOAL_COMM, X->run.c_first, a, b, a->H, b->H);
 }
 
+/* The store's free lists (dp_store.pool, head_pool): linked through each
+ * block's first bytes. */
+static inline void pool_push(void **list, void *block)
+{
+    *(void **)block = *list;
+    *list = block;
+}
+
+/* A block off the list, or a new one of `bytes`. */
+static inline void *pool_pop(void **list, size_t bytes)
+{
+    void *p = *list;
+    if (!p) return cl_malloc(bytes);
+    *list = *(void **)p;
+    return p;
+}
+
+/* Free every block of a list (the search's teardown). */
+static inline void pool_free(void **list)
+{
+    while (*list) {
+        void *p = *list;
+        *list = *(void **)p;
+        free(p);
+    }
+}
+
 /* A block for a front of `cap` entries (a power of 2 from 2): cap keys,
- * then cap ids; from the pool when one was given back. */
+ * then cap ids. */
 static inline dp_key *front_block(dp_store *S, int cap)
 {
-    int b = __builtin_ctz((unsigned)cap);
-    void *p = S->pool[b];
-    if (p) {
-        S->pool[b] = *(void **)p;
-        return p;
-    }
-    return cl_malloc((size_t)cap * (sizeof(dp_key) + sizeof(int)));
+    return pool_pop(&S->pool[__builtin_ctz((unsigned)cap)], (size_t)cap * (sizeof(dp_key) + sizeof(int)));
 }
 
 static inline void front_block_put(dp_store *S, dp_key *block, int cap)
 {
-    int b = __builtin_ctz((unsigned)cap);
-    *(void **)block = S->pool[b];
-    S->pool[b] = block;
+    pool_push(&S->pool[__builtin_ctz((unsigned)cap)], block);
 }
 
 /* Slot of (t, c, k) in the front index: the one holding it, else the
@@ -113,12 +132,7 @@ static inline dp_front *front_of(exact_dp *X, int t, int c, int k)
     dp_store *S = &X->store;
     if (!S->head[t]) {
         /* (at least two ints: a pooled array holds the list's link) */
-        if (S->head_pool) {
-            S->head[t] = S->head_pool;
-            S->head_pool = *(void **)S->head_pool;
-        } else {
-            S->head[t] = cl_malloc((size_t)(X->pos.C > 2 ? X->pos.C : 2) * sizeof(int));
-        }
+        S->head[t] = pool_pop(&S->head_pool, (size_t)(X->pos.C > 2 ? X->pos.C : 2) * sizeof(int));
         for (int i = 0; i < X->pos.C; i++) S->head[t][i] = -1;
     }
     /* the first few fronts of the list are walked (short lists, the common

@@ -505,8 +505,7 @@ static void free_fronts(exact_dp *X, int t)
             S->fr[f].key = NULL;
             S->fr[f].n = S->fr[f].cap = 0;
         }
-    *(void **)S->head[t] = S->head_pool;
-    S->head_pool = S->head[t];
+    pool_push(&S->head_pool, S->head[t]);
     S->head[t] = NULL;
 }
 

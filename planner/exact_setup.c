@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "core/schedule.h"
-#include "exact_dp.h"
+#include "exact_front.h"
 
 /* inner steps of one search when the caller gives no budget */
 #define DEFAULT_BUDGET ((int64_t)4000000000)
@@ -415,17 +415,8 @@ void exact_dp_teardown(exact_dp *X, plan_exact_stats *st)
     free(S->ent);
     free(S->scratch);
     for (int f = 0; f < S->n_fr; f++) free(S->fr[f].key); /* (ids in its block) */
-    for (int b = 0; b < 32; b++)
-        while (S->pool[b]) {
-            void *p = S->pool[b];
-            S->pool[b] = *(void **)p;
-            free(p);
-        }
-    while (S->head_pool) {
-        void *p = S->head_pool;
-        S->head_pool = *(void **)p;
-        free(p);
-    }
+    for (int b = 0; b < 32; b++) pool_free(&S->pool[b]);
+    pool_free(&S->head_pool);
     free(S->fr);
     free(S->fidx);
     free(S->head);
