@@ -600,26 +600,32 @@ static int pk_init(packer *P, const plan_inst *I, const plan_lattice *L, int kma
     free(ver_of);
     free(col_in);
     free(col_ver);
-    /* blocks whose loose checks read the same values (jsig) */
-    for (int a = 0; a < P->nr; a++)
+    /* blocks whose loose checks read the same values (jsig): each compared
+     * with the replica count's representatives so far (few: the values come
+     * from a handful of device types and the two links), not every class */
+    int *rep = cl_malloc((size_t)P->C * sizeof(int));
+    for (int a = 0; a < P->nr; a++) {
+        int n_rep = 0;
         for (int c = 0; c < P->C; c++) {
             size_t ac = (size_t)a * P->C + c;
             P->jsig[ac] = (int)ac;
             if (P->b_pos[ac] < 0) continue;
-            for (int c2 = 0; c2 < c; c2++) {
-                size_t a2 = (size_t)a * P->C + c2;
-                if (P->b_pos[a2] < 0 || (size_t)P->jsig[a2] != a2 || P->b_r[a2] != P->b_r[ac] ||
-                    P->b_lv[a2] != P->b_lv[ac] || P->b_spd[a2] != P->b_spd[ac] || P->b_cap[a2] != P->b_cap[ac])
+            int x = 0;
+            for (; x < n_rep; x++) {
+                size_t a2 = (size_t)rep[x];
+                if (P->b_r[a2] != P->b_r[ac] || P->b_lv[a2] != P->b_lv[ac] || P->b_spd[a2] != P->b_spd[ac] ||
+                    P->b_cap[a2] != P->b_cap[ac])
                     continue;
                 int same = 1;
                 for (int g = 0; g < G && same; g++)
                     same = P->b_in[g * nb + a2] == P->b_in[g * nb + ac] && P->b_ver[g * nb + a2] == P->b_ver[g * nb + ac];
-                if (same) {
-                    P->jsig[ac] = (int)a2;
-                    break;
-                }
+                if (same) break;
             }
+            if (x < n_rep) P->jsig[ac] = rep[x];
+            else rep[n_rep++] = (int)ac;
         }
+    }
+    free(rep);
     for (size_t t = 0; t < nt; t++) P->tab_in[t] = -1;
     return 1;
 }
